@@ -1,0 +1,1 @@
+"""Mettle toolchain package."""
