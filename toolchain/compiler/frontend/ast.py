@@ -1,0 +1,438 @@
+"""Mettle abstract syntax tree: plain dataclasses produced by the parser.
+
+Consumers: the type checker (fills `Expr.ty`, resolves names) and IR lowering.
+
+Invariants (stable contract; changes are additive only):
+- Every node has `.span` (a keyword-only field, so positional fields read naturally).
+- Every expression has a mutable `ty` slot, None until the checker sets it.
+- Declarations carry `exported` and `internal_name`; the module loader sets
+  `internal_name` (`__import_<hash>_<name>`) on top-level names hidden by `export`.
+- Syntax sugar is kept as written: `p->f` is `Arrow`, `a[i] += 1` is `Assign("+=", ...)`,
+  `else if` is an `If` whose `else_` is another `If` (never a Block wrapping one).
+- Integers are Python ints (unsized; char literals are IntLit), floats are Python floats,
+  string literal values are UTF-8 `bytes` with escapes already decoded.
+- Array sizes in `ArrayType` are ints (the grammar only allows a number token).
+- `Barrier.regions`/`order` hold the words as written; `barrier()` leaves both empty/None,
+  which means (workgroup, seq_cst).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Optional
+
+from ..diagnostics import Span
+
+
+@dataclass(eq=False)
+class Node:
+    span: Span = field(kw_only=True)
+
+
+# ---------------------------------------------------------------- type expressions
+@dataclass(eq=False)
+class TypeExpr(Node):
+    pass
+
+
+@dataclass(eq=False)
+class NamedType(TypeExpr):
+    name: str                       # int32, float64, string, bool, cstring, void, S, E ...
+    qualifier: Optional[str] = None  # `vec` in `vec.Vec` (an import alias)
+
+
+@dataclass(eq=False)
+class PointerType(TypeExpr):
+    elem: TypeExpr
+
+
+@dataclass(eq=False)
+class ArrayType(TypeExpr):
+    elem: TypeExpr
+    size: int
+
+
+@dataclass(eq=False)
+class FnPtrType(TypeExpr):
+    params: list[TypeExpr]
+    ret: Optional[TypeExpr]         # None means void
+    is_closure: bool = False        # `Fn(A) -> R` (later tier) vs thin `fn(A) -> R`
+
+
+# ---------------------------------------------------------------- expressions
+@dataclass(eq=False)
+class Expr(Node):
+    ty: Any = field(default=None, kw_only=True, compare=False, repr=False)
+
+
+@dataclass(eq=False)
+class IntLit(Expr):
+    value: int
+
+
+@dataclass(eq=False)
+class FloatLit(Expr):
+    value: float
+    text: str = ""
+
+
+@dataclass(eq=False)
+class StrLit(Expr):
+    value: bytes
+
+
+@dataclass(eq=False)
+class BoolLit(Expr):
+    value: bool
+
+
+@dataclass(eq=False)
+class Name(Expr):
+    name: str
+
+
+@dataclass(eq=False)
+class Unary(Expr):
+    op: str                         # "-" "+" "~" "!"  (`*` is Deref, `&` is AddrOf)
+    operand: Expr
+
+
+@dataclass(eq=False)
+class Binary(Expr):
+    op: str                         # "*" ... "||" per LANGUAGE §4
+    left: Expr
+    right: Expr
+
+
+@dataclass(eq=False)
+class Cast(Expr):
+    type: TypeExpr
+    expr: Expr
+
+
+class NamedArg(NamedTuple):
+    """`order: acq_rel` in a call; a tuple so `name, value, span = arg` works."""
+    name: str
+    value: Expr
+    span: Span
+
+
+@dataclass(eq=False)
+class Call(Expr):
+    callee: Expr
+    args: list[Expr]
+    named_args: list[NamedArg] = field(default_factory=list)
+    type_args: list[TypeExpr] = field(default_factory=list)  # generics: later tier, empty
+
+
+@dataclass(eq=False)
+class Index(Expr):
+    base: Expr
+    index: Expr
+
+
+@dataclass(eq=False)
+class Member(Expr):
+    base: Expr
+    name: str
+
+
+@dataclass(eq=False)
+class Arrow(Expr):
+    base: Expr
+    name: str
+
+
+@dataclass(eq=False)
+class AddrOf(Expr):
+    operand: Expr
+
+
+@dataclass(eq=False)
+class Deref(Expr):
+    operand: Expr
+
+
+@dataclass(eq=False)
+class SizeOf(Expr):
+    type: TypeExpr
+
+
+@dataclass(eq=False)
+class ArrayLit(Expr):
+    elems: list[Expr]
+
+
+@dataclass(eq=False)
+class ArrayRepeat(Expr):
+    value: Expr
+    count: Expr
+
+
+class FieldInit(NamedTuple):
+    name: str
+    value: Expr
+    span: Span
+
+
+@dataclass(eq=False)
+class StructLit(Expr):
+    fields: list[FieldInit]
+
+
+@dataclass(eq=False)
+class TupleExpr(Expr):
+    """`(x, y, z)`: only produced for named dispatch controls (grid/block)."""
+    elems: list[Expr]
+
+
+# ---------------------------------------------------------------- statements
+@dataclass(eq=False)
+class Stmt(Node):
+    pass
+
+
+@dataclass(eq=False)
+class Attribute(Node):
+    """A decorator or loop attribute: `@inline!` -> name "inline!", `@unroll(4)` -> args [4]."""
+    name: str
+    args: list[int] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Block(Stmt):
+    stmts: list[Stmt]
+
+
+@dataclass(eq=False)
+class ExprStmt(Stmt):
+    expr: Expr
+
+
+@dataclass(eq=False)
+class Assign(Stmt):
+    op: str                         # "=" or a compound op such as "+=", "<<="
+    target: Expr
+    value: Expr
+
+
+@dataclass(eq=False)
+class VarDecl(Stmt):
+    """`var` (and, via ConstDecl, `const`), global or local.
+
+    storage is "none" | "workgroup" | "private". An extern var has is_extern and link_name
+    (`extern var v: T = "sym";`) and no init.
+    """
+    name: str
+    type: Optional[TypeExpr]
+    init: Optional[Expr]
+    is_const: bool = False
+    storage: str = "none"
+    is_global: bool = False
+    exported: bool = False
+    is_extern: bool = False
+    link_name: Optional[str] = None
+    internal_name: Optional[str] = None
+
+
+@dataclass(eq=False)
+class ConstDecl(VarDecl):
+    """`const N = 64;` (type optional at top level). Always is_const=True."""
+    is_const: bool = True
+
+
+@dataclass(eq=False)
+class If(Stmt):
+    cond: Expr
+    then: Block
+    else_: Optional[Stmt] = None    # Block, If (flattened `else if`) or None
+
+
+@dataclass(eq=False)
+class While(Stmt):
+    cond: Expr
+    body: Block
+    label: Optional[str] = None
+    attrs: list[Attribute] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class For(Stmt):
+    """C-style `for (init; cond; step) body`; each part may be None."""
+    init: Optional[Stmt]
+    cond: Optional[Expr]
+    step: Optional[Stmt]
+    body: Block
+    label: Optional[str] = None
+    attrs: list[Attribute] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class ForRange(Stmt):
+    """`for k in lo..hi` / `lo..=hi` (inclusive) / `for k: int64 in ...`."""
+    var: str
+    type: Optional[TypeExpr]
+    lo: Expr
+    hi: Expr
+    inclusive: bool
+    body: Block
+    label: Optional[str] = None
+    attrs: list[Attribute] = field(default_factory=list)
+
+
+class CaseRange(NamedTuple):
+    """`case 3..9:` — inclusive on both ends."""
+    lo: Expr
+    hi: Expr
+
+
+@dataclass(eq=False)
+class SwitchCase(Node):
+    """One `case ...:` or `default:` label and the statements up to the next label.
+
+    Control falls through into the next SwitchCase unless the body breaks/returns.
+    """
+    values: list[Expr]
+    ranges: list[CaseRange]
+    body: list[Stmt]
+    is_default: bool = False
+
+
+@dataclass(eq=False)
+class Switch(Stmt):
+    subject: Expr
+    cases: list[SwitchCase]         # in source order (fall-through order)
+
+    @property
+    def default(self) -> Optional[SwitchCase]:
+        return next((c for c in self.cases if c.is_default), None)
+
+
+@dataclass(eq=False)
+class Break(Stmt):
+    label: Optional[str] = None
+
+
+@dataclass(eq=False)
+class Continue(Stmt):
+    label: Optional[str] = None
+
+
+@dataclass(eq=False)
+class Return(Stmt):
+    value: Optional[Expr] = None
+
+
+@dataclass(eq=False)
+class Dispatch(Stmt):
+    """`dispatch K[g, b](args)` (compact) or `dispatch K[grid: .., block: .., ...](args) on s`.
+
+    Compact form: grid=[g], block=[b]. Named form: grid/block hold the tuple elements as
+    written (the checker requires three); shared/stream/work are None when absent.
+    `on_stream` is the `on s` sugar (an error in the checker if `stream:` is also given).
+    """
+    kernel: Expr
+    args: list[Expr]
+    named: bool
+    grid: list[Expr] = field(default_factory=list)
+    block: list[Expr] = field(default_factory=list)
+    shared: Optional[Expr] = None
+    stream: Optional[Expr] = None
+    work: Optional[Expr] = None
+    on_stream: Optional[Expr] = None
+
+
+@dataclass(eq=False)
+class Barrier(Stmt):
+    regions: list[str]              # subset of {"workgroup", "global"}, as written
+    order: Optional[str] = None     # acquire | release | acq_rel | seq_cst
+
+
+# ---------------------------------------------------------------- declarations
+@dataclass(eq=False)
+class Param(Node):
+    name: str
+    type: TypeExpr
+
+
+@dataclass(eq=False)
+class FnDecl(Stmt):
+    """fn, kernel, extern fn. `body` is None for a forward or extern declaration.
+
+    kernel_block is the declared (x, y, z) block shape (1-D forms padded with 1s);
+    kernel_per is "warp" for `per = warp`, else None.
+    """
+    name: str
+    params: list[Param]
+    ret: Optional[TypeExpr]         # None means void
+    body: Optional[Block]
+    is_kernel: bool = False
+    kernel_block: Optional[tuple[int, int, int]] = None
+    kernel_per: Optional[str] = None
+    decorators: list[Attribute] = field(default_factory=list)
+    exported: bool = False
+    is_extern: bool = False
+    link_name: Optional[str] = None
+    internal_name: Optional[str] = None
+
+
+@dataclass(eq=False)
+class ExternKernel(FnDecl):
+    """`extern kernel(block = 256) vadd(a: float32*, n: int32);` (is_kernel, is_extern)."""
+    is_kernel: bool = True
+    is_extern: bool = True
+
+
+@dataclass(eq=False)
+class StructField(Node):
+    name: str
+    type: TypeExpr
+
+
+@dataclass(eq=False)
+class StructDecl(Stmt):
+    name: str
+    fields: list[StructField]
+    exported: bool = False
+    internal_name: Optional[str] = None
+
+
+@dataclass(eq=False)
+class EnumVariant(Node):
+    name: str
+    value: Optional[Expr] = None
+
+
+@dataclass(eq=False)
+class EnumDecl(Stmt):
+    name: str
+    variants: list[EnumVariant]
+    exported: bool = False
+    internal_name: Optional[str] = None
+
+
+class ImportName(NamedTuple):
+    name: str
+    span: Span
+
+
+@dataclass(eq=False)
+class Import(Stmt):
+    """`import "p";`, `import "p" as a;`, `import { x, y } from "p";`, `... if linux;`."""
+    path: str
+    alias: Optional[str] = None
+    names: Optional[list[ImportName]] = None
+    guard: Optional[str] = None     # "linux" | "windows" | None
+
+
+@dataclass(eq=False)
+class Module(Node):
+    items: list[Stmt]
+    path: str
+
+    @property
+    def imports(self) -> list[Import]:
+        return [i for i in self.items if isinstance(i, Import)]
+
+
+# Declarations that bind a top-level name (the module loader's export bookkeeping).
+TOP_LEVEL_DECLS = (FnDecl, VarDecl, StructDecl, EnumDecl)

@@ -1,0 +1,190 @@
+"""Mettle lexer (LANGUAGE §1): source text -> list of Tokens ending with one EOF token.
+
+One compiled master regex is matched at the current offset; its `lastgroup` picks the
+handler. Nested block comments, strings and char literals need small hand loops because a
+regex cannot count nesting or validate escapes with located errors.
+
+Invariants:
+- Errors are E0001 and go into the caller's DiagnosticBag; scanning continues after the
+  bad character so one run reports several. An unclosed block comment or string ends the
+  scan (everything after it belongs to it).
+- Columns are 1-based character offsets from the start of the line; a leading BOM is
+  skipped and does not count as a column.
+- A numeric literal followed directly by a letter, digit or `_` is an error: Mettle has no
+  suffixes (`1u`, `2.0f`), no `_` separators and no octal/hex exponents.
+"""
+from __future__ import annotations
+
+import re
+
+from ..diagnostics import CompileError, DiagnosticBag, Span
+from .tokens import EOF, FLOAT, IDENT, INT, OPERATORS, RESERVED, STRING, Token
+
+_SCAN = re.compile(r"""
+     (?P<nl>\n)
+    |(?P<ws>[ \t\r\f\v]+)
+    |(?P<lc>//[^\n]*)
+    |(?P<bc>/\*)
+    |(?P<float>[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
+    |(?P<hex>0[xX][0-9a-fA-F]+)
+    |(?P<bin>0[bB][01]+)
+    |(?P<dec>[0-9]+)
+    |(?P<id>[A-Za-z_][A-Za-z0-9_]*)
+    |(?P<str>")
+    |(?P<chr>')
+    |(?P<op>""" + "|".join(re.escape(op) for op in OPERATORS) + r""")
+""", re.VERBOSE)
+
+_SUFFIX = re.compile(r"[A-Za-z0-9_]+")
+_COMMENT_EDGE = re.compile(r"/\*|\*/")
+_STRING_BODY = re.compile(r'"((?:[^"\\]|\\.)*)"', re.DOTALL)
+_STRING_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_CHAR = re.compile(r"'(?:\\(.)|([^'\\\n]))'")
+_STR_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "0": "\0"}
+_CHAR_ESCAPES = {"n": 10, "t": 9, "r": 13, "\\": 92, "'": 39, "0": 0}
+
+
+def _unescape_string(body: str) -> bytes:
+    # An unknown escape keeps both characters (LANGUAGE §1: "\q" is backslash then q).
+    def repl(m: re.Match) -> str:
+        return _STR_ESCAPES.get(m.group(1), m.group(0))
+    return _STRING_ESCAPE.sub(repl, body).encode("utf-8")
+
+
+class _Scanner:
+    """Mutable scan state; one instance per `tokenize` call."""
+
+    def __init__(self, text: str, path: str, bag: DiagnosticBag):
+        self.text, self.path, self.bag = text, path, bag
+        self.pos = 1 if text.startswith("\ufeff") else 0
+        self.line, self.line_start = 1, self.pos
+        self.tokens: list[Token] = []
+        self.nl = True  # the first token counts as starting a line
+
+    def span(self, start: int, end: int) -> Span:
+        return Span(self.path, self.line, start - self.line_start + 1, max(1, end - start))
+
+    def fail(self, msg: str, start: int, end: int) -> None:
+        self.bag.error("E0001", msg, self.span(start, end))
+
+    def advance_lines(self, start: int, end: int) -> None:
+        """Account for newlines inside a multi-line lexeme spanning [start, end)."""
+        count = self.text.count("\n", start, end)
+        if count:
+            self.line += count
+            self.line_start = self.text.rfind("\n", start, end) + 1
+            self.nl = True
+
+    def emit(self, kind: str, start: int, end: int, value: object) -> None:
+        text = self.text[start:end]
+        self.tokens.append(Token(kind, text, value, self.span(start, end), self.nl))
+        self.nl = False
+
+    def run(self) -> list[Token]:
+        text, n = self.text, len(self.text)
+        while self.pos < n:
+            m = _SCAN.match(text, self.pos)
+            if m is None:
+                self.fail(f"unexpected character {text[self.pos]!r}", self.pos, self.pos + 1)
+                self.pos += 1
+                continue
+            kind, start, end = m.lastgroup, m.start(), m.end()
+            if kind == "nl":
+                self.line += 1
+                self.line_start = end
+                self.nl = True
+            elif kind == "id":
+                word = m.group()
+                self.emit(word if word in RESERVED else IDENT, start, end, word)
+            elif kind == "op":
+                self.emit(m.group(), start, end, m.group())
+            elif kind in ("dec", "hex", "bin", "float"):
+                end = self.number(kind, start, end)
+            elif kind == "bc":
+                end = self.block_comment(start)
+                if end < 0:
+                    break
+            elif kind == "str":
+                end = self.string(start)
+                if end < 0:
+                    break
+            elif kind == "chr":
+                end = self.char(start)
+            self.pos = end
+        self.tokens.append(Token(EOF, "", None, self.span(self.pos, self.pos), True))
+        return self.tokens
+
+    def number(self, kind: str, start: int, end: int) -> int:
+        suffix = _SUFFIX.match(self.text, end)
+        if suffix is not None:
+            self.fail(f"invalid numeric literal {self.text[start:suffix.end()]!r} "
+                      "(Mettle has no literal suffixes or `_` separators)",
+                      start, suffix.end())
+            return suffix.end()
+        lit = self.text[start:end]
+        if kind == "float":
+            self.emit(FLOAT, start, end, float(lit))
+        else:
+            base = {"dec": 10, "hex": 16, "bin": 2}[kind]
+            digits = lit if base == 10 else lit[2:]
+            self.emit(INT, start, end, int(digits, base))
+        return end
+
+    def block_comment(self, start: int) -> int:
+        """Skip a nested /* */ comment; return its end, or -1 when it never closes."""
+        depth, i = 1, start + 2
+        while depth:
+            m = _COMMENT_EDGE.search(self.text, i)
+            if m is None:
+                self.fail("unclosed block comment", start, start + 2)
+                return -1
+            depth += 1 if m.group() == "/*" else -1
+            i = m.end()
+        self.advance_lines(start, i)
+        return i
+
+    def string(self, start: int) -> int:
+        m = _STRING_BODY.match(self.text, start)
+        if m is None:
+            self.fail("unterminated string literal", start, start + 1)
+            return -1
+        end = m.end()
+        tok_span = self.span(start, end)
+        value = _unescape_string(m.group(1))
+        self.tokens.append(Token(STRING, m.group(), value, tok_span, self.nl))
+        self.nl = False
+        self.advance_lines(start, end)
+        return end
+
+    def char(self, start: int) -> int:
+        m = _CHAR.match(self.text, start)
+        if m is None:
+            eol = self.text.find("\n", start)
+            close = self.text.find("'", start + 1, len(self.text) if eol < 0 else eol)
+            end = close + 1 if close > start else start + 1
+            self.fail("invalid character literal (one byte or one escape expected)", start, end)
+            return end
+        esc, plain = m.group(1), m.group(2)
+        if esc is not None:
+            if esc not in _CHAR_ESCAPES:
+                self.fail(f"unknown escape '\\{esc}' in character literal", start, m.end())
+                return m.end()
+            value = _CHAR_ESCAPES[esc]
+        elif ord(plain) > 127:
+            self.fail("character literal must be one byte", start, m.end())
+            return m.end()
+        else:
+            value = ord(plain)
+        self.emit(INT, start, m.end(), value)
+        return m.end()
+
+
+def tokenize(text: str, path: str = "<input>", bag: DiagnosticBag | None = None) -> list[Token]:
+    """Lex `text`. With `bag`, errors are added to it; without, they raise CompileError."""
+    own = bag is None
+    if own:
+        bag = DiagnosticBag()
+    tokens = _Scanner(text, path, bag).run()
+    if own and bag.error_count:
+        raise CompileError(bag.items)
+    return tokens
