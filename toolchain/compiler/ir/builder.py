@@ -1,0 +1,357 @@
+"""The public IR builder: the only way frontends create IR.
+
+Any frontend (Mettle's, or another one that never imports it) builds modules here:
+
+    b = Builder(Module("m"))
+    f = b.function("vadd", [("a", ptr(F32, "global")), ("n", I32)], VOID, kind="kernel")
+    b.position_at_end(b.append_block(f, "entry"))
+    i = b.convert(b.gpu_index("thread", "x"), I32)
+    ...
+
+Every method checks its operand types when it builds (llvmlite-style) and raises
+`IRTypeError` on a mismatch, so a frontend bug surfaces at its source, not in a backend.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from . import ops as O
+from .module import Block, Const, Function, Global, Instr, KernelDecl, Local, Module, Param
+from .types import (BOOL, I64, U32, VOID, ArrayType, FloatType, FnPtrType, IntType, PtrType,
+                     StructType, Type, ptr)
+
+
+class IRTypeError(ValueError):
+    pass
+
+
+def _check(cond: bool, msg: str) -> None:
+    if not cond:
+        raise IRTypeError(msg)
+
+
+class Builder:
+    def __init__(self, module: Module):
+        self.module = module
+        self.block: Block | None = None
+        self._strings: dict[bytes, Global] = {}
+
+    # ---- module-level declarations -------------------------------------------------
+    def function(self, name: str, params: Sequence[tuple[str, Type]], ret: Type,
+                 kind: str = "function", linkage: str = "internal",
+                 link_name: str | None = None, block_shape=None, per_warp: bool = False,
+                 span: Any = None) -> Function:
+        _check(name not in self.module.functions, f"function @{name} already defined")
+        _check(kind in ("function", "kernel", "extern"), f"bad function kind {kind}")
+        if kind == "kernel":
+            _check(ret == VOID, f"kernel @{name} must return void")
+        fn = Function(name, [Param(t, n, i) for i, (n, t) in enumerate(params)], ret,
+                      kind=kind, linkage="import" if kind == "extern" else linkage,
+                      link_name=link_name, block_shape=block_shape, per_warp=per_warp,
+                      span=span)
+        self.module.functions[name] = fn
+        if kind == "kernel":
+            self.module.kernel_decls[name] = KernelDecl(
+                name, [p.type for p in fn.params], block_shape, per_warp)
+        return fn
+
+    def extern_function(self, name: str, params: Sequence[tuple[str, Type]], ret: Type,
+                        link_name: str | None = None) -> Function:
+        return self.function(name, params, ret, kind="extern", link_name=link_name)
+
+    def kernel_decl(self, name: str, params: Sequence[Type], block_shape=None,
+                    per_warp: bool = False) -> KernelDecl:
+        decl = KernelDecl(name, list(params), block_shape, per_warp)
+        self.module.kernel_decls[name] = decl
+        return decl
+
+    def global_var(self, name: str, value_type: Type, init: Any = None,
+                   constant: bool = False, space: str = "generic",
+                   linkage: str = "internal", link_name: str | None = None) -> Global:
+        _check(name not in self.module.globals, f"global @{name} already defined")
+        g = Global(name, value_type, init, constant, space, linkage, link_name)
+        self.module.globals[name] = g
+        return g
+
+    def string_literal(self, data: bytes) -> Global:
+        """A NUL-terminated constant byte array, deduplicated per module."""
+        if data not in self._strings:
+            name = f".str.{len(self._strings)}"
+            self._strings[data] = self.global_var(
+                name, ArrayType(IntType(8, False), len(data) + 1), data + b"\0", constant=True)
+        return self._strings[data]
+
+    # ---- blocks and locals -----------------------------------------------------------
+    def append_block(self, fn: Function, name: str = "bb") -> Block:
+        used = {b.name for b in fn.blocks}
+        base, n = name, 1
+        while name in used:
+            name, n = f"{base}.{n}", n + 1
+        blk = Block(name, function=fn)
+        fn.blocks.append(blk)
+        return blk
+
+    def position_at_end(self, block: Block) -> None:
+        self.block = block
+
+    @property
+    def function_(self) -> Function:
+        assert self.block is not None and self.block.function is not None
+        return self.block.function
+
+    def local(self, fn: Function, type: Type, name: str = "v") -> Local:
+        used = {l.name for l in fn.locals}
+        base, n = name, 1
+        while name in used:
+            name, n = f"{base}.{n}", n + 1
+        loc = Local(type, name)
+        fn.locals.append(loc)
+        return loc
+
+    @property
+    def terminated(self) -> bool:
+        return self.block is not None and self.block.terminator is not None
+
+    # ---- emission core ---------------------------------------------------------------
+    def emit(self, op: str, type: Type, operands: Sequence[Any] = (), attrs=None,
+             targets: Sequence[Block] = (), span: Any = None) -> Instr:
+        _check(op in O.OPS, f"unknown op {op}")
+        _check(self.block is not None, "builder is not positioned in a block")
+        _check(self.block.terminator is None, f"block {self.block.name} already terminated")
+        ins = Instr(op, type, list(operands), dict(attrs or {}), list(targets), span,
+                    self.block)
+        self.block.instrs.append(ins)
+        return ins
+
+    @staticmethod
+    def const(type: Type, value: Any) -> Const:
+        if isinstance(type, IntType):
+            _check(isinstance(value, int), f"int constant expected for {type}")
+            value = type.wrap(value)
+        elif isinstance(type, FloatType):
+            value = float(value)
+        elif type == BOOL:
+            value = bool(value)
+        else:
+            _check(type.is_ptr or isinstance(type, FnPtrType), f"no constants of {type}")
+            _check(value == 0, "the only pointer constant is null")
+        return Const(type, value)
+
+    # ---- arithmetic ------------------------------------------------------------------
+    def binop(self, op: str, a, b, span=None) -> Instr:
+        _check(a.type == b.type, f"{op}: {a.type} vs {b.type}")
+        t = a.type
+        if op in ("and", "or", "xor"):
+            _check(t.is_int or t.is_bool, f"{op} needs integers, got {t}")
+        elif op in ("shl", "shr", "rem"):
+            _check(t.is_int, f"{op} needs integers, got {t}")
+        else:
+            _check(t.is_int or t.is_float, f"{op} needs numbers, got {t}")
+        return self.emit(op, t, [a, b], span=span)
+
+    def add(self, a, b, span=None): return self.binop("add", a, b, span)
+    def sub(self, a, b, span=None): return self.binop("sub", a, b, span)
+    def mul(self, a, b, span=None): return self.binop("mul", a, b, span)
+    def div(self, a, b, span=None): return self.binop("div", a, b, span)
+    def rem(self, a, b, span=None): return self.binop("rem", a, b, span)
+
+    def unop(self, op: str, a, span=None) -> Instr:
+        _check(a.type.is_int or (op == "neg" and a.type.is_float) or
+               (op == "not" and a.type.is_bool), f"{op}: bad operand {a.type}")
+        return self.emit(op, a.type, [a], span=span)
+
+    def cmp(self, pred: str, a, b, span=None) -> Instr:
+        _check(pred in O.CMP_PREDICATES, f"bad predicate {pred}")
+        _check(a.type == b.type, f"cmp: {a.type} vs {b.type}")
+        _check(a.type.is_scalar, f"cmp needs scalars, got {a.type}")
+        return self.emit("cmp", BOOL, [a, b], {"pred": pred}, span=span)
+
+    def select(self, cond, a, b, span=None) -> Instr:
+        _check(cond.type == BOOL and a.type == b.type, "select: bad operand types")
+        return self.emit("select", a.type, [cond, a, b], span=span)
+
+    def convert(self, a, to: Type, span=None):
+        if a.type == to:
+            return a
+        ok = (a.type.is_int or a.type.is_float or a.type.is_bool) and \
+             (to.is_int or to.is_float or to.is_bool)
+        _check(ok, f"convert: {a.type} -> {to}")
+        return self.emit("convert", to, [a], span=span)
+
+    def bitcast(self, a, to: Type, span=None):
+        if a.type == to:
+            return a
+        _check(a.type.size == to.size and not a.type.is_aggregate, f"bitcast {a.type}->{to}")
+        return self.emit("bitcast", to, [a], span=span)
+
+    def ptrtoint(self, a, to: Type, span=None) -> Instr:
+        _check(a.type.is_ptr or isinstance(a.type, FnPtrType), "ptrtoint needs a pointer")
+        _check(to.is_int, "ptrtoint yields an integer")
+        return self.emit("ptrtoint", to, [a], span=span)
+
+    def inttoptr(self, a, to: Type, span=None) -> Instr:
+        _check(a.type.is_int and (to.is_ptr or isinstance(to, FnPtrType)), "inttoptr types")
+        return self.emit("inttoptr", to, [a], span=span)
+
+    def addrspacecast(self, a, space: str, span=None):
+        _check(a.type.is_ptr, "addrspacecast needs a pointer")
+        if a.type.space == space:
+            return a
+        return self.emit("addrspacecast", ptr(a.type.pointee, space), [a], span=span)
+
+    # ---- memory ----------------------------------------------------------------------
+    def load(self, p, span=None) -> Instr:
+        _check(p.type.is_ptr, f"load from non-pointer {p.type}")
+        return self.emit("load", p.type.pointee, [p], span=span)
+
+    def store(self, p, v, span=None) -> Instr:
+        _check(p.type.is_ptr and p.type.pointee == v.type, f"store {v.type} to {p.type}")
+        return self.emit("store", VOID, [p, v], span=span)
+
+    def ptradd(self, p, index, span=None) -> Instr:
+        _check(p.type.is_ptr and index.type == I64, f"ptradd {p.type} by {index.type}")
+        return self.emit("ptradd", p.type, [p, index], span=span)
+
+    def byteadd(self, p, offset, span=None) -> Instr:
+        _check(p.type.is_ptr and offset.type == I64, "byteadd types")
+        return self.emit("byteadd", p.type, [p, offset], span=span)
+
+    def fieldptr(self, p, index: int, span=None) -> Instr:
+        st = p.type.pointee if p.type.is_ptr else None
+        _check(isinstance(st, StructType), f"fieldptr on {p.type}")
+        return self.emit("fieldptr", ptr(st.fields[index][1], p.type.space), [p],
+                         {"index": index}, span=span)
+
+    def elemptr(self, p, span=None) -> Instr:
+        """ptr<[N x T]> -> ptr<T> (first element), as a bitcast."""
+        at = p.type.pointee
+        _check(isinstance(at, ArrayType), f"elemptr on {p.type}")
+        return self.emit("bitcast", ptr(at.elem, p.type.space), [p], span=span)
+
+    def alloca(self, type: Type, name: str = "", span=None) -> Instr:
+        return self.emit("alloca", ptr(type, "private"), [], {"type": type, "name": name},
+                         span=span)
+
+    def local_get(self, loc: Local, span=None) -> Instr:
+        return self.emit("local.get", loc.type, [loc], span=span)
+
+    def local_set(self, loc: Local, v, span=None) -> Instr:
+        _check(v.type == loc.type, f"local.set {loc.name}: {v.type} into {loc.type}")
+        return self.emit("local.set", VOID, [loc, v], span=span)
+
+    def memcpy(self, dst, src, size: int, span=None) -> Instr:
+        return self.emit("memcpy", VOID, [dst, src], {"size": size}, span=span)
+
+    # ---- calls -----------------------------------------------------------------------
+    def call(self, fn: Function, args: Sequence[Any], span=None) -> Instr:
+        _check(len(args) == len(fn.params), f"call @{fn.name}: {len(args)} args, "
+               f"{len(fn.params)} params")
+        for a, p in zip(args, fn.params):
+            _check(a.type == p.type, f"call @{fn.name}: arg {p.name} {a.type} != {p.type}")
+        return self.emit("call", fn.ret, [fn, *args], span=span)
+
+    def call_indirect(self, fp, args: Sequence[Any], span=None) -> Instr:
+        _check(isinstance(fp.type, FnPtrType), "call_indirect needs a function pointer")
+        return self.emit("call_indirect", fp.type.ret, [fp, *args], span=span)
+
+    # ---- terminators -----------------------------------------------------------------
+    def br(self, target: Block, span=None) -> Instr:
+        return self.emit("br", VOID, targets=[target], span=span)
+
+    def cbr(self, cond, then: Block, else_: Block, span=None) -> Instr:
+        _check(cond.type == BOOL, f"cbr on {cond.type}")
+        return self.emit("cbr", VOID, [cond], targets=[then, else_], span=span)
+
+    def ret(self, value=None, span=None) -> Instr:
+        fn = self.function_
+        if value is None:
+            _check(fn.ret == VOID, f"@{fn.name} must return {fn.ret}")
+            return self.emit("ret", VOID, span=span)
+        _check(value.type == fn.ret, f"@{fn.name} returns {fn.ret}, got {value.type}")
+        return self.emit("ret", VOID, [value], span=span)
+
+    def unreachable(self, span=None) -> Instr:
+        return self.emit("unreachable", VOID, span=span)
+
+    # ---- GPU operations --------------------------------------------------------------
+    def gpu_index(self, kind: str, axis: str, span=None) -> Instr:
+        _check(kind in O.INDEX_KINDS and axis in O.AXES, f"bad index {kind}.{axis}")
+        return self.emit("gpu.index", U32, [], {"kind": kind, "axis": axis}, span=span)
+
+    def gpu_alloc(self, space: str, elem: Type, count: int, name: str = "",
+                  span=None) -> Instr:
+        _check(space in ("workgroup", "private"), f"gpu.alloc in {space}")
+        _check(elem.is_int or elem.is_float, "gpu.alloc element must be a scalar number")
+        _check(count > 0, "gpu.alloc extent must be nonzero")
+        return self.emit("gpu.alloc", ptr(elem, space), [],
+                         {"space": space, "elem": elem, "count": count, "name": name},
+                         span=span)
+
+    def dynamic_shared(self, elem: Type, name: str = "", span=None) -> Instr:
+        return self.emit("gpu.dynamic_shared", ptr(elem, "workgroup"), [],
+                         {"elem": elem, "name": name}, span=span)
+
+    def barrier(self, regions=("workgroup",), order: str = "seq_cst", span=None) -> Instr:
+        _check(order in O.MEMORY_ORDERS[1:], f"bad barrier order {order}")
+        _check(set(regions) <= {"workgroup", "global"} and regions, "bad barrier regions")
+        return self.emit("gpu.barrier", VOID, [],
+                         {"regions": tuple(sorted(set(regions), reverse=True)),
+                          "order": order}, span=span)
+
+    def _atomic_attrs(self, p, order: str, scope: str | None, space: str | None) -> dict:
+        _check(p.type.is_ptr and p.type.pointee in (U32, IntType(64, False)),
+               f"atomics need ptr<u32|u64>, got {p.type}")
+        space = space or ("workgroup" if p.type.space == "workgroup" else "global")
+        scope = scope or ("workgroup" if space == "workgroup" else "device")
+        _check(order in O.MEMORY_ORDERS and scope in O.SCOPES, "bad atomic order/scope")
+        return {"order": order, "scope": scope, "space": space}
+
+    def atomic_load(self, p, order="seq_cst", scope=None, space=None, span=None) -> Instr:
+        return self.emit("atomic.load", p.type.pointee, [p],
+                         self._atomic_attrs(p, order, scope, space), span=span)
+
+    def atomic_store(self, p, v, order="seq_cst", scope=None, space=None, span=None):
+        _check(v.type == p.type.pointee, "atomic.store value type")
+        return self.emit("atomic.store", VOID, [p, v],
+                         self._atomic_attrs(p, order, scope, space), span=span)
+
+    def atomic_rmw(self, op: str, p, v, order="seq_cst", scope=None, space=None, span=None):
+        _check(op in O.ATOMIC_RMW_OPS and v.type == p.type.pointee, f"atomic.rmw {op}")
+        attrs = self._atomic_attrs(p, order, scope, space)
+        attrs["op"] = op
+        return self.emit("atomic.rmw", v.type, [p, v], attrs, span=span)
+
+    def atomic_cmpxchg(self, p, expected, desired, success="seq_cst", failure="seq_cst",
+                       scope=None, space=None, span=None) -> Instr:
+        _check(expected.type == desired.type == p.type.pointee, "atomic.cmpxchg types")
+        attrs = self._atomic_attrs(p, success, scope, space)
+        attrs["failure_order"] = failure
+        return self.emit("atomic.cmpxchg", expected.type, [p, expected, desired], attrs,
+                         span=span)
+
+    def async_copy(self, dst, src, count, transaction: int, cache: str = "all", span=None):
+        _check(dst.type.is_ptr and dst.type.space == "workgroup", "async.copy dst space")
+        _check(src.type.is_ptr and src.type.pointee == dst.type.pointee, "async.copy types")
+        _check(transaction in (4, 8, 16) and cache in ("all", "global"), "async.copy attrs")
+        return self.emit("async.copy", VOID, [dst, src, count],
+                         {"transaction": transaction, "cache": cache}, span=span)
+
+    def async_commit(self, span=None) -> Instr:
+        return self.emit("async.commit", VOID, span=span)
+
+    def async_wait(self, pending: int, span=None) -> Instr:
+        return self.emit("async.wait", VOID, [], {"pending": pending}, span=span)
+
+    def subgroup(self, name: str, type: Type, operands=(), attrs=None, span=None) -> Instr:
+        return self.emit(f"subgroup.{name}", type, operands, attrs, span=span)
+
+    def intrinsic(self, op: str, type: Type, operands=(), attrs=None, span=None) -> Instr:
+        """Math/bit/packed/debug operations of the table (`math.sqrt`, `int.dp4a`, ...)."""
+        return self.emit(op, type, operands, attrs, span=span)
+
+    def launch(self, handle, grid: Sequence[Any], block: Sequence[Any], shared, stream,
+               args: Sequence[Any], kernel: str | None = None, span=None) -> Instr:
+        _check(len(grid) == 3 and len(block) == 3, "launch needs 3-D grid and block")
+        _check(len(args) <= 64, "launch takes at most 64 arguments")
+        return self.emit("gpu.launch", VOID, [handle, *grid, *block, shared, stream, *args],
+                         {"kernel": kernel, "nargs": len(args)}, span=span)

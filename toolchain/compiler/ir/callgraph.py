@@ -1,0 +1,83 @@
+"""The shared device call-graph verifier, identical for every GPU backend.
+
+A kernel's transitively reachable ordinary functions become device helpers. Rejected
+(E0401-E0407): a GPU module with no kernel, recursion, indirect calls, calls to
+non-intrinsic externs, calling a kernel as a function, host launches (`dispatch`) in device
+code, and host-only operations in device code. Host functions that no kernel reaches are
+simply not part of the device program.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..diagnostics import CompileError, Diagnostic, DiagnosticBag
+from . import ops as O
+from .module import Function, Module
+
+
+@dataclass
+class DeviceProgram:
+    kernels: list[Function]
+    helpers: list[Function]           # reachable ordinary functions, callees first
+
+    @property
+    def functions(self) -> list[Function]:
+        return self.helpers + self.kernels
+
+
+def _callees(fn: Function):
+    for ins in fn.instructions():
+        if ins.op == "call":
+            yield ins, ins.operands[0]
+
+
+def _check_body(fn: Function, bag: DiagnosticBag) -> None:
+    for ins in fn.instructions():
+        where = O.OPS[ins.op].where
+        if ins.op == "gpu.launch":
+            bag.error("E0406", f"`dispatch` cannot be used in device code (in `{fn.name}`)",
+                      ins.span)
+        elif ins.op == "call_indirect":
+            bag.error("E0403", f"indirect call in device code (in `{fn.name}`)", ins.span,
+                      help="GPU code may only call functions by name")
+        elif where == "host":
+            bag.error("E0407", f"host-only operation {ins.op} in device code", ins.span)
+
+
+def device_program(m: Module) -> DeviceProgram:
+    """Verify the device call graph of `m` and return kernels plus reachable helpers."""
+    kernels = m.kernels()
+    if not kernels:
+        raise CompileError(Diagnostic(
+            "E0401", f"module `{m.name}` has no kernel; GPU output needs at least one",
+            help="declare an entry point with `kernel name(...) { ... }`"))
+    bag = DiagnosticBag()
+    order: list[Function] = []
+    state: dict[str, str] = {}        # name -> "active" | "done"
+
+    def visit(fn: Function, stack: list[str]) -> None:
+        state[fn.name] = "active"
+        _check_body(fn, bag)
+        for ins, callee in _callees(fn):
+            if callee.is_kernel:
+                bag.error("E0405", f"kernel `{callee.name}` cannot be called as a function",
+                          ins.span, help="launch kernels from the host with `dispatch`")
+            elif callee.is_extern:
+                bag.error("E0404", f"device code cannot call extern function "
+                          f"`{callee.name}`", ins.span,
+                          help="only the GPU intrinsics may be declared extern in kernels")
+            elif state.get(callee.name) == "active":
+                cycle = " -> ".join(stack[stack.index(callee.name):] + [callee.name])
+                bag.error("E0402", f"recursion is not allowed in device code ({cycle})",
+                          ins.span)
+            elif callee.name not in state:
+                visit(callee, stack + [callee.name])
+        state[fn.name] = "done"
+        if not fn.is_kernel:
+            order.append(fn)
+
+    for k in kernels:
+        if k.name not in state:
+            visit(k, [k.name])
+    bag.raise_if_errors()
+    return DeviceProgram(kernels, order)

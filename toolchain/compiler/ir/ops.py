@@ -1,0 +1,133 @@
+"""The IR opcode table: one row per operation, read by the builder, verifier, printer and passes.
+
+Operands are listed positionally; compile-time configuration lives in `attrs` (a dict of
+str/int/bool/tuple values, printed sorted). Flags:
+  terminator   ends a block (br, cbr, ret, unreachable)
+  effects      writes memory or is otherwise observable; never removed by dead-code passes
+  reads        reads memory (ordering matters relative to `effects`)
+  collective   the scope at which every live work-item must execute it uniformly
+               ("workgroup" or "subgroup"), checked by the uniformity verifier
+  where        "any", "device" (kernels and their helpers only) or "host"
+
+GPU operations are target-neutral: address spaces, memory order/scope, collectives and
+launch geometry are attributes here; no PTX or SPIR-V spelling appears in this layer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    name: str
+    operands: str = ""          # informal operand list, for docs and the printer
+    terminator: bool = False
+    effects: bool = False
+    reads: bool = False
+    collective: str | None = None
+    where: str = "any"
+    doc: str = ""
+
+
+def _rows() -> list[OpInfo]:
+    R = OpInfo
+    return [
+        # control flow
+        R("br", "target", terminator=True, doc="jump to attrs.target"),
+        R("cbr", "cond", terminator=True, doc="branch on bool to attrs then/else"),
+        R("ret", "[value]", terminator=True),
+        R("unreachable", "", terminator=True, effects=True),
+        # arithmetic: signedness comes from the operand type; float ops are IEEE
+        *(R(n, "a b") for n in ("add", "sub", "mul", "div", "rem", "and", "or", "xor",
+                                "shl", "shr", "min", "max")),
+        R("neg", "a"), R("not", "a", doc="bitwise complement; logical not is cmp eq 0"),
+        R("cmp", "a b", doc="attrs.pred in eq ne lt le gt ge; result bool"),
+        R("select", "cond a b"),
+        R("convert", "a", doc="numeric/bool value conversion to the result type"),
+        R("bitcast", "a", doc="same-size reinterpretation (ptr<->ptr, fnptr<->ptr)"),
+        R("ptrtoint", "a"), R("inttoptr", "a"),
+        R("addrspacecast", "a", doc="pointer to the same pointee in another space"),
+        # memory
+        R("load", "ptr", reads=True),
+        R("store", "ptr value", effects=True),
+        R("ptradd", "ptr index", doc="ptr + index * sizeof(pointee); index is i64"),
+        R("byteadd", "ptr offset", doc="ptr + offset bytes; offset is i64"),
+        R("fieldptr", "ptr", doc="address of struct field attrs.index"),
+        R("alloca", "", doc="stack/private slot of attrs.type; result ptr<type, private>"),
+        R("local.get", "local", reads=True),
+        R("local.set", "local value", effects=True),
+        R("memcpy", "dst src", effects=True, reads=True, doc="attrs.size bytes"),
+        # calls
+        R("call", "callee args...", effects=True, reads=True),
+        R("call_indirect", "fnptr args...", effects=True, reads=True),
+        # GPU: geometry and storage
+        R("gpu.index", "", where="device", doc="attrs kind(thread|block|block_dim|grid_dim) "
+          "axis(x|y|z); result u32"),
+        R("gpu.alloc", "", where="device", doc="static attrs.space array of attrs.count "
+          "attrs.elem; result ptr<elem, space>"),
+        R("gpu.dynamic_shared", "", where="device", doc="view of the launch-sized arena"),
+        R("gpu.barrier", "", effects=True, reads=True, collective="workgroup",
+          where="device", doc="attrs regions (workgroup/global), order"),
+        # GPU: scoped atomics on an element pointer
+        R("atomic.load", "ptr", effects=True, reads=True, where="device"),
+        R("atomic.store", "ptr value", effects=True, where="device"),
+        R("atomic.rmw", "ptr value", effects=True, reads=True, where="device",
+          doc="attrs.op in add sub min max and or xor exchange"),
+        R("atomic.cmpxchg", "ptr expected desired", effects=True, reads=True,
+          where="device"),
+        # GPU: asynchronous global->workgroup staging
+        R("async.copy", "dst src count", effects=True, reads=True, where="device",
+          doc="attrs transaction(4|8|16) cache(all|global)"),
+        R("async.commit", "", effects=True, where="device"),
+        R("async.wait", "", effects=True, reads=True, where="device", doc="attrs.pending"),
+        # GPU: subgroup collectives
+        R("subgroup.local_id", "", where="device"),
+        R("subgroup.size", "", where="device"),
+        R("subgroup.broadcast", "value lane", collective="subgroup", where="device"),
+        R("subgroup.reduce", "value", collective="subgroup", where="device",
+          doc="attrs.op add|min|max"),
+        R("subgroup.scan", "value", collective="subgroup", where="device",
+          doc="attrs.inclusive"),
+        R("subgroup.shuffle", "value lane", collective="subgroup", where="device"),
+        R("subgroup.ballot", "pred word", collective="subgroup", where="device"),
+        R("subgroup.any", "pred", collective="subgroup", where="device"),
+        R("subgroup.all", "pred", collective="subgroup", where="device"),
+        # GPU: math and bit intrinsics (also legal in device helpers)
+        *(R(f"math.{n}", "a", where="device")
+          for n in ("sqrt", "rsqrt", "fabs", "sin", "cos", "log", "exp")),
+        R("cvt.h2f", "a", where="device", doc="u16 half bits -> f32"),
+        R("cvt.f2h", "a", where="device", doc="f32 -> u16 half bits, round to nearest"),
+        R("cvt.bf2f", "a", where="device", doc="u16 bf16 bits -> f32"),
+        R("cvt.f2bf", "a", where="device", doc="f32 -> u16 bf16 bits, round to nearest"),
+        R("int.dp4a", "a b c", where="device", doc="attrs.signed"),
+        R("int.dp2a", "a b c", where="device", doc="attrs.signed, attrs.hi"),
+        R("int.prmt", "a b sel", where="device"),
+        R("half2.add", "a b", where="device"), R("half2.mul", "a b", where="device"),
+        R("half2.fma", "a b c", where="device"),
+        R("half2.lo", "a", where="device", doc="low half of packed u32 -> f32"),
+        R("half2.hi", "a", where="device", doc="high half of packed u32 -> f32"),
+        R("half2.pack", "lo hi", where="device", doc="two f32 -> packed u32"),
+        R("vec.load4", "src dst", effects=True, reads=True, where="device",
+          doc="128-bit load of 4 elements at src, stored to dst"),
+        R("vec.store4", "dst src", effects=True, reads=True, where="device",
+          doc="4 elements read from src, one 128-bit store to dst"),
+        R("debug.print", "fmt args...", effects=True, where="device"),
+        R("debug.assert", "cond", effects=True, where="device"),
+        # host: the neutral launch operation behind `dispatch`
+        R("gpu.launch", "handle gx gy gz bx by bz shared stream args...", effects=True,
+          reads=True, where="host", doc="attrs.kernel names a typed kernel, or None"),
+    ]
+
+
+OPS: dict[str, OpInfo] = {row.name: row for row in _rows()}
+
+CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+MEMORY_ORDERS = ("relaxed", "acquire", "release", "acq_rel", "seq_cst")
+SCOPES = ("work_item", "subgroup", "workgroup", "device", "system")
+ATOMIC_RMW_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "exchange")
+INDEX_KINDS = ("thread", "block", "block_dim", "grid_dim")
+AXES = ("x", "y", "z")
+
+
+def info(op: str) -> OpInfo:
+    return OPS[op]
