@@ -1,0 +1,196 @@
+"""The one generic SPIR-V instruction encoder, driven by the generated grammar tables.
+
+`encode(opname, args, result_id)` walks the opcode's operand list from `_grammar.OPCODES`
+and turns Python values into words; nothing here knows any particular opcode. Value forms:
+  Id kinds (IdRef, IdResultType, IdScope, IdMemorySemantics)  int id
+  LiteralInteger                     int (one word)
+  LiteralString                      str (UTF-8, NUL-terminated, zero-padded to 4 bytes)
+  LiteralContextDependentNumber      int (one word) or `Words` (already split, low word first)
+  LiteralExtInstInteger              int, or an OpenCL.std instruction name
+  LiteralSpecConstantOpInteger       int, or an opcode name
+  ValueEnum kinds                    enumerant name or int; its parameters follow as args
+  BitEnum kinds                      "A|B", ("A", "B") or int; parameters of set bits follow,
+                                     in ascending bit order (as the SPIR-V spec orders them)
+  Composite kinds (PairIdRefIdRef..) the base values, flattened into args
+The IdResult operand is never passed in `args`; the caller allocates it.
+Every capability set and extension that the grammar attaches to the opcode or to an
+enumerant used is recorded in the returned `Encoded`, so the module declares exactly those.
+Invariant: the first word is (word count << 16) | opcode, as the SPIR-V spec requires.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import _grammar as G
+
+
+class SpirvBuildError(ValueError):
+    """Misuse of the SPIR-V builder (a code generator bug, not a user error)."""
+
+
+@dataclass(frozen=True)
+class Words:
+    """A literal already split into 32-bit words, low-order word first."""
+    words: tuple[int, ...]
+
+
+@dataclass
+class Encoded:
+    """One encoded instruction plus what it requires of the module."""
+    opname: str
+    words: list[int]
+    result_id: int | None = None
+    # Each entry is a set of alternatives: declaring any one of them satisfies it.
+    capabilities: list[tuple[str, ...]] = field(default_factory=list)
+    # (extension, core version that made it unnecessary: "" or "None" when none did).
+    extensions: list[tuple[str, str]] = field(default_factory=list)
+    version: str = ""
+
+
+def string_words(text: str) -> list[int]:
+    """LiteralString: UTF-8 bytes, NUL-terminated, zero-padded to a multiple of 4 bytes."""
+    data = text.encode("utf-8") + b"\0"
+    data += b"\0" * (-len(data) % 4)
+    return [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data), 4)]
+
+
+def _u32(value: object, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise SpirvBuildError(f"{what}: expected an int, got {value!r}")
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise SpirvBuildError(f"{what}: {value} does not fit in a 32-bit word")
+    return value
+
+
+class _Cursor:
+    """Arguments still to consume, plus the output being built."""
+
+    def __init__(self, opname: str, args: tuple, out: Encoded):
+        self.opname, self.args, self.pos, self.out = opname, args, 0, out
+
+    def more(self) -> bool:
+        return self.pos < len(self.args)
+
+    def take(self, kind: str) -> object:
+        if not self.more():
+            raise SpirvBuildError(f"{self.opname}: missing {kind} operand")
+        self.pos += 1
+        return self.args[self.pos - 1]
+
+    def require(self, caps: tuple[str, ...], exts: tuple[str, ...], version: str = "") -> None:
+        if caps:
+            self.out.capabilities.append(tuple(caps))
+        if exts:
+            self.out.extensions.append((exts[0], version))
+
+
+def _enumerant(kind: str, name: object, cur: _Cursor) -> tuple[int, tuple[str, ...]]:
+    """Value and parameter kinds of one enumerant given by name or number."""
+    table = G.ENUMERANTS[kind]
+    if isinstance(name, int) and not isinstance(name, bool):
+        name = G.ENUMERANT_NAMES[kind].get(name, name)
+        if isinstance(name, int):
+            return _u32(name, f"{cur.opname} {kind}"), ()
+    if name not in table:
+        raise SpirvBuildError(f"{cur.opname}: {name!r} is not a {kind} enumerant")
+    value, caps, params, exts = table[name]
+    cur.require(caps, exts)
+    return value, params
+
+
+def _bit_names(kind: str, value: object) -> list[object]:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split("|") if part.strip()]
+    if isinstance(value, int) and not isinstance(value, bool):
+        names = G.ENUMERANT_NAMES[kind]
+        bits = [1 << b for b in range(32) if value >> b & 1]
+        return [names.get(bit, bit) for bit in bits] or [0]
+    return list(value)  # type: ignore[call-overload]
+
+
+def _encode_enum(kind: str, value: object, cur: _Cursor) -> None:
+    if G.OPERAND_KINDS[kind] == "ValueEnum":
+        number, params = _enumerant(kind, value, cur)
+        cur.out.words.append(number)
+        for pkind in params:
+            _encode_one(pkind, cur)
+        return
+    found = [_enumerant(kind, name, cur) for name in _bit_names(kind, value)]
+    cur.out.words.append(_mask(found))
+    for _, params in sorted(found):
+        for pkind in params:
+            _encode_one(pkind, cur)
+
+
+def _mask(found: list[tuple[int, tuple[str, ...]]]) -> int:
+    mask = 0
+    for number, _ in found:
+        mask |= number
+    return mask
+
+
+def _encode_literal(kind: str, value: object, cur: _Cursor) -> None:
+    words = cur.out.words
+    if kind == "LiteralString":
+        if not isinstance(value, str):
+            raise SpirvBuildError(f"{cur.opname}: expected a string, got {value!r}")
+        words.extend(string_words(value))
+    elif isinstance(value, Words):
+        words.extend(_u32(w, f"{cur.opname} {kind}") for w in value.words)
+    elif kind == "LiteralExtInstInteger" and isinstance(value, str):
+        if value not in G.OPENCL_STD:
+            raise SpirvBuildError(f"{cur.opname}: {value!r} is not an OpenCL.std instruction")
+        words.append(G.OPENCL_STD[value][0])
+    elif kind == "LiteralSpecConstantOpInteger" and isinstance(value, str):
+        words.append(G.OPCODES[value][0])
+    else:
+        words.append(_u32(value, f"{cur.opname} {kind}"))
+
+
+def _encode_one(kind: str, cur: _Cursor) -> None:
+    category = G.OPERAND_KINDS[kind]
+    if category == "Composite":
+        for base in G.COMPOSITE_KINDS[kind]:
+            _encode_one(base, cur)
+        return
+    value = cur.take(kind)
+    if category == "Id":
+        cur.out.words.append(_u32(value, f"{cur.opname} {kind}"))
+    elif category == "Literal":
+        _encode_literal(kind, value, cur)
+    else:
+        _encode_enum(kind, value, cur)
+
+
+def encode(opname: str, args: tuple = (), result_id: int | None = None) -> Encoded:
+    """Encode one instruction. `args` omit IdResult; `result_id` supplies it when needed."""
+    if opname not in G.OPCODES:
+        raise SpirvBuildError(f"unknown SPIR-V opcode {opname!r}")
+    opcode, operands, caps, exts, version = G.OPCODES[opname]
+    out = Encoded(opname, [0], result_id, version=version)
+    cur = _Cursor(opname, tuple(args), out)
+    cur.require(caps, exts, version)
+    for kind, quant in operands:
+        if kind == "IdResult":
+            if result_id is None:
+                raise SpirvBuildError(f"{opname}: needs a result id")
+            out.words.append(result_id)
+        elif quant == "":
+            _encode_one(kind, cur)
+        elif quant == "?":
+            if cur.more():
+                _encode_one(kind, cur)
+        else:
+            while cur.more():
+                _encode_one(kind, cur)
+    if cur.more():
+        raise SpirvBuildError(f"{opname}: {len(args) - cur.pos} operand(s) too many")
+    if len(out.words) > 0xFFFF:
+        raise SpirvBuildError(f"{opname}: instruction exceeds 65535 words")
+    out.words[0] = len(out.words) << 16 | opcode
+    return out
+
+
+def has_result(opname: str) -> bool:
+    """True when the opcode defines a result id (its operand list has IdResult)."""
+    return any(kind == "IdResult" for kind, _ in G.OPCODES[opname][1])
