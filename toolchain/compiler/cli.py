@@ -1,0 +1,155 @@
+"""`mettle` command line (also `python -m toolchain.compiler`). LANGUAGE.md §10.
+
+Exit codes: 0 success, 1 compile errors, 2 usage errors, 70 internal compiler error.
+A failed compile writes no output file.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .diagnostics import CompileError, Diagnostic, SourceMap, render_json, render_text
+
+VERSION = "0.1.0"
+EXIT_INTERNAL = 70
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print usage and exit(2) itself
+        raise _UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mettle", description="The Mettle compiler.", add_help=True)
+    p.add_argument("file", nargs="?", help="the .mettle entry file")
+    p.add_argument("-i", dest="input", help="the entry file (alternative spelling)")
+    p.add_argument("-o", dest="output", help="output path (default: from the input name)")
+    emit = p.add_mutually_exclusive_group()
+    emit.add_argument("--emit-ptx", dest="emit", action="store_const", const="ptx")
+    emit.add_argument("--emit-spirv", dest="emit", action="store_const", const="spirv")
+    emit.add_argument("--emit-obj", dest="emit", action="store_const", const="obj")
+    emit.add_argument("--build", dest="emit", action="store_const", const="exe")
+    p.add_argument("-O", dest="optimize", action="store_true", help="optimize")
+    p.add_argument("-r", "--release", action="store_true", help="-O without run-time checks")
+    p.add_argument("--gpu-arch", help="gb10 | portable | sm_NN | sm_NNa | compute_NN")
+    p.add_argument("--ptx-version", help="PTX ISA version M.m")
+    p.add_argument("--gpu-tensor-tuple-budget", type=int, default=0, metavar="N")
+    p.add_argument("--gpu-checks", action="store_true", help="emit gpu_assert traps")
+    p.add_argument("--dump-ir", action="store_true", help="print the IR to stdout")
+    p.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
+    p.add_argument("--stdlib", help="standard library root")
+    p.add_argument("--error-format", choices=("text", "json"), default="text")
+    p.add_argument("--link-arg", action="append", default=[], metavar="ARG")
+    p.add_argument("-l", dest="libs", action="append", default=[], metavar="LIB")
+    p.add_argument("--verify", action="store_true", help="verify the IR after every pass")
+    p.add_argument("--profile", action="store_true", help="print per-phase timings")
+    p.add_argument("--ml-opt", action="store_true", help="(refused with GPU output)")
+    return p
+
+
+def _options(ns):
+    from .driver import Options
+    if not 0 <= ns.gpu_tensor_tuple_budget <= 4096:
+        raise _UsageError("--gpu-tensor-tuple-budget must be in 0..4096")
+    emit = ns.emit or "obj"
+    if ns.dump_ir and ns.emit is None and ns.output is None:
+        emit = "ir"
+    if ns.ml_opt and emit in ("ptx", "spirv"):
+        raise _UsageError("--ml-opt is refused with GPU output (--emit-ptx/--emit-spirv)")
+    return Options(emit=emit, output=ns.output, optimize=ns.optimize, release=ns.release,
+                   gpu_arch=ns.gpu_arch, ptx_version=ns.ptx_version,
+                   gpu_checks=ns.gpu_checks, tensor_tuple_budget=ns.gpu_tensor_tuple_budget,
+                   include_dirs=list(ns.include), stdlib_dir=ns.stdlib,
+                   link_args=list(ns.link_arg), libraries=list(ns.libs),
+                   dump_ir=ns.dump_ir, verify_each=ns.verify, profile=ns.profile)
+
+
+def _report(diags: list[Diagnostic], fmt: str) -> None:
+    if not diags:
+        return
+    if fmt == "json":
+        print(render_json(diags), file=sys.stderr)
+        return
+    sources = SourceMap()
+    for d in diags:
+        if d.span is not None and d.span.file not in sources.files:
+            try:
+                with open(d.span.file, encoding="utf-8", errors="replace") as f:
+                    sources.add(d.span.file, f.read())
+            except OSError:
+                pass
+    for d in diags:
+        print(render_text(d, sources), file=sys.stderr)
+    errors = sum(1 for d in diags if d.severity == "error")
+    if errors:
+        print(f"error: could not compile due to {errors} previous "
+              f"error{'s' if errors != 1 else ''}", file=sys.stderr)
+
+
+def _subcommand(argv: list[str]) -> int | None:
+    if argv[:1] == ["version"]:
+        print(f"mettle {VERSION}")
+        return 0
+    if argv[:1] == ["help"]:
+        build_parser().print_help()
+        return 0
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    sub = _subcommand(argv)
+    if sub is not None:
+        return sub
+    fmt = "json" if "--error-format=json" in argv else "text"
+    try:
+        ns = build_parser().parse_args(argv)
+        source = ns.input or ns.file
+        if not source:
+            raise _UsageError("no input file")
+        opts = _options(ns)
+        return _compile(source, opts, fmt)
+    except _UsageError as e:
+        _report([Diagnostic("E0090", f"usage: {e}")], fmt)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _compile(source: str, opts, fmt: str) -> int:
+    from .driver import compile_file, default_output, write_atomic
+    try:
+        result = compile_file(source, opts)
+    except CompileError as e:
+        _report(e.diagnostics, fmt)
+        return 1
+    except RecursionError:
+        _report([Diagnostic("E0091", "program nests too deeply to compile")], fmt)
+        return 1
+    except Exception as e:  # a compiler bug: say so plainly, never a traceback
+        _report([Diagnostic("E0900", f"internal compiler error: {type(e).__name__}: {e}",
+                            help="please report this with the input file")], fmt)
+        return EXIT_INTERNAL
+    _report(result.warnings, fmt)
+    if result.ir_text is not None:
+        sys.stdout.write(result.ir_text)
+    if result.data is not None:
+        out = opts.output or default_output(source, opts.emit)
+        try:
+            write_atomic(out, result.data, executable=opts.emit == "exe")
+        except OSError as e:
+            _report([Diagnostic("E0092", f"cannot write {out}: {e.strerror}")], fmt)
+            return 1
+    if opts.profile:
+        for phase, secs in result.timings.items():
+            print(f"{phase:>10}: {secs * 1000:8.2f} ms", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

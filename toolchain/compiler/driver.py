@@ -1,0 +1,120 @@
+"""The compiler driver: wires frontend -> IR verifiers -> optimizer -> one target.
+
+This is the only module (with cli.py) allowed to import several layers. Imports of the
+layers are lazy, so a PTX compile never loads the SPIR-V, x86-64 or linker code.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from .diagnostics import CompileError, Diagnostic
+
+EMIT_KINDS = ("ptx", "spirv", "obj", "exe", "ir")
+SUFFIX = {"ptx": ".ptx", "spirv": ".spv", "obj": ".o", "exe": ""}
+
+
+@dataclass
+class Options:
+    emit: str = "obj"                 # one of EMIT_KINDS
+    output: str | None = None
+    optimize: bool = False
+    release: bool = False
+    gpu_arch: str | None = None
+    ptx_version: str | None = None
+    gpu_checks: bool = False
+    tensor_tuple_budget: int = 0
+    include_dirs: list[str] = field(default_factory=list)
+    stdlib_dir: str | None = None
+    link_args: list[str] = field(default_factory=list)
+    libraries: list[str] = field(default_factory=list)
+    dump_ir: bool = False
+    verify_each: bool = False
+    profile: bool = False
+
+
+@dataclass
+class Result:
+    data: bytes | None                # the artifact (None for dump-only runs)
+    warnings: list[Diagnostic]
+    ir_text: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.phases: dict[str, float] = {}
+
+    def run(self, name: str, fn, *args, **kw):
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kw)
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - t0
+
+
+def default_output(source: str, emit: str) -> str:
+    """LANGUAGE.md §12.5: x.mettle -> x.ptx / x.spv / x.o / x."""
+    stem = os.path.splitext(os.path.basename(source))[0]
+    return stem + SUFFIX[emit]
+
+
+def compile_file(path: str, opts: Options, source_text: str | None = None) -> Result:
+    from .frontend.api import compile_to_ir
+    from .ir import format_module, verify_module
+
+    timer = _Timer()
+    gpu = opts.emit in ("ptx", "spirv")
+    module, warnings = timer.run("frontend", compile_to_ir, path,
+                                 include_dirs=tuple(opts.include_dirs),
+                                 stdlib_dir=opts.stdlib_dir, gpu=gpu,
+                                 source_text=source_text)
+    timer.run("verify", verify_module, module)
+    if opts.optimize or opts.release:
+        from .opt.manager import optimize
+        timer.run("optimize", optimize, module, gpu=gpu, verify_each=opts.verify_each)
+    ir_text = format_module(module) if opts.dump_ir else None
+    data = timer.run("codegen", _generate, module, opts)
+    return Result(data, warnings, ir_text, timer.phases)
+
+
+def _generate(module, opts: Options) -> bytes | None:
+    if opts.emit == "ir":
+        return None
+    if opts.emit == "ptx":
+        from .targets.ptx import emit_ptx
+        from .targets.ptx.profiles import detect_local_arch, resolve_profile
+        arch = opts.gpu_arch or detect_local_arch()
+        profile = resolve_profile(arch, opts.ptx_version)
+        return emit_ptx(module, profile, gpu_checks=opts.gpu_checks).encode()
+    if opts.emit == "spirv":
+        from .targets.spirv import emit_spirv
+        return emit_spirv(module, gpu_checks=opts.gpu_checks)
+    from .targets.x86_64 import emit_object
+    obj = emit_object(module, release=opts.release)
+    if opts.emit == "obj":
+        return obj
+    from ..linker import link_executable
+    return link_executable([obj], libraries=opts.libraries, link_args=opts.link_args)
+
+
+def write_atomic(path: str, data: bytes, executable: bool = False) -> None:
+    """Write to a temporary name in the same directory, then rename: never a partial file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".mettle-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        if executable:
+            os.chmod(tmp, 0o755)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+__all__ = ["Options", "Result", "compile_file", "default_output", "write_atomic",
+           "CompileError"]
