@@ -20,9 +20,8 @@ import re
 from ..diagnostics import CompileError, DiagnosticBag, Span
 from .tokens import EOF, FLOAT, IDENT, INT, OPERATORS, RESERVED, STRING, Token
 
-_SCAN = re.compile(r"""
+_SCAN = re.compile(r"""[ \t\r\f\v]*(?:
      (?P<nl>\n)
-    |(?P<ws>[ \t\r\f\v]+)
     |(?P<lc>//[^\n]*)
     |(?P<bc>/\*)
     |(?P<float>[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
@@ -33,7 +32,8 @@ _SCAN = re.compile(r"""
     |(?P<str>")
     |(?P<chr>')
     |(?P<op>""" + "|".join(re.escape(op) for op in OPERATORS) + r""")
-""", re.VERBOSE)
+    |(?P<ws>[ \t\r\f\v]+$)
+)""", re.VERBOSE)
 
 _SUFFIX = re.compile(r"[A-Za-z0-9_]+")
 _COMMENT_EDGE = re.compile(r"/\*|\*/")
@@ -77,27 +77,31 @@ class _Scanner:
 
     def emit(self, kind: str, start: int, end: int, value: object) -> None:
         text = self.text[start:end]
-        self.tokens.append(Token(kind, text, value, self.span(start, end), self.nl))
+        self.tokens.append(Token(kind, text, value, self.path, self.line,
+                                 start - self.line_start + 1, self.nl))
         self.nl = False
 
     def run(self) -> list[Token]:
-        text, n = self.text, len(self.text)
+        text, n, path, toks = self.text, len(self.text), self.path, self.tokens
         while self.pos < n:
             m = _SCAN.match(text, self.pos)
             if m is None:
+                self.pos += len(text) - len(text[self.pos:].lstrip(" \t\r\f\v"))
                 self.fail(f"unexpected character {text[self.pos]!r}", self.pos, self.pos + 1)
                 self.pos += 1
                 continue
-            kind, start, end = m.lastgroup, m.start(), m.end()
-            if kind == "nl":
+            kind = m.lastgroup
+            start, end = m.start(kind), m.end()
+            if kind == "id" or kind == "op":
+                word = m.group(kind)
+                tk = (IDENT if word not in RESERVED else word) if kind == "id" else word
+                toks.append(Token(tk, word, word, path, self.line, start - self.line_start + 1,
+                                  self.nl))
+                self.nl = False
+            elif kind == "nl":
                 self.line += 1
                 self.line_start = end
                 self.nl = True
-            elif kind == "id":
-                word = m.group()
-                self.emit(word if word in RESERVED else IDENT, start, end, word)
-            elif kind == "op":
-                self.emit(m.group(), start, end, m.group())
             elif kind in ("dec", "hex", "bin", "float"):
                 end = self.number(kind, start, end)
             elif kind == "bc":
@@ -111,7 +115,8 @@ class _Scanner:
             elif kind == "chr":
                 end = self.char(start)
             self.pos = end
-        self.tokens.append(Token(EOF, "", None, self.span(self.pos, self.pos), True))
+        self.tokens.append(Token(EOF, "", None, self.path, self.line,
+                                 self.pos - self.line_start + 1, True))
         return self.tokens
 
     def number(self, kind: str, start: int, end: int) -> int:
@@ -149,9 +154,9 @@ class _Scanner:
             self.fail("unterminated string literal", start, start + 1)
             return -1
         end = m.end()
-        tok_span = self.span(start, end)
         value = _unescape_string(m.group(1))
-        self.tokens.append(Token(STRING, m.group(), value, tok_span, self.nl))
+        self.tokens.append(Token(STRING, m.group(), value, self.path, self.line,
+                                 start - self.line_start + 1, self.nl))
         self.nl = False
         self.advance_lines(start, end)
         return end

@@ -55,16 +55,31 @@ ASSIGN_OPS = frozenset(("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<
 
 
 class Token:
-    """One lexeme. `value` is int for INT, float for FLOAT, bytes for STRING, else the text."""
+    """One lexeme. `value` is int for INT, float for FLOAT, bytes for STRING, else the text.
 
-    __slots__ = ("kind", "text", "value", "span", "nl_before")
+    Position is stored as plain ints (building a frozen Span per token would dominate lexing
+    time); `span` builds the Span on demand.
+    """
 
-    def __init__(self, kind: str, text: str, value: object, span: Span, nl_before: bool):
+    __slots__ = ("kind", "text", "value", "path", "line", "col", "nl_before")
+
+    def __init__(self, kind: str, text: str, value: object, path: str, line: int, col: int,
+                 nl_before: bool):
         self.kind = kind
         self.text = text
         self.value = value
-        self.span = span
+        self.path = path
+        self.line = line
+        self.col = col
         self.nl_before = nl_before
+
+    @property
+    def length(self) -> int:
+        return max(1, len(self.text)) if "\n" not in self.text else self.text.index("\n") or 1
+
+    @property
+    def span(self) -> Span:
+        return Span(self.path, self.line, self.col, self.length)
 
     def __repr__(self) -> str:
         return f"Token({self.kind!r}, {self.text!r}, {self.span})"
