@@ -354,8 +354,12 @@ class Device:
     def __enter__(self) -> "Device":
         return self
 
-    def __exit__(self, *exc_info) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.close()
+        except CudaError:
+            if exc_type is None:  # a poisoned context also fails here; keep the first error
+                raise
 
     @property
     def name(self) -> str:

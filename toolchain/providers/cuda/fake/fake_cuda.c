@@ -16,8 +16,10 @@
  *
  * Device memory is host malloc, so HtoD/DtoH copies round-trip real data; copies that
  * fall outside a live allocation fail with CUDA_ERROR_INVALID_VALUE, as the real driver
- * would. A launch of a kernel named "vadd" with cells (ptr, ptr, ptr, n) computes
- * c[i] = a[i] + b[i] over float32 on those host copies and adds computed=vadd to its line.
+ * would, and cuModuleGetFunction fails with CUDA_ERROR_NOT_FOUND for a name that the
+ * loaded PTX text does not define as an .entry. A launch of a kernel named "vadd" with
+ * cells (ptr, ptr, ptr, n) computes c[i] = a[i] + b[i] over float32 on those host copies
+ * and adds computed=vadd to its line.
  *
  * Env METTLE_FAKE_CUDA_FAIL="cuInit=100,cuModuleLoadDataEx=218" makes the named functions
  * return that code instead (logged as "<function> failed=<code>"), to test error paths.
@@ -282,8 +284,15 @@ CUresult cuModuleLoadDataEx(CUhandle *module, const void *image, unsigned numOpt
     return CUDA_SUCCESS;
 }
 
+static const char *find_entry(const char *ptx, const char *name);
+
 CUresult cuModuleGetFunction(CUhandle *hfunc, CUhandle hmod, const char *name) {
     FAIL_IF_ASKED("cuModuleGetFunction");
+    const struct fake_module *m = hmod;
+    if (!name || (m && m->ptx && !find_entry(m->ptx, name))) {
+        fake_log("cuModuleGetFunction failed=500 name=\"%s\"", name ? name : "");
+        return 500; /* CUDA_ERROR_NOT_FOUND, as for a name the PTX does not define */
+    }
     struct fake_function *f = calloc(1, sizeof *f);
     f->module = hmod;
     snprintf(f->name, sizeof f->name, "%s", name ? name : "");
