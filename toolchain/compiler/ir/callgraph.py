@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 from ..diagnostics import CompileError, Diagnostic, DiagnosticBag
 from . import ops as O
+from .async_groups import verify_async_groups
 from .module import Function, Module
+from .uniformity import verify_uniformity
 
 
 @dataclass
@@ -45,7 +47,15 @@ def _check_body(fn: Function, bag: DiagnosticBag) -> None:
 
 
 def device_program(m: Module) -> DeviceProgram:
-    """Verify the device call graph of `m` and return kernels plus reachable helpers."""
+    """Run every shared device verifier (call graph, collective uniformity, async groups)
+    over `m` and return its kernels plus reachable helpers. Both GPU backends start here."""
+    program = _call_graph(m)
+    verify_uniformity(program.functions)
+    verify_async_groups(program.functions)
+    return program
+
+
+def _call_graph(m: Module) -> DeviceProgram:
     kernels = m.kernels()
     if not kernels:
         raise CompileError(Diagnostic(

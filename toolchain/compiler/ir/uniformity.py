@@ -1,0 +1,165 @@
+"""The collective uniformity verifier (gpu.md "Subgroup collectives"), shared by all backends.
+
+Lattice: WORKGROUP (same for the whole workgroup) < SUBGROUP (same within a subgroup) <
+VARYING (per work-item). Kernel arguments, constants and group topology (block, block_dim,
+grid_dim) are workgroup-uniform; broadcast/reduce/vote results and ballot with a uniform word
+are subgroup-uniform; `thread.x / 32` (or `>> 5` and more) is subgroup-uniform; local ids,
+memory loads, atomics, scans, shuffles and opaque call results vary.
+
+Control dependence: a block inside the region that a conditional branch controls (reachable
+from its successors before the branch's immediate post-dominator) inherits the branch
+condition's rank, which also covers loops whose trip count varies. A local written under
+control of rank r has at least rank r. Helper parameter ranks and entry control ranks are
+joined from every reachable call site. Errors: E0410 barrier under non-workgroup-uniform
+control, E0411 subgroup collective under varying control, E0412 varying broadcast lane.
+"""
+from __future__ import annotations
+
+from ..diagnostics import DiagnosticBag
+from . import ops as O
+from .cfg import immediate_postdominators, region_until, reverse_postorder
+from .module import Const, Function, Global, Instr, Local, Param
+
+WORKGROUP, SUBGROUP, VARYING = 0, 1, 2
+NAMES = {WORKGROUP: "workgroup-uniform", SUBGROUP: "subgroup-uniform", VARYING: "varying"}
+
+_SUBGROUP_RESULTS = ("subgroup.broadcast", "subgroup.reduce", "subgroup.any",
+                     "subgroup.all", "subgroup.size")
+_VARYING_RESULTS = ("subgroup.local_id", "subgroup.scan", "subgroup.shuffle", "load",
+                    "atomic.load", "atomic.rmw", "atomic.cmpxchg", "call", "call_indirect",
+                    "local.get", "gpu.alloc", "alloca")
+
+
+class _FunctionState:
+    def __init__(self, fn: Function):
+        self.fn = fn
+        self.params = {id(p): WORKGROUP for p in fn.params}
+        self.entry_ctrl = WORKGROUP
+        self.rank: dict[int, int] = {}
+        self.locals: dict[int, int] = {id(l): WORKGROUP for l in fn.locals}
+        self.ctrl: dict[int, int] = {}
+        self.lane_x: set[int] = set()     # values equal to thread.x (modulo conversion)
+        self.order = reverse_postorder(fn)
+        self.ipdom = immediate_postdominators(fn)
+
+
+def _value_rank(st: _FunctionState, v) -> int:
+    if isinstance(v, (Const, Global, Function)):
+        return WORKGROUP
+    if isinstance(v, Param):
+        return st.params.get(id(v), VARYING)
+    if isinstance(v, Local):
+        return st.locals.get(id(v), VARYING)
+    if isinstance(v, Instr):
+        return st.rank.get(id(v), WORKGROUP)
+    return VARYING
+
+
+def _is_warp_divisor(v, op: str) -> bool:
+    if not isinstance(v, Const) or not isinstance(v.value, int) or v.value <= 0:
+        return False
+    return v.value % 32 == 0 if op == "div" else v.value >= 5
+
+
+def _instr_rank(st: _FunctionState, ins: Instr) -> int:
+    op = ins.op
+    if op == "gpu.index":
+        if ins.attrs["kind"] == "thread":
+            if ins.attrs["axis"] == "x":
+                st.lane_x.add(id(ins))
+            return VARYING
+        return WORKGROUP
+    if op == "convert" and id(ins.operands[0]) in st.lane_x:
+        st.lane_x.add(id(ins))
+        return VARYING
+    if op in ("div", "shr") and id(ins.operands[0]) in st.lane_x and \
+            _is_warp_divisor(ins.operands[1], op):
+        return SUBGROUP
+    if op == "local.get":
+        return st.locals[id(ins.operands[0])]
+    if op == "subgroup.ballot":
+        return max(SUBGROUP, _value_rank(st, ins.operands[1]))
+    if op in _SUBGROUP_RESULTS:
+        return SUBGROUP
+    if op in _VARYING_RESULTS or op.startswith("atomic."):
+        return VARYING
+    return max((_value_rank(st, o) for o in ins.operands), default=WORKGROUP)
+
+
+def _sweep(st: _FunctionState) -> bool:
+    """One pass over the function; True when any rank rose."""
+    changed = False
+    for blk in st.order:
+        c = max(st.ctrl.get(id(blk), WORKGROUP), st.entry_ctrl)
+        for ins in blk.instrs:
+            r = _instr_rank(st, ins)
+            if r > st.rank.get(id(ins), WORKGROUP):
+                st.rank[id(ins)] = r
+                changed = True
+            if ins.op == "local.set":
+                loc = id(ins.operands[0])
+                new = max(st.locals[loc], _value_rank(st, ins.operands[1]), c)
+                if new > st.locals[loc]:
+                    st.locals[loc] = new
+                    changed = True
+        term = blk.terminator
+        if term is not None and term.op == "cbr":
+            r = max(_value_rank(st, term.operands[0]), c)
+            if r > WORKGROUP:
+                for b in region_until(term.targets, st.ipdom[id(blk)]):
+                    if r > st.ctrl.get(id(b), WORKGROUP):
+                        st.ctrl[id(b)] = r
+                        changed = True
+    return changed
+
+
+def _propagate_calls(states: dict[str, _FunctionState]) -> bool:
+    changed = False
+    for st in states.values():
+        for blk in st.order:
+            c = max(st.ctrl.get(id(blk), WORKGROUP), st.entry_ctrl)
+            for ins in blk.instrs:
+                if ins.op != "call" or ins.operands[0].name not in states:
+                    continue
+                callee = states[ins.operands[0].name]
+                if c > callee.entry_ctrl:
+                    callee.entry_ctrl, changed = c, True
+                for p, a in zip(callee.fn.params, ins.operands[1:]):
+                    r = _value_rank(st, a)
+                    if r > callee.params[id(p)]:
+                        callee.params[id(p)], changed = r, True
+    return changed
+
+
+def _check(st: _FunctionState, bag: DiagnosticBag) -> None:
+    for blk in st.order:
+        c = max(st.ctrl.get(id(blk), WORKGROUP), st.entry_ctrl)
+        for ins in blk.instrs:
+            scope = O.OPS[ins.op].collective
+            if scope == "workgroup" and c > WORKGROUP:
+                bag.error("E0410", f"barrier in `{st.fn.name}` is reached under {NAMES[c]} "
+                          "control flow; every work-item of the workgroup must reach it",
+                          ins.span, help="move the barrier out of the divergent branch/loop")
+            elif scope == "subgroup" and c > SUBGROUP:
+                bag.error("E0411", f"subgroup collective {ins.op} in `{st.fn.name}` is "
+                          "reached under varying control flow", ins.span,
+                          help="collectives must be executed by every lane of the subgroup")
+            if ins.op == "subgroup.broadcast" and _value_rank(st, ins.operands[1]) > SUBGROUP:
+                bag.error("E0412", "the broadcast source lane varies across the subgroup",
+                          ins.span, help="use a lane index that is uniform in the subgroup")
+
+
+def verify_uniformity(functions: list[Function]) -> None:
+    """Check every collective of the device program (kernels plus reachable helpers)."""
+    states = {f.name: _FunctionState(f) for f in functions}
+    for st in states.values():
+        if not st.fn.is_kernel:
+            st.params = {id(p): WORKGROUP for p in st.fn.params}
+    changed = True
+    while changed:
+        changed = any([_sweep(st) for st in states.values()])
+        changed = _propagate_calls(states) or changed
+    bag = DiagnosticBag()
+    for st in states.values():
+        _check(st, bag)
+    bag.raise_if_errors()
