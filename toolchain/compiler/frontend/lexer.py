@@ -86,7 +86,7 @@ class _Scanner:
         while self.pos < n:
             m = _SCAN.match(text, self.pos)
             if m is None:
-                self.pos += len(text) - len(text[self.pos:].lstrip(" \t\r\f\v"))
+                self.pos = len(text) - len(text[self.pos:].lstrip(" \t\r\f\v"))
                 self.fail(f"unexpected character {text[self.pos]!r}", self.pos, self.pos + 1)
                 self.pos += 1
                 continue
