@@ -80,3 +80,14 @@ def test_bad_ptx_reports_the_jit_log(gpu_run):
     args, _ = vadd_case(8, seed=5)
     with pytest.raises(AssertionError, match=r"(?s)cuModuleLoadDataEx failed.*JIT log.*bogus"):
         gpu_run(broken, "vadd", 1, BLOCK, args)
+
+
+def test_memcheck_catches_a_missing_bounds_check(gpu_run):
+    # Without the bounds check the tail threads store past c; memcheck must say so (exit 99).
+    unchecked = VADD_PTX.replace("@%p1 bra            DONE;", "")
+    assert unchecked != VADD_PTX
+    n = 4099
+    args, _ = vadd_case(n, seed=9)
+    args[2] = Buffer("c", "float32", n, poison=np.nan, output=True)
+    with pytest.raises(AssertionError, match="compute-sanitizer reported errors"):
+        gpu_run(unchecked, "vadd", grid_for(n), BLOCK, args, sanitizer="memcheck")
