@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from .elf_consts import (DT_NEEDED, DT_NULL, DT_SONAME, DYN, EHDR, ELFMAG, EM_X86_64,
                          ET_DYN, ET_REL, RELA, SHDR, SHN_UNDEF, SHT_DYNAMIC, SHT_DYNSYM,
                          SHT_NOBITS, SHT_NOTE, SHT_PROGBITS, SHT_RELA, SHT_SYMTAB,
-                         STT_SECTION, SYM)
+                         STT_FILE, STT_SECTION, SYM)
 from .objfile import ObjectFile, Reloc, Section, Symbol
 
 
@@ -101,6 +101,9 @@ def _read_symbols(elf: ElfFile, symtab: SectionHeader, obj: ObjectFile) -> list[
     names = [""]
     for name, info, _other, shndx, value, size in elf.symbols(symtab)[1:]:
         typ, bind = info & 0xF, info >> 4
+        if typ == STT_FILE:  # source file names (gas/gcc objects) carry no address
+            names.append(name)
+            continue
         section = None
         if shndx != SHN_UNDEF and shndx < len(elf.sections):
             section = elf.sections[shndx].name
