@@ -31,10 +31,13 @@ fi
 # The first Debian archive URI in the apt sources (deb822 "URIs:" or one-line "deb URL").
 debian_mirror() {
   local f
-  for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+  local prog='/^URIs:/ {print $2}
+    /^deb / {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; break}}'
+  for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list \
+           /etc/apt/sources.list.d/*.list; do
     [[ -f "$f" ]] || continue
-    awk '/^URIs:/ {print $2} /^deb / {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; break}}' "$f"
-  done | grep -v -- '-security' | grep '/debian/\?$' | head -n 1
+    awk "$prog" "$f"
+  done | grep -v -- '-security' | grep '/debian/\?$' | sed -n 1p
 }
 
 MIRROR="$(debian_mirror)"
