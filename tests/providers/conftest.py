@@ -1,0 +1,56 @@
+"""Fixtures for the CUDA provider's CPU-side tests: the fake driver, built once per session.
+
+`fake_cuda_lib` is the path of a freshly built fake libcuda; `fake_driver` points
+toolchain.providers.cuda.driver at it, with a fresh call log, and yields a `CallLog`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolchain.providers.cuda import driver
+from toolchain.providers.cuda.fake import build
+
+
+class CallLog:
+    """The fake driver's log: one `name k=v k=v ...` line per call."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def lines(self) -> list[str]:
+        return self.path.read_text().splitlines() if self.path.exists() else []
+
+    def calls(self, name: str) -> list[dict[str, str]]:
+        """Each logged call of `name` as {argument: text}, in call order."""
+        found = []
+        for line in self.lines():
+            head, *fields = line.split(" ")
+            if head == name:
+                found.append(dict(f.split("=", 1) for f in fields if "=" in f))
+        return found
+
+
+@pytest.fixture(scope="session")
+def fake_cuda_lib(tmp_path_factory) -> Path:
+    if build.compiler() is None:
+        pytest.skip("no C compiler (cc) to build the fake CUDA driver")
+    return build.build(tmp_path_factory.mktemp("fake-cuda"))
+
+
+@pytest.fixture
+def fake_log(tmp_path, monkeypatch) -> CallLog:
+    path = tmp_path / "cuda-calls.log"
+    monkeypatch.setenv("METTLE_FAKE_CUDA_LOG", str(path))
+    for name in ("METTLE_FAKE_CUDA_CELLS", "METTLE_FAKE_CUDA_FAIL", "METTLE_FAKE_CUDA_DEVICES"):
+        monkeypatch.delenv(name, raising=False)
+    return CallLog(path)
+
+
+@pytest.fixture
+def fake_driver(fake_cuda_lib, fake_log, monkeypatch) -> CallLog:
+    monkeypatch.setenv(driver.ENV_LIBRARY, str(fake_cuda_lib))
+    driver.reset()
+    yield fake_log
+    driver.reset()
