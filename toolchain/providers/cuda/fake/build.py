@@ -29,6 +29,8 @@ def compiler() -> str | None:
 
 def build(out_dir: str | os.PathLike, name: str = LIBRARY_NAME) -> Path:
     """Compile fake_cuda.c into out_dir/name and return its path."""
+    if not SOURCE.is_file():  # e.g. a Pants sandbox whose BUILD does not declare the .c file
+        raise FakeDriverBuildError(f"{SOURCE} is missing: declare fake_cuda.c as a resource")
     cc = compiler()
     if cc is None:
         raise FakeDriverBuildError("no C compiler: set CC or put cc on PATH")
