@@ -125,6 +125,8 @@ class _Scanner:
             self.fail(f"invalid numeric literal {self.text[start:suffix.end()]!r} "
                       "(Mettle has no literal suffixes or `_` separators)",
                       start, suffix.end())
+            # Still emit the literal (valid prefix) so the parser stays in step.
+            self.emit(INT, start, suffix.end(), 0)
             return suffix.end()
         lit = self.text[start:end]
         if kind == "float":

@@ -22,7 +22,7 @@ from __future__ import annotations
 import sys
 
 from . import ast as A
-from ..diagnostics import CompileError, DiagnosticBag, Span
+from ..diagnostics import MAX_ERRORS, CompileError, DiagnosticBag, Span
 from .expr_parser import ExprParser, describe
 from .tokens import ASSIGN_OPS, EOF, IDENT, INT, STRING, Token
 
@@ -43,6 +43,12 @@ class Parser(ExprParser):
         self.bag = bag
 
     # ------------------------------------------------------------ recovery
+    def record(self, e: CompileError) -> None:
+        """Keep a caught error's diagnostics; once the bag is full, stop parsing."""
+        if self.bag.error_count >= MAX_ERRORS:
+            raise e
+        self.bag.extend(e.diagnostics)
+
     def sync(self, start: int, stop_kinds: frozenset | None) -> None:
         """Skip to a boundary after an error: `;` (consumed), a `}` closing the current
         block (kept), or a line-starting token (in `stop_kinds` when given) at depth 0."""
@@ -77,7 +83,7 @@ class Parser(ExprParser):
             try:
                 items.append(self.parse_item())
             except CompileError as e:
-                self.bag.extend(e.diagnostics)
+                self.record(e)
                 self.depth = self.brackets = 0
                 self.sync(start, ITEM_START)
         return A.Module(items, self.path, span=Span(self.path, 1, 1, 1))
@@ -365,7 +371,7 @@ class Parser(ExprParser):
             try:
                 stmts.append(self.parse_statement())
             except CompileError as e:
-                self.bag.extend(e.diagnostics)
+                self.record(e)
                 self.depth, self.brackets = level, 0
                 self.sync(start, None)
         self.brackets = saved
@@ -570,7 +576,7 @@ class Parser(ExprParser):
             try:
                 body.append(self.parse_statement())
             except CompileError as e:
-                self.bag.extend(e.diagnostics)
+                self.record(e)
                 self.depth, self.brackets = level, 0
                 self.sync(start, None)
         return body
