@@ -72,6 +72,8 @@ def accepts(cls: str, operand: Operand, row: Enc) -> bool:
             return _mem_size_ok(operand, cls.lstrip("rm"))
         return False
     if isinstance(operand, Imm):
+        if cls.startswith("u"):
+            return 0 <= operand.value < (1 << int(cls[1:]))
         return cls.startswith("i") and imm_fits(operand.value, int(cls[1:]), row.bits)
     return isinstance(operand, Sym) and cls == "rel32"
 

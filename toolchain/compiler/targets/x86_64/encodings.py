@@ -14,7 +14,8 @@ One `Enc` row is one encoding form of one mnemonic. Fields:
         indirect) set w=False.
   ops   operand classes, derived from form and bits when omitted:
         rN (GPR of N bits)  rmN (GPR of N bits or memory)  mN (memory of N bits)  m (any
-        memory, e.g. lea)  x (xmm)  xmN (xmm or N-bit memory)  iN (immediate)  rel32  cl.
+        memory, e.g. lea)  x (xmm)  xmN (xmm or N-bit memory)  iN (immediate, sign-extended
+        to the operand size)  uN (unsigned immediate, e.g. shift counts)  rel32  cl.
 Invariant: rows are tried in table order, so a shorter form comes before a longer one that
 accepts the same operands (imm8 before imm32, imm32 before imm64).
 """
@@ -95,7 +96,8 @@ def _unary_and_shift_rows() -> list[Enc]:
                  Enc("dec", "M", b, 0xFF if wide else 0xFE, reg=1)]
         for mn, d in _SHIFTS:
             rows += [Enc(mn, "MC", b, 0xD3 if wide else 0xD2, reg=d),
-                     Enc(mn, "MI", b, 0xC1 if wide else 0xC0, reg=d, imm=8)]
+                     Enc(mn, "MI", b, 0xC1 if wide else 0xC0, reg=d, imm=8,
+                         ops=(f"rm{b}", "u8"))]
         rows += [Enc("test", "MR", b, 0x85 if wide else 0x84),
                  Enc("test", "MI", b, 0xF7 if wide else 0xF6, reg=0, imm=_IMM_FULL[b])]
     for b in WIDE_SIZES:
