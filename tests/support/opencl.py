@@ -6,6 +6,8 @@ mounted on the host), mounts /proc, /sys and /dev (PoCL's hwloc needs the CPU to
 bind-mounts the repository read-only at /mnt/repo, and runs
 `python3 -m toolchain.providers.opencl.run_spirv` there with files in a temp dir under the
 root's /tmp. `opencl_available()` says whether that works, with a reason, for clean skips.
+The environment passes through: METTLE_OPENCL_PLATFORM=rusticl (plus RUSTICL_ENABLE=llvmpipe)
+selects Mesa's rusticl when the root has it; the default is the first SPIR-V device (PoCL).
 """
 from __future__ import annotations
 

@@ -7,7 +7,9 @@
 # (tests/support/opencl.py enters it with unshare + chroot). Needs root.
 #
 # Idempotent: a stamp file marks a finished root; a half-built root is removed and rebuilt.
-# Set METTLE_OPENCL_RUSTICL=1 to also install Mesa's rusticl (mesa-opencl-icd).
+# Set METTLE_OPENCL_RUSTICL=1 to also install Mesa's rusticl (mesa-opencl-icd, ~30 s more);
+# it lists its llvmpipe device only with RUSTICL_ENABLE=llvmpipe, and the tests use it when
+# METTLE_OPENCL_PLATFORM=rusticl (both variables pass through into the chroot).
 # The Debian mirror URL is read from this machine's apt configuration, never hard-coded.
 set -euo pipefail
 
