@@ -83,12 +83,18 @@ def select(mn: str, operands: tuple[Operand, ...]) -> Enc:
     rows = BY_MNEMONIC.get(canonical_mnemonic(mn))
     if not rows:
         raise error("E0900", f"internal compiler error: unknown x86-64 mnemonic '{mn}'")
-    for row in rows:
-        if len(row.ops) == len(operands) and all(
-                accepts(c, o, row) for c, o in zip(row.ops, operands)):
-            return row
     shown = ", ".join(map(repr, operands))
-    raise error("E0900", f"internal compiler error: no x86-64 encoding for {mn} {shown}")
+    found = [row for row in rows if len(row.ops) == len(operands) and all(
+        accepts(c, o, row) for c, o in zip(row.ops, operands))]
+    if not found:
+        raise error("E0900", f"internal compiler error: no x86-64 encoding for {mn} {shown}")
+    # A memory operand without a size is only fine when every candidate agrees on it
+    # (`add [rax], rcx` yes; `add [rax], 1` needs Mem.size).
+    for k, o in enumerate(operands):
+        if isinstance(o, Mem) and o.size is None and len({r.ops[k] for r in found}) > 1:
+            raise error("E0900", f"internal compiler error: operand size of {mn} {shown} "
+                        "is ambiguous; give the memory operand a size")
+    return found[0]
 
 
 def encode(mn: str, *operands: Operand) -> Encoded:
