@@ -1,0 +1,212 @@
+"""Arithmetic, comparisons and value conversions.
+
+Signedness comes from the IR operand type: div/rem/shr/min/max/cvt pick .s or .u; unsigned
+compares use .lo/.ls/.hi/.hs. Float arithmetic is IEEE round-to-nearest (`.rn`, which also
+keeps ptxas from contracting a*b+c into an fma, as C does by default here). Float `!=` is
+the unordered `neu`, so NaN != x is true as in C; the other float predicates are ordered.
+Float -> int truncates toward zero (`cvt.rzi`); int -> float and f64 -> f32 round to nearest.
+8-bit integers follow the normalization invariant of regs.py.
+"""
+from __future__ import annotations
+
+from ...diagnostics import error
+from ...ir.module import Const, Instr
+from ...ir.types import BoolType, FloatType, IntType, Type
+from . import regs
+
+INT_OPS = {"add": "add", "sub": "sub", "mul": "mul.lo", "div": "div", "rem": "rem",
+           "min": "min", "max": "max"}
+FLOAT_OPS = {"add": "add.rn", "sub": "sub.rn", "mul": "mul.rn", "div": "div.rn",
+             "min": "min", "max": "max"}
+SIGNED_PRED = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
+UNSIGNED_PRED = {"eq": "eq", "ne": "ne", "lt": "lo", "le": "ls", "gt": "hi", "ge": "hs"}
+FLOAT_PRED = {"eq": "eq", "ne": "neu", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
+# ops whose 16-bit result can differ from the 8-bit answer in bits 8..15
+_RENORMALIZE = {"add", "sub", "mul", "shl", "neg", "not"}
+
+
+def normalize8(em, t: Type, r: str) -> None:
+    """Re-extend an 8-bit value in a 16-bit register from its bit 7 (regs.py invariant)."""
+    if regs.is_small_int(t):
+        em.emit(f"cvt.{'s16.s8' if t.signed else 'u16.u8'} {r}, {r}")
+
+
+def mutable(em, v) -> bool:
+    """True when `v`'s register is a local's register (it may be overwritten later)."""
+    return isinstance(v, Instr) and id(v) in em.alias_gets
+
+
+def alias_or_mov(em, ins: Instr, src) -> None:
+    """Give `ins` the same bits as `src` without an instruction when that is safe."""
+    if not isinstance(src, Const) and not mutable(em, src):
+        em.define(ins, em.reg(src))
+        return
+    d = em.result(ins)
+    em.emit(f"mov.{regs.bits(ins.type)} {d}, {em.val(src)}")
+
+
+def _first(em, v) -> str:
+    # PTX accepts an immediate as the second source; keep the first in a register.
+    return em.reg(v)
+
+
+def lower_binop(em, ins: Instr) -> None:
+    a, b = ins.operands
+    t = ins.type
+    if isinstance(t, BoolType):
+        em.emit(f"{ins.op}.pred {em.result(ins)}, {em.reg(a)}, {em.reg(b)}")
+        return
+    if ins.op in ("and", "or", "xor"):
+        em.emit(f"{ins.op}.b{regs.reg_bits(t)} {em.result(ins)}, {_first(em, a)}, "
+                f"{em.val(b)}")
+        return
+    if ins.op in ("shl", "shr"):
+        _shift(em, ins)
+        return
+    if isinstance(t, FloatType):
+        if ins.op not in FLOAT_OPS:
+            raise error("E0505", f"{ins.op} on {t} has no PTX lowering", ins.span)
+        name = FLOAT_OPS[ins.op]
+    else:
+        name = INT_OPS[ins.op]
+    d = em.result(ins)
+    em.emit(f"{name}.{regs.arith(t)} {d}, {_first(em, a)}, {em.val(b)}")
+    if ins.op in _RENORMALIZE:
+        normalize8(em, t, d)
+
+
+def shift_count(em, b) -> str:
+    """PTX shift amounts are .u32 whatever the shifted type."""
+    if isinstance(b, Const):
+        return str(int(b.value) & 0xFFFFFFFF)
+    bits = regs.reg_bits(b.type)
+    if bits == 32:
+        return em.reg(b)
+    r = em.new("r")
+    em.emit(f"cvt.u32.{'u16' if bits == 16 else 'u64'} {r}, {em.reg(b)}")
+    return r
+
+
+def _shift(em, ins: Instr) -> None:
+    a, b = ins.operands
+    t = ins.type
+    count = shift_count(em, b)
+    d = em.result(ins)
+    kind = f"b{regs.reg_bits(t)}" if ins.op == "shl" else regs.arith(t)
+    em.emit(f"{ins.op}.{kind} {d}, {_first(em, a)}, {count}")
+    if ins.op == "shl":
+        normalize8(em, t, d)
+
+
+def lower_unop(em, ins: Instr) -> None:
+    a = em.reg(ins.operands[0])
+    t = ins.type
+    d = em.result(ins)
+    if isinstance(t, BoolType):
+        em.emit(f"not.pred {d}, {a}")
+    elif ins.op == "not":
+        em.emit(f"not.b{regs.reg_bits(t)} {d}, {a}")
+    elif isinstance(t, FloatType):
+        em.emit(f"neg.f{t.bits} {d}, {a}")
+    else:
+        em.emit(f"neg.s{regs.reg_bits(t)} {d}, {a}")
+    normalize8(em, t, d)
+
+
+def lower_cmp(em, ins: Instr) -> None:
+    a, b = ins.operands
+    pred, t = ins.attrs["pred"], a.type
+    d = em.result(ins)
+    if isinstance(t, BoolType):
+        _cmp_bool(em, pred, em.reg(a), em.reg(b), d)
+        return
+    if isinstance(t, FloatType):
+        name = FLOAT_PRED[pred]
+    elif isinstance(t, IntType) and t.signed:
+        name = SIGNED_PRED[pred]
+    else:
+        name = UNSIGNED_PRED[pred]
+    em.emit(f"setp.{name}.{regs.arith(t)} {d}, {_first(em, a)}, {em.val(b)}")
+
+
+def _cmp_bool(em, pred: str, a: str, b: str, d: str) -> None:
+    if pred in ("eq", "ne"):
+        em.emit(f"xor.pred {d}, {a}, {b}")
+        if pred == "eq":
+            em.emit(f"not.pred {d}, {d}")
+        return
+    ra, rb = em.new("r"), em.new("r")        # false < true, as unsigned 0 < 1
+    em.emit(f"selp.u32 {ra}, 1, 0, {a}")
+    em.emit(f"selp.u32 {rb}, 1, 0, {b}")
+    em.emit(f"setp.{UNSIGNED_PRED[pred]}.u32 {d}, {ra}, {rb}")
+
+
+def convert_into(em, d: str, src: str, st: Type, dt: Type) -> None:
+    """Emit the conversion of register `src` (type st) into register `d` (type dt)."""
+    if isinstance(st, BoolType):
+        one, zero = (regs.imm(dt, 1.0), regs.imm(dt, 0.0)) if dt.is_float else ("1", "0")
+        em.emit(f"selp.{regs.bits(dt)} {d}, {one}, {zero}, {src}")
+    elif isinstance(dt, BoolType):
+        pred = "neu" if st.is_float else "ne"
+        em.emit(f"setp.{pred}.{regs.arith(st)} {d}, {src}, {regs.imm(st, 0)}")
+    elif st.is_float and dt.is_float:
+        em.emit(f"cvt.f64.f32 {d}, {src}" if dt.bits == 64 else f"cvt.rn.f32.f64 {d}, {src}")
+    elif st.is_float:
+        em.emit(f"cvt.rzi.{regs.exact(dt)}.{regs.arith(st)} {d}, {src}")
+    elif dt.is_float:
+        em.emit(f"cvt.rn.{regs.arith(dt)}.{regs.arith(st)} {d}, {src}")
+    elif regs.reg_bits(st) == regs.reg_bits(dt) and not regs.is_small_int(dt):
+        em.emit(f"mov.b{regs.reg_bits(dt)} {d}, {src}")
+    else:
+        em.emit(f"cvt.{regs.exact(dt)}.{regs.exact(st)} {d}, {src}")
+
+
+def lower_convert(em, ins: Instr) -> None:
+    (a,) = ins.operands
+    if id(ins) in em.absorbed:                # every user scales the i32 with mul.wide
+        return
+    st, dt = a.type, ins.type
+    same_bits = isinstance(st, IntType) and isinstance(dt, IntType) and \
+        regs.reg_bits(st) == regs.reg_bits(dt) and not regs.is_small_int(dt)
+    if same_bits:                             # i32 <-> u32, i8 -> i16, ...: no instruction
+        alias_or_mov(em, ins, a)
+        return
+    convert_into(em, em.result(ins), em.reg(a), st, dt)
+
+
+def lower_bitcast(em, ins: Instr) -> None:
+    (a,) = ins.operands
+    st, dt = a.type, ins.type
+    if regs.rclass(st) == regs.rclass(dt) and not (regs.is_small_int(dt) and st != dt):
+        alias_or_mov(em, ins, a)
+        return
+    d = em.result(ins)
+    if regs.is_small_int(dt) or regs.is_small_int(st):
+        convert_into(em, d, em.reg(a), st, dt)     # 8-bit <-> 8-bit: renormalize
+        return
+    em.emit(f"mov.b{regs.reg_bits(dt)} {d}, {em.reg(a)}")
+
+
+def lower_ptrtoint(em, ins: Instr) -> None:
+    (a,) = ins.operands
+    if regs.reg_bits(ins.type) == 64:
+        alias_or_mov(em, ins, a)
+        return
+    em.emit(f"cvt.{regs.exact(ins.type)}.u64 {em.result(ins)}, {em.reg(a)}")
+
+
+def lower_inttoptr(em, ins: Instr) -> None:
+    (a,) = ins.operands
+    if regs.reg_bits(a.type) == 64:
+        alias_or_mov(em, ins, a)
+        return
+    ext = "s64" if a.type.signed else "u64"
+    em.emit(f"cvt.{ext}.{regs.arith(a.type)} {em.result(ins)}, {em.reg(a)}")
+
+
+LOWER = {
+    **{op: lower_binop for op in ("add", "sub", "mul", "div", "rem", "and", "or", "xor",
+                                  "shl", "shr", "min", "max")},
+    "neg": lower_unop, "not": lower_unop, "cmp": lower_cmp, "convert": lower_convert,
+    "bitcast": lower_bitcast, "ptrtoint": lower_ptrtoint, "inttoptr": lower_inttoptr,
+}

@@ -1,0 +1,115 @@
+"""Control flow, calls and locals: br, cbr, ret, unreachable, call, local.get/set, select.
+
+Branches to the block emitted next fall through (no `bra`). A `.func` returns its value
+through `func_retval0`; calls use the PTX ABI's scoped `{ .param ...; call.uni ... }`
+sequence, with bool widened to .b32 as in the `.func` signatures (regs.param_type).
+"""
+from __future__ import annotations
+
+from ...ir.module import Instr
+from ...ir.types import BoolType, VOID
+from . import regs
+
+
+def lower_br(em, ins: Instr) -> None:
+    target = ins.targets[0]
+    if target is not em.next_block:
+        em.emit(f"bra.uni {em.labels[id(target)]}")
+
+
+def lower_cbr(em, ins: Instr) -> None:
+    p = em.reg(ins.operands[0])
+    then, else_ = ins.targets
+    if then is em.next_block:
+        em.emit(f"@!{p} bra {em.labels[id(else_)]}")
+        return
+    em.emit(f"@{p} bra {em.labels[id(then)]}")
+    if else_ is not em.next_block:
+        em.emit(f"bra.uni {em.labels[id(else_)]}")
+
+
+def store_param(em, name: str, t, value) -> None:
+    """st.param of one scalar into a `.func`-ABI param slot."""
+    if isinstance(t, BoolType):
+        tmp = em.new("r")
+        em.emit(f"selp.u32 {tmp}, 1, 0, {em.reg(value)}")
+        em.emit(f"st.param.b32 [{name}], {tmp}")
+    else:
+        em.emit(f"st.param{regs.param_type(t, False)} [{name}], {em.reg(value)}")
+
+
+def load_param(em, dest: str, name: str, t) -> None:
+    if isinstance(t, BoolType):
+        tmp = em.new("r")
+        em.emit(f"ld.param.b32 {tmp}, [{name}]")
+        em.emit(f"setp.ne.u32 {dest}, {tmp}, 0")
+    else:
+        em.emit(f"ld.param{regs.param_type(t, False)} {dest}, [{name}]")
+
+
+def lower_ret(em, ins: Instr) -> None:
+    if ins.operands:
+        store_param(em, "func_retval0", em.fn.ret, ins.operands[0])
+    em.emit("ret")
+
+
+def lower_unreachable(em, ins: Instr) -> None:
+    em.emit("trap")
+
+
+def lower_call(em, ins: Instr) -> None:
+    callee, args = ins.operands[0], ins.operands[1:]
+    name = em.module.function_name(callee)
+    em.raw("\t{")
+    slots = []
+    for i, (a, p) in enumerate(zip(args, callee.params)):
+        slot = f"param{i}"
+        em.emit(f".param {regs.param_type(p.type, False)} {slot}")
+        store_param(em, slot, p.type, a)
+        slots.append(slot)
+    arglist = f", ({', '.join(slots)})" if slots else ""
+    if callee.ret != VOID:
+        em.emit(f".param {regs.param_type(callee.ret, False)} retval0")
+        em.emit(f"call.uni (retval0), {name}{arglist}")
+        load_param(em, em.result(ins), "retval0", callee.ret)
+    else:
+        em.emit(f"call.uni {name}{arglist}")
+    em.raw("\t}")
+
+
+def lower_local_get(em, ins: Instr) -> None:
+    src = em.local_reg(ins.operands[0])
+    if id(ins) in em.alias_gets:
+        em.define(ins, src)
+        return
+    dst = em.result(ins)
+    em.emit(f"mov.{_mov_type(ins.type)} {dst}, {src}")
+
+
+def lower_local_set(em, ins: Instr) -> None:
+    loc, value = ins.operands
+    dst = em.local_reg(loc)
+    em.emit(f"mov.{_mov_type(loc.type)} {dst}, {em.val(value)}")
+
+
+def _mov_type(t) -> str:
+    return "pred" if isinstance(t, BoolType) else regs.bits(t)
+
+
+def lower_select(em, ins: Instr) -> None:
+    cond, a, b = ins.operands
+    p = em.reg(cond)
+    d = em.result(ins)
+    if isinstance(ins.type, BoolType):
+        # selp has no .pred form: two predicated moves.
+        em.emit(f"@{p} mov.pred {d}, {em.reg(a)}")
+        em.emit(f"@!{p} mov.pred {d}, {em.reg(b)}")
+        return
+    em.emit(f"selp.{regs.bits(ins.type)} {d}, {em.val(a)}, {em.val(b)}, {p}")
+
+
+LOWER = {
+    "br": lower_br, "cbr": lower_cbr, "ret": lower_ret, "unreachable": lower_unreachable,
+    "call": lower_call, "local.get": lower_local_get, "local.set": lower_local_set,
+    "select": lower_select,
+}

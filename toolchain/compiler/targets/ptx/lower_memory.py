@@ -1,0 +1,229 @@
+"""Memory: load/store, address arithmetic, alloca, memcpy, address-space casts.
+
+Every pointer is a 64-bit register (%rd) holding an address of its IR space's PTX window:
+global -> .global, workgroup -> .shared, private -> .local, constant -> .const, and generic
+-> generic addressing (no space qualifier). Address arithmetic stays 64-bit: `ptradd` of a
+sign/zero-extended 32-bit index uses `mul.wide.s32/.u32` on the narrow value (what nvcc
+emits), power-of-two strides use `shl.b64`, and constant offsets (constant-index ptradd,
+constant byteadd, fieldptr) fold into the `[reg+imm]` operand of the load or store.
+bool is one byte in memory: loaded with ld.u8 then setp, stored via selp and st.u8.
+"""
+from __future__ import annotations
+
+from ...diagnostics import error
+from ...ir.module import Const, Global, Instr
+from ...ir.types import BoolType, IntType, StructType, Type
+from . import regs
+from .lower_arith import alias_or_mov, mutable
+
+SPACE = {"global": ".global", "workgroup": ".shared", "private": ".local", "generic": "",
+         "constant": ".const"}
+_CVTA = {"global": "global", "workgroup": "shared", "private": "local", "constant": "const"}
+
+
+def space_of(ptr_value) -> str:
+    return SPACE[ptr_value.type.space]
+
+
+def _const_offset(ins) -> int | None:
+    """Byte offset that `ins` adds to its first operand when it is a compile-time constant."""
+    if not isinstance(ins, Instr):
+        return None
+    if ins.op == "fieldptr":
+        st = ins.operands[0].type.pointee
+        return st.offsets[ins.attrs["index"]] if isinstance(st, StructType) else None
+    if ins.op in ("ptradd", "byteadd") and isinstance(ins.operands[1], Const):
+        scale = ins.type.pointee.size if ins.op == "ptradd" else 1
+        return int(ins.operands[1].value) * scale
+    return None
+
+
+def address(em, p) -> str:
+    """`[reg]` or `[reg+imm]` for pointer `p`, folding constant offsets into the operand."""
+    offset = 0
+    while True:
+        off = _const_offset(p)
+        base = p.operands[0] if off is not None else None
+        if off is None or mutable(em, base) or isinstance(base, (Const, Global)):
+            break
+        offset += off
+        p = base
+    if isinstance(p, Global) and p.space != "generic":
+        r = em.module.symbol_name(p)
+    else:
+        r = em.reg(p)
+    return f"[{r}+{offset}]" if offset else f"[{r}]"
+
+
+def _check_scalar(t: Type, ins: Instr) -> None:
+    if not t.is_scalar:
+        raise error("E0505", f"{ins.op} of aggregate type {t} is not supported in device "
+                    "code; access its fields", ins.span)
+
+
+def load_into(em, d: str, t: Type, space: str, addr: str) -> None:
+    if isinstance(t, BoolType):
+        tmp = em.new("rs")
+        em.emit(f"ld{space}.u8 {tmp}, {addr}")
+        em.emit(f"setp.ne.u16 {d}, {tmp}, 0")
+    else:
+        em.emit(f"ld{space}.{regs.exact(t)} {d}, {addr}")
+
+
+def store_from(em, t: Type, space: str, addr: str, value) -> None:
+    if isinstance(t, BoolType):
+        tmp = em.new("rs")
+        em.emit(f"selp.u16 {tmp}, 1, 0, {em.reg(value)}")
+        em.emit(f"st{space}.u8 {addr}, {tmp}")
+    else:
+        em.emit(f"st{space}.{regs.exact(t)} {addr}, {em.val(value)}")
+
+
+def lower_load(em, ins: Instr) -> None:
+    p = ins.operands[0]
+    _check_scalar(ins.type, ins)
+    load_into(em, em.result(ins), ins.type, space_of(p), address(em, p))
+
+
+def lower_store(em, ins: Instr) -> None:
+    p, v = ins.operands
+    _check_scalar(v.type, ins)
+    store_from(em, v.type, space_of(p), address(em, p), v)
+
+
+def wide_source(em, index, size: int):
+    """The 32-bit value behind an i64 `index` that mul.wide can scale directly, or None."""
+    if size > 1 and isinstance(index, Instr) and index.op == "convert":
+        src = index.operands[0]
+        if isinstance(src.type, IntType) and src.type.bits == 32 and not mutable(em, src) \
+                and not isinstance(src, Const):
+            return src
+    return None
+
+
+def scaled_index(em, index, size: int) -> str:
+    """64-bit byte offset `index * size` for an i64 index (mul.wide on a widened i32).
+
+    Offsets are cached per block (keyed by index value and size), so a[i], b[i], c[i]
+    share one multiply."""
+    key = ("scaled", id(index), size)
+    if key in em.block_cache:
+        return em.block_cache[key]
+    src = wide_source(em, index, size)
+    if src is not None:
+        t = em.new("rd")
+        em.emit(f"mul.wide.{'s' if src.type.signed else 'u'}32 {t}, {em.reg(src)}, {size}")
+    elif size == 1:
+        return em.reg(index)
+    else:
+        r, t = em.reg(index), em.new("rd")
+        if size & (size - 1) == 0:
+            em.emit(f"shl.b64 {t}, {r}, {size.bit_length() - 1}")
+        else:
+            em.emit(f"mul.lo.s64 {t}, {r}, {size}")
+    em.block_cache[key] = t
+    return t
+
+
+def _add_offset(em, ins: Instr, base, offset: int) -> None:
+    if offset == 0:
+        alias_or_mov(em, ins, base)
+        return
+    em.emit(f"add.s64 {em.result(ins)}, {em.reg(base)}, {offset}")
+
+
+def lower_ptradd(em, ins: Instr) -> None:
+    p, index = ins.operands
+    size = max(p.type.pointee.size, 1)
+    if isinstance(index, Const):
+        _add_offset(em, ins, p, int(index.value) * size)
+        return
+    off = scaled_index(em, index, size)
+    em.emit(f"add.s64 {em.result(ins)}, {em.reg(p)}, {off}")
+
+
+def lower_byteadd(em, ins: Instr) -> None:
+    p, off = ins.operands
+    if isinstance(off, Const):
+        _add_offset(em, ins, p, int(off.value))
+        return
+    em.emit(f"add.s64 {em.result(ins)}, {em.reg(p)}, {em.reg(off)}")
+
+
+def lower_fieldptr(em, ins: Instr) -> None:
+    p = ins.operands[0]
+    _add_offset(em, ins, p, p.type.pointee.offsets[ins.attrs["index"]])
+
+
+def local_array(em, size: int, align: int) -> str:
+    """A function-scope `.local` byte array; returns its name."""
+    name = em.unique("__local_depot")
+    em.decls.append(f"\t.local .align {align} .b8 \t{name}[{max(size, 1)}];")
+    return name
+
+
+def lower_alloca(em, ins: Instr) -> None:
+    t = ins.attrs["type"]
+    name = local_array(em, t.size, max(t.align, 4))
+    em.emit(f"mov.u64 {em.result(ins)}, {name}")
+
+
+def _memcpy_unit(dst, src, size: int) -> int:
+    align = min(dst.type.pointee.align, src.type.pointee.align, 8)
+    for unit in (8, 4, 2, 1):
+        if unit <= align and size % unit == 0:
+            return unit
+    return 1
+
+
+def lower_memcpy(em, ins: Instr) -> None:
+    dst, src = ins.operands
+    size = int(ins.attrs["size"])
+    unit = _memcpy_unit(dst, src, size)
+    cls, ty = {8: ("rd", "b64"), 4: ("r", "b32"), 2: ("rs", "b16"), 1: ("rs", "u8")}[unit]
+    ds, ss = space_of(dst), space_of(src)
+    d, s = em.reg(dst), em.reg(src)
+    if size // unit <= 64:
+        for off in range(0, size, unit):
+            t = em.new(cls)
+            em.emit(f"ld{ss}.{ty} {t}, [{s}+{off}]")
+            em.emit(f"st{ds}.{ty} [{d}+{off}], {t}")
+        return
+    i, pd, ps, t, p = em.new("rd"), em.new("rd"), em.new("rd"), em.new(cls), em.new("p")
+    loop = em.unique("$L__memcpy")
+    em.emit(f"mov.u64 {i}, 0")
+    em.raw(f"{loop}:")
+    em.emit(f"add.s64 {ps}, {s}, {i}")
+    em.emit(f"add.s64 {pd}, {d}, {i}")
+    em.emit(f"ld{ss}.{ty} {t}, [{ps}]")
+    em.emit(f"st{ds}.{ty} [{pd}], {t}")
+    em.emit(f"add.s64 {i}, {i}, {unit}")
+    em.emit(f"setp.lt.u64 {p}, {i}, {size}")
+    em.emit(f"@{p} bra {loop}")
+
+
+def cast_space(em, r: str, src: str, dst: str) -> str:
+    """Convert address register `r` from IR space `src` to `dst`; returns the register."""
+    if src == dst:
+        return r
+    if src != "generic":
+        g = em.new("rd")
+        em.emit(f"cvta.{_CVTA[src]}.u64 {g}, {r}")
+        r = g
+    if dst != "generic":
+        out = em.new("rd")
+        em.emit(f"cvta.to.{_CVTA[dst]}.u64 {out}, {r}")
+        r = out
+    return r
+
+
+def lower_addrspacecast(em, ins: Instr) -> None:
+    (a,) = ins.operands
+    em.define(ins, cast_space(em, em.reg(a), a.type.space, ins.type.space))
+
+
+LOWER = {
+    "load": lower_load, "store": lower_store, "ptradd": lower_ptradd,
+    "byteadd": lower_byteadd, "fieldptr": lower_fieldptr, "alloca": lower_alloca,
+    "memcpy": lower_memcpy, "addrspacecast": lower_addrspacecast,
+}
