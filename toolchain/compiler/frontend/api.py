@@ -1,0 +1,65 @@
+"""The frontend seam: Mettle source -> (ir.Module, warnings).
+
+    compile_to_ir(entry_path, *, include_dirs=(), stdlib_dir=None, gpu, source_text=None)
+
+Raises CompileError with every error found (at most MAX_ERRORS); returns the module and the
+warning diagnostics otherwise. `gpu=True` is an --emit-ptx/--emit-spirv compile (index
+built-ins recognised); `gpu=False` a host compile.
+
+Device helper pointer parameters start as `global`; when a call site passes a pointer of
+another space the module is lowered again with that parameter `generic` (a small fixpoint,
+bounded by the number of pointer parameters). Only the last round's diagnostics count.
+
+Limitation: all loaded modules share one global scope (names hidden by `export` get their
+internal IR name, but two modules may not hide the same name); `import ... as a` qualified
+access (`a.f`) is not supported yet.
+"""
+from __future__ import annotations
+
+import os
+
+from ..diagnostics import CompileError, Diagnostic, DiagnosticBag
+from ..ir import Module, verify_module
+from .checker import ProgramLowerer
+from .parser import parse_source
+
+_MAX_ROUNDS = 16
+
+
+def _load_items(entry_path: str, include_dirs, stdlib_dir, source_text):
+    if source_text is not None:
+        mod = parse_source(source_text, str(entry_path))
+        if not mod.imports:
+            return [mod], []
+    from .modules import load_program
+    if source_text is not None:
+        raise CompileError(Diagnostic("E0101", "imports need the program on disk "
+                                      "(source_text given)", mod.imports[0].span))
+    prog = load_program(entry_path, include_dirs, stdlib_dir)
+    return [m.ast for m in prog.modules], list(prog.warnings)
+
+
+def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: bool,
+                  source_text: str | None = None) -> tuple[Module, list[Diagnostic]]:
+    modules, warnings = _load_items(entry_path, include_dirs, stdlib_dir, source_text)
+    items = [i for m in modules for i in m.items if not _is_import(i)]
+    name = os.path.splitext(os.path.basename(str(entry_path)))[0] or "main"
+    generic: set[tuple[str, int]] = set()
+    for _ in range(_MAX_ROUNDS):
+        bag = DiagnosticBag()
+        lowerer = ProgramLowerer(name, gpu, bag, generic)
+        try:
+            module = lowerer.run(items)
+        except CompileError:       # the bag hit MAX_ERRORS
+            raise CompileError(bag.items) from None
+        if lowerer.wanted_generic <= generic:
+            break
+        generic |= lowerer.wanted_generic
+    bag.raise_if_errors()
+    verify_module(module)
+    return module, warnings + [d for d in bag.items if d.severity == "warning"]
+
+
+def _is_import(item) -> bool:
+    from . import ast as A
+    return isinstance(item, A.Import)

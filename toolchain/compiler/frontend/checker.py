@@ -1,0 +1,310 @@
+"""Whole-program checker: declarations, types, globals, then per-function lowering.
+
+Checking and lowering happen in one walk (each expression is type-checked as it is lowered,
+see lower_expr.py); this module owns the program-level half: struct/enum/const/global/
+function declarations, the device call graph pre-pass, and the error-code table below.
+
+Diagnostic codes owned here (E0001/E0002/E0003 syntax are the parser's):
+  E0003  `var` without a type (also reported by the parser)
+  E0004  float -> int (or `%` on floats) needs an explicit cast
+  E0010  statement not allowed here (break/continue outside a loop, bad label)
+  E0011  missing return in a function with a return type
+  E0012  aggregate literal outside a var/const initializer or assignment
+  E0013  initializer must be a compile-time constant
+  E0014  switch case value is not a compile-time integer / duplicate case
+  E0015  switch over bool/enum is not exhaustive
+  E0016  condition is a pointer (write `p != 0`) or not a number
+  E0101  undefined name          E0102 unknown type            E0103 duplicate definition
+  E0104  local used before it is assigned                      E0105 declared, never defined
+  E0106  not assignable (const, parameter of a kernel view, rvalue)
+  E0107  not callable            E0108 wrong argument count    E0109 `&` needs an lvalue
+  E0201  type mismatch           E0202 operator not defined for these types
+  E0203  pointer <-> integer needs a cast (literal 0 excepted) E0204 invalid cast
+  E0205  no such field           E0206 not indexable           E0207 dereference of non-pointer
+  E0208  return value type / void function returns a value     E0212 named arguments
+  E0301  kernel must return void E0302 bad kernel parameter    E0303 bad kernel block shape
+  E0304  per = warp needs a block volume multiple of 32
+  E0310  built-in only legal directly inside a GPU kernel
+  E0311  kernel locals cannot be arrays; `&local` in device code (use `private var`)
+  E0312  workgroup/private var misuse (initializer, rebinding, element type)
+  E0313  pointer into workgroup/private memory stored where a global pointer is expected
+  E0320  atomic misuse (pointer/value type, order, scope, space)
+  E0321  async copy misuse (spaces, transaction, cache, pending count)
+  E0322  subgroup built-in misuse (operand types, ballot word)
+  E0323  barrier misuse          E0324 tensor_* built-ins are not supported yet
+  E0325  GPU intrinsic misuse (argument count/types)
+  E0330  dispatch misuse (inside a kernel, arguments, controls, dimensions, stream twice)
+  M0116  constant divide by zero
+Warnings: W0001 unreachable statement.
+"""
+from __future__ import annotations
+
+from . import ast as A
+from ..diagnostics import DiagnosticBag
+from ..ir import Builder, Module
+from ..ir.types import (I64, VOID, ArrayType, FnPtrType, PtrType, StructType, Type, ptr)
+from .consteval import NOT_CONST, ConstDivZero, const_value
+from .scope import FnSym, Scope, TypeSym, VarSym
+from .typesys import BUILTIN_TYPES, STRING, StructTable, describe, literal_type
+from .globals_init import lower_global
+
+INDEX_NAMES = ("thread", "block", "block_dim", "grid_dim")
+
+
+class ProgramLowerer:
+    """Lowers a list of top-level items (all modules, already merged) to one IR module."""
+
+    def __init__(self, name: str, gpu: bool, bag: DiagnosticBag,
+                 generic_params: set[tuple[str, int]] | None = None):
+        self.gpu = gpu
+        self.bag = bag
+        self.module = Module(name)
+        self.b = Builder(self.module)
+        self.globals = Scope()
+        self.structs = StructTable()
+        self.generic_params = set(generic_params or ())
+        self.wanted_generic: set[tuple[str, int]] = set()
+        self.device_fns: set[str] = set()
+        self.module.structs["string"] = STRING
+
+    # ------------------------------------------------------------------ types
+    def resolve_type(self, t: A.TypeExpr | None, placeholder_ok: bool = False) -> Type:
+        if t is None:
+            return VOID
+        if isinstance(t, A.NamedType):
+            if t.name in BUILTIN_TYPES:
+                return BUILTIN_TYPES[t.name]
+            sym = self.globals.lookup(t.name)
+            if isinstance(sym, TypeSym):
+                return sym.type
+            self.bag.error("E0102", f"unknown type `{t.name}`", t.span)
+            return I64
+        if isinstance(t, A.PointerType):
+            return ptr(self.resolve_type(t.elem, True))
+        if isinstance(t, A.ArrayType):
+            elem = self.resolve_type(t.elem)
+            if t.size <= 0:
+                self.bag.error("E0102", "array size must be positive", t.span)
+            return ArrayType(elem, max(t.size, 1))
+        if isinstance(t, A.FnPtrType):
+            if t.is_closure:
+                self.bag.error("E0102", "closure types `Fn` are not supported yet", t.span)
+            return FnPtrType(tuple(self.resolve_type(p) for p in t.params),
+                             self.resolve_type(t.ret))
+        self.bag.error("E0102", "unsupported type", t.span)
+        return I64
+
+    def enum_of_type(self, t: A.TypeExpr | None) -> str | None:
+        if isinstance(t, A.NamedType):
+            sym = self.globals.lookup(t.name)
+            if isinstance(sym, TypeSym):
+                return sym.enum
+        return None
+
+    def lookup_const(self, name: str):
+        return self.globals.lookup(name)
+
+    def const_eval(self, e: A.Expr, lookup=None):
+        try:
+            return const_value(e, lookup or self.lookup_const)
+        except ConstDivZero as z:
+            self.bag.error("M0116", "constant divide by zero", z.span)
+            return NOT_CONST
+
+    def define(self, name: str, sym, span) -> None:
+        if name in self.globals.names:
+            self.bag.error("E0103", f"`{name}` is already defined", span)
+            return
+        self.globals.names[name] = sym
+
+    # ------------------------------------------------------------------ declarations
+    def declare_types(self, items: list[A.Stmt]) -> None:
+        structs = [i for i in items if isinstance(i, A.StructDecl)]
+        for s in structs:   # placeholders first, so fields may point at any struct
+            self.define(s.name, TypeSym(s.name, StructType(self._ir_name(s), ())), s.span)
+        for e in (i for i in items if isinstance(i, A.EnumDecl)):
+            self.define(e.name, TypeSym(e.name, I64, enum=e.name), e.span)
+            self._declare_enum(e)
+        for s in structs:
+            self._complete_struct(s, set())
+
+    def _complete_struct(self, s: A.StructDecl, active: set[str]) -> StructType:
+        name = self._ir_name(s)
+        if name in self.structs.by_name:
+            return self.structs.by_name[name]
+        fields, seen = [], set()
+        active.add(s.name)
+        for f in s.fields:
+            if f.name in seen:
+                self.bag.error("E0103", f"duplicate field `{f.name}`", f.span)
+            seen.add(f.name)
+            if isinstance(f.type, A.NamedType) and f.type.name in active:
+                self.bag.error("E0102", f"struct `{s.name}` contains itself", f.span)
+                continue
+            ft = self.resolve_type(f.type)
+            if isinstance(ft, StructType) and not ft.fields:
+                decl = self._struct_decls.get(ft.name)
+                ft = self._complete_struct(decl, active) if decl else ft
+            fields.append((f.name, ft))
+        active.discard(s.name)
+        full = StructType(name, tuple(fields))
+        self.structs.by_name[name] = full
+        self.globals.names[s.name] = TypeSym(s.name, full)
+        self.module.structs[name] = full
+        return full
+
+    def _declare_enum(self, e: A.EnumDecl) -> None:
+        nxt = 0
+        for v in e.variants:
+            if v.value is not None:
+                val = self.const_eval(v.value)
+                if not isinstance(val, int) or isinstance(val, bool):
+                    self.bag.error("E0013", "enum value must be a compile-time integer",
+                                   v.value.span)
+                    val = nxt
+                nxt = val
+            self.define(v.name, VarSym(v.name, I64, "const", nxt, v.span, enum=e.name,
+                                       is_const=True), v.span)
+            nxt += 1
+
+    @staticmethod
+    def _ir_name(d) -> str:
+        return d.internal_name or d.name
+
+    def declare_functions(self, items: list[A.Stmt]) -> list[A.FnDecl]:
+        bodies = []
+        for d in items:
+            if not isinstance(d, A.FnDecl):
+                continue
+            prev = self.globals.names.get(d.name)
+            if isinstance(prev, FnSym) and (prev.decl.body is None or d.body is None) \
+                    and not d.is_kernel:
+                if d.body is not None:
+                    prev.decl = d
+                    bodies.append(d)
+                continue
+            sym = self._fn_sym(d)
+            self.define(d.name, sym, d.span)
+            if d.body is not None:
+                bodies.append(d)
+        for name, sym in self.globals.names.items():
+            if isinstance(sym, FnSym) and sym.decl.body is None and not sym.is_extern:
+                self.bag.error("E0105", f"function `{name}` is declared but never defined",
+                               sym.decl.span)
+        return bodies
+
+    def _fn_sym(self, d: A.FnDecl) -> FnSym:
+        params = [self.resolve_type(p.type) for p in d.params]
+        ret = self.resolve_type(d.ret)
+        sym = FnSym(d.name, d, params, ret, is_kernel=d.is_kernel, is_extern=d.is_extern,
+                    ret_enum=self.enum_of_type(d.ret))
+        name = self._ir_name(d)
+        if d.is_kernel:
+            params = self._kernel_signature(d, params, ret)
+            sym.params = params
+            sym.block_shape, sym.per_warp = d.kernel_block, d.kernel_per == "warp"
+            if d.is_extern:
+                self.b.kernel_decl(name, params, d.kernel_block, sym.per_warp)
+                return sym
+            sym.fn = self.b.function(name, [(p.name, t) for p, t in zip(d.params, params)],
+                                     VOID, kind="kernel", linkage="export",
+                                     block_shape=d.kernel_block, per_warp=sym.per_warp,
+                                     span=d.span)
+            return sym
+        if self.gpu and d.name in self.device_fns:
+            params = [self._device_param(d.name, i, t) for i, t in enumerate(params)]
+            sym.params = params
+        named = [(p.name, t) for p, t in zip(d.params, params)]
+        if d.is_extern:
+            sym.fn = self.b.extern_function(name, named, ret, link_name=d.link_name)
+        else:
+            linkage = "export" if (d.exported or d.name == "main") else "internal"
+            sym.fn = self.b.function(name, named, ret, linkage=linkage, span=d.span)
+        return sym
+
+    def _device_param(self, fn: str, i: int, t: Type) -> Type:
+        if isinstance(t, PtrType):
+            return ptr(t.pointee, "generic" if (fn, i) in self.generic_params else "global")
+        return t
+
+    def _kernel_signature(self, d: A.FnDecl, params: list[Type], ret: Type) -> list[Type]:
+        if ret != VOID:
+            self.bag.error("E0301", f"kernel `{d.name}` must return void", d.ret.span)
+        out = []
+        for p, t in zip(d.params, params):
+            ok = t.is_int or t.is_float or t.is_bool or (
+                isinstance(t, PtrType) and (t.pointee.is_int or t.pointee.is_float))
+            if not ok:
+                self.bag.error("E0302", f"kernel parameter `{p.name}` has type "
+                               f"{describe(t)}; kernels take scalars or pointers to scalars",
+                               p.span)
+            out.append(ptr(t.pointee, "global") if isinstance(t, PtrType) else t)
+        self._check_block_shape(d)
+        return out
+
+    def _check_block_shape(self, d: A.FnDecl) -> None:
+        shape = d.kernel_block
+        if shape is None:
+            if d.kernel_per == "warp":
+                self.bag.error("E0304", "`per = warp` needs a declared block", d.span)
+            return
+        vol = shape[0] * shape[1] * shape[2]
+        if any(not 1 <= x <= 1024 for x in shape) or vol > 1024:
+            self.bag.error("E0303", f"kernel block {shape} is invalid: each dimension must "
+                           "be 1..1024 and the volume at most 1024", d.span)
+        elif d.kernel_per == "warp" and vol % 32:
+            self.bag.error("E0304", f"`per = warp` needs a block volume that is a multiple "
+                           f"of 32 (got {vol})", d.span)
+
+    def declare_globals(self, items: list[A.Stmt]) -> None:
+        for d in items:
+            if isinstance(d, A.VarDecl):
+                lower_global(self, d)
+
+    # ------------------------------------------------------------------ device call graph
+    def compute_device_fns(self, items: list[A.Stmt]) -> None:
+        """Names of ordinary functions reachable from a kernel by direct calls (AST walk)."""
+        fns = {d.name: d for d in items if isinstance(d, A.FnDecl) and d.body is not None}
+        work = [d for d in fns.values() if d.is_kernel]
+        seen: set[str] = set()
+        while work:
+            d = work.pop()
+            for callee in _called_names(d.body):
+                if callee in fns and callee not in seen and not fns[callee].is_kernel:
+                    seen.add(callee)
+                    work.append(fns[callee])
+        self.device_fns = seen
+
+    # ------------------------------------------------------------------ driver
+    def run(self, items: list[A.Stmt]) -> Module:
+        from .lower_fn import FunctionLowerer
+        self._struct_decls = {d.internal_name or d.name: d for d in items
+                              if isinstance(d, A.StructDecl)}
+        self.declare_types(items)
+        if self.gpu:
+            self.compute_device_fns(items)
+        bodies = self.declare_functions(items)
+        self.declare_globals(items)
+        for d in bodies:
+            sym = self.globals.names.get(d.name)
+            if isinstance(sym, FnSym) and sym.fn is not None and not sym.fn.blocks:
+                FunctionLowerer(self, sym).lower()
+        return self.module
+
+
+def _called_names(node) -> set[str]:
+    """Names called directly anywhere below `node` (a cheap generic AST walk)."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, A.Call) and isinstance(n.callee, A.Name):
+            out.add(n.callee.name)
+        if isinstance(n, A.Node) or isinstance(n, tuple):
+            vals = vars(n).values() if isinstance(n, A.Node) else n
+            for v in vals:
+                if isinstance(v, (A.Node, tuple)):
+                    stack.append(v)
+                elif isinstance(v, list):
+                    stack.extend(x for x in v if isinstance(x, (A.Node, tuple)))
+    return out

@@ -1,0 +1,136 @@
+"""Top-level `var`/`const`/`extern var` declarations and their constant initializers.
+
+Integer consts (typed or not) are folded: no storage, uses see the value. Every other global
+gets an ir Global whose `init` is a list of (byte offset, scalar type, value) items; bytes not
+covered are zero. Initializers must be compile-time constant (E0013): numbers, `true/false`,
+folded consts and enum variants, string literals, `&global`, function names, `0` for null
+pointers, and the aggregate forms `[a, b]`, `[v; n]`, `{f: v}`.
+"""
+from __future__ import annotations
+
+from . import ast as A
+from ..ir import Function, Global
+from ..ir.types import I64, U8, U64, ArrayType, FnPtrType, PtrType, StructType, Type
+from .consteval import NOT_CONST
+from .scope import FnSym, VarSym
+from .typesys import STRING, describe, literal_type
+
+
+def lower_global(ctx, d: A.VarDecl) -> None:
+    name = d.internal_name or d.name
+    if d.storage != "none":
+        ctx.bag.error("E0310", f"`{d.storage} var` is only legal directly inside a GPU "
+                      "kernel", d.span)
+        return
+    if d.type is None and not d.is_const:
+        ctx.bag.error("E0003", f"`var {d.name}` needs a type", d.span)
+        return
+    t = ctx.resolve_type(d.type) if d.type is not None else None
+    enum = ctx.enum_of_type(d.type)
+    if d.is_extern:
+        g = ctx.b.global_var(name, t, linkage="import", link_name=d.link_name)
+        ctx.define(d.name, VarSym(d.name, t, "global", g, d.span, enum=enum), d.span)
+        return
+    if d.is_const and d.init is not None and (t is None or t.is_int):
+        v = ctx.const_eval(d.init)
+        if isinstance(v, int) and not isinstance(v, bool):
+            t = t or literal_type(v)
+            ctx.define(d.name, VarSym(d.name, t, "const", t.wrap(v), d.span, enum=enum,
+                                      is_const=True), d.span)
+            return
+        if t is None and isinstance(v, float):
+            t = ctx.resolve_type(A.NamedType("float64", span=d.span))
+    if t is None:
+        ctx.bag.error("E0013", f"cannot infer the type of `{d.name}`; give it a type",
+                      d.span)
+        return
+    items = [] if d.init is None else init_items(ctx, t, d.init, 0)
+    g = ctx.b.global_var(name, t, items or None, constant=d.is_const,
+                         linkage="export" if d.exported else "internal")
+    ctx.define(d.name, VarSym(d.name, t, "global", g, d.span, enum=enum,
+                              is_const=d.is_const), d.span)
+
+
+def _bad(ctx, e: A.Expr, t: Type) -> list:
+    ctx.bag.error("E0013", f"initializer of type {describe(t)} must be a compile-time "
+                  "constant", e.span)
+    return []
+
+
+def init_items(ctx, t: Type, e: A.Expr, off: int) -> list:
+    """Flatten a constant initializer of type `t` at byte offset `off`."""
+    if isinstance(t, ArrayType):
+        return _array_items(ctx, t, e, off)
+    if t == STRING:
+        if not isinstance(e, A.StrLit):
+            return _bad(ctx, e, t)
+        g = ctx.b.string_literal(e.value)
+        return [(off, STRING.fields[0][1], g), (off + 8, U64, len(e.value))]
+    if isinstance(t, StructType):
+        return _struct_items(ctx, ctx.structs.full(t), e, off)
+    if isinstance(t, (PtrType, FnPtrType)):
+        return _pointer_item(ctx, t, e, off)
+    v = ctx.const_eval(e)
+    if v is NOT_CONST:
+        return _bad(ctx, e, t)
+    if t.is_int or t.is_bool:
+        if isinstance(v, float):
+            ctx.bag.error("E0004", f"float to {describe(t)} needs a cast", e.span)
+            return []
+        return [(off, t, t.wrap(int(v)) if t.is_int else bool(v))] if v else []
+    return [(off, t, float(v))] if v else []
+
+
+def _pointer_item(ctx, t: Type, e: A.Expr, off: int) -> list:
+    if isinstance(e, A.StrLit) and isinstance(t, PtrType) and t.pointee == U8:
+        return [(off, t, ctx.b.string_literal(e.value))]
+    target = e.operand if isinstance(e, A.AddrOf) else e
+    if isinstance(target, A.Name):
+        sym = ctx.globals.lookup(target.name)
+        if isinstance(sym, VarSym) and isinstance(sym.storage, Global) and \
+                isinstance(e, A.AddrOf):
+            return [(off, t, sym.storage)]
+        if isinstance(sym, FnSym) and isinstance(sym.fn, Function):
+            return [(off, t, sym.fn)]
+    if ctx.const_eval(e) == 0:
+        return []
+    return _bad(ctx, e, t)
+
+
+def _array_items(ctx, t: ArrayType, e: A.Expr, off: int) -> list:
+    if isinstance(e, A.StrLit) and t.elem == U8:
+        if len(e.value) > t.count:
+            ctx.bag.error("E0201", f"string of {len(e.value)} bytes does not fit "
+                          f"{describe(t)}", e.span)
+        return [(off + i, U8, b) for i, b in enumerate(e.value[:t.count]) if b]
+    if isinstance(e, A.ArrayRepeat):
+        n = ctx.const_eval(e.count)
+        if not isinstance(n, int) or n != t.count:
+            ctx.bag.error("E0201", f"`[v; n]` must have n = {t.count} for {describe(t)}",
+                          e.count.span)
+            return []
+        one = init_items(ctx, t.elem, e.value, 0)
+        return [(off + i * t.elem.size + o, ty, v) for i in range(t.count)
+                for o, ty, v in one]
+    if not isinstance(e, A.ArrayLit):
+        return _bad(ctx, e, t)
+    if len(e.elems) > t.count:
+        ctx.bag.error("E0201", f"{len(e.elems)} elements do not fit {describe(t)}", e.span)
+    out = []
+    for i, el in enumerate(e.elems[:t.count]):
+        out += init_items(ctx, t.elem, el, off + i * t.elem.size)
+    return out
+
+
+def _struct_items(ctx, t: StructType, e: A.Expr, off: int) -> list:
+    if not isinstance(e, A.StructLit):
+        return _bad(ctx, e, t)
+    out = []
+    for f in e.fields:
+        try:
+            i = t.field_index(f.name)
+        except KeyError:
+            ctx.bag.error("E0205", f"struct `{t.name}` has no field `{f.name}`", f.span)
+            continue
+        out += init_items(ctx, t.fields[i][1], f.value, off + t.offsets[i])
+    return out

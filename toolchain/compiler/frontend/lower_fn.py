@@ -1,0 +1,167 @@
+"""Per-function lowering driver: parameters, storage choice, final terminators, cleanup.
+
+The statement, expression, GPU and dispatch halves are mixins (lower_stmt.py,
+lower_expr.py, lower_gpu.py, lower_dispatch.py) sharing this state:
+- `assigned`: ids of VarSyms definitely assigned on the current path, or None when the
+  current point is unreachable (after return/break/continue).
+- `loops`: stack of LoopCtx for break/continue (switches push one with cont=None).
+
+Storage choice: scalar locals that are never address-taken (`&x`, by name) are ir Locals;
+address-taken or aggregate locals are allocas. Parameters that are never assigned nor
+address-taken are used directly; others are copied into a slot first.
+
+Error recovery: a diagnostic that makes the rest of a statement meaningless raises Abort,
+caught at statement level; lowering continues with the next statement.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from . import ast as A
+from ..diagnostics import Diagnostic
+from ..ir import IRTypeError
+from ..ir.module import Block
+from ..ir.types import VOID, ArrayType, StructType, Type
+from .lower_dispatch import DispatchMixin
+from .lower_expr import ExprMixin
+from .lower_gpu import GpuMixin
+from .lower_ops import OpsMixin
+from .lower_stmt import StmtMixin
+from .scope import FnSym, Scope, VarSym
+
+
+class Abort(Exception):
+    """The current statement cannot be lowered further (its diagnostic is recorded)."""
+
+
+@dataclass
+class LoopCtx:
+    label: Optional[str]
+    brk: Block
+    cont: Optional[Block]           # None for a switch
+    broke: bool = False
+
+
+@dataclass
+class _Names:
+    assigned: set[str] = field(default_factory=set)
+    addr_taken: set[str] = field(default_factory=set)
+
+
+def _scan_names(body) -> _Names:
+    out = _Names()
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, A.Assign) and isinstance(n.target, A.Name):
+            out.assigned.add(n.target.name)
+        if isinstance(n, A.AddrOf) and isinstance(n.operand, A.Name):
+            out.addr_taken.add(n.operand.name)
+        if isinstance(n, A.Node):
+            for v in vars(n).values():
+                if isinstance(v, A.Node):
+                    stack.append(v)
+                elif isinstance(v, (list, tuple)):
+                    stack.extend(x for x in v if isinstance(x, (A.Node, tuple)))
+        elif isinstance(n, tuple):
+            stack.extend(x for x in n if isinstance(x, (A.Node, tuple)))
+    return out
+
+
+class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin):
+    def __init__(self, ctx, sym: FnSym):
+        self.ctx = ctx
+        self.sym = sym
+        self.b = ctx.b
+        self.fn = sym.fn
+        self.decl: A.FnDecl = sym.decl
+        self.scope = Scope(ctx.globals)
+        self.assigned: Optional[set[int]] = set()
+        self.loops: list[LoopCtx] = []
+        self.in_kernel = sym.is_kernel
+        self.device = sym.is_kernel or (ctx.gpu and sym.name in ctx.device_fns)
+        names = _scan_names(self.decl.body)
+        self.addr_taken = names.addr_taken
+        self.assigned_names = names.assigned
+        self._tmp = 0
+
+    # ---------------------------------------------------------------- diagnostics
+    def error(self, code: str, msg: str, span, help: str | None = None) -> None:
+        self.ctx.bag.error(code, msg, span, help)
+
+    def fail(self, code: str, msg: str, span, help: str | None = None) -> Abort:
+        self.error(code, msg, span, help)
+        return Abort()
+
+    def warn(self, code: str, msg: str, span) -> None:
+        self.ctx.bag.warning(code, msg, span)
+
+    # ---------------------------------------------------------------- helpers
+    def new_block(self, name: str) -> Block:
+        return self.b.append_block(self.fn, name)
+
+    def goto(self, target: Block) -> None:
+        if not self.b.terminated:
+            self.b.br(target)
+
+    def start_dead_block(self) -> None:
+        """Continue emitting after a terminator, into a block no edge reaches."""
+        self.b.position_at_end(self.new_block("dead"))
+
+    def slot(self, t: Type, name: str, force_memory: bool = False):
+        """Storage for a local: an ir Local, or an alloca for aggregates/address-taken."""
+        if force_memory or isinstance(t, (ArrayType, StructType)):
+            return self.b.alloca(t, name)
+        return self.b.local(self.fn, t, name)
+
+    # ---------------------------------------------------------------- driver
+    def lower(self) -> None:
+        entry = self.new_block("entry")
+        self.b.position_at_end(entry)
+        try:
+            self._bind_params()
+            self.lower_block_stmts(self.decl.body.stmts, self.scope)
+        except IRTypeError as e:  # a lowering bug: report it located, never a traceback
+            self.ctx.bag.add(Diagnostic("E0900", f"internal error lowering "
+                                        f"`{self.sym.name}`: {e}", self.decl.span))
+            return
+        self._finish()
+
+    def _bind_params(self) -> None:
+        for p_ast, p in zip(self.decl.params, self.fn.params):
+            t = p.type
+            enum = self.ctx.enum_of_type(p_ast.type)
+            mutable = p.name in self.assigned_names or p.name in self.addr_taken
+            if isinstance(t, (ArrayType, StructType)) or mutable:
+                force = p.name in self.addr_taken and not self.device
+                st = self.slot(t, p.name, force)
+                self.store_to(st, p)
+                sym = VarSym(p.name, t, "local", st, p_ast.span, enum=enum)
+            else:
+                sym = VarSym(p.name, t, "param", p, p_ast.span, enum=enum)
+            if p.name in self.scope.names:
+                self.error("E0103", f"duplicate parameter `{p.name}`", p_ast.span)
+            self.scope.names[p.name] = sym
+
+    def _finish(self) -> None:
+        if not self.b.terminated:
+            if self.fn.ret == VOID:
+                self.b.ret()
+            else:
+                if self.assigned is not None:
+                    self.error("E0011", f"function `{self.sym.name}` may reach its end "
+                               "without returning a value", self.decl.span)
+                self.b.unreachable()
+        self._drop_unreachable_blocks()
+
+    def _drop_unreachable_blocks(self) -> None:
+        blocks = self.fn.blocks
+        seen = {id(blocks[0])}
+        work = [blocks[0]]
+        while work:
+            for s in work.pop().successors:
+                if id(s) not in seen:
+                    seen.add(id(s))
+                    work.append(s)
+        self.fn.blocks = [b for b in blocks if id(b) in seen]

@@ -1,0 +1,295 @@
+"""Operators, casts, memory expressions, literals and calls (LANGUAGE §2, §4).
+
+Binary arithmetic uses typesys.arith_result (wider operand type; untyped literals adopt the
+other side). `p + n` / `p - n` scale by the element (ptradd), `p1 - p2` is the byte
+difference as int64. `>>` is arithmetic or logical by the operand's signedness (the IR
+`shr` takes it from the type). `/` or `%` by a constant 0 is M0116.
+"""
+from __future__ import annotations
+
+from . import ast as A
+from ..ir.module import Const
+from ..ir.types import (BOOL, I32, I64, U8, U64, VOID, ArrayType, FnPtrType, PtrType,
+                        StructType, ptr)
+from .consteval import NOT_CONST, ConstDivZero, const_value
+from .lower_expr import _ARITH, _CMP
+from .scope import FnSym, VarSym
+from .typesys import STRING, arith_result, describe
+
+GPU_CALL_PREFIXES = ("atomic_", "subgroup_", "async_copy_", "tensor_")
+
+
+class OpsMixin:
+    # ---------------------------------------------------------------- operands
+    def operands(self, e: A.Binary, hint):
+        lu, ru = self.untyped(e.left), self.untyped(e.right)
+        if lu and not ru:
+            r = self.value(e.right, hint)
+            return self.literal(e.left, self._lit_hint(r.type)), r
+        l = self.value(e.left, hint)
+        if ru:
+            return l, self.literal(e.right, self._lit_hint(l.type))
+        return l, self.value(e.right, hint)
+
+    @staticmethod
+    def _lit_hint(t):
+        if isinstance(t, (PtrType, FnPtrType)):
+            return I64
+        return I32 if t.is_bool else t
+
+    def expr_Binary(self, e: A.Binary, hint):
+        if e.op in ("&&", "||"):
+            return self.b.convert(self.logic(e), I32)
+        if e.op in _CMP:
+            return self.b.convert(self.compare(e), I32)
+        l, r = self.operands(e, hint)
+        if e.op in ("+", "-") and (isinstance(l.type, PtrType) or
+                                   isinstance(r.type, PtrType)):
+            return self.pointer_arith(e, l, r)
+        if not (_numeric(l.type) and _numeric(r.type)):
+            raise self.fail("E0202", f"operator `{e.op}` is not defined for "
+                            f"{describe(l.type)} and {describe(r.type)}", e.span)
+        if e.op in ("<<", ">>"):
+            t = I32 if l.type.is_bool else l.type
+            if not (t.is_int and (r.type.is_int or r.type.is_bool)):
+                raise self.fail("E0202", f"`{e.op}` needs integers", e.span)
+            return self.b.binop(_ARITH[e.op], self.b.convert(l, t), self.b.convert(r, t))
+        t = arith_result(l.type, r.type)
+        if t.is_float and e.op == "%":
+            raise self.fail("E0004", "`%` is integer-only; a float operand needs a cast",
+                            e.span)
+        if t.is_float and e.op in ("&", "|", "^"):
+            raise self.fail("E0202", f"`{e.op}` is not defined for floats", e.span)
+        if e.op in ("/", "%") and t.is_int and self.const_int(e.right) == 0:
+            self.error("M0116", "constant divide by zero", e.right.span)
+        return self.b.binop(_ARITH[e.op], self.b.convert(l, t), self.b.convert(r, t))
+
+    def pointer_arith(self, e: A.Binary, l, r):
+        lp, rp = isinstance(l.type, PtrType), isinstance(r.type, PtrType)
+        if lp and rp and e.op == "-":
+            return self.b.sub(self.b.ptrtoint(l, I64), self.b.ptrtoint(r, I64))
+        if lp and not rp and (r.type.is_int or r.type.is_bool):
+            idx = self.b.convert(r, I64)
+            if e.op == "-":
+                idx = self.b.unop("neg", idx)
+            return self.b.ptradd(l, idx)
+        if rp and not lp and e.op == "+" and l.type.is_int:
+            return self.b.ptradd(r, self.b.convert(l, I64))
+        raise self.fail("E0202", f"operator `{e.op}` is not defined for {describe(l.type)} "
+                        f"and {describe(r.type)}", e.span)
+
+    def compare(self, e: A.Binary):
+        l, r = self.operands(e, None)
+        lp = isinstance(l.type, (PtrType, FnPtrType))
+        rp = isinstance(r.type, (PtrType, FnPtrType))
+        if lp or rp:
+            if not lp:
+                l = self.coerce(l, r.type, e.left.span)
+            elif not rp:
+                r = self.coerce(r, l.type, e.right.span)
+            elif l.type != r.type:
+                l, r = self._common_ptr(l), self._common_ptr(r)
+                r = self.b.bitcast(r, l.type)
+            return self.b.cmp(_CMP[e.op], l, r)
+        if not (_numeric(l.type) and _numeric(r.type)):
+            raise self.fail("E0202", f"cannot compare {describe(l.type)} with "
+                            f"{describe(r.type)}", e.span)
+        t = arith_result(l.type, r.type)
+        return self.b.cmp(_CMP[e.op], self.b.convert(l, t), self.b.convert(r, t))
+
+    def _common_ptr(self, v):
+        if isinstance(v.type, FnPtrType):
+            return self.b.bitcast(v, ptr(U8))
+        return self.b.addrspacecast(v, "generic")
+
+    def cond(self, e: A.Expr):
+        """A bool for control flow; a pointer condition is E0016."""
+        if isinstance(e, A.Binary) and e.op in _CMP:
+            return self.compare(e)
+        if isinstance(e, A.Binary) and e.op in ("&&", "||"):
+            return self.logic(e)
+        if isinstance(e, A.Unary) and e.op == "!":
+            return self.b.unop("not", self.cond(e.operand))
+        v = self.value(e, None)
+        if v.type.is_bool:
+            return v
+        if v.type.is_int or v.type.is_float:
+            return self.b.cmp("ne", v, self.b.const(v.type, 0))
+        if isinstance(v.type, (PtrType, FnPtrType)):
+            raise self.fail("E0016", "a pointer is not a condition", e.span,
+                            help="compare it explicitly: `p != 0`")
+        raise self.fail("E0016", f"condition must be numeric, not {describe(v.type)}",
+                        e.span)
+
+    def logic(self, e: A.Binary):
+        tmp = self.b.local(self.fn, BOOL, "sc")
+        self.b.local_set(tmp, self.cond(e.left))
+        rhs, end = self.new_block("sc.rhs"), self.new_block("sc.end")
+        c = self.b.local_get(tmp)
+        if e.op == "&&":
+            self.b.cbr(c, rhs, end)
+        else:
+            self.b.cbr(c, end, rhs)
+        self.b.position_at_end(rhs)
+        self.b.local_set(tmp, self.cond(e.right))
+        self.b.br(end)
+        self.b.position_at_end(end)
+        return self.b.local_get(tmp)
+
+    # ---------------------------------------------------------------- unary & casts
+    def expr_Unary(self, e: A.Unary, hint):
+        if e.op == "!":
+            return self.b.convert(self.b.unop("not", self.cond(e.operand)), I32)
+        v = self.value(e.operand, hint)
+        if v.type.is_bool:
+            v = self.b.convert(v, I32)
+        if e.op == "+" and _numeric(v.type):
+            return v
+        if e.op == "-" and (v.type.is_int or v.type.is_float):
+            return self.b.unop("neg", v)
+        if e.op == "~" and v.type.is_int:
+            return self.b.unop("not", v)
+        raise self.fail("E0202", f"unary `{e.op}` is not defined for {describe(v.type)}",
+                        e.span)
+
+    def expr_Cast(self, e: A.Cast, hint):
+        t = self.ctx.resolve_type(e.type)
+        if self.untyped(e.expr):
+            return self.cast(self.literal(e.expr, None), t, e.span)
+        return self.cast(self.value(e.expr, None), t, e.span)
+
+    def cast(self, v, t, span):
+        s = v.type
+        if s == t:
+            return v
+        if _numeric(s) and _numeric(t):
+            return self.to_numeric(v, t, span) if not (s.is_float and t.is_bool) else \
+                self.b.cmp("ne", v, self.b.const(s, 0.0))
+        sp, tp = isinstance(s, (PtrType, FnPtrType)), isinstance(t, (PtrType, FnPtrType))
+        if sp and tp:
+            space = s.space if isinstance(s, PtrType) else "generic"
+            if isinstance(t, PtrType):
+                v = self.b.bitcast(v, ptr(t.pointee, space))
+                if not self.device and space != t.space:
+                    v = self.b.addrspacecast(v, t.space)
+                return v
+            return self.b.bitcast(v, t)
+        if (s.is_int or s.is_bool) and tp:
+            if isinstance(t, PtrType) and self.device:
+                t = ptr(t.pointee, "global")
+            return self.b.inttoptr(self.b.convert(v, I64), t)
+        if sp and (t.is_int or t.is_bool):
+            return self.b.convert(self.b.ptrtoint(v, I64), t)
+        if s == STRING and isinstance(t, PtrType) and t.pointee == U8:
+            return self.coerce(v, t, span)
+        raise self.fail("E0204", f"cannot cast {describe(s)} to {describe(t)}", span)
+
+    # ---------------------------------------------------------------- memory
+    def expr_AddrOf(self, e: A.AddrOf, hint):
+        op = e.operand
+        if isinstance(op, A.Name):
+            sym = self.lookup(op.name)
+            if isinstance(sym, FnSym) and sym.fn is not None:
+                return sym.fn
+            if isinstance(sym, VarSym) and sym.kind in ("local", "param") and self.device:
+                raise self.fail("E0311", f"`&{op.name}`: device code cannot take the "
+                                "address of a local", e.span, help="use `private var`")
+            if isinstance(sym, VarSym):
+                self._mark(sym)
+        if not isinstance(op, (A.Name, A.Index, A.Member, A.Arrow, A.Deref)):
+            raise self.fail("E0109", "`&` needs an lvalue", e.span)
+        return self.addr(op)
+
+    def expr_Deref(self, e: A.Deref, hint):
+        return self.b.load(self.addr(e))
+
+    def expr_Index(self, e: A.Index, hint):
+        return self.b.load(self.addr(e))
+
+    def expr_Arrow(self, e: A.Arrow, hint):
+        return self.b.load(self.addr(e))
+
+    def expr_Member(self, e: A.Member, hint):
+        if self.is_index_builtin(e):
+            return self.index_builtin(e)
+        return self.b.load(self.addr(e))
+
+    def expr_SizeOf(self, e: A.SizeOf, hint):
+        t = self.ctx.resolve_type(e.type)
+        return self.b.const(hint if hint is not None and hint.is_int else I64, t.size)
+
+    def expr_StrLit(self, e: A.StrLit, hint):
+        chars = self.b.elemptr(self.b.string_literal(e.value))
+        if isinstance(hint, PtrType) and hint.pointee == U8:
+            return chars
+        tmp = self.b.alloca(STRING, "str")
+        self.b.store(self.b.fieldptr(tmp, 0), chars)
+        self.b.store(self.b.fieldptr(tmp, 1), self.b.const(U64, len(e.value)))
+        return self.b.load(tmp)
+
+    def expr_TupleExpr(self, e, hint):
+        raise self.fail("E0201", "a tuple is only allowed as a dispatch grid/block", e.span)
+
+    # ---------------------------------------------------------------- calls
+    def expr_Call(self, e: A.Call, hint, discard: bool = False):
+        if e.type_args:
+            raise self.fail("E0009", "generic calls are not supported yet", e.span)
+        callee = e.callee
+        if isinstance(callee, A.Name):
+            sym = self.lookup(callee.name)
+            if sym is None or (isinstance(sym, FnSym) and sym.is_extern and
+                               self.is_intrinsic(callee.name)):
+                if self.is_gpu_builtin(callee.name, sym):
+                    return self.gpu_call(e, callee.name, sym, discard)
+                if sym is None:
+                    raise self.fail("E0101", f"undefined function `{callee.name}`",
+                                    callee.span)
+            if isinstance(sym, FnSym):
+                return self.direct_call(e, sym, discard)
+        self._no_named(e)
+        fp = self.value(callee, None)
+        if not isinstance(fp.type, FnPtrType):
+            raise self.fail("E0107", f"{describe(fp.type)} is not callable", callee.span)
+        args = self._args(e, list(fp.type.params), None)
+        return self._void_check(self.b.call_indirect(fp, args), e, discard)
+
+    def _no_named(self, e: A.Call) -> None:
+        if e.named_args:
+            raise self.fail("E0212", "named arguments are only accepted by GPU built-ins",
+                            e.named_args[0].span)
+
+    def _args(self, e: A.Call, params, sym):
+        if len(e.args) != len(params):
+            raise self.fail("E0108", f"expected {len(params)} argument(s), found "
+                            f"{len(e.args)}", e.span)
+        out = []
+        for i, (a, t) in enumerate(zip(e.args, params)):
+            v = self.rvalue(a, t, keep_space=True)
+            if isinstance(t, PtrType) and isinstance(v.type, PtrType) and \
+                    v.type.space != t.space:
+                if t.space == "generic":
+                    v = self.b.addrspacecast(v, "generic")
+                elif sym is not None and self.device:
+                    self.ctx.wanted_generic.add((sym.name, i))
+                    v = self.b.const(t, 0)    # re-lowered with a generic parameter
+                else:
+                    v = self.coerce(v, t, a.span)
+            out.append(v)
+        return out
+
+    def direct_call(self, e: A.Call, sym: FnSym, discard: bool):
+        self._no_named(e)
+        if sym.fn is None:
+            raise self.fail("E0107", f"kernel `{sym.name}` cannot be called; launch it "
+                            "with `dispatch`", e.callee.span)
+        args = self._args(e, sym.params, sym)
+        return self._void_check(self.b.call(sym.fn, args), e, discard)
+
+    def _void_check(self, v, e, discard: bool):
+        if v.type == VOID and not discard:
+            raise self.fail("E0201", "a void call has no value", e.span)
+        return v
+
+
+def _numeric(t) -> bool:
+    return t.is_int or t.is_float or t.is_bool
