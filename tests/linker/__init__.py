@@ -1,0 +1,1 @@
+"""Tests of the ELF writer/reader and our linker."""
