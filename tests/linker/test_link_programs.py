@@ -218,3 +218,28 @@ def test_pyelftools_reads_executable():
     kinds = {r["r_info_type"] for r in f.get_section_by_name(".rela.dyn").iter_relocations()}
     assert kinds == {6}  # R_X86_64_GLOB_DAT for stdout
     assert f.get_section_by_name(".rela.plt").num_relocations() == 4
+
+
+def test_got_slots_for_defined_symbols(tmp_path):
+    """GOTPCREL to symbols defined in our objects (global and local) is filled statically
+    with the same address a PC32 `lea` computes."""
+    a = Assembler()
+    a.function("main")
+    a.emit("xor", R["eax"], R["eax"])
+    for name in ("shared", ".private"):
+        a.emit("mov", R["rcx"], rip(name, got=True))
+        a.emit("lea", R["rdx"], rip(name))
+        a.emit("cmp", R["rcx"], R["rdx"])
+        a.emit("sete", R["r8b"])
+        a.emit("movzx", R["r8d"], R["r8b"])
+        a.emit("add", R["eax"], R["r8d"])
+    a.emit("mov", R["rcx"], rip("shared", got=True))
+    a.emit("add", R["eax"], Mem(R["rcx"]))  # + 40 through the GOT pointer
+    a.emit("ret")
+    a.section(".data")
+    a.data_symbol("shared")
+    a.int(40, 4)
+    a.label(".private")
+    a.int(0, 4)
+    r, _ = run(tmp_path, [write_object(a.finish())])
+    assert r.returncode == 42

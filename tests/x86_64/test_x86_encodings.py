@@ -14,7 +14,7 @@ from toolchain.compiler.targets.x86_64.operands import Imm, Mem, Sym
 from toolchain.compiler.targets.x86_64.regs import BY_NAME, XMMS, gpr
 
 capstone = pytest.importorskip("capstone", reason="capstone (pip install capstone) is missing")
-from capstone import x86 as cs_x86  # noqa: E402
+cs_x86 = pytest.importorskip("capstone.x86", reason="capstone (pip install capstone) is missing")
 
 R = BY_NAME
 MEMS = [

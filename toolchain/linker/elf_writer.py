@@ -37,7 +37,7 @@ def _ordered_symbols(obj: ObjectFile) -> list[Symbol]:
     return sec_syms + [s for s in others if s.is_local] + [s for s in others if not s.is_local]
 
 
-def _symtab(obj: ObjectFile, syms: list[Symbol], shndx: dict[str, int]):
+def _symtab(syms: list[Symbol], shndx: dict[str, int]) -> tuple[bytes, StringTable]:
     strtab, out = StringTable(), bytearray(SYM.size)
     for s in syms:
         name = 0 if s.type == STT_SECTION else strtab.add(s.name)
@@ -68,7 +68,7 @@ def write_object(obj: ObjectFile) -> bytes:
     content = list(obj.sections.values())
     shndx = {s.name: i for i, s in enumerate(content, start=1)}
     syms = _ordered_symbols(obj)
-    symtab, strtab = _symtab(obj, syms, shndx)
+    symtab, strtab = _symtab(syms, shndx)
     first_global = 1 + sum(1 for s in syms if s.is_local)
     index = _sym_index(syms)
     n_rela = sum(1 for s in content if s.relocs)

@@ -55,7 +55,7 @@ class Out:
     data: bytearray = field(default_factory=bytearray)
     nobits: int = 0
     link: str = ""
-    info: str = ""
+    info: str | int = ""  # a section name (SHF_INFO_LINK) or a number (.dynsym)
     entsize: int = 0
     offset: int = 0
     addr: int = 0
@@ -83,6 +83,8 @@ class Image:
         self.place: dict[tuple[int, str], tuple[str, int]] = {}
         self.syms = [self._symbol_map(o) for o in objs]
         self.got: list[str] = []  # GOT slot keys: a global name or "index\0local name"
+        self.got_index: dict[str, int] = {}
+        self.plt_index: dict[str, int] = {}
         self.plt: list[str] = []
         self.dyn_abs: list[tuple[int, str, int, str, int]] = []
         self.imports = [res.imports[n] for n in sorted(res.imports)]
@@ -139,6 +141,7 @@ class Image:
                 for r in sec.relocs:
                     self._scan_one(i, sec.name, r, plt)
         self.plt = sorted(plt)
+        self.plt_index = {name: k for k, name in enumerate(self.plt)}
 
     def _scan_one(self, i: int, secname: str, r, plt: set) -> None:
         if r.type not in SUPPORTED:
@@ -146,7 +149,8 @@ class Image:
                         f"{reloc_name(r.type)} against '{r.symbol}' in {secname}")
         kind, key = self.target(i, r.symbol)
         if r.type in GOT_RELOCS:
-            if key not in self.got:
+            if key not in self.got_index:
+                self.got_index[key] = len(self.got)
                 self.got.append(key)
             return
         if kind != "import":
@@ -242,11 +246,11 @@ class Image:
             j, sym = self.res.definitions[key]
             return self.section_addr(j, sym.section) + sym.value
         if kind == "import":
-            return self.out[".plt"].addr + dyn.PLT_ENTRY_SIZE * self.plt.index(key)
+            return self.out[".plt"].addr + dyn.PLT_ENTRY_SIZE * self.plt_index[key]
         return 0
 
     def got_addr(self, key: str) -> int:
-        return self.out[".got"].addr + 8 * self.got.index(key)
+        return self.out[".got"].addr + 8 * self.got_index[key]
 
     # -- contents -----------------------------------------------------------------------------
     def fill(self) -> None:
@@ -336,9 +340,9 @@ class Image:
         index = {s.name: k for k, s in enumerate(self.sections, start=1)}
         shdrs = bytearray(SHDR.size)
         for name, s in zip(names, self.sections):
+            info = index.get(s.info, 0) if isinstance(s.info, str) else s.info
             shdrs += SHDR.pack(name, s.type, s.flags, s.addr, s.offset, s.size,
-                               index.get(s.link, 0), index.get(s.info, s.info or 0)
-                               if isinstance(s.info, str) else s.info, s.align, s.entsize)
+                               index.get(s.link, 0), info, s.align, s.entsize)
         shdrs += SHDR.pack(names[-1], SHT_STRTAB, 0, 0, shstr_off, len(shstr.data), 0, 0, 1, 0)
         nsec = len(self.sections) + 2
         ehdr = EHDR.pack(ident(), ET_EXEC, EM_X86_64, 1, entry, EHDR.size, shoff, 0,

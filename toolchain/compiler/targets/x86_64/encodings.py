@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Condition codes in encoding order (low nibble of jcc/setcc/cmovcc opcodes), capstone spelling.
-CONDITIONS = ("o", "no", "b", "ae", "e", "ne", "be", "a", "s", "ns", "p", "np", "l", "ge", "le", "g")
+CONDITIONS = ("o", "no", "b", "ae", "e", "ne", "be", "a",
+              "s", "ns", "p", "np", "l", "ge", "le", "g")
 # Other spellings the selector may use, mapped to the canonical ones above.
 CONDITION_ALIASES = {
     "c": "b", "nae": "b", "nb": "ae", "nc": "ae", "z": "e", "nz": "ne", "na": "be",

@@ -1,0 +1,156 @@
+"""Moving IR values between their frame slots and registers (the selector's only state).
+
+Every operand kind has one way in: constants become immediates, globals and functions their
+address (imported ones through the GOT), allocas `lea` of their area, everything else a
+load from its slot (frame.py states the canonical slot form). Scratch registers: rax, rcx,
+rdx, rsi, rdi for values, r11 for constant bits and copies, r10 for indirect call targets;
+rbx/r12-r15 are never touched, so nothing callee-saved needs saving.
+"""
+from __future__ import annotations
+
+import struct
+
+from ...diagnostics import error
+from ...ir.module import Const, Function, Global, Instr, Local, Param, Undef
+from ...ir.types import FloatType, IntType, Type
+from .assembler import Assembler
+from .frame import Frame, is_alloca
+from .operands import Imm, Mem, Sym, rip
+from .regs import R11, RBP, Reg, resize
+
+
+def ice(msg: str):
+    return error("E0900", f"internal compiler error (x86-64): {msg}")
+
+
+def const_bits(c: Const) -> int:
+    """The 64-bit register image of a scalar constant."""
+    t, v = c.type, c.value
+    if isinstance(t, FloatType):
+        fmt = "<f" if t.bits == 32 else "<d"
+        return int.from_bytes(struct.pack(fmt, float(v)), "little")
+    if isinstance(t, IntType):
+        return t.wrap(int(v))
+    return int(v or 0)
+
+
+def normalize(asm: Assembler, t: Type, reg: Reg) -> None:
+    """Re-extend the low `t.size` bytes of 64-bit `reg` to the canonical slot form."""
+    if t.is_bool or (isinstance(t, IntType) and not t.signed and t.bits == 8):
+        asm.emit("movzx", resize(reg, 32), resize(reg, 8))
+    elif isinstance(t, IntType) and t.bits < 64:
+        if t.bits == 32:
+            if t.signed:
+                asm.emit("movsxd", reg, resize(reg, 32))
+            else:
+                asm.emit("mov", resize(reg, 32), resize(reg, 32))
+        elif t.signed:
+            asm.emit("movsx", reg, resize(reg, t.bits))
+        else:
+            asm.emit("movzx", resize(reg, 32), resize(reg, t.bits))
+    elif isinstance(t, FloatType) and t.bits == 32:
+        asm.emit("mov", resize(reg, 32), resize(reg, 32))
+
+
+class ValueMixin:
+    asm: Assembler
+    frame: Frame
+    module: object
+
+    def slot(self, v, disp: int = 0, size: int | None = None) -> Mem:
+        return Mem(RBP, disp=self.frame.offset(v) + disp, size=size)
+
+    def symbol_address(self, v, reg: Reg) -> None:
+        imported = (isinstance(v, Global) and v.linkage == "import") or \
+            (isinstance(v, Function) and v.is_extern)
+        if imported:
+            self.asm.emit("mov", reg, rip(v.symbol, got=True))
+        else:
+            self.asm.emit("lea", reg, rip(v.symbol))
+
+    def load_bits(self, v, reg: Reg) -> None:
+        """Load scalar `v` into 64-bit `reg` in its canonical form."""
+        e = self.asm.emit
+        if isinstance(v, Const):
+            bits = const_bits(v)
+            if bits == 0:
+                e("xor", resize(reg, 32), resize(reg, 32))
+            elif 0 < bits < (1 << 32):
+                e("mov", resize(reg, 32), Imm(bits))
+            else:
+                e("mov", reg, Imm(bits))
+        elif isinstance(v, Undef):
+            e("xor", resize(reg, 32), resize(reg, 32))
+        elif isinstance(v, (Global, Function)):
+            self.symbol_address(v, reg)
+        elif is_alloca(v):
+            e("lea", reg, self.slot(v))
+        elif isinstance(v, (Param, Instr, Local)):
+            e("mov", reg, self.slot(v))
+        else:
+            raise ice(f"cannot load operand {v!r}")
+
+    def load_xmm(self, v, x: Reg) -> None:
+        """Load float `v` into xmm register `x` (low 4 or 8 bytes)."""
+        if isinstance(v, (Const, Undef)):
+            self.load_bits(v, R11)
+            self.asm.emit("movq", x, R11)
+        else:
+            mn = "movss" if v.type.size == 4 else "movsd"
+            self.asm.emit(mn, x, self.slot(v))
+
+    def store_bits(self, ins, reg: Reg, raw: bool = False) -> None:
+        """Store 64-bit `reg` to the result slot of `ins`, normalising unless `raw`."""
+        if not raw:
+            normalize(self.asm, ins.type, reg)
+        self.asm.emit("mov", self.slot(ins), reg)
+
+    def store_xmm(self, ins, x: Reg) -> None:
+        if ins.type.size == 4:
+            self.asm.emit("movd", resize(R11, 32), x)
+            self.asm.emit("mov", self.slot(ins), R11)
+        else:
+            self.asm.emit("movsd", self.slot(ins), x)
+
+    # -- aggregate bytes ------------------------------------------------------------------
+    def copy(self, dst: Reg, dst_disp: int, src: Reg, src_disp: int, size: int) -> None:
+        """Copy `size` bytes [src+src_disp] -> [dst+dst_disp] through r11 (inline), or
+        through libc memcpy for big blocks (clobbers caller-saved registers)."""
+        e = self.asm.emit
+        if size > 256:
+            from .regs import RAX, RDI, RDX, RSI
+            e("lea", RAX, Mem(src, disp=src_disp))
+            e("lea", RDI, Mem(dst, disp=dst_disp))
+            e("mov", RSI, RAX)
+            e("mov", RDX, Imm(size))
+            e("call", Sym("memcpy"))
+            return
+        off = 0
+        for width in (8, 4, 2, 1):
+            while size - off >= width:
+                r = resize(R11, width * 8)
+                e("mov", r, Mem(src, disp=src_disp + off))
+                e("mov", Mem(dst, disp=dst_disp + off), r)
+                off += width
+
+    def zero(self, base: Reg, disp: int, size: int) -> None:
+        e = self.asm.emit
+        if size > 256:
+            from .regs import RDI, RDX, ESI
+            e("lea", RDI, Mem(base, disp=disp))
+            e("xor", ESI, ESI)
+            e("mov", RDX, Imm(size))
+            e("call", Sym("memset"))
+            return
+        e("xor", resize(R11, 32), resize(R11, 32))
+        off = 0
+        for width in (8, 4, 2, 1):
+            while size - off >= width:
+                e("mov", Mem(base, disp=disp + off), resize(R11, width * 8))
+                off += width
+
+    def agg_address(self, v, reg: Reg) -> None:
+        """The address of an aggregate value's bytes (its slot)."""
+        if isinstance(v, Undef):
+            raise ice("aggregate undef has no storage")
+        self.asm.emit("lea", reg, self.slot(v))
