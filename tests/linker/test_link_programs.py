@@ -243,3 +243,26 @@ def test_got_slots_for_defined_symbols(tmp_path):
     a.int(0, 4)
     r, _ = run(tmp_path, [write_object(a.finish())])
     assert r.returncode == 42
+
+
+def test_ifunc_imports_and_readelf_clean(tmp_path):
+    """strlen/memcpy are STT_GNU_IFUNC in glibc: imported like any function, bound by ld.so."""
+    a = Assembler()
+    _prologue(a, "main")
+    a.emit("lea", R["rdi"], rip("buf"))
+    a.emit("lea", R["rsi"], rip(".text17"))
+    a.emit("mov", R["edx"], Imm(18))
+    a.emit("call", Sym("memcpy"))
+    a.emit("mov", R["rdi"], R["rax"])
+    a.emit("call", Sym("strlen"))
+    _epilogue(a, "main")
+    _string(a, ".text17", b"seventeen chars!!")
+    a.section(".bss")
+    a.data_symbol("buf")
+    a.reserve(32)
+    r, _ = run(tmp_path, [write_object(a.finish())])
+    assert r.returncode == 17
+    if shutil.which("readelf"):
+        check = subprocess.run(["readelf", "-a", "-W", str(tmp_path / "prog")],
+                               capture_output=True, text=True)
+        assert check.returncode == 0 and check.stderr == ""
