@@ -249,7 +249,7 @@ class GpuMixin:
         if op == "ballot":
             self._arity(e, 2, "E0322")
             pred = self.cond(e.args[0])
-            w = self.value(e.args[1], U32)
+            w = self.value(e.args[1], None)
             if not w.type.is_int:
                 raise self.fail("E0322", f"ballot word must be an integer, found "
                                 f"{describe(w.type)}", e.args[1].span)

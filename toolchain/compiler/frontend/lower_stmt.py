@@ -37,9 +37,22 @@ class StmtMixin:
         try:
             self.lower_stmt(s)
         except Abort:
-            pass
+            self._recover(s)
         except IRTypeError as e:
             self.error("E0900", f"internal error: {e}", s.span)
+
+    def _recover(self, s: A.Stmt) -> None:
+        """After an error: keep a failed `return` terminating and a failed `var` declared,
+        so one mistake does not cascade into missing-return / undefined-name errors."""
+        if isinstance(s, A.Return):
+            self.assigned = None
+        elif isinstance(s, A.VarDecl) and s.storage == "none" and s.type is not None and \
+                s.name not in self.scope.names:
+            t = self.ctx.resolve_type(s.type)
+            if self.b.terminated:
+                self.start_dead_block()
+            self.scope.names[s.name] = VarSym(s.name, t, "local", self.b.alloca(t, s.name),
+                                              s.span)
 
     def lower_stmt(self, s: A.Stmt) -> None:
         if self.b.terminated:

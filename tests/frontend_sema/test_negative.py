@@ -1,0 +1,59 @@
+"""One small program per diagnostic: the FIRST error has the expected code and line:col."""
+from __future__ import annotations
+
+import pytest
+
+from toolchain.compiler.diagnostics import CompileError
+from toolchain.compiler.frontend.api import compile_to_ir
+from tests.frontend_sema.cases import NEG
+
+# name -> (line, col) of the first diagnostic, checked by hand against each source.
+WHERE = {
+    "var_no_type_global": (1, 5), "float_to_int": (3, 18), "float_mod": (3, 20),
+    "const_div_zero": (3, 14), "undefined_name": (2, 10), "host_block_undefined": (2, 18),
+    "use_before_assign": (3, 10), "pointer_condition": (3, 7), "int_to_ptr": (3, 19),
+    "missing_return": (1, 4), "wrong_arg_count": (3, 10), "no_such_field": (4, 10),
+    "break_outside": (2, 3), "switch_enum_not_exhaustive": (3, 3), "case_not_const": (3, 21),
+    "assign_const": (3, 3), "unknown_type": (2, 10), "kernel_returns": (1, 23),
+    "kernel_struct_ptr": (2, 10), "kernel_block_volume": (1, 29), "kernel_per_warp": (1, 32),
+    "index_in_helper": (2, 10), "barrier_in_helper": (2, 3), "kernel_array_local": (2, 7),
+    "kernel_addr_local": (3, 19), "workgroup_init": (2, 33), "workgroup_rebind": (3, 3),
+    "atomic_float_ptr": (2, 16), "atomic_load_release": (2, 44),
+    "atomic_wg_device_scope": (3, 32), "cas_failure_stronger": (2, 94),
+    "async_bad_transaction": (3, 46), "async_wait_range": (2, 19),
+    "ballot_float_word": (2, 42), "tensor_unsupported": (2, 3), "dispatch_in_kernel": (2, 3),
+    "dispatch_arg_count": (3, 3), "dispatch_zero_grid": (3, 14),
+    "dispatch_block_mismatch": (3, 20), "dispatch_stream_twice": (3, 65),
+}
+
+
+@pytest.mark.parametrize("name,gpu,src,code", NEG, ids=[c[0] for c in NEG])
+def test_diagnostic(name, gpu, src, code):
+    with pytest.raises(CompileError) as ei:
+        compile_to_ir(f"{name}.mettle", gpu=gpu, source_text=src)
+    first = ei.value.diagnostics[0]
+    assert (first.code, first.span.line, first.span.col) == (code, *WHERE[name]), \
+        [(d.code, str(d.span), d.message) for d in ei.value.diagnostics]
+    assert first.severity == "error"
+
+
+def test_no_cascade_after_failed_declaration():
+    src = "fn main() -> int32 {\n  var f: float64 = 1.5;\n  var i: int32 = f;\n  return i;\n}"
+    with pytest.raises(CompileError) as ei:
+        compile_to_ir("c.mettle", gpu=False, source_text=src)
+    assert [d.code for d in ei.value.diagnostics] == ["E0004"]
+
+
+def test_errors_are_collected_across_functions():
+    src = ("fn a() -> int32 { return x; }\nfn b() -> int32 { return y; }\n"
+           "fn main() -> int32 { return 0; }")
+    with pytest.raises(CompileError) as ei:
+        compile_to_ir("m.mettle", gpu=False, source_text=src)
+    assert [(d.code, d.span.line) for d in ei.value.diagnostics] == [("E0101", 1),
+                                                                       ("E0101", 2)]
+
+
+def test_unreachable_warning():
+    src = "fn main() -> int32 {\n  return 0;\n  var x: int32 = 1;\n}"
+    _, warnings = compile_to_ir("w.mettle", gpu=False, source_text=src)
+    assert [(w.code, w.span.line, w.severity) for w in warnings] == [("W0001", 3, "warning")]
