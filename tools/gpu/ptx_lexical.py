@@ -110,9 +110,30 @@ def split_functions(text: str) -> list[PtxFunction]:
     return out
 
 
+def _statements(body: str) -> list[str]:
+    """Split a body at `;`. A brace that opens a statement is a scope and is dropped; a
+    brace inside a statement is a vector operand (`{%f1, %f2}`) and is kept."""
+    out, cur, operand_depth = [], [], 0
+    for ch in body:
+        if ch == "{" and not "".join(cur).strip():
+            continue
+        if ch == "}" and operand_depth == 0:
+            out.append("".join(cur))
+            cur = []
+            continue
+        operand_depth += (ch == "{") - (ch == "}")
+        if ch == ";" and operand_depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return out
+
+
 def _body(name: str, kind: str, body: str) -> PtxFunction:
     fn = PtxFunction(name, kind)
-    for raw in body.replace("{", ";").replace("}", ";").split(";"):
+    for raw in _statements(body):
         stmt = " ".join(raw.split())
         while (lab := _LABEL.match(stmt)) is not None:
             stmt = stmt[lab.end():]

@@ -3,7 +3,7 @@
 Invariants: ptxas writes its cubin into a private temporary directory that is removed
 before `assemble` returns (success or failure); nothing here creates a CUDA context,
 queries a device or loads a module. Lookup order: an explicit path, $METTLE_PTXAS, `ptxas`
-on PATH, the `nvidia-cuda-nvcc` wheel (nvidia/cuda_nvcc/bin/ptxas), /usr/local/cuda/bin.
+on PATH, the `nvidia-cuda-nvcc` wheel (nvidia/cu13/bin/ptxas), /usr/local/cuda/bin.
 """
 from __future__ import annotations
 
@@ -43,10 +43,12 @@ class FunctionResources:
 
 
 def _wheel_ptxas() -> Path | None:
+    # 13.x wheels keep it in nvidia/cu13/bin, 12.x wheels in nvidia/cuda_nvcc/bin.
     for base in sys.path:
-        cand = Path(base or ".") / "nvidia" / "cuda_nvcc" / "bin" / "ptxas"
-        if cand.is_file():
-            return cand
+        for rel in ("cu13/bin/ptxas", "cuda_nvcc/bin/ptxas"):
+            cand = Path(base or ".") / "nvidia" / rel
+            if cand.is_file():
+                return cand
     return None
 
 

@@ -87,8 +87,12 @@ def build_selection(args: argparse.Namespace) -> dict:
     cands = vs.load_candidates(args.profiles)
     measured, run = None, None
     if args.policy == "measured":
+        by_sha = {c.sha256: c.name for c in cands}
+        if len(by_sha) != len(cands):
+            raise ToolError("two profiles are byte-identical, so timings cannot be bound to "
+                            "one of them; drop the duplicate")
         run, measured = measured_selection.load_measurements(
-            args.measurements, {c.sha256: c.name for c in cands})
+            args.measurements, by_sha)
         unknown = sorted(set(measured) - set(vs.entry_names(cands)))
         if unknown:
             raise ToolError(f"{args.measurements} measures entries no profile defines: {unknown}")
