@@ -6,3 +6,8 @@ CompileError (never another exception) and is the seam the fuzz tests drive.
 from .parser import parse_source
 
 __all__ = ["parse_source"]
+
+# Checking + lowering seam (frontend part 2): Mettle source -> (ir.Module, warnings).
+from .api import compile_to_ir  # noqa: E402
+
+__all__ += ["compile_to_ir"]

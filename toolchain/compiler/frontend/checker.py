@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from . import ast as A
 from ..diagnostics import DiagnosticBag
-from ..ir import Builder, Module
+from ..ir import Builder, IRTypeError, Module
 from ..ir.types import (I64, VOID, ArrayType, FnPtrType, PtrType, StructType, Type, ptr)
 from .consteval import NOT_CONST, ConstDivZero, const_value
 from .scope import FnSym, Scope, TypeSym, VarSym
@@ -183,6 +183,9 @@ class ProgramLowerer:
                     prev.decl = d
                     bodies.append(d)
                 continue
+            if prev is not None or self._ir_name(d) in self.module.functions:
+                self.bag.error("E0103", f"`{d.name}` is already defined", d.span)
+                continue
             sym = self._fn_sym(d)
             self.define(d.name, sym, d.span)
             if d.body is not None:
@@ -277,6 +280,13 @@ class ProgramLowerer:
 
     # ------------------------------------------------------------------ driver
     def run(self, items: list[A.Stmt]) -> Module:
+        try:
+            return self._run(items)
+        except IRTypeError as e:   # a lowering bug: located report, never a traceback
+            self.bag.error("E0900", f"internal error in declarations: {e}")
+            return self.module
+
+    def _run(self, items: list[A.Stmt]) -> Module:
         from .lower_fn import FunctionLowerer
         self._struct_decls = {d.internal_name or d.name: d for d in items
                               if isinstance(d, A.StructDecl)}

@@ -18,6 +18,9 @@ from .typesys import STRING, describe, literal_type
 
 def lower_global(ctx, d: A.VarDecl) -> None:
     name = d.internal_name or d.name
+    if d.name in ctx.globals.names or name in ctx.module.globals:
+        ctx.bag.error("E0103", f"`{d.name}` is already defined", d.span)
+        return
     if d.storage != "none":
         ctx.bag.error("E0310", f"`{d.storage} var` is only legal directly inside a GPU "
                       "kernel", d.span)
