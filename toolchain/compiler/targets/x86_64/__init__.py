@@ -1,1 +1,4 @@
-"""Mettle toolchain package."""
+"""x86-64 host target: `emit_object(module, release=False) -> bytes` (an ELF .o)."""
+from .target import emit_object
+
+__all__ = ["emit_object"]

@@ -22,6 +22,8 @@ class Frame:
         self.slots: dict[int, int] = {}          # id(value/Local) -> rbp offset (negative)
         self.zeroed: list[tuple[int, int]] = []  # (rbp offset, size) cleared in the prologue
         self.outgoing = 0                        # largest outgoing stack-argument area
+        self.scratch: dict[int, tuple] = {}      # id(instr) -> selector-defined areas
+        self.sret = 0                            # slot saving the hidden sret pointer
 
     def alloc(self, size: int, align: int = 8) -> int:
         """A fresh area of `size` bytes; returns its rbp-relative (negative) offset."""

@@ -1,0 +1,91 @@
+"""x86-64 instruction selection for one IR function (host code), into an Assembler.
+
+Design: every IR value lives in a frame slot (frame.py); each instruction loads its operands
+into fixed scratch registers, computes, and stores its result. No register allocation, so
+every op is selected in isolation and correctness is local. Peepholes: a `br`/`cbr` to the
+block laid out next falls through; zero constants are `xor`.
+
+    sel = FunctionSelector(asm, module, cstring)
+    sel.select(fn)        # emits the function's symbol, prologue, blocks, epilogues
+
+Invariants: rsp is 16-byte aligned after the prologue and never moves until `leave`; blocks
+are laid out in IR order, each starting at its own local label.
+"""
+from __future__ import annotations
+
+from ...ir.module import Function
+from .abi_sysv import layout
+from .frame import plan
+from .isel_arith import ArithMixin
+from .isel_call import CallMixin, reserve_call_space
+from .isel_mem import MemMixin
+from .isel_values import ValueMixin, ice
+from .operands import Imm, Sym
+from .regs import EAX, RAX, RBP, RSP
+
+_BINARY = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "min", "max")
+_CASTS = ("bitcast", "ptrtoint", "inttoptr", "addrspacecast")
+
+
+class FunctionSelector(ValueMixin, ArithMixin, MemMixin, CallMixin):
+    def __init__(self, asm, module, cstring) -> None:
+        self.asm, self.module, self.cstring = asm, module, cstring
+        self.handlers = {op: self.op_binary for op in _BINARY}
+        self.handlers.update({op: self.op_bitcast for op in _CASTS})
+
+    def select(self, fn: Function) -> None:
+        self.frame = plan(fn, reserve_call_space)
+        lay = layout([p.type for p in fn.params], fn.ret)
+        if lay.ret.kind == "memory":
+            self.frame.sret = self.frame.alloc(8)
+        self.labels = {id(b): self.asm.new_label("Lb") for b in fn.blocks}
+        self.asm.section(".text")
+        self.asm.align(16)
+        public = fn.linkage == "export" or fn.name == "main"
+        self.asm.function(fn.symbol, local=not public)
+        self._prologue(fn, lay)
+        for i, block in enumerate(fn.blocks):
+            self.next_block = fn.blocks[i + 1] if i + 1 < len(fn.blocks) else None
+            self.asm.label(self.labels[id(block)])
+            for ins in block.instrs:
+                self.instr(ins)
+        self.asm.end_symbol(fn.symbol)
+
+    def _prologue(self, fn: Function, lay) -> None:
+        e = self.asm.emit
+        e("push", RBP)
+        e("mov", RBP, RSP)
+        if self.frame.size:
+            e("sub", RSP, Imm(self.frame.size))
+        self.save_params(fn, lay)
+        for off, size in self.frame.zeroed:
+            self.zero(RBP, off, size)
+
+    def instr(self, ins) -> None:
+        handler = self.handlers.get(ins.op) or \
+            getattr(self, "op_" + ins.op.replace(".", "_"), None)
+        if handler is None:
+            raise ice(f"operation '{ins.op}' cannot be compiled for the host")
+        handler(ins)
+
+    # -- control flow -----------------------------------------------------------------------
+    def _jump(self, block) -> None:
+        if block is not self.next_block:
+            self.asm.emit("jmp", Sym(self.labels[id(block)]))
+
+    def op_br(self, ins) -> None:
+        self._jump(ins.targets[0])
+
+    def op_cbr(self, ins) -> None:
+        then, other = ins.targets
+        self.load_bits(ins.operands[0], RAX)
+        self.asm.emit("test", EAX, EAX)
+        if then is self.next_block:
+            self.asm.emit("je", Sym(self.labels[id(other)]))
+            return
+        self.asm.emit("jne", Sym(self.labels[id(then)]))
+        self._jump(other)
+
+    def op_unreachable(self, ins) -> None:
+        self.asm.emit("ud2")
+

@@ -1,0 +1,197 @@
+"""Selection of calls, returns, incoming parameters and the host `gpu.launch`.
+
+Argument set-up order matters because values come from slots and scratch registers are few:
+stack arguments first (they may call memcpy), then INTEGER registers, then SSE registers
+(constants go through r11), then the indirect target into r10 and `al` = SSE registers used
+(varargs-safe for printf and friends). Results are stored from rax/rdx/xmm0/xmm1 into the
+result slot, and narrow integers re-extended (the ABI leaves upper bits undefined).
+
+gpu.launch (LANGUAGE.md §9): one cell per argument with the argument's natural size, an
+int64[nargs] array of cell addresses, then
+mtlc_gpu_launch_checked(handle, gx, gy, gz, bx, by, bz, shared, stream, params, nargs)
+with params = 0 when nargs = 0; a typed launch gets its handle from
+mtlc_gpu_kernel_handle("K") first.
+"""
+from __future__ import annotations
+
+from ...ir.module import Const, Function
+from ...ir.types import I32, I64, ptr
+from .abi_sysv import INTEGER, Layout, layout
+from .frame import Frame
+from .isel_mem import store_scalar
+from .isel_values import normalize
+from .operands import Imm, Mem, Sym
+from .regs import EAX, R10, RAX, RBP, RDI, RSP
+
+LAUNCH = "mtlc_gpu_launch_checked"
+KERNEL_HANDLE = "mtlc_gpu_kernel_handle"
+LAUNCH_PARAMS = [I64, I32, I32, I32, I32, I32, I32, I32, I64, ptr(I64), I32]
+
+
+def reserve_call_space(frame: Frame, ins) -> None:
+    """frame.plan hook: outgoing stack bytes and launch cells for `ins`."""
+    if ins.op in ("call", "call_indirect"):
+        frame.need_outgoing(_call_layout(ins).stack_bytes)
+    elif ins.op == "gpu.launch":
+        frame.need_outgoing(layout(LAUNCH_PARAMS, I32).stack_bytes)
+        args = ins.operands[9:]
+        cells = [frame.alloc(a.type.size, a.type.align) for a in args]
+        array = frame.alloc(8 * len(args)) if args else 0
+        frame.scratch[id(ins)] = (cells, array, frame.alloc(8))
+
+
+def _call_layout(ins) -> Layout:
+    args = ins.operands[1:]
+    return layout([a.type for a in args], ins.type)
+
+
+class CallMixin:
+    def _set_up_args(self, lay: Layout, args: list) -> None:
+        e = self.asm.emit
+        for loc, v in zip(lay.args, args):
+            if loc.stack is None:
+                continue
+            if v.type.is_aggregate:
+                self.copy(RSP, loc.stack, RBP, self.frame.offset(v), v.type.size)
+            else:
+                self.load_bits(v, RAX)
+                e("mov", Mem(RSP, disp=loc.stack), RAX)
+        for kind in (INTEGER, "SSE"):
+            for loc, v in zip(lay.args, args):
+                for k, (cls, reg) in enumerate(loc.regs):
+                    if cls != kind:
+                        continue
+                    if v.type.is_aggregate:
+                        mn = "mov" if cls == INTEGER else "movsd"
+                        e(mn, reg, self.slot(v, 8 * k))
+                    elif cls == INTEGER:
+                        self.load_bits(v, reg)
+                    else:
+                        self.load_xmm(v, reg)
+
+    def _emit_call(self, ins, target, args: list) -> None:
+        lay = layout([a.type for a in args], ins.type)
+        if lay.ret.kind == "memory":
+            self.asm.emit("lea", RDI, self.slot(ins))
+        self._set_up_args(lay, args)
+        if target is None:
+            self.load_bits(ins.operands[0], R10)
+            target = R10
+        self.asm.emit("mov", EAX, Imm(lay.sse_count))
+        self.asm.emit("call", target)
+        self._store_result(ins, lay)
+
+    def _store_result(self, ins, lay: Layout) -> None:
+        if lay.ret.kind != "regs":
+            return
+        e = self.asm.emit
+        if ins.type.is_aggregate:
+            for k, (cls, reg) in enumerate(lay.ret.regs):
+                e("mov" if cls == INTEGER else "movsd", self.slot(ins, 8 * k), reg)
+        elif ins.type.is_float:
+            self.store_xmm(ins, lay.ret.regs[0][1])
+        else:
+            self.store_bits(ins, RAX)
+
+    def op_call(self, ins) -> None:
+        fn: Function = ins.operands[0]
+        self._emit_call(ins, Sym(fn.symbol), ins.operands[1:])
+
+    def op_call_indirect(self, ins) -> None:
+        self._emit_call(ins, None, ins.operands[1:])
+
+    # -- function entry and return ------------------------------------------------------------
+    def save_params(self, fn: Function, lay: Layout) -> None:
+        e = self.asm.emit
+        if lay.ret.kind == "memory":
+            e("mov", Mem(RBP, disp=self.frame.sret), RDI)
+        for p, loc in zip(fn.params, lay.args):
+            if loc.stack is not None:
+                src = 16 + loc.stack
+                if p.type.is_aggregate:
+                    self.copy(RBP, self.frame.offset(p), RBP, src, p.type.size)
+                else:
+                    e("mov", RAX, Mem(RBP, disp=src))
+                    self._canonical_param(p, RAX)
+                continue
+            for k, (cls, reg) in enumerate(loc.regs):
+                if p.type.is_aggregate:
+                    e("mov" if cls == INTEGER else "movsd", self.slot(p, 8 * k), reg)
+                elif cls == INTEGER:
+                    self._canonical_param(p, reg)
+                else:
+                    e("movsd", self.slot(p), reg)
+                    if p.type.size == 4:
+                        e("mov", Mem(RBP, disp=self.frame.offset(p) + 4, size=32), Imm(0))
+
+    def _canonical_param(self, p, reg) -> None:
+        normalize(self.asm, p.type, reg)
+        self.asm.emit("mov", self.slot(p), reg)
+
+    def op_ret(self, ins) -> None:
+        e = self.asm.emit
+        if ins.operands:
+            v = ins.operands[0]
+            lay = layout([], v.type)
+            if lay.ret.kind == "memory":
+                e("mov", RDI, Mem(RBP, disp=self.frame.sret))
+                self.copy(RDI, 0, RBP, self.frame.offset(v), v.type.size)
+                e("mov", RAX, Mem(RBP, disp=self.frame.sret))
+            elif v.type.is_aggregate:
+                for k, (cls, reg) in enumerate(lay.ret.regs):
+                    e("mov" if cls == INTEGER else "movsd", reg, self.slot(v, 8 * k))
+            elif v.type.is_float:
+                self.load_xmm(v, lay.ret.regs[0][1])
+            else:
+                self.load_bits(v, RAX)
+        e("leave")
+        e("ret")
+
+    # -- host launch --------------------------------------------------------------------------
+    def op_gpu_launch(self, ins) -> None:
+        e = self.asm.emit
+        cells, array, hslot = self.frame.scratch[id(ins)]
+        args = ins.operands[9:]
+        for v, cell, k in zip(args, cells, range(len(args))):
+            if v.type.is_aggregate:
+                self.copy(RBP, cell, RBP, self.frame.offset(v), v.type.size)
+            else:
+                self.load_bits(v, RAX)
+                store_scalar(self.asm, v.type.size, Mem(RBP, disp=cell), RAX)
+            e("lea", RAX, Mem(RBP, disp=cell))
+            e("mov", Mem(RBP, disp=array + 8 * k), RAX)
+        handle = ins.operands[0]
+        kernel = ins.attrs.get("kernel")
+        if kernel:
+            name = self.cstring(kernel.encode())
+            e("lea", RDI, Mem(sym=name))
+            e("mov", EAX, Imm(0))
+            e("call", Sym(self.runtime_symbol(KERNEL_HANDLE)))
+            e("mov", Mem(RBP, disp=hslot), RAX)
+            handle = _Slot(hslot)
+        params = _Slot(array, lea=True) if args else Const(I64, 0)
+        values = [handle, *ins.operands[1:9], params, Const(I32, len(args))]
+        lay = layout(LAUNCH_PARAMS, I32)
+        for loc, v, t in zip(lay.args, values, LAUNCH_PARAMS):
+            dest = Mem(RSP, disp=loc.stack) if loc.stack is not None else None
+            reg = RAX if dest is not None else loc.regs[0][1]
+            if isinstance(v, _Slot):
+                e("lea" if v.lea else "mov", reg, Mem(RBP, disp=v.offset))
+            else:
+                self.load_bits(v, reg)
+            if dest is not None:
+                e("mov", dest, reg)
+        e("mov", EAX, Imm(0))
+        e("call", Sym(self.runtime_symbol(LAUNCH)))
+
+    def runtime_symbol(self, name: str) -> str:
+        fn = self.module.functions.get(name)
+        return fn.symbol if fn is not None else name
+
+
+class _Slot:
+    """An rbp-relative scratch location used as a launch argument (its value or address)."""
+
+    def __init__(self, offset: int, lea: bool = False) -> None:
+        self.offset, self.lea = offset, lea
+

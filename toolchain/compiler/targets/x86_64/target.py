@@ -1,0 +1,60 @@
+"""The x86-64 host target: IR module -> ELF64 relocatable object bytes.
+
+    emit_object(module, release=False) -> bytes      (what driver.py calls)
+
+Kernels and any function using device-only operations (helpers reachable only from kernels)
+are skipped: they belong to the PTX/SPIR-V targets. `release` is accepted for the driver's
+interface; the selector emits the same code either way (the frontend owns run-time checks).
+Output is deterministic: functions, globals and string constants in module order.
+"""
+from __future__ import annotations
+
+from ...ir import ops as O
+from ...ir.module import Function, Module
+from ....linker.elf_writer import write_object
+from .assembler import Assembler
+from .isel import FunctionSelector
+from .isel_data import emit_globals
+
+
+def _host_function(fn: Function) -> bool:
+    if fn.is_kernel or fn.is_extern:
+        return False
+    return all(O.OPS[i.op].where != "device" for i in fn.instructions())
+
+
+class _CStrings:
+    """Private NUL-terminated strings the selector needs (kernel names for typed launch)."""
+
+    def __init__(self) -> None:
+        self.labels: dict[bytes, str] = {}
+
+    def __call__(self, data: bytes) -> str:
+        return self.labels.setdefault(data, f".Lkname{len(self.labels)}")
+
+    def emit(self, asm: Assembler) -> None:
+        asm.section(".rodata")
+        for data, label in self.labels.items():
+            asm.label(label)
+            asm.ascii(data + b"\0")
+
+
+def assemble_module(module: Module) -> Assembler:
+    asm = Assembler()
+    cstrings = _CStrings()
+    selector = FunctionSelector(asm, module, cstrings)
+    for fn in module.functions.values():
+        if _host_function(fn):
+            selector.select(fn)
+    emit_globals(asm, module)
+    cstrings.emit(asm)
+    return asm
+
+
+def emit_object(module: Module, release: bool = False) -> bytes:
+    """The ELF relocatable object for the host part of `module`."""
+    del release  # same code at every level; see the module docstring
+    return write_object(assemble_module(module).finish())
+
+
+__all__ = ["emit_object", "assemble_module"]
