@@ -1,0 +1,145 @@
+"""GPU kernel benchmark (a script, not a test): our kernels against torch, same process.
+
+    python3 bench/gpu_kernels.py [--json gpu_kernels.json] [--reps 50]
+
+Kernels are compiled by Mettle for the local GPU, loaded through our ctypes driver binding
+into the same primary context torch uses, and launched on torch's buffers; both sides are
+timed with CUDA events over `--reps` launches after warm-up (median of 5 batches). GB/s
+counts the bytes each kernel must move (read once + written once). Each result is checked
+against torch before it is timed.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from toolchain.compiler.driver import Options, compile_file  # noqa: E402
+from toolchain.providers.cuda import driver  # noqa: E402
+
+SUITE = os.path.join(ROOT, "tests", "data", "gpu_suite")
+KERNELS = os.path.join(ROOT, "tests", "data", "kernels")
+
+
+def compile_ptx(path: str, arch: str) -> str:
+    return compile_file(path, Options(emit="ptx", gpu_arch=arch, optimize=True)).data.decode()
+
+
+def timed(torch, fn, reps: int) -> float:
+    """Median milliseconds per call over 5 batches of `reps` calls."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    batches = []
+    for _ in range(5):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        end.synchronize()
+        batches.append(start.elapsed_time(end) / reps)
+    return statistics.median(batches)
+
+
+def ptr(t) -> ctypes.c_uint64:
+    return ctypes.c_uint64(t.data_ptr())
+
+
+def bench_vadd(torch, mods, n, reps):
+    a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    c = torch.empty_like(a)
+    rows = []
+    for name, fn_name, per_thread in (("vadd (1 elem/thread)", "vadd", 1),
+                                      ("vadd4 (128-bit)", "vadd4", 4)):
+        f = mods[fn_name].function(fn_name)
+        grid = (n + 256 * per_thread - 1) // (256 * per_thread)
+        launch = lambda: f.launch(grid, 256, [ptr(a), ptr(b), ptr(c), ctypes.c_int32(n)])
+        c.fill_(float("nan"))
+        launch()
+        torch.cuda.synchronize()
+        assert torch.equal(c, a + b), f"{name} result differs from torch"
+        rows.append((name, timed(torch, launch, reps), 12 * n))
+    rows.append(("torch a + b", timed(torch, lambda: torch.add(a, b, out=c), reps), 12 * n))
+    return rows
+
+
+def bench_rows(torch, mods, rows_n, cols, reps):
+    x = torch.randn(rows_n, cols, device="cuda")
+    y = torch.empty_like(x)
+    gamma, beta = torch.randn(cols, device="cuda"), torch.randn(cols, device="cuda")
+    grid = (rows_n + 7) // 8
+    sm = mods["rows"].function("softmax_rows")
+    ln = mods["rows"].function("layernorm_rows")
+    i32 = ctypes.c_int32
+    soft = lambda: sm.launch(grid, 256, [ptr(x), ptr(y), i32(rows_n), i32(cols), i32(cols),
+                                         i32(cols)])
+    norm = lambda: ln.launch(grid, 256, [ptr(x), ptr(y), ptr(gamma), ptr(beta), i32(rows_n),
+                                         i32(cols), i32(cols), i32(cols),
+                                         ctypes.c_float(1e-5)])
+    out = []
+    soft()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, torch.softmax(x, dim=1), rtol=2e-5, atol=1e-6)
+    out.append((f"softmax {rows_n}x{cols}", timed(torch, soft, reps), 8 * x.numel()))
+    out.append((f"torch softmax {rows_n}x{cols}",
+                timed(torch, lambda: torch.softmax(x, dim=1, out=y) if False else
+                      torch.softmax(x, dim=1), reps), 8 * x.numel()))
+    norm()
+    torch.cuda.synchronize()
+    ref = torch.nn.functional.layer_norm(x, (cols,), gamma, beta, 1e-5)
+    torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
+    out.append((f"layernorm {rows_n}x{cols}", timed(torch, norm, reps), 8 * x.numel()))
+    out.append((f"torch layernorm {rows_n}x{cols}",
+                timed(torch, lambda: torch.nn.functional.layer_norm(x, (cols,), gamma, beta,
+                                                                    1e-5), reps),
+                8 * x.numel()))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", default="gpu_kernels.json")
+    ap.add_argument("--reps", type=int, default=50)
+    args = ap.parse_args()
+    import torch
+    torch.zeros(1, device="cuda")               # create torch's (primary) context first
+    dev = driver.Device(0)
+    major, minor = dev.compute_capability
+    arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
+    mods = {"vadd": dev.load_ptx(compile_ptx(os.path.join(KERNELS, "vadd.mettle"), arch)),
+            "vadd4": dev.load_ptx(compile_ptx(os.path.join(SUITE, "vadd4.mettle"), arch)),
+            "rows": dev.load_ptx(compile_ptx(os.path.join(SUITE, "rows.mettle"), arch))}
+    results = bench_vadd(torch, mods, 1 << 26, args.reps)
+    for cols in (1024, 4096):
+        results += bench_rows(torch, mods, 65536 if cols == 1024 else 16384, cols, args.reps)
+    table = []
+    print(f"device: {dev.name} ({arch})")
+    print(f"{'kernel':<34} {'ms':>9} {'GB/s':>9}")
+    for name, ms, nbytes in results:
+        gbs = nbytes / ms / 1e6
+        table.append({"kernel": name, "ms": round(ms, 5), "gb_per_s": round(gbs, 1)})
+        print(f"{name:<34} {ms:>9.4f} {gbs:>9.1f}")
+    by = {r["kernel"]: r["gb_per_s"] for r in table}
+    ratios = {"vadd_vs_torch": by["vadd (1 elem/thread)"] / by["torch a + b"],
+              "vadd4_vs_torch": by["vadd4 (128-bit)"] / by["torch a + b"]}
+    for cols, rows_n in ((1024, 65536), (4096, 16384)):
+        for k in ("softmax", "layernorm"):
+            ratios[f"{k}_{cols}_vs_torch"] = by[f"{k} {rows_n}x{cols}"] / \
+                by[f"torch {k} {rows_n}x{cols}"]
+    for k, v in ratios.items():
+        print(f"{k:<34} {v:>9.3f}")
+    with open(args.json, "w", encoding="utf-8") as fh:
+        json.dump({"device": dev.name, "arch": arch, "results": table, "ratios": ratios},
+                  fh, indent=2, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""Hardware suite for GPU memory, synchronisation and collectives (issue: memory/sync).
+
+Each case compiles a Mettle kernel with our PTX backend for the local GPU, runs it in its own
+process (optionally under compute-sanitizer memcheck/racecheck), and compares with a numpy
+oracle on random non-zero data with poisoned outputs.
+"""
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.gpu.harness import Buffer, Scalar, generate, sanitizer_path
+from toolchain.compiler.driver import Options, compile_file
+from toolchain.compiler.targets.ptx.profiles import detect_local_arch
+
+SUITE = Path(__file__).resolve().parents[1] / "data" / "gpu_suite"
+SANITIZERS = [None, "memcheck", "racecheck"]
+
+
+@cache
+def ptx(name: str) -> str:
+    arch = detect_local_arch() or "sm_90a"
+    return compile_file(str(SUITE / f"{name}.mettle"),
+                        Options(emit="ptx", gpu_arch=arch, optimize=True)).data.decode()
+
+
+def run(gpu_run, module, kernel, grid, block, args, sanitizer=None, shared=0):
+    if sanitizer and sanitizer_path() is None:
+        pytest.skip("compute-sanitizer is not on PATH")
+    return gpu_run(ptx(module), kernel, grid, block, args, shared=shared,
+                   sanitizer=sanitizer)
+
+
+@pytest.mark.parametrize("sanitizer", SANITIZERS)
+def test_staged_static_workgroup_reverse(gpu_run, sanitizer):
+    n = 256 * 7 + 100          # a partial last block: its reversed sources may be absent
+    x = generate("float32", n, 1)
+    out = run(gpu_run, "memory", "staged_static", (n + 255) // 256, 256,
+              [Buffer("x", "float32", data=x),
+               Buffer("out", "float32", n + 8, poison=np.nan, output=True),
+               Scalar("int32", n)], sanitizer)["out"]
+    g = np.arange(n)
+    src = (g // 256) * 256 + 255 - g % 256
+    ok = src < n
+    np.testing.assert_array_equal(out[:n][ok], 2 * x[src[ok]])
+    assert np.isnan(out[:n][~ok]).all() and np.isnan(out[n:]).all()
+
+
+@pytest.mark.parametrize("sanitizer", SANITIZERS)
+def test_staged_dynamic_views_alias_one_arena(gpu_run, sanitizer):
+    n = 128 * 5 + 77
+    x = generate("float32", n, 2)
+    res = run(gpu_run, "memory", "staged_dynamic", (n + 127) // 128, 128,
+              [Buffer("x", "float32", data=x),
+               Buffer("out", "float32", n, poison=np.nan, output=True),
+               Buffer("tags", "uint32", n, poison=7, output=True),
+               Scalar("int32", n)], sanitizer, shared=256 * 4 + 128 * 4)
+    g = np.arange(n)
+    peer = (g // 128) * 128 + (g % 128 + 1) % 128
+    ok = peer < n
+    np.testing.assert_array_equal(res["out"][ok], x[peer[ok]])
+    np.testing.assert_array_equal(res["tags"][ok], peer[ok].astype(np.uint32))
+    assert np.isnan(res["out"][~ok]).all() and (res["tags"][~ok] == 7).all()
+
+
+@pytest.mark.parametrize("sanitizer", SANITIZERS)
+@pytest.mark.parametrize("kernel,per_block", [("async_stage16", 512), ("async_stage4", 256)])
+def test_explicit_async_staging(gpu_run, sanitizer, kernel, per_block):
+    blocks = 6
+    src = generate("uint32", blocks * per_block, 3)
+    out = run(gpu_run, "memory", kernel, blocks, 128,
+              [Buffer("src", "uint32", data=src),
+               Buffer("out", "uint32", blocks * per_block, poison=0xDEADBEEF, output=True)],
+              sanitizer)["out"]
+    expected = src.reshape(blocks, per_block)[:, ::-1].ravel()
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("sanitizer", [None, "memcheck"])
+def test_contended_u32_atomics(gpu_run, sanitizer):
+    n = 256 * 40 + 3
+    v = generate("uint32", n, 4) * np.uint32(977)
+    init = np.array([5, 0, 0xFFFFFFFF, 0x12345678, 0, 0xFFFFFFFF, 100000, 9], np.uint32)
+    res = run(gpu_run, "memory", "atomics_u32", (n + 255) // 256, 256,
+              [Buffer("counters", "uint32", data=init, output=True),
+               Buffer("values", "uint32", data=v),
+               Buffer("olds", "uint32", n, poison=1, output=True),
+               Scalar("int32", n)], sanitizer)
+    c, olds = res["counters"], res["olds"]
+    u = v.astype(np.uint64)
+    assert c[0] == (5 + int(u.sum())) % 2**32
+    assert c[1] == v.max() and c[2] == v.min()
+    assert c[3] == np.bitwise_xor.reduce(v, initial=np.uint32(0x12345678))
+    assert c[4] == np.bitwise_or.reduce(v & 255)
+    assert c[5] == np.bitwise_and.reduce(v | np.uint32(0xFFFF0000))
+    assert c[6] == (100000 - n) % 2**32
+    assert c[7] == 9 + n                      # every CAS loop incremented exactly once
+    # fetch_add returned distinct prefix sums: sorted olds + their values tile the range
+    order = np.argsort(olds, kind="stable")
+    sums = (5 + np.concatenate([[0], np.cumsum(u[order])[:-1]])) % 2**32
+    np.testing.assert_array_equal(olds[order], sums.astype(np.uint32))
+
+
+@pytest.mark.parametrize("sanitizer", [None, "memcheck", "racecheck"])
+def test_contended_u64_atomics_global_and_workgroup(gpu_run, sanitizer):
+    n = 256 * 9 + 17
+    v = generate("uint64", n, 5) * np.uint64(1 << 33)
+    res = run(gpu_run, "memory", "atomics_u64", (n + 255) // 256, 256,
+              [Buffer("counters", "uint64", 4, poison=0, output=True),
+               Buffer("values", "uint64", data=v), Scalar("int32", n)], sanitizer)
+    c = res["counters"]
+    assert int(c[0]) == int(v.astype(object).sum()) % 2**64
+    assert c[1] == v.max() and c[2] == (n + 255) // 256
+    assert c[3] in set(v.tolist())
+
+
+def test_release_acquire_message_passing(gpu_run):
+    for trial in range(3):
+        payload = 0xC0FFEE00 + trial
+        res = run(gpu_run, "memory", "message_passing", 2, 32,
+                  [Buffer("data", "uint32", 1, poison=0), Buffer("flag", "uint32", 1, poison=0),
+                   Buffer("result", "uint32", 2, poison=0, output=True),
+                   Scalar("uint32", payload)])
+        assert res["result"][1] == 1, "the consumer never observed the flag"
+        assert res["result"][0] == payload, "acquire load did not make the data visible"
+
+
+def _subgroup_oracle(x: np.ndarray, f: np.ndarray, blocks: int):
+    n = x.size
+    out = np.zeros((11, n), np.uint64)
+    fout = np.zeros((3, n), np.float64)
+    for b in range(blocks):
+        for lo, hi in ((0, 32), (32, 48)):
+            idx = np.arange(b * 48 + lo, b * 48 + hi)
+            v, fv = x[idx].astype(np.uint64), f[idx].astype(np.float64)
+            size = hi - lo
+            lanes = np.arange(size)
+            out[0, idx] = v.sum() % 2**32
+            out[1, idx], out[2, idx] = v.min(), v.max()
+            out[3, idx] = np.cumsum(v) % 2**32
+            out[4, idx] = (np.cumsum(v) - v) % 2**32
+            out[5, idx] = v[3]
+            out[6, idx] = v[(lanes + 1) % size]
+            out[7, idx] = sum(1 << int(l) for l in lanes if v[l] & 1)
+            out[8, idx] = 0
+            out[9, idx] = int((v > 90).any()) + 2 * int((v > 0).all())
+            out[10, idx] = lanes + 100 * size
+            fout[0, idx], fout[1, idx], fout[2, idx] = fv.sum(), fv.max(), fv[0]
+    return out.astype(np.uint32), fout
+
+
+@pytest.mark.parametrize("sanitizer", SANITIZERS)
+def test_subgroup_collectives_on_partial_subgroup(gpu_run, sanitizer):
+    blocks = 5
+    n = blocks * 48
+    x = generate("uint32", n, 6)
+    f = generate("float32", n, 7)
+    res = run(gpu_run, "subgroups", "subgroup_suite", blocks, 48,
+              [Buffer("x", "uint32", data=x), Buffer("f", "float32", data=f),
+               Buffer("out", "uint32", 11 * n, poison=0xAAAAAAAA, output=True),
+               Buffer("fout", "float32", 3 * n, poison=np.nan, output=True),
+               Scalar("int32", n)], sanitizer)
+    expected, fexpected = _subgroup_oracle(x, f, blocks)
+    got = res["out"].reshape(11, n)
+    for row in range(11):
+        np.testing.assert_array_equal(got[row], expected[row], err_msg=f"row {row}")
+    np.testing.assert_allclose(res["fout"].reshape(3, n), fexpected, rtol=1e-5)
+
+
+def _rows_case(rows, cols, pad, seed):
+    x = np.full((rows, cols + pad), np.nan, np.float32)
+    x[:, :cols] = generate("float32", rows * cols, seed).reshape(rows, cols) * 4
+    return x
+
+
+@pytest.mark.parametrize("sanitizer", [None, "memcheck"])
+@pytest.mark.parametrize("rows,cols", [(37, 29), (19, 1000), (8, 4099)])
+def test_row_softmax(gpu_run, sanitizer, rows, cols):
+    ldx, ldy = cols + 3, cols + 5
+    x = _rows_case(rows, cols, 3, rows + cols)
+    y = run(gpu_run, "rows", "softmax_rows", (rows + 7) // 8, 256,
+            [Buffer("x", "float32", data=x.ravel()),
+             Buffer("y", "float32", rows * ldy, poison=np.nan, output=True),
+             Scalar("int32", rows), Scalar("int32", cols), Scalar("int32", ldx),
+             Scalar("int32", ldy)], sanitizer)["y"].reshape(rows, ldy)
+    xs = x[:, :cols].astype(np.float64)
+    e = np.exp(xs - xs.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y[:, :cols], e / e.sum(axis=1, keepdims=True), rtol=2e-5,
+                               atol=1e-7)
+    assert np.isnan(y[:, cols:]).all()
+
+
+@pytest.mark.parametrize("sanitizer", [None, "memcheck"])
+@pytest.mark.parametrize("rows,cols", [(37, 29), (19, 1000), (8, 4099)])
+def test_affine_layer_norm(gpu_run, sanitizer, rows, cols):
+    ldx, ldy = cols + 2, cols + 7
+    x = _rows_case(rows, cols, 2, 3 * rows + cols)
+    gamma, beta = generate("float32", cols, 11), generate("float32", cols, 12)
+    eps = 1e-5
+    y = run(gpu_run, "rows", "layernorm_rows", (rows + 7) // 8, 256,
+            [Buffer("x", "float32", data=x.ravel()),
+             Buffer("y", "float32", rows * ldy, poison=np.nan, output=True),
+             Buffer("gamma", "float32", data=gamma), Buffer("beta", "float32", data=beta),
+             Scalar("int32", rows), Scalar("int32", cols), Scalar("int32", ldx),
+             Scalar("int32", ldy), Scalar("float32", eps)], sanitizer)["y"].reshape(rows, ldy)
+    xs = x[:, :cols].astype(np.float64)
+    mean = xs.mean(axis=1, keepdims=True)
+    var = ((xs - mean) ** 2).mean(axis=1, keepdims=True)
+    expected = (xs - mean) / np.sqrt(var + eps) * gamma + beta
+    np.testing.assert_allclose(y[:, :cols], expected, rtol=1e-4, atol=1e-4)
+    assert np.isnan(y[:, cols:]).all()
+
+
+@pytest.mark.parametrize("n", [4, 1001, (1 << 20) + 6])
+def test_vadd4_vector_memory(gpu_run, n):
+    a, b = generate("float32", n, 21), generate("float32", n, 22)
+    out = gpu_run(ptx("vadd4"), "vadd4", (n + 1023) // 1024, 256,
+                  [Buffer("a", "float32", data=a), Buffer("b", "float32", data=b),
+                   Buffer("c", "float32", n + 40, poison=np.nan, output=True),
+                   Scalar("int32", n)])["c"]
+    np.testing.assert_array_equal(out[:n], a + b)
+    assert np.isnan(out[n:]).all()
