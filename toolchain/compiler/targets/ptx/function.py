@@ -71,6 +71,33 @@ def _absorbed_converts(fn: Function, alias_gets: set[int]) -> set[int]:
     return out
 
 
+def _absorbed_addresses(fn: Function, alias_gets: set[int]) -> set[int]:
+    """ids of constant-offset address instructions whose every use is the address of a
+    load/store: lower_memory.address folds them into `[base+imm]`, so none is emitted.
+    The base conditions mirror lower_memory.address exactly."""
+    users: dict[int, list[tuple[Instr, int]]] = {}
+    for ins in fn.instructions():
+        for k, o in enumerate(ins.operands):
+            if isinstance(o, Instr):
+                users.setdefault(id(o), []).append((ins, k))
+    out = set()
+    for ins in fn.instructions():
+        if not _const_offset_op(ins) or id(ins) not in users:
+            continue
+        base = ins.operands[0]
+        if isinstance(base, (Const, Global)) or (isinstance(base, Instr)
+                                                 and id(base) in alias_gets):
+            continue
+        if all(u.op in ("load", "store") and k == 0 for u, k in users[id(ins)]):
+            out.add(id(ins))
+    return out
+
+
+def _const_offset_op(ins: Instr) -> bool:
+    return ins.op == "fieldptr" or (ins.op in ("ptradd", "byteadd")
+                                    and isinstance(ins.operands[1], Const))
+
+
 class FnEmitter:
     """Emits one `.entry` or `.func`; `module` is the emitter.ModuleEmitter (names, decls)."""
 
@@ -89,7 +116,8 @@ class FnEmitter:
         self.labels = {id(b): f"$L__BB{i}" for i, b in enumerate(fn.blocks)}
         self.next_block = None
         self.block_cache: dict = {}           # per-block memo of derived values (CSE)
-        self.absorbed = _absorbed_converts(fn, self.alias_gets)
+        self.absorbed = _absorbed_converts(fn, self.alias_gets) | \
+            _absorbed_addresses(fn, self.alias_gets)
         self.uniq = 0
 
     # ---- registers and operands ------------------------------------------------------
@@ -176,7 +204,8 @@ class FnEmitter:
                 if handler is None:
                     raise error("E0505", f"operation {ins.op} cannot be emitted as PTX",
                                 ins.span)
-                handler(self, ins)
+                if id(ins) not in self.absorbed:
+                    handler(self, ins)
 
     def reg_decls(self) -> list[str]:
         out = []

@@ -46,8 +46,8 @@ def alias_or_mov(em, ins: Instr, src) -> None:
 
 
 def _first(em, v) -> str:
-    # PTX accepts an immediate as the second source; keep the first in a register.
-    return em.reg(v)
+    # PTX accepts immediates in either source position (checked with ptxas 13.0).
+    return em.val(v)
 
 
 def lower_binop(em, ins: Instr) -> None:
@@ -163,8 +163,6 @@ def convert_into(em, d: str, src: str, st: Type, dt: Type) -> None:
 
 def lower_convert(em, ins: Instr) -> None:
     (a,) = ins.operands
-    if id(ins) in em.absorbed:                # every user scales the i32 with mul.wide
-        return
     st, dt = a.type, ins.type
     same_bits = isinstance(st, IntType) and isinstance(dt, IntType) and \
         regs.reg_bits(st) == regs.reg_bits(dt) and not regs.is_small_int(dt)

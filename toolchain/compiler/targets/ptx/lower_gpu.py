@@ -103,7 +103,9 @@ def lower_atomic_rmw(em, ins: Instr) -> None:
     op, value = ins.attrs["op"], ins.operands[1]
     t: IntType = ins.type
     operand = em.val(value)
-    if op == "sub":
+    if op == "sub" and isinstance(value, Const):
+        operand = regs.imm(t, -int(value.value))
+    elif op == "sub":
         neg = em.new_t(t)
         em.emit(f"neg.s{t.bits} {neg}, {em.reg(value)}")
         operand = neg

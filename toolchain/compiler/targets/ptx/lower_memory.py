@@ -33,7 +33,7 @@ def _const_offset(ins) -> int | None:
         st = ins.operands[0].type.pointee
         return st.offsets[ins.attrs["index"]] if isinstance(st, StructType) else None
     if ins.op in ("ptradd", "byteadd") and isinstance(ins.operands[1], Const):
-        scale = ins.type.pointee.size if ins.op == "ptradd" else 1
+        scale = max(ins.type.pointee.size, 1) if ins.op == "ptradd" else 1
         return int(ins.operands[1].value) * scale
     return None
 

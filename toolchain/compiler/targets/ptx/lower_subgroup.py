@@ -35,8 +35,10 @@ def _check32(ins: Instr, t) -> None:
 
 
 def _lane(em) -> str:
-    lane = em.new("r")
-    em.emit(f"mov.u32 {lane}, %laneid")
+    lane = em.block_cache.get("laneid")
+    if lane is None:
+        lane = em.block_cache["laneid"] = em.new("r")
+        em.emit(f"mov.u32 {lane}, %laneid")
     return lane
 
 
