@@ -7,7 +7,7 @@ Layout of the output (deterministic: same module, same profile -> identical text
   dynamic arenas (in first-use order), then helpers (callees first, as ir.device_program
   orders them), then kernels in module order.
 Host functions no kernel reaches are not emitted. Names that are not PTX identifiers (e.g.
-the builder's `.str.0` string literals) are rewritten with `$` and de-duplicated.
+the builder's `.str.0` string literals) get `_` for each bad character, de-duplicated.
 """
 from __future__ import annotations
 
@@ -46,7 +46,9 @@ class ModuleEmitter:
 
     # ---- names -----------------------------------------------------------------------
     def _fresh(self, want: str) -> str:
-        name = want if _IDENT.fullmatch(want) else "$" + re.sub(r"[^A-Za-z0-9_$]", "$", want)
+        name = want if _IDENT.fullmatch(want) else re.sub(r"[^A-Za-z0-9_$]", "_", want)
+        if not _IDENT.fullmatch(name):
+            name = "_" + name
         base, n = name, 1
         while name in self.taken:
             name, n = f"{base}_{n}", n + 1

@@ -177,7 +177,7 @@ def lower_print(em, ins: Instr) -> None:
                 r2 = em.new_t(pt)
                 convert_into(em, r2, r, a.type, pt)
                 r = r2
-            em.emit(f"st.local.{regs.exact(pt)} [{name}+{o}], {r}")
+            em.emit(f"st.local.{regs.exact(pt)} [{name}{f'+{o}' if o else ''}], {r}")
         em.emit(f"mov.u64 {buf}, {name}")
         em.emit(f"cvta.local.u64 {buf}, {buf}")
     else:

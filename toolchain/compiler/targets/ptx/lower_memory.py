@@ -106,10 +106,10 @@ def scaled_index(em, index, size: int) -> str:
 
     Offsets are cached per block (keyed by index value and size), so a[i], b[i], c[i]
     share one multiply."""
-    key = ("scaled", id(index), size)
+    src = wide_source(em, index, size)
+    key = ("wide", id(src), size) if src is not None else ("scaled", id(index), size)
     if key in em.block_cache:
         return em.block_cache[key]
-    src = wide_source(em, index, size)
     if src is not None:
         t = em.new("rd")
         em.emit(f"mul.wide.{'s' if src.type.signed else 'u'}32 {t}, {em.reg(src)}, {size}")
