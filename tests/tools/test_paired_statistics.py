@@ -34,7 +34,8 @@ def test_sign_test_matches_enumeration_for_every_outcome(n):
     (10, 10, 1.0),
 ])
 def test_sign_test_matches_published_binomial_values(wins, losses, published):
-    assert float(ps.sign_test_two_sided(wins, losses)) == pytest.approx(published, abs=1e-8)  # 8 decimals
+    # published values carry 8 decimals
+    assert float(ps.sign_test_two_sided(wins, losses)) == pytest.approx(published, abs=1e-8)
 
 
 def test_sign_test_exact_tail_for_21_pairs():

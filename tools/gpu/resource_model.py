@@ -82,7 +82,8 @@ def residency(model: dict, threads_per_block: int, registers: int, shared_bytes:
         "warps": model["max_warps_per_sm"] // warps,
         "blocks": model["max_blocks_per_sm"],
         "registers": (model["registers_per_sm"] // regs_per_warp) // warps,
-        "shared_memory": model["shared_memory_per_sm"] // smem if smem else model["max_blocks_per_sm"],
+        "shared_memory": (model["shared_memory_per_sm"] // smem if smem
+                          else model["max_blocks_per_sm"]),
     }
     if (registers > model["max_registers_per_thread"]
             or regs_per_warp * warps > model["max_registers_per_block"]):
