@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 MAX_ERRORS = 100
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
+    """A source location. A tuple, because the lexer makes one per token and speed matters."""
     file: str
     line: int
     col: int
