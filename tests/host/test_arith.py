@@ -64,8 +64,9 @@ def int_function(bits: int, signed: bool) -> str:
              for i, e in enumerate(exprs)]
     body += [f"    printf_i(\"%lld\\n\", (int64)(a {op} b));"
              for op in ("<", "<=", ">", ">=", "==", "!=")]
-    body += [f"    var lo: {t} = a;\n    if (b < a) {{ lo = b; }}\n    {pr}(\"{fmt}\\n\", ({wide})lo);",
-             f"    var hi: {t} = a;\n    if (b > a) {{ hi = b; }}\n    {pr}(\"{fmt}\\n\", ({wide})hi);"]
+    for name, rel in (("lo", "<"), ("hi", ">")):
+        body += [f"    var {name}: {t} = a;", f"    if (b {rel} a) {{ {name} = b; }}",
+                 f"    {pr}(\"{fmt}\\n\", ({wide}){name});"]
     return f"fn ops_{t}(a: {t}, b: {t}) {{\n" + "\n".join(body) + "\n}\n"
 
 
