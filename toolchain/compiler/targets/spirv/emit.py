@@ -37,15 +37,23 @@ from .types_map import STORAGE, TypeMap
 _LOWERINGS = (emit_arith, emit_control, emit_math, emit_memory, emit_subgroup, emit_sync)
 
 
-def emit_spirv(module: IRModule, gpu_checks: bool = False) -> bytes:
+SUBGROUP_OPS = ("khr", "core")
+
+
+def emit_spirv(module: IRModule, gpu_checks: bool = False, *,
+               subgroup_ops: str = "khr") -> bytes:
     """Compile the device program of `module` to a SPIR-V binary (bytes).
 
     `gpu_checks` is accepted for CLI symmetry with PTX; SPIR-V has no trap, so a
-    debug.assert is rejected (E0513) whether or not checks are on."""
+    debug.assert is rejected (E0513) whether or not checks are on. `subgroup_ops` picks
+    how ballot/any/all are spelled: "khr" (default, gpu.md: SPV_KHR_shader_ballot and
+    SPV_KHR_subgroup_vote) or "core" (SPIR-V 1.0 Groups only; see emit_subgroup.py)."""
     del gpu_checks
+    if subgroup_ops not in SUBGROUP_OPS:
+        raise ValueError(f"subgroup_ops must be one of {SUBGROUP_OPS}, not {subgroup_ops!r}")
     program = device_program(module)
     try:
-        ctx = Context()
+        ctx = Context(subgroup_ops)
         return ctx.emit_program(program)
     except CompileError:
         raise
@@ -56,7 +64,8 @@ def emit_spirv(module: IRModule, gpu_checks: bool = False) -> bytes:
 class Context:
     """Module-wide state shared by the function emitters."""
 
-    def __init__(self) -> None:
+    def __init__(self, subgroup_ops: str = "khr") -> None:
+        self.subgroup_ops = subgroup_ops
         self.m = Module(addressing="Physical64", memory_model="OpenCL", version=(1, 0))
         self.types = TypeMap(self.m)
         self._builtins: dict[str, int] = {}

@@ -12,6 +12,11 @@
   component w for w < 4 and 0 for w >= 4 (a varying word uses OpVectorExtractDynamic on a
   clamped index plus a select).
 - any/all -> OpSubgroupAnyKHR / OpSubgroupAllKHR (SPV_KHR_subgroup_vote).
+The `subgroup_ops="core"` profile (emit_spirv keyword) avoids both KHR extensions, for
+consumers that cannot read them (PoCL 6's SPIR-V translator rejects
+SPV_KHR_shader_ballot): any/all become the SPIR-V 1.0 Groups OpGroupAny/OpGroupAll, and
+ballot word w becomes OpGroupIAdd(Reduce) of each lane's bit `1 << (lane & 31)` when its
+predicate holds and lane >> 5 == w; lanes own distinct bits, so the sum is the exact OR.
 """
 from __future__ import annotations
 
@@ -109,6 +114,9 @@ def lower_ballot(em, ins) -> None:
     if isinstance(word, Const) and not 0 <= int(word.value) < 4:
         em.define(ins, em.c_u32(0))
         return
+    if em.ctx.subgroup_ops == "core":
+        em.define(ins, _core_ballot(em, em.val(pred), _lane_u32(em, word)))
+        return
     v4 = em.m.type_vector(u32, 4)
     mask = em.op("OpSubgroupBallotKHR", v4, em.val(pred))
     if isinstance(word, Const):
@@ -120,9 +128,27 @@ def lower_ballot(em, ins) -> None:
     em.define(ins, em.op("OpSelect", u32, ok, got, em.c_u32(0)))
 
 
+def _core_ballot(em, pred: int, word: int) -> int:
+    u32, b = em.types.u32(), em.types.bool()
+    lane = _builtin_u32(em, "SubgroupLocalInvocationId")
+    bit = em.op("OpShiftLeftLogical", u32, em.c_u32(1),
+                em.op("OpBitwiseAnd", u32, lane, em.c_u32(31)))
+    mine = em.op("OpIEqual", b, em.op("OpShiftRightLogical", u32, lane, em.c_u32(5)), word)
+    keep = em.op("OpLogicalAnd", b, em.op("OpLogicalAnd", b, pred, mine),
+                 em.op("OpULessThan", b, word, em.c_u32(4)))
+    part = em.op("OpSelect", u32, keep, bit, em.c_u32(0))
+    return em.op("OpGroupIAdd", u32, _subgroup(em), "Reduce", part)
+
+
 def lower_vote(em, ins) -> None:
-    opcode = "OpSubgroupAnyKHR" if ins.op == "subgroup.any" else "OpSubgroupAllKHR"
-    em.define(ins, em.op(opcode, em.types.bool(), em.val(ins.operands[0])))
+    anyv = ins.op == "subgroup.any"
+    pred = em.val(ins.operands[0])
+    if em.ctx.subgroup_ops == "core":
+        opcode = "OpGroupAny" if anyv else "OpGroupAll"
+        em.define(ins, em.op(opcode, em.types.bool(), _subgroup(em), pred))
+        return
+    opcode = "OpSubgroupAnyKHR" if anyv else "OpSubgroupAllKHR"
+    em.define(ins, em.op(opcode, em.types.bool(), pred))
 
 
 register({
