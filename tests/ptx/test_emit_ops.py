@@ -218,7 +218,9 @@ def test_subgroup_collectives():
     gb10 = emit(K.build_subgroup())
     filecheck(gb10, """
 CHECK: mov.u32 %r1, %laneid;
-CHECK: mov.u32 {{%r[0-9]+}}, WARP_SZ;
+CHECK: mov.u32 {{%r[0-9]+}}, %ntid.z;
+CHECK: and.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, -32;
+CHECK: min.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 32;
 CHECK: activemask.b32 [[M:%r[0-9]+]];
 CHECK-NEXT: shfl.sync.idx.b32 {{%r[0-9]+}}, %r3, 3, 31, {{%r[0-9]+}};
 CHECK: shfl.sync.idx.b32

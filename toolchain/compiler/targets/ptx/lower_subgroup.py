@@ -47,7 +47,19 @@ def lower_local_id(em, ins: Instr) -> None:
 
 
 def lower_size(em, ins: Instr) -> None:
-    em.emit(f"mov.u32 {em.result(ins)}, WARP_SZ")
+    """Lanes in this warp: 32, except in a partial final warp of the block, where it is the
+    block volume minus the warp's first linear thread id (warps are formed from linear ids)."""
+    r = {k: em.new("r") for k in ("nx", "ny", "nz", "tx", "ty", "tz", "lin", "tot")}
+    for k, sreg in (("nx", "%ntid.x"), ("ny", "%ntid.y"), ("nz", "%ntid.z"),
+                    ("tx", "%tid.x"), ("ty", "%tid.y"), ("tz", "%tid.z")):
+        em.emit(f"mov.u32 {r[k]}, {sreg}")
+    em.emit(f"mad.lo.u32 {r['lin']}, {r['tz']}, {r['ny']}, {r['ty']}")
+    em.emit(f"mad.lo.u32 {r['lin']}, {r['lin']}, {r['nx']}, {r['tx']}")
+    em.emit(f"mul.lo.u32 {r['tot']}, {r['nx']}, {r['ny']}")
+    em.emit(f"mul.lo.u32 {r['tot']}, {r['tot']}, {r['nz']}")
+    em.emit(f"and.b32 {r['lin']}, {r['lin']}, -32")
+    em.emit(f"sub.u32 {r['tot']}, {r['tot']}, {r['lin']}")
+    em.emit(f"min.u32 {em.result(ins)}, {r['tot']}, 32")
 
 
 def lower_broadcast(em, ins: Instr) -> None:
