@@ -222,7 +222,7 @@ CHECK: mov.u32 {{%r[0-9]+}}, %ntid.z;
 CHECK: and.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, -32;
 CHECK: min.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 32;
 CHECK: activemask.b32 [[M:%r[0-9]+]];
-CHECK-NEXT: shfl.sync.idx.b32 {{%r[0-9]+}}, %r3, 3, 31, {{%r[0-9]+}};
+CHECK-NEXT: shfl.sync.idx.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 3, 31, {{%r[0-9]+}};
 CHECK: shfl.sync.idx.b32
 CHECK-NEXT: shr.b32
 CHECK-NEXT: and.b32
