@@ -46,7 +46,7 @@ def _call_layout(ins) -> Layout:
 
 
 class CallMixin:
-    def _set_up_args(self, lay: Layout, args: list) -> None:
+    def _set_up_args(self, lay: Layout, args: list, sret=None) -> None:
         e = self.asm.emit
         for loc, v in zip(lay.args, args):
             if loc.stack is None:
@@ -56,6 +56,8 @@ class CallMixin:
             else:
                 self.load_bits(v, RAX)
                 e("mov", Mem(RSP, disp=loc.stack), RAX)
+        if sret is not None:  # after the stack copies: a big copy calls memcpy
+            e("lea", RDI, self.slot(sret))
         for kind in (INTEGER, "SSE"):
             for loc, v in zip(lay.args, args):
                 for k, (cls, reg) in enumerate(loc.regs):
@@ -71,9 +73,7 @@ class CallMixin:
 
     def _emit_call(self, ins, target, args: list) -> None:
         lay = layout([a.type for a in args], ins.type)
-        if lay.ret.kind == "memory":
-            self.asm.emit("lea", RDI, self.slot(ins))
-        self._set_up_args(lay, args)
+        self._set_up_args(lay, args, ins if lay.ret.kind == "memory" else None)
         if target is None:
             self.load_bits(ins.operands[0], R10)
             target = R10
@@ -106,14 +106,6 @@ class CallMixin:
         if lay.ret.kind == "memory":
             e("mov", Mem(RBP, disp=self.frame.sret), RDI)
         for p, loc in zip(fn.params, lay.args):
-            if loc.stack is not None:
-                src = 16 + loc.stack
-                if p.type.is_aggregate:
-                    self.copy(RBP, self.frame.offset(p), RBP, src, p.type.size)
-                else:
-                    e("mov", RAX, Mem(RBP, disp=src))
-                    self._canonical_param(p, RAX)
-                continue
             for k, (cls, reg) in enumerate(loc.regs):
                 if p.type.is_aggregate:
                     e("mov" if cls == INTEGER else "movsd", self.slot(p, 8 * k), reg)
@@ -123,6 +115,16 @@ class CallMixin:
                     e("movsd", self.slot(p), reg)
                     if p.type.size == 4:
                         e("mov", Mem(RBP, disp=self.frame.offset(p) + 4, size=32), Imm(0))
+        # stack parameters last: a big aggregate copy calls memcpy, clobbering arg registers
+        for p, loc in zip(fn.params, lay.args):
+            if loc.stack is None:
+                continue
+            src = 16 + loc.stack
+            if p.type.is_aggregate:
+                self.copy(RBP, self.frame.offset(p), RBP, src, p.type.size)
+            else:
+                e("mov", RAX, Mem(RBP, disp=src))
+                self._canonical_param(p, RAX)
 
     def _canonical_param(self, p, reg) -> None:
         normalize(self.asm, p.type, reg)
