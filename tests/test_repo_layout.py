@@ -1,0 +1,192 @@
+"""Enforces DESIGN.md's layer boundaries by reading every import under toolchain/.
+
+Each module under toolchain/ is assigned a layer from its path; every import statement
+(including imports inside functions and TYPE_CHECKING blocks: a lazy import is still a
+dependency) is resolved to an absolute module name and checked against ALLOWED. Only the
+wiring modules (compiler/driver.py, cli.py, __main__.py) may import several layers. The
+compiler core must also import nothing outside the standard library and toolchain itself.
+The checker is tested on synthetic sources too, so a broken checker cannot pass silently.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TOOLCHAIN = REPO / "toolchain"
+C = "toolchain.compiler"
+WIRING = {f"{C}.driver", f"{C}.cli", f"{C}.__main__"}
+
+# Importer layer -> layers it may import (its own layer is always allowed). "target" means
+# the importer's own target; other targets are never allowed. The x86-64 target writes
+# relocatable objects through the linker's ELF object model, hence targets -> linker.
+ALLOWED: dict[str, set[str]] = {
+    "diagnostics": set(),
+    "ir": {"diagnostics"},
+    "frontend": {"ir", "diagnostics"},
+    "opt": {"ir", "diagnostics"},
+    "target": {"targets-common", "ir", "diagnostics", "linker"},
+    "targets-common": {"ir", "diagnostics"},
+    "targets-registry": {"target", "targets-common", "ir", "diagnostics"},
+    "linker": {"diagnostics"},
+    "providers": {"diagnostics"},
+    "rules": set(),  # the Pants plugin runs the toolchain as processes, never imports it
+    "package": set(),  # toolchain/__init__.py, toolchain/compiler/__init__.py
+}
+
+
+def layer_of(module: str) -> tuple[str, str | None] | None:
+    """(layer, target name or None) for a toolchain module; None outside toolchain."""
+    parts = module.split(".")
+    if parts[0] != "toolchain":
+        return None
+    if module in WIRING:
+        return ("wiring", None)
+    if module in ("toolchain", C):
+        return ("package", None)
+    if parts[1] in ("linker", "providers", "rules"):
+        return (parts[1], None)
+    if parts[1] != "compiler":
+        return ("other", None)
+    head = parts[2]
+    if head == "targets":
+        if len(parts) == 3:
+            return ("targets-registry", None)
+        if parts[3] == "common":
+            return ("targets-common", None)
+        return ("target", parts[3])
+    if head in ("frontend", "ir", "opt", "diagnostics"):
+        return (head, None)
+    return ("compiler-other", None)
+
+
+def check_edge(importer: str, imported: str) -> str | None:
+    """Why `importer` may not import `imported`, or None when the edge is allowed."""
+    src, dst = layer_of(importer), layer_of(imported)
+    if src is None or dst is None or src[0] == "wiring":
+        return None
+    if dst[0] == "wiring":
+        return "only the CLI may use the driver; layers never import the wiring modules"
+    if src[0] in ("other", "compiler-other") or dst[0] in ("other", "package"):
+        return None
+    if src[0] == "target" and dst[0] == "target":
+        return None if src[1] == dst[1] else f"target {src[1]} imports target {dst[1]}"
+    if src[0] == dst[0] and src[0] != "rules":
+        return None
+    if src[0] == "rules" and dst[0] == "rules":
+        return None
+    if dst[0] in ALLOWED.get(src[0], set()):
+        return None
+    return f"layer {src[0]} may not import layer {dst[0]}"
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(REPO).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def resolve_imports(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, str]]:
+    """(line, absolute module) for every import; `from P import n` yields P and P.n."""
+    package = module if is_package else module.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            found.append((node.lineno, base))
+            found += [(node.lineno, f"{base}.{a.name}") for a in node.names if a.name != "*"]
+    return [(line, mod) for line, mod in found if mod and mod != "__future__"]
+
+
+def layer_violations(path: Path, source: str | None = None) -> list[str]:
+    module = module_name(path)
+    text = source if source is not None else path.read_text()
+    tree = ast.parse(text, filename=str(path))
+    out = []
+    for line, imported in resolve_imports(tree, module, path.name == "__init__.py"):
+        why = check_edge(module, imported)
+        if why:
+            out.append(f"{path.relative_to(REPO)}:{line}: imports {imported}: {why}")
+    return sorted(set(out))
+
+
+def third_party_imports(path: Path, source: str | None = None) -> list[str]:
+    module = module_name(path)
+    tree = ast.parse(source if source is not None else path.read_text())
+    out = []
+    for line, imported in resolve_imports(tree, module, path.name == "__init__.py"):
+        top = imported.split(".")[0]
+        if top not in sys.stdlib_module_names and top != "toolchain":
+            out.append(f"{path.relative_to(REPO)}:{line}: imports third-party {top}")
+    return sorted(set(out))
+
+
+def toolchain_files(exclude_rules: bool = False) -> list[Path]:
+    files = sorted(p for p in TOOLCHAIN.rglob("*.py") if "__pycache__" not in p.parts)
+    if exclude_rules:
+        files = [p for p in files if "rules" not in p.relative_to(TOOLCHAIN).parts[:1]]
+    return files
+
+
+def test_toolchain_tree_is_not_empty():
+    assert (TOOLCHAIN / "compiler" / "diagnostics.py") in toolchain_files()
+
+
+def test_every_import_respects_the_layer_rules():
+    problems = [v for p in toolchain_files() for v in layer_violations(p)]
+    assert not problems, "layer violations:\n" + "\n".join(problems)
+
+
+def test_toolchain_imports_no_third_party_package():
+    # The Pants plugin (toolchain/rules/) runs inside Pants and imports pants.*.
+    problems = [v for p in toolchain_files(exclude_rules=True) for v in third_party_imports(p)]
+    assert not problems, "third-party imports in the compiler core:\n" + "\n".join(problems)
+
+
+def _fake(rel: str) -> Path:
+    return TOOLCHAIN / rel
+
+
+@pytest.mark.parametrize("rel, source", [
+    ("compiler/frontend/x.py", "from ..targets.ptx import emitter\n"),
+    ("compiler/frontend/x.py", "def f():\n    import toolchain.compiler.opt.manager\n"),
+    ("compiler/frontend/x.py", "from toolchain.linker import link\n"),
+    ("compiler/ir/x.py", "from ..frontend import parser\n"),
+    ("compiler/ir/x.py", "from ..opt.manager import PIPELINE\n"),
+    ("compiler/opt/x.py", "from ..targets.x86_64 import isel\n"),
+    ("compiler/targets/ptx/x.py", "from ..spirv import module\n"),
+    ("compiler/targets/ptx/x.py", "from ...frontend.parser import parse\n"),
+    ("linker/x.py", "from ..compiler.frontend import api\n"),
+    ("providers/cuda/x.py", "from ...compiler.frontend import api\n"),
+    ("compiler/ir/x.py", "from .. import driver\n"),
+])
+def test_checker_flags_upward_and_sideways_imports(rel, source):
+    assert layer_violations(_fake(rel), source)
+
+
+@pytest.mark.parametrize("rel, source", [
+    ("compiler/frontend/x.py", "from ..ir.builder import Builder\nfrom .. import diagnostics\n"),
+    ("compiler/opt/x.py", "from ...compiler.ir import module\n"),
+    ("compiler/targets/ptx/x.py", "from . import regs\nfrom ...ir.types import I32\n"),
+    ("compiler/targets/x86_64/x.py", "from ....linker.objfile import ObjectFile\n"),
+    ("compiler/driver.py", "from .frontend import api\nfrom .targets.ptx import emitter\n"),
+    ("linker/x.py", "from ..compiler.diagnostics import error\n"),
+])
+def test_checker_accepts_downward_imports(rel, source):
+    assert layer_violations(_fake(rel), source) == []
+
+
+def test_checker_flags_third_party_but_not_stdlib():
+    assert third_party_imports(_fake("compiler/ir/x.py"), "import numpy\nimport json\n") == [
+        "toolchain/compiler/ir/x.py:1: imports third-party numpy"]
