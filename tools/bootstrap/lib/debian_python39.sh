@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Unpacks Debian bullseye's CPython 3.9 into a private prefix, for machines without one.
 #
-# Sourced by tools/bootstrap/pants_bootstrap.sh. Invariants: nothing outside the prefix given
+# Sourced by tools/bootstrap/10-pants.sh. Invariants: nothing outside the prefix given
 # as $1 is written (apt runs with a private sources list, state and cache under it; the
 # packages are unpacked with `dpkg -x`, never installed); the mirror URL is read from this
 # machine's own apt configuration at run time, never hard-coded. Prints the interpreter path.

@@ -5,7 +5,7 @@
 # versions, so a second run costs a few stat() calls. Never changes the system: Python 3.9
 # comes from pyenv or PATH, otherwise it is unpacked from Debian packages into .bootstrap/.
 # Host pip configuration (constraints, local find-links) is ignored for every install here.
-# Run directly (CI runs every tools/bootstrap/*.sh) or through ./pants, which sources it.
+# Run directly (.ci/run runs every tools/bootstrap/*.sh in order) or through ./pants.
 set -euo pipefail
 
 PANTS_VERSION=2.17.1
