@@ -16,7 +16,7 @@ from ...ir.types import FloatType, IntType, Type
 from .assembler import Assembler
 from .frame import Frame, is_alloca
 from .operands import Imm, Mem, Sym, rip
-from .regs import R11, RBP, Reg, resize
+from .regs import ESI, R11, RAX, RBP, RDI, RDX, RSI, Reg, resize
 
 
 def ice(msg: str):
@@ -118,7 +118,6 @@ class ValueMixin:
         through libc memcpy for big blocks (clobbers caller-saved registers)."""
         e = self.asm.emit
         if size > 256:
-            from .regs import RAX, RDI, RDX, RSI
             e("lea", RAX, Mem(src, disp=src_disp))
             e("lea", RDI, Mem(dst, disp=dst_disp))
             e("mov", RSI, RAX)
@@ -136,7 +135,6 @@ class ValueMixin:
     def zero(self, base: Reg, disp: int, size: int) -> None:
         e = self.asm.emit
         if size > 256:
-            from .regs import RDI, RDX, ESI
             e("lea", RDI, Mem(base, disp=disp))
             e("xor", ESI, ESI)
             e("mov", RDX, Imm(size))
