@@ -336,3 +336,41 @@ def vec4_module() -> Module:
     b.intrinsic("vec.store4", VOID, [at(b, dst, g), rev])
     b.ret()
     return b.module
+
+
+ARITH_OUTPUTS = 20
+
+
+def arith_module() -> Module:
+    """arith(a: i32*, b: i32*, f: f32*, out: i64*): per item, with a, b (b != 0) and f,
+    out[20i..] = a/b, a%b, (u32)a/(u32)b, (u32)a%(u32)b, a>>3, (u32)a>>3, a<<5, min, max,
+    umin, umax, (i8)a, (u16)a, (i64)(u32)a, (i32)f, (u32)|f|, (f==f) + 2(f!=f) + 4(f<b),
+    (bool)a + 2(bool)f, fmin(f, b) * 1000, (i64)(f64)f * 1e6 (sign-extended into i64)."""
+    from toolchain.compiler.ir import F64, I8
+    b = Builder(Module("arith"))
+    fn = _kernel(b, "arith", [("a", ptr(I32, G)), ("b", ptr(I32, G)), ("f", ptr(F32, G)),
+                              ("out", ptr(I64, G))])
+    pa, pb, pf, out = fn.params
+    i = global_id(b)
+    a, bb, f = (b.load(at(b, p, i)) for p in (pa, pb, pf))
+    ua, ub = b.bitcast(a, U32), b.bitcast(bb, U32)
+    bf = b.convert(bb, F32)
+    c = b.convert
+    flags = b.add(b.add(c(b.cmp("eq", f, f), I64), b.mul(c(b.cmp("ne", f, f), I64),
+                                                         b.const(I64, 2))),
+                  b.mul(c(b.cmp("lt", f, bf), I64), b.const(I64, 4)))
+    bools = b.add(c(c(a, BOOL), I64), b.mul(c(c(f, BOOL), I64), b.const(I64, 2)))
+    res = [b.div(a, bb), b.rem(a, bb), b.div(ua, ub), b.rem(ua, ub),
+           b.binop("shr", a, b.const(I32, 3)), b.binop("shr", ua, b.const(U32, 3)),
+           b.binop("shl", a, b.const(I32, 5)), b.binop("min", a, bb),
+           b.binop("max", a, bb), b.binop("min", ua, ub), b.binop("max", ua, ub),
+           c(a, I8), c(a, U16), c(ua, I64), c(f, I32), c(b.intrinsic("math.fabs", F32, [f]),
+                                                        U32),
+           flags, bools, c(b.mul(b.binop("min", f, bf), b.const(F32, 1000.0)), I32),
+           c(b.mul(c(f, F64), b.const(F64, 1e6)), I64)]
+    assert len(res) == ARITH_OUTPUTS
+    for k, r in enumerate(res):
+        b.store(at(b, out, b.add(b.mul(i, b.const(I32, ARITH_OUTPUTS)), b.const(I32, k))),
+                c(r, I64))
+    b.ret()
+    return b.module

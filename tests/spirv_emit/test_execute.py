@@ -181,3 +181,44 @@ def test_atomic_contention(width):
     # exchange: the olds plus the final value are exactly the start value and all ids
     seen = sorted([int(v) for v in olds] + [int(got[7])])
     assert seen == sorted([int(start[7])] + list(range(items)))
+
+
+def _arith_oracle(a: int, b: int, f: float) -> list[int]:
+    def trunc_div(x, y):
+        q = abs(x) // abs(y)
+        return q if (x < 0) == (y < 0) else -q
+
+    def wrap(v, bits, signed):
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if signed and v >> (bits - 1) else v
+    def to_int(x):                          # float->int of NaN is unspecified in C
+        return None if x != x else int(x)
+    ua, ub = a & 0xFFFFFFFF, b & 0xFFFFFFFF
+    f32, b32 = float(np.float32(f)), float(np.float32(b))
+    fmin = b32 if f32 != f32 else min(f32, b32)     # OpenCL fmin ignores a NaN operand
+    flags = (f32 == f32) + 2 * (f32 != f32) + 4 * (f32 < b32)
+    return [trunc_div(a, b), a - b * trunc_div(a, b), ua // ub, ua % ub, a >> 3, ua >> 3,
+            wrap(a << 5, 32, True), min(a, b), max(a, b), min(ua, ub), max(ua, ub),
+            wrap(a, 8, True), wrap(a, 16, False), ua, to_int(f32), to_int(abs(f32)), flags,
+            (a != 0) + 2 * (f32 != 0), int(np.float32(fmin) * np.float32(1000)),
+            to_int(np.float64(f32) * 1e6)]
+
+
+def test_arithmetic_and_conversions_follow_c_semantics():
+    rng = np.random.default_rng(8)
+    n = 128
+    a = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+    b = rng.integers(1, 2**16, n, dtype=np.int32) * rng.choice([-1, 1], n).astype(np.int32)
+    a[:4] = [0, -7, 7, -2**31]
+    b[:4] = [3, 2, -2, 7]
+    f = rand_f32(rng, n, 0.01, 5000)
+    f[:3] = [np.nan, 0.0, -0.75]
+    poison = np.full(n * K.ARITH_OUTPUTS, 0x5A5A5A5A, dtype=np.int64)
+    out = run_spirv_kernel(build(K.arith_module()), "arith", [n], [64],
+                           [Buf(a, "int32"), Buf(b, "int32"), Buf(f),
+                            Buf(poison, "int64", out=True)])
+    got = np.frombuffer(out[3], np.int64).reshape(n, K.ARITH_OUTPUTS)
+    for k in range(n):
+        want = _arith_oracle(int(a[k]), int(b[k]), float(f[k]))
+        want = [int(g) if w is None else w for w, g in zip(want, got[k])]
+        assert list(got[k]) == want, f"item {k}: a={a[k]} b={b[k]} f={f[k]}"

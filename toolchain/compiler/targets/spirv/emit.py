@@ -26,6 +26,7 @@ import struct
 
 from ...diagnostics import CompileError
 from ...ir.callgraph import device_program
+from ...ir.ops import OPS
 from ...ir.module import Function, Global, Module as IRModule
 from ...ir.types import ArrayType, BoolType, FloatType, IntType, PtrType
 from . import capabilities as caps
@@ -51,6 +52,7 @@ def emit_spirv(module: IRModule, gpu_checks: bool = False, *,
     del gpu_checks
     if subgroup_ops not in SUBGROUP_OPS:
         raise ValueError(f"subgroup_ops must be one of {SUBGROUP_OPS}, not {subgroup_ops!r}")
+    _reject_unknown_ops(module)
     program = device_program(module)
     try:
         ctx = Context(subgroup_ops)
@@ -158,6 +160,18 @@ class Context:
         self.m.entry_point("Kernel", spv_fn, k.symbol, interface)
         if k.block_shape:
             self.m.execution_mode(spv_fn, "LocalSize", *k.block_shape)
+
+
+def _reject_unknown_ops(module: IRModule) -> None:
+    """Ops outside the IR table (future tensor ops, foreign frontends) are capability
+    errors here, before the shared verifiers (which index the table) can trip on them."""
+    for fn in module.functions.values():
+        for ins in fn.instructions():
+            if ins.op not in OPS:
+                if caps.is_tensor_op(ins.op):
+                    raise caps.unsupported(ins, f"tensor operation {ins.op} (no "
+                                           "cooperative-matrix capability is enabled)")
+                raise caps.unsupported(ins, f"unknown operation {ins.op}")
 
 
 class _At:
