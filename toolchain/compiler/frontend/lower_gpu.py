@@ -5,7 +5,7 @@
 - `workgroup var t: T[N]` / `private var` -> gpu.alloc; `workgroup var p: T*` ->
   gpu.dynamic_shared; no initializer, no rebinding (E0312).
 - barrier, atomics, async copies, subgroup collectives: kernel-only, with the legality
-  rules of §11 and gpu.md "Scoped atomics". tensor_* is rejected (E0324, not yet).
+  rules of §11 and gpu.md "Scoped atomics". tensor_* lowers in lower_tensor.py.
 - Extern-declared intrinsics (sqrtf, h2f, dp4a_u32, ...) are recognised by name in device
   code (kernels and reachable helpers); elsewhere they are ordinary extern calls. Any other
   extern called from device code stays a `call` so the shared call-graph verifier rejects it.
@@ -98,7 +98,8 @@ class GpuMixin:
         if name in INTRINSICS and sym is not None:
             return self.intrinsic_call(e, name, sym)
         if name.startswith("tensor_"):
-            raise self.fail("E0324", f"`{name}` is not supported yet", e.span)
+            from .lower_tensor import tensor_call
+            return tensor_call(self, e, name)
         self.kernel_only(f"`{name}`", e.span)
         if name.startswith("atomic_") and name[7:] in ("load", "store", "compare_exchange",
                                                        *_RMW):

@@ -355,3 +355,81 @@ class Builder:
         _check(len(args) <= 64, "launch takes at most 64 arguments")
         return self.emit("gpu.launch", VOID, [handle, *grid, *block, shared, stream, *args],
                          {"kernel": kernel, "nargs": len(args)}, span=span)
+
+    # ---- GPU: cooperative tensor operations (descriptors: ir/tensor.py) ---------------
+    def _tensor_named(self, desc, allowed: Sequence[str], named: dict) -> tuple[list, tuple]:
+        from . import tensor as T
+        unknown = set(named) - set(allowed)
+        _check(not unknown, f"tensor op: unknown operand roles {sorted(unknown)}")
+        roles = tuple(r for r in allowed if r in named)
+        ops = []
+        for r in roles:
+            v = named[r]
+            if r in T.POINTER_ROLES:
+                _check(v.type.is_ptr, f"tensor op: `{r}` must be a pointer, got {v.type}")
+            elif r.startswith("ld"):
+                _check(v.type == U32, f"tensor op: runtime `{r}` must be u32, got {v.type}")
+            ops.append(v)
+        return ops, roles
+
+    def _tensor_ptrs(self, desc, a, b, c, d, named: dict) -> None:
+        from . import tensor as T
+        for name, v, fmt in (("a", a, desc.a_type), ("b", b, desc.b_type),
+                             ("c", c, desc.accumulator_type), ("d", d, desc.result_type)):
+            _check(v.type.is_ptr and v.type.pointee == T.storage_type(fmt),
+                   f"tensor op: `{name}` must point to {T.storage_type(fmt)} for {fmt}, "
+                   f"got {v.type}")
+        if "metadata" in named:
+            _check(named["metadata"].type.pointee == U8, "tensor op: metadata is uint8*")
+        for s in ("a_scale", "b_scale"):
+            if s in named:
+                _check(named[s].type.pointee == U8, f"tensor op: {s} is uint8*")
+
+    def _tensor_validate(self, errs) -> None:
+        _check(not errs, "tensor op: " + "; ".join(m for _, m in errs))
+
+    def tensor_mma(self, desc, a, b, c, d, named: dict | None = None, span=None) -> Instr:
+        """One whole D = A*B + C tile. `named` maps optional roles (ir/tensor.MMA_ROLES:
+        runtime lda..ldd as u32, metadata/a_scale/b_scale pointers) to values."""
+        from . import tensor as T
+        named = dict(named or {})
+        ops, roles = self._tensor_named(desc, T.MMA_ROLES, named)
+        self._tensor_validate(T.validate_desc(desc, roles))
+        self._tensor_ptrs(desc, a, b, c, d, named)
+        return self.emit("tensor.mma", VOID, [a, b, c, d, *ops],
+                         {"desc": desc, "roles": ("a", "b", "c", "d", *roles)}, span=span)
+
+    def tensor_matmul(self, desc, a, b, c, d, controls: Sequence[Any],
+                      named: dict | None = None, span=None) -> Instr:
+        """One bounded output region: `controls` = (row, column, M, N, K), all u32. Every
+        leading dimension is explicit: static in `desc` or a runtime u32 in `named`."""
+        from . import tensor as T
+        named = dict(named or {})
+        _check(len(controls) == 5 and all(v.type == U32 for v in controls),
+               "tensor.matmul needs five u32 controls (row, column, M, N, K)")
+        ops, roles = self._tensor_named(desc, T.MMA_ROLES, named)
+        self._tensor_validate(T.validate_desc(desc, roles))
+        for ld in ("lda", "ldb", "ldc", "ldd"):
+            _check(ld in roles or getattr(desc, ld) is not None,
+                   f"tensor.matmul needs an explicit `{ld}`")
+        self._tensor_ptrs(desc, a, b, c, d, named)
+        return self.emit("tensor.matmul", VOID, [a, b, c, d, *controls, *ops],
+                         {"desc": desc, "roles": ("a", "b", "c", "d", *T.MATMUL_CONTROLS,
+                                                  *roles)}, span=span)
+
+    def tensor_epilogue(self, desc, d, named: dict | None = None, span=None) -> Instr:
+        """D = act(alpha*D + beta*bias) over one tile. Scalars (alpha, beta, clamp bounds)
+        have the compute type (f64 for f64 storage, f32 otherwise)."""
+        from . import tensor as T
+        named = dict(named or {})
+        ops, roles = self._tensor_named(desc, T.EPILOGUE_ROLES, named)
+        self._tensor_validate(T.validate_epilogue(desc, roles))
+        st, ct = T.storage_type(desc.element_type), T.compute_type(desc.element_type)
+        _check(d.type.is_ptr and d.type.pointee == st, f"tensor.epilogue: d must point to {st}")
+        if "bias" in named:
+            _check(named["bias"].type.pointee == st, f"tensor.epilogue: bias must point to {st}")
+        for r in ("alpha", "beta", "clamp_min", "clamp_max"):
+            if r in named:
+                _check(named[r].type == ct, f"tensor.epilogue: {r} must be {ct}")
+        return self.emit("tensor.epilogue", VOID, [d, *ops],
+                         {"desc": desc, "roles": ("d", *roles)}, span=span)

@@ -113,6 +113,14 @@ def _rows() -> list[OpInfo]:
           doc="4 elements read from src, one 128-bit store to dst"),
         R("debug.print", "fmt args...", effects=True, where="device"),
         R("debug.assert", "cond", effects=True, where="device"),
+        # GPU: cooperative tensor operations (descriptor in attrs.desc, ir/tensor.py;
+        # operand meanings in attrs.roles; scope in the descriptor, checked by uniformity)
+        R("tensor.mma", "a b c d [roles...]", effects=True, reads=True,
+          collective="subgroup", where="device", doc="one whole D = A*B + C tile"),
+        R("tensor.matmul", "a b c d row column m n k [roles...]", effects=True, reads=True,
+          collective="subgroup", where="device", doc="one bounded region of D = A*B + C"),
+        R("tensor.epilogue", "d [roles...]", effects=True, reads=True,
+          collective="subgroup", where="device", doc="D = act(alpha*D + beta*bias)"),
         # host: the neutral launch operation behind `dispatch`
         R("gpu.launch", "handle gx gy gz bx by bz shared stream args...", effects=True,
           reads=True, where="host", doc="attrs.kernel names a typed kernel, or None"),

@@ -11,7 +11,9 @@ from its successors before the branch's immediate post-dominator) inherits the b
 condition's rank, which also covers loops whose trip count varies. A local written under
 control of rank r has at least rank r. Helper parameter ranks and entry control ranks are
 joined from every reachable call site. Errors: E0410 barrier under non-workgroup-uniform
-control, E0411 subgroup collective under varying control, E0412 varying broadcast lane.
+control, E0411 subgroup collective under varying control, E0412 varying broadcast lane,
+E0413 tensor operation under control that varies at its scope, E0414 a tensor operand
+(pointer, runtime stride, region control or scalar) that varies at its scope.
 """
 from __future__ import annotations
 
@@ -136,7 +138,9 @@ def _check(st: _FunctionState, bag: DiagnosticBag) -> None:
         c = max(st.ctrl.get(id(blk), WORKGROUP), st.entry_ctrl)
         for ins in blk.instrs:
             scope = O.OPS[ins.op].collective
-            if scope == "workgroup" and c > WORKGROUP:
+            if ins.op.startswith("tensor."):
+                _check_tensor(st, ins, c, bag)
+            elif scope == "workgroup" and c > WORKGROUP:
                 bag.error("E0410", f"barrier in `{st.fn.name}` is reached under {NAMES[c]} "
                           "control flow; every work-item of the workgroup must reach it",
                           ins.span, help="move the barrier out of the divergent branch/loop")
@@ -147,6 +151,25 @@ def _check(st: _FunctionState, bag: DiagnosticBag) -> None:
             if ins.op == "subgroup.broadcast" and _value_rank(st, ins.operands[1]) > SUBGROUP:
                 bag.error("E0412", "the broadcast source lane varies across the subgroup",
                           ins.span, help="use a lane index that is uniform in the subgroup")
+
+
+def _check_tensor(st: _FunctionState, ins: Instr, c: int, bag: DiagnosticBag) -> None:
+    """Tensor operations are collective at their descriptor's scope (subgroup or
+    workgroup): reached under control of at most that rank, with every operand (pointers,
+    runtime strides, region controls, scalars) uniform at that rank. E0413 / E0414."""
+    scope = ins.attrs["desc"].scope
+    limit = WORKGROUP if scope == "workgroup" else SUBGROUP
+    what = ins.op.replace(".", "_")
+    if c > limit:
+        bag.error("E0413", f"{what} has {scope} scope but is reached under {NAMES[c]} "
+                  f"control flow in `{st.fn.name}`", ins.span,
+                  help=f"every work-item of the {scope} must execute it together")
+    for role, v in zip(ins.attrs["roles"], ins.operands):
+        r = _value_rank(st, v)
+        if r > limit:
+            bag.error("E0414", f"{what} operand `{role}` is {NAMES[r]}; it must be uniform "
+                      f"across the {scope}", ins.span,
+                      help="pass the same pointer/stride/control value from every work-item")
 
 
 def verify_uniformity(functions: list[Function]) -> None:

@@ -1,0 +1,265 @@
+"""Lowering of tensor_mma / tensor_matmul / tensor_epilogue (LANGUAGE.md §11, gpu.md
+"Cooperative tensor operations") to one neutral IR instruction each (ir/tensor.py).
+
+Every named option is parsed here and checked with a located diagnostic:
+  E0340 a tensor_mma/tensor_matmul option (unknown, repeated, bad word, bad constant,
+        inconsistent descriptor), E0341 tensor_matmul region controls,
+  E0342 a tensor_epilogue option, E0343 an operand whose type is not the format's
+        storage type (f16/bf16 uint16*, f32/tf32 float32*, f64 float64*, i8 int8*,
+        i32 int32*, everything else uint8*).
+Static options become descriptor fields; `lda`..`ldd`, `ldsa`/`ldsb`, `ldbias` may instead
+be runtime integers (converted to u32) and the pointer/scalar options become operands. No
+target question is asked here: capability refusals belong to the backends.
+"""
+from __future__ import annotations
+
+import re
+
+from . import ast as A
+from ..ir import tensor as T
+from ..ir.types import U32, PtrType
+from .typesys import describe
+
+_SHAPE3 = re.compile(r"m(\d+)n(\d+)k(\d+)")
+_SHAPE2 = re.compile(r"m(\d+)n(\d+)")
+_WORDS = {
+    "a_type": T.FORMATS, "b_type": T.FORMATS, "accumulator_type": T.FORMATS,
+    "result_type": T.FORMATS, "input_type": T.FORMATS, "output_type": T.FORMATS,
+    "a_layout": T.LAYOUTS, "b_layout": T.LAYOUTS, "c_layout": T.LAYOUTS,
+    "d_layout": T.LAYOUTS, "math": T.MATHS, "sparsity": T.SPARSITY,
+    "rounding": T.ROUNDING, "overflow": T.OVERFLOW, "a_scale_mode": T.SCALE_MODES,
+    "b_scale_mode": T.SCALE_MODES, "a_scale_type": T.SCALE_TYPES,
+    "b_scale_type": T.SCALE_TYPES, "a_packing": T.PACKINGS, "b_packing": T.PACKINGS,
+    "scope": T.SCOPES,
+}
+_BOOLS = ("transpose_a", "transpose_b")
+_LDS = ("lda", "ldb", "ldc", "ldd", "ldsa", "ldsb")
+_LD_ALIASES = {"a_scale_ld": "ldsa", "b_scale_ld": "ldsb"}
+_PTRS = ("metadata", "a_scale", "b_scale")
+MMA_OPTIONS = {"shape", "m", "n", "k", *_WORDS, *_BOOLS, *_LDS, *_LD_ALIASES, *_PTRS}
+
+_EPI_WORDS = {"element_type": T.EPILOGUE_TYPES, "layout": T.LAYOUTS,
+              "bias_mode": T.BIAS_MODES, "bias_layout": T.LAYOUTS,
+              "activation": T.ACTIVATIONS, "scope": T.SCOPES}
+_EPI_SCALARS = ("alpha", "beta", "clamp_min", "clamp_max")
+EPILOGUE_OPTIONS = {"shape", "m", "n", "ldd", "leading_dimension", "bias", "ldbias",
+                    *_EPI_WORDS, *_EPI_SCALARS}
+
+
+def tensor_call(lw, e: A.Call, name: str):
+    """Entry from GpuMixin.gpu_call for every `tensor_*` name."""
+    lw.kernel_only(f"`{name}`", e.span)
+    if name == "tensor_mma":
+        return _mma(lw, e, matmul=False)
+    if name == "tensor_matmul":
+        return _mma(lw, e, matmul=True)
+    if name == "tensor_epilogue":
+        return _epilogue(lw, e)
+    if name == "tensor_transfer_workgroup":
+        raise lw.fail("E0324", "`tensor_transfer_workgroup` is not supported yet", e.span)
+    raise lw.fail("E0101", f"undefined function `{name}`", e.callee.span)
+
+
+# ---------------------------------------------------------------- option helpers
+def _options(lw, e: A.Call, allowed: set[str], code: str) -> dict:
+    out: dict[str, tuple[A.Expr, object]] = {}
+    for name, value, span in e.named_args:
+        key = _LD_ALIASES.get(name, name)
+        if name == "leading_dimension":
+            key = "ldd"
+        if name not in allowed:
+            raise lw.fail(code, f"unknown option `{name}:`", span,
+                          help="expected one of " + ", ".join(sorted(allowed)))
+        if key in out:
+            raise lw.fail(code, f"option `{name}:` given twice", span)
+        out[key] = (value, span)
+    return out
+
+
+def _word(lw, opts, key, choices, code, default=None):
+    if key not in opts:
+        return default
+    v, _ = opts[key]
+    if isinstance(v, A.Name) and v.name in choices:
+        return v.name
+    raise lw.fail(code, f"`{key}:` must be one of {', '.join(choices)}", v.span)
+
+
+def _const(lw, opts, key, code, default=None):
+    if key not in opts:
+        return default
+    v, _ = opts[key]
+    n = lw.const_int(v)
+    if n is None or isinstance(n, bool) or n <= 0:
+        raise lw.fail(code, f"`{key}:` must be a positive integer constant", v.span)
+    return n
+
+
+def _bool(lw, opts, key, code):
+    if key not in opts:
+        return False
+    v, _ = opts[key]
+    if isinstance(v, A.BoolLit):
+        return v.value
+    raise lw.fail(code, f"`{key}:` must be true or false", v.span)
+
+
+def _shape(lw, opts, code, three: bool, at) -> tuple[int, ...]:
+    pat, keys = (_SHAPE3, ("m", "n", "k")) if three else (_SHAPE2, ("m", "n"))
+    if "shape" in opts:
+        v, span = opts["shape"]
+        m = pat.fullmatch(v.name) if isinstance(v, A.Name) else None
+        if m is None or any(k in opts for k in keys):
+            form = "mMnNkK" if three else "mMnN"
+            raise lw.fail(code, f"`shape:` must be one {form} word (and not combined with "
+                          f"{'/'.join(f'`{k}:`' for k in keys)})", v.span)
+        dims = tuple(int(g) for g in m.groups())
+    else:
+        dims = tuple(_const(lw, opts, k, code) for k in keys)
+        if None in dims:
+            raise lw.fail(code, f"give `shape:` or all of {', '.join(keys)}", at)
+    for d in dims:
+        if d <= 0:
+            raise lw.fail(code, "tensor shape dimensions must be positive",
+                          opts.get("shape", (None, at))[1])
+    return dims
+
+
+def _ld(lw, opts, key, code, named):
+    """A leading dimension: a static int (returned) or a runtime u32 operand (in named)."""
+    if key not in opts:
+        return None
+    v, _ = opts[key]
+    n = lw.const_int(v)
+    if n is not None:
+        if n <= 0:
+            raise lw.fail(code, f"`{key}:` must be positive, found {n}", v.span)
+        return n
+    val = lw.value(v, U32)
+    if not val.type.is_int or val.type.bits > 32:
+        raise lw.fail(code, f"runtime `{key}:` must be an integer of at most 32 bits, found "
+                      f"{describe(val.type)}", v.span)
+    named[key] = lw.b.convert(val, U32)
+    return None
+
+
+def _pointer(lw, expr: A.Expr, fmt_type, what: str, why: str):
+    v = lw.value(expr, None)
+    if not (isinstance(v.type, PtrType) and v.type.pointee == fmt_type):
+        raise lw.fail("E0343", f"{what} must be a {describe(PtrType(fmt_type))} ({why}), "
+                      f"found {describe(v.type)}", expr.span)
+    return v
+
+
+# ---------------------------------------------------------------- tensor_mma / matmul
+def _types(lw, opts, at) -> tuple[str, str, str, str]:
+    code = "E0340"
+    inp = _word(lw, opts, "input_type", T.FORMATS, code)
+    out = _word(lw, opts, "output_type", T.FORMATS, code)
+    got = {}
+    for key, conv in (("a_type", inp), ("b_type", inp), ("accumulator_type", out),
+                      ("result_type", out)):
+        own = _word(lw, opts, key, T.FORMATS, code)
+        if own is not None and conv is not None:
+            raise lw.fail(code, f"`{key}:` conflicts with `"
+                          f"{'input' if key[0] in 'ab' else 'output'}_type:`",
+                          opts[key][0].span)
+        got[key] = own or conv
+        if got[key] is None:
+            raise lw.fail(code, f"tensor operation needs `{key}:` (or "
+                          f"`{'input' if key[0] in 'ab' else 'output'}_type:`)", at)
+    return got["a_type"], got["b_type"], got["accumulator_type"], got["result_type"]
+
+
+def _descriptor(lw, e: A.Call, opts, named) -> T.TensorDesc:
+    code = "E0340"
+    m, n, k = _shape(lw, opts, code, True, e.span)
+    a_t, b_t, acc_t, res_t = _types(lw, opts, e.span)
+    words = {key: _word(lw, opts, key, choices, code)
+             for key, choices in _WORDS.items() if not key.endswith(("put_type", "_type"))
+             or key.endswith("scale_type")}
+    words = {k2: v for k2, v in words.items() if v is not None}
+    for side in ("a", "b"):      # a scale mode implies its conventional scale format
+        mode = words.get(f"{side}_scale_mode")
+        if mode in ("block32", "per_tensor") and f"{side}_scale_type" not in words:
+            words[f"{side}_scale_type"] = "ue8m0"
+        if mode == "block16" and f"{side}_scale_type" not in words:
+            words[f"{side}_scale_type"] = "ue4m3"
+    lds = {key: _ld(lw, opts, key, code, named) for key in _LDS}
+    desc = T.TensorDesc(m, n, k, a_t, b_t, acc_t, res_t, **words,
+                        transpose_a=_bool(lw, opts, "transpose_a", code),
+                        transpose_b=_bool(lw, opts, "transpose_b", code), **lds)
+    for key in _PTRS:
+        if key in opts:
+            named[key] = _pointer(lw, opts[key][0], T.storage_type("u8"), f"`{key}:`",
+                                  "a byte table")
+    roles = tuple(r for r in T.MMA_ROLES if r in named)
+    errs = T.validate_desc(desc, roles)
+    if errs:
+        key, msg = errs[0]
+        raise lw.fail(code, msg, opts[key][1] if key in opts else e.span)
+    return desc
+
+
+def _control(lw, expr: A.Expr):
+    v = lw.value(expr, U32)
+    if not (v.type.is_int and not v.type.signed and v.type.bits <= 32):
+        raise lw.fail("E0341", f"tensor_matmul region controls are unsigned integers of at "
+                      f"most 32 bits, found {describe(v.type)}", expr.span)
+    return lw.b.convert(v, U32)
+
+
+def _mma(lw, e: A.Call, matmul: bool):
+    what = "tensor_matmul" if matmul else "tensor_mma"
+    npos = 9 if matmul else 4
+    if len(e.args) != npos:
+        raise lw.fail("E0341" if matmul else "E0340", f"{what} takes {npos} positional "
+                      f"arguments ({'A, B, C, D, row, column, M, N, K' if matmul else 'A, B, C, D'}"
+                      f"), found {len(e.args)}", e.span)
+    opts = _options(lw, e, MMA_OPTIONS, "E0340")
+    named: dict = {}
+    desc = _descriptor(lw, e, opts, named)
+    ptrs = [_pointer(lw, arg, T.storage_type(fmt), f"operand {role}", f"{fmt} storage")
+            for arg, role, fmt in zip(e.args[:4], "ABCD",
+                                      (desc.a_type, desc.b_type, desc.accumulator_type,
+                                       desc.result_type))]
+    if not matmul:
+        return lw.b.tensor_mma(desc, *ptrs, named, span=e.span)
+    for key in ("lda", "ldb", "ldc", "ldd"):
+        if getattr(desc, key) is None and key not in named:
+            raise lw.fail("E0341", f"tensor_matmul needs an explicit `{key}:` (whole "
+                          "matrices have no default leading dimension)", e.span)
+    controls = [_control(lw, a) for a in e.args[4:]]
+    return lw.b.tensor_matmul(desc, *ptrs, controls, named, span=e.span)
+
+
+# ---------------------------------------------------------------- tensor_epilogue
+def _epilogue(lw, e: A.Call):
+    code = "E0342"
+    if len(e.args) != 1:
+        raise lw.fail(code, f"tensor_epilogue takes one positional argument (D), found "
+                      f"{len(e.args)}", e.span)
+    opts = _options(lw, e, EPILOGUE_OPTIONS, code)
+    m, n = _shape(lw, opts, code, False, e.span)
+    elem = _word(lw, opts, "element_type", T.EPILOGUE_TYPES, code)
+    if elem is None:
+        raise lw.fail(code, "tensor_epilogue needs `element_type:`", e.span)
+    words = {k: v for k, choices in _EPI_WORDS.items() if k != "element_type"
+             for v in [_word(lw, opts, k, choices, code)] if v is not None}
+    named: dict = {}
+    ld = _ld(lw, opts, "ldd", code, named)
+    ldbias = _ld(lw, opts, "ldbias", code, named)
+    desc = T.EpilogueDesc(m, n, elem, ld=ld, ldbias=ldbias, **words)
+    st, ct = T.storage_type(elem), T.compute_type(elem)
+    d = _pointer(lw, e.args[0], st, "operand D", f"{elem} storage")
+    if "bias" in opts:
+        named["bias"] = _pointer(lw, opts["bias"][0], st, "`bias:`", f"{elem} storage")
+    for key in _EPI_SCALARS:
+        if key in opts:
+            v, _ = opts[key]
+            named[key] = lw.rvalue(v, ct)
+    errs = T.validate_epilogue(desc, tuple(r for r in T.EPILOGUE_ROLES if r in named))
+    if errs:
+        key, msg = errs[0]
+        raise lw.fail(code, msg, opts[key][1] if key in opts else e.span)
+    return lw.b.tensor_epilogue(desc, d, named, span=e.span)

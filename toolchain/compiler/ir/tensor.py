@@ -1,0 +1,214 @@
+"""Target-neutral descriptors of the cooperative tensor operations (gpu.md "Cooperative
+tensor operations", LANGUAGE.md §11).
+
+One IR instruction per construct: `tensor.mma` (one whole D = A*B + C tile),
+`tensor.matmul` (one bounded output region of a whole-matrix product) and `tensor.epilogue`
+(D = act(alpha*D + beta*bias)). The descriptor (`attrs["desc"]`) carries everything that is
+compile-time; runtime values are ordinary operands whose meaning is named by
+`attrs["roles"]` (one role per operand, in operand order).
+
+Invariants:
+- nothing here names a PTX fragment, lane mapping or instruction: formats, shapes, layouts,
+  transposes, rounding, overflow, sparsity and scaling are the neutral vocabulary below;
+- a leading dimension is static (an int in the descriptor) or runtime (an operand with the
+  role `lda`/`ldb`/`ldc`/`ldd`/...), never both; a matmul always has all four;
+- `validate_*` only checks neutral well-formedness; whether a target can execute a
+  descriptor is the target's capability question (it refuses with a diagnostic).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from .types import F32, F64, I8, I32, U8, U16, Type
+
+FORMATS = ("f16", "bf16", "tf32", "f32", "f64", "e4m3", "e5m2", "e2m3", "e3m2", "e2m1",
+           "i8", "u8", "i4", "u4", "b1", "i32")
+LAYOUTS = ("row", "col")
+MATHS = ("multiply_add", "xor_popcount", "and_popcount")
+SPARSITY = ("dense", "structured_1_to_2", "structured_2_to_4", "structured_4_to_8")
+SPARSE_GROUP = {"structured_1_to_2": 2, "structured_2_to_4": 4, "structured_4_to_8": 8}
+ROUNDING = ("default", "nearest_even", "toward_zero", "down", "up")
+OVERFLOW = ("wrap", "saturate_finite")
+SCALE_MODES = ("none", "per_tensor", "block16", "block32")
+SCALE_TYPES = ("ue8m0", "ue4m3")
+PACKINGS = ("logical", "unpacked", "packed", "dense_subbyte")
+SCOPES = ("subgroup", "workgroup")
+EPILOGUE_TYPES = ("f16", "bf16", "f32", "f64")
+BIAS_MODES = ("none", "row", "column", "matrix")
+ACTIVATIONS = ("identity", "relu", "clamp")
+
+# Optional runtime operands, in the order they follow the fixed ones.
+MMA_ROLES = ("lda", "ldb", "ldc", "ldd", "metadata", "a_scale", "b_scale", "ldsa", "ldsb")
+MATMUL_CONTROLS = ("row", "column", "m", "n", "k")
+EPILOGUE_ROLES = ("bias", "alpha", "beta", "clamp_min", "clamp_max", "ldd", "ldbias")
+POINTER_ROLES = ("a", "b", "c", "d", "metadata", "a_scale", "b_scale", "bias")
+
+
+def storage_type(fmt: str) -> Type:
+    """The carrier element type of a format's memory (LANGUAGE.md §11)."""
+    return {"f16": U16, "bf16": U16, "f32": F32, "tf32": F32, "f64": F64, "i8": I8,
+            "i32": I32}.get(fmt, U8)
+
+
+def compute_type(fmt: str) -> Type:
+    """Epilogue arithmetic type: f16/bf16/f32 compute in f32, f64 in f64."""
+    return F64 if fmt == "f64" else F32
+
+
+def packed_bits(fmt: str) -> int:
+    """Bits per logical element in the neutral dense storage stream."""
+    return {"e2m3": 6, "e3m2": 6, "e2m1": 4, "i4": 4, "u4": 4, "b1": 1}.get(fmt, 0) or \
+        storage_type(fmt).size * 8
+
+
+@dataclass(frozen=True)
+class TensorDesc:
+    """The descriptor shared by tensor.mma and tensor.matmul (for matmul, m/n are the
+    region size and k the preferred exact native chunk)."""
+    m: int
+    n: int
+    k: int
+    a_type: str
+    b_type: str
+    accumulator_type: str
+    result_type: str
+    a_layout: str = "row"
+    b_layout: str = "row"
+    c_layout: str = "row"
+    d_layout: str = "row"
+    transpose_a: bool = False
+    transpose_b: bool = False
+    math: str = "multiply_add"
+    sparsity: str = "dense"
+    rounding: str = "default"
+    overflow: str = "wrap"
+    a_scale_mode: str = "none"
+    b_scale_mode: str = "none"
+    a_scale_type: str | None = None
+    b_scale_type: str | None = None
+    a_packing: str = "logical"
+    b_packing: str = "logical"
+    scope: str = "subgroup"
+    lda: int | None = None          # static leading dimensions (None: runtime or default)
+    ldb: int | None = None
+    ldc: int | None = None
+    ldd: int | None = None
+    ldsa: int | None = None
+    ldsb: int | None = None
+
+    def __str__(self) -> str:
+        default = TensorDesc(1, 1, 1, "", "", "", "")
+        parts = [f"m{self.m}n{self.n}k{self.k}",
+                 f"{self.a_type}x{self.b_type}->{self.accumulator_type}/{self.result_type}"]
+        for f in fields(self)[7:]:
+            v = getattr(self, f.name)
+            if v != getattr(default, f.name):
+                parts.append(f"{f.name}={v}")
+        return "<" + " ".join(parts) + ">"
+
+    @property
+    def scaled(self) -> bool:
+        return self.a_scale_mode != "none" or self.b_scale_mode != "none"
+
+    @property
+    def sparse(self) -> bool:
+        return self.sparsity != "dense"
+
+    def stored_layout(self, which: str) -> str:
+        """The layout the operand's memory has when read as the logical (untransposed)
+        matrix: a transposed stored matrix in one layout is the logical one in the other."""
+        layout = getattr(self, f"{which}_layout")
+        flip = {"a": self.transpose_a, "b": self.transpose_b}.get(which, False)
+        return ("col" if layout == "row" else "row") if flip else layout
+
+
+@dataclass(frozen=True)
+class EpilogueDesc:
+    m: int
+    n: int
+    element_type: str
+    layout: str = "row"
+    ld: int | None = None
+    bias_mode: str = "none"
+    bias_layout: str = "row"
+    ldbias: int | None = None
+    activation: str = "identity"
+    scope: str = "subgroup"
+
+    def __str__(self) -> str:
+        return (f"<m{self.m}n{self.n} {self.element_type} {self.layout} ld={self.ld} "
+                f"bias={self.bias_mode}/{self.bias_layout} ldbias={self.ldbias} "
+                f"{self.activation} {self.scope}>")
+
+
+def default_ld(desc: TensorDesc, which: str) -> int:
+    """The packed leading dimension of a whole tile: the stored row length (row layout) or
+    column length (col layout) of that operand's stored shape."""
+    rows, cols = {"a": (desc.m, desc.k), "b": (desc.k, desc.n), "c": (desc.m, desc.n),
+                  "d": (desc.m, desc.n)}[which]
+    if which == "a" and desc.sparse:
+        cols = (desc.k + 1) // 2
+    if {"a": desc.transpose_a, "b": desc.transpose_b}.get(which, False):
+        rows, cols = cols, rows
+    return cols if getattr(desc, f"{which}_layout") == "row" else rows
+
+
+def validate_desc(desc: TensorDesc, roles: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Neutral well-formedness: a list of (option, message); empty when valid."""
+    errs: list[tuple[str, str]] = []
+    for name, v in (("m", desc.m), ("n", desc.n), ("k", desc.k)):
+        if not isinstance(v, int) or v <= 0:
+            errs.append((name, f"`{name}` must be a positive constant, found {v}"))
+    for opt in ("a_type", "b_type", "accumulator_type", "result_type"):
+        if getattr(desc, opt) not in FORMATS:
+            errs.append((opt, f"`{opt}` must be one of {', '.join(FORMATS)}"))
+    popc = desc.math != "multiply_add"
+    if popc and (desc.a_type, desc.b_type) != ("b1", "b1"):
+        errs.append(("math", f"`math: {desc.math}` needs b1 A and B"))
+    if not popc and "b1" in (desc.a_type, desc.b_type):
+        errs.append(("math", "b1 A/B need `math: xor_popcount` or `and_popcount`"))
+    if desc.sparse and "metadata" not in roles:
+        errs.append(("metadata", f"`sparsity: {desc.sparsity}` needs a `metadata:` pointer"))
+    if not desc.sparse and "metadata" in roles:
+        errs.append(("metadata", "`metadata:` is only meaningful for structured sparsity"))
+    if desc.sparse and desc.k % SPARSE_GROUP[desc.sparsity]:
+        errs.append(("k", f"K={desc.k} is not a whole number of "
+                     f"{SPARSE_GROUP[desc.sparsity]}-wide sparsity groups"))
+    for side in ("a", "b"):
+        mode = getattr(desc, f"{side}_scale_mode")
+        has = f"{side}_scale" in roles
+        if mode != "none" and not has:
+            errs.append((f"{side}_scale_mode", f"`{side}_scale_mode: {mode}` needs an "
+                         f"`{side}_scale:` pointer"))
+        if mode == "none" and has:
+            errs.append((f"{side}_scale", f"`{side}_scale:` needs a `{side}_scale_mode`"))
+        if mode == "none" and getattr(desc, f"{side}_scale_type") is not None:
+            errs.append((f"{side}_scale_type", f"`{side}_scale_type` needs a "
+                         f"`{side}_scale_mode`"))
+    for opt in ("lda", "ldb", "ldc", "ldd", "ldsa", "ldsb"):
+        v = getattr(desc, opt)
+        if v is not None and v <= 0:
+            errs.append((opt, f"`{opt}` must be positive, found {v}"))
+        if v is not None and opt in roles:
+            errs.append((opt, f"`{opt}` is both static and runtime"))
+    return errs
+
+
+def validate_epilogue(desc: EpilogueDesc, roles: tuple[str, ...]) -> list[tuple[str, str]]:
+    errs: list[tuple[str, str]] = []
+    if desc.m <= 0 or desc.n <= 0:
+        errs.append(("shape", "the epilogue shape must have positive M and N"))
+    if desc.element_type not in EPILOGUE_TYPES:
+        errs.append(("element_type", f"`element_type` must be one of "
+                     f"{', '.join(EPILOGUE_TYPES)}"))
+    if (desc.bias_mode == "none") != ("bias" not in roles):
+        errs.append(("bias", "`bias:` and a `bias_mode` other than none go together"))
+    if desc.activation == "clamp" and not {"clamp_min", "clamp_max"} <= set(roles):
+        errs.append(("clamp_min", "`activation: clamp` needs `clamp_min:` and `clamp_max:`"))
+    if desc.activation != "clamp" and {"clamp_min", "clamp_max"} & set(roles):
+        errs.append(("clamp_min", "`clamp_min:`/`clamp_max:` need `activation: clamp`"))
+    for opt in ("ld", "ldbias"):
+        v = getattr(desc, opt)
+        if v is not None and v <= 0:
+            errs.append((opt, f"`{opt}` must be positive, found {v}"))
+    return errs
