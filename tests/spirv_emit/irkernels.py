@@ -5,7 +5,9 @@ the execution tests compute the same results with numpy oracles.
 """
 from __future__ import annotations
 
-from toolchain.compiler.ir import (BOOL, F32, I32, I64, U16, U32, U64, VOID, Builder, Module,
+import struct
+
+from toolchain.compiler.ir import (BOOL, F32, I32, I64, U16, U32, VOID, Builder, Module,
                                    ptr)
 
 G = "global"
@@ -372,5 +374,36 @@ def arith_module() -> Module:
     for k, r in enumerate(res):
         b.store(at(b, out, b.add(b.mul(i, b.const(I32, ARITH_OUTPUTS)), b.const(I32, k))),
                 c(r, I64))
+    b.ret()
+    return b.module
+
+
+def aggregates_module() -> Module:
+    """agg(x: f32*, out: f32*): a struct {f32 s; u8 tag; i64 w} alloca filled through
+    fieldptr, copied with memcpy into a second alloca, read back through byteadd; plus a
+    constant-space lookup table global and a select: out[i] = copy.s * 2 + table[i % 4]
+    + (copy.tag == 7 ? copy.w : -1)."""
+    from toolchain.compiler.ir import I8, ArrayType, StructType
+    b = Builder(Module("agg"))
+    st = StructType("rec", (("s", F32), ("tag", I8), ("w", I64)))
+    table = b.global_var("table", ArrayType(F32, 4),
+                         struct.pack("<4f", 0.5, 1.5, 2.5, 3.5),
+                         constant=True, space="constant")
+    fn = _kernel(b, "agg", [("x", ptr(F32, G)), ("out", ptr(F32, G))])
+    px, pout = fn.params
+    i = global_id(b)
+    r1, r2 = b.alloca(st, "r1"), b.alloca(st, "r2")
+    b.store(b.fieldptr(r1, 0), b.load(at(b, px, i)))
+    b.store(b.fieldptr(r1, 1), b.const(I8, 7))
+    b.store(b.fieldptr(r1, 2), b.convert(i, I64))
+    b.memcpy(r2, r1, st.size)
+    w_ptr = b.bitcast(b.byteadd(r2, b.const(I64, st.offsets[2])), ptr(I64, "private"))
+    tag = b.load(b.fieldptr(r2, 1))
+    w = b.select(b.cmp("eq", tag, b.const(I8, 7)), b.load(w_ptr), b.const(I64, -1))
+    tab = b.elemptr(table)
+    entry = b.load(at(b, tab, b.rem(i, b.const(I32, 4))))
+    val = b.add(b.add(b.mul(b.load(b.fieldptr(r2, 0)), b.const(F32, 2.0)), entry),
+                b.convert(w, F32))
+    b.store(at(b, pout, i), val)
     b.ret()
     return b.module

@@ -7,7 +7,7 @@ import pytest
 from tests.spirv_emit.irkernels import _kernel, at, global_id
 from tests.support.spirv import validate
 from toolchain.compiler.diagnostics import CompileError, Span
-from toolchain.compiler.ir import (BOOL, F32, I32, U8, U32, VOID, Builder, Instr, Module,
+from toolchain.compiler.ir import (BOOL, F32, I32, U8, U16, U32, VOID, Builder, Instr, Module,
                                    ptr)
 from toolchain.compiler.targets.spirv import emit_spirv
 from toolchain.compiler.targets.spirv import emit_function
@@ -69,14 +69,39 @@ def test_gpu_assert_is_rejected_with_or_without_checks(checks):
     assert "SPIR-V rejects gpu_assert" in d.message
 
 
-@pytest.mark.parametrize("op", ["tensor.mma", "tensor.transfer"])
-def test_tensor_operations_are_capability_errors(op):
-    """No tensor op exists in the IR table yet; a frontend that emits one (bypassing the
-    builder's table check) gets E0510 at the op, not a KeyError from a verifier."""
+def _tensor_module(which: str):
+    from toolchain.compiler.ir.tensor import EpilogueDesc, TensorDesc
+    b = Builder(Module("t"))
+    fn = _kernel(b, "t", [("a", ptr(U16, "global")), ("c", ptr(F32, "global"))])
+    a, c = fn.params
+    if which == "mma":
+        desc = TensorDesc(16, 16, 16, "f16", "f16", "f32", "f32")
+        b.tensor_mma(desc, a, a, c, c, span=SPAN)
+    elif which == "matmul":
+        desc = TensorDesc(16, 16, 16, "f16", "f16", "f32", "f32", lda=16, ldb=16, ldc=16,
+                          ldd=16)
+        z = b.const(U32, 0)
+        b.tensor_matmul(desc, a, a, c, c, [z, z, b.const(U32, 16), b.const(U32, 16),
+                                           b.const(U32, 16)], span=SPAN)
+    else:
+        b.tensor_epilogue(EpilogueDesc(16, 16, "f32"), c, span=SPAN)
+    b.ret()
+    return b.module
+
+
+@pytest.mark.parametrize("which", ["mma", "matmul", "epilogue"])
+def test_tensor_operations_are_capability_errors(which):
+    code, msg, span = _code(_tensor_module(which))
+    assert code == "E0510" and span == SPAN and f"tensor_{which}" in msg
+
+
+def test_unknown_ops_are_capability_errors_not_keyerrors():
+    """An op outside the IR table (a foreign frontend bypassing the builder) is E0510 at
+    the op, before the shared verifiers index the table."""
     def body(b, fn):
-        b.block.instrs.append(Instr(op, VOID, [], {}, [], SPAN, b.block))
+        b.block.instrs.append(Instr("tensor.transfer", VOID, [], {}, [], SPAN, b.block))
     code, msg, span = _code(_module(body))
-    assert code == "E0510" and span == SPAN and "tensor operation" in msg
+    assert code == "E0510" and span == SPAN and "tensor.transfer" in msg
 
 
 def test_vector_load_of_bytes_is_an_operand_error():

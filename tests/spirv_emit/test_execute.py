@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from tests.spirv_emit import irkernels as K
-from tests.spirv_emit import oracles as O
 from tests.support.opencl import Buf, Local, Scalar, opencl_available, run_spirv_kernel
 from tests.support.spirv import validate
 from toolchain.compiler.ir import U64
@@ -222,3 +221,15 @@ def test_arithmetic_and_conversions_follow_c_semantics():
         want = _arith_oracle(int(a[k]), int(b[k]), float(f[k]))
         want = [int(g) if w is None else w for w, g in zip(want, got[k])]
         assert list(got[k]) == want, f"item {k}: a={a[k]} b={b[k]} f={f[k]}"
+
+
+def test_structs_memcpy_byteadd_and_constant_tables():
+    rng = np.random.default_rng(9)
+    n = 64
+    x = rand_f32(rng, n)
+    out = run_spirv_kernel(build(K.aggregates_module()), "agg", [n], [32],
+                           [Buf(x), Buf(nan_out(n), out=True)])
+    got = np.frombuffer(out[1], np.float32)
+    i = np.arange(n)
+    table = np.array([0.5, 1.5, 2.5, 3.5], np.float32)
+    np.testing.assert_array_equal(got, x * 2 + table[i % 4] + i.astype(np.float32))

@@ -32,6 +32,7 @@ CASES = {
     "intrinsics": (K.intrinsics_module, {}, "opencl2.0"),
     "vec4": (K.vec4_module, {}, "opencl2.0"),
     "generic_casts": (B.generic_module, {}, "opencl2.0"),
+    "aggregates_globals": (K.aggregates_module, {}, "opencl2.0"),
     # u64 atomics declare Int64Atomics, which spirv-val accepts only under spv1.0
     "atomics_u64": (lambda: K.atomics_module(U64), {}, "spv1.0"),
 }

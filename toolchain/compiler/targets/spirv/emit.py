@@ -31,7 +31,8 @@ from ...ir.module import Function, Global, Module as IRModule
 from ...ir.types import ArrayType, BoolType, FloatType, IntType, PtrType
 from . import capabilities as caps
 from . import emit_arith, emit_control, emit_math, emit_memory, emit_subgroup, emit_sync
-from .emit_function import FnEmitter
+from . import tensor_reject
+from .emit_function import FnEmitter, register
 from .module import Module
 from .types_map import STORAGE, TypeMap
 
@@ -239,3 +240,4 @@ def _const_from_bytes(ctx: Context, t, data: bytes) -> int:
 
 
 assert _LOWERINGS  # importing the lowering modules registers their ops
+register(tensor_reject.LOWER)  # tensor.mma/matmul/epilogue: explicit E0510 (gpu.md)

@@ -9,9 +9,10 @@ Invariants:
     gives bool no storage layout (and IR bool is one byte in memory). Loads and stores
     of bool convert between the two forms.
   * IR address spaces map to storage classes: global -> CrossWorkgroup, workgroup ->
-    Workgroup, private -> Function (allocas, private arrays: per work-item storage that
-    PoCL replicates across its work-item loops; a module-scope Private variable would be
-    one copy per work-group there), generic -> Generic, constant -> UniformConstant.
+    Workgroup, private -> Function (allocas AND gpu.alloc private arrays: the Private
+    storage class needs the Shader capability, which `spirv-val --target-env opencl2.0`
+    rejects, and Function variables are per work-item), generic -> Generic, constant ->
+    UniformConstant.
   * Types SPIR-V for OpenCL cannot hold (function pointers, void values in memory) raise
     E0510 at the span given by the caller.
 """
