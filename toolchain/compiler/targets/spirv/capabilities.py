@@ -2,8 +2,9 @@
 
 Capability diagnostics (E0510-E0519) are raised at the offending op's source span; nothing
 this profile cannot represent is ever narrowed silently:
-  E0510  a type or construct with no OpenCL SPIR-V form (function pointers, tensor ops,
-         globals of an unsupported space, dynamic workgroup views in helpers, ...)
+  E0510  a type or construct with no OpenCL SPIR-V form (function pointers, tensor ops
+         (tensor_reject.py), globals of an unsupported space, dynamic workgroup views in
+         helpers, ops outside the IR table, ...)
   E0511  subgroup.shuffle whose source lane is not a compile-time constant
   E0512  debug.print (gpu_print is PTX only)
   E0513  debug.assert (gpu_assert; SPIR-V rejects it, LANGUAGE.md §11)

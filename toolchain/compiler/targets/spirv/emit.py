@@ -3,8 +3,10 @@
 Shape of every module (gpu.md "SPIR-V (OpenCL) target"):
   * SPIR-V 1.0, Physical64 addressing, OpenCL memory model; capabilities are exactly what
     the instructions use (Kernel, Addresses, Int64 for size_t built-ins, Int8/Int16/
-    Float64 only when those widths appear, Groups/SubgroupBallotKHR/SubgroupVoteKHR for
-    subgroups, GenericPointer for generic pointers, Int64Atomics for u64 atomics).
+    Float64 only when those widths appear (half2.fma computes in f64), Float16Buffer
+    for the half* that vload_half/vstore_half take (never Float16), Groups/
+    SubgroupBallotKHR/SubgroupVoteKHR for subgroups, GenericPointer for generic
+    pointers, Int64Atomics for u64 atomics).
   * One `OpEntryPoint Kernel` per kernel, whose interface lists the built-in Input
     variables its call tree loads; `kernel(block=...)` adds `OpExecutionMode LocalSize`.
   * Helpers the kernels reach (device_program's order, callees first) are ordinary
@@ -37,8 +39,6 @@ from .module import Module
 from .types_map import STORAGE, TypeMap
 
 _LOWERINGS = (emit_arith, emit_control, emit_math, emit_memory, emit_subgroup, emit_sync)
-
-
 SUBGROUP_OPS = ("khr", "core")
 
 
