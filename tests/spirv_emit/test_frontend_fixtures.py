@@ -99,3 +99,19 @@ def test_unreachable_host_function_is_not_emitted():
     from toolchain.compiler.targets.spirv.disasm import disassemble
     text = disassemble(compile_fixture("saxpy_helper"))
     assert '"axpy"' in text and '"host_only"' not in text
+
+
+OWN = Path(__file__).parent / "data"
+
+
+@pytest.mark.parametrize("stem, env", [("gpu_features", "opencl2.0"),
+                                       ("atomics_u64", "spv1.0")])   # Int64Atomics
+def test_gpu_constructs_through_the_frontend_validate(stem, env):
+    """Workgroup/private/dynamic storage, barriers, async staging, atomics and subgroups
+    as the Mettle frontend lowers them (gpu.md's examples)."""
+    from toolchain.compiler.targets.spirv.disasm import disassemble
+    module, _ = api.compile_to_ir(str(OWN / f"{stem}.mettle"), gpu=True)
+    spv = emit_spirv(module)
+    validate(spv, env)
+    text = disassemble(spv)
+    assert ("OpCapability Int64Atomics" in text) == (env == "spv1.0")
