@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.spirv_emit import irkernels as K
+from tests.spirv_emit.runtime import need_extension
 from tests.support.opencl import Buf, Local, Scalar, opencl_available, run_spirv_kernel
 from tests.support.spirv import validate
 from toolchain.compiler.ir import U64
@@ -161,6 +162,9 @@ def _atomics_expect(items: int, dtype, start):
 
 @pytest.mark.parametrize("width", [32, 64])
 def test_atomic_contention(width):
+    if width == 64:
+        need_extension("cl_khr_int64_base_atomics")
+        need_extension("cl_khr_int64_extended_atomics")   # min/max/and/or/xor
     dtype, name = (np.uint32, "uint32") if width == 32 else (np.uint64, "uint64")
     elem = None if width == 32 else U64
     env = "opencl2.0" if width == 32 else "spv1.0"   # Int64Atomics validates only there

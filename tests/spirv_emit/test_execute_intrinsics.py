@@ -5,30 +5,17 @@ Subgroup tests skip with the exact reason when the device's CL_DEVICE_EXTENSIONS
 cl_khr_subgroups (probed inside the trixie root)."""
 from __future__ import annotations
 
-import functools
-
 import pytest
 
 from tests.spirv_emit import irkernels as K
 from tests.spirv_emit import oracles as O
 from tests.spirv_emit.test_execute import build, nan_out, poison_u32, rand_f32
-from tests.support.opencl import Buf, opencl_available, run_in_root, run_spirv_kernel
+from tests.spirv_emit.runtime import need_extension
+from tests.support.opencl import Buf, opencl_available, run_spirv_kernel
 from tests.support.spirv import validate
 from toolchain.compiler.targets.spirv import emit_spirv
 
 np = pytest.importorskip("numpy")
-
-
-
-@functools.lru_cache(maxsize=None)
-def device_extensions() -> set[str]:
-    """CL_DEVICE_EXTENSIONS (0x1030) of every OpenCL device in the root."""
-    inner = ("python3 -c \"from toolchain.providers.opencl.host import OpenCL\n"
-             "cl = OpenCL()\n"
-             "for p in cl.platforms():\n"
-             "    for d in cl.devices(p): print(cl.device_info(d, 0x1030))\"")
-    proc = run_in_root(inner, timeout=120)
-    return set(proc.stdout.split())
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -38,11 +25,7 @@ def _runtime():
         pytest.skip(why)
 
 
-def _need(ext: str) -> None:
-    if ext not in device_extensions():
-        pytest.skip(f"the OpenCL device does not report {ext} in CL_DEVICE_EXTENSIONS")
-
-
+_need = need_extension
 KHR_REFUSED = "uses unknown extension 'SPV_KHR_shader_ballot'"
 
 
