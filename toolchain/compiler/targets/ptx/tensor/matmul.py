@@ -1,0 +1,133 @@
+"""tensor.matmul on PTX: one bounded output region per subgroup (gpu.md semantics).
+
+For every row+r < M and column+c < N of the m x n region:
+D[r,c] = C[r,c] + sum(q < K) A[r,q]*B[q,c]; out-of-range outputs are untouched, K == 0
+copies C to D. Selection happens at run time with uniform predicates:
+- native interior: the whole region is in range, the warp is complete, K >= one native
+  chunk, every region origin is aligned for WMMA and each leading dimension is a multiple
+  of 16 bytes. C is loaded once, all complete K chunks stay in the resident accumulators
+  (wmma.run_grid's runtime loop), D is stored once; a K remainder then continues
+  cooperatively from that stored D (warp-synchronised before and after);
+- otherwise exact cooperative scalar replay (replay.py) from C over all of K.
+A region whose accumulator tuple exceeds TUPLE_BUDGET always replays. Families: f16/bf16
+to f32, f64, i8/u8 to wrapping i32, subgroup scope; the others are refused (E0504/E0505).
+"""
+from __future__ import annotations
+
+from .capabilities import refuse, select_wmma
+from .common import Mat, add_addr, label, linear, mat, offset_terms, operands, scale_bytes
+from .replay import Region, replay
+from .wmma import run_grid
+
+TUPLE_BUDGET = 200                      # registers of resident fragments per lane
+ALIGN = {"i8": 16, "u8": 16}            # WMMA origin alignment in bytes (default 32)
+_FAMILIES = {("f16", "f32"), ("bf16", "f32"), ("f64", "f64"), ("i8", "i32"),
+             ("u8", "i32")}
+
+
+def _check_family(desc, profile, span) -> None:
+    if desc.sparse or desc.scaled or desc.a_type in ("e4m3", "e5m2", "e2m3", "e3m2",
+                                                     "e2m1"):
+        raise refuse(desc, "sparse, FP8 and block-scaled tensor_matmul regions are not "
+                     "implemented by this PTX backend yet", span)
+    fam = "i8" if {desc.a_type, desc.b_type} <= {"i8", "u8"} else desc.a_type
+    if fam != "i8" and desc.a_type != desc.b_type:
+        raise refuse(desc, "mixed A/B formats need matching WMMA inputs", span)
+    if fam == "tf32":
+        raise refuse(desc, "TF32 regions would need an inexact scalar TF32 tail", span)
+    if (fam, desc.accumulator_type) not in _FAMILIES or \
+            desc.accumulator_type != desc.result_type:
+        raise refuse(desc, "tensor_matmul supports f16/bf16->f32, f64->f64 and "
+                     "i8/u8->i32 (reduced-precision results are refused)", span)
+    if desc.overflow != "wrap":
+        raise refuse(desc, "saturating integer regions have no exact scalar tail", span)
+    if desc.scope != "subgroup":
+        raise refuse(desc, "tensor_matmul regions are subgroup-scoped", span)
+
+
+def _budget(plan) -> bool:
+    gm, gn = plan.grid
+    return gm * gn * plan.d_regs + min(gm, gn) * max(plan.a_regs, plan.b_regs) + \
+        max(plan.a_regs, plan.b_regs) <= TUPLE_BUDGET
+
+
+def _origin(em, m: Mat, row, col) -> Mat:
+    addr = add_addr(em, m.base, scale_bytes(em, linear(em, offset_terms(m, row, col)),
+                                            m.bits))
+    return Mat(addr, m.space, m.layout, m.ld, m.bits)
+
+
+def _aligned(em, mats: list[Mat], align: int) -> str | None:
+    """A predicate: every origin is `align`-byte aligned and every runtime leading
+    dimension is a multiple of 16 bytes. None when a static ld already rules native out."""
+    bad = em.new("rd")
+    em.emit(f"mov.u64 {bad}, 0")
+    for m in mats:
+        if isinstance(m.ld, int):
+            if (m.ld * m.bits // 8) % 16:
+                return None
+        else:
+            t = em.new("r")
+            em.emit(f"mul.lo.u32 {t}, {m.ld}, {m.bits // 8}")
+            em.emit(f"and.b32 {t}, {t}, 15")
+            w = em.new("rd")
+            em.emit(f"cvt.u64.u32 {w}, {t}")
+            em.emit(f"or.b64 {bad}, {bad}, {w}")
+        t = em.new("rd")
+        em.emit(f"and.b64 {t}, {m.base}, {align - 1}")
+        em.emit(f"or.b64 {bad}, {bad}, {t}")
+    p = em.new("p")
+    em.emit(f"setp.eq.u64 {p}, {bad}, 0")
+    return p
+
+
+def _native_pred(em, g: Region, plan, origins: list[Mat]) -> str | None:
+    desc = g.desc
+    aligned = _aligned(em, origins, ALIGN.get(desc.a_type, 32))
+    if aligned is None:
+        return None
+    ok = em.new("p")
+    em.emit(f"mov.pred {ok}, {aligned}")
+    for base, size, bound in ((g.row, desc.m, g.M), (g.col, desc.n, g.N)):
+        end, lim, p = em.new("rd"), em.new("rd"), em.new("p")
+        em.emit(f"cvt.u64.u32 {end}, {base}")
+        em.emit(f"add.s64 {end}, {end}, {size}")
+        em.emit(f"cvt.u64.u32 {lim}, {bound}")
+        em.emit(f"setp.le.and.u64 {ok}, {end}, {lim}, {ok}")
+    mask = em.new("r")
+    em.emit(f"activemask.b32 {mask}")
+    em.emit(f"setp.eq.and.u32 {ok}, {mask}, 0xFFFFFFFF, {ok}")
+    em.emit(f"setp.ge.and.u32 {ok}, {g.K}, {plan.shape[2]}, {ok}")
+    return ok
+
+
+def lower_matmul(em, ins) -> None:
+    desc, ops = ins.attrs["desc"], operands(ins)
+    _check_family(desc, em.profile, ins.span)
+    plan = select_wmma(desc, em.profile, ins.span)
+    A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
+    g = Region(desc, A, B, C, D, *(em.reg(ops[k]) for k in ("row", "column", "m", "n", "k")))
+    end, slow = label(em, "tmm_end"), label(em, "tmm_replay")
+    native = None
+    if _budget(plan):
+        origins = [_origin(em, A, g.row, 0), _origin(em, B, 0, g.col),
+                   _origin(em, C, g.row, g.col), _origin(em, D, g.row, g.col)]
+        native = _native_pred(em, g, plan, origins)
+    if native is not None:
+        em.emit(f"@!{native} bra.uni {slow}")
+        pk = plan.shape[2]
+        chunks, kfull, tail = em.new("r"), em.new("r"), em.new("p")
+        em.emit(f"div.u32 {chunks}, {g.K}, {pk}")
+        run_grid(em, plan, desc, *origins, chunks)
+        em.emit(f"mul.lo.u32 {kfull}, {chunks}, {pk}")
+        em.emit(f"setp.ge.u32 {tail}, {kfull}, {g.K}")
+        em.emit(f"@{tail} bra.uni {end}")
+        em.emit("bar.warp.sync -1")              # the stored D is what the tail extends
+        replay(em, g, kfull, init_from_d=True)
+        em.emit(f"bra.uni {end}")
+    em.raw(f"{slow}:")
+    replay(em, g, 0, init_from_d=False)
+    em.raw(f"{end}:")
+    mask = em.new("r")
+    em.emit(f"activemask.b32 {mask}")
+    em.emit(f"bar.warp.sync {mask}")               # exit-ordered for the whole subgroup

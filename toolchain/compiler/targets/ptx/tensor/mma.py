@@ -1,0 +1,41 @@
+"""tensor.mma on PTX: one whole D = A*B + C tile as a stable-WMMA load/MMA/store sequence.
+
+Subgroup scope: the calling warp executes the tile (all 32 lanes, a WMMA precondition).
+Workgroup scope: every work-item reaches the operation; it is entry- and exit-ordered by
+`bar.sync 0`, and warp 0 of the workgroup executes the tile in between, so the result is
+visible to the whole workgroup afterwards.
+"""
+from __future__ import annotations
+
+from .capabilities import select_wmma
+from .common import label, mat, operands
+from .wmma import run_grid
+
+
+def warp_zero(em) -> str:
+    """A predicate that is true in warp 0 of the workgroup (linear thread id < 32)."""
+    r = {k: em.new("r") for k in ("tx", "ty", "tz", "nx", "ny", "lin")}
+    for k, sreg in (("tx", "%tid.x"), ("ty", "%tid.y"), ("tz", "%tid.z"),
+                    ("nx", "%ntid.x"), ("ny", "%ntid.y")):
+        em.emit(f"mov.u32 {r[k]}, {sreg}")
+    em.emit(f"mad.lo.u32 {r['lin']}, {r['tz']}, {r['ny']}, {r['ty']}")
+    em.emit(f"mad.lo.u32 {r['lin']}, {r['lin']}, {r['nx']}, {r['tx']}")
+    p = em.new("p")
+    em.emit(f"setp.lt.u32 {p}, {r['lin']}, 32")
+    return p
+
+
+def lower_mma(em, ins) -> None:
+    desc = ins.attrs["desc"]
+    ops = operands(ins)
+    plan = select_wmma(desc, em.profile, ins.span)
+    skip = None
+    if desc.scope == "workgroup":
+        em.emit("bar.sync 0")
+        p, skip = warp_zero(em), label(em, "tmma_skip")
+        em.emit(f"@!{p} bra {skip}")
+    A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
+    run_grid(em, plan, desc, A, B, C, D, plan.chunks)
+    if skip is not None:
+        em.raw(f"{skip}:")
+        em.emit("bar.sync 0")

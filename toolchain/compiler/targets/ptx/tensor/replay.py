@@ -1,0 +1,137 @@
+"""Exact cooperative scalar replay of a tensor.matmul region (gpu.md: partial M/N, K tails,
+K below one native chunk, partial warps, misaligned origins, tuple-budget refusals).
+
+The region's m*n output elements are dealt round-robin to the live lanes (rank among
+`activemask`, so any partial warp covers every element exactly once). Each lane computes
+D[r,c] = init + sum(q = q0 .. K-1) A[r,q]*B[q,c] sequentially in q order with the
+family's arithmetic: f32 `fma.rn` for f16/bf16 (exactly widened), f64 `fma.rn`, and
+wrapping `mad.lo.s32` for i8/u8. `init` is C[r,c] (a whole replay) or the D value the
+native interior already stored (a K tail). Out-of-range coordinates (row+r >= M or
+col+c >= N, compared in 64 bits) are skipped, so they are never read or written. Every
+address is built in 64 bits (common.elem_addr).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .common import Mat, elem_addr, label, linear, live_lanes, offset_terms, scale_bytes
+
+COMPUTE = {"f16": "f", "bf16": "f", "f32": "f", "f64": "fd", "i8": "r", "u8": "r",
+           "i32": "r"}
+
+
+@dataclass
+class Region:
+    desc: object
+    A: Mat
+    B: Mat
+    C: Mat
+    D: Mat
+    row: str
+    col: str
+    M: str
+    N: str
+    K: str
+
+
+def load_value(em, fmt: str, m: Mat, addr: str) -> str:
+    """Load one element and widen it exactly to the replay's compute register."""
+    if fmt in ("f16", "bf16"):
+        h, out = em.new("rs"), em.new("f")
+        em.emit(f"ld{m.space}.b16 {h}, [{addr}]")
+        if fmt == "f16":
+            em.emit(f"cvt.f32.f16 {out}, {h}")
+        else:
+            w = em.new("r")
+            em.emit(f"cvt.u32.u16 {w}, {h}")
+            em.emit(f"shl.b32 {w}, {w}, 16")
+            em.emit(f"mov.b32 {out}, {w}")
+        return out
+    kind = {"f32": ("f", "f32"), "f64": ("fd", "f64"), "i8": ("r", "s8"),
+            "u8": ("r", "u8"), "i32": ("r", "s32")}[fmt]
+    out = em.new(kind[0])
+    em.emit(f"ld{m.space}.{kind[1]} {out}, [{addr}]")
+    return out
+
+
+def store_value(em, fmt: str, m: Mat, addr: str, value: str) -> None:
+    em.emit(f"st{m.space}.{ {'f32': 'f32', 'f64': 'f64', 'i32': 's32'}[fmt]} [{addr}], "
+            f"{value}")
+
+
+def fma(em, fmt: str, acc: str, a: str, b: str) -> None:
+    if COMPUTE[fmt] == "r":
+        em.emit(f"mad.lo.s32 {acc}, {a}, {b}, {acc}")
+    else:
+        em.emit(f"fma.rn.{'f64' if COMPUTE[fmt] == 'fd' else 'f32'} {acc}, {a}, {b}, {acc}")
+
+
+def _coords(em, g: Region, e: str) -> tuple[str, str, str]:
+    """(global row, global column, in-range predicate) of local element `e`."""
+    n = g.desc.n
+    r, c = em.new("r"), em.new("r")
+    em.emit(f"div.u32 {r}, {e}, {n}")
+    em.emit(f"rem.u32 {c}, {e}, {n}")
+    ok = em.new("p")
+    inr = []
+    for base, local, bound in ((g.row, r, g.M), (g.col, c, g.N)):
+        w, lim = em.new("rd"), em.new("rd")
+        em.emit(f"cvt.u64.u32 {w}, {base}")
+        em.emit(f"cvt.u64.u32 {lim}, {bound}")
+        loc = em.new("rd")
+        em.emit(f"cvt.u64.u32 {loc}, {local}")
+        em.emit(f"add.s64 {w}, {w}, {loc}")
+        p = em.new("p")
+        em.emit(f"setp.lt.u64 {p}, {w}, {lim}")
+        inr.append(p)
+    em.emit(f"and.pred {ok}, {inr[0]}, {inr[1]}")
+    gr, gc = em.new("r"), em.new("r")
+    em.emit(f"add.u32 {gr}, {g.row}, {r}")
+    em.emit(f"add.u32 {gc}, {g.col}, {c}")
+    return gr, gc, ok
+
+
+def replay(em, g: Region, q0: int | str, init_from_d: bool) -> None:
+    """Emit the whole cooperative replay loop (see the module docstring)."""
+    desc = g.desc
+    _, rank, count = live_lanes(em)
+    e, p = em.new("r"), em.new("p")
+    em.emit(f"mov.u32 {e}, {rank}")
+    top, nxt, end = label(em, "trp_e"), label(em, "trp_next"), label(em, "trp_end")
+    em.raw(f"{top}:")
+    em.emit(f"setp.ge.u32 {p}, {e}, {desc.m * desc.n}")
+    em.emit(f"@{p} bra {end}")
+    gr, gc, ok = _coords(em, g, e)
+    em.emit(f"@!{ok} bra {nxt}")
+    init = g.D if init_from_d else g.C
+    init_fmt = desc.result_type if init_from_d else desc.accumulator_type
+    acc = load_value(em, init_fmt, init, elem_addr(em, init, gr, gc))
+    _k_loop(em, g, gr, gc, q0, acc)
+    store_value(em, desc.result_type, g.D, elem_addr(em, g.D, gr, gc), acc)
+    em.raw(f"{nxt}:")
+    em.emit(f"add.u32 {e}, {e}, {count}")
+    em.emit(f"bra.uni {top}")
+    em.raw(f"{end}:")
+
+
+def _k_loop(em, g: Region, gr: str, gc: str, q0: int | str, acc: str) -> None:
+    desc = g.desc
+    q, p = em.new("r"), em.new("p")
+    em.emit(f"mov.u32 {q}, {q0}")
+    pa, pb = em.new("rd"), em.new("rd")
+    em.emit(f"mov.u64 {pa}, {elem_addr(em, g.A, gr, q)}")
+    em.emit(f"mov.u64 {pb}, {elem_addr(em, g.B, q, gc)}")
+    sa = scale_bytes(em, linear(em, offset_terms(g.A, 0, 1)), g.A.bits)
+    sb = scale_bytes(em, linear(em, offset_terms(g.B, 1, 0)), g.B.bits)
+    top, end = label(em, "trp_k"), label(em, "trp_kend")
+    em.raw(f"{top}:")
+    em.emit(f"setp.ge.u32 {p}, {q}, {g.K}")
+    em.emit(f"@{p} bra {end}")
+    va = load_value(em, desc.a_type, g.A, pa)
+    vb = load_value(em, desc.b_type, g.B, pb)
+    fma(em, desc.accumulator_type, acc, va, vb)
+    em.emit(f"add.s64 {pa}, {pa}, {sa}")
+    em.emit(f"add.s64 {pb}, {pb}, {sb}")
+    em.emit(f"add.u32 {q}, {q}, 1")
+    em.emit(f"bra {top}")
+    em.raw(f"{end}:")
