@@ -45,6 +45,7 @@ find_python39() {
   libpath=$(debian_python39_libpath "$BOOT/python3.9")
   export LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   PY39=$(debian_python39 "$BOOT/python3.9")
+  DEBIAN_PY39=1
   # ./pants sources this on every run: the unpacked interpreter needs its libraries.
   echo "export LD_LIBRARY_PATH=\"$libpath\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}\"" \
     > "$BOOT/env.sh"
@@ -56,7 +57,12 @@ ensure_venv() {
   local dir=$1 stamp=$2; shift 2
   [[ -f "$dir/.stamp" && "$(cat "$dir/.stamp")" == "$stamp" ]] && return 0
   rm -rf "$dir"
-  "$PY39" -m venv "$dir"
+  if [[ -n "${DEBIAN_PY39:-}" ]]; then
+    "$PY39" -m venv --without-pip "$dir"
+    debian_python39_pip "$BOOT/python3.9" "$dir/bin/python"
+  else
+    "$PY39" -m venv "$dir"
+  fi
   "$dir/bin/python" -m pip install -q --upgrade "pip<24" >&2
   "$dir/bin/python" -m pip install -q "$@" >&2
   echo "$stamp" > "$dir/.stamp"

@@ -27,7 +27,7 @@ debian_mirror() {
 # bullseye links against OpenSSL 1.1 and libffi7, which bookworm no longer ships.
 DEBIAN_PY39_PACKAGES=(
   python3.9-minimal libpython3.9-minimal libpython3.9-stdlib python3.9 python3.9-venv
-  python3-distutils python3-lib2to3 python-pip-whl python-setuptools-whl
+  python3-distutils python3-lib2to3 python-pip-whl
   libssl1.1 libffi7 libmpdec3
 )
 
@@ -50,10 +50,12 @@ debian_python39() {
     -o "APT::Sandbox::User=root" -o "Debug::NoLocking=1"
   )
   echo "pants bootstrap: fetching CPython 3.9 from Debian bullseye ($mirror)" >&2
-  apt-get "${opts[@]}" -qq update >&2
-  (cd "$apt_dir/archives" && apt-get "${opts[@]}" -qq download "${DEBIAN_PY39_PACKAGES[@]}") >&2
+  # Explicit `|| return`: errexit does not reach into the $(...) that callers use.
+  apt-get "${opts[@]}" -qq update >&2 || return 1
+  (cd "$apt_dir/archives" && apt-get "${opts[@]}" -qq download "${DEBIAN_PY39_PACKAGES[@]}") >&2 ||
+    return 1
   local deb
-  for deb in "$apt_dir"/archives/*.deb; do dpkg -x "$deb" "$prefix/root"; done
+  for deb in "$apt_dir"/archives/*.deb; do dpkg -x "$deb" "$prefix/root" || return 1; done
   touch "$prefix/.complete"
   echo "$py"
 }
@@ -64,4 +66,13 @@ debian_python39_libpath() {
   local triple
   triple="$(uname -m)-linux-gnu"
   echo "$root/usr/lib/$triple:$root/lib/$triple"
+}
+
+# Debian's ensurepip reads wheels from the system's /usr/share/python-wheels, so venvs made
+# by the unpacked interpreter start without pip; Debian's de-vendored pip 20.3 runs from
+# the unpacked wheels on PYTHONPATH and installs a regular pip. $1 prefix, $2 venv python.
+debian_python39_pip() {
+  local wheels
+  wheels=$(find "$1/root/usr/share/python-wheels" -name '*.whl' | LC_ALL=C sort | paste -sd:)
+  PYTHONPATH="$wheels" "$2" -m pip install -q "pip<24" >&2
 }
