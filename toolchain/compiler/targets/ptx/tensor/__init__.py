@@ -6,7 +6,9 @@ cooperative scalar replay), matmul.py (tensor.matmul regions), epilogue.py
 """
 from __future__ import annotations
 
+from .epilogue import lower_epilogue
 from .matmul import lower_matmul
 from .mma import lower_mma
 
-LOWER = {"tensor.mma": lower_mma, "tensor.matmul": lower_matmul}
+LOWER = {"tensor.mma": lower_mma, "tensor.matmul": lower_matmul,
+         "tensor.epilogue": lower_epilogue}
