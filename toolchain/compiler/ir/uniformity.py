@@ -174,6 +174,8 @@ def _check_tensor(st: _FunctionState, ins: Instr, c: int, bag: DiagnosticBag) ->
 
 def verify_uniformity(functions: list[Function]) -> None:
     """Check every collective of the device program (kernels plus reachable helpers)."""
+    if not any(O.OPS[i.op].collective for f in functions for i in f.instructions()):
+        return                        # errors are only ever reported at collectives
     states = {f.name: _FunctionState(f) for f in functions}
     for st in states.values():
         if not st.fn.is_kernel:
