@@ -107,8 +107,9 @@ def write_atomic(path: str, data: bytes, executable: bool = False) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        if executable:
-            os.chmod(tmp, 0o755)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, (0o777 if executable else 0o666) & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
