@@ -67,7 +67,7 @@ def refuse(desc, why: str, span):
 
 def _family(desc: T.TensorDesc, span) -> str:
     a, b, acc, res = desc.a_type, desc.b_type, desc.accumulator_type, desc.result_type
-    if a != b and {a, b} != {"i8", "u8"} and {a, b} != {"i4", "u4"}:
+    if a != b:
         raise refuse(desc, f"WMMA needs matching A/B formats, found {a} and {b}", span)
     fam = a
     if fam not in FAMILIES:

@@ -30,8 +30,8 @@ def _check_family(desc, profile, span) -> None:
                                                      "e2m1"):
         raise refuse(desc, "sparse, FP8 and block-scaled tensor_matmul regions are not "
                      "implemented by this PTX backend yet", span)
-    fam = "i8" if {desc.a_type, desc.b_type} <= {"i8", "u8"} else desc.a_type
-    if fam != "i8" and desc.a_type != desc.b_type:
+    fam = desc.a_type
+    if desc.a_type != desc.b_type:
         raise refuse(desc, "mixed A/B formats need matching WMMA inputs", span)
     if fam == "tf32":
         raise refuse(desc, "TF32 regions would need an inexact scalar TF32 tail", span)

@@ -1,0 +1,103 @@
+"""Mettle sources of tensor kernels, shared by the CPU (tests/tensor) and hardware
+(tests/gpu/test_tensor_*.py) suites, plus compile helpers. Kernel arguments follow one
+convention: pointers a, b, c, d first, then (matmul) M, N, K, then runtime strides."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+from toolchain.compiler.driver import Options, compile_file
+
+CARRIER = {"f16": "uint16", "bf16": "uint16", "f32": "float32", "tf32": "float32",
+           "f64": "float64", "i8": "int8", "i32": "int32"}
+
+
+def carrier(fmt: str) -> str:
+    return CARRIER.get(fmt, "uint8")
+
+
+def _types(a, b, acc, res) -> str:
+    return f"a_type: {a}, b_type: {b}, accumulator_type: {acc}, result_type: {res}"
+
+
+def mma_source(name: str, a: str, b: str, acc: str, res: str, shape: str,
+               layouts=("row", "row", "row", "row"), transpose=(False, False),
+               lds: dict | None = None, runtime_ld: bool = False, extra: str = "") -> str:
+    """One tensor_mma kernel. `lds` gives static leading dimensions; with runtime_ld they
+    become uint32 parameters lda..ldd instead (same names)."""
+    params = [f"a: {carrier(a)}*", f"b: {carrier(b)}*", f"c: {carrier(acc)}*",
+              f"d: {carrier(res)}*"]
+    opts = [f"shape: {shape}", _types(a, b, acc, res)]
+    opts += [f"{w}_layout: {l}" for w, l in zip("abcd", layouts)]
+    opts += [f"transpose_{w}: true" for w, t in zip("ab", transpose) if t]
+    for k, v in (lds or {}).items():
+        if runtime_ld:
+            params.append(f"{k}: uint32")
+            opts.append(f"{k}: {k}")
+        else:
+            opts.append(f"{k}: {v}")
+    if extra:
+        opts.append(extra)
+    return (f"kernel {name}({', '.join(params)}) {{\n  tensor_mma(a, b, c, d, "
+            + ",\n    ".join(opts) + ");\n}\n")
+
+
+def matmul_source(name: str, a: str, b: str, acc: str, res: str, shape: str,
+                  layouts=("row", "row", "row", "row"), transpose=(False, False),
+                  warps: int = 1, extra: str = "") -> str:
+    """tensor_matmul with one region per warp; `warps` warps per block take consecutive
+    regions along N. Runtime lda..ldd."""
+    m, n = (int(x) for x in shape[1:].split("k")[0].split("n"))
+    params = [f"a: {carrier(a)}*", f"b: {carrier(b)}*", f"c: {carrier(acc)}*",
+              f"d: {carrier(res)}*", "pm: uint32", "pn: uint32", "pk: uint32",
+              "lda: uint32", "ldb: uint32", "ldc: uint32", "ldd: uint32"]
+    opts = [f"shape: {shape}", _types(a, b, acc, res),
+            *(f"{w}_layout: {l}" for w, l in zip("abcd", layouts)),
+            *(f"transpose_{w}: true" for w, t in zip("ab", transpose) if t),
+            "lda: lda, ldb: ldb, ldc: ldc, ldd: ldd"] + ([extra] if extra else [])
+    return (f"kernel {name}({', '.join(params)}) {{\n"
+            f"  var w: uint32 = thread.x / 32;\n"
+            f"  var row: uint32 = block.y * {m};\n"
+            f"  var column: uint32 = (block.x * {warps} + w) * {n};\n"
+            f"  tensor_matmul(a, b, c, d, row, column, pm, pn, pk,\n    "
+            + ",\n    ".join(opts) + ");\n}\n")
+
+
+def epilogue_source(name: str, fmt: str, shape: str, layout="row", bias_mode="none",
+                    bias_layout="row", activation="identity", alpha=True, beta=True,
+                    runtime_ld=False, ld=None, ldbias=None, scope="subgroup") -> str:
+    ct = "float64" if fmt == "f64" else "float32"
+    params = [f"d: {carrier(fmt)}*"]
+    opts = [f"shape: {shape}", f"element_type: {fmt}", f"layout: {layout}",
+            f"scope: {scope}"]
+    if bias_mode != "none":
+        params.append(f"bias: {carrier(fmt)}*")
+        opts += [f"bias_mode: {bias_mode}", "bias: bias", f"bias_layout: {bias_layout}"]
+    for s, on in (("alpha", alpha), ("beta", beta and bias_mode != "none")):
+        if on:
+            params.append(f"{s}: {ct}")
+            opts.append(f"{s}: {s}")
+    if activation == "clamp":
+        params += [f"lo: {ct}", f"hi: {ct}"]
+        opts += ["clamp_min: lo", "clamp_max: hi"]
+    opts.append(f"activation: {activation}")
+    for key, v in (("ldd", ld), ("ldbias", ldbias)):
+        if v is not None:
+            if runtime_ld:
+                params.append(f"{key}: uint32")
+                opts.append(f"{key}: {key}")
+            else:
+                opts.append(f"{key}: {v}")
+    return (f"kernel {name}({', '.join(params)}) {{\n  tensor_epilogue(d, "
+            + ",\n    ".join(opts) + ");\n}\n")
+
+
+def compile_ptx(source: str, arch: str, ptx_version: str | None = None) -> str:
+    """Compile Mettle source text to PTX for `arch` (raises CompileError)."""
+    with tempfile.TemporaryDirectory(prefix="mettle-tensor-") as tmp:
+        path = os.path.join(tmp, "kernel.mettle")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(source)
+        res = compile_file(path, Options(emit="ptx", gpu_arch=arch,
+                                         ptx_version=ptx_version), source_text=source)
+    return res.data.decode()
