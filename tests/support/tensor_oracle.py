@@ -170,10 +170,17 @@ def compress_2_4(dense, masks=None, rng=None):
     vals = np.zeros((M, groups * 2), dtype=dense.dtype)
     for i in range(M):
         for g in range(groups):
-            sel = [j for j in range(4) if masks[i, g] >> j & 1]
-            for s, j in enumerate(sel):
+            for s, j in enumerate(selected(masks[i, g])):
                 vals[i, 2 * g + s] = dense[i, 4 * g + j] if 4 * g + j < K else 0
     return vals, masks
+
+
+def selected(mask) -> list[int]:
+    """The two selected positions of a 2:4 mask; invalid masks clamp to 0b0011."""
+    mk = int(mask) & 0xF
+    if bin(mk).count("1") != 2:
+        mk = 0b0011
+    return [j for j in range(4) if mk >> j & 1]
 
 
 def decompress_2_4(vals, masks, K: int):
@@ -182,11 +189,7 @@ def decompress_2_4(vals, masks, K: int):
     out = np.zeros((M, K), dtype=np.float64)
     for i in range(M):
         for g in range(masks.shape[1]):
-            mk = int(masks[i, g]) & 0xF
-            if bin(mk).count("1") != 2:
-                mk = 0b0011
-            sel = [j for j in range(4) if mk >> j & 1]
-            for s, j in enumerate(sel):
+            for s, j in enumerate(selected(masks[i, g])):
                 if 4 * g + j < K:
                     out[i, 4 * g + j] = vals[i, 2 * g + s]
     return out

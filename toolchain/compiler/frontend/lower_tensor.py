@@ -202,8 +202,10 @@ def _descriptor(lw, e: A.Call, opts, named) -> T.TensorDesc:
 
 
 def _control(lw, expr: A.Expr):
+    n = lw.const_int(expr)
     v = lw.value(expr, U32)
-    if not (v.type.is_int and not v.type.signed and v.type.bits <= 32):
+    if (n is not None and not 0 <= n < 1 << 32) or \
+            not (v.type.is_int and not v.type.signed and v.type.bits <= 32):
         raise lw.fail("E0341", f"tensor_matmul region controls are unsigned integers of at "
                       f"most 32 bits, found {describe(v.type)}", expr.span)
     return lw.b.convert(v, U32)
