@@ -157,14 +157,14 @@ def _check_tensor(st: _FunctionState, ins: Instr, c: int, bag: DiagnosticBag) ->
     """Tensor operations are collective at their descriptor's scope (subgroup or
     workgroup): reached under control of at most that rank, with every operand (pointers,
     runtime strides, region controls, scalars) uniform at that rank. E0413 / E0414."""
-    scope = ins.attrs["desc"].scope
+    scope = getattr(ins.attrs.get("desc"), "scope", "subgroup")
     limit = WORKGROUP if scope == "workgroup" else SUBGROUP
     what = ins.op.replace(".", "_")
     if c > limit:
         bag.error("E0413", f"{what} has {scope} scope but is reached under {NAMES[c]} "
                   f"control flow in `{st.fn.name}`", ins.span,
                   help=f"every work-item of the {scope} must execute it together")
-    for role, v in zip(ins.attrs["roles"], ins.operands):
+    for role, v in zip(ins.attrs.get("roles", ()), ins.operands):
         r = _value_rank(st, v)
         if r > limit:
             bag.error("E0414", f"{what} operand `{role}` is {NAMES[r]}; it must be uniform "
