@@ -39,8 +39,10 @@ Warnings: W0001 unreachable statement.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from . import ast as A
-from ..diagnostics import DiagnosticBag
+from ..diagnostics import DiagnosticBag, Span as _Span
 from ..ir import Builder, IRTypeError, Module
 from ..ir.types import (I64, VOID, ArrayType, FnPtrType, PtrType, StructType, Type, ptr)
 from .consteval import NOT_CONST, ConstDivZero, const_value
@@ -66,6 +68,14 @@ class ProgramLowerer:
         self.wanted_generic: set[tuple[str, int]] = set()
         self.device_fns: set[str] = set()
         self.module.structs["string"] = STRING
+        self._facts: dict[int, tuple[object, BodyFacts]] = {}
+
+    def body_facts(self, body) -> BodyFacts:
+        """`scan_body(body)`, walked once per body however many passes ask."""
+        hit = self._facts.get(id(body))
+        if hit is None or hit[0] is not body:
+            hit = self._facts[id(body)] = (body, scan_body(body))
+        return hit[1]
 
     # ------------------------------------------------------------------ types
     def resolve_type(self, t: A.TypeExpr | None, placeholder_ok: bool = False) -> Type:
@@ -272,7 +282,7 @@ class ProgramLowerer:
         seen: set[str] = set()
         while work:
             d = work.pop()
-            for callee in _called_names(d.body):
+            for callee in self.body_facts(d.body).called:
                 if callee in fns and callee not in seen and not fns[callee].is_kernel:
                     seen.add(callee)
                     work.append(fns[callee])
@@ -302,19 +312,58 @@ class ProgramLowerer:
         return self.module
 
 
-def _called_names(node) -> set[str]:
-    """Names called directly anywhere below `node` (a cheap generic AST walk)."""
-    out: set[str] = set()
-    stack = [node]
+class BodyFacts:
+    """What one walk of a function body finds: direct callees, plain-name assignment
+    targets and names whose address is taken (`&x`)."""
+
+    __slots__ = ("called", "assigned", "addr_taken")
+
+    def __init__(self) -> None:
+        self.called: set[str] = set()
+        self.assigned: set[str] = set()
+        self.addr_taken: set[str] = set()
+
+
+# Per AST class, the dataclass fields that may hold child nodes. `span` and `ty` never do
+# (a Span is a tuple of str/ints; `ty` is a checker type), so skipping them keeps the walk
+# to the syntax tree itself.
+_NOT_CHILDREN = frozenset(("span", "ty"))
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    names = _CHILD_FIELDS.get(cls)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in _NOT_CHILDREN)
+        _CHILD_FIELDS[cls] = names
+    return names
+
+
+def scan_body(body) -> BodyFacts:
+    """One generic walk below `body` collecting its BodyFacts (see the class)."""
+    facts = BodyFacts()
+    stack = [body]
+    push, pop = stack.append, stack.pop
+    Node, Span = A.Node, _Span
     while stack:
-        n = stack.pop()
-        if isinstance(n, A.Call) and isinstance(n.callee, A.Name):
-            out.add(n.callee.name)
-        if isinstance(n, A.Node) or isinstance(n, tuple):
-            vals = vars(n).values() if isinstance(n, A.Node) else n
-            for v in vals:
-                if isinstance(v, (A.Node, tuple)):
-                    stack.append(v)
-                elif isinstance(v, list):
-                    stack.extend(x for x in v if isinstance(x, (A.Node, tuple)))
-    return out
+        n = pop()
+        if not isinstance(n, Node):     # NamedArg / FieldInit / CaseRange tuples
+            stack.extend(x for x in n if isinstance(x, (Node, tuple)) and type(x) is not Span)
+            continue
+        if isinstance(n, A.Call):
+            if isinstance(n.callee, A.Name):
+                facts.called.add(n.callee.name)
+        elif isinstance(n, A.Assign):
+            if isinstance(n.target, A.Name):
+                facts.assigned.add(n.target.name)
+        elif isinstance(n, A.AddrOf) and isinstance(n.operand, A.Name):
+            facts.addr_taken.add(n.operand.name)
+        for name in _child_fields(type(n)):
+            v = getattr(n, name)
+            if isinstance(v, Node):
+                push(v)
+            elif isinstance(v, list):
+                stack.extend(x for x in v if isinstance(x, (Node, tuple)))
+            elif isinstance(v, tuple) and type(v) is not Span:
+                push(v)
+    return facts

@@ -1,8 +1,10 @@
 """Mettle lexer (LANGUAGE §1): source text -> list of Tokens ending with one EOF token.
 
 One compiled master regex is matched at the current offset; its `lastgroup` picks the
-handler. Nested block comments, strings and char literals need small hand loops because a
-regex cannot count nesting or validate escapes with located errors.
+handler. Alternatives are ordered by frequency (identifiers first) where no two can match
+the same text; only the comment openers must precede the `/` operator. Nested block
+comments, strings and char literals need small hand loops because a regex cannot count
+nesting or validate escapes with located errors.
 
 Invariants:
 - Errors are E0001 and go into the caller's DiagnosticBag; scanning continues after the
@@ -21,17 +23,17 @@ from ..diagnostics import CompileError, DiagnosticBag, Span
 from .tokens import EOF, FLOAT, IDENT, INT, OPERATORS, RESERVED, STRING, Token
 
 _SCAN = re.compile(r"""[ \t\r\f\v]*(?:
-     (?P<nl>\n)
+     (?P<id>[A-Za-z_][A-Za-z0-9_]*)
+    |(?P<nl>\n)
     |(?P<lc>//[^\n]*)
     |(?P<bc>/\*)
+    |(?P<op>""" + "|".join(re.escape(op) for op in OPERATORS) + r""")
     |(?P<float>[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
     |(?P<hex>0[xX][0-9a-fA-F]+)
     |(?P<bin>0[bB][01]+)
     |(?P<dec>[0-9]+)
-    |(?P<id>[A-Za-z_][A-Za-z0-9_]*)
     |(?P<str>")
     |(?P<chr>')
-    |(?P<op>""" + "|".join(re.escape(op) for op in OPERATORS) + r""")
     |(?P<ws>[ \t\r\f\v]+$)
 )""", re.VERBOSE)
 
@@ -82,42 +84,70 @@ class _Scanner:
         self.nl = False
 
     def run(self) -> list[Token]:
+        # The hot loop keeps the scan state in locals (identifiers, operators and newlines
+        # are most of a file) and syncs it with `self` only around the rarer handlers,
+        # which read and update it.
         text, n, path, toks = self.text, len(self.text), self.path, self.tokens
-        while self.pos < n:
-            m = _SCAN.match(text, self.pos)
-            if m is None:
-                self.pos = len(text) - len(text[self.pos:].lstrip(" \t\r\f\v"))
-                self.fail(f"unexpected character {text[self.pos]!r}", self.pos, self.pos + 1)
-                self.pos += 1
-                continue
-            kind = m.lastgroup
-            start, end = m.start(kind), m.end()
-            if kind == "id" or kind == "op":
-                word = m.group(kind)
-                tk = (IDENT if word not in RESERVED else word) if kind == "id" else word
-                toks.append(Token(tk, word, word, path, self.line, start - self.line_start + 1,
-                                  self.nl))
-                self.nl = False
-            elif kind == "nl":
-                self.line += 1
-                self.line_start = end
-                self.nl = True
-            elif kind in ("dec", "hex", "bin", "float"):
-                end = self.number(kind, start, end)
-            elif kind == "bc":
-                end = self.block_comment(start)
-                if end < 0:
-                    break
-            elif kind == "str":
-                end = self.string(start)
-                if end < 0:
-                    break
-            elif kind == "chr":
-                end = self.char(start)
-            self.pos = end
+        match, reserved = _SCAN.match, RESERVED
+        pos, line, line_start, nl = self.pos, self.line, self.line_start, self.nl
+        while pos < n:
+            m = match(text, pos)
+            if m is not None:
+                kind = m.lastgroup
+                end = m.end()
+                if kind == "id":
+                    start = m.start(kind)
+                    word = text[start:end]
+                    toks.append(Token(IDENT if word not in reserved else word, word, word, path,
+                                      line, start - line_start + 1, nl))
+                    nl = False
+                    pos = end
+                    continue
+                if kind == "op":
+                    start = m.start(kind)
+                    word = text[start:end]
+                    toks.append(Token(word, word, word, path, line, start - line_start + 1, nl))
+                    nl = False
+                    pos = end
+                    continue
+                if kind == "nl":
+                    line += 1
+                    line_start = pos = end
+                    nl = True
+                    continue
+            self.pos, self.line, self.line_start, self.nl = pos, line, line_start, nl
+            if not self.slow_path(m):
+                break
+            pos, line, line_start, nl = self.pos, self.line, self.line_start, self.nl
+        self.pos, self.line, self.line_start, self.nl = pos, line, line_start, nl
         self.tokens.append(Token(EOF, "", None, self.path, self.line,
                                  self.pos - self.line_start + 1, True))
         return self.tokens
+
+    def slow_path(self, m: re.Match | None) -> bool:
+        """Handle a non-id/op/newline match (or no match) at self.pos; False ends the scan."""
+        text = self.text
+        if m is None:
+            self.pos = len(text) - len(text[self.pos:].lstrip(" \t\r\f\v"))
+            self.fail(f"unexpected character {text[self.pos]!r}", self.pos, self.pos + 1)
+            self.pos += 1
+            return True
+        kind = m.lastgroup
+        start, end = m.start(kind), m.end()
+        if kind in ("dec", "hex", "bin", "float"):
+            end = self.number(kind, start, end)
+        elif kind == "bc":
+            end = self.block_comment(start)
+            if end < 0:
+                return False
+        elif kind == "str":
+            end = self.string(start)
+            if end < 0:
+                return False
+        elif kind == "chr":
+            end = self.char(start)
+        self.pos = end
+        return True
 
     def number(self, kind: str, start: int, end: int) -> int:
         suffix = _SUFFIX.match(self.text, end)

@@ -15,7 +15,7 @@ caught at statement level; lowering continues with the next statement.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 from . import ast as A
@@ -43,32 +43,6 @@ class LoopCtx:
     broke: bool = False
 
 
-@dataclass
-class _Names:
-    assigned: set[str] = field(default_factory=set)
-    addr_taken: set[str] = field(default_factory=set)
-
-
-def _scan_names(body) -> _Names:
-    out = _Names()
-    stack = [body]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, A.Assign) and isinstance(n.target, A.Name):
-            out.assigned.add(n.target.name)
-        if isinstance(n, A.AddrOf) and isinstance(n.operand, A.Name):
-            out.addr_taken.add(n.operand.name)
-        if isinstance(n, A.Node):
-            for v in vars(n).values():
-                if isinstance(v, A.Node):
-                    stack.append(v)
-                elif isinstance(v, (list, tuple)):
-                    stack.extend(x for x in v if isinstance(x, (A.Node, tuple)))
-        elif isinstance(n, tuple):
-            stack.extend(x for x in n if isinstance(x, (A.Node, tuple)))
-    return out
-
-
 class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin):
     def __init__(self, ctx, sym: FnSym):
         self.ctx = ctx
@@ -81,7 +55,7 @@ class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin):
         self.loops: list[LoopCtx] = []
         self.in_kernel = sym.is_kernel
         self.device = sym.is_kernel or (ctx.gpu and sym.name in ctx.device_fns)
-        names = _scan_names(self.decl.body)
+        names = ctx.body_facts(self.decl.body)
         self.addr_taken = names.addr_taken
         self.assigned_names = names.assigned
         self._tmp = 0

@@ -25,6 +25,9 @@ class IRTypeError(ValueError):
     pass
 
 
+_TERMINATORS = frozenset(("br", "cbr", "ret", "unreachable"))
+
+
 def _check(cond: bool, msg: str) -> None:
     if not cond:
         raise IRTypeError(msg)
@@ -115,12 +118,19 @@ class Builder:
     # ---- emission core ---------------------------------------------------------------
     def emit(self, op: str, type: Type, operands: Sequence[Any] = (), attrs=None,
              targets: Sequence[Block] = (), span: Any = None) -> Instr:
-        _check(op in O.OPS, f"unknown op {op}")
-        _check(self.block is not None, "builder is not positioned in a block")
-        _check(self.block.terminator is None, f"block {self.block.name} already terminated")
-        ins = Instr(op, type, list(operands), dict(attrs or {}), list(targets), span,
-                    self.block)
-        self.block.instrs.append(ins)
+        # The hottest builder path (once per instruction): the checks are spelled inline so
+        # their messages are formatted only on failure. _TERMINATORS is Block.terminator's set.
+        block = self.block
+        if op not in O.OPS:
+            raise IRTypeError(f"unknown op {op}")
+        if block is None:
+            raise IRTypeError("builder is not positioned in a block")
+        instrs = block.instrs
+        if instrs and instrs[-1].op in _TERMINATORS:
+            raise IRTypeError(f"block {block.name} already terminated")
+        ins = Instr(op, type, list(operands), dict(attrs) if attrs else {}, list(targets), span,
+                    block)
+        instrs.append(ins)
         return ins
 
     @staticmethod
