@@ -27,3 +27,15 @@ def ptxas(ptxas_path: str) -> Callable[[str, str], None]:
     def assemble(ptx_text: str, arch: str) -> None:
         ptxas_support.assemble(ptx_text, arch, ptxas=ptxas_path)
     return assemble
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # Pants runs each test file in its own session. A file whose tests all skip at module
+    # level (no GPU, optional tool missing) then ends in "no tests collected" (exit 5),
+    # which Pants reports as a failure; a skip is not a failure. A file that collects
+    # nothing without skipping still fails.
+    if exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and reporter.stats.get("skipped"):
+        session.exitstatus = pytest.ExitCode.OK
