@@ -74,13 +74,13 @@ def bench_rows(torch, mods, rows_n, cols, reps):
     x = torch.randn(rows_n, cols, device="cuda")
     y = torch.empty_like(x)
     gamma, beta = torch.randn(cols, device="cuda"), torch.randn(cols, device="cuda")
-    grid = (rows_n + 7) // 8
+    grid = (rows_n + 3) // 4
     sm = mods["rows"].function("softmax_rows")
     ln = mods["rows"].function("layernorm_rows")
     i32 = ctypes.c_int32
-    soft = lambda: sm.launch(grid, 256, [ptr(x), ptr(y), i32(rows_n), i32(cols), i32(cols),
+    soft = lambda: sm.launch(grid, 128, [ptr(x), ptr(y), i32(rows_n), i32(cols), i32(cols),
                                          i32(cols)])
-    norm = lambda: ln.launch(grid, 256, [ptr(x), ptr(y), ptr(gamma), ptr(beta), i32(rows_n),
+    norm = lambda: ln.launch(grid, 128, [ptr(x), ptr(y), ptr(gamma), ptr(beta), i32(rows_n),
                                          i32(cols), i32(cols), i32(cols),
                                          ctypes.c_float(1e-5)])
     out = []

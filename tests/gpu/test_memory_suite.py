@@ -181,7 +181,7 @@ def _rows_case(rows, cols, pad, seed):
 def test_row_softmax(gpu_run, sanitizer, rows, cols):
     ldx, ldy = cols + 3, cols + 5
     x = _rows_case(rows, cols, 3, rows + cols)
-    y = run(gpu_run, "rows", "softmax_rows", (rows + 7) // 8, 256,
+    y = run(gpu_run, "rows", "softmax_rows", (rows + 3) // 4, 128,
             [Buffer("x", "float32", data=x.ravel()),
              Buffer("y", "float32", rows * ldy, poison=np.nan, output=True),
              Scalar("int32", rows), Scalar("int32", cols), Scalar("int32", ldx),
@@ -200,7 +200,7 @@ def test_affine_layer_norm(gpu_run, sanitizer, rows, cols):
     x = _rows_case(rows, cols, 2, 3 * rows + cols)
     gamma, beta = generate("float32", cols, 11), generate("float32", cols, 12)
     eps = 1e-5
-    y = run(gpu_run, "rows", "layernorm_rows", (rows + 7) // 8, 256,
+    y = run(gpu_run, "rows", "layernorm_rows", (rows + 3) // 4, 128,
             [Buffer("x", "float32", data=x.ravel()),
              Buffer("y", "float32", rows * ldy, poison=np.nan, output=True),
              Buffer("gamma", "float32", data=gamma), Buffer("beta", "float32", data=beta),

@@ -1,0 +1,89 @@
+"""Launch-shape experiment for the row softmax (a tuning script, not a test).
+
+    python3 bench/softmax_variants.py
+
+Builds variants of tests/data/gpu_suite/rows.mettle's softmax_rows by rewriting its launch
+shape (rows per block) and, for the "persistent" variant, wrapping the row body in a
+grid-stride loop; times each against torch.softmax at 65536x1024 and 16384x4096 after
+checking its result.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+from gpu_kernels import ptr, timed  # noqa: E402
+from toolchain.compiler.driver import Options, compile_file  # noqa: E402
+from toolchain.providers.cuda import driver  # noqa: E402
+
+SOURCE = os.path.join(ROOT, "tests", "data", "gpu_suite", "rows.mettle")
+
+
+def variant(text: str, rows_per_block: int, persistent: bool) -> str:
+    text = text.replace("kernel(block = 128) softmax_rows",
+                        f"kernel(block = {32 * rows_per_block}) softmax_rows")
+    text = text.replace("var row: int32 = (int32)(block.x * 4 + thread.x / 32);\n"
+                        "  var lane: int32 = (int32)(thread.x % 32);\n  if (row < rows && cols",
+                        f"var row: int32 = (int32)(block.x * {rows_per_block} + thread.x / 32);"
+                        "\n  var lane: int32 = (int32)(thread.x % 32);\n  if (row < rows && cols")
+    if persistent:
+        start = text.index("  if (row < rows && cols <= 1024")
+        end = text.index("\n}\n", start)         # the kernel's closing brace
+        body = text[start:end]
+        text = (text[:start] + "  while (row < rows) {\n" + body +
+                f"\n  row = row + (int32)(grid_dim.x * {rows_per_block});\n  }}" +
+                text[end:])
+    return text
+
+
+def build(dev, src: str, arch: str):
+    with tempfile.NamedTemporaryFile("w", suffix=".mettle", delete=False) as f:
+        f.write(src)
+    try:
+        ptx = compile_file(f.name, Options(emit="ptx", gpu_arch=arch, optimize=True)).data
+    finally:
+        os.unlink(f.name)
+    return dev.load_ptx(ptx).function("softmax_rows")
+
+
+def main() -> int:
+    import torch
+    torch.zeros(1, device="cuda")
+    dev = driver.Device(0)
+    major, minor = dev.compute_capability
+    arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
+    sms = dev.attribute(16)                   # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+    text = open(SOURCE, encoding="utf-8").read()
+    i32 = ctypes.c_int32
+    for rows_n, cols in ((65536, 1024), (16384, 4096)):
+        x = torch.randn(rows_n, cols, device="cuda")
+        y = torch.empty_like(x)
+        ref_ms = timed(torch, lambda: torch.softmax(x, dim=1), 50)
+        print(f"{rows_n}x{cols}: torch {8 * x.numel() / ref_ms / 1e6:.0f} GB/s")
+        for rpb, persistent, waves in ((4, False, 0), (8, False, 0), (2, False, 0),
+                                       (8, True, 4), (8, True, 8), (4, True, 16)):
+            f = build(dev, variant(text, rpb, persistent), arch)
+            grid = (rows_n + rpb - 1) // rpb
+            if persistent:
+                grid = min(grid, sms * waves)
+            launch = lambda: f.launch(grid, 32 * rpb, [ptr(x), ptr(y), i32(rows_n), i32(cols),
+                                                       i32(cols), i32(cols)])
+            y.fill_(float("nan"))
+            launch()
+            torch.cuda.synchronize()
+            torch.testing.assert_close(y, torch.softmax(x, dim=1), rtol=2e-5, atol=1e-6)
+            ms = timed(torch, launch, 50)
+            name = f"rows/block={rpb}" + (f" persistent x{waves}/SM" if persistent else "")
+            print(f"  {name:<32} {8 * x.numel() / ms / 1e6:7.0f} GB/s  {ref_ms / ms:.3f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
