@@ -299,3 +299,28 @@ def test_file_io(tmp_path):
     want = bytes(i * 7 % 251 for i in range(1000))
     assert target.read_bytes() == want
     assert [int(x) for x in out.stdout.split()] == [1000, 1000, 1, sum(want)]
+
+
+CONCAT = """
+import "std/io";
+fn join3(a: string, b: string, c: string) -> string { return a + b + c; }
+fn main() -> int32 {
+    var greeting: string = "hello, " + "world";
+    println(greeting);
+    var s: string = join3(greeting, "", "!");
+    print_int((int64)s.length); newline();
+    println(cstr(s));
+    var acc: string = "";
+    for i in 0..5 { acc = acc + "ab"; }
+    println(acc);
+    return 0;
+}
+"""
+
+
+def test_string_concatenation_allocates_new_strings(tmp_path):
+    """LANGUAGE §4/§12.2: `s1 + s2` allocates a new string, and links and runs on Linux."""
+    out = run(build(tmp_path, CONCAT))
+    assert out.returncode == 0, out.stderr
+    s = "hello, world" + "" + "!"
+    assert out.stdout.splitlines() == ["hello, world", str(len(s)), s, "ab" * 5]

@@ -46,6 +46,8 @@ class OpsMixin:
         if e.op in ("+", "-") and (isinstance(l.type, PtrType) or
                                    isinstance(r.type, PtrType)):
             return self.pointer_arith(e, l, r)
+        if e.op == "+" and l.type == STRING and r.type == STRING:
+            return self.string_concat(e, l, r)
         if not (_numeric(l.type) and _numeric(r.type)):
             raise self.fail("E0202", f"operator `{e.op}` is not defined for "
                             f"{describe(l.type)} and {describe(r.type)}", e.span)
@@ -63,6 +65,39 @@ class OpsMixin:
         if e.op in ("/", "%") and t.is_int and self.const_int(e.right) == 0:
             self.error("M0116", "constant divide by zero", e.right.span)
         return self.b.binop(_ARITH[e.op], self.b.convert(l, t), self.b.convert(r, t))
+
+    def _runtime_extern(self, link: str, params, ret):
+        """A libc function the lowering itself calls, declared once under a hidden name."""
+        name = f".rt.{link}"
+        fn = self.b.module.functions.get(name)
+        if fn is None:
+            fn = self.b.extern_function(name, params, ret, link_name=link)
+        return fn
+
+    def string_concat(self, e: A.Binary, l, r):
+        """`s1 + s2`: a new NUL-terminated heap string (LANGUAGE §4, §12.2); never freed."""
+        if self.device:
+            raise self.fail("E0202", "string concatenation allocates and is host-only",
+                            e.span)
+        b = self.b
+        parts = []
+        for v in (l, r):
+            slot = b.alloca(STRING)
+            b.store(slot, v)
+            parts.append((b.load(b.fieldptr(slot, 0)), b.load(b.fieldptr(slot, 1))))
+        (lc, ln), (rc, rn) = parts
+        total = b.add(ln, rn)
+        malloc = self._runtime_extern("malloc", [("size", I64)], ptr(U8))
+        memcpy = self._runtime_extern("memcpy", [("dst", ptr(U8)), ("src", ptr(U8)),
+                                                 ("n", I64)], ptr(U8))
+        buf = b.call(malloc, [b.convert(b.add(total, b.const(U64, 1)), I64)])
+        b.call(memcpy, [buf, lc, b.convert(ln, I64)])
+        b.call(memcpy, [b.ptradd(buf, b.convert(ln, I64)), rc, b.convert(rn, I64)])
+        b.store(b.ptradd(buf, b.convert(total, I64)), b.const(U8, 0))
+        out = b.alloca(STRING)
+        b.store(b.fieldptr(out, 0), buf)
+        b.store(b.fieldptr(out, 1), total)
+        return b.load(out)
 
     def pointer_arith(self, e: A.Binary, l, r):
         lp, rp = isinstance(l.type, PtrType), isinstance(r.type, PtrType)
