@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from .capabilities import refuse, select_wmma
 from .common import Mat, add_addr, label, linear, mat, offset_terms, operands, scale_bytes
+from .narrow import claims, lower_narrow_matmul
 from .replay import Region, replay
 from .wmma import run_grid
 
@@ -103,6 +104,9 @@ def _native_pred(em, g: Region, plan, origins: list[Mat]) -> str | None:
 
 def lower_matmul(em, ins) -> None:
     desc, ops = ins.attrs["desc"], operands(ins)
+    if claims(desc):                               # FP8, sparse, block-scaled: mma.sync
+        lower_narrow_matmul(em, ins)
+        return
     _check_family(desc, em.profile, ins.span)
     plan = select_wmma(desc, em.profile, ins.span)
     A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .capabilities import select_wmma
 from .common import label, mat, operands
+from .narrow import claims, tile_lowering
 from .wmma import run_grid
 
 
@@ -28,14 +29,18 @@ def warp_zero(em) -> str:
 def lower_mma(em, ins) -> None:
     desc = ins.attrs["desc"]
     ops = operands(ins)
-    plan = select_wmma(desc, em.profile, ins.span)
+    narrow = tile_lowering(desc, em.profile, ins.span) if claims(desc) else None
+    plan = None if narrow else select_wmma(desc, em.profile, ins.span)
     skip = None
     if desc.scope == "workgroup":
         em.emit("bar.sync 0")
         p, skip = warp_zero(em), label(em, "tmma_skip")
         em.emit(f"@!{p} bra {skip}")
-    A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
-    run_grid(em, plan, desc, A, B, C, D, plan.chunks)
+    if narrow is not None:                         # FP8, sparse, block-scaled: mma.sync
+        narrow(em, ops)
+    else:
+        A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
+        run_grid(em, plan, desc, A, B, C, D, plan.chunks)
     if skip is not None:
         em.raw(f"{skip}:")
         em.emit("bar.sync 0")

@@ -4,7 +4,7 @@ K below one native chunk, partial warps, misaligned origins, tuple-budget refusa
 The region's m*n output elements are dealt round-robin to the live lanes (rank among
 `activemask`, so any partial warp covers every element exactly once). Each lane computes
 D[r,c] = init + sum(q = q0 .. K-1) A[r,q]*B[q,c] sequentially in q order with the
-family's arithmetic: f32 `fma.rn` for f16/bf16 (exactly widened), f64 `fma.rn`, and
+family's arithmetic: f32 `fma.rn` for f16/bf16/E4M3/E5M2 (exactly widened), f64 `fma.rn`, and
 wrapping `mad.lo.s32` for i8/u8. `init` is C[r,c] (a whole replay) or the D value the
 native interior already stored (a K tail). Out-of-range coordinates (row+r >= M or
 col+c >= N, compared in 64 bits) are skipped, so they are never read or written. Every
@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .common import Mat, elem_addr, label, linear, live_lanes, offset_terms, scale_bytes
+from .fp8 import FP8, load_decoded
 
 COMPUTE = {"f16": "f", "bf16": "f", "f32": "f", "f64": "fd", "i8": "r", "u8": "r",
            "i32": "r"}
@@ -36,6 +37,8 @@ class Region:
 
 def load_value(em, fmt: str, m: Mat, addr: str) -> str:
     """Load one element and widen it exactly to the replay's compute register."""
+    if fmt in FP8:
+        return load_decoded(em, fmt, m.space, addr)
     if fmt in ("f16", "bf16"):
         h, out = em.new("rs"), em.new("f")
         em.emit(f"ld{m.space}.b16 {h}, [{addr}]")
@@ -91,8 +94,9 @@ def _coords(em, g: Region, e: str) -> tuple[str, str, str]:
     return gr, gc, ok
 
 
-def replay(em, g: Region, q0: int | str, init_from_d: bool) -> None:
-    """Emit the whole cooperative replay loop (see the module docstring)."""
+def replay(em, g: Region, q0: int | str, init_from_d: bool, k_loop=None) -> None:
+    """Emit the whole cooperative replay loop (see the module docstring). `k_loop`
+    replaces the dense K loop (structured sparsity walks its masks instead)."""
     desc = g.desc
     _, rank, count = live_lanes(em)
     e, p = em.new("r"), em.new("p")
@@ -106,7 +110,7 @@ def replay(em, g: Region, q0: int | str, init_from_d: bool) -> None:
     init = g.D if init_from_d else g.C
     init_fmt = desc.result_type if init_from_d else desc.accumulator_type
     acc = load_value(em, init_fmt, init, elem_addr(em, init, gr, gc))
-    _k_loop(em, g, gr, gc, q0, acc)
+    (k_loop or _k_loop)(em, g, gr, gc, q0, acc)
     store_value(em, desc.result_type, g.D, elem_addr(em, g.D, gr, gc), acc)
     em.raw(f"{nxt}:")
     em.emit(f"add.u32 {e}, {e}, {count}")

@@ -1,0 +1,78 @@
+"""Unscaled FP8 (E4M3/E5M2, mixed A/B allowed) tensor operations on PTX `mma.sync`.
+
+Capabilities (checked with ptxas 13.0): `mma.sync.aligned.m16n8k32.row.col.f32.<a>.<b>.f32`
+with .e4m3/.e5m2 needs PTX ISA 8.4 and sm_89; the m16n8k16 FP8 form needs PTX ISA 8.7.
+A logical tile is an exact grid of m16n8 subtiles (M % 16 == 0, N % 8 == 0, at most
+MAX_ACC_REGS resident accumulators per lane); K is covered by m16n8k32 chunks plus, when
+K % 32 == 16, one m16n8k16 chunk. Accumulator and result are f32; rounding default,
+overflow wrap. Anything else is refused (E0505), a too-old profile with E0504.
+
+`load_decoded` is the exact scalar decode used by replay: one byte through the
+architectural packed conversion `cvt.rn.f16x2.e4m3x2`/`e5m2x2` (exact: every E4M3/E5M2
+value, NaN and infinity included, is an f16 value), then `cvt.f32.f16` (exact). The byte is
+duplicated into both halves so the result does not depend on the pair's half order.
+"""
+from __future__ import annotations
+
+from ....ir import tensor as T
+from .capabilities import refuse
+from .frag import A8_K16, A8_K32, B8_K16, B8_K32
+from .mma_sync import MAX_ACC_REGS, SUB_M, SUB_N, Form
+
+FP8 = ("e4m3", "e5m2")
+ISA_K32, ISA_K16, SM = (8, 4), (8, 7), 89
+
+
+def is_fp8(desc: T.TensorDesc) -> bool:
+    return desc.a_type in FP8 or desc.b_type in FP8
+
+
+def form(desc: T.TensorDesc, k: int) -> Form:
+    head = (f"mma.sync.aligned.m16n8k{k}.row.col.f32.{desc.a_type}.{desc.b_type}.f32")
+    a, b = (A8_K32, B8_K32) if k == 32 else (A8_K16, B8_K16)
+    return Form(k, a, b, head, k)
+
+
+def check(desc: T.TensorDesc, profile, span, matmul: bool) -> None:
+    """Refuse what the FP8 mma.sync family cannot execute exactly."""
+    if desc.a_type not in FP8 or desc.b_type not in FP8:
+        raise refuse(desc, f"FP8 MMA needs E4M3/E5M2 for both A and B, found "
+                     f"{desc.a_type} and {desc.b_type}", span)
+    if (desc.accumulator_type, desc.result_type) != ("f32", "f32"):
+        raise refuse(desc, "FP8 MMA accumulates in f32 with an f32 result, not "
+                     f"{desc.accumulator_type}/{desc.result_type}", span)
+    if desc.sparse or desc.scaled:
+        raise refuse(desc, "unscaled FP8 mma.sync is dense; block-scaled FP8 is the "
+                     "mxf8f6f4 family", span)
+    if desc.rounding != "default" or desc.overflow != "wrap":
+        raise refuse(desc, "FP8 MMA has no selectable rounding or saturation", span)
+    if desc.math != "multiply_add":
+        raise refuse(desc, f"`math: {desc.math}` needs b1 inputs", span)
+    if matmul and desc.scope != "subgroup":
+        raise refuse(desc, "tensor_matmul regions are subgroup-scoped", span)
+    profile.require("FP8 E4M3/E5M2 mma.sync m16n8k32", ISA_K32, SM, span)
+    m, n, k = desc.m, desc.n, desc.k
+    if m % SUB_M or n % SUB_N or k % 16 or m * n // 32 > MAX_ACC_REGS:
+        raise refuse(desc, f"FP8 tiles are exact grids of m16n8 subtiles with K a multiple "
+                     f"of 16 and at most {MAX_ACC_REGS * 32} outputs, found m{m}n{n}k{k}",
+                     span)
+    if k % 32:
+        profile.require("FP8 E4M3/E5M2 mma.sync m16n8k16", ISA_K16, SM, span)
+
+
+def tile_forms(desc: T.TensorDesc) -> list[Form]:
+    """The unrolled chunk list of a whole tensor_mma tile."""
+    forms = [form(desc, 32)] * (desc.k // 32)
+    return forms + ([form(desc, 16)] if desc.k % 32 else [])
+
+
+def load_decoded(em, fmt: str, space: str, addr: str) -> str:
+    """One FP8 byte at `addr` as an exact f32 register."""
+    byte, pair, lo, hi, out = em.new("rs"), em.new("r"), em.new("rs"), em.new("rs"), \
+        em.new("f")
+    em.emit(f"ld{space}.u8 {byte}, [{addr}]")
+    em.emit(f"mul.lo.u16 {byte}, {byte}, 257")     # the byte in both halves: either half
+    em.emit(f"cvt.rn.f16x2.{fmt}x2 {pair}, {byte}")
+    em.emit(f"mov.b32 {{{lo}, {hi}}}, {pair}")
+    em.emit(f"cvt.f32.f16 {out}, {lo}")
+    return out

@@ -1,0 +1,146 @@
+"""Warp-level `mma.sync`-family tiles: a logical M x N tile as a grid of m16n8 subtiles.
+
+`run_tile` computes D = A*B + C for one logical tile whose (0, 0) elements are the Mat
+bases: C is loaded once into resident f32 accumulators (4 per subtile per lane), every K
+chunk loads each row tile's A fragment once (plus its metadata word, for sparse forms) and
+each column tile's B fragment once, issues gm*gn instructions, and D is stored once.
+`chunks` is a list of `Form`s (a whole tensor_mma tile, unrolled; forms may differ per
+chunk, e.g. k32 then k16) or a (Form, u32 register) pair (a tensor_matmul interior: a
+runtime loop of >= 1 chunks whose A/B/metadata pointers advance one chunk per trip).
+
+Every operand keeps one pointer; subtile and element positions are static deltas whose
+byte offsets are memoised (frag.Offsets) and computed before a runtime loop starts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .common import Mat, add_addr, label, linear, offset_terms, scale_bytes
+from .frag import (ACC_F32, FragSpec, Lane, Offsets, element_addrs, lane_base, lane_ids,
+                   load_acc, load_packed, store_acc)
+
+SUB_M, SUB_N = 16, 8
+MAX_ACC_REGS = 128                     # resident f32 accumulators per lane (M*N/32)
+
+
+@dataclass(frozen=True)
+class Form:
+    k: int              # logical K of one instruction
+    a: FragSpec
+    b: FragSpec
+    head: str           # instruction spelling up to the operands
+    a_cols: int         # stored A columns one chunk consumes (k, or k/2 when compressed)
+
+
+class Operand:
+    """One streamed operand: a moving pointer to this lane's (0, 0) element plus memoised
+    static deltas."""
+
+    def __init__(self, em, m: Mat, ptr: str):
+        self.em, self.m, self.ptr, self.offs = em, m, ptr, Offsets(em, m)
+
+    def addrs(self, spec: FragSpec, dr0: int, dc0: int) -> list[str]:
+        return element_addrs(self.em, spec, self.offs, self.ptr, dr0, dc0)
+
+    def advance(self, rows: int, cols: int) -> None:
+        step = scale_bytes(self.em, linear(self.em, offset_terms(self.m, rows, cols)),
+                           self.m.bits)
+        self.em.emit(f"add.s64 {self.ptr}, {self.ptr}, {step}")
+
+
+def _pointer(em, spec: FragSpec, lane: Lane, m: Mat) -> Operand:
+    ptr = em.new("rd")
+    em.emit(f"mov.u64 {ptr}, {lane_base(em, spec, lane, m, m.base)}")
+    return Operand(em, m, ptr)
+
+
+def _tuple(regs: list[str]) -> str:
+    return "{" + ", ".join(regs) + "}"
+
+
+class Tile:
+    """The resident state of one logical tile (see the module docstring)."""
+
+    def __init__(self, em, A: Mat, B: Mat, grid: tuple[int, int], first: Form, meta=None):
+        self.em, self.grid, self.meta = em, grid, meta
+        self.lane = lane_ids(em)
+        self.a = _pointer(em, first.a, self.lane, A)
+        self.b = _pointer(em, first.b, self.lane, B)
+        if meta is not None:
+            meta.bind(em, self.lane)
+        self.acc: list[list[list[str]]] = []
+
+    def load_c(self, C: Mat) -> None:
+        gm, gn = self.grid
+        c = Operand(self.em, C, lane_base(self.em, ACC_F32, self.lane, C, C.base))
+        self.acc = [[load_acc(self.em, C.space, c.addrs(ACC_F32, SUB_M * i, SUB_N * j))
+                     for j in range(gn)] for i in range(gm)]
+
+    def store_d(self, D: Mat) -> None:
+        gm, gn = self.grid
+        d = Operand(self.em, D, lane_base(self.em, ACC_F32, self.lane, D, D.base))
+        for i in range(gm):
+            for j in range(gn):
+                store_acc(self.em, D.space, d.addrs(ACC_F32, SUB_M * i, SUB_N * j),
+                          self.acc[i][j])
+
+    def chunk(self, form: Form, a_col: int, b_row: int, group: int) -> None:
+        """One K chunk at static deltas from the current pointers; A fragments (and
+        metadata) of every row tile are held, B fragments are streamed."""
+        em, (gm, gn) = self.em, self.grid
+        held = []
+        for i in range(gm):
+            a = load_packed(em, form.a, self.a.m.space, self.a.addrs(form.a, SUB_M * i, a_col))
+            extra = self.meta.word(em, i, group) if self.meta is not None else ""
+            held.append((a, extra))
+        for j in range(gn):
+            b = load_packed(em, form.b, self.b.m.space, self.b.addrs(form.b, b_row, SUB_N * j))
+            for i, (a, extra) in enumerate(held):
+                acc = self.acc[i][j]
+                em.emit(f"{form.head} {_tuple(acc)}, {_tuple(a)}, {_tuple(b)}, "
+                        f"{_tuple(acc)}{extra}")
+
+    def prewarm(self, form: Form) -> None:
+        gm, gn = self.grid
+        for i in range(gm):
+            self.a.addrs(form.a, SUB_M * i, 0)
+        for j in range(gn):
+            self.b.addrs(form.b, 0, SUB_N * j)
+        if self.meta is not None:
+            self.meta.prewarm(self.em, gm)
+
+
+def run_tile(em, A: Mat, B: Mat, C: Mat, D: Mat, grid: tuple[int, int], chunks,
+             meta=None) -> None:
+    """D = A*B + C over one logical tile (see the module docstring)."""
+    forms = chunks if isinstance(chunks, list) else [chunks[0]]
+    tile = Tile(em, A, B, grid, forms[0], meta)
+    tile.load_c(C)
+    if isinstance(chunks, list):
+        a_col = b_row = 0
+        for form in chunks:
+            tile.chunk(form, a_col, b_row, b_row // 4)
+            a_col, b_row = a_col + form.a_cols, b_row + form.k
+    else:
+        form, count = chunks
+        tile.prewarm(form)
+        left, more = em.new("r"), em.new("p")
+        em.emit(f"mov.u32 {left}, {count}")
+        top = label(em, "tms_k")
+        em.raw(f"{top}:")
+        tile.chunk(form, 0, 0, 0)
+        tile.a.advance(0, form.a_cols)
+        tile.b.advance(form.k, 0)
+        if meta is not None:
+            meta.advance(em, form.k // 4)
+        em.emit(f"sub.u32 {left}, {left}, 1")
+        em.emit(f"setp.ne.u32 {more}, {left}, 0")
+        em.emit(f"@{more} bra.uni {top}")
+    tile.store_d(D)
+
+
+def add_origin(em, m: Mat, row, col) -> Mat:
+    """The view of `m` whose (0, 0) is logical (row, col) of `m`."""
+    addr = add_addr(em, m.base, scale_bytes(em, linear(em, offset_terms(m, row, col)),
+                                            m.bits))
+    return Mat(addr, m.space, m.layout, m.ld, m.bits)

@@ -1,0 +1,112 @@
+"""Routing of the `mma.sync`-family descriptors: unscaled FP8 (fp8.py), structured 2:4
+(sparse.py) and block-scaled FP8/FP6/FP4 (scaled.py), for tensor.mma tiles and
+tensor.matmul regions. The stable-WMMA families never come here (`claims` is False).
+
+tensor.matmul semantics are those of matmul.py: for every in-range output of the region,
+D = C + sum(q < K) A*B; out-of-range outputs are untouched. Selection is at run time with
+uniform predicates: a native interior (region wholly in range, complete warp, K >= one
+native chunk; fragment loads are per element, so no alignment is needed) keeps the
+accumulators resident over all complete chunks and stores D once, then an exact
+cooperative replay extends D over the K remainder; everything else replays from C.
+FP8 replay decodes each byte exactly (fp8.load_decoded) and accumulates with f32 FMA;
+sparse replay walks the same clamped masks as the native path (sparse.k_loop).
+"""
+from __future__ import annotations
+
+from ....ir import tensor as T
+from . import fp8, scaled, sparse
+from .capabilities import refuse
+from .common import label, mat, operands
+from .mma_sync import SUB_M, SUB_N, add_origin, run_tile
+from .replay import Region, replay
+
+
+def claims(desc: T.TensorDesc) -> bool:
+    return fp8.is_fp8(desc) or desc.sparse or desc.scaled
+
+
+def tile_lowering(desc: T.TensorDesc, profile, span):
+    """Check capabilities now; return `run(em, ops)` that emits the whole tile."""
+    if desc.scaled:
+        return scaled.tile_lowering(desc, profile, span)
+    if desc.sparse:
+        sparse.check(desc, profile, span)
+        chunks = [sparse.form(desc, profile)] * (desc.k // 16)
+
+        def run_sparse(em, ops):
+            A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
+            meta = sparse.Meta(sparse.meta_mat(em, ops, desc.k // 4))
+            run_tile(em, A, B, C, D, (desc.m // SUB_M, desc.n // SUB_N), chunks, meta)
+        return run_sparse
+    fp8.check(desc, profile, span, matmul=False)
+    forms = fp8.tile_forms(desc)
+
+    def run_fp8(em, ops):
+        A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
+        run_tile(em, A, B, C, D, (desc.m // SUB_M, desc.n // SUB_N), forms)
+    return run_fp8
+
+
+def _native_pred(em, g: Region, k: int) -> str:
+    ok = em.new("p")
+    em.emit(f"setp.ge.u32 {ok}, {g.K}, {k}")
+    for base, size, bound in ((g.row, g.desc.m, g.M), (g.col, g.desc.n, g.N)):
+        end, lim = em.new("rd"), em.new("rd")
+        em.emit(f"cvt.u64.u32 {end}, {base}")
+        em.emit(f"add.s64 {end}, {end}, {size}")
+        em.emit(f"cvt.u64.u32 {lim}, {bound}")
+        em.emit(f"setp.le.and.u64 {ok}, {end}, {lim}, {ok}")
+    mask = em.new("r")
+    em.emit(f"activemask.b32 {mask}")
+    em.emit(f"setp.eq.and.u32 {ok}, {mask}, 0xFFFFFFFF, {ok}")
+    return ok
+
+
+def _matmul_plan(desc: T.TensorDesc, profile, span):
+    """(native Form, sparse?) of a region, after the capability checks."""
+    if desc.scaled:
+        raise refuse(desc, "block-scaled tensor_matmul regions are not implemented by this "
+                     "PTX backend (block-scaled whole tiles are, via tensor_mma)", span)
+    if desc.sparse:
+        sparse.check(desc, profile, span)
+        if desc.k != 16:
+            raise refuse(desc, "structured 2:4 regions take K=16 native chunks", span)
+        return sparse.form(desc, profile), True
+    fp8.check(desc, profile, span, matmul=True)
+    if desc.k not in (16, 32):
+        raise refuse(desc, "FP8 regions take K=16 or K=32 native chunks", span)
+    return fp8.form(desc, desc.k), False
+
+
+def lower_narrow_matmul(em, ins) -> None:
+    desc, ops = ins.attrs["desc"], operands(ins)
+    form, is_sparse = _matmul_plan(desc, em.profile, ins.span)
+    A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
+    g = Region(desc, A, B, C, D, *(em.reg(ops[k]) for k in ("row", "column", "m", "n", "k")))
+    k_loop = None
+    if is_sparse:
+        groups = em.new("r")
+        em.emit(f"add.u32 {groups}, {g.K}, 3")
+        em.emit(f"shr.u32 {groups}, {groups}, 2")
+        meta = sparse.meta_mat(em, ops, groups)
+        k_loop = sparse.k_loop(meta)
+    end, slow = label(em, "tms_end"), label(em, "tms_replay")
+    em.emit(f"@!{_native_pred(em, g, form.k)} bra.uni {slow}")
+    chunks, kfull, tail = em.new("r"), em.new("r"), em.new("p")
+    em.emit(f"div.u32 {chunks}, {g.K}, {form.k}")
+    origins = [add_origin(em, A, g.row, 0), add_origin(em, B, 0, g.col),
+               add_origin(em, C, g.row, g.col), add_origin(em, D, g.row, g.col)]
+    tile_meta = sparse.Meta(add_origin(em, meta, g.row, 0)) if is_sparse else None
+    run_tile(em, *origins, (desc.m // SUB_M, desc.n // SUB_N), (form, chunks), tile_meta)
+    em.emit(f"mul.lo.u32 {kfull}, {chunks}, {form.k}")
+    em.emit(f"setp.ge.u32 {tail}, {kfull}, {g.K}")
+    em.emit(f"@{tail} bra.uni {end}")
+    em.emit("bar.warp.sync -1")                    # the stored D is what the tail extends
+    replay(em, g, kfull, init_from_d=True, k_loop=k_loop)
+    em.emit(f"bra.uni {end}")
+    em.raw(f"{slow}:")
+    replay(em, g, 0, init_from_d=False, k_loop=k_loop)
+    em.raw(f"{end}:")
+    mask = em.new("r")
+    em.emit(f"activemask.b32 {mask}")
+    em.emit(f"bar.warp.sync {mask}")                # exit-ordered for the whole subgroup
