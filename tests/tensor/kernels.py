@@ -22,11 +22,13 @@ def _types(a, b, acc, res) -> str:
 
 def mma_source(name: str, a: str, b: str, acc: str, res: str, shape: str,
                layouts=("row", "row", "row", "row"), transpose=(False, False),
-               lds: dict | None = None, runtime_ld: bool = False, extra: str = "") -> str:
+               lds: dict | None = None, runtime_ld: bool = False, extra: str = "",
+               more_params: tuple[str, ...] = ()) -> str:
     """One tensor_mma kernel. `lds` gives static leading dimensions; with runtime_ld they
-    become uint32 parameters lda..ldd instead (same names)."""
+    become uint32 parameters lda..ldd instead (same names). `more_params` (e.g.
+    "meta: uint8*") follow a, b, c, d and come before the runtime strides."""
     params = [f"a: {carrier(a)}*", f"b: {carrier(b)}*", f"c: {carrier(acc)}*",
-              f"d: {carrier(res)}*"]
+              f"d: {carrier(res)}*", *more_params]
     opts = [f"shape: {shape}", _types(a, b, acc, res)]
     opts += [f"{w}_layout: {l}" for w, l in zip("abcd", layouts)]
     opts += [f"transpose_{w}: true" for w, t in zip("ab", transpose) if t]
@@ -44,13 +46,13 @@ def mma_source(name: str, a: str, b: str, acc: str, res: str, shape: str,
 
 def matmul_source(name: str, a: str, b: str, acc: str, res: str, shape: str,
                   layouts=("row", "row", "row", "row"), transpose=(False, False),
-                  warps: int = 1, extra: str = "") -> str:
+                  warps: int = 1, extra: str = "", more_params: tuple[str, ...] = ()) -> str:
     """tensor_matmul with one region per warp; `warps` warps per block take consecutive
-    regions along N. Runtime lda..ldd."""
+    regions along N. Runtime lda..ldd; `more_params` follow them."""
     m, n = (int(x) for x in shape[1:].split("k")[0].split("n"))
     params = [f"a: {carrier(a)}*", f"b: {carrier(b)}*", f"c: {carrier(acc)}*",
               f"d: {carrier(res)}*", "pm: uint32", "pn: uint32", "pk: uint32",
-              "lda: uint32", "ldb: uint32", "ldc: uint32", "ldd: uint32"]
+              "lda: uint32", "ldb: uint32", "ldc: uint32", "ldd: uint32", *more_params]
     opts = [f"shape: {shape}", _types(a, b, acc, res),
             *(f"{w}_layout: {l}" for w, l in zip("abcd", layouts)),
             *(f"transpose_{w}: true" for w, t in zip("ab", transpose) if t),

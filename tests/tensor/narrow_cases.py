@@ -1,0 +1,206 @@
+"""Shared cases of the FP8 and structured 2:4 tensor operations: each builder returns a
+`Case` (Mettle source, launch, ordered arguments, and a checker against the CPU oracle)
+that runs either on the CPU PTX interpreter (tests/tensor/ptx_sim.py) or on the GPU
+(tests/gpu/test_tensor_fp8_sparse.py through harness.run_kernel).
+
+Inputs are exactly representable and small (FP8 values v with 4v an integer and |v| <= 4,
+f16/bf16 small integers), so every product and partial sum is exact in f32 whatever the
+summation order, and results compare bit for bit. Every stored matrix has padded leading
+dimensions with poisoned padding; D's padding must stay untouched.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tests.support import tensor_oracle as O
+
+from .kernels import matmul_source, mma_source
+
+POISON = {"float32": np.float32(-12345.0), "uint16": np.uint16(0x7E00),
+          "uint8": np.uint8(0xAB)}
+CARRIER = {"e4m3": "uint8", "e5m2": "uint8", "f16": "uint16", "bf16": "uint16",
+           "f32": "float32", "mask": "uint8"}
+
+
+@dataclass
+class Case:
+    source: str
+    kernel: str
+    grid: tuple[int, ...]
+    block: int
+    args: list = field(default_factory=list)   # ("buf", name, array, output) | ("u32", v)
+    check: object = None                        # check(outputs: dict[str, ndarray])
+
+
+def fp8_codes(rng, fmt: str, shape) -> np.ndarray:
+    ok = [c for c in range(256) if not np.isnan(O.decode(fmt, c))
+          and abs(O.decode(fmt, c)) <= 4 and (O.decode(fmt, c) * 4) % 1 == 0]
+    return rng.choice(ok, size=shape).astype(np.uint8)
+
+
+def encode(fmt: str, vals) -> np.ndarray:
+    if fmt == "f16":
+        return np.asarray(vals, np.float16).view(np.uint16)
+    if fmt == "bf16":
+        return O.to_bf16_bits(np.asarray(vals, np.float32))
+    if fmt == "f32":
+        return np.asarray(vals, np.float32)
+    return np.asarray(vals).astype(np.uint8)           # FP8 codes and masks as given
+
+
+def store(fmt: str, logical, layout: str, ld: int) -> np.ndarray:
+    """A poisoned buffer holding the logical rows x cols matrix (codes/values)."""
+    rows, cols = logical.shape
+    dt = CARRIER[fmt]
+    size = (rows - 1) * ld + cols if layout == "row" else (cols - 1) * ld + rows
+    buf = np.full(size + 8, POISON[dt], dtype=dt)
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    buf[O.index(layout, ld, r, c)] = encode(fmt, logical)
+    return buf
+
+
+def stored(fmt, logical, layout, transpose, pad):
+    """(buffer, ld) of `logical` stored transposed or not in `layout` with padding."""
+    mat = logical.T if transpose else logical
+    ld = (mat.shape[1] if layout == "row" else mat.shape[0]) + pad
+    return store(fmt, mat, layout, ld), ld
+
+
+def check_d(out, want, layout, ld, poison_buf):
+    m, n = want.shape
+    got = O.logical(out, m, n, layout, ld).astype(np.float64)
+    np.testing.assert_array_equal(got, want)
+    r, c = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
+    untouched = np.ones(out.size, bool)
+    untouched[O.index(layout, ld, r, c)] = False
+    np.testing.assert_array_equal(out[untouched], poison_buf[untouched])
+
+
+def _dims(shape: str) -> tuple[int, int, int]:
+    m, rest = shape[1:].split("n")
+    n, k = rest.split("k")
+    return int(m), int(n), int(k)
+
+
+# ---------------------------------------------------------------- FP8
+def fp8_tile(at, bt, shape, layouts=("row", "col", "row", "col"), transpose=(False, False),
+             pad=8, seed=0, scope="subgroup") -> Case:
+    m, n, k = _dims(shape)
+    rng = np.random.default_rng(seed)
+    a, b = fp8_codes(rng, at, (m, k)), fp8_codes(rng, bt, (k, n))
+    c = rng.integers(-8, 8, (m, n)).astype(np.float64)
+    abuf, lda = stored(at, a, layouts[0], transpose[0], pad)
+    bbuf, ldb = stored(bt, b, layouts[1], transpose[1], pad)
+    cbuf, ldc = stored("f32", c, layouts[2], False, pad)
+    dbuf, ldd = stored("f32", np.zeros((m, n)), layouts[3], False, pad + 2)
+    dbuf[:] = POISON["float32"]
+    extra = f"scope: {scope}" if scope != "subgroup" else ""
+    src = mma_source("tile", at, bt, "f32", "f32", shape, layouts=layouts, transpose=transpose,
+                     lds={"lda": lda, "ldb": ldb, "ldc": ldc, "ldd": ldd}, runtime_ld=True,
+                     extra=extra)
+    want = O.decode_array(at, a) @ O.decode_array(bt, b) + c
+    poison = dbuf.copy()
+    return Case(src, "tile", (1,), 64 if scope == "workgroup" else 32,
+                [("buf", "a", abuf, False), ("buf", "b", bbuf, False),
+                 ("buf", "c", cbuf, False), ("buf", "d", dbuf, True),
+                 *(("u32", v) for v in (lda, ldb, ldc, ldd))],
+                lambda out: check_d(out["d"], want, layouts[3], ldd, poison))
+
+
+def _region_launch(shape, M, N, warps):
+    m, n, _ = _dims(shape)
+    return ((N + n * warps - 1) // (n * warps), (M + m - 1) // m)
+
+
+def fp8_matmul(at, bt, shape, M, N, K, pad=8, warps=1, transpose=(False, False), block=None,
+               seed=0) -> Case:
+    rng = np.random.default_rng(seed)
+    lay = ("row", "col", "row", "col")
+    a, b = fp8_codes(rng, at, (M, K)), fp8_codes(rng, bt, (K, N))
+    c = rng.integers(-8, 8, (M, N)).astype(np.float64)
+    abuf, lda = stored(at, a, lay[0], transpose[0], pad)
+    bbuf, ldb = stored(bt, b, lay[1], transpose[1], pad)
+    cbuf, ldc = stored("f32", c, lay[2], False, pad)
+    dbuf, ldd = stored("f32", np.zeros((M, N)), lay[3], False, pad)
+    dbuf[:] = POISON["float32"]
+    src = matmul_source("mm", at, bt, "f32", "f32", shape, layouts=lay, transpose=transpose,
+                        warps=warps)
+    want = O.decode_array(at, a) @ O.decode_array(bt, b) + c
+    poison = dbuf.copy()
+    return Case(src, "mm", _region_launch(shape, M, N, warps), block or 32 * warps,
+                [("buf", "a", abuf, False), ("buf", "b", bbuf, False),
+                 ("buf", "c", cbuf, False), ("buf", "d", dbuf, True),
+                 *(("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd))],
+                lambda out: check_d(out["d"], want, lay[3], ldd, poison))
+
+
+# ---------------------------------------------------------------- structured 2:4
+INVALID_MASKS = (0b0000, 0b0001, 0b0111, 0b1111, 0b1000, 0xF0)
+
+
+def sparse_operands(rng, t, M, K, invalid: bool):
+    """(compressed A values M x 2*groups, masks M x groups, logical dense A) with values
+    at logical positions >= K poisoned (they must not contribute)."""
+    groups = (K + 3) // 4
+    vals = rng.integers(-3, 4, (M, 2 * groups)).astype(np.float64)
+    _, masks = O.compress_2_4(np.zeros((M, 4 * groups)), rng=rng)
+    if invalid:
+        pick = rng.random(masks.shape) < 0.25
+        masks[pick] = rng.choice(INVALID_MASKS, size=int(pick.sum()))
+        masks[0, 0] = 0b0111
+    masks = masks.astype(np.uint8)
+    dense = O.decompress_2_4(vals, masks, K)
+    return vals, masks, dense
+
+
+def sparse_tile(t, shape, layouts=("row", "col", "row", "row"), transpose=(False, False),
+                pad=8, seed=0, invalid=False) -> Case:
+    m, n, k = _dims(shape)
+    rng = np.random.default_rng(seed)
+    vals, masks, dense = sparse_operands(rng, t, m, k, invalid)
+    b = rng.integers(-3, 4, (k, n)).astype(np.float64)
+    c = rng.integers(-8, 8, (m, n)).astype(np.float64)
+    abuf, lda = stored(t, vals, layouts[0], transpose[0], pad)
+    bbuf, ldb = stored(t, b, layouts[1], transpose[1], pad)
+    cbuf, ldc = stored("f32", c, layouts[2], False, pad)
+    dbuf, ldd = stored("f32", np.zeros((m, n)), layouts[3], False, pad)
+    dbuf[:] = POISON["float32"]
+    src = mma_source("tile", t, t, "f32", "f32", shape, layouts=layouts, transpose=transpose,
+                     lds={"lda": lda, "ldb": ldb, "ldc": ldc, "ldd": ldd}, runtime_ld=True,
+                     extra="sparsity: structured_2_to_4, metadata: meta",
+                     more_params=("meta: uint8*",))
+    want = dense @ b + c
+    poison = dbuf.copy()
+    return Case(src, "tile", (1,), 32,
+                [("buf", "a", abuf, False), ("buf", "b", bbuf, False),
+                 ("buf", "c", cbuf, False), ("buf", "d", dbuf, True),
+                 ("buf", "meta", masks.ravel().copy(), False),
+                 *(("u32", v) for v in (lda, ldb, ldc, ldd))],
+                lambda out: check_d(out["d"], want, layouts[3], ldd, poison))
+
+
+def sparse_matmul(t, shape, M, N, K, pad=8, warps=1, transpose=(False, False), block=None,
+                  seed=0, invalid=False) -> Case:
+    rng = np.random.default_rng(seed)
+    lay = ("row", "col", "row", "col")
+    vals, masks, dense = sparse_operands(rng, t, M, K, invalid)
+    b = rng.integers(-3, 4, (K, N)).astype(np.float64)
+    c = rng.integers(-8, 8, (M, N)).astype(np.float64)
+    abuf, lda = stored(t, vals, lay[0], transpose[0], pad)
+    bbuf, ldb = stored(t, b, lay[1], transpose[1], pad)
+    cbuf, ldc = stored("f32", c, lay[2], False, pad)
+    dbuf, ldd = stored("f32", np.zeros((M, N)), lay[3], False, pad)
+    dbuf[:] = POISON["float32"]
+    src = matmul_source("mm", t, t, "f32", "f32", shape, layouts=lay, transpose=transpose,
+                        warps=warps, extra="sparsity: structured_2_to_4, metadata: meta",
+                        more_params=("meta: uint8*",))
+    want = dense @ b + c
+    poison = dbuf.copy()
+    return Case(src, "mm", _region_launch(shape, M, N, warps), block or 32 * warps,
+                [("buf", "a", abuf, False), ("buf", "b", bbuf, False),
+                 ("buf", "c", cbuf, False), ("buf", "d", dbuf, True),
+                 *(("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)),
+                 ("buf", "meta", masks.ravel().copy(), False)],
+                lambda out: check_d(out["d"], want, lay[3], ldd, poison))

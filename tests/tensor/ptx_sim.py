@@ -1,0 +1,503 @@
+"""A small CPU interpreter of the PTX the tensor lowerings emit (tests only).
+
+It executes one kernel module over a grid, thread by thread, so the CPU suite can run the
+*generated* address arithmetic, fragment packing, metadata translation, runtime selection,
+K loops and replay against tests/support/tensor_oracle.py without a GPU. It knows only
+the opcodes these modules use and fails loudly (SimError) on anything else.
+
+Model: registers hold raw bit patterns (ints); memory is one flat little-endian bytearray
+with buffers at 256-byte aligned addresses (address 0 is never valid); every thread of a
+block runs until it blocks at a collective (mma, bar.warp.sync, bar.sync) or exits; a warp
+collective runs when every live lane of the warp waits at the same instruction.
+`activemask` is the warp's live-lane mask. Warp MMAs are evaluated from the PTX ISA
+fragment equations written out independently below (not imported from the compiler), in
+float64 and rounded to f32: exact for the exactly representable inputs the tests use.
+"""
+from __future__ import annotations
+
+import re
+import struct
+
+import numpy as np
+
+from tests.support import tensor_oracle as O
+
+
+class SimError(AssertionError):
+    pass
+
+
+M32, M64 = (1 << 32) - 1, (1 << 64) - 1
+_INSTR = re.compile(r"^(@!?%p\d+\s+)?([a-z][\w.:]*)\s*(.*)$")
+
+
+def f32_bits(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", np.float32(x)))[0]
+
+
+def bits_f32(b: int) -> float:
+    return float(struct.unpack("<f", struct.pack("<I", b & M32))[0])
+
+
+def f16_val(b: int) -> float:
+    return float(np.uint16(b & 0xFFFF).view(np.float16))
+
+
+def bf16_val(b: int) -> float:
+    return bits_f32((b & 0xFFFF) << 16)
+
+
+def _split_ops(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def parse(ptx: str, kernel: str):
+    """(param names, instruction list, label -> index) of `kernel`."""
+    body = ptx.split(f".entry {kernel}(", 1)[1]
+    head, body = body.split("{", 1)
+    params = re.findall(r"\.param\s+\.\w+\s+(\w+)", head)
+    code, labels = [], {}
+    for line in body.split("\n"):
+        line = line.split("//")[0].strip()
+        if not line or line.startswith((".reg", "}", "{")):
+            continue
+        m = re.match(r"^(\$?[\w$]+):(.*)$", line)
+        if m:
+            labels[m.group(1)] = len(code)
+            line = m.group(2).strip()
+            if not line:
+                continue
+        mi = _INSTR.match(line.rstrip(";").strip())
+        if not mi:
+            raise SimError(f"cannot parse {line!r}")
+        guard = mi.group(1).strip() if mi.group(1) else None
+        code.append((guard, mi.group(2), _split_ops(mi.group(3))))
+    return params, code, labels
+
+
+class Memory:
+    def __init__(self):
+        self.data = bytearray(256)
+        self.buffers = {}
+
+    def alloc(self, name: str, arr: np.ndarray) -> int:
+        addr = (len(self.data) + 255) // 256 * 256
+        raw = np.ascontiguousarray(arr).tobytes()
+        self.data.extend(b"\0" * (addr - len(self.data)) + raw + b"\0" * 256)
+        self.buffers[name] = (addr, arr.dtype, arr.size)
+        return addr
+
+    def read(self, name: str) -> np.ndarray:
+        addr, dt, n = self.buffers[name]
+        return np.frombuffer(bytes(self.data[addr:addr + n * dt.itemsize]), dtype=dt).copy()
+
+    def load(self, addr: int, size: int) -> int:
+        if addr <= 0 or addr + size > len(self.data) or addr % size:
+            raise SimError(f"bad {size}-byte load at {addr:#x}")
+        return int.from_bytes(self.data[addr:addr + size], "little")
+
+    def store(self, addr: int, size: int, value: int) -> None:
+        if addr <= 0 or addr + size > len(self.data) or addr % size:
+            raise SimError(f"bad {size}-byte store at {addr:#x}")
+        self.data[addr:addr + size] = (value & ((1 << 8 * size) - 1)).to_bytes(size, "little")
+
+
+_WIDTH = {"u8": 8, "s8": 8, "b8": 8, "u16": 16, "s16": 16, "b16": 16, "f16": 16,
+          "u32": 32, "s32": 32, "b32": 32, "f32": 32, "u64": 64, "s64": 64, "b64": 64,
+          "f64": 64, "pred": 1}
+
+
+def _signed(v: int, bits: int) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+class Thread:
+    def __init__(self, sim, tid: tuple[int, int, int], lin: int, ctaid):
+        self.sim, self.tid, self.lin, self.ctaid = sim, tid, lin, ctaid
+        self.regs: dict[str, int] = {}
+        self.pc, self.done, self.wait = 0, False, None
+
+    @property
+    def lane(self) -> int:
+        return self.lin % 32
+
+    def val(self, text: str) -> int:
+        t = text.strip()
+        if t.startswith("%"):
+            special = self.sim.special(self, t)
+            if special is not None:
+                return special
+            if t not in self.regs:
+                raise SimError(f"read of undefined register {t}")
+            return self.regs[t]
+        if t.startswith("0f"):
+            return int(t[2:], 16)
+        if t.startswith("-"):
+            return -self.val(t[1:])
+        return int(t, 0)
+
+    def vec(self, text: str) -> list[str]:
+        return [x.strip() for x in text.strip()[1:-1].split(",")]
+
+    def addr(self, text: str) -> int:
+        inner = text.strip()[1:-1]
+        if "+" in inner:
+            base, off = inner.split("+")
+            return self.val(base) + int(off, 0)
+        return self.val(inner)
+
+
+def _arith(op: str, parts: list[str], th: Thread, ops: list[str]) -> None:
+    ty = parts[-1]
+    bits = _WIDTH[ty]
+    vals = [th.val(o) for o in ops[1:]]
+    wide = "wide" in parts
+    mask = (1 << (2 * bits if wide else bits)) - 1
+    signed = ty.startswith("s")
+    if signed:
+        vals = [_signed(v, bits) for v in vals]
+    else:
+        vals = [v & ((1 << bits) - 1) for v in vals]
+    if op == "add":
+        r = vals[0] + vals[1]
+    elif op == "sub":
+        r = vals[0] - vals[1]
+    elif op == "mul":
+        r = vals[0] * vals[1]
+    elif op == "mad":
+        r = vals[0] * vals[1] + (_signed(th.val(ops[3]), bits * (2 if wide else 1))
+                                 if signed else th.val(ops[3]))
+    elif op == "div":
+        r = vals[0] // vals[1] if not signed else int(vals[0] / vals[1])
+    elif op == "rem":
+        r = vals[0] % vals[1]
+    elif op == "shl":
+        r = vals[0] << min(vals[1], bits) if vals[1] < bits else 0
+    elif op == "shr":
+        r = (vals[0] >> min(vals[1], bits)) if vals[1] < bits else (
+            -1 if signed and vals[0] < 0 else 0)
+    elif op == "and":
+        r = vals[0] & vals[1]
+    elif op == "or":
+        r = vals[0] | vals[1]
+    elif op == "xor":
+        r = vals[0] ^ vals[1]
+    else:
+        raise SimError(f"unknown arithmetic {op}")
+    th.regs[ops[0]] = r & mask
+
+
+_CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+        "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+
+
+def _setp(parts, th: Thread, ops) -> None:
+    ty, bits = parts[-1], _WIDTH[parts[-1]]
+    a, b = th.val(ops[1]), th.val(ops[2])
+    if ty.startswith("f"):
+        a, b = bits_f32(a), bits_f32(b)
+    elif ty.startswith("s"):
+        a, b = _signed(a, bits), _signed(b, bits)
+    else:
+        a, b = a & ((1 << bits) - 1), b & ((1 << bits) - 1)
+    r = int(_CMP[parts[1]](a, b))
+    if "and" in parts:
+        r &= th.val(ops[3])
+    th.regs[ops[0]] = r
+
+
+def _mov(parts, th: Thread, ops) -> None:
+    d, s = ops
+    bits = _WIDTH[parts[-1]]
+    if s.startswith("{"):
+        names = th.vec(s)
+        w = bits // len(names)
+        th.regs[d] = sum((th.val(n) & ((1 << w) - 1)) << (w * i) for i, n in enumerate(names))
+    elif d.startswith("{"):
+        names, v = th.vec(d), th.val(s)
+        w = bits // len(names)
+        for i, n in enumerate(names):
+            th.regs[n] = (v >> (w * i)) & ((1 << w) - 1)
+    else:
+        th.regs[d] = th.val(s) & ((1 << bits) - 1)
+
+
+def _fp8_pair(fmt: str, v: int) -> int:
+    lo = np.float16(O.decode(fmt, v & 0xFF)).view(np.uint16)
+    hi = np.float16(O.decode(fmt, (v >> 8) & 0xFF)).view(np.uint16)
+    return int(lo) | int(hi) << 16
+
+
+def _cvt(parts, th: Thread, ops) -> None:
+    d, s = ops
+    v = th.val(s)
+    kinds = [p for p in parts[1:] if p not in ("rn", "rz", "rm", "rp", "sat")]
+    dst, src = kinds
+    if src in ("e4m3x2", "e5m2x2"):
+        th.regs[d] = _fp8_pair(src[:4], v)
+    elif (dst, src) == ("f32", "f16"):
+        th.regs[d] = f32_bits(f16_val(v))
+    elif dst[0] in "us" and src[0] in "usb":
+        sb, db = _WIDTH[src], _WIDTH[dst]
+        v = _signed(v, sb) if src[0] == "s" else v & ((1 << sb) - 1)
+        th.regs[d] = v & ((1 << db) - 1)
+    else:
+        raise SimError(f"unsupported cvt {'.'.join(parts)}")
+
+
+def _bits_op(op: str, th: Thread, ops) -> None:
+    v = [th.val(o) for o in ops[1:]]
+    if op == "prmt":
+        src = (v[0] & M32) | (v[1] & M32) << 32
+        r = 0
+        for i in range(4):
+            sel = (v[2] >> (4 * i)) & 7
+            r |= ((src >> (8 * sel)) & 0xFF) << (8 * i)
+    elif op == "bfi":
+        a, b, pos, ln = v
+        m = ((1 << ln) - 1) << pos
+        r = (b & ~m) | ((a << pos) & m)
+    elif op == "bfe":
+        a, pos, ln = v
+        r = (a >> pos) & ((1 << ln) - 1)
+    elif op == "popc":
+        r = bin(v[0] & M32).count("1")
+    else:
+        raise SimError(op)
+    th.regs[ops[0]] = r & M32
+
+
+def _float(parts, th: Thread, ops) -> None:
+    if parts[-1] != "f32":
+        raise SimError(f"unsupported float op {'.'.join(parts)}")
+    v = [bits_f32(th.val(o)) for o in ops[1:]]
+    with np.errstate(all="ignore"):
+        r = {"fma": lambda: v[0] * v[1] + v[2], "mul": lambda: v[0] * v[1],
+             "add": lambda: v[0] + v[1]}[parts[0]]()
+    th.regs[ops[0]] = f32_bits(r)
+
+
+# ---------------------------------------------------------------- warp MMAs (PTX ISA maps)
+def _fp8_a(k: int, lane: int, i: int) -> tuple[int, int]:
+    g, t = lane >> 2, lane & 3
+    if k == 32:
+        return g + (8 if i in range(4, 8) or i >= 12 else 0), t * 4 + (i & 3) + (16 if i >= 8 else 0)
+    return g + (8 if i >= 4 else 0), t * 4 + (i & 3)
+
+
+def _fp8_b(k: int, lane: int, i: int) -> tuple[int, int]:
+    g, t = lane >> 2, lane & 3
+    return t * 4 + (i & 3) + (16 if i >= 4 else 0), g
+
+
+def _acc(lane: int, i: int) -> tuple[int, int]:
+    return (lane >> 2) + (8 if i >= 2 else 0), (lane & 3) * 2 + (i & 1)
+
+
+def _elems(word: int, per: int):
+    w = 32 // per
+    return [(word >> (w * j)) & ((1 << w) - 1) for j in range(per)]
+
+
+def warp_mma(head: str, lanes: list[Thread], ops: list[str]) -> None:
+    parts = head.split(".")
+    shape = next(p for p in parts if p.startswith("m16n8k"))
+    k = int(shape[6:])
+    a_t, b_t = parts[-3], parts[-2]
+    sparse = parts[1].startswith("sp")
+    A = np.zeros((16, k))
+    B = np.zeros((k, 8))
+    C = np.zeros((16, 8))
+    for th in lanes:
+        ln = th.lane
+        a_words = [th.val(r) for r in th.vec(ops[1])]
+        b_words = [th.val(r) for r in th.vec(ops[2])]
+        for i, v in enumerate(th.val(r) for r in th.vec(ops[3])):
+            C[_acc(ln, i)] = bits_f32(v)
+        if sparse:
+            _sparse_frags(th, ln, a_words, b_words, ops, A, B, a_t)
+            continue
+        for i, code in enumerate(c for w in a_words for c in _elems(w, 4)):
+            A[_fp8_a(k, ln, i)] = O.decode(a_t, code)
+        for i, code in enumerate(c for w in b_words for c in _elems(w, 4)):
+            B[_fp8_b(k, ln, i)] = O.decode(b_t, code)
+    D = A @ B + C
+    for th in lanes:
+        for i, r in enumerate(th.vec(ops[0])):
+            th.regs[r] = f32_bits(D[_acc(th.lane, i)])
+
+
+def _sparse_frags(th, ln, a_words, b_words, ops, A, B, t) -> None:
+    """mma.sp m16n8k16 f16/bf16: compressed A is the m16n8k8 A map; metadata of rows g and
+    g+8 comes from the quad's lane 0 (sparsity selector 0): low/high 16 bits."""
+    val = f16_val if t == "f16" else bf16_val
+    g, q = ln >> 2, ln & 3
+    quad0 = th.sim.lane_thread(th, ln & ~3)
+    meta = quad0.val(ops[4])
+    comp = [val(c) for w in a_words for c in _elems(w, 2)]
+    for i, v in enumerate(comp):
+        row, ccol = g + (8 if i >= 2 else 0), q * 2 + (i & 1)
+        nib = (meta >> (16 * (row >= 8) + 4 * (ccol // 2))) & 0xF
+        idx = (nib >> (2 * (ccol & 1))) & 3
+        A[row, 4 * (ccol // 2) + idx] = v
+    for i, v in enumerate(val(c) for w in b_words for c in _elems(w, 2)):
+        B[q * 2 + (i & 1) + (8 if i >= 2 else 0), g] = v
+
+
+# ---------------------------------------------------------------- the machine
+_ARITH = {"add", "sub", "mul", "mad", "div", "rem", "shl", "shr", "and", "or", "xor"}
+_COLLECTIVE = ("mma", "bar")
+MAX_STEPS = 50_000_000
+
+
+class Sim:
+    """Run `kernel` of `ptx` on `grid` x `block` with `args` (("buf", name, ndarray) or
+    ("u32"/"u64", value)); returns the Memory (read output buffers by name)."""
+
+    def __init__(self, ptx: str, kernel: str):
+        self.params, self.code, self.labels = parse(ptx, kernel)
+        self.steps = 0
+        self.mmas = 0                   # warp MMAs executed (native paths taken)
+
+    def special(self, th: Thread, name: str):
+        dims = {"x": 0, "y": 1, "z": 2}
+        if name == "%laneid":
+            return th.lane
+        if name == "%lanemask_lt":
+            return (1 << th.lane) - 1
+        m = re.fullmatch(r"%(tid|ntid|ctaid|nctaid)\.([xyz])", name)
+        if not m:
+            return None
+        src = {"tid": th.tid, "ntid": self.block, "ctaid": th.ctaid, "nctaid": self.grid}
+        return src[m.group(1)][dims[m.group(2)]]
+
+    def lane_thread(self, th: Thread, lane: int) -> Thread:
+        return self.threads[th.lin - th.lane + lane]
+
+    def run(self, grid, block, args) -> Memory:
+        as3 = (lambda v: (v, 1, 1) if isinstance(v, int) else tuple(v) + (1,) * (3 - len(v)))
+        self.grid, self.block = as3(grid), as3(block)
+        self.mem = Memory()
+        self.param_vals = {}
+        for name, arg in zip(self.params, args):
+            self.param_vals[name] = self.mem.alloc(arg[1], arg[2]) if arg[0] == "buf" \
+                else int(arg[1])
+        gx, gy, gz = self.grid
+        for cz in range(gz):
+            for cy in range(gy):
+                for cx in range(gx):
+                    self._block((cx, cy, cz))
+        return self.mem
+
+    def _block(self, ctaid) -> None:
+        bx, by, bz = self.block
+        self.threads = [Thread(self, (x, y, z), (z * by + y) * bx + x, ctaid)
+                        for z in range(bz) for y in range(by) for x in range(bx)]
+        self.threads.sort(key=lambda t: t.lin)
+        while True:
+            for th in self.threads:
+                while not th.done and th.wait is None:
+                    self._step(th)
+            live = [t for t in self.threads if not t.done]
+            if not live:
+                return
+            if not self._collective(live):
+                raise SimError("deadlock: threads wait at different collectives: " +
+                               str(sorted({t.pc for t in live})))
+
+    def _warp(self, th: Thread) -> list[Thread]:
+        base = th.lin - th.lane
+        return [t for t in self.threads[base:base + 32] if not t.done]
+
+    def _collective(self, live: list[Thread]) -> bool:
+        for th in live:
+            group = self._warp(th) if th.wait != "bar.sync" else live
+            if all(t.wait is not None and t.pc == th.pc for t in group):
+                guard, op, ops = self.code[th.pc]
+                if op.startswith("mma"):
+                    warp_mma(op, group, ops)
+                    self.mmas += 1
+                for t in group:
+                    t.wait, t.pc = None, t.pc + 1
+                return True
+        return False
+
+    def _step(self, th: Thread) -> None:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise SimError("step limit")
+        if th.pc >= len(self.code):
+            th.done = True
+            return
+        guard, op, ops = self.code[th.pc]
+        if guard is not None:
+            on = th.val(guard.lstrip("@!"))
+            if guard.startswith("@!"):
+                on = not on
+            if not on:
+                th.pc += 1
+                return
+        parts = op.split(".")
+        base = parts[0]
+        if base in _COLLECTIVE:
+            if len(self._warp(th)) < 32 and base == "mma":
+                raise SimError("mma with a partial warp")
+            th.wait = "bar.sync" if op == "bar.sync" else op
+            return
+        th.pc += 1
+        if base == "bra":
+            th.pc = self.labels[ops[0]]
+        elif base == "ret" or base == "exit":
+            th.done = True
+        elif base == "ld":
+            self._ld(th, parts, ops)
+        elif base == "st":
+            size = _WIDTH[parts[-1]] // 8
+            self.mem.store(th.addr(ops[0]), size, th.val(ops[1]))
+        elif base == "mov" and parts[-1] == "pred":
+            th.regs[ops[0]] = th.val(ops[1])
+        elif base == "mov":
+            _mov(parts, th, ops)
+        elif base in ("and", "or", "not") and parts[-1] == "pred":
+            v = [th.val(o) for o in ops[1:]]
+            th.regs[ops[0]] = (v[0] & v[1]) if base == "and" else (
+                v[0] | v[1] if base == "or" else 1 - v[0])
+        elif base in ("fma", "add", "mul") and parts[-1] == "f32":
+            _float(parts, th, ops)
+        elif base in _ARITH:
+            _arith(base, parts, th, ops)
+        elif base == "setp":
+            _setp(parts, th, ops)
+        elif base == "cvt":
+            _cvt(parts, th, ops)
+        elif base in ("prmt", "bfi", "bfe", "popc"):
+            _bits_op(base, th, ops)
+        elif base == "activemask":
+            th.regs[ops[0]] = sum(1 << t.lane for t in self._warp(th))
+        else:
+            raise SimError(f"unsupported instruction {op}")
+
+    def _ld(self, th: Thread, parts, ops) -> None:
+        if parts[1] == "param":
+            th.regs[ops[0]] = self.param_vals[ops[1].strip("[]")]
+            return
+        ty = parts[-1]
+        bits = _WIDTH[ty]
+        v = self.mem.load(th.addr(ops[1]), bits // 8)
+        if ty.startswith("s"):
+            v = _signed(v, bits) & M64
+        th.regs[ops[0]] = v
