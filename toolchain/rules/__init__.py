@@ -1,0 +1,1 @@
+"""The Mettle Pants plugin (see README.md); loaded by Pants, not part of the compiler."""

@@ -1,0 +1,136 @@
+"""Compile (and check) one Mettle kernel module: the `mettle_kernel` stage.
+
+Invariants: one compile action per (source content, stdlib content, flags, compiler PEX),
+run as a hermetic VenvPex process whose argv holds only sandbox-relative paths, so the
+action's cache key is the same in every checkout directory. The check action (ptxas for
+PTX, spirv-val for SPIR-V) is separate, so a cached compile never re-runs for a check.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from pants.backend.python.util_rules.pex import VenvPexProcess
+from pants.core.util_rules.source_files import SourceFiles, SourceFilesRequest
+from pants.engine.addresses import Address
+from pants.engine.fs import Digest, DigestContents, MergeDigests
+from pants.engine.process import Process, ProcessResult
+from pants.engine.rules import Get, collect_rules, rule
+from pants.engine.target import SourcesField, TransitiveTargets, TransitiveTargetsRequest
+from pants.util.logging import LogLevel
+
+from toolchain.rules.tools import TOOL_ENV, MettleCompiler, MettleStdlib, PtxasTool, SpirvVal
+
+# ptxas assembles only real targets; compute_NN PTX assembles for sm_NN. ptxas 13 refuses
+# targets below sm_75 (facts.md), so older targets are not checked.
+_PTX_TARGET_RE = re.compile(r"^\s*\.target\s+(sm|compute)_(\d+)(a?)\b", re.MULTILINE)
+MIN_PTXAS_SM = 75
+
+
+@dataclass(frozen=True)
+class CompileKernelRequest:
+    address: Address          # the mettle_kernel target (its dependencies are inputs too)
+    source: SourcesField
+    output_name: str          # e.g. "kernels.ptx", written at the sandbox root
+    fmt: str                  # "ptx" | "spirv"
+    gpu_arch: str
+    optimize: bool
+    ptx_version: Optional[str]
+    tensor_tuple_budget: Optional[int]
+    validate: bool
+    spirv_target_env: str
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    digest: Digest            # holds exactly `path`
+    path: str
+
+
+def ptxas_arch(ptx_text: str) -> Optional[str]:
+    """The `--gpu-name` that checks this PTX, or None when ptxas cannot assemble it."""
+    m = _PTX_TARGET_RE.search(ptx_text)
+    if m is None or int(m.group(2)) < MIN_PTXAS_SM:
+        return None
+    return f"sm_{m.group(2)}{m.group(3)}"
+
+
+def compile_argv(req: CompileKernelRequest, source: str, stdlib_root: str) -> Tuple[str, ...]:
+    argv = ["--emit-ptx" if req.fmt == "ptx" else "--emit-spirv", source,
+            "-o", req.output_name, "--gpu-arch", req.gpu_arch, "--stdlib", stdlib_root]
+    if req.optimize:
+        argv.append("-O")
+    if req.ptx_version:
+        argv += ["--ptx-version", req.ptx_version]
+    if req.tensor_tuple_budget:
+        argv += ["--gpu-tensor-tuple-budget", str(req.tensor_tuple_budget)]
+    return tuple(argv)
+
+
+@dataclass(frozen=True)
+class SpirvCheck:
+    kernel: CompiledKernel
+    target_env: str
+
+
+@dataclass(frozen=True)
+class PtxCheck:
+    kernel: CompiledKernel
+
+
+@dataclass(frozen=True)
+class KernelChecked:
+    tool: Optional[str]       # which checker ran, None when no checker applies
+
+
+@rule(desc="Compile a Mettle kernel", level=LogLevel.DEBUG)
+async def compile_kernel(req: CompileKernelRequest, compiler: MettleCompiler,
+                         stdlib: MettleStdlib) -> CompiledKernel:
+    transitive = await Get(TransitiveTargets, TransitiveTargetsRequest([req.address]))
+    sources = await Get(SourceFiles, SourceFilesRequest(
+        [req.source, *(t[SourcesField] for t in transitive.dependencies
+                       if t.has_field(SourcesField))]))
+    entry = (await Get(SourceFiles, SourceFilesRequest([req.source]))).files[0]
+    inputs = await Get(Digest, MergeDigests([sources.snapshot.digest, stdlib.digest]))
+    result = await Get(ProcessResult, VenvPexProcess(
+        compiler.pex, argv=compile_argv(req, entry, stdlib.root), input_digest=inputs,
+        output_files=(req.output_name,), extra_env=TOOL_ENV,
+        description=f"Run mettle compile {entry} -> {req.output_name} ({req.gpu_arch})",
+        level=LogLevel.INFO))
+    kernel = CompiledKernel(result.output_digest, req.output_name)
+    if req.validate and req.fmt == "spirv":
+        await Get(KernelChecked, SpirvCheck(kernel, req.spirv_target_env))
+    elif req.validate:
+        await Get(KernelChecked, PtxCheck(kernel))
+    return kernel
+
+
+# Separate rules, so building a PTX kernel never needs spirv-val (and SPIR-V never ptxas).
+@rule(desc="Check a SPIR-V module with spirv-val", level=LogLevel.DEBUG)
+async def check_spirv(check: SpirvCheck, spirv_val: SpirvVal) -> KernelChecked:
+    kernel = check.kernel
+    inputs = await Get(Digest, MergeDigests([kernel.digest, spirv_val.digest]))
+    await Get(ProcessResult, Process(
+        (spirv_val.exe, "--target-env", check.target_env, kernel.path),
+        input_digest=inputs, env=TOOL_ENV,
+        description=f"Run spirv-val --target-env {check.target_env} {kernel.path}"))
+    return KernelChecked("spirv-val")
+
+
+@rule(desc="Check a PTX module with ptxas", level=LogLevel.DEBUG)
+async def check_ptx(check: PtxCheck, ptxas: PtxasTool) -> KernelChecked:
+    kernel = check.kernel
+    contents = await Get(DigestContents, Digest, kernel.digest)
+    arch = ptxas_arch(contents[0].content.decode("utf-8", "replace"))
+    if arch is None:
+        return KernelChecked(None)
+    await Get(ProcessResult, VenvPexProcess(
+        ptxas.pex, argv=("ptxas", f"--gpu-name={arch}", kernel.path, "-o", "check.cubin"),
+        input_digest=kernel.digest, extra_env=TOOL_ENV,
+        description=f"Run ptxas --gpu-name={arch} {kernel.path}"))
+    return KernelChecked("ptxas")
+
+
+def rules():
+    return collect_rules()

@@ -1,0 +1,113 @@
+"""`mettle_host_binary`: compile and link a host program, then package it with its kernels.
+
+Invariants: the host compile action does not depend on any kernel (editing a kernel never
+re-links the host); packaging only places the kernel modules beside the executable, in
+`dist/<BUILD dir>/`, so that directory runs as is (the host finds its modules next to
+/proc/self/exe). Two kernels with one file name are an error, not a silent overwrite.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Tuple
+
+from pants.backend.python.util_rules.pex import VenvPexProcess
+from pants.core.goals.package import BuiltPackage, BuiltPackageArtifact, PackageFieldSet
+from pants.core.util_rules.source_files import SourceFiles, SourceFilesRequest
+from pants.engine.addresses import Address, Addresses, UnparsedAddressInputs
+from pants.engine.fs import AddPrefix, Digest, MergeDigests
+from pants.engine.process import ProcessResult
+from pants.engine.rules import Get, MultiGet, collect_rules, rule
+from pants.engine.target import (InvalidFieldException, SourcesField, TransitiveTargets,
+                                 TransitiveTargetsRequest)
+from pants.engine.unions import UnionRule
+from pants.util.logging import LogLevel
+
+from toolchain.rules.compile_kernel import CompiledKernel
+from toolchain.rules.kernel_package import KernelModuleRequest
+from toolchain.rules.target_types import (MettleKernelsField, MettleLinkArgsField,
+                                          MettleOptimizeField, MettleSourceField)
+from toolchain.rules.tools import TOOL_ENV, MettleCompiler, MettleStdlib
+
+
+@dataclass(frozen=True)
+class CompileHostRequest:
+    address: Address
+    source: MettleSourceField
+    output_name: str
+    optimize: bool
+    link_args: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CompiledHost:
+    digest: Digest            # holds exactly `path`, executable
+    path: str
+
+
+def host_argv(req: CompileHostRequest, source: str, stdlib_root: str) -> Tuple[str, ...]:
+    argv = ["--build", source, "-o", req.output_name, "--stdlib", stdlib_root]
+    if req.optimize:
+        argv.append("-O")
+    for arg in req.link_args:
+        argv.append(f"--link-arg={arg}")  # one token: link args may start with '-'
+    return tuple(argv)
+
+
+@rule(desc="Compile and link a Mettle host program", level=LogLevel.DEBUG)
+async def compile_host(req: CompileHostRequest, compiler: MettleCompiler,
+                       stdlib: MettleStdlib) -> CompiledHost:
+    transitive = await Get(TransitiveTargets, TransitiveTargetsRequest([req.address]))
+    sources = await Get(SourceFiles, SourceFilesRequest(
+        [req.source, *(t[SourcesField] for t in transitive.dependencies
+                       if t.has_field(SourcesField))]))
+    entry = (await Get(SourceFiles, SourceFilesRequest([req.source]))).files[0]
+    inputs = await Get(Digest, MergeDigests([sources.snapshot.digest, stdlib.digest]))
+    result = await Get(ProcessResult, VenvPexProcess(
+        compiler.pex, argv=host_argv(req, entry, stdlib.root), input_digest=inputs,
+        output_files=(req.output_name,), extra_env=TOOL_ENV,
+        description=f"Run mettle build {entry} -> {req.output_name}", level=LogLevel.INFO))
+    return CompiledHost(result.output_digest, req.output_name)
+
+
+@dataclass(frozen=True)
+class MettleHostBinaryFieldSet(PackageFieldSet):
+    required_fields = (MettleSourceField, MettleKernelsField)
+
+    source: MettleSourceField
+    kernels: MettleKernelsField
+    link_args: MettleLinkArgsField
+    optimize: MettleOptimizeField
+
+
+@rule(desc="Package a Mettle host binary")
+async def package_host(field_set: MettleHostBinaryFieldSet) -> BuiltPackage:
+    kernel_addresses = await Get(Addresses, UnparsedAddressInputs,
+                                 field_set.kernels.to_unparsed_address_inputs())
+    origin = f"the `kernels` field of {field_set.address}"
+    kernels = await MultiGet(
+        Get(CompiledKernel, KernelModuleRequest(a, origin)) for a in kernel_addresses)
+    host = await Get(CompiledHost, CompileHostRequest(
+        field_set.address, field_set.source, field_set.address.target_name,
+        bool(field_set.optimize.value), tuple(field_set.link_args.value or ())))
+    _check_unique([host.path, *(k.path for k in kernels)], field_set.address)
+    merged = await Get(Digest, MergeDigests([host.digest, *(k.digest for k in kernels)]))
+    spec_path = field_set.address.spec_path
+    digest = await Get(Digest, AddPrefix(merged, spec_path)) if spec_path else merged
+    prefix = f"{spec_path}/" if spec_path else ""
+    artifacts = [BuiltPackageArtifact(prefix + host.path)]
+    artifacts += [BuiltPackageArtifact(prefix + k.path) for k in kernels]
+    return BuiltPackage(digest, tuple(artifacts))
+
+
+def _check_unique(names: list, address: Address) -> None:
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise InvalidFieldException(
+                f"{address}: two outputs are named {name!r} (the executable and each kernel "
+                "module land in one directory); rename one of the targets.")
+        seen.add(name)
+
+
+def rules():
+    return [*collect_rules(), UnionRule(PackageFieldSet, MettleHostBinaryFieldSet)]

@@ -1,0 +1,283 @@
+"""BUILD-file target types of the Mettle plugin: mettle_kernel, mettle_host_binary and
+gpu_variant_select, with their fields.
+
+Invariants: every field validates its raw value when the BUILD file is parsed, so a bad
+value is an InvalidFieldException naming the target and the field (never a traceback from a
+rule). Fields carry help text (`./pants help mettle_kernel`). This module runs inside Pants
+(CPython 3.9): no 3.10+ syntax at run time.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Optional, Tuple
+
+from pants.engine.addresses import Address
+from pants.engine.target import (
+    COMMON_TARGET_FIELDS,
+    BoolField,
+    Dependencies,
+    IntField,
+    InvalidFieldException,
+    OptionalSingleSourceField,
+    SingleSourceField,
+    SpecialCasedDependencies,
+    StringField,
+    StringSequenceField,
+    Target,
+)
+
+# The spellings the compiler's --gpu-arch accepts (toolchain/compiler/cli.py).
+GPU_ARCH_RE = re.compile(r"^(gb10|portable|sm_\d{2,3}a?|compute_\d{2,3}a?)$")
+PTX_VERSION_RE = re.compile(r"^\d+\.\d+$")
+MAX_TENSOR_TUPLE_BUDGET = 4096  # the compiler refuses larger budgets
+# Keys a gpu_variant_select variant may override on its kernel.
+VARIANT_KEYS = ("gpu_arch", "tensor_tuple_budget", "ptx_version", "optimize")
+POLICIES = ("pareto", "occupancy", "traffic", "measured")
+
+
+def _invalid(alias: str, address: Address, why: str) -> InvalidFieldException:
+    return InvalidFieldException(f"The `{alias}` field of the target {address} {why}")
+
+
+class MettleSourceField(SingleSourceField):
+    expected_file_extensions = (".mettle",)
+    help = "The `.mettle` entry file, relative to the BUILD file's directory."
+
+
+class MettleDependenciesField(Dependencies):
+    help = (
+        "Extra files the compiler reads (e.g. `resources` of imported `.mettle` files). The "
+        "standard library (`[mettle].stdlib`) is always available as `--stdlib`."
+    )
+
+
+class MettleGpuArchField(StringField):
+    alias = "gpu_arch"
+    default = "sm_90a"
+    help = (
+        "The GPU the kernel is compiled for, as the compiler's `--gpu-arch` spells it: "
+        "`sm_NN`, `sm_NNa`, `compute_NN`, `gb10` or `portable`. Default `sm_90a` (H100/H200)."
+    )
+
+    @classmethod
+    def compute_value(cls, raw_value: Optional[str], address: Address) -> Optional[str]:
+        value = super().compute_value(raw_value, address)
+        if value is not None and not GPU_ARCH_RE.match(value):
+            raise _invalid(cls.alias, address, f"is {value!r}; expected sm_NN, sm_NNa, "
+                           "compute_NN, gb10 or portable (e.g. 'sm_90a').")
+        return value
+
+
+class MettleFormatField(StringField):
+    alias = "format"
+    default = "ptx"
+    valid_choices = ("ptx", "spirv")
+    help = "`ptx` produces `<name>.ptx` (NVIDIA PTX text); `spirv` produces `<name>.spv`."
+
+
+class MettleOptimizeField(BoolField):
+    alias = "optimize"
+    default = True
+    help = "Compile with `-O` (the optimizer); `False` compiles the unoptimized IR."
+
+
+class MettlePtxVersionField(StringField):
+    alias = "ptx_version"
+    help = "PTX ISA version `M.m` (the compiler's `--ptx-version`); default: the arch's minimum."
+
+    @classmethod
+    def compute_value(cls, raw_value: Optional[str], address: Address) -> Optional[str]:
+        value = super().compute_value(raw_value, address)
+        if value is not None and not PTX_VERSION_RE.match(value):
+            raise _invalid(cls.alias, address, f"is {value!r}; expected 'M.m', e.g. '8.0'.")
+        return value
+
+
+class MettleTensorTupleBudgetField(IntField):
+    alias = "tensor_tuple_budget"
+    help = (
+        "The compiler's `--gpu-tensor-tuple-budget` (0..4096; 0 or unset: the compiler's "
+        "default)."
+    )
+
+    @classmethod
+    def compute_value(cls, raw_value: Optional[int], address: Address) -> Optional[int]:
+        value = super().compute_value(raw_value, address)
+        if value is not None and not 0 <= value <= MAX_TENSOR_TUPLE_BUDGET:
+            raise _invalid(cls.alias, address, f"is {value}; expected 0..4096.")
+        return value
+
+
+class MettleValidateField(BoolField):
+    alias = "validate"
+    default = True
+    help = (
+        "Check the module after compiling it: PTX with `ptxas` (pinned nvidia-cuda-nvcc "
+        "wheel) for `sm_*` arches, SPIR-V with `spirv-val` (the `[spirv-val]` tool)."
+    )
+
+
+class MettleSpirvTargetEnvField(StringField):
+    alias = "spirv_target_env"
+    default = "opencl2.0"
+    valid_choices = ("opencl2.0", "opencl2.2", "spv1.0", "spv1.2")
+    help = (
+        "`spirv-val --target-env` for `format=\"spirv\"`. Modules using Float16 or 64-bit "
+        "atomics validate only under `spv1.0`."
+    )
+
+
+class MettleKernelTarget(Target):
+    alias = "mettle_kernel"
+    core_fields = (
+        *COMMON_TARGET_FIELDS,
+        MettleSourceField,
+        MettleDependenciesField,
+        MettleGpuArchField,
+        MettleFormatField,
+        MettleOptimizeField,
+        MettlePtxVersionField,
+        MettleTensorTupleBudgetField,
+        MettleValidateField,
+        MettleSpirvTargetEnvField,
+    )
+    help = (
+        "A GPU kernel module compiled by the Mettle compiler: `<name>.ptx` or `<name>.spv`.\n\n"
+        "`./pants package` writes it to `dist/<BUILD dir>/`. Example:\n\n"
+        "    mettle_kernel(name=\"kernels\", source=\"kernels.mettle\", gpu_arch=\"sm_90a\")"
+    )
+
+
+class MettleKernelsField(SpecialCasedDependencies):
+    alias = "kernels"
+    help = (
+        "Addresses of `mettle_kernel` or `gpu_variant_select` targets whose modules are "
+        "placed next to the executable (as `<kernel name>.ptx`/`.spv`)."
+    )
+
+
+class MettleLinkArgsField(StringSequenceField):
+    alias = "link_args"
+    help = "Extra linker arguments (each becomes one `--link-arg`), e.g. `[\"-lm\"]`."
+
+
+class MettleHostBinaryTarget(Target):
+    alias = "mettle_host_binary"
+    core_fields = (
+        *COMMON_TARGET_FIELDS,
+        MettleSourceField,
+        MettleDependenciesField,
+        MettleKernelsField,
+        MettleLinkArgsField,
+        MettleOptimizeField,
+    )
+    help = (
+        "An x86-64 host executable built (compiled and linked) by the Mettle compiler.\n\n"
+        "`./pants package` writes `dist/<BUILD dir>/<name>` and, beside it, every module of "
+        "`kernels`, so the packaged directory runs as is. Example:\n\n"
+        "    mettle_host_binary(name=\"host\", source=\"host.mettle\", kernels=[\":kernels\"])"
+    )
+
+
+class VariantKernelField(StringField):
+    alias = "kernel"
+    required = True
+    help = "Address of the `mettle_kernel` whose variants are compared (e.g. `\":kernels\"`)."
+
+
+def parse_variant(spec: str) -> Tuple[Tuple[str, str], ...]:
+    """`"gpu_arch=sm_90a,tensor_tuple_budget=8"` -> sorted (key, value) pairs; ValueError."""
+    pairs = {}
+    for item in spec.split(","):
+        key, sep, value = item.strip().partition("=")
+        if not sep or not value:
+            raise ValueError(f"variant {spec!r}: expected key=value[,key=value...]")
+        if key not in VARIANT_KEYS:
+            raise ValueError(f"variant {spec!r}: unknown key {key!r} (known: "
+                             f"{', '.join(VARIANT_KEYS)})")
+        pairs[key] = value
+    return tuple(sorted(pairs.items()))
+
+
+class VariantsField(StringSequenceField):
+    alias = "variants"
+    required = True
+    help = (
+        "Two or more variants of `kernel`, each `key=value[,key=value]` over the kernel's "
+        "fields `gpu_arch`, `tensor_tuple_budget`, `ptx_version`, `optimize`, e.g. "
+        "`[\"tensor_tuple_budget=8\", \"tensor_tuple_budget=32\"]`. All must target one "
+        "`sm_*` arch family the ptxas profiler can assemble for."
+    )
+
+    @classmethod
+    def compute_value(cls, raw_value: Optional[Any], address: Address) -> Optional[Tuple[str, ...]]:
+        value = super().compute_value(raw_value, address)
+        if value is None or len(value) < 2:
+            raise _invalid(cls.alias, address, "needs at least two variants.")
+        parsed = set()
+        for spec in value:
+            try:
+                pairs = parse_variant(spec)
+            except ValueError as e:
+                raise _invalid(cls.alias, address, f"has a bad entry: {e}.")
+            if pairs in parsed:
+                raise _invalid(cls.alias, address, f"lists {spec!r} twice.")
+            parsed.add(pairs)
+        return value
+
+
+class VariantMeasurementsField(OptionalSingleSourceField):
+    alias = "measurements"
+    expected_file_extensions = (".json",)
+    help = (
+        "Timings JSON (tools/gpu/variant_measurements.schema.json, from "
+        "tools/gpu/collect_measurements.py on a GPU); required by `policy=\"measured\"`."
+    )
+
+
+class VariantPolicyField(StringField):
+    alias = "policy"
+    default = "pareto"
+    valid_choices = POLICIES
+    help = (
+        "The selector policy of tools/gpu/ptxas_select.py. `pareto`, `occupancy` and "
+        "`traffic` are static (ptxas profiles only); `measured` needs `measurements`."
+    )
+
+
+class VariantModelField(StringField):
+    alias = "model"
+    default = "sm_90"
+    help = "The selector's resource model (`sm_90`, `sm_121`, or a model JSON path)."
+
+
+class GpuVariantSelectTarget(Target):
+    alias = "gpu_variant_select"
+    core_fields = (
+        *COMMON_TARGET_FIELDS,
+        VariantKernelField,
+        VariantsField,
+        VariantMeasurementsField,
+        VariantPolicyField,
+        VariantModelField,
+    )
+    help = (
+        "Builds every variant of a `mettle_kernel`, profiles each with the ptxas profiler "
+        "(tools/gpu/ptxas_profile.py) and keeps the one tools/gpu/ptxas_select.py selects. "
+        "`./pants package` writes `<name>.ptx` (the winner) and `<name>.selection.json`. "
+        "Every entry function of the module must select the same variant, else it is an "
+        "error. Example:\n\n"
+        "    gpu_variant_select(name=\"vadd_best\", kernel=\":kernels\",\n"
+        "        variants=[\"tensor_tuple_budget=8\", \"tensor_tuple_budget=32\"])"
+    )
+
+    def validate(self) -> None:
+        policy = self[VariantPolicyField].value
+        has_timings = self[VariantMeasurementsField].value is not None
+        if policy == "measured" and not has_timings:
+            raise InvalidFieldException(
+                f"The target {self.address} has `policy=\"measured\"` but no `measurements`.")
+        if policy != "measured" and has_timings:
+            raise InvalidFieldException(
+                f"The target {self.address} sets `measurements` but `policy={policy!r}` "
+                "ignores them; use `policy=\"measured\"`.")
