@@ -124,12 +124,16 @@ class ExprMixin:
         if isinstance(e, _AGG_LITS):
             raise self.fail("E0012", "aggregate literals are only allowed as a var/const "
                             "initializer or the right side of an assignment", e.span)
-        if want is not None and self.untyped(e):
+        # One `untyped` test serves both paths (it walks the whole operand tree, and value()
+        # would repeat it): with want None, literal(e, None) is exactly what value() returns.
+        if self.untyped(e):
             return self.literal(e, want)
-        return self.coerce(self.value(e, want), want, e.span, keep_space)
+        return self.coerce(self.value(e, want, untyped=False), want, e.span, keep_space)
 
-    def value(self, e: A.Expr, hint: Type | None, discard: bool = False):
-        if self.untyped(e) or isinstance(e, A.BoolLit):
+    def value(self, e: A.Expr, hint: Type | None, discard: bool = False,
+              untyped: bool | None = None):
+        """Lower `e`; `untyped=False` says the caller already knows `untyped(e)` is False."""
+        if (untyped is None and self.untyped(e)) or isinstance(e, A.BoolLit):
             return self.literal(e, hint)
         method = getattr(self, "expr_" + type(e).__name__, None)
         if method is None:

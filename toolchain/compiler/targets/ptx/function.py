@@ -48,48 +48,54 @@ def _alias_gets(fn: Function) -> set[int]:
     return ok
 
 
-def _absorbed_converts(fn: Function, alias_gets: set[int]) -> set[int]:
+def _users(fn: Function) -> dict[int, list[tuple[Instr, int]]]:
+    """id(instr) -> [(user, operand index)] in program order, built once per function for
+    both absorption analyses below."""
+    users: dict[int, list[tuple[Instr, int]]] = {}
+    for b in fn.blocks:
+        for ins in b.instrs:
+            for k, o in enumerate(ins.operands):
+                if isinstance(o, Instr):
+                    users.setdefault(id(o), []).append((ins, k))
+    return users
+
+
+def _absorbed_converts(fn: Function, alias_gets: set[int],
+                       users: dict[int, list[tuple[Instr, int]]]) -> set[int]:
     """ids of i32 -> i64 converts used only as scaled ptradd indices: every ptradd reads the
     32-bit source with mul.wide instead (lower_memory.wide_source), so no cvt is emitted."""
-    users: dict[int, list[tuple[Instr, int]]] = {}
-    for ins in fn.instructions():
-        for k, o in enumerate(ins.operands):
-            if isinstance(o, Instr) and o.op == "convert":
-                users.setdefault(id(o), []).append((ins, k))
     out = set()
-    for ins in fn.instructions():
-        if ins.op != "convert" or id(ins) not in users:
-            continue
-        src = ins.operands[0]
-        if not (src.type.is_int and src.type.bits == 32 and ins.type.is_int
-                and ins.type.bits == 64) or isinstance(src, Const) \
-                or (isinstance(src, Instr) and id(src) in alias_gets):
-            continue
-        if all(u.op == "ptradd" and k == 1 and u.operands[0].type.pointee.size > 1
-               for u, k in users[id(ins)]):
-            out.add(id(ins))
+    for b in fn.blocks:
+        for ins in b.instrs:
+            if ins.op != "convert" or id(ins) not in users:
+                continue
+            src = ins.operands[0]
+            if not (src.type.is_int and src.type.bits == 32 and ins.type.is_int
+                    and ins.type.bits == 64) or isinstance(src, Const) \
+                    or (isinstance(src, Instr) and id(src) in alias_gets):
+                continue
+            if all(u.op == "ptradd" and k == 1 and u.operands[0].type.pointee.size > 1
+                   for u, k in users[id(ins)]):
+                out.add(id(ins))
     return out
 
 
-def _absorbed_addresses(fn: Function, alias_gets: set[int]) -> set[int]:
+def _absorbed_addresses(fn: Function, alias_gets: set[int],
+                        users: dict[int, list[tuple[Instr, int]]]) -> set[int]:
     """ids of constant-offset address instructions whose every use is the address of a
     load/store: lower_memory.address folds them into `[base+imm]`, so none is emitted.
     The base conditions mirror lower_memory.address exactly."""
-    users: dict[int, list[tuple[Instr, int]]] = {}
-    for ins in fn.instructions():
-        for k, o in enumerate(ins.operands):
-            if isinstance(o, Instr):
-                users.setdefault(id(o), []).append((ins, k))
     out = set()
-    for ins in fn.instructions():
-        if not _const_offset_op(ins) or id(ins) not in users:
-            continue
-        base = ins.operands[0]
-        if isinstance(base, (Const, Global)) or (isinstance(base, Instr)
-                                                 and id(base) in alias_gets):
-            continue
-        if all(u.op in ("load", "store") and k == 0 for u, k in users[id(ins)]):
-            out.add(id(ins))
+    for b in fn.blocks:
+        for ins in b.instrs:
+            if not _const_offset_op(ins) or id(ins) not in users:
+                continue
+            base = ins.operands[0]
+            if isinstance(base, (Const, Global)) or (isinstance(base, Instr)
+                                                     and id(base) in alias_gets):
+                continue
+            if all(u.op in ("load", "store") and k == 0 for u, k in users[id(ins)]):
+                out.add(id(ins))
     return out
 
 
@@ -116,8 +122,9 @@ class FnEmitter:
         self.labels = {id(b): f"$L__BB{i}" for i, b in enumerate(fn.blocks)}
         self.next_block = None
         self.block_cache: dict = {}           # per-block memo of derived values (CSE)
-        self.absorbed = _absorbed_converts(fn, self.alias_gets) | \
-            _absorbed_addresses(fn, self.alias_gets)
+        users = _users(fn)
+        self.absorbed = _absorbed_converts(fn, self.alias_gets, users) | \
+            _absorbed_addresses(fn, self.alias_gets, users)
         self.uniq = 0
 
     # ---- registers and operands ------------------------------------------------------

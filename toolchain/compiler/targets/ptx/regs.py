@@ -18,13 +18,15 @@ from ...ir.types import BoolType, FloatType, FnPtrType, IntType, PtrType, Type
 CLASSES = {"p": ("%p", ".pred"), "rs": ("%rs", ".b16"), "r": ("%r", ".b32"),
            "rd": ("%rd", ".b64"), "f": ("%f", ".f32"), "fd": ("%fd", ".f64")}
 CLASS_ORDER = ("p", "rs", "r", "rd", "f", "fd")
+_INT_CLASS = {8: "rs", 16: "rs", 32: "r", 64: "rd"}
+_CLASS_BITS = {"p": 1, "rs": 16, "r": 32, "rd": 64, "f": 32, "fd": 64}
 
 
 def rclass(t: Type) -> str:
     if isinstance(t, BoolType):
         return "p"
     if isinstance(t, IntType):
-        return {8: "rs", 16: "rs", 32: "r", 64: "rd"}[t.bits]
+        return _INT_CLASS[t.bits]
     if isinstance(t, FloatType):
         return "f" if t.bits == 32 else "fd"
     if isinstance(t, (PtrType, FnPtrType)):
@@ -38,7 +40,7 @@ def is_small_int(t: Type) -> bool:
 
 def reg_bits(t: Type) -> int:
     """Width of the register holding `t` (8-bit values sit in 16-bit registers)."""
-    return {"p": 1, "rs": 16, "r": 32, "rd": 64, "f": 32, "fd": 64}[rclass(t)]
+    return _CLASS_BITS[rclass(t)]
 
 
 def arith(t: Type) -> str:

@@ -54,11 +54,12 @@ def string_words(text: str) -> list[int]:
     return [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data), 4)]
 
 
-def _u32(value: object, what: str) -> int:
+def _u32(value: object, opname: str, kind: str) -> int:
+    """`value` as one word; the error names "`opname` `kind`" (formatted only on failure)."""
     if not isinstance(value, int) or isinstance(value, bool):
-        raise SpirvBuildError(f"{what}: expected an int, got {value!r}")
+        raise SpirvBuildError(f"{opname} {kind}: expected an int, got {value!r}")
     if not 0 <= value <= 0xFFFFFFFF:
-        raise SpirvBuildError(f"{what}: {value} does not fit in a 32-bit word")
+        raise SpirvBuildError(f"{opname} {kind}: {value} does not fit in a 32-bit word")
     return value
 
 
@@ -90,7 +91,7 @@ def _enumerant(kind: str, name: object, cur: _Cursor) -> tuple[int, tuple[str, .
     if isinstance(name, int) and not isinstance(name, bool):
         name = G.ENUMERANT_NAMES[kind].get(name, name)
         if isinstance(name, int):
-            return _u32(name, f"{cur.opname} {kind}"), ()
+            return _u32(name, cur.opname, kind), ()
     if name not in table:
         raise SpirvBuildError(f"{cur.opname}: {name!r} is not a {kind} enumerant")
     value, caps, params, exts = table[name]
@@ -109,6 +110,16 @@ def _bit_names(kind: str, value: object) -> list[object]:
 
 
 def _encode_enum(kind: str, value: object, cur: _Cursor) -> None:
+    table = G.ENUMERANTS[kind]
+    if type(value) is str and "|" not in value and value in table:
+        # One enumerant by name (the usual spelling, value or bit enum alike): no
+        # splitting, masking or sorting needed.
+        number, caps, params, exts = table[value]
+        cur.require(caps, exts)
+        cur.out.words.append(number)
+        for pkind in params:
+            _encode_one(pkind, cur)
+        return
     if G.OPERAND_KINDS[kind] == "ValueEnum":
         number, params = _enumerant(kind, value, cur)
         cur.out.words.append(number)
@@ -136,7 +147,7 @@ def _encode_literal(kind: str, value: object, cur: _Cursor) -> None:
             raise SpirvBuildError(f"{cur.opname}: expected a string, got {value!r}")
         words.extend(string_words(value))
     elif isinstance(value, Words):
-        words.extend(_u32(w, f"{cur.opname} {kind}") for w in value.words)
+        words.extend(_u32(w, cur.opname, kind) for w in value.words)
     elif kind == "LiteralExtInstInteger" and isinstance(value, str):
         if value not in G.OPENCL_STD:
             raise SpirvBuildError(f"{cur.opname}: {value!r} is not an OpenCL.std instruction")
@@ -144,7 +155,7 @@ def _encode_literal(kind: str, value: object, cur: _Cursor) -> None:
     elif kind == "LiteralSpecConstantOpInteger" and isinstance(value, str):
         words.append(G.OPCODES[value][0])
     else:
-        words.append(_u32(value, f"{cur.opname} {kind}"))
+        words.append(_u32(value, cur.opname, kind))
 
 
 def _encode_one(kind: str, cur: _Cursor) -> None:
@@ -155,21 +166,105 @@ def _encode_one(kind: str, cur: _Cursor) -> None:
         return
     value = cur.take(kind)
     if category == "Id":
-        cur.out.words.append(_u32(value, f"{cur.opname} {kind}"))
+        cur.out.words.append(_u32(value, cur.opname, kind))
     elif category == "Literal":
         _encode_literal(kind, value, cur)
     else:
         _encode_enum(kind, value, cur)
 
 
+class _Plan:
+    """Per-opcode facts precomputed from the grammar (built once, on first use).
+
+    `prefix` is the leading run of required operands that take one plain-int argument
+    each (ids, integer literals; IdResult included, fed from `result_id`): `fixed` of the
+    arguments. When those arguments are plain in-range ints, their words are built
+    directly and only the `tail` operands are walked generically; when the tail is only
+    optional one-word operands (`tail_max` more arguments, -1 for any number) it is
+    built directly too. Any other argument (a name, `Words`, a bad value) makes the
+    generic walk run over everything, so every error message comes from one place."""
+
+    __slots__ = ("opcode", "operands", "caps", "exts", "version", "has_result",
+                 "result_at", "prefix", "fixed", "tail", "tail_max", "requires", "ext_reqs")
+
+    def __init__(self, opname: str):
+        opcode, operands, caps, exts, version = G.OPCODES[opname]
+        self.opcode, self.operands, self.caps, self.exts = opcode, operands, caps, exts
+        self.version = version
+        self.has_result = any(k == "IdResult" for k, _ in operands)
+        self.requires = [tuple(caps)] if caps else []
+        self.ext_reqs = [(exts[0], version)] if exts else []
+        i, self.result_at = 0, -1
+        while i < len(operands) and operands[i][1] == "" and \
+                (operands[i][0] == "IdResult" or operands[i][0] in _ONE_WORD):
+            if operands[i][0] == "IdResult":
+                self.result_at = i             # args before it: all prefix operands so far
+            i += 1
+        self.prefix, self.tail = i, operands[i:]
+        self.fixed = i - (self.result_at >= 0)
+        self.tail_max = None                   # None: the tail needs the generic walk
+        if all(k in _ONE_WORD and q != "" for k, q in self.tail):
+            self.tail_max = -1 if any(q == "*" for _, q in self.tail) else len(self.tail)
+
+
+# Kinds whose argument is exactly one word when it is a plain int (literals may also be
+# `Words` or names; those take the generic walk).
+_ONE_WORD = frozenset(k for k, c in G.OPERAND_KINDS.items() if c == "Id") | \
+    {"LiteralInteger", "LiteralContextDependentNumber"}
+_PLANS: dict[str, _Plan] = {}
+
+
+def _plan(opname: str) -> _Plan:
+    plan = _PLANS.get(opname)
+    if plan is None:
+        if opname not in G.OPCODES:
+            raise SpirvBuildError(f"unknown SPIR-V opcode {opname!r}")
+        plan = _PLANS[opname] = _Plan(opname)
+    return plan
+
+
+def _plain(values) -> bool:
+    """Every value is a plain int that fits in one word (bools and subclasses are not)."""
+    for v in values:
+        if type(v) is not int or not 0 <= v <= 0xFFFFFFFF:
+            return False
+    return True
+
+
 def encode(opname: str, args: tuple = (), result_id: int | None = None) -> Encoded:
     """Encode one instruction. `args` omit IdResult; `result_id` supplies it when needed."""
-    if opname not in G.OPCODES:
-        raise SpirvBuildError(f"unknown SPIR-V opcode {opname!r}")
-    opcode, operands, caps, exts, version = G.OPCODES[opname]
-    out = Encoded(opname, [0], result_id, version=version)
-    cur = _Cursor(opname, tuple(args), out)
-    cur.require(caps, exts, version)
+    plan = _PLANS.get(opname) or _plan(opname)
+    if type(args) is not tuple:
+        args = tuple(args)
+    n, fixed, at, limit = len(args), plan.fixed, plan.result_at, plan.tail_max
+    if (at >= 0 and result_id is None) or n < fixed:
+        return _walk(plan, plan.operands, _Cursor(opname, args, Encoded(
+            opname, [0], result_id, [*plan.requires], [*plan.ext_reqs], plan.version)),
+            result_id)
+    if limit is not None and (limit < 0 or n - fixed <= limit) and _plain(args):
+        # The common case: every argument is one word; only IdResult is spliced in.
+        words = [0, *args[:at], result_id, *args[at:]] if at >= 0 else [0, *args]
+        if len(words) <= 0xFFFF:
+            words[0] = len(words) << 16 | plan.opcode
+            return Encoded(opname, words, result_id, [*plan.requires], [*plan.ext_reqs],
+                           plan.version)
+    out = Encoded(opname, [0], result_id, [*plan.requires], [*plan.ext_reqs], plan.version)
+    cur = _Cursor(opname, args, out)
+    if not _plain(args[:fixed]):
+        return _walk(plan, plan.operands, cur, result_id)
+    if at >= 0:
+        out.words.extend(args[:at])
+        out.words.append(result_id)
+        out.words.extend(args[at:fixed])
+    else:
+        out.words.extend(args[:fixed])
+    cur.pos = fixed
+    return _walk(plan, plan.tail, cur, result_id)
+
+
+def _walk(plan: _Plan, operands, cur: _Cursor, result_id: int | None) -> Encoded:
+    """The generic walk: encode `operands` from the cursor's position, then finish."""
+    opname, out = cur.opname, cur.out
     for kind, quant in operands:
         if kind == "IdResult":
             if result_id is None:
@@ -184,13 +279,21 @@ def encode(opname: str, args: tuple = (), result_id: int | None = None) -> Encod
             while cur.more():
                 _encode_one(kind, cur)
     if cur.more():
-        raise SpirvBuildError(f"{opname}: {len(args) - cur.pos} operand(s) too many")
+        raise SpirvBuildError(f"{opname}: {len(cur.args) - cur.pos} operand(s) too many")
+    return _finish(out, plan.opcode)
+
+
+def _finish(out: Encoded, opcode: int) -> Encoded:
     if len(out.words) > 0xFFFF:
-        raise SpirvBuildError(f"{opname}: instruction exceeds 65535 words")
+        raise SpirvBuildError(f"{out.opname}: instruction exceeds 65535 words")
     out.words[0] = len(out.words) << 16 | opcode
     return out
 
 
 def has_result(opname: str) -> bool:
     """True when the opcode defines a result id (its operand list has IdResult)."""
-    return any(kind == "IdResult" for kind, _ in G.OPCODES[opname][1])
+    plan = _PLANS.get(opname)
+    if plan is None:
+        G.OPCODES[opname]           # an unknown name is a KeyError here, as it always was
+        plan = _plan(opname)
+    return plan.has_result

@@ -43,6 +43,10 @@ _DEBUG_OPS = ("OpString", "OpSource", "OpSourceExtension", "OpSourceContinued", 
               "OpMemberName", "OpModuleProcessed")
 
 
+# Encoded.version text -> _version_tuple(text) or () (parsed once per distinct text).
+_NEED_VERSION: dict[str, tuple[int, ...]] = {}
+
+
 def _version_tuple(text: str) -> tuple[int, int] | None:
     if not text or text == "None":
         return None
@@ -134,11 +138,14 @@ class Module:
         if result_id is None and has_result(opname):
             result_id = self.new_id()
         enc = encode(opname, args, result_id)
-        self._check_version(enc)
+        if enc.version:                 # "" (most opcodes): nothing to check
+            self._check_version(enc)
         return enc
 
     def _check_version(self, enc: Encoded) -> None:
-        need = _version_tuple(enc.version)
+        need = _NEED_VERSION.get(enc.version)
+        if need is None:
+            need = _NEED_VERSION[enc.version] = _version_tuple(enc.version) or ()
         if need and need > self.version and not G.OPCODES[enc.opname][3]:
             raise SpirvBuildError(f"{enc.opname} needs SPIR-V {enc.version}, module is "
                                   f"{self.version[0]}.{self.version[1]}")
