@@ -27,12 +27,8 @@ from .lower_dispatch import DispatchMixin
 from .lower_expr import ExprMixin
 from .lower_gpu import GpuMixin
 from .lower_ops import OpsMixin
-from .lower_stmt import StmtMixin
+from .lower_stmt import Abort, StmtMixin   # Abort is defined beside its handler
 from .scope import FnSym, Scope, VarSym
-
-
-class Abort(Exception):
-    """The current statement cannot be lowered further (its diagnostic is recorded)."""
 
 
 @dataclass

@@ -18,6 +18,13 @@ from .typesys import describe, with_space
 _TERMINATING = (A.Return, A.Break, A.Continue)
 
 
+class Abort(Exception):
+    """The current statement cannot be lowered further (its diagnostic is recorded).
+
+    Defined here, where it is caught once per statement, so that catching it needs no
+    import of lower_fn (which imports this module); lower_fn re-exports it."""
+
+
 class StmtMixin:
     # ---------------------------------------------------------------- blocks
     def lower_block_stmts(self, stmts: list[A.Stmt], scope: Scope) -> None:
@@ -33,7 +40,6 @@ class StmtMixin:
             self.scope = saved
 
     def lower_stmt_safe(self, s: A.Stmt) -> None:
-        from .lower_fn import Abort
         try:
             self.lower_stmt(s)
         except Abort:

@@ -163,8 +163,9 @@ class FnEmitter:
 
     def reg(self, v: Any) -> str:
         """Operand text that is always a register (constants and addresses materialized)."""
-        if isinstance(v, (Instr, Param)) and id(v) in self.vals:
-            return self.vals[id(v)]
+        r = self.vals.get(id(v))
+        if r is not None and isinstance(v, (Instr, Param)):
+            return r
         if isinstance(v, (Const, Undef)):
             r = self.new_t(v.type)
             value = v.value if isinstance(v, Const) else 0
