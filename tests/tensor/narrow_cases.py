@@ -204,3 +204,61 @@ def sparse_matmul(t, shape, M, N, K, pad=8, warps=1, transpose=(False, False), b
                  *(("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)),
                  ("buf", "meta", masks.ravel().copy(), False)],
                 lambda out: check_d(out["d"], want, lay[3], ldd, poison))
+
+
+# ---------------------------------------------------------------- block-scaled (sm_121a)
+SCALE_CODES = {"ue8m0": [126, 127, 128, 129], "ue4m3": [0x30, 0x38, 0x3C, 0x40]}
+
+
+def small_codes(rng, fmt: str, shape) -> np.ndarray:
+    """Codes of `fmt` whose values v have 4v integral and |v| <= 4 (exact products)."""
+    ok = [c for c in range(1 << O.BITS[fmt]) if not np.isnan(O.decode(fmt, c))
+          and abs(O.decode(fmt, c)) <= 4 and (O.decode(fmt, c) * 4) % 1 == 0]
+    return rng.choice(ok, size=shape).astype(np.int64)
+
+
+def dense_stream(rng, fmt: str, codes, layout: str, transpose: bool, pad: int):
+    """(LSB-first packed stream, logical ld) holding `codes`, random codes in padding."""
+    mat = codes.T if transpose else codes
+    rows, cols = mat.shape
+    ld = (cols if layout == "row" else rows) + pad
+    size = (rows - 1) * ld + cols if layout == "row" else (cols - 1) * ld + rows
+    flat = rng.integers(0, 1 << O.BITS[fmt], size + 5)
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    flat[O.index(layout, ld, r, c)] = mat
+    return O.pack_lsb(flat, O.BITS[fmt]), ld
+
+
+def scaled_tile(at, bt, shape, mode, stype, layouts=("row", "col", "row", "row"),
+                transpose=(False, False), pad=5, seed=0) -> Case:
+    m, n, k = _dims(shape)
+    block = 16 if mode == "block16" else 32
+    groups = -(-k // block)
+    rng = np.random.default_rng(seed)
+    a, b = small_codes(rng, at, (m, k)), small_codes(rng, bt, (k, n))
+    c = rng.integers(-8, 8, (m, n)).astype(np.float64)
+    sa = rng.choice(SCALE_CODES[stype], (m, groups)).astype(np.uint8)
+    sb = rng.choice(SCALE_CODES[stype], (groups, n)).astype(np.uint8)
+    abuf, lda = dense_stream(rng, at, a, layouts[0], transpose[0], pad)
+    bbuf, ldb = dense_stream(rng, bt, b, layouts[1], transpose[1], pad)
+    cbuf, ldc = stored("f32", c, layouts[2], False, pad)
+    dbuf, ldd = stored("f32", np.zeros((m, n)), layouts[3], False, pad)
+    dbuf[:] = POISON["float32"]
+    ldsa, ldsb = groups + 3, groups + 2
+    sabuf = store("mask", sa, "row", ldsa)
+    sbbuf = store("mask", sb, "col", ldsb)
+    src = mma_source("tile", at, bt, "f32", "f32", shape, layouts=layouts, transpose=transpose,
+                     lds={"lda": lda, "ldb": ldb, "ldc": ldc, "ldd": ldd, "ldsa": ldsa,
+                          "ldsb": ldsb}, runtime_ld=True,
+                     extra=f"a_scale_mode: {mode}, b_scale_mode: {mode}, a_scale_type: "
+                     f"{stype}, b_scale_type: {stype}, a_scale: sa, b_scale: sb",
+                     more_params=("sa: uint8*", "sb: uint8*"))
+    want = O.scaled_matmul(O.decode_array(at, a), O.decode_array(bt, b), c,
+                           O.decode_array(stype, sa), O.decode_array(stype, sb), block)
+    poison = dbuf.copy()
+    return Case(src, "tile", (1,), 32,
+                [("buf", "a", abuf, False), ("buf", "b", bbuf, False),
+                 ("buf", "c", cbuf, False), ("buf", "d", dbuf, True),
+                 ("buf", "sa", sabuf, False), ("buf", "sb", sbbuf, False),
+                 *(("u32", v) for v in (lda, ldb, ldc, ldd, ldsa, ldsb))],
+                lambda out: check_d(out["d"], want, layouts[3], ldd, poison))

@@ -295,7 +295,8 @@ def _float(parts, th: Thread, ops) -> None:
 def _fp8_a(k: int, lane: int, i: int) -> tuple[int, int]:
     g, t = lane >> 2, lane & 3
     if k == 32:
-        return g + (8 if i in range(4, 8) or i >= 12 else 0), t * 4 + (i & 3) + (16 if i >= 8 else 0)
+        row = g + (8 if 4 <= i < 8 or i >= 12 else 0)
+        return row, t * 4 + (i & 3) + (16 if i >= 8 else 0)
     return g + (8 if i >= 4 else 0), t * 4 + (i & 3)
 
 
@@ -314,6 +315,8 @@ def _elems(word: int, per: int):
 
 
 def warp_mma(head: str, lanes: list[Thread], ops: list[str]) -> None:
+    if "block_scale" in head:
+        return _scaled_mma(head, lanes, ops)
     parts = head.split(".")
     shape = next(p for p in parts if p.startswith("m16n8k"))
     k = int(shape[6:])
@@ -501,3 +504,59 @@ class Sim:
         if ty.startswith("s"):
             v = _signed(v, bits) & M64
         th.regs[ops[0]] = v
+
+
+# Block-scaled mma.sync (sm_120a/121a): the maps and scale-word conventions documented in
+# toolchain/compiler/targets/ptx/tensor/scaled.py, restated here. Assembler-checked only.
+def _fp4_a(lane: int, i: int) -> tuple[int, int]:
+    g, t = lane >> 2, lane & 3
+    return g + 8 * ((i >> 3) & 1), t * 8 + (i & 7) + 32 * (i >> 4)
+
+
+def _fp4_b(lane: int, i: int) -> tuple[int, int]:
+    g, t = lane >> 2, lane & 3
+    return t * 8 + (i & 7) + 32 * (i >> 3), g
+
+
+def _container(fmt: str, byte: int) -> float:
+    if fmt in ("e2m3", "e3m2"):
+        return O.decode(fmt, byte & 0x3F)
+    if fmt == "e2m1":
+        return O.decode(fmt, (byte >> 2) & 0xF)
+    return O.decode(fmt, byte)
+
+
+def _scaled_mma(head: str, lanes: list[Thread], ops: list[str]) -> None:
+    parts = head.split(".")
+    k = int(next(p for p in parts if p.startswith("m16n8k"))[6:])
+    kind = next(p for p in parts if p.startswith("kind::"))[6:]
+    vec = int(next(p for p in parts if p.startswith("scale_vec::"))[11:-1])
+    a_t, b_t, s_t = parts[-4], parts[-3], parts[-1]
+    A, B, C = np.zeros((16, k)), np.zeros((k, 8)), np.zeros((16, 8))
+    by_lane = {th.lane: th for th in lanes}
+    for th in lanes:
+        ln = th.lane
+        a_w = [th.val(r) for r in th.vec(ops[1])]
+        b_w = [th.val(r) for r in th.vec(ops[2])]
+        for i, v in enumerate(th.val(r) for r in th.vec(ops[3])):
+            C[_acc(ln, i)] = bits_f32(v)
+        if kind == "mxf8f6f4":
+            for i, c in enumerate(c for w in a_w for c in _elems(w, 4)):
+                A[_fp8_a(32, ln, i)] = _container(a_t, c)
+            for i, c in enumerate(c for w in b_w for c in _elems(w, 4)):
+                B[_fp8_b(32, ln, i)] = _container(b_t, c)
+        else:
+            for i, c in enumerate(c for w in a_w for c in _elems(w, 8)):
+                A[_fp4_a(ln, i)] = O.decode(a_t, c)
+            for i, c in enumerate(c for w in b_w for c in _elems(w, 8)):
+                B[_fp4_b(ln, i)] = O.decode(b_t, c)
+    blk = k // vec
+    sa = np.array([[O.decode(s_t, (by_lane[4 * (r & 7) + (r >> 3)].val(ops[4]) >> (8 * q))
+                             & 0xFF) for q in range(vec)] for r in range(16)])
+    sb = np.array([[O.decode(s_t, (by_lane[4 * c].val(ops[6]) >> (8 * q)) & 0xFF)
+                    for c in range(8)] for q in range(vec)])
+    q = np.arange(k) // blk
+    D = (A * sa[:, q]) @ (B * sb[q, :]) + C
+    for th in lanes:
+        for i, r in enumerate(th.vec(ops[0])):
+            th.regs[r] = f32_bits(D[_acc(th.lane, i)])

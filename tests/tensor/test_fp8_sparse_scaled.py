@@ -188,3 +188,104 @@ def test_capability_refusals_name_isa_and_target(src, arch, version, want):
 def test_unsupported_narrow_descriptors_are_refused(src, fragment):
     d = refusal(src, "sm_90a")
     assert d.code == "E0505" and fragment in d.message, d.message
+
+
+# ---------------------------------------------------------------- block-scaled (sm_121a)
+# The H200 cannot run these families: they are checked by ptxas -arch=sm_121a (zero spills)
+# and by the CPU interpreter against the CPU oracle only.
+SCALED = [
+    (("e4m3", "e5m2", "m16n8k32", "block32", "ue8m0"), {}, "mxf8f6f4", "1X"),
+    (("e3m2", "e2m1", "m32n16k64", "block32", "ue8m0"), dict(transpose=(True, False)),
+     "mxf8f6f4", "1X"),
+    (("e2m3", "e2m3", "m16n8k32", "block32", "ue8m0"),
+     dict(layouts=("col", "row", "col", "row")), "mxf8f6f4", "1X"),
+    (("e2m1", "e2m1", "m16n8k64", "block32", "ue8m0"), {}, "mxf4", "2X"),
+    (("e2m1", "e2m1", "m32n16k128", "block16", "ue4m3"), dict(transpose=(True, True)),
+     "mxf4nvf4", "4X"),
+]
+SCALED_IDS = ["mx-fp8", "mx-fp6xfp4-transA", "mx-fp6-layouts", "mxfp4", "nvfp4-transposed"]
+
+
+def ptxas_usage(ptxas_path: str, text: str, arch: str) -> str:
+    import subprocess
+    import tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "m.ptx"
+        src.write_text(text)
+        proc = subprocess.run([ptxas_path, f"--gpu-name={arch}", "-v", str(src), "-o",
+                               str(Path(tmp) / "m.cubin")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("args,kw,kind,vec", SCALED, ids=SCALED_IDS)
+def test_scaled_tile_ptxas_sm121a_zero_spills_no_hardware(ptxas_path, args, kw, kind, vec):
+    text = compile_ptx(NC.scaled_tile(*args, **kw).source, "sm_121a")
+    at, bt, shape, _, stype = args
+    k = 32 if kind == "mxf8f6f4" else 64
+    filecheck(text, f"CHECK: .target sm_121a\nCHECK: mma.sync.aligned.m16n8k{k}.row.col."
+              f"kind::{kind}.block_scale.scale_vec::{vec}.f32.{at}.{bt}.f32.{stype} "
+              "{{.*}}, %r{{[0-9]+}}, {0, 0}, %r{{[0-9]+}}, {0, 0};")
+    usage = ptxas_usage(ptxas_path, text, "sm_121a")
+    assert "0 bytes spill stores, 0 bytes spill loads" in usage
+    assert "0 bytes stack frame" in usage
+
+
+@pytest.mark.parametrize("args,kw,kind,vec", SCALED, ids=SCALED_IDS)
+def test_scaled_tile_cpu_interpreter_and_oracle_only_no_hardware(args, kw, kind, vec):
+    assert simulate(NC.scaled_tile(*args, **kw), "sm_121a").mmas > 0
+
+
+def test_scaled_oracle_block_scales_apply_per_k_block():
+    import numpy as np
+
+    from tests.support import tensor_oracle as O
+    a, b = np.ones((1, 64)), np.ones((64, 1))
+    sa = np.array([[O.decode("ue8m0", 128), O.decode("ue8m0", 126)]])   # 2, 0.5
+    sb = np.array([[O.decode("ue4m3", 0x38)], [O.decode("ue4m3", 0x40)]])  # 1, 2
+    got = O.scaled_matmul(a, b, np.zeros((1, 1)), sa, sb, 32)
+    assert got[0, 0] == 32 * 2 * 1 + 32 * 0.5 * 2
+
+
+SCALED_SRC = NC.scaled_tile("e4m3", "e4m3", "m16n8k32", "block32", "ue8m0").source
+
+
+@pytest.mark.parametrize("arch,version", [("sm_90a", None), ("sm_121", None),
+                                          ("sm_100a", None), ("sm_120a", "8.7")])
+def test_scaled_refusals_name_isa_and_arch_specific_target(arch, version):
+    d = refusal(SCALED_SRC, arch, version)
+    assert d.code == "E0504" and "PTX ISA 8.8 and target sm_120a or sm_121a" in d.message
+
+
+def test_scaled_sm120a_assembles(ptxas):
+    ptxas(compile_ptx(SCALED_SRC, "sm_120a"), "sm_120a")
+
+
+def _scaled_src(at, bt, shape, modes, stypes, matmul=False):
+    opts = (f"a_scale_mode: {modes[0]}, b_scale_mode: {modes[1]}, a_scale_type: {stypes[0]}, "
+            f"b_scale_type: {stypes[1]}, a_scale: sa, b_scale: sb")
+    if matmul:
+        return matmul_source("k", at, bt, "f32", "f32", shape, extra=opts,
+                             more_params=("sa: uint8*", "sb: uint8*"))
+    return mma_source("k", at, bt, "f32", "f32", shape, extra=opts,
+                      more_params=("sa: uint8*", "sb: uint8*"))
+
+
+@pytest.mark.parametrize("src,fragment", [
+    (_scaled_src("e4m3", "e4m3", "m16n16k32", ("block32", "block32"), ("ue8m0", "ue8m0"),
+                 matmul=True), "block-scaled tensor_matmul regions are not implemented"),
+    (_scaled_src("e4m3", "e4m3", "m16n8k32", ("block16", "block16"), ("ue4m3", "ue4m3")),
+     "NVFP4"),
+    (_scaled_src("e2m1", "e2m1", "m16n8k64", ("block32", "block16"), ("ue8m0", "ue4m3")),
+     "both sides"),
+    (_scaled_src("e4m3", "e4m3", "m16n8k32", ("per_tensor", "per_tensor"),
+                 ("ue8m0", "ue8m0")), "block32"),
+    (_scaled_src("f16", "f16", "m16n8k32", ("block32", "block32"), ("ue8m0", "ue8m0")),
+     "FP8/FP6/FP4"),
+    (_scaled_src("e2m1", "e2m1", "m16n8k48", ("block16", "block16"), ("ue4m3", "ue4m3")),
+     "m16n8k64"),
+])
+def test_unsupported_scaled_descriptors_are_refused(src, fragment):
+    d = refusal(src, "sm_121a")
+    assert d.code == "E0505" and fragment in d.message, d.message

@@ -32,20 +32,20 @@ class FragSpec:
         return len(self.elems) // self.per
 
 
-def _spec(kind, w, per, fn, count) -> FragSpec:
+def make_spec(kind, w, per, fn, count) -> FragSpec:
     return FragSpec(kind, w, tuple(fn(i) for i in range(count)), per)
 
 
 # 8-bit A/B of m16n8k32 and m16n8k16 (PTX ISA: .s8/.u8/.e4m3/.e5m2 fragments)
-A8_K32 = _spec("a", 4, 4, lambda i: (8 * ((i >> 2) & 1), (i & 3) + 16 * (i >> 3)), 16)
-B8_K32 = _spec("b", 4, 4, lambda i: ((i & 3) + 16 * (i >> 2), 0), 8)
-A8_K16 = _spec("a", 4, 4, lambda i: (8 * (i >> 2), i & 3), 8)
-B8_K16 = _spec("b", 4, 4, lambda i: (i, 0), 4)
+A8_K32 = make_spec("a", 4, 4, lambda i: (8 * ((i >> 2) & 1), (i & 3) + 16 * (i >> 3)), 16)
+B8_K32 = make_spec("b", 4, 4, lambda i: ((i & 3) + 16 * (i >> 2), 0), 8)
+A8_K16 = make_spec("a", 4, 4, lambda i: (8 * (i >> 2), i & 3), 8)
+B8_K16 = make_spec("b", 4, 4, lambda i: (i, 0), 4)
 # 16-bit B of m16n8k16, compressed 16x8 A of mma.sp m16n8k16 (the dense m16n8k8 A map)
-B16_K16 = _spec("b", 2, 2, lambda i: ((i & 1) + 8 * (i >> 1), 0), 4)
-A16_SPARSE = _spec("a", 2, 2, lambda i: (8 * (i >> 1), i & 1), 4)
+B16_K16 = make_spec("b", 2, 2, lambda i: ((i & 1) + 8 * (i >> 1), 0), 4)
+A16_SPARSE = make_spec("a", 2, 2, lambda i: (8 * (i >> 1), i & 1), 4)
 # f32 C/D of every m16n8 shape
-ACC_F32 = _spec("a", 2, 1, lambda i: (8 * (i >> 1), i & 1), 4)
+ACC_F32 = make_spec("a", 2, 1, lambda i: (8 * (i >> 1), i & 1), 4)
 
 
 @dataclass

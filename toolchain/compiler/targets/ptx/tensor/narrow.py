@@ -10,6 +10,7 @@ accumulators resident over all complete chunks and stores D once, then an exact
 cooperative replay extends D over the K remainder; everything else replays from C.
 FP8 replay decodes each byte exactly (fp8.load_decoded) and accumulates with f32 FMA;
 sparse replay walks the same clamped masks as the native path (sparse.k_loop).
+Block-scaled regions are refused (E0505): only block-scaled whole tiles are implemented.
 """
 from __future__ import annotations
 

@@ -1,8 +1,222 @@
-"""Block-scaled FP8/FP6/FP4 tensor operations (mxf8f6f4, MXFP4, NVFP4) on PTX."""
+"""Block-scaled FP8/FP6/FP4 tensor_mma tiles on PTX 8.8 sm_120a/sm_121a `mma.sync`.
+
+Families (gpu.md table), all f32 accumulate/result, both sides scaled the same way:
+  mxf8f6f4  any E4M3/E5M2/E2M3/E3M2/E2M1 A/B pair, UE8M0 block32, m16n8k32, scale_vec::1X
+  mxf4      E2M1 x E2M1, UE8M0 block32, m16n8k64 (K % 64 == 0), scale_vec::2X
+  mxf4nvf4  E2M1 x E2M1, UE4M3 block16, m16n8k64, scale_vec::4X
+Only architecture-specific sm_120a/sm_121a at PTX ISA 8.8 have these (ptxas 13.0 rejects
+raw sm_121); anything else is E0504, unsupported descriptors E0505. tensor_matmul regions
+of these families are refused (narrow.py).
+
+Operands: the neutral dense stream (LSB-first, logical element strides, transpose folded
+into the stored layout) is gathered per element by bit offset, so FP6 values that straddle
+a byte are exact and nothing past the value's last byte is read. mxf8f6f4 takes each value
+in an 8-bit container (FP6 in bits 5..0, FP4 in bits 5..2, so an E2M1 container is the
+E2M3 encoding of the same value); mxf4/mxf4nvf4 take packed nibbles, element 0 lowest.
+Fragment maps: the 8-bit m16n8k32 maps for mxf8f6f4, the 4-bit m16n8k64 (.s4) maps for
+FP4. Scales: scale_A row-major [M, ceil(K/block)] (ldsa), scale_B column-major
+[ceil(K/block), N] (ldsb). Lane words: A bytes 0..v-1 hold the chunk's v block scales of
+row gid (even tig) or gid+8 (odd tig); for v == 1 byte 1 holds the other row and bytes
+2..3 repeat 0..1. B bytes hold column gid's scales. byte-id and thread-id are 0.
+These maps are assembler-checked only: no sm_120a/121a device ran them here.
+"""
 from __future__ import annotations
 
+from ....diagnostics import error
+from ....ir import tensor as T
+from ..lower_memory import SPACE
 from .capabilities import refuse
+from .common import Mat, add_addr, linear, mat, offset_terms
+from .frag import (A8_K32, ACC_F32, B8_K32, FragSpec, lane_base, lane_ids, load_acc,
+                   make_spec, store_acc)
+from .mma_sync import MAX_ACC_REGS, SUB_M, SUB_N, Operand
+
+MX = ("e4m3", "e5m2", "e2m3", "e3m2", "e2m1")
+BITS = {"e4m3": 8, "e5m2": 8, "e2m3": 6, "e3m2": 6, "e2m1": 4}
+A4_K64 = make_spec("a", 8, 8, lambda i: (8 * ((i >> 3) & 1), (i & 7) + 32 * (i >> 4)), 32)
+B4_K64 = make_spec("b", 8, 8, lambda i: ((i & 7) + 32 * (i >> 3), 0), 16)
+# kind -> (K, vector, block, scale type, A map, B map)
+KINDS = {"mxf8f6f4": (32, 1, 32, "ue8m0", A8_K32, B8_K32),
+         "mxf4": (64, 2, 32, "ue8m0", A4_K64, B4_K64),
+         "mxf4nvf4": (64, 4, 16, "ue4m3", A4_K64, B4_K64)}
 
 
-def tile_lowering(desc, profile, span):
-    raise refuse(desc, "block-scaled MMA is not implemented yet", span)
+def _kind(desc: T.TensorDesc, span) -> str:
+    a, b = desc.a_type, desc.b_type
+    modes = (desc.a_scale_mode, desc.b_scale_mode)
+    stypes = (desc.a_scale_type, desc.b_scale_type)
+    if a not in MX or b not in MX:
+        raise refuse(desc, f"block-scaled MMA takes FP8/FP6/FP4 A and B, found {a} and {b}",
+                     span)
+    if modes == ("block16", "block16") and stypes == ("ue4m3", "ue4m3") and a == b == "e2m1":
+        return "mxf4nvf4"
+    if modes == ("block32", "block32") and stypes == ("ue8m0", "ue8m0"):
+        return "mxf4" if a == b == "e2m1" and desc.k % 64 == 0 else "mxf8f6f4"
+    raise refuse(desc, "block scaling is UE8M0 block32 on both sides (mxf8f6f4, MXFP4) or "
+                 "UE4M3 block16 on both sides with E2M1 A and B (NVFP4), found "
+                 f"{modes[0]}/{stypes[0]} and {modes[1]}/{stypes[1]}", span)
+
+
+def check(desc: T.TensorDesc, profile, span) -> str:
+    kind = _kind(desc, span)
+    if (desc.accumulator_type, desc.result_type) != ("f32", "f32"):
+        raise refuse(desc, "block-scaled MMA accumulates in f32 with an f32 result", span)
+    if desc.sparse or desc.rounding != "default" or desc.overflow != "wrap" or \
+            desc.math != "multiply_add" or "unpacked" in (desc.a_packing, desc.b_packing):
+        raise refuse(desc, "block-scaled MMA is dense, default-rounded, non-saturating "
+                     "and reads the neutral dense storage stream", span)
+    k = KINDS[kind][0]
+    m, n = desc.m, desc.n
+    if m % SUB_M or n % SUB_N or desc.k % k or m * n // 32 > MAX_ACC_REGS:
+        raise refuse(desc, f"{kind} tiles are exact grids of m16n8k{k} with at most "
+                     f"{MAX_ACC_REGS * 32} outputs, found m{m}n{n}k{desc.k}", span)
+    if not (profile.isa >= (8, 8) and profile.arch_specific and profile.sm in (120, 121)
+            and not profile.virtual):
+        raise error("E0504", f"block-scaled MMA ({kind}) needs PTX ISA 8.8 and target "
+                    f"sm_120a or sm_121a; the profile is PTX {profile.version} / "
+                    f"{profile.target}", span,
+                    help="compile with --gpu-arch=sm_121a (or sm_120a) and --ptx-version=8.8")
+    return kind
+
+
+def tile_lowering(desc: T.TensorDesc, profile, span):
+    kind = check(desc, profile, span)
+
+    def run(em, ops):
+        _tile(em, desc, kind, ops)
+    return run
+
+
+def _scale_mat(em, desc, ops, side: str, block: int) -> Mat:
+    v = ops[f"{side}_scale"]
+    ld = getattr(desc, f"lds{side}")
+    if ld is None:
+        ld = em.reg(ops[f"lds{side}"]) if f"lds{side}" in ops else -(-desc.k // block)
+    return Mat(em.reg(v), SPACE[v.type.space], "row" if side == "a" else "col", ld, 8)
+
+
+def _gather(em, m: Mat, lane_idx: str, delta: int | str, fmt: str) -> str:
+    """The `bits`-wide code of the element at index lane_idx + delta of a dense stream."""
+    bits = BITS[fmt]
+    idx = add_addr(em, lane_idx, delta)
+    v = em.new("r")
+    if bits == 8:
+        em.emit(f"ld{m.space}.u8 {v}, [{add_addr(em, m.base, idx)}]")
+        return v
+    bit, byte, sh = em.new("rd"), em.new("rd"), em.new("r")
+    em.emit(f"mul.lo.u64 {bit}, {idx}, {bits}")
+    em.emit(f"shr.u64 {byte}, {bit}, 3")
+    em.emit(f"cvt.u32.u64 {sh}, {bit}")
+    em.emit(f"and.b32 {sh}, {sh}, 7")
+    addr = add_addr(em, m.base, byte)
+    em.emit(f"ld{m.space}.u8 {v}, [{addr}]")
+    if bits == 6:                                  # a value may straddle two bytes
+        hi, p = em.new("r"), em.new("p")
+        em.emit(f"mov.b32 {hi}, 0")
+        em.emit(f"setp.gt.u32 {p}, {sh}, 2")
+        em.emit(f"@{p} ld{m.space}.u8 {hi}, [{addr}+1]")
+        em.emit(f"bfi.b32 {v}, {hi}, {v}, 8, 8")
+    em.emit(f"shr.b32 {v}, {v}, {sh}")
+    em.emit(f"and.b32 {v}, {v}, {(1 << bits) - 1}")
+    return v
+
+
+class _Stream:
+    """A/B of one scaled tile: this lane's element index and memoised static deltas."""
+
+    def __init__(self, em, m: Mat, spec: FragSpec, lane, fmt: str, kind: str):
+        self.em, self.m, self.spec, self.fmt, self.kind = em, m, spec, fmt, kind
+        scaled = em.new("r")
+        em.emit(f"shl.b32 {scaled}, {lane.tig}, {spec.w.bit_length() - 1}")
+        r, c = (lane.gid, scaled) if spec.kind == "a" else (scaled, lane.gid)
+        self.idx = em.new("rd")
+        em.emit(f"mov.u64 {self.idx}, {linear(em, offset_terms(m, r, c))}")
+
+    def frag(self, dr0: int, dc0: int) -> list[str]:
+        em, out = self.em, []
+        codes = [_gather(em, self.m, self.idx, linear(em, offset_terms(self.m, dr0 + dr,
+                                                                       dc0 + dc)), self.fmt)
+                 for dr, dc in self.spec.elems]
+        if self.kind == "mxf8f6f4":
+            if BITS[self.fmt] == 4:
+                for c in codes:
+                    em.emit(f"shl.b32 {c}, {c}, 2")
+            for i in range(0, len(codes), 4):
+                out.append(_pack4(em, codes[i:i + 4]))
+            return out
+        for i in range(0, len(codes), 8):
+            w = em.new("r")
+            em.emit(f"mov.b32 {w}, 0")
+            for j, c in enumerate(codes[i:i + 8]):
+                em.emit(f"bfi.b32 {w}, {c}, {w}, {4 * j}, 4")
+            out.append(w)
+        return out
+
+
+def _pack4(em, parts: list[str]) -> str:
+    lo, hi, out = em.new("r"), em.new("r"), em.new("r")
+    em.emit(f"prmt.b32 {lo}, {parts[0]}, {parts[1]}, 0x3340")
+    em.emit(f"prmt.b32 {hi}, {parts[2]}, {parts[3]}, 0x3340")
+    em.emit(f"prmt.b32 {out}, {lo}, {hi}, 0x5410")
+    return out
+
+
+def _scale_word(em, mt: Mat, picks: list[tuple[str, int, int]]) -> str:
+    """Four scale bytes, byte 0 first, each at base + the static (row, col) delta."""
+    offs = Operand(em, mt, "").offs
+    vals = []
+    for base, dr, dc in picks:
+        v = em.new("r")
+        em.emit(f"ld{mt.space}.u8 {v}, [{add_addr(em, base, offs.get(dr, dc))}]")
+        vals.append(v)
+    return _pack4(em, vals)
+
+
+def _tile(em, desc: T.TensorDesc, kind: str, ops: dict) -> None:
+    k, vec, block, stype, a_spec, b_spec = KINDS[kind]
+    A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
+    SA, SB = _scale_mat(em, desc, ops, "a", block), _scale_mat(em, desc, ops, "b", block)
+    lane = lane_ids(em)
+    gm, gn = desc.m // SUB_M, desc.n // SUB_N
+    c_op = Operand(em, C, lane_base(em, ACC_F32, lane, C, C.base))
+    acc = [[load_acc(em, C.space, c_op.addrs(ACC_F32, SUB_M * i, SUB_N * j))
+            for j in range(gn)] for i in range(gm)]
+    sa_own, sa_other, sb = _scale_bases(em, lane, SA, SB)
+    a_st = _Stream(em, A, a_spec, lane, desc.a_type, kind)
+    b_st = _Stream(em, B, b_spec, lane, desc.b_type, kind)
+    head = (f"mma.sync.aligned.m16n8k{k}.row.col.kind::{kind}.block_scale.scale_vec::{vec}X"
+            f".f32.{desc.a_type}.{desc.b_type}.f32.{stype}")
+    for kk in range(desc.k // k):
+        blk = kk * vec
+        held = []
+        for i in range(gm):
+            picks = [(sa_own, SUB_M * i, blk + t % vec) for t in range(4)]
+            if vec == 1:
+                picks = [(sa_own, SUB_M * i, blk), (sa_other, SUB_M * i, blk)] * 2
+            held.append((a_st.frag(SUB_M * i, kk * k), _scale_word(em, SA, picks)))
+        for j in range(gn):
+            bf = b_st.frag(kk * k, SUB_N * j)
+            sw = _scale_word(em, SB, [(sb, blk + t % vec, SUB_N * j) for t in range(4)])
+            for i, (af, aw) in enumerate(held):
+                d = acc[i][j]
+                em.emit(f"{head} {{{', '.join(d)}}}, {{{', '.join(af)}}}, "
+                        f"{{{', '.join(bf)}}}, {{{', '.join(d)}}}, {aw}, {{0, 0}}, {sw}, "
+                        "{0, 0}")
+    d_op = Operand(em, D, lane_base(em, ACC_F32, lane, D, D.base))
+    for i in range(gm):
+        for j in range(gn):
+            store_acc(em, D.space, d_op.addrs(ACC_F32, SUB_M * i, SUB_N * j), acc[i][j])
+
+
+def _scale_bases(em, lane, SA: Mat, SB: Mat) -> tuple[str, str, str]:
+    """Lane bases of the scale tables: A at this lane's own row gid + 8*(tig & 1) and at
+    the quad's other row (gid + 8 - 8*(tig & 1)), B at column gid."""
+    odd, own, other = em.new("r"), em.new("r"), em.new("r")
+    em.emit(f"and.b32 {odd}, {lane.tig}, 1")
+    em.emit(f"shl.b32 {odd}, {odd}, 3")
+    em.emit(f"add.u32 {own}, {lane.gid}, {odd}")
+    em.emit(f"xor.b32 {other}, {own}, 8")            # gid < 8: flips between gid and gid+8
+    a_own = add_addr(em, SA.base, linear(em, offset_terms(SA, own, 0)))
+    a_other = add_addr(em, SA.base, linear(em, offset_terms(SA, other, 0)))
+    b_col = add_addr(em, SB.base, linear(em, offset_terms(SB, 0, lane.gid)))
+    return a_own, a_other, b_col
