@@ -329,6 +329,7 @@ class BodyFacts:
 # to the syntax tree itself.
 _NOT_CHILDREN = frozenset(("span", "ty"))
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_LEAF_TYPES = frozenset((str, int, bool, float, bytes))   # field values that hold no nodes
 
 
 def _child_fields(cls: type) -> tuple[str, ...]:
@@ -344,11 +345,13 @@ def scan_body(body) -> BodyFacts:
     facts = BodyFacts()
     stack = [body]
     push, pop = stack.append, stack.pop
-    Node, Span = A.Node, _Span
+    Node, Span, leaves = A.Node, _Span, _LEAF_TYPES
     while stack:
         n = pop()
         if not isinstance(n, Node):     # NamedArg / FieldInit / CaseRange tuples
-            stack.extend(x for x in n if isinstance(x, (Node, tuple)) and type(x) is not Span)
+            for x in n:
+                if isinstance(x, (Node, tuple)) and type(x) is not Span:
+                    push(x)
             continue
         if isinstance(n, A.Call):
             if isinstance(n.callee, A.Name):
@@ -358,12 +361,16 @@ def scan_body(body) -> BodyFacts:
                 facts.assigned.add(n.target.name)
         elif isinstance(n, A.AddrOf) and isinstance(n.operand, A.Name):
             facts.addr_taken.add(n.operand.name)
-        for name in _child_fields(type(n)):
+        for name in _CHILD_FIELDS.get(type(n)) or _child_fields(type(n)):
             v = getattr(n, name)
+            if v is None or type(v) in leaves:
+                continue
             if isinstance(v, Node):
                 push(v)
             elif isinstance(v, list):
-                stack.extend(x for x in v if isinstance(x, (Node, tuple)))
+                for x in v:
+                    if isinstance(x, (Node, tuple)):
+                        push(x)
             elif isinstance(v, tuple) and type(v) is not Span:
                 push(v)
     return facts

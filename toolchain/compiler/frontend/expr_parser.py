@@ -46,6 +46,8 @@ class ExprParser:
     # ------------------------------------------------------------ token helpers
     @property
     def tok(self) -> Token:
+        # The expression rules below read `self.toks[self.i]` directly: they run once per
+        # operand and precedence level, where the property call is measurable.
         return self.toks[self.i]
 
     def peek(self, k: int = 1) -> Token:
@@ -174,11 +176,11 @@ class ExprParser:
 
     # binary(p) = cast { binop binary(prec(binop) + 1) }   for binop with prec >= p
     def parse_binary(self, min_prec: int) -> A.Expr:
-        start = self.tok
+        start = self.toks[self.i]
         self.enter()
         left = self.parse_cast()
         while True:
-            t = self.tok
+            t = self.toks[self.i]
             prec = BINARY_PREC.get(t.kind)
             if prec is None or prec < min_prec:
                 break
@@ -192,7 +194,7 @@ class ExprParser:
 
     # cast = "(" type ")" cast | unary
     def parse_cast(self) -> A.Expr:
-        t = self.tok
+        t = self.toks[self.i]
         if t.kind == "(" and self.looks_like_cast():
             self.enter()
             self.i += 1
@@ -232,7 +234,7 @@ class ExprParser:
 
     # unary = ("-" | "+" | "~" | "!" | "*" | "&") cast | postfix
     def parse_unary(self) -> A.Expr:
-        t = self.tok
+        t = self.toks[self.i]
         if t.kind not in UNARY_OPS:
             return self.parse_postfix()
         self.i += 1
@@ -248,10 +250,10 @@ class ExprParser:
 
     # postfix = primary { "(" call_args ")" | "[" expr "]" | "." IDENT | "->" IDENT }
     def parse_postfix(self) -> A.Expr:
-        start = self.tok
+        start = self.toks[self.i]
         e = self.parse_primary()
         while True:
-            t = self.tok
+            t = self.toks[self.i]
             k = t.kind
             if k in ("(", "[") and t.nl_before and not self.brackets:
                 return e  # a line starting with ( or [ is a new statement
@@ -307,7 +309,7 @@ class ExprParser:
     # primary = INT | FLOAT | STRING | "true" | "false" | "sizeof" "(" type ")" | IDENT
     #         | "(" expr ")" | "[" array_lit "]" | "{" struct_lit "}"
     def parse_primary(self) -> A.Expr:
-        t = self.tok
+        t = self.toks[self.i]
         k = t.kind
         if k == INT:
             self.i += 1
