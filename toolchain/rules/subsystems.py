@@ -34,8 +34,7 @@ class MettleSubsystem(Subsystem):
     )
     variant_tools = StrListOption(
         default=[
-            "tools/gpu/ptxas_profile.py",
-            "tools/gpu/ptxas_select.py",
+            "//tools:tools",  # tools/gpu/ptxas_profile.py, ptxas_select.py and their data
             "//third_party:reqs#nvidia-cuda-nvcc",
             "//third_party:reqs#jsonschema",
         ],

@@ -1,0 +1,82 @@
+"""Runs the real `./pants` in temporary clones of this repository: shared by the build-rule
+tests (tests/rules/) and the remote-cache demonstration (tools/remote_cache/demo.py).
+
+Invariants: a clone gets its own buildroot (so an outer `./pants test` never shares a lock,
+pantsd or workdir with it) and borrows only the already-bootstrapped tools of the source
+checkout (.bootstrap/ entries as symlinks inside a real .bootstrap/ directory, which Pants
+ignores). Runs are `--no-pantsd`, so anything reused between runs came from the persistent
+caches, never from a daemon's memory. Locally executed processes are read from the debug
+log's `spawned local process ... description: "..."` lines, one per action actually run.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# Files the build-rule work is developed in; a clone takes them from the working tree so an
+# uncommitted change is tested too (everything else is the committed HEAD).
+OVERLAY = ("toolchain/rules", "app/BUILD", "pants.toml", "tests/rules", "tools/remote_cache")
+_SPAWNED_RE = re.compile(r'spawned local process as .*? description: "([^"]*)"')
+PANTS_TIMEOUT_S = 900
+
+
+def source_root() -> Path:
+    """The checkout the clones come from: $METTLE_REPO_ROOT under Pants, else this tree."""
+    env = os.environ.get("METTLE_REPO_ROOT")
+    return Path(env) if env else Path(__file__).resolve().parents[2]
+
+
+def has_bootstrapped_pants(root: Path) -> bool:
+    return (root / ".bootstrap" / "pants-2.17.1" / ".stamp").is_file()
+
+
+def make_clone(root: Path, dest: Path) -> Path:
+    """A fresh `git clone` of `root` at `dest` plus the overlay and the borrowed .bootstrap."""
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(root), str(dest)], check=True)
+    for rel in OVERLAY:
+        src, dst = root / rel, dest / rel
+        if src.is_dir():
+            shutil.rmtree(dst, ignore_errors=True)
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.is_file():
+            shutil.copy2(src, dst)
+    boot = dest / ".bootstrap"
+    boot.mkdir()
+    for entry in (root / ".bootstrap").iterdir():
+        (boot / entry.name).symlink_to(entry)
+    return dest
+
+
+@dataclass
+class PantsRun:
+    returncode: int
+    log: str
+    seconds: float
+
+    def spawned(self, prefix: str = "") -> list:
+        """Descriptions of the processes this run executed locally (not cache hits)."""
+        return [d for d in _SPAWNED_RE.findall(self.log) if d.startswith(prefix)]
+
+
+def run_pants(clone: Path, *args: str, env: dict | None = None) -> PantsRun:
+    """`./pants --no-pantsd --no-dynamic-ui -ldebug ARGS` in `clone`; never raises on rc."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("PANTS_")}
+    full_env.update(env or {})
+    cmd = ["./pants", "--no-pantsd", "--no-dynamic-ui", "-ldebug", "--no-watch-filesystem",
+           *args]
+    start = time.monotonic()
+    proc = subprocess.run(cmd, cwd=clone, env=full_env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=PANTS_TIMEOUT_S)
+    return PantsRun(proc.returncode, proc.stdout, time.monotonic() - start)
+
+
+def tail(run: PantsRun, lines: int = 40) -> str:
+    """The end of a run's log, minus debug noise, for assertion messages."""
+    kept = [ln for ln in run.log.splitlines() if "[DEBUG]" not in ln]
+    return "\n".join(kept[-lines:])
