@@ -304,8 +304,11 @@ class Module:
         return _resolve_capabilities(self._extra_caps, self._body())
 
     def extensions(self) -> list[str]:
+        return self._extensions_of(self._body())
+
+    def _extensions_of(self, body: list[Encoded]) -> list[str]:
         found = list(self._extensions)
-        for enc in self._body():
+        for enc in body:
             for ext, version in enc.extensions:
                 needed = _version_tuple(version)
                 if (needed is None or needed > self.version) and ext not in found:
@@ -314,9 +317,10 @@ class Module:
 
     def assemble(self) -> bytes:
         """The binary module: header (magic, version, generator, bound, 0) then sections."""
-        body = self._body()
-        head = [encode("OpCapability", (cap,)) for cap in self.capabilities()]
-        head += [encode("OpExtension", (ext,)) for ext in self.extensions()]
+        body = self._body()                 # built once: it re-encodes every block label
+        head = [encode("OpCapability", (cap,))
+                for cap in _resolve_capabilities(self._extra_caps, body)]
+        head += [encode("OpExtension", (ext,)) for ext in self._extensions_of(body)]
         words = [G.MAGIC_NUMBER, self.version[0] << 16 | self.version[1] << 8,
                  self.generator, self._next_id, 0]
         for enc in head + body:
