@@ -88,6 +88,15 @@ def bench_rows(torch, mods, rows_n, cols, reps):
     torch.cuda.synchronize()
     torch.testing.assert_close(y, torch.softmax(x, dim=1), rtol=2e-5, atol=1e-6)
     out.append((f"softmax {rows_n}x{cols}", timed(torch, soft, reps), 8 * x.numel()))
+    swide = mods["rows"].function("softmax_wide")
+    soft_wide = lambda: swide.launch(rows_n, 256, [ptr(x), ptr(y), i32(rows_n), i32(cols),
+                                                   i32(cols), i32(cols)])
+    y.fill_(float("nan"))
+    soft_wide()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, torch.softmax(x, dim=1), rtol=2e-5, atol=1e-6)
+    out.append((f"softmax_wide {rows_n}x{cols}", timed(torch, soft_wide, reps),
+                8 * x.numel()))
     out.append((f"torch softmax {rows_n}x{cols}",
                 timed(torch, lambda: torch.softmax(x, dim=1, out=y) if False else
                       torch.softmax(x, dim=1), reps), 8 * x.numel()))
@@ -96,6 +105,16 @@ def bench_rows(torch, mods, rows_n, cols, reps):
     ref = torch.nn.functional.layer_norm(x, (cols,), gamma, beta, 1e-5)
     torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
     out.append((f"layernorm {rows_n}x{cols}", timed(torch, norm, reps), 8 * x.numel()))
+    wide = mods["rows"].function("layernorm_wide")
+    norm_wide = lambda: wide.launch(rows_n, 256, [ptr(x), ptr(y), ptr(gamma), ptr(beta),
+                                                  i32(rows_n), i32(cols), i32(cols),
+                                                  i32(cols), ctypes.c_float(1e-5)])
+    y.fill_(float("nan"))
+    norm_wide()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
+    out.append((f"layernorm_wide {rows_n}x{cols}", timed(torch, norm_wide, reps),
+                8 * x.numel()))
     out.append((f"torch layernorm {rows_n}x{cols}",
                 timed(torch, lambda: torch.nn.functional.layer_norm(x, (cols,), gamma, beta,
                                                                     1e-5), reps),
@@ -132,6 +151,9 @@ def main() -> int:
     for cols, rows_n in ((1024, 65536), (4096, 16384)):
         for k in ("softmax", "layernorm"):
             ratios[f"{k}_{cols}_vs_torch"] = by[f"{k} {rows_n}x{cols}"] / \
+                by[f"torch {k} {rows_n}x{cols}"]
+        for k in ("softmax", "layernorm"):
+            ratios[f"{k}_wide_{cols}_vs_torch"] = by[f"{k}_wide {rows_n}x{cols}"] / \
                 by[f"torch {k} {rows_n}x{cols}"]
     for k, v in ratios.items():
         print(f"{k:<34} {v:>9.3f}")

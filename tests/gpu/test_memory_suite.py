@@ -214,6 +214,46 @@ def test_affine_layer_norm(gpu_run, sanitizer, rows, cols):
     assert np.isnan(y[:, cols:]).all()
 
 
+@pytest.mark.parametrize("sanitizer", [None, "memcheck", "racecheck"])
+@pytest.mark.parametrize("rows,cols", [(3, 4096), (4, 4099), (2, 5000), (5, 1000), (3, 29)])
+def test_affine_layer_norm_wide_rows(gpu_run, sanitizer, rows, cols):
+    """One workgroup per row: register-cached up to 4096 columns, streaming otherwise."""
+    ldx, ldy = cols + 4, cols + 8
+    x = _rows_case(rows, cols, 4, 5 * rows + cols)
+    gamma, beta = generate("float32", cols, 13), generate("float32", cols, 14)
+    eps = 1e-5
+    y = run(gpu_run, "rows", "layernorm_wide", rows, 256,
+            [Buffer("x", "float32", data=x.ravel()),
+             Buffer("y", "float32", rows * ldy, poison=np.nan, output=True),
+             Buffer("gamma", "float32", data=gamma), Buffer("beta", "float32", data=beta),
+             Scalar("int32", rows), Scalar("int32", cols), Scalar("int32", ldx),
+             Scalar("int32", ldy), Scalar("float32", eps)], sanitizer)["y"].reshape(rows, ldy)
+    xs = x[:, :cols].astype(np.float64)
+    mean = xs.mean(axis=1, keepdims=True)
+    var = ((xs - mean) ** 2).mean(axis=1, keepdims=True)
+    expected = (xs - mean) / np.sqrt(var + eps) * gamma + beta
+    np.testing.assert_allclose(y[:, :cols], expected, rtol=1e-4, atol=1e-4)
+    assert np.isnan(y[:, cols:]).all()
+
+
+@pytest.mark.parametrize("sanitizer", [None, "memcheck", "racecheck"])
+@pytest.mark.parametrize("rows,cols", [(3, 4096), (4, 4099), (2, 5000), (5, 1000), (3, 29)])
+def test_row_softmax_wide_rows(gpu_run, sanitizer, rows, cols):
+    """One workgroup per row: register-cached up to 4096 columns, streaming otherwise."""
+    ldx, ldy = cols + 4, cols + 8
+    x = _rows_case(rows, cols, 4, 7 * rows + cols)
+    y = run(gpu_run, "rows", "softmax_wide", rows, 256,
+            [Buffer("x", "float32", data=x.ravel()),
+             Buffer("y", "float32", rows * ldy, poison=np.nan, output=True),
+             Scalar("int32", rows), Scalar("int32", cols), Scalar("int32", ldx),
+             Scalar("int32", ldy)], sanitizer)["y"].reshape(rows, ldy)
+    xs = x[:, :cols].astype(np.float64)
+    e = np.exp(xs - xs.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y[:, :cols], e / e.sum(axis=1, keepdims=True), rtol=2e-5,
+                               atol=1e-7)
+    assert np.isnan(y[:, cols:]).all()
+
+
 @pytest.mark.parametrize("n", [4, 1001, (1 << 20) + 6])
 def test_vadd4_vector_memory(gpu_run, n):
     a, b = generate("float32", n, 21), generate("float32", n, 22)
