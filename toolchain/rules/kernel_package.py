@@ -40,7 +40,7 @@ def compile_request(tgt: Target, output_stem: str,
         fmt=fmt,
         gpu_arch=overrides.get("gpu_arch", tgt[MettleGpuArchField].value),
         optimize=(tgt[MettleOptimizeField].value if optimize is None
-                  else optimize.lower() in ("1", "true", "yes")),
+                  else optimize.lower() == "true"),
         ptx_version=overrides.get("ptx_version", tgt[MettlePtxVersionField].value),
         tensor_tuple_budget=(tgt[MettleTensorTupleBudgetField].value if budget is None
                              else int(budget)),

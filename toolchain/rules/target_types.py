@@ -195,8 +195,25 @@ def parse_variant(spec: str) -> Tuple[Tuple[str, str], ...]:
         if key not in VARIANT_KEYS:
             raise ValueError(f"variant {spec!r}: unknown key {key!r} (known: "
                              f"{', '.join(VARIANT_KEYS)})")
+        problem = _variant_value_problem(key, value)
+        if problem:
+            raise ValueError(f"variant {spec!r}: {key} {problem}")
         pairs[key] = value
     return tuple(sorted(pairs.items()))
+
+
+def _variant_value_problem(key: str, value: str) -> Optional[str]:
+    """Why `value` is not valid for the kernel field `key`, or None."""
+    if key == "gpu_arch" and not GPU_ARCH_RE.match(value):
+        return f"{value!r} is not sm_NN, sm_NNa, compute_NN, gb10 or portable"
+    if key == "ptx_version" and not PTX_VERSION_RE.match(value):
+        return f"{value!r} is not 'M.m'"
+    if key == "optimize" and value.lower() not in ("true", "false"):
+        return f"{value!r} is not true or false"
+    if key == "tensor_tuple_budget" and not (
+            value.isdigit() and 0 <= int(value) <= MAX_TENSOR_TUPLE_BUDGET):
+        return f"{value!r} is not an integer in 0..{MAX_TENSOR_TUPLE_BUDGET}"
+    return None
 
 
 class VariantsField(StringSequenceField):

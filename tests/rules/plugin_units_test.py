@@ -1,0 +1,69 @@
+"""Unit checks of the plugin's pure helpers (field validation, variant parsing, the
+selection rule, PTX target detection), run inside Pants' own interpreter, where the plugin
+and `pants` import (the suite's CPython 3.11 has no `pants`)."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.rules.pants_harness import has_bootstrapped_pants, source_root
+
+ROOT = source_root()
+PANTS_PY = ROOT / ".bootstrap" / "pants-2.17.1" / "bin" / "python"
+pytestmark = pytest.mark.skipif(not has_bootstrapped_pants(ROOT),
+                                reason="Pants is not bootstrapped (run ./pants once)")
+
+PROBE = r'''
+import json, sys
+from pants.engine.addresses import Address
+from toolchain.rules import target_types as tt
+from toolchain.rules.compile_kernel import ptxas_arch
+from toolchain.rules.variants import candidate_name, winner
+addr = Address("pkg", target_name="t")
+def err(fn, *a):
+    try:
+        fn(*a)
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return None
+out = {
+  "variant": tt.parse_variant(sys.argv[1]),
+  "bad_variant": err(tt.parse_variant, sys.argv[2]),
+  "arch_ok": tt.MettleGpuArchField.compute_value(sys.argv[3], addr),
+  "arch_bad": err(tt.MettleGpuArchField.compute_value, sys.argv[4], addr),
+  "budget_bad": err(tt.MettleTensorTupleBudgetField.compute_value, 5000, addr),
+  "one_variant": err(tt.VariantsField.compute_value, ["optimize=true"], addr),
+  "ptxas": [ptxas_arch(t) for t in sys.argv[5].split("|")],
+  "name": candidate_name(3, sys.argv[1]),
+  "winner": winner({"entries": {"a": {"selection": "v1"}, "b": {"selection": "v1"}}}, "x"),
+  "split": err(winner, {"entries": {"a": {"selection": "v0", "reason": "r0"},
+                                    "b": {"selection": None, "reason": "tie"}}}, "pkg:t"),
+}
+print(json.dumps(out))
+'''
+
+
+def probe(*args: str) -> dict:
+    proc = subprocess.run([str(PANTS_PY), "-c", PROBE, *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={"PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_plugin_helpers():
+    ptx = ".version 8.8\n.target sm_90a\n|.target compute_75\n|.target sm_52\n|no target"
+    out = probe("tensor_tuple_budget=8,gpu_arch=sm_121a", "tensor_tuple_budget=many",
+                "gb10", "sm90", ptx)
+    assert out["variant"] == [["gpu_arch", "sm_121a"], ["tensor_tuple_budget", "8"]]
+    assert "is not an integer in 0..4096" in out["bad_variant"]
+    assert out["arch_ok"] == "gb10"
+    assert out["arch_bad"].startswith("InvalidFieldException: The `gpu_arch` field of the "
+                                      "target pkg:t is 'sm90'")
+    assert "expected 0..4096" in out["budget_bad"]
+    assert "needs at least two variants" in out["one_variant"]
+    assert out["ptxas"] == ["sm_90a", "sm_75", None, None]
+    assert out["name"] == "v3_tensor_tuple_budget-8-gpu_arch-sm_121a"
+    assert out["winner"] == "v1"
+    assert "a: v0 (r0); b: none (tie)" in out["split"]
