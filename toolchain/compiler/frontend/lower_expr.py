@@ -114,8 +114,8 @@ class ExprMixin:
             v = const_value(e, self.lookup)
         except ConstDivZero as z:
             raise self.fail("M0116", "constant divide by zero", z.span)
-        if v is NOT_CONST:
-            return self.value(e, hint)
+        if v is NOT_CONST:           # e.g. `1.5 % 2`: lower it and let the operator judge
+            return self.value(e, hint, untyped=False)
         scalar = hint is not None and (hint.is_int or hint.is_float or hint.is_bool or
                                        isinstance(hint, (PtrType, FnPtrType)))
         return self.make_const(v, hint if scalar else None, e.span)
