@@ -16,35 +16,19 @@ import argparse
 import ctypes
 import json
 import os
-import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from tests.tensor.kernels import compile_ptx, matmul_source  # noqa: E402
 from toolchain.providers.cuda import driver  # noqa: E402
+from timing import timed  # noqa: E402
 
 # (region shape, warps per block): candidates; the fastest validated one is reported.
 CANDIDATES = (("m64n64k16", 4), ("m64n64k16", 2), ("m32n64k16", 4), ("m64n32k16", 4),
               ("m32n32k16", 4))
-
-
-def timed(torch, fn, reps: int) -> float:
-    """Median milliseconds per call over 5 batches of `reps` calls."""
-    for _ in range(2):
-        fn()
-    torch.cuda.synchronize()
-    batches = []
-    for _ in range(5):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        batches.append(start.elapsed_time(end) / reps)
-    return statistics.median(batches)
 
 
 def launcher(dev, arch, fmt, shape, warps, a, b, c, d, size):

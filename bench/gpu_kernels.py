@@ -14,14 +14,15 @@ import argparse
 import ctypes
 import json
 import os
-import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from toolchain.compiler.driver import Options, compile_file  # noqa: E402
 from toolchain.providers.cuda import driver  # noqa: E402
+from timing import timed  # noqa: E402
 
 SUITE = os.path.join(ROOT, "tests", "data", "gpu_suite")
 KERNELS = os.path.join(ROOT, "tests", "data", "kernels")
@@ -29,23 +30,6 @@ KERNELS = os.path.join(ROOT, "tests", "data", "kernels")
 
 def compile_ptx(path: str, arch: str) -> str:
     return compile_file(path, Options(emit="ptx", gpu_arch=arch, optimize=True)).data.decode()
-
-
-def timed(torch, fn, reps: int) -> float:
-    """Median milliseconds per call over 5 batches of `reps` calls."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    batches = []
-    for _ in range(5):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        batches.append(start.elapsed_time(end) / reps)
-    return statistics.median(batches)
 
 
 def ptr(t) -> ctypes.c_uint64:

@@ -19,7 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from gpu_kernels import ptr, timed  # noqa: E402
+from gpu_kernels import ptr  # noqa: E402
+from timing import timed  # noqa: E402
 from toolchain.compiler.driver import Options, compile_file  # noqa: E402
 from toolchain.providers.cuda import driver  # noqa: E402
 

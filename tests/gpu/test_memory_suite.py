@@ -170,88 +170,73 @@ def test_subgroup_collectives_on_partial_subgroup(gpu_run, sanitizer):
     np.testing.assert_allclose(res["fout"].reshape(3, n), fexpected, rtol=1e-5)
 
 
+def _softmax_oracle(x, cols):
+    xs = x[:, :cols].astype(np.float64)
+    e = np.exp(xs - xs.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _layernorm_oracle(x, cols, gamma, beta, eps):
+    xs = x[:, :cols].astype(np.float64)
+    mean = xs.mean(axis=1, keepdims=True)
+    var = ((xs - mean) ** 2).mean(axis=1, keepdims=True)
+    return (xs - mean) / np.sqrt(var + eps) * gamma + beta
+
+
 def _rows_case(rows, cols, pad, seed):
     x = np.full((rows, cols + pad), np.nan, np.float32)
     x[:, :cols] = generate("float32", rows * cols, seed).reshape(rows, cols) * 4
     return x
 
 
-@pytest.mark.parametrize("sanitizer", [None, "memcheck"])
-@pytest.mark.parametrize("rows,cols", [(37, 29), (19, 1000), (8, 4099)])
-def test_row_softmax(gpu_run, sanitizer, rows, cols):
-    ldx, ldy = cols + 3, cols + 5
-    x = _rows_case(rows, cols, 3, rows + cols)
-    y = run(gpu_run, "rows", "softmax_rows", (rows + 3) // 4, 128,
-            [Buffer("x", "float32", data=x.ravel()),
-             Buffer("y", "float32", rows * ldy, poison=np.nan, output=True),
-             Scalar("int32", rows), Scalar("int32", cols), Scalar("int32", ldx),
-             Scalar("int32", ldy)], sanitizer)["y"].reshape(rows, ldy)
-    xs = x[:, :cols].astype(np.float64)
-    e = np.exp(xs - xs.max(axis=1, keepdims=True))
-    np.testing.assert_allclose(y[:, :cols], e / e.sum(axis=1, keepdims=True), rtol=2e-5,
-                               atol=1e-7)
-    assert np.isnan(y[:, cols:]).all()
+# (kernel, rows per workgroup, threads): one subgroup per row, or one workgroup per row.
+ROW_KERNELS = {"rows": (4, 128), "wide": (1, 256)}
+# Column counts that are multiples of 4 get strides that are too, so the 128-bit paths
+# (register-cached up to 1024 / 4096 columns, streaming beyond) run; the others take the
+# scalar paths.
+ROW_SHAPES = [("rows", 37, 29), ("rows", 19, 1000), ("rows", 8, 4099), ("rows", 6, 1024),
+              ("rows", 5, 2048), ("wide", 3, 4096), ("wide", 4, 4099), ("wide", 2, 5000),
+              ("wide", 5, 1000), ("wide", 3, 29), ("wide", 2, 8192)]
 
 
-@pytest.mark.parametrize("sanitizer", [None, "memcheck"])
-@pytest.mark.parametrize("rows,cols", [(37, 29), (19, 1000), (8, 4099)])
-def test_affine_layer_norm(gpu_run, sanitizer, rows, cols):
-    ldx, ldy = cols + 2, cols + 7
-    x = _rows_case(rows, cols, 2, 3 * rows + cols)
+def _run_rows(gpu_run, kernel, shape, rows, cols, extra, sanitizer, seed):
+    """Run a row kernel on padded rows (poisoned padding); returns (x, y) views."""
+    per_block, threads = ROW_KERNELS[shape]
+    pad = (4, 8) if cols % 4 == 0 else (3, 5)
+    ldx, ldy = cols + pad[0], cols + pad[1]
+    x = _rows_case(rows, cols, pad[0], seed)
+    args = [Buffer("x", "float32", data=x.ravel()),
+            Buffer("y", "float32", rows * ldy, poison=np.nan, output=True), *extra[:2],
+            Scalar("int32", rows), Scalar("int32", cols), Scalar("int32", ldx),
+            Scalar("int32", ldy), *extra[2:]]
+    y = run(gpu_run, "rows", kernel, (rows + per_block - 1) // per_block, threads, args,
+            sanitizer)["y"].reshape(rows, ldy)
+    assert np.isnan(y[:, cols:]).all(), "the kernel wrote into the row padding"
+    return x, y[:, :cols]
+
+
+@pytest.mark.parametrize("sanitizer", [None, "memcheck", "racecheck"])
+@pytest.mark.parametrize("shape,rows,cols", ROW_SHAPES)
+def test_row_softmax(gpu_run, sanitizer, shape, rows, cols):
+    if sanitizer == "racecheck" and shape == "rows":
+        pytest.skip("the one-subgroup-per-row kernel uses no workgroup memory")
+    kernel = "softmax_rows" if shape == "rows" else "softmax_wide"
+    x, y = _run_rows(gpu_run, kernel, shape, rows, cols, [], sanitizer, rows + cols)
+    np.testing.assert_allclose(y, _softmax_oracle(x, cols), rtol=2e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("sanitizer", [None, "memcheck", "racecheck"])
+@pytest.mark.parametrize("shape,rows,cols", ROW_SHAPES)
+def test_affine_layer_norm(gpu_run, sanitizer, shape, rows, cols):
+    if sanitizer == "racecheck" and shape == "rows":
+        pytest.skip("the one-subgroup-per-row kernel uses no workgroup memory")
+    kernel = "layernorm_rows" if shape == "rows" else "layernorm_wide"
     gamma, beta = generate("float32", cols, 11), generate("float32", cols, 12)
-    eps = 1e-5
-    y = run(gpu_run, "rows", "layernorm_rows", (rows + 3) // 4, 128,
-            [Buffer("x", "float32", data=x.ravel()),
-             Buffer("y", "float32", rows * ldy, poison=np.nan, output=True),
-             Buffer("gamma", "float32", data=gamma), Buffer("beta", "float32", data=beta),
-             Scalar("int32", rows), Scalar("int32", cols), Scalar("int32", ldx),
-             Scalar("int32", ldy), Scalar("float32", eps)], sanitizer)["y"].reshape(rows, ldy)
-    xs = x[:, :cols].astype(np.float64)
-    mean = xs.mean(axis=1, keepdims=True)
-    var = ((xs - mean) ** 2).mean(axis=1, keepdims=True)
-    expected = (xs - mean) / np.sqrt(var + eps) * gamma + beta
-    np.testing.assert_allclose(y[:, :cols], expected, rtol=1e-4, atol=1e-4)
-    assert np.isnan(y[:, cols:]).all()
-
-
-@pytest.mark.parametrize("sanitizer", [None, "memcheck", "racecheck"])
-@pytest.mark.parametrize("rows,cols", [(3, 4096), (4, 4099), (2, 5000), (5, 1000), (3, 29)])
-def test_affine_layer_norm_wide_rows(gpu_run, sanitizer, rows, cols):
-    """One workgroup per row: register-cached up to 4096 columns, streaming otherwise."""
-    ldx, ldy = cols + 4, cols + 8
-    x = _rows_case(rows, cols, 4, 5 * rows + cols)
-    gamma, beta = generate("float32", cols, 13), generate("float32", cols, 14)
-    eps = 1e-5
-    y = run(gpu_run, "rows", "layernorm_wide", rows, 256,
-            [Buffer("x", "float32", data=x.ravel()),
-             Buffer("y", "float32", rows * ldy, poison=np.nan, output=True),
-             Buffer("gamma", "float32", data=gamma), Buffer("beta", "float32", data=beta),
-             Scalar("int32", rows), Scalar("int32", cols), Scalar("int32", ldx),
-             Scalar("int32", ldy), Scalar("float32", eps)], sanitizer)["y"].reshape(rows, ldy)
-    xs = x[:, :cols].astype(np.float64)
-    mean = xs.mean(axis=1, keepdims=True)
-    var = ((xs - mean) ** 2).mean(axis=1, keepdims=True)
-    expected = (xs - mean) / np.sqrt(var + eps) * gamma + beta
-    np.testing.assert_allclose(y[:, :cols], expected, rtol=1e-4, atol=1e-4)
-    assert np.isnan(y[:, cols:]).all()
-
-
-@pytest.mark.parametrize("sanitizer", [None, "memcheck", "racecheck"])
-@pytest.mark.parametrize("rows,cols", [(3, 4096), (4, 4099), (2, 5000), (5, 1000), (3, 29)])
-def test_row_softmax_wide_rows(gpu_run, sanitizer, rows, cols):
-    """One workgroup per row: register-cached up to 4096 columns, streaming otherwise."""
-    ldx, ldy = cols + 4, cols + 8
-    x = _rows_case(rows, cols, 4, 7 * rows + cols)
-    y = run(gpu_run, "rows", "softmax_wide", rows, 256,
-            [Buffer("x", "float32", data=x.ravel()),
-             Buffer("y", "float32", rows * ldy, poison=np.nan, output=True),
-             Scalar("int32", rows), Scalar("int32", cols), Scalar("int32", ldx),
-             Scalar("int32", ldy)], sanitizer)["y"].reshape(rows, ldy)
-    xs = x[:, :cols].astype(np.float64)
-    e = np.exp(xs - xs.max(axis=1, keepdims=True))
-    np.testing.assert_allclose(y[:, :cols], e / e.sum(axis=1, keepdims=True), rtol=2e-5,
-                               atol=1e-7)
-    assert np.isnan(y[:, cols:]).all()
+    extra = [Buffer("gamma", "float32", data=gamma), Buffer("beta", "float32", data=beta),
+             Scalar("float32", 1e-5)]
+    x, y = _run_rows(gpu_run, kernel, shape, rows, cols, extra, sanitizer, 3 * rows + cols)
+    np.testing.assert_allclose(y, _layernorm_oracle(x, cols, gamma, beta, 1e-5),
+                               rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("n", [4, 1001, (1 << 20) + 6])
