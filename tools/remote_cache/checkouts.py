@@ -58,8 +58,9 @@ class PantsRun:
     log: str
     seconds: float
 
-    def spawned(self, prefix: str = "") -> list:
-        """Descriptions of the processes this run executed locally (not cache hits)."""
+    def spawned(self, prefix=("",)) -> list:
+        """Descriptions of the processes this run executed locally (not cache hits) that
+        start with `prefix` (a string or a tuple of strings)."""
         return [d for d in _SPAWNED_RE.findall(self.log) if d.startswith(prefix)]
 
 

@@ -34,7 +34,8 @@ from tools.remote_cache.checkouts import (has_bootstrapped_pants, make_clone,  #
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_TARGETS = ("//app:host",)
-MARKER = "Run mettle"        # descriptions of the Mettle compile/link actions
+# Descriptions of the Mettle actions: compile/link, and the ptxas/spirv-val checks.
+MARKER = ("Run mettle", "Run ptxas", "Run spirv-val")
 SERVER_START_TIMEOUT_S = 180
 
 
@@ -68,7 +69,7 @@ def start_server(bgd: Path, work: Path, port: int) -> subprocess.Popen:
 def remote_flags(port: int) -> tuple:
     return ("--remote-cache-read", "--remote-cache-write",
             f"--remote-store-address=grpc://127.0.0.1:{port}",
-            "--remote-cache-warnings=always")
+            "--remote-cache-warnings=backoff")
 
 
 def build(clone: Path, store: Path, port: int, targets: tuple):
@@ -78,7 +79,9 @@ def build(clone: Path, store: Path, port: int, targets: tuple):
 
 def remote_hits(log: str) -> list:
     """Descriptions of the Mettle actions the remote cache served (Pants' debug log)."""
-    return [ln for ln in log.splitlines() if "remote cache hit for" in ln and MARKER in ln]
+    hits = [ln.split("remote cache hit for: ", 1)[1] for ln in log.splitlines()
+            if "remote cache hit for: " in ln]
+    return [h.split('" digest=')[0].strip('"') for h in hits if h.strip('"').startswith(MARKER)]
 
 
 def check(a, b, dist_a: dict, dist_b: dict) -> list:
@@ -90,8 +93,8 @@ def check(a, b, dist_a: dict, dist_b: dict) -> list:
         problems.append("checkout A ran no Mettle action (was the local store not empty?)")
     if ran_b:
         problems.append(f"checkout B ran Mettle actions locally: {ran_b}")
-    if len(hits) < len(ran_a):
-        problems.append(f"{len(hits)} remote cache hits for {len(ran_a)} Mettle actions")
+    if sorted(set(hits)) != sorted(set(ran_a)):
+        problems.append(f"remote cache hits {hits} are not the actions A ran {ran_a}")
     if dist_a != dist_b:
         problems.append("the two checkouts' outputs differ")
     return problems
@@ -111,8 +114,8 @@ def run(bgd: Path, work: Path, targets: tuple) -> int:
         print(f"checkout A: rc={a.returncode} {a.seconds:.0f} s, ran: {a.spawned(MARKER)}")
         b = build(make_clone(root, work / "b" / "elsewhere"), work / "store-b", port, targets)
         print(f"checkout B: rc={b.returncode} {b.seconds:.0f} s, ran: {b.spawned(MARKER)}")
-        for line in remote_hits(b.log):
-            print("  " + line.split("[DEBUG] ", 1)[-1][:160])
+        for description in remote_hits(b.log):
+            print(f"  remote cache hit: {description}")
         problems = check(a, b, outputs(work / "a" / "checkout"),
                          outputs(work / "b" / "elsewhere"))
     finally:
