@@ -185,7 +185,8 @@ class _Plan:
     generic walk run over everything, so every error message comes from one place."""
 
     __slots__ = ("opcode", "operands", "caps", "exts", "version", "has_result",
-                 "result_at", "prefix", "fixed", "tail", "tail_max", "requires", "ext_reqs")
+                 "result_at", "prefix", "fixed", "tail", "tail_max", "tail_memo", "requires",
+                 "ext_reqs")
 
     def __init__(self, opname: str):
         opcode, operands, caps, exts, version = G.OPCODES[opname]
@@ -203,6 +204,7 @@ class _Plan:
         self.prefix, self.tail = i, operands[i:]
         self.fixed = i - (self.result_at >= 0)
         self.tail_max = None                   # None: the tail needs the generic walk
+        self.tail_memo = all(k != "IdResult" for k, _ in self.tail)   # see _tail
         if all(k in _ONE_WORD and q != "" for k, q in self.tail):
             self.tail_max = -1 if any(q == "*" for _, q in self.tail) else len(self.tail)
 
@@ -259,7 +261,35 @@ def encode(opname: str, args: tuple = (), result_id: int | None = None) -> Encod
     else:
         out.words.extend(args[:fixed])
     cur.pos = fixed
-    return _walk(plan, plan.tail, cur, result_id)
+    return _tail(plan, cur, result_id)
+
+
+# (opname, tail args) -> (tail words, capability sets, extensions) of a tail walk that
+# succeeded. Only tails of exact str/int arguments are kept (True == 1 and 4.0 == 4 must
+# not hit an int's entry: they are errors), and only so many, since ids vary.
+_TAILS: dict[tuple, tuple[list[int], list, list]] = {}
+_TAILS_MAX = 4096
+
+
+def _tail(plan: _Plan, cur: _Cursor, result_id: int | None) -> Encoded:
+    """Walk the operands after the one-word prefix (memoized: they are mostly enumerant
+    names and small literals such as `Aligned 4`, repeated on every load and store)."""
+    out, rest = cur.out, cur.args[cur.pos:]
+    key = None
+    if plan.tail_memo and all(type(a) is str or type(a) is int for a in rest):
+        key = (cur.opname, rest)
+        hit = _TAILS.get(key)
+        if hit is not None:
+            out.words.extend(hit[0])
+            out.capabilities.extend(hit[1])
+            out.extensions.extend(hit[2])
+            return _finish(out, plan.opcode)
+    marks = len(out.words), len(out.capabilities), len(out.extensions)
+    _walk(plan, plan.tail, cur, result_id)
+    if key is not None and len(_TAILS) < _TAILS_MAX:
+        _TAILS[key] = (out.words[marks[0]:], out.capabilities[marks[1]:],
+                       out.extensions[marks[2]:])
+    return out
 
 
 def _walk(plan: _Plan, operands, cur: _Cursor, result_id: int | None) -> Encoded:
