@@ -108,7 +108,11 @@ def _failure(proc: subprocess.CompletedProcess, command: list[str], name: str) -
 def run_kernel(ptx_text: str, name: str, grid, block, args: list, shared: int = 0,
                sanitizer: str | None = None,
                timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, np.ndarray]:
-    """Run kernel `name` of `ptx_text` once; return {buffer name: contents} of outputs."""
+    """Run kernel `name` of `ptx_text` once; return {buffer name: contents} of outputs.
+
+    `$METTLE_GPU_SANITIZER` (memcheck or racecheck) applies to every run that does not ask
+    for a sanitizer itself, so a whole suite can be re-run under compute-sanitizer."""
+    sanitizer = sanitizer or os.environ.get("METTLE_GPU_SANITIZER") or None
     folder = Path(tempfile.mkdtemp(prefix=f"mettle-gpu-{name}-"))
     job = _write_job(folder, ptx_text, name, grid, block, args, shared)
     command = _command(job, sanitizer)
