@@ -262,3 +262,46 @@ def scaled_tile(at, bt, shape, mode, stype, layouts=("row", "col", "row", "row")
                  ("buf", "sa", sabuf, False), ("buf", "sb", sbbuf, False),
                  *(("u32", v) for v in (lda, ldb, ldc, ldd, ldsa, ldsb))],
                 lambda out: check_d(out["d"], want, layouts[3], ldd, poison))
+
+
+def scaled_matmul(at, bt, shape, mode, stype, M, N, K, transpose=(False, False),
+                  layouts=("row", "col", "row", "col"), pad=5, warps=1, block=None,
+                  seed=0, packed_scales=False) -> Case:
+    """A block-scaled tensor_matmul over an M x N x K problem (one region per warp), with
+    poisoned stream/scale/D padding. `packed_scales` omits ldsa/ldsb (packed default)."""
+    blk = 16 if mode == "block16" else 32
+    groups = -(-K // blk)
+    rng = np.random.default_rng(seed)
+    a, b = small_codes(rng, at, (M, K)), small_codes(rng, bt, (K, N))
+    c = rng.integers(-8, 8, (M, N)).astype(np.float64)
+    sa = rng.choice(SCALE_CODES[stype], (M, groups)).astype(np.uint8)
+    sb = rng.choice(SCALE_CODES[stype], (groups, N)).astype(np.uint8)
+    abuf, lda = dense_stream(rng, at, a, layouts[0], transpose[0], pad) if K else \
+        (np.zeros(8, np.uint8), 1 + pad)
+    bbuf, ldb = dense_stream(rng, bt, b, layouts[1], transpose[1], pad) if K else \
+        (np.zeros(8, np.uint8), 1 + pad)
+    cbuf, ldc = stored("f32", c, layouts[2], False, pad)
+    dbuf, ldd = stored("f32", np.zeros((M, N)), layouts[3], False, pad + 1)
+    dbuf[:] = POISON["float32"]
+    ldsa, ldsb = (groups, groups) if packed_scales else (groups + 3, groups + 2)
+    sabuf = store("mask", sa, "row", ldsa) if groups else np.zeros(8, np.uint8)
+    sbbuf = store("mask", sb, "col", ldsb) if groups else np.zeros(8, np.uint8)
+    opts = (f"a_scale_mode: {mode}, b_scale_mode: {mode}, a_scale_type: {stype}, "
+            f"b_scale_type: {stype}, a_scale: sa, b_scale: sb")
+    params = ("sa: uint8*", "sb: uint8*")
+    if not packed_scales:
+        opts += ", ldsa: ldsa, ldsb: ldsb"
+        params += ("ldsa: uint32", "ldsb: uint32")
+    src = matmul_source("mm", at, bt, "f32", "f32", shape, layouts=layouts,
+                        transpose=transpose, warps=warps, extra=opts, more_params=params)
+    want = O.scaled_matmul(O.decode_array(at, a), O.decode_array(bt, b), c,
+                           O.decode_array(stype, sa), O.decode_array(stype, sb), blk)
+    poison = dbuf.copy()
+    scalars = (M, N, K, lda, ldb, ldc, ldd)
+    return Case(src, "mm", _region_launch(shape, M, N, warps), block or 32 * warps,
+                [("buf", "a", abuf, False), ("buf", "b", bbuf, False),
+                 ("buf", "c", cbuf, False), ("buf", "d", dbuf, True),
+                 *(("u32", v) for v in scalars),
+                 ("buf", "sa", sabuf, False), ("buf", "sb", sbbuf, False),
+                 *((("u32", ldsa), ("u32", ldsb)) if not packed_scales else ())],
+                lambda out: check_d(out["d"], want, layouts[3], ldd, poison))

@@ -251,6 +251,8 @@ def _cvt(parts, th: Thread, ops) -> None:
         th.regs[d] = _fp8_pair(src[:4], v)
     elif (dst, src) == ("f32", "f16"):
         th.regs[d] = f32_bits(f16_val(v))
+    elif dst == "f32" and src in ("u32", "s32"):
+        th.regs[d] = f32_bits(float(_signed(v, 32) if src == "s32" else v & M32))
     elif dst[0] in "us" and src[0] in "usb":
         sb, db = _WIDTH[src], _WIDTH[dst]
         v = _signed(v, sb) if src[0] == "s" else v & ((1 << sb) - 1)
@@ -489,6 +491,9 @@ class Sim:
             _cvt(parts, th, ops)
         elif base in ("prmt", "bfi", "bfe", "popc"):
             _bits_op(base, th, ops)
+        elif base == "selp":
+            pick = ops[1] if th.val(ops[3]) else ops[2]
+            th.regs[ops[0]] = th.val(pick) & ((1 << _WIDTH[parts[-1]]) - 1)
         elif base == "activemask":
             th.regs[ops[0]] = sum(1 << t.lane for t in self._warp(th))
         else:

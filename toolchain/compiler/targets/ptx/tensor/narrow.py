@@ -10,7 +10,7 @@ accumulators resident over all complete chunks and stores D once, then an exact
 cooperative replay extends D over the K remainder; everything else replays from C.
 FP8 replay decodes each byte exactly (fp8.load_decoded) and accumulates with f32 FMA;
 sparse replay walks the same clamped masks as the native path (sparse.k_loop).
-Block-scaled regions are refused (E0505): only block-scaled whole tiles are implemented.
+Block-scaled regions are lowered by scaled_matmul.py (exact cooperative replay).
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from .capabilities import refuse
 from .common import label, mat, operands
 from .mma_sync import SUB_M, SUB_N, add_origin, run_tile
 from .replay import Region, replay
+from .scaled_matmul import lower_scaled_matmul
 
 
 def claims(desc: T.TensorDesc) -> bool:
@@ -65,9 +66,6 @@ def _native_pred(em, g: Region, k: int) -> str:
 
 def _matmul_plan(desc: T.TensorDesc, profile, span):
     """(native Form, sparse?) of a region, after the capability checks."""
-    if desc.scaled:
-        raise refuse(desc, "block-scaled tensor_matmul regions are not implemented by this "
-                     "PTX backend (block-scaled whole tiles are, via tensor_mma)", span)
     if desc.sparse:
         sparse.check(desc, profile, span)
         if desc.k != 16:
@@ -81,6 +79,9 @@ def _matmul_plan(desc: T.TensorDesc, profile, span):
 
 def lower_narrow_matmul(em, ins) -> None:
     desc, ops = ins.attrs["desc"], operands(ins)
+    if desc.scaled:                                # exact replay (scaled_matmul.py)
+        lower_scaled_matmul(em, ins)
+        return
     form, is_sparse = _matmul_plan(desc, em.profile, ins.span)
     A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
     g = Region(desc, A, B, C, D, *(em.reg(ops[k]) for k in ("row", "column", "m", "n", "k")))

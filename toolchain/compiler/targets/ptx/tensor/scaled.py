@@ -6,7 +6,7 @@ Families (gpu.md table), all f32 accumulate/result, both sides scaled the same w
   mxf4nvf4  E2M1 x E2M1, UE4M3 block16, m16n8k64, scale_vec::4X
 Only architecture-specific sm_120a/sm_121a at PTX ISA 8.8 have these (ptxas 13.0 rejects
 raw sm_121); anything else is E0504, unsupported descriptors E0505. tensor_matmul regions
-of these families are refused (narrow.py).
+of these families are lowered by scaled_matmul.py.
 
 Operands: the neutral dense stream (LSB-first, logical element strides, transpose folded
 into the stored layout) is gathered per element by bit offset, so FP6 values that straddle
@@ -70,13 +70,18 @@ def check(desc: T.TensorDesc, profile, span) -> str:
     if m % SUB_M or n % SUB_N or desc.k % k or m * n // 32 > MAX_ACC_REGS:
         raise refuse(desc, f"{kind} tiles are exact grids of m16n8k{k} with at most "
                      f"{MAX_ACC_REGS * 32} outputs, found m{m}n{n}k{desc.k}", span)
+    require_target(kind, profile, span)
+    return kind
+
+
+def require_target(kind: str, profile, span, what: str = "block-scaled MMA") -> None:
+    """E0504 unless the profile is PTX ISA 8.8+ on architecture-specific sm_120a/sm_121a."""
     if not (profile.isa >= (8, 8) and profile.arch_specific and profile.sm in (120, 121)
             and not profile.virtual):
-        raise error("E0504", f"block-scaled MMA ({kind}) needs PTX ISA 8.8 and target "
+        raise error("E0504", f"{what} ({kind}) needs PTX ISA 8.8 and target "
                     f"sm_120a or sm_121a; the profile is PTX {profile.version} / "
                     f"{profile.target}", span,
                     help="compile with --gpu-arch=sm_121a (or sm_120a) and --ptx-version=8.8")
-    return kind
 
 
 def tile_lowering(desc: T.TensorDesc, profile, span):
