@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.filecheck import filecheck
+
 from . import narrow_cases as NC
 from .kernels import compile_ptx
+from .ptx_sim import Sim
 from .test_fp8_sparse_scaled import _scaled_src, ptxas_usage, refusal, simulate
 
 MX32 = ("block32", "ue8m0")
@@ -28,9 +31,12 @@ ASSEMBLY = [
     (("e2m1", "e2m1", "m16n8k64", MX32), dict(transpose=(False, True))),
     (("e2m1", "e2m1", "m32n16k64", NV16), dict(layouts=("col", "row", "col", "row"))),
     (("e2m1", "e4m3", "m16n8k32", MX32), dict(packed_scales=True)),
+    (("e2m3", "e2m1", "m8n8k32", MX32), {}),
 ]
 ASSEMBLY_IDS = ["mx-fp8", "mx-fp6-transA", "mxfp4-transB", "nvfp4-layouts",
-                "mx-fp4xfp8-packed-scales"]
+                "mx-fp4xfp8-packed-scales", "replay-only-m8n8"]
+KIND = {("e2m1", "e2m1", MX32): ("mxf4", 64, "2X"), ("e2m1", "e2m1", NV16): ("mxf4nvf4", 64,
+                                                                             "4X")}
 
 
 @pytest.mark.parametrize("args,kw", ASSEMBLY, ids=ASSEMBLY_IDS)
@@ -40,6 +46,18 @@ def test_scaled_region_sm121a_assembly_zero_spills_no_hardware(ptxas_path, args,
     assert ".target sm_121a" in text and "fma.rn.f32" in text
     # integer decoding only: no narrow-format conversion instruction is emitted
     assert "cvt.rn.f16x2" not in text and "e2m1x2" not in text
+    kind, k, vec = KIND.get((at, bt, scale), ("mxf8f6f4", 32, "1X"))
+    if shape.startswith("m8"):                 # not an m16n8 grid: replay only
+        assert "mma.sync" not in text and "$L__tsc_replay" in text
+    else:
+        filecheck(text, "CHECK: @!%p{{[0-9]+}} bra.uni $L__tsc_replay\n"
+                  "CHECK: $L__tsc_chunk{{[0-9]+}}:\n"
+                  f"CHECK: mma.sync.aligned.m16n8k{k}.row.col.kind::{kind}.block_scale."
+                  f"scale_vec::{vec}.f32.{at}.{bt}.f32.{scale[1]}\n"
+                  "CHECK: @%p{{[0-9]+}} bra.uni $L__tsc_chunk\nCHECK: st.global.f32\n"
+                  "CHECK: bar.warp.sync -1\nCHECK: $L__tsc_k\nCHECK: fma.rn.f32\n"
+                  "CHECK: $L__tsc_replay{{[0-9]+}}:\nCHECK: $L__tsc_end{{[0-9]+}}:\n"
+                  "CHECK-NEXT: activemask.b32\nCHECK-NEXT: bar.warp.sync")
     usage = ptxas_usage(ptxas_path, text, "sm_121a")
     assert "0 bytes spill stores, 0 bytes spill loads" in usage
     assert "0 bytes stack frame" in usage
@@ -59,7 +77,21 @@ def test_scaled_region_sm120a_assembly_no_hardware(ptxas):
 ], ids=["fp6xfp4-19x23x67-transA", "nvfp4-19x23x67-transposed"])
 def test_scaled_region_tails_cpu_oracle_only_no_hardware(args, kw):
     sim = simulate(_case(*args, **kw), "sm_121a")
-    assert sim.mmas == 0                   # exact replay (no native interior yet)
+    assert sim.mmas > 0                    # the in-range regions run natively
+
+
+# Complete regions: resident native chunks (runtime K loop, both scale grids advanced per
+# chunk), then the K remainder replayed from the stored D, mid-byte FP6/FP4 origins.
+@pytest.mark.parametrize("args,kw", [
+    (("e4m3", "e5m2", "m16n8k32", MX32, 32, 16, 100), {}),
+    (("e2m3", "e3m2", "m16n8k32", MX32, 16, 24, 96), dict(transpose=(True, True), pad=3)),
+    (("e2m1", "e2m1", "m16n8k64", MX32, 32, 8, 150), dict(transpose=(False, True))),
+    (("e2m1", "e2m1", "m32n16k64", NV16, 32, 32, 140),
+     dict(layouts=("col", "row", "col", "row"), warps=2)),
+], ids=["mx-fp8-k100", "mx-fp6-transposed-k96", "mxfp4-k150", "nvfp4-grid-k140"])
+def test_scaled_region_native_interior_cpu_oracle_only_no_hardware(args, kw):
+    sim = simulate(_case(*args, **kw), "sm_121a")
+    assert sim.mmas > 0
 
 
 @pytest.mark.parametrize("at", FORMATS)
@@ -71,11 +103,11 @@ def test_scaled_region_type_pairs_cpu_oracle_only_no_hardware(at, bt):
 
 
 @pytest.mark.parametrize("args,kw", [
-    (("e2m1", "e2m1", "m16n8k64", MX32, 9, 10, 70), dict(block=20)),
+    (("e2m1", "e2m1", "m16n8k64", MX32, 16, 8, 70), dict(block=20)),
     (("e4m3", "e2m3", "m16n8k32", MX32, 17, 5, 33), dict(block=7, warps=1)),
 ], ids=["mxfp4-partial-warp-20", "fp8xfp6-partial-warp-7"])
 def test_scaled_region_partial_warp_cpu_oracle_only_no_hardware(args, kw):
-    simulate(_case(*args, **kw), "sm_121a")
+    assert simulate(_case(*args, **kw), "sm_121a").mmas == 0     # forced exact replay
 
 
 @pytest.mark.parametrize("scale", [MX32, NV16], ids=["ue8m0", "ue4m3"])
@@ -110,3 +142,39 @@ def test_unsupported_scaled_regions_are_refused(args, fragment):
     d = refusal(_scaled_src(*args, matmul=True), "sm_121a")
     assert d.code == "E0505" and fragment in d.message, d.message
 
+
+
+class _Emitter:
+    """The two emitter calls decode() makes, collecting a straight-line PTX snippet."""
+
+    def __init__(self):
+        self.lines, self.count = [], 0
+
+    def new(self, kind: str) -> str:
+        self.count += 1
+        return f"%t{kind}{self.count}"
+
+    def emit(self, text: str) -> None:
+        self.lines.append(text + ";")
+
+
+@pytest.mark.parametrize("fmt", [*FORMATS, "ue8m0", "ue4m3"])
+def test_integer_decoder_matches_oracle_for_every_code_cpu_only(fmt):
+    import numpy as np
+
+    from tests.support import tensor_oracle as O
+    from toolchain.compiler.targets.ptx.tensor.scaled_matmul import decode
+    em = _Emitter()
+    out = decode(em, fmt, "%r1")
+    ptx = "\n".join([".visible .entry dec(.param .u64 pout)", "{",
+                     "ld.param.u64 %rd1, [pout];", "mov.u32 %r1, %tid.x;",
+                     *em.lines, "cvt.u64.u32 %rd2, %r1;", "shl.b64 %rd2, %rd2, 2;",
+                     "add.s64 %rd2, %rd1, %rd2;", f"st.global.f32 [%rd2], {out};", "ret;",
+                     "}"])
+    codes = 1 << O.BITS[fmt]
+    got = Sim(ptx, "dec").run(1, codes, [("buf", "out", np.zeros(codes, np.float32))]) \
+        .read("out")
+    want = np.array([O.decode(fmt, c) for c in range(codes)], dtype=np.float32)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(got[ok].view(np.uint32), want[ok].view(np.uint32))

@@ -26,7 +26,7 @@ from ....diagnostics import error
 from ....ir import tensor as T
 from ..lower_memory import SPACE
 from .capabilities import refuse
-from .common import Mat, add_addr, linear, mat, offset_terms
+from .common import Mat, add_addr, label, linear, mat, offset_terms
 from .frag import (A8_K32, ACC_F32, B8_K32, FragSpec, lane_base, lane_ids, load_acc,
                    make_spec, store_acc)
 from .mma_sync import MAX_ACC_REGS, SUB_M, SUB_N, Operand
@@ -129,13 +129,20 @@ def _gather(em, m: Mat, lane_idx: str, delta: int | str, fmt: str) -> str:
 class _Stream:
     """A/B of one scaled tile: this lane's element index and memoised static deltas."""
 
-    def __init__(self, em, m: Mat, spec: FragSpec, lane, fmt: str, kind: str):
+    def __init__(self, em, m: Mat, spec: FragSpec, lane, fmt: str, kind: str,
+                 origin: tuple = (0, 0)):
         self.em, self.m, self.spec, self.fmt, self.kind = em, m, spec, fmt, kind
         scaled = em.new("r")
         em.emit(f"shl.b32 {scaled}, {lane.tig}, {spec.w.bit_length() - 1}")
         r, c = (lane.gid, scaled) if spec.kind == "a" else (scaled, lane.gid)
-        self.idx = em.new("rd")
-        em.emit(f"mov.u64 {self.idx}, {linear(em, offset_terms(m, r, c))}")
+        self.idx = em.new("rd")                    # origin: a sub-byte stream stays exact
+        em.emit(f"mov.u64 {self.idx}, "
+                f"{linear(em, offset_terms(m, r, c) + offset_terms(m, *origin))}")
+
+    def advance(self, rows: int, cols: int) -> None:
+        """Move this lane's element index by a static logical (rows, cols) step."""
+        step = linear(self.em, offset_terms(self.m, rows, cols))
+        self.em.emit(f"add.s64 {self.idx}, {self.idx}, {step}")
 
     def frag(self, dr0: int, dc0: int) -> list[str]:
         em, out = self.em, []
@@ -178,20 +185,37 @@ def _scale_word(em, mt: Mat, picks: list[tuple[str, int, int]]) -> str:
 
 
 def _tile(em, desc: T.TensorDesc, kind: str, ops: dict) -> None:
-    k, vec, block, stype, a_spec, b_spec = KINDS[kind]
+    block = KINDS[kind][2]
     A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
     SA, SB = _scale_mat(em, desc, ops, "a", block), _scale_mat(em, desc, ops, "b", block)
+    run_scaled(em, desc, kind, (A, B, C, D, SA, SB), desc.k // KINDS[kind][0])
+
+
+def run_scaled(em, desc: T.TensorDesc, kind: str, mats, chunks: int | str,
+               origin: tuple = (0, 0)) -> None:
+    """D = C + scaled A*B over `chunks` K chunks of one desc.m x desc.n tile: an int unrolls
+    them (a whole tensor_mma tile), a u32 register (>= 1) loops at run time, advancing the
+    A/B element indices by one chunk and the scale bases by `vec` blocks per trip.
+    `origin` (row, col) is the tile's logical origin: it offsets A's rows, B's columns and
+    the scale tables; C and D must already be views at that origin."""
+    k, vec, block, stype, a_spec, b_spec = KINDS[kind]
+    A, B, C, D, SA, SB = mats
     lane = lane_ids(em)
     gm, gn = desc.m // SUB_M, desc.n // SUB_N
     c_op = Operand(em, C, lane_base(em, ACC_F32, lane, C, C.base))
     acc = [[load_acc(em, C.space, c_op.addrs(ACC_F32, SUB_M * i, SUB_N * j))
             for j in range(gn)] for i in range(gm)]
-    sa_own, sa_other, sb = _scale_bases(em, lane, SA, SB)
-    a_st = _Stream(em, A, a_spec, lane, desc.a_type, kind)
-    b_st = _Stream(em, B, b_spec, lane, desc.b_type, kind)
+    sa_own, sa_other, sb = _scale_bases(em, lane, SA, SB, origin)
+    a_st = _Stream(em, A, a_spec, lane, desc.a_type, kind, (origin[0], 0))
+    b_st = _Stream(em, B, b_spec, lane, desc.b_type, kind, (0, origin[1]))
     head = (f"mma.sync.aligned.m16n8k{k}.row.col.kind::{kind}.block_scale.scale_vec::{vec}X"
             f".f32.{desc.a_type}.{desc.b_type}.f32.{stype}")
-    for kk in range(desc.k // k):
+    looped = isinstance(chunks, str)
+    if looped:
+        trip, top, p = em.new("r"), label(em, "tsc_chunk"), em.new("p")
+        em.emit(f"mov.u32 {trip}, {chunks}")
+        em.raw(f"{top}:")
+    for kk in ([0] if looped else range(chunks)):
         blk = kk * vec
         held = []
         for i in range(gm):
@@ -207,21 +231,35 @@ def _tile(em, desc: T.TensorDesc, kind: str, ops: dict) -> None:
                 em.emit(f"{head} {{{', '.join(d)}}}, {{{', '.join(af)}}}, "
                         f"{{{', '.join(bf)}}}, {{{', '.join(d)}}}, {aw}, {{0, 0}}, {sw}, "
                         "{0, 0}")
+    if looped:
+        a_st.advance(0, k)
+        b_st.advance(k, 0)
+        for base in (sa_own, sa_other, sb):        # both tables: one byte per block
+            em.emit(f"add.s64 {base}, {base}, {vec}")
+        em.emit(f"sub.u32 {trip}, {trip}, 1")
+        em.emit(f"setp.ne.u32 {p}, {trip}, 0")
+        em.emit(f"@{p} bra.uni {top}")
     d_op = Operand(em, D, lane_base(em, ACC_F32, lane, D, D.base))
     for i in range(gm):
         for j in range(gn):
             store_acc(em, D.space, d_op.addrs(ACC_F32, SUB_M * i, SUB_N * j), acc[i][j])
 
 
-def _scale_bases(em, lane, SA: Mat, SB: Mat) -> tuple[str, str, str]:
-    """Lane bases of the scale tables: A at this lane's own row gid + 8*(tig & 1) and at
-    the quad's other row (gid + 8 - 8*(tig & 1)), B at column gid."""
+def _scale_bases(em, lane, SA: Mat, SB: Mat, origin: tuple = (0, 0)) -> tuple[str, str, str]:
+    """Lane bases of the scale tables (fresh, movable registers): A at this lane's own row
+    gid + 8*(tig & 1) and at the quad's other row (gid + 8 - 8*(tig & 1)), B at column gid,
+    all shifted by the tile origin."""
     odd, own, other = em.new("r"), em.new("r"), em.new("r")
     em.emit(f"and.b32 {odd}, {lane.tig}, 1")
     em.emit(f"shl.b32 {odd}, {odd}, 3")
     em.emit(f"add.u32 {own}, {lane.gid}, {odd}")
     em.emit(f"xor.b32 {other}, {own}, 8")            # gid < 8: flips between gid and gid+8
-    a_own = add_addr(em, SA.base, linear(em, offset_terms(SA, own, 0)))
-    a_other = add_addr(em, SA.base, linear(em, offset_terms(SA, other, 0)))
-    b_col = add_addr(em, SB.base, linear(em, offset_terms(SB, 0, lane.gid)))
-    return a_own, a_other, b_col
+    row0, col0 = origin
+    out = []
+    for mt, terms in ((SA, offset_terms(SA, own, 0) + offset_terms(SA, row0, 0)),
+                      (SA, offset_terms(SA, other, 0) + offset_terms(SA, row0, 0)),
+                      (SB, offset_terms(SB, 0, lane.gid) + offset_terms(SB, 0, col0))):
+        r = em.new("rd")
+        em.emit(f"mov.u64 {r}, {add_addr(em, mt.base, linear(em, terms))}")
+        out.append(r)
+    return out[0], out[1], out[2]

@@ -19,8 +19,16 @@ multiplies it by its block scale (exact: a power of two for UE8M0, a <= 4-bit si
 product for UE4M3) and FMAs. Scales are reloaded only when q enters a new block; scale_A is
 row-major [M, ceil(K/block)] (ldsa), scale_B column-major [ceil(K/block), N] (ldsb), both
 indexed by the logical (untransposed) coordinates; an absent ld defaults to the packed
-ceil(K/block) computed from runtime K. No native interior is emitted yet: the tile
-machinery of scaled.py covers whole tensor_mma tiles only.
+ceil(K/block) computed from runtime K.
+
+Native interior (scaled.run_scaled, the tensor_mma tile machinery in a runtime chunk loop):
+when the region shape is an exact m16n8 grid within MAX_ACC_REGS and desc.k is a multiple
+of the family's K (32 mxf8f6f4, 64 MXFP4/NVFP4), a uniform guard (region wholly in range,
+complete warp, K >= one chunk) keeps the accumulators resident over all complete chunks,
+advancing A/B element indices and both scale grids per chunk, and stores D once; the K
+remainder then continues by replay from that stored D (chunks are whole scale blocks, so
+the remainder starts on a block boundary). Fragments are gathered per element, so no
+origin/stride alignment is needed. Everything else replays from C.
 """
 from __future__ import annotations
 
@@ -28,8 +36,9 @@ from ....ir import tensor as T
 from ..lower_memory import SPACE
 from .capabilities import refuse
 from .common import Mat, add_addr, elem_addr, label, linear, mat, offset_terms, operands
+from .mma_sync import MAX_ACC_REGS, SUB_M, SUB_N, add_origin
 from .replay import Region, replay
-from .scaled import KINDS, _gather, _kind, require_target
+from .scaled import KINDS, _gather, _kind, require_target, run_scaled
 
 # fmt -> (exponent bits, mantissa bits, bias, specials): the neutral minifloats
 MINI = {"e4m3": (4, 3, 7, "fn"), "e5m2": (5, 2, 15, "ieee"), "e2m3": (2, 3, 1, "none"),
@@ -186,14 +195,54 @@ def _reload(em, SA: Mat, SB: Mat, row_a: str, col_b: str, q: str, block: int, st
         em.emit(f"mov.f32 {dst}, {decode(em, stype, code)}")
 
 
+def _native_pred(em, g: Region, k: int) -> str:
+    """Uniform: the region is wholly in range (64-bit compares), the warp is complete and
+    K holds at least one native chunk."""
+    ok = em.new("p")
+    em.emit(f"setp.ge.u32 {ok}, {g.K}, {k}")
+    for base, size, bound in ((g.row, g.desc.m, g.M), (g.col, g.desc.n, g.N)):
+        end, lim = em.new("rd"), em.new("rd")
+        em.emit(f"cvt.u64.u32 {end}, {base}")
+        em.emit(f"add.s64 {end}, {end}, {size}")
+        em.emit(f"cvt.u64.u32 {lim}, {bound}")
+        em.emit(f"setp.le.and.u64 {ok}, {end}, {lim}, {ok}")
+    mask = em.new("r")
+    em.emit(f"activemask.b32 {mask}")
+    em.emit(f"setp.eq.and.u32 {ok}, {mask}, 0xFFFFFFFF, {ok}")
+    return ok
+
+
+def has_interior(desc: T.TensorDesc, kind: str) -> bool:
+    """Whether the region shape is an exact m16n8 grid within the accumulator budget."""
+    return desc.m % SUB_M == 0 and desc.n % SUB_N == 0 and \
+        desc.m * desc.n // 32 <= MAX_ACC_REGS and desc.k % KINDS[kind][0] == 0
+
+
 def lower_scaled_matmul(em, ins) -> None:
     desc, ops = ins.attrs["desc"], operands(ins)
     kind = check_region(desc, em.profile, ins.span)
-    block, stype = KINDS[kind][2], KINDS[kind][3]
+    k, block, stype = KINDS[kind][0], KINDS[kind][2], KINDS[kind][3]
     A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
     g = Region(desc, A, B, C, D, *(em.reg(ops[k]) for k in ("row", "column", "m", "n", "k")))
     SA, SB = scale_mats(em, desc, ops, g.K, block)
-    replay(em, g, 0, init_from_d=False, k_loop=scaled_k_loop(SA, SB, block, stype))
+    k_loop = scaled_k_loop(SA, SB, block, stype)
+    end, slow = label(em, "tsc_end"), label(em, "tsc_replay")
+    if has_interior(desc, kind):
+        em.emit(f"@!{_native_pred(em, g, k)} bra.uni {slow}")
+        chunks, kfull, tail = em.new("r"), em.new("r"), em.new("p")
+        em.emit(f"div.u32 {chunks}, {g.K}, {k}")
+        views = (A, B, add_origin(em, C, g.row, g.col), add_origin(em, D, g.row, g.col),
+                 SA, SB)
+        run_scaled(em, desc, kind, views, chunks, origin=(g.row, g.col))
+        em.emit(f"mul.lo.u32 {kfull}, {chunks}, {k}")
+        em.emit(f"setp.ge.u32 {tail}, {kfull}, {g.K}")
+        em.emit(f"@{tail} bra.uni {end}")
+        em.emit("bar.warp.sync -1")                # the stored D is what the tail extends
+        replay(em, g, kfull, init_from_d=True, k_loop=k_loop)
+        em.emit(f"bra.uni {end}")
+    em.raw(f"{slow}:")
+    replay(em, g, 0, init_from_d=False, k_loop=k_loop)
+    em.raw(f"{end}:")
     mask = em.new("r")
     em.emit(f"activemask.b32 {mask}")
     em.emit(f"bar.warp.sync {mask}")                   # exit-ordered for the whole subgroup
