@@ -10,7 +10,8 @@ accumulators resident over all complete chunks and stores D once, then an exact
 cooperative replay extends D over the K remainder; everything else replays from C.
 FP8 replay decodes each byte exactly (fp8.load_decoded) and accumulates with f32 FMA;
 sparse replay walks the same clamped masks as the native path (sparse.k_loop).
-Block-scaled regions are lowered by scaled_matmul.py (exact cooperative replay).
+Block-scaled regions are lowered by scaled_matmul.py (its own guard, native interior and
+scale-aware replay).
 """
 from __future__ import annotations
 
