@@ -12,15 +12,15 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from pants.backend.python.util_rules.pex import VenvPexProcess
-from pants.core.util_rules.source_files import SourceFiles, SourceFilesRequest
 from pants.engine.addresses import Address
 from pants.engine.fs import Digest, DigestContents, MergeDigests
 from pants.engine.process import Process, ProcessResult
 from pants.engine.rules import Get, collect_rules, rule
-from pants.engine.target import SourcesField, TransitiveTargets, TransitiveTargetsRequest
+from pants.engine.target import SourcesField
 from pants.util.logging import LogLevel
 
-from toolchain.rules.tools import TOOL_ENV, MettleCompiler, MettleStdlib, PtxasTool, SpirvVal
+from toolchain.rules.inputs import MettleInputs, MettleInputsRequest
+from toolchain.rules.tools import TOOL_ENV, MettleCompiler, PtxasTool, SpirvVal
 
 # ptxas assembles only real targets; compute_NN PTX assembles for sm_NN. ptxas 13 refuses
 # targets below sm_75 (facts.md), so older targets are not checked.
@@ -85,18 +85,14 @@ class KernelChecked:
 
 
 @rule(desc="Compile a Mettle kernel", level=LogLevel.DEBUG)
-async def compile_kernel(req: CompileKernelRequest, compiler: MettleCompiler,
-                         stdlib: MettleStdlib) -> CompiledKernel:
-    transitive = await Get(TransitiveTargets, TransitiveTargetsRequest([req.address]))
-    sources = await Get(SourceFiles, SourceFilesRequest(
-        [req.source, *(t[SourcesField] for t in transitive.dependencies
-                       if t.has_field(SourcesField))]))
-    entry = (await Get(SourceFiles, SourceFilesRequest([req.source]))).files[0]
-    inputs = await Get(Digest, MergeDigests([sources.snapshot.digest, stdlib.digest]))
+async def compile_kernel(req: CompileKernelRequest, compiler: MettleCompiler) -> CompiledKernel:
+    inputs = await Get(MettleInputs, MettleInputsRequest(req.address, req.source))
     result = await Get(ProcessResult, VenvPexProcess(
-        compiler.pex, argv=compile_argv(req, entry, stdlib.root), input_digest=inputs,
+        compiler.pex, argv=compile_argv(req, inputs.entry, inputs.stdlib_root),
+        input_digest=inputs.digest,
         output_files=(req.output_name,), extra_env=TOOL_ENV,
-        description=f"Run mettle compile {entry} -> {req.output_name} ({req.gpu_arch})",
+        description=(f"Run mettle compile {inputs.entry} -> {req.output_name} "
+                     f"({req.gpu_arch})"),
         level=LogLevel.INFO))
     kernel = CompiledKernel(result.output_digest, req.output_name)
     if req.validate and req.fmt == "spirv":

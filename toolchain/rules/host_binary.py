@@ -12,13 +12,11 @@ from typing import Tuple
 
 from pants.backend.python.util_rules.pex import VenvPexProcess
 from pants.core.goals.package import BuiltPackage, BuiltPackageArtifact, PackageFieldSet
-from pants.core.util_rules.source_files import SourceFiles, SourceFilesRequest
 from pants.engine.addresses import Address, Addresses, UnparsedAddressInputs
 from pants.engine.fs import AddPrefix, Digest, MergeDigests
 from pants.engine.process import ProcessResult
 from pants.engine.rules import Get, MultiGet, collect_rules, rule
-from pants.engine.target import (InvalidFieldException, SourcesField, TransitiveTargets,
-                                 TransitiveTargetsRequest)
+from pants.engine.target import InvalidFieldException
 from pants.engine.unions import UnionRule
 from pants.util.logging import LogLevel
 
@@ -26,7 +24,8 @@ from toolchain.rules.compile_kernel import CompiledKernel
 from toolchain.rules.kernel_package import KernelModuleRequest
 from toolchain.rules.target_types import (MettleKernelsField, MettleLinkArgsField,
                                           MettleOptimizeField, MettleSourceField)
-from toolchain.rules.tools import TOOL_ENV, MettleCompiler, MettleStdlib
+from toolchain.rules.inputs import MettleInputs, MettleInputsRequest
+from toolchain.rules.tools import TOOL_ENV, MettleCompiler
 
 
 @dataclass(frozen=True)
@@ -54,18 +53,13 @@ def host_argv(req: CompileHostRequest, source: str, stdlib_root: str) -> Tuple[s
 
 
 @rule(desc="Compile and link a Mettle host program", level=LogLevel.DEBUG)
-async def compile_host(req: CompileHostRequest, compiler: MettleCompiler,
-                       stdlib: MettleStdlib) -> CompiledHost:
-    transitive = await Get(TransitiveTargets, TransitiveTargetsRequest([req.address]))
-    sources = await Get(SourceFiles, SourceFilesRequest(
-        [req.source, *(t[SourcesField] for t in transitive.dependencies
-                       if t.has_field(SourcesField))]))
-    entry = (await Get(SourceFiles, SourceFilesRequest([req.source]))).files[0]
-    inputs = await Get(Digest, MergeDigests([sources.snapshot.digest, stdlib.digest]))
+async def compile_host(req: CompileHostRequest, compiler: MettleCompiler) -> CompiledHost:
+    inputs = await Get(MettleInputs, MettleInputsRequest(req.address, req.source))
     result = await Get(ProcessResult, VenvPexProcess(
-        compiler.pex, argv=host_argv(req, entry, stdlib.root), input_digest=inputs,
+        compiler.pex, argv=host_argv(req, inputs.entry, inputs.stdlib_root),
+        input_digest=inputs.digest,
         output_files=(req.output_name,), extra_env=TOOL_ENV,
-        description=f"Run mettle build {entry} -> {req.output_name}", level=LogLevel.INFO))
+        description=f"Run mettle build {inputs.entry} -> {req.output_name}", level=LogLevel.INFO))
     return CompiledHost(result.output_digest, req.output_name)
 
 

@@ -6,7 +6,8 @@ spirv-val, the variant tools) as a hermetic Process on declared inputs only.
 """
 from __future__ import annotations
 
-from toolchain.rules import compile_kernel, host_binary, kernel_package, tools, variants
+from toolchain.rules import (compile_kernel, host_binary, inputs, kernel_package, tools,
+                             variants)
 from toolchain.rules.subsystems import MettleSubsystem, SpirvValTool
 from toolchain.rules.target_types import (GpuVariantSelectTarget, MettleHostBinaryTarget,
                                           MettleKernelTarget)
@@ -21,6 +22,7 @@ def rules():
         *MettleSubsystem.rules(),
         *SpirvValTool.rules(),
         *tools.rules(),
+        *inputs.rules(),
         *compile_kernel.rules(),
         *kernel_package.rules(),
         *host_binary.rules(),

@@ -145,11 +145,15 @@ def main(argv: list) -> int:
         print("demo: Pants is not bootstrapped (run ./pants once)", file=sys.stderr)
         return 2
     targets = tuple(args.target or DEFAULT_TARGETS)
-    if args.work:
-        Path(args.work).mkdir(parents=True, exist_ok=True)
-        return run(Path(args.bgd), Path(args.work), targets)
-    with tempfile.TemporaryDirectory(prefix="mettle-remote-cache-") as tmp:
-        return run(Path(args.bgd), Path(tmp), targets)
+    try:
+        if args.work:
+            Path(args.work).mkdir(parents=True, exist_ok=True)
+            return run(Path(args.bgd), Path(args.work), targets)
+        with tempfile.TemporaryDirectory(prefix="mettle-remote-cache-") as tmp:
+            return run(Path(args.bgd), Path(tmp), targets)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        print(f"demo: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
