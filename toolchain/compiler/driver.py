@@ -100,7 +100,8 @@ def _generate(module, opts: Options) -> bytes | None:
         from .targets.ptx.profiles import detect_local_arch, resolve_profile
         arch = opts.gpu_arch or detect_local_arch()
         profile = resolve_profile(arch, opts.ptx_version)
-        return emit_ptx(module, profile, gpu_checks=opts.gpu_checks).encode()
+        return emit_ptx(module, profile, gpu_checks=opts.gpu_checks,
+                        tensor_tuple_budget=opts.tensor_tuple_budget).encode()
     if opts.emit == "spirv":
         from .targets.spirv import emit_spirv
         return emit_spirv(module, gpu_checks=opts.gpu_checks)

@@ -46,10 +46,12 @@ GLOBAL_SPACE = {"generic": ".global", "global": ".global", "constant": ".const",
 
 
 class ModuleEmitter:
-    def __init__(self, module: Module, profile: PtxProfile, gpu_checks: bool):
+    def __init__(self, module: Module, profile: PtxProfile, gpu_checks: bool,
+                 tensor_tuple_budget: int = 0):
         self.module = module
         self.profile = profile
         self.gpu_checks = gpu_checks
+        self.tensor_tuple_budget = tensor_tuple_budget
         self.uses_vprintf = False
         self.names: dict[int, str] = {}
         self.taken: set[str] = {"vprintf"}
@@ -178,7 +180,11 @@ def _scalar_bytes(t, value) -> bytes:
     return (int(value) & ((1 << (8 * t.size)) - 1)).to_bytes(t.size, "little")
 
 
-def emit_ptx(module: Module, profile: PtxProfile, *, gpu_checks: bool = False) -> str:
-    """Emit the device program of `module` as PTX text for `profile`."""
-    return ModuleEmitter(module, profile, gpu_checks).emit()
+def emit_ptx(module: Module, profile: PtxProfile, *, gpu_checks: bool = False,
+             tensor_tuple_budget: int = 0) -> str:
+    """Emit the device program of `module` as PTX text for `profile`.
+
+    `tensor_tuple_budget` (0..4096, 0 = the backend default) caps the registers per lane a
+    tensor_matmul region may keep resident; over it, the region replays exactly."""
+    return ModuleEmitter(module, profile, gpu_checks, tensor_tuple_budget).emit()
 

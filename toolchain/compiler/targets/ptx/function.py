@@ -111,6 +111,7 @@ class FnEmitter:
         self.module = module
         self.profile = module.profile
         self.gpu_checks = module.gpu_checks
+        self.tensor_tuple_budget = module.tensor_tuple_budget
         self.fn = fn
         self.table = table
         self.counts = {c: 0 for c in regs.CLASSES}

@@ -9,7 +9,8 @@ copies C to D. Selection happens at run time with uniform predicates:
   (wmma.run_grid's runtime loop), D is stored once; a K remainder then continues
   cooperatively from that stored D (warp-synchronised before and after);
 - otherwise exact cooperative scalar replay (replay.py) from C over all of K.
-A region whose accumulator tuple exceeds TUPLE_BUDGET always replays. Families: f16/bf16
+A region whose accumulator tuple exceeds the tuple budget (--gpu-tensor-tuple-budget, or
+TUPLE_BUDGET when 0) always replays. Families: f16/bf16
 to f32, f64, i8/u8 to wrapping i32, subgroup scope; the others are refused (E0504/E0505).
 """
 from __future__ import annotations
@@ -46,10 +47,11 @@ def _check_family(desc, profile, span) -> None:
         raise refuse(desc, "tensor_matmul regions are subgroup-scoped", span)
 
 
-def _budget(plan) -> bool:
+def _budget(plan, budget: int) -> bool:
+    """Whether the resident fragments fit `budget` registers per lane (0: TUPLE_BUDGET)."""
     gm, gn = plan.grid
     return gm * gn * plan.d_regs + min(gm, gn) * max(plan.a_regs, plan.b_regs) + \
-        max(plan.a_regs, plan.b_regs) <= TUPLE_BUDGET
+        max(plan.a_regs, plan.b_regs) <= (budget or TUPLE_BUDGET)
 
 
 def _origin(em, m: Mat, row, col) -> Mat:
@@ -113,7 +115,7 @@ def lower_matmul(em, ins) -> None:
     g = Region(desc, A, B, C, D, *(em.reg(ops[k]) for k in ("row", "column", "m", "n", "k")))
     end, slow = label(em, "tmm_end"), label(em, "tmm_replay")
     native = None
-    if _budget(plan):
+    if _budget(plan, em.tensor_tuple_budget):
         origins = [_origin(em, A, g.row, 0), _origin(em, B, 0, g.col),
                    _origin(em, C, g.row, g.col), _origin(em, D, g.row, g.col)]
         native = _native_pred(em, g, plan, origins)
