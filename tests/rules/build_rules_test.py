@@ -14,6 +14,7 @@ One clone is shared by the module (cost: ~1 Pants start-up per test on a loaded 
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import uuid
 from pathlib import Path
@@ -33,7 +34,23 @@ mettle_kernel(name="vadd_spv", source="vadd.mettle", format="spirv")
 mettle_kernel(name="vadd", source="vadd.mettle", gpu_arch="sm_90a")
 gpu_variant_select(name="vadd_best", kernel=":vadd",
                    variants=["optimize=true", "optimize=false"], policy="pareto")
+mettle_kernel(name="gemm", source="gemm.mettle", gpu_arch="sm_90a")
+gpu_variant_select(name="gemm_best", kernel=":gemm",
+                   variants=["tensor_tuple_budget=0", "tensor_tuple_budget=8"],
+                   policy="occupancy")
 '''
+# One warp per 64x64 f16 region: its resident WMMA interior needs ~200 registers per lane.
+GEMM = """
+kernel gemm(a: uint16*, b: uint16*, c: float32*, d: float32*, pm: uint32, pn: uint32,
+            pk: uint32, lda: uint32, ldb: uint32, ldc: uint32, ldd: uint32) {
+  var row: uint32 = block.y * 64;
+  var column: uint32 = block.x * 64;
+  tensor_matmul(a, b, c, d, row, column, pm, pn, pk, shape: m64n64k16,
+                a_type: f16, b_type: f16, accumulator_type: f32, result_type: f32,
+                a_layout: row, b_layout: row, c_layout: row, d_layout: row,
+                lda: lda, ldb: ldb, ldc: ldc, ldd: ldd);
+}
+"""
 TARGETS = ("//app:host", "//ruletest:vadd_spv")
 OUTPUTS = ("app/host", "app/kernels.ptx", "ruletest/vadd_spv.spv")
 KERNEL_COMPILE = "Run mettle compile app/kernels.mettle -> kernels.ptx (sm_90a)"
@@ -43,6 +60,7 @@ def _prepare(clone: Path) -> Path:
     extra = clone / "ruletest"
     extra.mkdir()
     (extra / "vadd.mettle").write_text((clone / "app" / "kernels.mettle").read_text())
+    (extra / "gemm.mettle").write_text(GEMM)
     (extra / "BUILD").write_text(EXTRA_BUILD)
     return clone
 
@@ -91,6 +109,19 @@ def test_variant_select_profiles_every_variant_and_reports_the_selector(clone, f
     for name in ("v0_optimize-true", "v1_optimize-false"):
         assert run_spawned_or_cached(run, f"Run ptxas profile of variant {name} (sm_90a)")
     assert "Run ptxas select --policy pareto for vadd_best" in run.log
+
+
+def test_variant_select_picks_a_winner_among_budget_variants(clone, first):
+    # The tuple budget changes only the backend's choice (resident WMMA interior vs exact
+    # replay); the replay variant needs far fewer registers, so `occupancy` selects it.
+    run = run_pants(clone, "package", "//ruletest:gemm_best")
+    assert run.returncode == 0, tail(run)
+    out = clone / "dist" / "ruletest"
+    report = json.loads((out / "gemm_best.selection.json").read_text())
+    assert report["performance_claim"] is False
+    entry = report["entries"]["gemm"]
+    assert entry["selection"] == "v1_tensor_tuple_budget-8", entry
+    assert "wmma.mma.sync" not in (out / "gemm_best.ptx").read_text()
 
 
 def test_warm_package_runs_no_process(clone, first):
