@@ -18,7 +18,7 @@ from __future__ import annotations
 from .capabilities import refuse, select_wmma
 from .common import Mat, add_addr, label, linear, mat, offset_terms, operands, scale_bytes
 from .narrow import claims, lower_narrow_matmul
-from .replay import Region, replay
+from .replay import Region, native_region_pred, replay
 from .wmma import run_grid
 
 TUPLE_BUDGET = 200                      # registers of resident fragments per lane
@@ -91,17 +91,7 @@ def _native_pred(em, g: Region, plan, origins: list[Mat]) -> str | None:
         return None
     ok = em.new("p")
     em.emit(f"mov.pred {ok}, {aligned}")
-    for base, size, bound in ((g.row, desc.m, g.M), (g.col, desc.n, g.N)):
-        end, lim, p = em.new("rd"), em.new("rd"), em.new("p")
-        em.emit(f"cvt.u64.u32 {end}, {base}")
-        em.emit(f"add.s64 {end}, {end}, {size}")
-        em.emit(f"cvt.u64.u32 {lim}, {bound}")
-        em.emit(f"setp.le.and.u64 {ok}, {end}, {lim}, {ok}")
-    mask = em.new("r")
-    em.emit(f"activemask.b32 {mask}")
-    em.emit(f"setp.eq.and.u32 {ok}, {mask}, 0xFFFFFFFF, {ok}")
-    em.emit(f"setp.ge.and.u32 {ok}, {g.K}, {plan.shape[2]}, {ok}")
-    return ok
+    return native_region_pred(em, g, plan.shape[2], ok)
 
 
 def lower_matmul(em, ins) -> None:

@@ -20,7 +20,7 @@ from . import fp8, scaled, sparse
 from .capabilities import refuse
 from .common import label, mat, operands
 from .mma_sync import SUB_M, SUB_N, add_origin, run_tile
-from .replay import Region, replay
+from .replay import Region, native_region_pred, replay
 from .scaled_matmul import lower_scaled_matmul
 
 
@@ -48,21 +48,6 @@ def tile_lowering(desc: T.TensorDesc, profile, span):
         A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
         run_tile(em, A, B, C, D, (desc.m // SUB_M, desc.n // SUB_N), forms)
     return run_fp8
-
-
-def _native_pred(em, g: Region, k: int) -> str:
-    ok = em.new("p")
-    em.emit(f"setp.ge.u32 {ok}, {g.K}, {k}")
-    for base, size, bound in ((g.row, g.desc.m, g.M), (g.col, g.desc.n, g.N)):
-        end, lim = em.new("rd"), em.new("rd")
-        em.emit(f"cvt.u64.u32 {end}, {base}")
-        em.emit(f"add.s64 {end}, {end}, {size}")
-        em.emit(f"cvt.u64.u32 {lim}, {bound}")
-        em.emit(f"setp.le.and.u64 {ok}, {end}, {lim}, {ok}")
-    mask = em.new("r")
-    em.emit(f"activemask.b32 {mask}")
-    em.emit(f"setp.eq.and.u32 {ok}, {mask}, 0xFFFFFFFF, {ok}")
-    return ok
 
 
 def _matmul_plan(desc: T.TensorDesc, profile, span):
@@ -94,7 +79,7 @@ def lower_narrow_matmul(em, ins) -> None:
         meta = sparse.meta_mat(em, ops, groups)
         k_loop = sparse.k_loop(meta)
     end, slow = label(em, "tms_end"), label(em, "tms_replay")
-    em.emit(f"@!{_native_pred(em, g, form.k)} bra.uni {slow}")
+    em.emit(f"@!{native_region_pred(em, g, form.k)} bra.uni {slow}")
     chunks, kfull, tail = em.new("r"), em.new("r"), em.new("p")
     em.emit(f"div.u32 {chunks}, {g.K}, {form.k}")
     origins = [add_origin(em, A, g.row, 0), add_origin(em, B, 0, g.col),

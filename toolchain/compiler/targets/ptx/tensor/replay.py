@@ -35,6 +35,27 @@ class Region:
     K: str
 
 
+def native_region_pred(em, g: Region, k: int, ok: str | None = None) -> str:
+    """The uniform predicate for a native interior: K holds at least one `k` chunk, the region
+    lies wholly in range (64-bit compares) and the subgroup is a complete warp. ANDed into
+    the predicate `ok` when one is given."""
+    if ok is None:
+        ok = em.new("p")
+        em.emit(f"setp.ge.u32 {ok}, {g.K}, {k}")
+    else:
+        em.emit(f"setp.ge.and.u32 {ok}, {g.K}, {k}, {ok}")
+    for base, size, bound in ((g.row, g.desc.m, g.M), (g.col, g.desc.n, g.N)):
+        end, lim = em.new("rd"), em.new("rd")
+        em.emit(f"cvt.u64.u32 {end}, {base}")
+        em.emit(f"add.s64 {end}, {end}, {size}")
+        em.emit(f"cvt.u64.u32 {lim}, {bound}")
+        em.emit(f"setp.le.and.u64 {ok}, {end}, {lim}, {ok}")
+    mask = em.new("r")
+    em.emit(f"activemask.b32 {mask}")
+    em.emit(f"setp.eq.and.u32 {ok}, {mask}, 0xFFFFFFFF, {ok}")
+    return ok
+
+
 def load_value(em, fmt: str, m: Mat, addr: str) -> str:
     """Load one element and widen it exactly to the replay's compute register."""
     if fmt in FP8:

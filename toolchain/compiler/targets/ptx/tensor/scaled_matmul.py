@@ -37,7 +37,7 @@ from ..lower_memory import SPACE
 from .capabilities import refuse
 from .common import Mat, add_addr, elem_addr, label, linear, mat, offset_terms, operands
 from .mma_sync import MAX_ACC_REGS, SUB_M, SUB_N, add_origin
-from .replay import Region, replay
+from .replay import Region, native_region_pred, replay
 from .scaled import KINDS, _gather, _kind, require_target, run_scaled
 
 # fmt -> (exponent bits, mantissa bits, bias, specials): the neutral minifloats
@@ -195,23 +195,6 @@ def _reload(em, SA: Mat, SB: Mat, row_a: str, col_b: str, q: str, block: int, st
         em.emit(f"mov.f32 {dst}, {decode(em, stype, code)}")
 
 
-def _native_pred(em, g: Region, k: int) -> str:
-    """Uniform: the region is wholly in range (64-bit compares), the warp is complete and
-    K holds at least one native chunk."""
-    ok = em.new("p")
-    em.emit(f"setp.ge.u32 {ok}, {g.K}, {k}")
-    for base, size, bound in ((g.row, g.desc.m, g.M), (g.col, g.desc.n, g.N)):
-        end, lim = em.new("rd"), em.new("rd")
-        em.emit(f"cvt.u64.u32 {end}, {base}")
-        em.emit(f"add.s64 {end}, {end}, {size}")
-        em.emit(f"cvt.u64.u32 {lim}, {bound}")
-        em.emit(f"setp.le.and.u64 {ok}, {end}, {lim}, {ok}")
-    mask = em.new("r")
-    em.emit(f"activemask.b32 {mask}")
-    em.emit(f"setp.eq.and.u32 {ok}, {mask}, 0xFFFFFFFF, {ok}")
-    return ok
-
-
 def has_interior(desc: T.TensorDesc, kind: str) -> bool:
     """Whether the region shape is an exact m16n8 grid within the accumulator budget."""
     return desc.m % SUB_M == 0 and desc.n % SUB_N == 0 and \
@@ -228,7 +211,7 @@ def lower_scaled_matmul(em, ins) -> None:
     k_loop = scaled_k_loop(SA, SB, block, stype)
     end, slow = label(em, "tsc_end"), label(em, "tsc_replay")
     if has_interior(desc, kind):
-        em.emit(f"@!{_native_pred(em, g, k)} bra.uni {slow}")
+        em.emit(f"@!{native_region_pred(em, g, k)} bra.uni {slow}")
         chunks, kfull, tail = em.new("r"), em.new("r"), em.new("p")
         em.emit(f"div.u32 {chunks}, {g.K}, {k}")
         views = (A, B, add_origin(em, C, g.row, g.col), add_origin(em, D, g.row, g.col),
