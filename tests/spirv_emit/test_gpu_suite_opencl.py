@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from tests.spirv_emit.runtime import need_extension
+from tests.support.memory_oracles import U32_INITIAL, check_u32_atomics, check_u64_atomics
 from tests.support.opencl import Buf, Local, Scalar, opencl_available, run_spirv_kernel
 from tests.support.spirv import validate
 from toolchain.compiler.driver import Options, compile_file
@@ -97,22 +98,11 @@ def test_async_staging_replays_synchronously(spv, kernel, per_block):
 def test_contended_u32_atomics(spv):
     n = 256 * 6 + 3
     v = data("uint32", n, 4, scale=977)
-    init = np.array([5, 0, 0xFFFFFFFF, 0x12345678, 0, 0xFFFFFFFF, 100000, 9], np.uint32)
     res = run_spirv_kernel(spv, "atomics_u32", [(n + 255) // 256 * 256], [256],
-                           [Buf(init, "uint32", out=True), Buf(v, "uint32"),
+                           [Buf(U32_INITIAL, "uint32", out=True), Buf(v, "uint32"),
                             Buf(np.ones(n, np.uint32), "uint32", out=True),
                             Scalar(n, "int32")])
-    c, olds = out(res, 0, np.uint32), out(res, 2, np.uint32)
-    u = v.astype(np.uint64)
-    assert c[0] == (5 + int(u.sum())) % 2**32
-    assert c[1] == v.max() and c[2] == v.min()
-    assert c[3] == np.bitwise_xor.reduce(v, initial=np.uint32(0x12345678))
-    assert c[4] == np.bitwise_or.reduce(v & 255)
-    assert c[5] == np.bitwise_and.reduce(v | np.uint32(0xFFFF0000))
-    assert c[6] == (100000 - n) % 2**32 and c[7] == 9 + n
-    order = np.argsort(olds, kind="stable")
-    sums = (5 + np.concatenate([[0], np.cumsum(u[order])[:-1]])) % 2**32
-    np.testing.assert_array_equal(olds[order], sums.astype(np.uint32))
+    check_u32_atomics(out(res, 0, np.uint32), out(res, 2, np.uint32), v)
 
 
 def test_contended_u64_atomics(spv):
@@ -123,7 +113,4 @@ def test_contended_u64_atomics(spv):
     res = run_spirv_kernel(spv, "atomics_u64", [(n + 255) // 256 * 256], [256],
                            [Buf(np.zeros(4, np.uint64), "uint64", out=True),
                             Buf(v, "uint64"), Scalar(n, "int32")])
-    c = out(res, 0, np.uint64)
-    assert int(c[0]) == int(v.astype(object).sum()) % 2**64
-    assert c[1] == v.max() and c[2] == (n + 255) // 256
-    assert c[3] in set(v.tolist())
+    check_u64_atomics(out(res, 0, np.uint64), v, (n + 255) // 256)
