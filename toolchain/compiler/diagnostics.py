@@ -6,7 +6,7 @@ driver prints. Code ranges:
   E0001-E0099 lexing/parsing      E0100-E0199 names, imports, declarations
   E0200-E0299 types/expressions   E0300-E0399 GPU source rules (kernels, built-ins, dispatch)
   E0400-E0499 shared IR verifiers E0500-E0599 target capability diagnostics
-  M01xx memory-safety analysis    E0900 internal compiler error
+  E0600-E0699 linker              M01xx memory-safety analysis    E0900 internal error
 """
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ class CompileError(Exception):
         super().__init__("; ".join(d.message for d in self.diagnostics))
 
 
-def error(code: str, message: str, span: Span | None = None, help: str | None = None) -> CompileError:
+def error(code: str, message: str, span: Span | None = None,
+          help: str | None = None) -> CompileError:
     """Build a one-diagnostic CompileError: `raise error("E0201", "...", span)`."""
     return CompileError(Diagnostic(code, message, span, "error", help))
 

@@ -390,7 +390,8 @@ class Builder:
                    f"tensor op: `{name}` must point to {T.storage_type(fmt)} for {fmt}, "
                    f"got {v.type}")
         if "metadata" in named:
-            _check(named["metadata"].type.pointee == T.storage_type("u8"), "tensor op: metadata is uint8*")
+            _check(named["metadata"].type.pointee == T.storage_type("u8"),
+                   "tensor op: metadata is uint8*")
         for s in ("a_scale", "b_scale"):
             if s in named:
                 _check(named[s].type.pointee == T.storage_type("u8"), f"tensor op: {s} is uint8*")
