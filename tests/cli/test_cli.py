@@ -157,3 +157,13 @@ def test_ml_opt_is_refused_with_gpu_output(tmp_path):
     src = copy_source(tmp_path)
     proc = mettle("--emit-ptx", "--ml-opt", src, cwd=tmp_path)
     assert proc.returncode == 2 and "--ml-opt" in proc.stderr
+
+
+def test_dump_spirv_prints_the_disassembly_of_the_written_module(tmp_path):
+    from toolchain.compiler.targets.spirv.disasm import disassemble
+    src = copy_source(tmp_path)
+    proc = mettle("--emit-spirv", "--dump-spirv", src, "-o", "k.spv", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == disassemble((tmp_path / "k.spv").read_bytes())
+    assert 'OpEntryPoint Kernel %6 "vadd"' in proc.stdout
+    assert mettle("--emit-ptx", "--dump-spirv", src, cwd=tmp_path).returncode == 2

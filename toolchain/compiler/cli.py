@@ -41,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu-tensor-tuple-budget", type=int, default=0, metavar="N")
     p.add_argument("--gpu-checks", action="store_true", help="emit gpu_assert traps")
     p.add_argument("--dump-ir", action="store_true", help="print the IR to stdout")
+    p.add_argument("--dump-spirv", action="store_true",
+                   help="with --emit-spirv: also print the module's disassembly to stdout")
     p.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
     p.add_argument("--stdlib", help="standard library root")
     p.add_argument("--error-format", choices=("text", "json"), default="text")
@@ -59,6 +61,8 @@ def _options(ns):
     emit = ns.emit or "obj"
     if ns.dump_ir and ns.emit is None and ns.output is None:
         emit = "ir"
+    if ns.dump_spirv and emit != "spirv":
+        raise _UsageError("--dump-spirv needs --emit-spirv")
     if ns.ml_opt and emit in ("ptx", "spirv"):
         raise _UsageError("--ml-opt is refused with GPU output (--emit-ptx/--emit-spirv)")
     return Options(emit=emit, output=ns.output, optimize=ns.optimize, release=ns.release,
@@ -66,7 +70,8 @@ def _options(ns):
                    gpu_checks=ns.gpu_checks, tensor_tuple_budget=ns.gpu_tensor_tuple_budget,
                    include_dirs=list(ns.include), stdlib_dir=ns.stdlib,
                    link_args=list(ns.link_arg), libraries=list(ns.libs),
-                   dump_ir=ns.dump_ir, verify_each=ns.verify, profile=ns.profile)
+                   dump_ir=ns.dump_ir, dump_spirv=ns.dump_spirv, verify_each=ns.verify,
+                   profile=ns.profile)
 
 
 def _report(diags: list[Diagnostic], fmt: str) -> None:
@@ -138,6 +143,9 @@ def _compile(source: str, opts, fmt: str) -> int:
     _report(result.warnings, fmt)
     if result.ir_text is not None:
         sys.stdout.write(result.ir_text)
+    if opts.dump_spirv and result.data is not None:
+        from .targets.spirv.disasm import disassemble
+        sys.stdout.write(disassemble(result.data))
     if result.data is not None:
         out = opts.output or default_output(source, opts.emit)
         try:

@@ -32,6 +32,7 @@ class Options:
     link_args: list[str] = field(default_factory=list)
     libraries: list[str] = field(default_factory=list)
     dump_ir: bool = False
+    dump_spirv: bool = False
     verify_each: bool = False
     profile: bool = False
 
