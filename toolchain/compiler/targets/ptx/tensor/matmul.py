@@ -16,9 +16,9 @@ to f32, f64, i8/u8 to wrapping i32, subgroup scope; the others are refused (E050
 from __future__ import annotations
 
 from .capabilities import refuse, select_wmma
-from .common import Mat, add_addr, label, linear, mat, offset_terms, operands, scale_bytes
+from .common import Mat, add_addr, linear, mat, offset_terms, operands, scale_bytes
 from .narrow import claims, lower_narrow_matmul
-from .replay import Region, native_region_pred, replay
+from .replay import Region, native_region_pred, native_then_replay
 from .wmma import run_grid
 
 TUPLE_BUDGET = 200                      # registers of resident fragments per lane
@@ -103,27 +103,10 @@ def lower_matmul(em, ins) -> None:
     plan = select_wmma(desc, em.profile, ins.span)
     A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
     g = Region(desc, A, B, C, D, *(em.reg(ops[k]) for k in ("row", "column", "m", "n", "k")))
-    end, slow = label(em, "tmm_end"), label(em, "tmm_replay")
-    native = None
+    native = origins = None
     if _budget(plan, em.tensor_tuple_budget):
         origins = [_origin(em, A, g.row, 0), _origin(em, B, 0, g.col),
                    _origin(em, C, g.row, g.col), _origin(em, D, g.row, g.col)]
         native = _native_pred(em, g, plan, origins)
-    if native is not None:
-        em.emit(f"@!{native} bra.uni {slow}")
-        pk = plan.shape[2]
-        chunks, kfull, tail = em.new("r"), em.new("r"), em.new("p")
-        em.emit(f"div.u32 {chunks}, {g.K}, {pk}")
-        run_grid(em, plan, desc, *origins, chunks)
-        em.emit(f"mul.lo.u32 {kfull}, {chunks}, {pk}")
-        em.emit(f"setp.ge.u32 {tail}, {kfull}, {g.K}")
-        em.emit(f"@{tail} bra.uni {end}")
-        em.emit("bar.warp.sync -1")              # the stored D is what the tail extends
-        replay(em, g, kfull, init_from_d=True)
-        em.emit(f"bra.uni {end}")
-    em.raw(f"{slow}:")
-    replay(em, g, 0, init_from_d=False)
-    em.raw(f"{end}:")
-    mask = em.new("r")
-    em.emit(f"activemask.b32 {mask}")
-    em.emit(f"bar.warp.sync {mask}")               # exit-ordered for the whole subgroup
+    native_then_replay(em, g, "tmm", native, plan.shape[2],
+                       lambda chunks: run_grid(em, plan, desc, *origins, chunks))

@@ -18,9 +18,9 @@ from __future__ import annotations
 from ....ir import tensor as T
 from . import fp8, scaled, sparse
 from .capabilities import refuse
-from .common import label, mat, operands
+from .common import mat, operands
 from .mma_sync import SUB_M, SUB_N, add_origin, run_tile
-from .replay import Region, native_region_pred, replay
+from .replay import Region, native_region_pred, native_then_replay
 from .scaled_matmul import lower_scaled_matmul
 
 
@@ -78,23 +78,10 @@ def lower_narrow_matmul(em, ins) -> None:
         em.emit(f"shr.u32 {groups}, {groups}, 2")
         meta = sparse.meta_mat(em, ops, groups)
         k_loop = sparse.k_loop(meta)
-    end, slow = label(em, "tms_end"), label(em, "tms_replay")
-    em.emit(f"@!{native_region_pred(em, g, form.k)} bra.uni {slow}")
-    chunks, kfull, tail = em.new("r"), em.new("r"), em.new("p")
-    em.emit(f"div.u32 {chunks}, {g.K}, {form.k}")
-    origins = [add_origin(em, A, g.row, 0), add_origin(em, B, 0, g.col),
-               add_origin(em, C, g.row, g.col), add_origin(em, D, g.row, g.col)]
-    tile_meta = sparse.Meta(add_origin(em, meta, g.row, 0)) if is_sparse else None
-    run_tile(em, *origins, (desc.m // SUB_M, desc.n // SUB_N), (form, chunks), tile_meta)
-    em.emit(f"mul.lo.u32 {kfull}, {chunks}, {form.k}")
-    em.emit(f"setp.ge.u32 {tail}, {kfull}, {g.K}")
-    em.emit(f"@{tail} bra.uni {end}")
-    em.emit("bar.warp.sync -1")                    # the stored D is what the tail extends
-    replay(em, g, kfull, init_from_d=True, k_loop=k_loop)
-    em.emit(f"bra.uni {end}")
-    em.raw(f"{slow}:")
-    replay(em, g, 0, init_from_d=False, k_loop=k_loop)
-    em.raw(f"{end}:")
-    mask = em.new("r")
-    em.emit(f"activemask.b32 {mask}")
-    em.emit(f"bar.warp.sync {mask}")                # exit-ordered for the whole subgroup
+    def native(chunks):
+        origins = [add_origin(em, A, g.row, 0), add_origin(em, B, 0, g.col),
+                   add_origin(em, C, g.row, g.col), add_origin(em, D, g.row, g.col)]
+        tile_meta = sparse.Meta(add_origin(em, meta, g.row, 0)) if is_sparse else None
+        run_tile(em, *origins, (desc.m // SUB_M, desc.n // SUB_N), (form, chunks), tile_meta)
+    native_then_replay(em, g, "tms", native_region_pred(em, g, form.k), form.k, native,
+                       k_loop)

@@ -56,6 +56,32 @@ def native_region_pred(em, g: Region, k: int, ok: str | None = None) -> str:
     return ok
 
 
+def native_then_replay(em, g: Region, tag: str, pred: str | None, k: int, native,
+                       k_loop=None) -> None:
+    """The region skeleton every tensor_matmul family shares. Where the uniform predicate
+    `pred` holds, `native(chunks)` runs floor(K/k) native chunks and stores D, and a K tail
+    is replayed on top of that D; otherwise (or with no `pred`) the whole region replays
+    exactly. The exit is ordered for the whole subgroup."""
+    end, slow = label(em, f"{tag}_end"), label(em, f"{tag}_replay")
+    if pred is not None:
+        em.emit(f"@!{pred} bra.uni {slow}")
+        chunks, kfull, tail = em.new("r"), em.new("r"), em.new("p")
+        em.emit(f"div.u32 {chunks}, {g.K}, {k}")
+        native(chunks)
+        em.emit(f"mul.lo.u32 {kfull}, {chunks}, {k}")
+        em.emit(f"setp.ge.u32 {tail}, {kfull}, {g.K}")
+        em.emit(f"@{tail} bra.uni {end}")
+        em.emit("bar.warp.sync -1")                # the stored D is what the tail extends
+        replay(em, g, kfull, init_from_d=True, k_loop=k_loop)
+        em.emit(f"bra.uni {end}")
+    em.raw(f"{slow}:")
+    replay(em, g, 0, init_from_d=False, k_loop=k_loop)
+    em.raw(f"{end}:")
+    mask = em.new("r")
+    em.emit(f"activemask.b32 {mask}")
+    em.emit(f"bar.warp.sync {mask}")               # exit-ordered for the whole subgroup
+
+
 def load_value(em, fmt: str, m: Mat, addr: str) -> str:
     """Load one element and widen it exactly to the replay's compute register."""
     if fmt in FP8:

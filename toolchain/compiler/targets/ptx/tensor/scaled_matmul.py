@@ -37,7 +37,7 @@ from ..lower_memory import SPACE
 from .capabilities import refuse
 from .common import Mat, add_addr, elem_addr, label, linear, mat, offset_terms, operands
 from .mma_sync import MAX_ACC_REGS, SUB_M, SUB_N, add_origin
-from .replay import Region, native_region_pred, replay
+from .replay import Region, native_region_pred, native_then_replay
 from .scaled import KINDS, _gather, _kind, require_target, run_scaled
 
 # fmt -> (exponent bits, mantissa bits, bias, specials): the neutral minifloats
@@ -209,23 +209,10 @@ def lower_scaled_matmul(em, ins) -> None:
     g = Region(desc, A, B, C, D, *(em.reg(ops[k]) for k in ("row", "column", "m", "n", "k")))
     SA, SB = scale_mats(em, desc, ops, g.K, block)
     k_loop = scaled_k_loop(SA, SB, block, stype)
-    end, slow = label(em, "tsc_end"), label(em, "tsc_replay")
-    if has_interior(desc, kind):
-        em.emit(f"@!{native_region_pred(em, g, k)} bra.uni {slow}")
-        chunks, kfull, tail = em.new("r"), em.new("r"), em.new("p")
-        em.emit(f"div.u32 {chunks}, {g.K}, {k}")
+    pred = native_region_pred(em, g, k) if has_interior(desc, kind) else None
+
+    def native(chunks):
         views = (A, B, add_origin(em, C, g.row, g.col), add_origin(em, D, g.row, g.col),
                  SA, SB)
         run_scaled(em, desc, kind, views, chunks, origin=(g.row, g.col))
-        em.emit(f"mul.lo.u32 {kfull}, {chunks}, {k}")
-        em.emit(f"setp.ge.u32 {tail}, {kfull}, {g.K}")
-        em.emit(f"@{tail} bra.uni {end}")
-        em.emit("bar.warp.sync -1")                # the stored D is what the tail extends
-        replay(em, g, kfull, init_from_d=True, k_loop=k_loop)
-        em.emit(f"bra.uni {end}")
-    em.raw(f"{slow}:")
-    replay(em, g, 0, init_from_d=False, k_loop=k_loop)
-    em.raw(f"{end}:")
-    mask = em.new("r")
-    em.emit(f"activemask.b32 {mask}")
-    em.emit(f"bar.warp.sync {mask}")                   # exit-ordered for the whole subgroup
+    native_then_replay(em, g, "tsc", pred, k, native, k_loop)
