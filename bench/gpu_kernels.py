@@ -103,6 +103,11 @@ def bench_rows(torch, mods, rows_n, cols, reps):
                 timed(torch, lambda: torch.nn.functional.layer_norm(x, (cols,), gamma, beta,
                                                                     1e-5), reps),
                 8 * x.numel()))
+    from plain_kernels import row_peers          # torch.compile and Triton, same process
+    for kind in ("softmax", "layernorm"):
+        for peer, ms in row_peers(torch, kind, x, gamma, beta, reps):
+            if peer != "torch":
+                out.append((f"{peer} {kind} {rows_n}x{cols}", ms, 8 * x.numel()))
     return out
 
 
@@ -139,6 +144,12 @@ def main() -> int:
         for k in ("softmax", "layernorm"):
             ratios[f"{k}_wide_{cols}_vs_torch"] = by[f"{k}_wide {rows_n}x{cols}"] / \
                 by[f"torch {k} {rows_n}x{cols}"]
+        for k in ("softmax", "layernorm"):       # our best kernel per shape vs each peer
+            best = max(by[f"{k} {rows_n}x{cols}"], by[f"{k}_wide {rows_n}x{cols}"])
+            for peer in ("triton", "torch.compile"):
+                key = f"{peer} {k} {rows_n}x{cols}"
+                if key in by:
+                    ratios[f"{k}_best_{cols}_vs_{peer}"] = best / by[key]
     for k, v in ratios.items():
         print(f"{k:<34} {v:>9.3f}")
     with open(args.json, "w", encoding="utf-8") as fh:
