@@ -7,6 +7,7 @@
 # still prepends the unpacked lib dir, harmless, in case a later package links it shared).
 # Idempotent: skips when spirv-val is already unpacked.
 # Runs `apt-get update` only when the package cannot be downloaded from the current lists.
+# Exit 3 (./pants records the tool as unavailable; the tests skip) where apt cannot get it.
 set -euo pipefail
 
 ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -22,7 +23,17 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"   # apt's _apt user must be able to write the download there
 cd "$work"
+if ! command -v apt-get >/dev/null || ! command -v dpkg >/dev/null; then
+  echo "spirv-tools: no apt-get/dpkg here; put spirv-val on PATH instead" >&2
+  exit 3
+fi
 if ! apt-get download spirv-tools >/dev/null 2>&1; then
+  # Refreshing the package lists needs root; without it the package cannot be had here.
+  if [[ "$(id -u)" != 0 ]]; then
+    echo "spirv-tools: apt-get cannot download spirv-tools and updating its lists needs" \
+         "root; put spirv-val on PATH instead" >&2
+    exit 3
+  fi
   apt-get update >/dev/null
   apt-get download spirv-tools >/dev/null
 fi

@@ -11,6 +11,8 @@
 # it lists its llvmpipe device only with RUSTICL_ENABLE=llvmpipe, and the tests use it when
 # METTLE_OPENCL_PLATFORM=rusticl (both variables pass through into the chroot).
 # The Debian mirror URL is read from this machine's apt configuration, never hard-coded.
+# Exit 3 (tool unavailable: ./pants records it and the tests skip) without root or mirror.
+# setup-when: test
 set -euo pipefail
 
 ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -26,8 +28,8 @@ if [[ -f "$STAMP" ]]; then
   exit 0
 fi
 if [[ "$(id -u)" != "0" ]]; then
-  echo "opencl-runtime: skipped, needs root for debootstrap/chroot" >&2
-  exit 0
+  echo "opencl-runtime: not built, debootstrap/chroot need root" >&2
+  exit 3
 fi
 
 # The first Debian archive URI in the apt sources (deb822 "URIs:" or one-line "deb URL").
@@ -45,7 +47,7 @@ debian_mirror() {
 MIRROR="$(debian_mirror)"
 if [[ -z "$MIRROR" ]]; then
   echo "opencl-runtime: no Debian mirror found in the apt configuration" >&2
-  exit 1
+  exit 3
 fi
 
 if ! command -v debootstrap >/dev/null 2>&1; then

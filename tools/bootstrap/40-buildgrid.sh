@@ -6,6 +6,7 @@
 # process (bgd), never imported by our code or tests, and it brings grpc/SQLAlchemy/... pins
 # that the python-default resolve does not need. Pinned; idempotent through a stamp file.
 # Host pip configuration (constraints, local find-links) is ignored, as for Pants itself.
+# setup-when: test
 set -euo pipefail
 
 BUILDGRID_VERSION=0.4.4
@@ -28,7 +29,7 @@ for c in "${METTLE_PYTHON311:-}" python3.11 python3; do
     PY="$c"; break
   fi
 done
-[[ -n "$PY" ]] || { echo "buildgrid: no CPython >= 3.10 found" >&2; exit 1; }
+[[ -n "$PY" ]] || { echo "buildgrid: no CPython >= 3.10 found" >&2; exit 3; }
 
 rm -rf "$DEST"
 "$PY" -m venv "$DEST"
