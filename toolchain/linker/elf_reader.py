@@ -1,4 +1,4 @@
-"""Parse ELF64 little-endian x86-64 files: relocatable objects back into `ObjectFile`, and
+"""Parse ELF64 little-endian x86-64 and AArch64 files: relocatable objects back into `ObjectFile`, and
 the dynamic symbol table of shared libraries (what the linker needs to import from them).
 
 Malformed input raises `ElfError` (a ValueError) with a message naming the file; the linker
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .elf_consts import (DT_NEEDED, DT_NULL, DT_SONAME, DYN, EHDR, ELFMAG, EM_X86_64,
+from .elf_consts import (DT_NEEDED, DT_NULL, DT_SONAME, DYN, EHDR, ELFMAG, EM_AARCH64, EM_X86_64,
                          ET_DYN, ET_REL, RELA, SHDR, SHN_UNDEF, SHT_DYNAMIC, SHT_DYNSYM,
                          SHT_NOBITS, SHT_NOTE, SHT_PROGBITS, SHT_RELA, SHT_SYMTAB,
                          STT_FILE, STT_SECTION, SYM)
@@ -44,8 +44,9 @@ class ElfFile:
         self.type, self.machine, self.entry = h[1], h[2], h[4]
         self.phoff, shoff, self.phnum = h[5], h[6], h[11]
         shnum, shstrndx = h[12], h[13]
-        if self.machine != EM_X86_64:
-            raise ElfError(f"{path}: not an x86-64 file (e_machine={self.machine})")
+        if self.machine not in (EM_X86_64, EM_AARCH64):
+            raise ElfError(f"{path}: not an x86-64 or AArch64 file "
+                           f"(e_machine={self.machine})")
         if shoff + shnum * SHDR.size > len(data):
             raise ElfError(f"{path}: section header table out of range")
         raw = [SHDR.unpack_from(data, shoff + i * SHDR.size) for i in range(shnum)]
@@ -80,7 +81,7 @@ def read_object(data: bytes, path: str = "<memory>") -> ObjectFile:
     elf = ElfFile(data, path)
     if elf.type != ET_REL:
         raise ElfError(f"{path}: not a relocatable object (e_type={elf.type})")
-    obj = ObjectFile(name=path)
+    obj = ObjectFile(name=path, machine=elf.machine)
     for sh in elf.sections[1:]:
         if sh.type in _KEPT and sh.name != ".note.GNU-stack":
             sec = Section(sh.name, sh.type, sh.flags, sh.align or 1)
@@ -145,6 +146,7 @@ class SharedLibrary:
     soname: str
     needed: list[str]
     symbols: dict[str, DynSymbol]  # defined, exported symbols only
+    machine: int = 0               # ELF e_machine
 
 
 def read_shared_library(data: bytes, path: str) -> SharedLibrary:
@@ -170,4 +172,4 @@ def read_shared_library(data: bytes, path: str) -> SharedLibrary:
                 soname = _cstr(strs, val)
             elif tag == DT_NEEDED:
                 needed.append(_cstr(strs, val))
-    return SharedLibrary(path, soname, needed, symbols)
+    return SharedLibrary(path, soname, needed, symbols, elf.machine)

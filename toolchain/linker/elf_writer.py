@@ -1,4 +1,4 @@
-"""Serialise an `ObjectFile` as an ELF64 x86-64 relocatable object (ET_REL).
+"""Serialise an `ObjectFile` as an ELF64 relocatable object (ET_REL) for its machine.
 
 Layout: ELF header, section contents in order, then the section header table. Sections:
 null, the content sections in the object's order, one `.rela<name>` per section with
@@ -83,10 +83,10 @@ def write_object(obj: ObjectFile) -> bytes:
                     SYM.size))
     headers.append((".strtab", SHT_STRTAB, 0, bytes(strtab.data), 0, 0, 1, 0))
     headers.append((".shstrtab", SHT_STRTAB, 0, None, 0, 0, 1, 0))
-    return _assemble(headers)
+    return _assemble(headers, obj.machine)
 
 
-def _assemble(headers: list[tuple]) -> bytes:
+def _assemble(headers: list[tuple], machine: int = EM_X86_64) -> bytes:
     shstr = StringTable()
     names = [shstr.add(h[0]) for h in headers]
     headers[-1] = headers[-1][:3] + (bytes(shstr.data),) + headers[-1][4:]
@@ -107,7 +107,7 @@ def _assemble(headers: list[tuple]) -> bytes:
     pad = (-offset) % 8
     body += bytes(pad)
     shoff = offset + pad
-    ehdr = EHDR.pack(ident(), ET_REL, EM_X86_64, 1, 0, 0, shoff, 0, EHDR.size, 0, 0,
+    ehdr = EHDR.pack(ident(), ET_REL, machine, 1, 0, 0, shoff, 0, EHDR.size, 0, 0,
                      SHDR.size, len(headers) + 1, len(headers))
     return ehdr + bytes(body) + bytes(shdrs)
 

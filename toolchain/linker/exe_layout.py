@@ -17,19 +17,19 @@ from . import dynamic as dyn
 from .elf_consts import (DT_DEBUG, DT_FLAGS, DT_FLAGS_1, DT_HASH, DT_JMPREL, DT_NEEDED,
                          DT_NULL, DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ, DT_RELA, DT_RELAENT,
                          DT_RELASZ, DT_RUNPATH, DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB,
-                         DF_1_NOW, DF_BIND_NOW, DYN, EHDR, EM_X86_64, ET_EXEC, PF_R, PF_W,
+                         DF_1_NOW, DF_BIND_NOW, DYN, EHDR, ET_EXEC, PF_R, PF_W,
                          PF_X, PHDR, PT_DYNAMIC, PT_GNU_STACK, PT_INTERP, PT_LOAD, PT_PHDR,
-                         R_X86_64_64, R_X86_64_GLOB_DAT, R_X86_64_JUMP_SLOT, RELA, SHDR,
+                         RELA, SHDR,
                          SHF_ALLOC, SHF_EXECINSTR, SHF_INFO_LINK, SHF_WRITE, SHT_DYNAMIC,
                          SHT_DYNSYM, SHT_HASH, SHT_NOBITS, SHT_PROGBITS, SHT_RELA, SHT_STRTAB,
                          STT_SECTION, SYM, ident)
 from .elf_writer import StringTable
 from .objfile import ObjectFile, Symbol
-from .relocs import GOT_RELOCS, SUPPORTED, RelocError, compute, patch, reloc_name
+from .arch import X86_64, Arch
+from .relocs import RelocError
 from .resolve import Resolution
 
-BASE, PAGE = 0x400000, 0x1000
-INTERP = b"/lib64/ld-linux-x86-64.so.2\0"
+BASE = 0x400000
 SEG_R, SEG_RX, SEG_RW = 0, 1, 2
 _SEG_FLAGS = {SEG_R: PF_R, SEG_RX: PF_R | PF_X, SEG_RW: PF_R | PF_W}
 PHNUM = 7
@@ -77,8 +77,9 @@ def _kind(sec) -> str | None:
 
 class Image:
     def __init__(self, objs: list[ObjectFile], res: Resolution, needed: list[str],
-                 runpath: str | None) -> None:
+                 runpath: str | None, arch: Arch = X86_64) -> None:
         self.objs, self.res, self.needed, self.runpath = objs, res, needed, runpath
+        self.arch = arch
         self.out: dict[str, Out] = {}
         self.place: dict[tuple[int, str], tuple[str, int]] = {}
         self.syms = [self._symbol_map(o) for o in objs]
@@ -115,7 +116,8 @@ class Image:
                     self.place[(i, sec.name)] = (kind, out.nobits)
                     out.nobits += sec.size
                 else:
-                    out.data += bytes([_MERGED[kind][2]]) * pad
+                    fill = self.arch.text_fill if kind == ".text" else 0
+                    out.data += bytes([fill]) * pad
                     self.place[(i, sec.name)] = (kind, len(out.data))
                     out.data += sec.data
 
@@ -144,11 +146,12 @@ class Image:
         self.plt_index = {name: k for k, name in enumerate(self.plt)}
 
     def _scan_one(self, i: int, secname: str, r, plt: set) -> None:
-        if r.type not in SUPPORTED:
+        arch = self.arch
+        if r.type not in arch.supported:
             raise error("E0605", f"{self.objs[i].name}: unsupported relocation "
-                        f"{reloc_name(r.type)} against '{r.symbol}' in {secname}")
+                        f"{arch.reloc_name(r.type)} against '{r.symbol}' in {secname}")
         kind, key = self.target(i, r.symbol)
-        if r.type in GOT_RELOCS:
+        if r.type in arch.got_relocs:
             if key not in self.got_index:
                 self.got_index[key] = len(self.got)
                 self.got.append(key)
@@ -156,13 +159,13 @@ class Image:
         if kind != "import":
             return
         imp = self.res.imports[key]
-        if r.type == R_X86_64_64 and self.place[(i, secname)][0] in (".data", ".bss"):
+        if r.type == arch.abs64 and self.place[(i, secname)][0] in (".data", ".bss"):
             self.dyn_abs.append((i, secname, r.offset, key, r.addend))
-        elif imp.is_function and r.type != R_X86_64_64:
+        elif imp.is_function and r.type != arch.abs64:
             plt.add(key)
         else:
             what = "function" if imp.is_function else "data"
-            raise error("E0605", f"{self.objs[i].name}: {reloc_name(r.type)} in {secname} "
+            raise error("E0605", f"{self.objs[i].name}: {arch.reloc_name(r.type)} in {secname} "
                         f"against imported {what} '{key}' from {imp.library}",
                         help="imported data must be accessed through the GOT "
                              "(rip(sym, got=True) / R_X86_64_GOTPCREL)")
@@ -173,7 +176,7 @@ class Image:
             self.imports, self.needed, self.runpath)
         n_rela = len(self.dyn_abs) + sum(1 for k in self.got if k in self.res.imports)
         add = self._add
-        add(".interp", SHT_PROGBITS, SHF_ALLOC, SEG_R, INTERP, align=1)
+        add(".interp", SHT_PROGBITS, SHF_ALLOC, SEG_R, self.arch.interp, align=1)
         add(".hash", SHT_HASH, SHF_ALLOC, SEG_R, dyn.sysv_hash(self.imports), link=".dynsym",
             entsize=4)
         add(".dynsym", SHT_DYNSYM, SHF_ALLOC, SEG_R, dynsym, link=".dynstr", info=1,
@@ -225,7 +228,7 @@ class Image:
         offset, seg = HEADERS_SIZE, SEG_R
         for s in secs:
             if s.segment != seg:
-                offset, seg = offset + (-offset) % PAGE, s.segment
+                offset, seg = offset + (-offset) % self.arch.page, s.segment
             offset += (-offset) % max(s.align, 1)
             s.offset, s.addr = offset, BASE + offset
             if s.type != SHT_NOBITS:
@@ -261,12 +264,12 @@ class Image:
         for k, name in enumerate(self.plt):
             slot = got_plt.addr + 8 * (dyn.GOT_PLT_RESERVED + k)
             entry = o[".plt"].addr + dyn.PLT_ENTRY_SIZE * k
-            o[".plt"].data[k * 16:(k + 1) * 16] = dyn.plt_entry(entry, slot)
-            plt_rela.append((slot, self.dynsym_index[name], R_X86_64_JUMP_SLOT, 0))
+            o[".plt"].data[k * 16:(k + 1) * 16] = self.arch.plt_entry(entry, slot)
+            plt_rela.append((slot, self.dynsym_index[name], self.arch.jump_slot, 0))
         for k, key in enumerate(self.got):
             if key in self.res.imports:
                 dyn_rela.append((self.got_addr(key), self.dynsym_index[key],
-                                 R_X86_64_GLOB_DAT, 0))
+                                 self.arch.glob_dat, 0))
             else:  # non-PIE: a defined symbol's address is known now
                 i, _, name = key.partition("\0") if "\0" in key else (None, "", key)
                 addr = (self.address(int(i), name) if i is not None
@@ -274,7 +277,7 @@ class Image:
                 o[".got"].data[8 * k:8 * k + 8] = addr.to_bytes(8, "little")
         for i, secname, off, name, addend in self.dyn_abs:
             dyn_rela.append((self.section_addr(i, secname) + off, self.dynsym_index[name],
-                             R_X86_64_64, addend))
+                             self.arch.abs64, addend))
         o[".rela.dyn"].data[:] = dyn.rela(sorted(dyn_rela))
         o[".rela.plt"].data[:] = dyn.rela(plt_rela)
         o[".dynamic"].data[:] = dyn.dynamic(self._dynamic_entries())
@@ -291,11 +294,12 @@ class Image:
                     if (i, sec.name, r.offset) in dyn_places:
                         continue  # the dynamic loader writes this word
                     target = (self.got_addr(self.target(i, r.symbol)[1])
-                              if r.type in GOT_RELOCS else self.address(i, r.symbol))
+                              if r.type in self.arch.got_relocs
+                              else self.address(i, r.symbol))
                     place = out.addr + base + r.offset
                     try:
-                        patch(out.data, base + r.offset, r.type,
-                              compute(r.type, target, r.addend, place))
+                        self.arch.apply(out.data, base + r.offset, r.type, target, r.addend,
+                                        place)
                     except RelocError as e:
                         raise error("E0605", f"{obj.name}: {e} (symbol '{r.symbol}' at "
                                     f"{sec.name}+{r.offset:#x})") from None
@@ -320,7 +324,7 @@ class Image:
         it = o[".interp"]
         out += PHDR.pack(PT_INTERP, PF_R, it.offset, it.addr, it.addr, it.size, it.size, 1)
         for flags, off, addr, filesz, memsz in self._segments():
-            out += PHDR.pack(PT_LOAD, flags, off, addr, addr, filesz, memsz, PAGE)
+            out += PHDR.pack(PT_LOAD, flags, off, addr, addr, filesz, memsz, self.arch.page)
         d = o[".dynamic"]
         out += PHDR.pack(PT_DYNAMIC, PF_R | PF_W, d.offset, d.addr, d.addr, d.size, d.size, 8)
         out += PHDR.pack(PT_GNU_STACK, PF_R | PF_W, 0, 0, 0, 0, 0, 16)
@@ -345,15 +349,15 @@ class Image:
                                index.get(s.link, 0), info, s.align, s.entsize)
         shdrs += SHDR.pack(names[-1], SHT_STRTAB, 0, 0, shstr_off, len(shstr.data), 0, 0, 1, 0)
         nsec = len(self.sections) + 2
-        ehdr = EHDR.pack(ident(), ET_EXEC, EM_X86_64, 1, entry, EHDR.size, shoff, 0,
+        ehdr = EHDR.pack(ident(), ET_EXEC, self.arch.machine, 1, entry, EHDR.size, shoff, 0,
                          EHDR.size, PHDR.size, PHNUM, SHDR.size, nsec, nsec - 1)
         body[:HEADERS_SIZE] = ehdr + self._phdrs()
         return bytes(body + shdrs)
 
 
 def build_executable(objs: list[ObjectFile], res: Resolution, needed: list[str],
-                     runpath: str | None) -> bytes:
-    image = Image(objs, res, needed, runpath)
+                     runpath: str | None, arch: Arch = X86_64) -> bytes:
+    image = Image(objs, res, needed, runpath, arch)
     image.merge()
     image.scan()
     image.make_tables()

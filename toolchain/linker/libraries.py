@@ -44,9 +44,10 @@ def _is_elf(path: str) -> bool:
         return f.read(4) == b"\x7fELF"
 
 
-def find_library(name: str, search_dirs: list[str]) -> str:
-    """The path of the shared object for `-l name` (or for a soname/path)."""
-    dirs = list(search_dirs) + [d for d in STANDARD_DIRS if d not in search_dirs]
+def find_library(name: str, search_dirs: list[str], standard=STANDARD_DIRS) -> str:
+    """The path of the shared object for `-l name` (or for a soname/path); `standard` is
+    the target's own library directories (arch.py)."""
+    dirs = list(search_dirs) + [d for d in standard if d not in search_dirs]
     if "/" in name:
         if os.path.isfile(name):
             return name
@@ -79,8 +80,8 @@ def _listdir(d: str) -> list[str]:
         return []
 
 
-def load_library(name: str, search_dirs: list[str]) -> SharedLibrary:
-    path = find_library(name, search_dirs)
+def load_library(name: str, search_dirs: list[str], standard=STANDARD_DIRS) -> SharedLibrary:
+    path = find_library(name, search_dirs, standard)
     try:
         with open(path, "rb") as f:
             return read_shared_library(f.read(), path)

@@ -10,7 +10,9 @@ CONTRACT
   - `output`: written (mode 0755) when given; the bytes are returned either way.
   - If no object defines `_start`, startup.py's `_start` is linked in: it calls
     `__libc_start_main(main, argc, argv, ...)`, so the program defines `int main(...)`.
-Output: non-PIE ET_EXEC at 0x400000, interpreter /lib64/ld-linux-x86-64.so.2; segments
+Output: non-PIE ET_EXEC at 0x400000, interpreter /lib64/ld-linux-x86-64.so.2 (AArch64
+  objects: /lib/ld-linux-aarch64.so.1, 64 KiB segment alignment, PLT entries
+  adrp/ldr/add/br x17 and R_AARCH64_* relocations, see arch.py); segments
   LOAD R (headers, .interp, .hash, .dynsym, .dynstr, .rela.dyn, .rela.plt, .rodata),
   LOAD RX (.plt, .text), LOAD RW (.dynamic, .got, .got.plt, .data, .bss), PT_DYNAMIC,
   PT_GNU_STACK (RW, non-executable). DT_FLAGS=BIND_NOW: every import is bound at load time.
@@ -32,6 +34,7 @@ from __future__ import annotations
 import os
 
 from ..compiler.diagnostics import error
+from .arch import BY_MACHINE, X86_64, Arch
 from .elf_reader import ElfError, SharedLibrary, read_object
 from .exe_layout import build_executable
 from .libraries import LibraryError, load_library
@@ -62,13 +65,15 @@ def parse_link_args(args: list[str]) -> tuple[list[str], list[str], str | None]:
     return libs, dirs, runpath
 
 
-def _load_libraries(names: list[str], dirs: list[str]) -> list[SharedLibrary]:
+def _load_libraries(names: list[str], dirs: list[str], arch: Arch) -> list[SharedLibrary]:
     libs: list[SharedLibrary] = []
     for name in ["libc.so.6"] + names:
         try:
-            lib = load_library(name, dirs)
+            lib = load_library(name, dirs, arch.lib_dirs)
         except LibraryError as e:
             raise error("E0603", str(e)) from None
+        if lib.machine != arch.machine:
+            raise error("E0603", f"library '{lib.path}' is not built for {arch.name}")
         if lib.soname not in {x.soname for x in libs}:
             libs.append(lib)
     return libs
@@ -87,17 +92,27 @@ def _read_inputs(objects: list[bytes | ObjectFile]) -> list[ObjectFile]:
     return out
 
 
+def _arch_of(objs: list[ObjectFile]) -> Arch:
+    machines = {o.machine for o in objs}
+    if len(machines) > 1:
+        raise error("E0600", "input objects are for different machines: " +
+                    ", ".join(f"{o.name} ({BY_MACHINE[o.machine].name})" for o in objs))
+    return BY_MACHINE[machines.pop()] if machines else X86_64
+
+
 def link(objects: list[bytes | ObjectFile], libraries: list[str], output: str | None = None,
          link_args: list[str] = ()) -> bytes:
-    """Link `objects` against libc (+ `libraries`) into an executable; see the module doc."""
+    """Link `objects` against libc (+ `libraries`) into an executable; see the module doc.
+    The target machine (x86-64 or AArch64) is the one the objects are built for."""
     extra, dirs, runpath = parse_link_args(list(link_args))
     objs = _read_inputs(objects)
+    arch = _arch_of(objs)
     if not any(s.name == "_start" and s.defined and not s.is_local
                for o in objs for s in o.symbols):
-        objs.append(start_object())
-    libs = _load_libraries(list(libraries) + extra, dirs)
+        objs.append(start_object(arch.machine))
+    libs = _load_libraries(list(libraries) + extra, dirs, arch)
     res = resolve(objs, libs)
-    image = build_executable(objs, res, [lib.soname for lib in libs], runpath)
+    image = build_executable(objs, res, [lib.soname for lib in libs], runpath, arch)
     if output is not None:
         tmp = f"{output}.tmp{os.getpid()}"
         with open(tmp, "wb") as f:

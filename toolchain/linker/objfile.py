@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .elf_consts import (SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS, SHT_PROGBITS,
+from .elf_consts import (EM_X86_64, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS, SHT_PROGBITS,
                          STB_GLOBAL, STB_LOCAL, STT_NOTYPE, STT_SECTION)
 
 
@@ -62,6 +62,7 @@ class ObjectFile:
     sections: dict[str, Section] = field(default_factory=dict)
     symbols: list[Symbol] = field(default_factory=list)
     name: str = "<memory>"
+    machine: int = EM_X86_64   # ELF e_machine: EM_X86_64 or EM_AARCH64
 
     def symbol(self, name: str) -> Symbol | None:
         for s in self.symbols:

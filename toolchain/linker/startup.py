@@ -11,7 +11,8 @@ tests/linker/test_startup.py re-assembles that source and fails if these bytes d
 """
 from __future__ import annotations
 
-from .elf_consts import R_X86_64_PC32, R_X86_64_PLT32, STT_FUNC
+from .elf_consts import (EM_AARCH64, R_AARCH64_ADD_ABS_LO12_NC, R_AARCH64_ADR_PREL_PG_HI21,
+                         R_AARCH64_CALL26, R_X86_64_PC32, R_X86_64_PLT32, STT_FUNC)
 from .objfile import ObjectFile, Reloc, Symbol, section_symbol, standard_section
 
 START_CODE = bytes.fromhex(
@@ -22,13 +23,33 @@ START_RELOCS = (
 )
 
 
-def start_object() -> ObjectFile:
+# AArch64 (glibc's start.S; source: tests/arm64/startup_source.py, checked by
+# tests/arm64/test_arm64_link.py):
+#   mov x29, xzr; mov x30, xzr; mov x5, x0; ldr x1, [sp]; add x2, sp, #8; mov x6, sp
+#   adrp x0, main; add x0, x0, :lo12:main; mov x3, xzr; mov x4, xzr
+#   bl __libc_start_main; udf #0
+START_CODE_AARCH64 = bytes.fromhex(
+    "fd031faafe031faae50300aae10340f9e2230091e60300910000009000000091e3031faae4031faa"
+    "0000009400000000")
+START_RELOCS_AARCH64 = (
+    Reloc(24, R_AARCH64_ADR_PREL_PG_HI21, "main", 0),
+    Reloc(28, R_AARCH64_ADD_ABS_LO12_NC, "main", 0),
+    Reloc(40, R_AARCH64_CALL26, "__libc_start_main", 0),
+)
+
+
+def start_object(machine: int | None = None) -> ObjectFile:
     """A fresh relocatable object defining global `_start` (needs `main`, libc)."""
+    code, relocs = START_CODE, START_RELOCS
+    if machine == EM_AARCH64:
+        code, relocs = START_CODE_AARCH64, START_RELOCS_AARCH64
     text = standard_section(".text")
-    text.data = bytearray(START_CODE)
-    text.relocs = list(START_RELOCS)
+    text.data = bytearray(code)
+    text.relocs = list(relocs)
     obj = ObjectFile(sections={".text": text}, name="<startup>")
+    if machine is not None:
+        obj.machine = machine
     obj.symbols = [section_symbol(".text"),
-                   Symbol("_start", ".text", 0, len(START_CODE), type=STT_FUNC),
+                   Symbol("_start", ".text", 0, len(code), type=STT_FUNC),
                    Symbol("main", None), Symbol("__libc_start_main", None)]
     return obj

@@ -1,0 +1,91 @@
+"""AArch64 instruction selection for one IR function (host code), into an Assembler.
+
+The x86-64 selector's design on AArch64: every IR value lives in a frame slot (the shared
+x86_64/frame.py plan), each instruction loads operands into scratch registers, computes and
+stores. Frame: `stp x29, x30, [sp, #-16]!; mov x29, sp; sub sp, sp, #size`; slots lie below
+x29, the outgoing argument area at [sp, #0...]; sp stays 16-byte aligned and fixed until the
+epilogue (`mov sp, x29; ldp x29, x30, [sp], #16; ret`). A `br`/`cbr` to the next block
+falls through.
+"""
+from __future__ import annotations
+
+from ...ir.module import Function
+from ..x86_64.frame import plan
+from .abi_aapcs64 import layout
+from .isel_arith import A, ArithMixin
+from .isel_call import CallMixin, reserve_call_space
+from .isel_mem import MemMixin
+from .isel_values import ValueMixin, ice
+from .operands import Imm, Mem, Sym
+from .regs import FP, LR, SP
+
+_BINARY = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "min", "max")
+_CASTS = ("bitcast", "ptrtoint", "inttoptr", "addrspacecast")
+MAX_FRAME = 1 << 24
+
+
+class FunctionSelector(ValueMixin, ArithMixin, MemMixin, CallMixin):
+    def __init__(self, asm, module, cstring) -> None:
+        self.asm, self.module, self.cstring = asm, module, cstring
+        self.handlers = {op: self.op_binary for op in _BINARY}
+        self.handlers.update({op: self.op_bitcast for op in _CASTS})
+
+    def select(self, fn: Function) -> None:
+        self.frame = plan(fn, reserve_call_space)
+        if self.frame.size >= MAX_FRAME:
+            raise ice(f"the frame of '{fn.name}' ({self.frame.size} bytes) exceeds 16 MiB")
+        lay = layout([p.type for p in fn.params], fn.ret)
+        if lay.ret == "memory":
+            self.frame.sret = self.frame.alloc(8)
+        self.labels = {id(b): self.asm.new_label("Lb") for b in fn.blocks}
+        self.asm.section(".text")
+        self.asm.align(16)
+        public = fn.linkage == "export" or fn.name == "main"
+        self.asm.function(fn.symbol, local=not public)
+        self._prologue(fn, lay)
+        for i, block in enumerate(fn.blocks):
+            self.next_block = fn.blocks[i + 1] if i + 1 < len(fn.blocks) else None
+            self.asm.label(self.labels[id(block)])
+            for ins in block.instrs:
+                self.instr(ins)
+        self.asm.end_symbol(fn.symbol)
+
+    def _prologue(self, fn: Function, lay) -> None:
+        e = self.asm.emit
+        e("stp", FP, LR, Mem(SP, -16, "pre"))
+        e("mov", FP, SP)
+        size = self.frame.size
+        if size >= 4096:
+            e("sub", SP, SP, Imm(size & ~0xFFF))
+        if size & 0xFFF:
+            e("sub", SP, SP, Imm(size & 0xFFF))
+        self.save_params(fn, lay)
+        for off, zsize in self.frame.zeroed:
+            self.zero(FP, off, zsize)
+
+    def instr(self, ins) -> None:
+        handler = self.handlers.get(ins.op) or \
+            getattr(self, "op_" + ins.op.replace(".", "_"), None)
+        if handler is None:
+            raise ice(f"operation '{ins.op}' cannot be compiled for the host")
+        handler(ins)
+
+    # -- control flow -----------------------------------------------------------------------
+    def _jump(self, block) -> None:
+        if block is not self.next_block:
+            self.asm.emit("b", Sym(self.labels[id(block)]))
+
+    def op_br(self, ins) -> None:
+        self._jump(ins.targets[0])
+
+    def op_cbr(self, ins) -> None:
+        then, other = ins.targets
+        self.load_bits(ins.operands[0], A)
+        if then is self.next_block:
+            self.asm.emit("cbz", A, Sym(self.labels[id(other)]))
+            return
+        self.asm.emit("cbnz", A, Sym(self.labels[id(then)]))
+        self._jump(other)
+
+    def op_unreachable(self, ins) -> None:
+        self.asm.emit("udf", Imm(0))

@@ -1,0 +1,91 @@
+"""AArch64 selection of memory operations: load/store, address arithmetic, locals, memcpy.
+Same slot discipline as the x86-64 selector (see isel_values.py); `alloca` emits nothing:
+its area is zeroed by the prologue and its value is x29 + offset wherever it is used."""
+from __future__ import annotations
+
+from ...ir.module import Undef
+from ...ir.types import IntType, StructType
+from .isel_arith import A, B, C
+from .regs import FP, X
+
+
+class MemMixin:
+    def copy_value(self, dst_ins, v) -> None:
+        self.copy(FP, self.off(dst_ins), FP, self.off(v), v.type.size)
+
+    def op_load(self, ins) -> None:
+        p = ins.operands[0]
+        self.load_bits(p, B)
+        if ins.type.is_aggregate:
+            self.copy(FP, self.off(ins), B, 0, ins.type.size)
+            return
+        t = ins.type
+        self.load_mem(A, B, 0, t.size, isinstance(t, IntType) and t.signed)
+        self.store_mem(A, FP, self.off(ins), 8)
+
+    def op_store(self, ins) -> None:
+        p, v = ins.operands
+        if v.type.is_aggregate:
+            self.load_bits(p, X[12])
+            if isinstance(v, Undef):
+                self.zero(X[12], 0, v.type.size)
+            else:
+                self.copy(X[12], 0, FP, self.off(v), v.type.size)
+            return
+        self.load_bits(p, B)
+        self.load_bits(v, A)
+        self.store_mem(A, B, 0, v.type.size)
+
+    def op_ptradd(self, ins) -> None:
+        p, idx = ins.operands
+        size = max(p.type.pointee.size, 1)  # pointer-to-void steps bytes, as in GNU C
+        self.load_bits(p, A)
+        self.load_bits(idx, B)
+        if size != 1:
+            self.mov_imm(C, size)
+            self.asm.emit("mul", B, B, C)
+        self.asm.emit("add", A, A, B)
+        self.store_bits(ins, A, raw=True)
+
+    def op_byteadd(self, ins) -> None:
+        p, off = ins.operands
+        self.load_bits(p, A)
+        self.load_bits(off, B)
+        self.asm.emit("add", A, A, B)
+        self.store_bits(ins, A, raw=True)
+
+    def op_fieldptr(self, ins) -> None:
+        p = ins.operands[0]
+        st = p.type.pointee
+        assert isinstance(st, StructType)
+        self.load_bits(p, A)
+        self.add_offset(A, A, st.offsets[ins.attrs["index"]])
+        self.store_bits(ins, A, raw=True)
+
+    def op_alloca(self, ins) -> None:
+        pass
+
+    def op_local_get(self, ins) -> None:
+        loc = ins.operands[0]
+        if loc.type.is_aggregate:
+            self.copy(FP, self.off(ins), FP, self.off(loc), loc.type.size)
+            return
+        self.load_mem(A, FP, self.off(loc), 8)
+        self.store_mem(A, FP, self.off(ins), 8)
+
+    def op_local_set(self, ins) -> None:
+        loc, v = ins.operands
+        if loc.type.is_aggregate:
+            if isinstance(v, Undef):
+                self.zero(FP, self.off(loc), loc.type.size)
+            else:
+                self.copy(FP, self.off(loc), FP, self.off(v), loc.type.size)
+            return
+        self.load_bits(v, A)
+        self.store_mem(A, FP, self.off(loc), 8)
+
+    def op_memcpy(self, ins) -> None:
+        dst, src = ins.operands
+        self.load_bits(dst, X[12])
+        self.load_bits(src, X[13])
+        self.copy(X[12], 0, X[13], 0, ins.attrs["size"])
