@@ -48,7 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--error-format", choices=("text", "json"), default="text")
     p.add_argument("--link-arg", action="append", default=[], metavar="ARG")
     p.add_argument("-l", dest="libs", action="append", default=[], metavar="LIB")
-    p.add_argument("--verify", action="store_true", help="verify the IR after every pass")
+    p.add_argument("--verify", "--verify-each", dest="verify", action="store_true",
+                   help="verify the IR (SSA, dominance, types) after every pass")
+    p.add_argument("--dump-ir-after", action="append", default=[], metavar="PASS",
+                   help=argparse.SUPPRESS)          # spelled --dump-ir=after:PASS|all
+    p.add_argument("--explain", action="store_true",
+                   help="print each optimisation decision (fn: line N: pass: text)")
     p.add_argument("--profile", action="store_true", help="print per-phase timings")
     p.add_argument("--ml-opt", action="store_true", help="(refused with GPU output)")
     return p
@@ -59,19 +64,43 @@ def _options(ns):
     if not 0 <= ns.gpu_tensor_tuple_budget <= 4096:
         raise _UsageError("--gpu-tensor-tuple-budget must be in 0..4096")
     emit = ns.emit or "obj"
-    if ns.dump_ir and ns.emit is None and ns.output is None:
+    if (ns.dump_ir or ns.dump_ir_after or ns.explain) and ns.emit is None and \
+            ns.output is None:
         emit = "ir"
     if ns.dump_spirv and emit != "spirv":
         raise _UsageError("--dump-spirv needs --emit-spirv")
     if ns.ml_opt and emit in ("ptx", "spirv"):
         raise _UsageError("--ml-opt is refused with GPU output (--emit-ptx/--emit-spirv)")
-    return Options(emit=emit, output=ns.output, optimize=ns.optimize, release=ns.release,
+    if ns.dump_ir_after:
+        from .opt.manager import pass_names
+        for name in ns.dump_ir_after:
+            if name != "all" and name not in pass_names():
+                raise _UsageError(f"--dump-ir=after:{name}: no such pass (passes: "
+                                  f"{', '.join(pass_names())}, or all)")
+    return Options(emit=emit, output=ns.output,
+                   optimize=ns.optimize or bool(ns.dump_ir_after), release=ns.release,
                    gpu_arch=ns.gpu_arch, ptx_version=ns.ptx_version,
                    gpu_checks=ns.gpu_checks, tensor_tuple_budget=ns.gpu_tensor_tuple_budget,
                    include_dirs=list(ns.include), stdlib_dir=ns.stdlib,
                    link_args=list(ns.link_arg), libraries=list(ns.libs),
                    dump_ir=ns.dump_ir, dump_spirv=ns.dump_spirv, verify_each=ns.verify,
-                   profile=ns.profile)
+                   profile=ns.profile, dump_ir_after=tuple(ns.dump_ir_after),
+                   explain=ns.explain)
+
+
+def _spell_dump_after(argv: list[str]) -> list[str]:
+    """`--dump-ir=after:PASS` (or `after:all`) -> the hidden `--dump-ir-after PASS`; plain
+    `--dump-ir` keeps meaning "print the final IR to stdout"."""
+    out = []
+    for a in argv:
+        if a.startswith("--dump-ir="):
+            value = a[len("--dump-ir="):]
+            if not value.startswith("after:") or not value[len("after:"):]:
+                raise _UsageError(f"{a}: expected --dump-ir=after:PASS or --dump-ir=after:all")
+            out += ["--dump-ir-after", value[len("after:"):]]
+        else:
+            out.append(a)
+    return out
 
 
 def _report(diags: list[Diagnostic], fmt: str) -> None:
@@ -113,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         return sub
     fmt = "json" if "--error-format=json" in argv else "text"
     try:
-        ns = build_parser().parse_args(argv)
+        ns = build_parser().parse_args(_spell_dump_after(argv))
         source = ns.input or ns.file
         if not source:
             raise _UsageError("no input file")
@@ -143,6 +172,8 @@ def _compile(source: str, opts, fmt: str) -> int:
     _report(result.warnings, fmt)
     if result.ir_text is not None:
         sys.stdout.write(result.ir_text)
+    if result.explain is not None:
+        sys.stdout.write(result.explain)
     if opts.dump_spirv and result.data is not None:
         from .targets.spirv.disasm import disassemble
         sys.stdout.write(disassemble(result.data))

@@ -35,6 +35,8 @@ class Options:
     dump_spirv: bool = False
     verify_each: bool = False
     profile: bool = False
+    dump_ir_after: tuple[str, ...] = ()   # --dump-ir=after:PASS|all (stderr, per pass)
+    explain: bool = False                 # --explain: the remarks report on stdout
 
 
 @dataclass
@@ -43,6 +45,7 @@ class Result:
     warnings: list[Diagnostic]
     ir_text: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    explain: str | None = None        # the --explain report
 
 
 class _Timer:
@@ -86,11 +89,19 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                  stdlib_dir=opts.stdlib_dir, gpu=gpu,
                                  source_text=source_text)
     if opts.optimize or opts.release:
-        from .opt.manager import optimize
-        timer.run("optimize", optimize, module, gpu=gpu, verify_each=opts.verify_each)
+        from .opt.manager import OptOptions, optimize
+        timer.run("optimize", optimize, module, gpu=gpu, target_info=_target_info(opts),
+                  options=OptOptions(verify_each=opts.verify_each,
+                                     dump_after=frozenset(opts.dump_ir_after)))
     ir_text = format_module(module) if opts.dump_ir else None
     data = timer.run("codegen", _generate, module, opts)
-    return Result(data, warnings, ir_text, timer.phases)
+    explain = module.remarks.format() if opts.explain else None
+    return Result(data, warnings, ir_text, timer.phases, explain)
+
+
+def _target_info(opts: Options) -> dict:
+    """What the optimizer may assume about the target (`opt.analyses.TargetInfo`)."""
+    return {"name": opts.emit, "subgroup_width": 32 if opts.emit == "ptx" else None}
 
 
 def _generate(module, opts: Options) -> bytes | None:

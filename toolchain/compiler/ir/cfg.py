@@ -1,4 +1,13 @@
-"""CFG utilities shared by the IR verifiers and passes: orders, predecessors, post-dominators."""
+"""CFG analyses shared by the IR verifiers and the optimizer.
+
+The first group (orders, `predecessors`, post-dominators, regions) serves the verifiers and
+is keyed by `id(block)`. The optimizer's group is keyed by the Block objects themselves:
+`block_predecessors`, `DomTree` (idom, children, `dominates`, dominance `frontier`),
+`LoopInfo` (the loop nest of natural loops: `Loop.header/latch(es)/blocks/exits/exiting/
+preheader/parent/children`, `ensure_preheader`), `split_edge`, and counted-loop recognition
+(`Loop.induction_variables()`, `Loop.trip_count()` -> `TripCount`). Loop passes build on
+these; they never re-derive loops themselves.
+"""
 from __future__ import annotations
 
 from .module import Block, Function
@@ -101,3 +110,426 @@ def region_until(start: list[Block], stop: Block | None) -> list[Block]:
         out.append(b)
         work.extend(b.successors)
     return out
+
+
+# ---- Analyses keyed by Block objects (identity-hashed), for the optimizer --------------
+
+def block_predecessors(fn: Function) -> dict[Block, list[Block]]:
+    """Each block's predecessors in block order; a block branching twice to the same
+    successor (cbr c, x, x) appears twice."""
+    preds: dict[Block, list[Block]] = {b: [] for b in fn.blocks}
+    for b in fn.blocks:
+        for s in b.successors:
+            preds[s].append(b)
+    return preds
+
+
+class DomTree:
+    """The dominator tree (Cooper-Harvey-Kennedy) over the blocks reachable from entry.
+
+    `idom[b]` is b's immediate dominator (None for the entry), `children[b]` its tree
+    children in RPO, `frontier[b]` its dominance frontier (computed on first use).
+    Unreachable blocks are absent from `rpo` and dominate/are dominated by nothing."""
+
+    def __init__(self, fn: Function, preds: dict[Block, list[Block]] | None = None):
+        self.fn = fn
+        self.rpo = reverse_postorder(fn)
+        self.preds = preds if preds is not None else block_predecessors(fn)
+        index = {b: i for i, b in enumerate(self.rpo)}
+        self.index = index
+        idom: list[int] = [-1] * len(self.rpo)
+        if self.rpo:
+            idom[0] = 0
+        changed = True
+        while changed:
+            changed = False
+            for i in range(1, len(self.rpo)):
+                new = -1
+                for p in self.preds[self.rpo[i]]:
+                    j = index.get(p, -1)
+                    if j < 0 or idom[j] < 0:
+                        continue
+                    if new < 0:
+                        new = j
+                        continue
+                    a, c = new, j
+                    while a != c:
+                        while a > c:
+                            a = idom[a]
+                        while c > a:
+                            c = idom[c]
+                    new = a
+                if idom[i] != new:
+                    idom[i] = new
+                    changed = True
+        self.idom: dict[Block, Block | None] = {
+            b: (self.rpo[idom[i]] if i else None) for i, b in enumerate(self.rpo)}
+        self.children: dict[Block, list[Block]] = {b: [] for b in self.rpo}
+        for b in self.rpo[1:]:
+            self.children[self.idom[b]].append(b)
+        # pre/post numbers of a DFS over the tree: a dominates b iff a's interval holds b's
+        self._pre: dict[Block, int] = {}
+        self._post: dict[Block, int] = {}
+        n = 0
+        stack = [(self.rpo[0], 0)] if self.rpo else []
+        while stack:
+            b, i = stack.pop()
+            if i == 0:
+                self._pre[b] = n
+                n += 1
+            kids = self.children[b]
+            if i < len(kids):
+                stack.append((b, i + 1))
+                stack.append((kids[i], 0))
+            else:
+                self._post[b] = n
+                n += 1
+        self._frontier: dict[Block, list[Block]] | None = None
+
+    def reachable(self, b: Block) -> bool:
+        return b in self.index
+
+    def dominates(self, a: Block, b: Block) -> bool:
+        """a dominates b (reflexive)."""
+        pa, pb = self._pre.get(a), self._pre.get(b)
+        if pa is None or pb is None:
+            return False
+        return pa <= pb and self._post[b] <= self._post[a]
+
+    def strictly_dominates(self, a: Block, b: Block) -> bool:
+        return a is not b and self.dominates(a, b)
+
+    def preorder(self) -> list[Block]:
+        """Blocks in dominator-tree preorder (parents before children)."""
+        return sorted(self.rpo, key=self._pre.__getitem__)
+
+    @property
+    def frontier(self) -> dict[Block, list[Block]]:
+        if self._frontier is None:
+            df: dict[Block, list[Block]] = {b: [] for b in self.rpo}
+            for b in self.rpo:
+                ps = [p for p in self.preds[b] if p in self.index]
+                if len(ps) < 2:
+                    continue
+                for p in ps:
+                    runner = p
+                    while runner is not None and runner is not self.idom[b]:
+                        if b not in df[runner]:
+                            df[runner].append(b)
+                        runner = self.idom[runner]
+            self._frontier = df
+        return self._frontier
+
+
+class Loop:
+    """A natural loop. `header` dominates every block; `latches` are the in-loop
+    predecessors of the header (`latch` when there is exactly one); `blocks` lists the body
+    in RPO, header first; `exits` are the blocks outside the loop that a body block
+    branches to, and `exiting` the body blocks that do; `preheader` is the header's only
+    out-of-loop predecessor when that block has the header as its only successor (else
+    None: `ensure_preheader` makes one). `parent`/`children` form the loop nest."""
+
+    def __init__(self, fn: Function, header: Block, latches: list[Block]):
+        self.fn = fn
+        self.header = header
+        self.latches = latches
+        self.block_set: set[Block] = set()
+        self.blocks: list[Block] = []
+        self.parent: Loop | None = None
+        self.children: list[Loop] = []
+        self.exits: list[Block] = []
+        self.exiting: list[Block] = []
+        self.preheader: Block | None = None
+
+    def __repr__(self) -> str:
+        return f"Loop({self.header.name}, {len(self.blocks)} blocks)"
+
+    @property
+    def latch(self) -> Block | None:
+        return self.latches[0] if len(self.latches) == 1 else None
+
+    @property
+    def depth(self) -> int:
+        d, p = 1, self.parent
+        while p is not None:
+            d, p = d + 1, p.parent
+        return d
+
+    def contains(self, b: Block) -> bool:
+        return b in self.block_set
+
+    def is_invariant(self, v) -> bool:
+        """True for values not defined inside the loop (constants, params, outer instrs)."""
+        from .module import Instr
+        return not (isinstance(v, Instr) and v.block in self.block_set)
+
+    def induction_variables(self) -> list["InductionVariable"]:
+        return find_induction_variables(self)
+
+    def trip_count(self) -> "TripCount | None":
+        """The counted-loop shape, when recognised (see `TripCount`)."""
+        return find_trip_count(self)
+
+
+class LoopInfo:
+    """The loop nest of a function: `loops` outermost-first in RPO of headers,
+    `top_level`, and `loop_of[b]` the innermost loop containing b."""
+
+    def __init__(self, fn: Function, dom: DomTree):
+        self.fn = fn
+        latches: dict[Block, list[Block]] = {}
+        for b in dom.rpo:
+            for s in b.successors:
+                if dom.dominates(s, b):
+                    latches.setdefault(s, []).append(b)
+        self.loops: list[Loop] = []
+        for h in dom.rpo:
+            if h not in latches:
+                continue
+            lp = Loop(fn, h, latches[h])
+            body = {h}
+            work = [t for t in latches[h] if t is not h]
+            body.update(work)
+            while work:
+                b = work.pop()
+                for p in dom.preds[b]:
+                    if p not in body and dom.reachable(p):
+                        body.add(p)
+                        work.append(p)
+            lp.block_set = body
+            lp.blocks = [b for b in dom.rpo if b in body]
+            self.loops.append(lp)
+        # nest: the parent is the smallest enclosing loop (headers in RPO: outer first)
+        for lp in self.loops:
+            best = None
+            for other in self.loops:
+                if other is not lp and lp.header in other.block_set and \
+                        lp.block_set <= other.block_set and \
+                        (best is None or len(other.block_set) < len(best.block_set)):
+                    best = other
+            lp.parent = best
+            if best is not None:
+                best.children.append(lp)
+        self.top_level = [lp for lp in self.loops if lp.parent is None]
+        self.loop_of: dict[Block, Loop] = {}
+        for lp in sorted(self.loops, key=lambda l: -len(l.block_set)):
+            for b in lp.blocks:
+                self.loop_of[b] = lp          # smaller (inner) loops overwrite outer ones
+        for lp in self.loops:
+            _fill_edges(lp, dom.preds)
+
+    def innermost_first(self) -> list[Loop]:
+        return sorted(self.loops, key=lambda l: -l.depth)
+
+
+def _fill_edges(lp: Loop, preds: dict[Block, list[Block]]) -> None:
+    exits: list[Block] = []
+    exiting: list[Block] = []
+    for b in lp.blocks:
+        for s in b.successors:
+            if s not in lp.block_set:
+                if s not in exits:
+                    exits.append(s)
+                if b not in exiting:
+                    exiting.append(b)
+    lp.exits, lp.exiting = exits, exiting
+    outside = [p for p in preds[lp.header] if p not in lp.block_set]
+    lp.preheader = outside[0] if len(outside) == 1 and \
+        outside[0].successors == [lp.header] else None
+
+
+def ensure_preheader(lp: Loop) -> tuple[Block, bool]:
+    """Return the loop's preheader, creating one when needed: a new block that the header's
+    outside predecessors branch to, holding merged phis for the header's outside incoming
+    values. Returns (preheader, created). Callers invalidate CFG analyses when created."""
+    from .module import Instr
+    from .types import VOID
+    if lp.preheader is not None:
+        return lp.preheader, False
+    fn, header = lp.fn, lp.header
+    outside = [p for p in block_predecessors(fn)[header] if p not in lp.block_set]
+    used = {b.name for b in fn.blocks}
+    name, n = f"{header.name}.preheader", 1
+    while name in used:
+        name, n = f"{header.name}.preheader.{n}", n + 1
+    pre = Block(name, function=fn)
+    fn.blocks.insert(fn.blocks.index(header), pre)
+    for p in dict.fromkeys(outside):
+        term = p.terminator
+        term.targets = [pre if t is header else t for t in term.targets]
+    for phi in header.phis:
+        ins_vals = [(v, b) for v, b in phi.incoming if b not in lp.block_set]
+        rest = [(v, b) for v, b in phi.incoming if b in lp.block_set]
+        if len(ins_vals) == 1 or len({id(v) for v, _ in ins_vals}) == 1:
+            merged = ins_vals[0][0]
+        else:
+            merged = pre.append(Instr("phi", phi.type, [v for v, _ in ins_vals], {},
+                                      [b for _, b in ins_vals], phi.span))
+        phi.operands = [merged] + [v for v, _ in rest]
+        phi.targets = [pre] + [b for _, b in rest]
+    pre.append(Instr("br", VOID, [], {}, [header]))
+    lp.preheader = pre
+    outer = lp.parent
+    while outer is not None:                   # the new block belongs to enclosing loops
+        outer.block_set.add(pre)
+        outer.blocks.insert(outer.blocks.index(header), pre)
+        outer = outer.parent
+    return pre, True
+
+
+def split_edge(fn: Function, src: Block, dst: Block) -> Block:
+    """Insert an empty block on the edge src -> dst (every src->dst edge), fixing dst's phis."""
+    from .module import Instr
+    from .types import VOID
+    used = {b.name for b in fn.blocks}
+    name, n = f"{src.name}.{dst.name}", 1
+    while name in used:
+        name, n = f"{src.name}.{dst.name}.{n}", n + 1
+    mid = Block(name, function=fn)
+    fn.blocks.insert(fn.blocks.index(src) + 1, mid)
+    term = src.terminator
+    term.targets = [mid if t is dst else t for t in term.targets]
+    mid.append(Instr("br", VOID, [], {}, [dst]))
+    for phi in dst.phis:
+        phi.targets = [mid if t is src else t for t in phi.targets]
+    return mid
+
+
+# ---- Induction variables and trip counts ------------------------------------------------
+
+class InductionVariable:
+    """A header phi `iv = phi [init, outside], [iv + step, latch]` with a loop-invariant
+    constant integer `step` (negative for `iv - c`). `update` is the add/sub instruction."""
+
+    def __init__(self, phi, init, step: int, update):
+        self.phi, self.init, self.step, self.update = phi, init, step, update
+
+    def __repr__(self) -> str:
+        return f"IV({self.phi!r}, step={self.step})"
+
+
+def find_induction_variables(lp: Loop) -> list[InductionVariable]:
+    from .module import Const, Instr
+    latch = lp.latch
+    if latch is None:
+        return []
+    out = []
+    for phi in lp.header.phis:
+        if not phi.type.is_int or len(phi.operands) != 2:
+            continue
+        inc = dict(zip(map(id, phi.targets), phi.operands))
+        upd = inc.get(id(latch))
+        others = [v for v, b in phi.incoming if b is not latch]
+        if len(others) != 1 or not isinstance(upd, Instr) or upd.op not in ("add", "sub"):
+            continue
+        a, b = upd.operands
+        step = None
+        if a is phi and isinstance(b, Const):
+            step = b.value if upd.op == "add" else -b.value
+        elif b is phi and isinstance(a, Const) and upd.op == "add":
+            step = a.value
+        if step:
+            out.append(InductionVariable(phi, others[0], int(step), upd))
+    return out
+
+
+class TripCount:
+    """A counted loop: `iv` runs from `init` by `step` while `iv_or_next PRED bound` holds,
+    tested by the loop's only exiting block. `tests_next` says whether the compare reads
+    the updated value (a latch test) or the phi (a header test). `count` is the number of
+    body iterations when init and bound are constants and the IV cannot wrap (else None)."""
+
+    def __init__(self, iv: InductionVariable, bound, pred: str, tests_next: bool,
+                 exiting, count: int | None):
+        self.iv, self.bound, self.pred = iv, bound, pred
+        self.tests_next, self.exiting, self.count = tests_next, exiting, count
+
+    @property
+    def init(self):
+        return self.iv.init
+
+    @property
+    def step(self) -> int:
+        return self.iv.step
+
+    def __repr__(self) -> str:
+        return f"TripCount({self.iv!r}, {self.pred}, count={self.count})"
+
+
+_SWAP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def find_trip_count(lp: Loop) -> TripCount | None:
+    from .module import Const, Instr
+    if len(lp.exiting) != 1 or lp.latch is None:
+        return None
+    exiting = lp.exiting[0]
+    term = exiting.terminator
+    if term.op != "cbr" or not isinstance(term.operands[0], Instr):
+        return None
+    cond = term.operands[0]
+    if cond.op != "cmp":
+        return None
+    stay_on_true = term.targets[0] in lp.block_set
+    if stay_on_true == (term.targets[1] in lp.block_set):
+        return None
+    pred = cond.attrs["pred"]
+    a, b = cond.operands
+    for iv in lp.induction_variables():
+        for side, other, p in ((a, b, pred), (b, a, _SWAP[pred])):
+            if side is iv.phi:
+                tests_next = False
+            elif side is iv.update:
+                tests_next = True
+            else:
+                continue
+            if not lp.is_invariant(other):
+                continue
+            if not stay_on_true:
+                p = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne",
+                     "ne": "eq"}[p]
+            count = None
+            if isinstance(iv.init, Const) and isinstance(other, Const):
+                count = _count(iv.init.value, other.value, iv.step, p, tests_next,
+                               exiting is lp.header)
+                t = iv.phi.type
+                if count is not None:
+                    last = iv.init.value + (count + 1) * iv.step   # the value that exits
+                    if t.wrap(last) != last:
+                        count = None
+            return TripCount(iv, other, p, tests_next, exiting, count)
+    return None
+
+
+def _count(init: int, bound: int, step: int, pred: str, tests_next: bool,
+           header_test: bool) -> int | None:
+    """Body iterations of `for (v = init; v PRED bound; v += step)` (header test), or of a
+    do-while shape (latch test of the next value). None when it would not terminate by
+    the comparison alone (wrap-around) or the shape is unusual."""
+    def holds(v: int) -> bool:
+        return {"lt": v < bound, "le": v <= bound, "gt": v > bound, "ge": v >= bound,
+                "ne": v != bound, "eq": v == bound}[pred]
+    if pred in ("lt", "le") and step <= 0 or pred in ("gt", "ge") and step >= 0:
+        return None
+    if pred == "ne":
+        if (bound - init) % step:
+            return None
+    if pred == "eq":
+        return None
+    if header_test and not tests_next:
+        # iterations = number of v in init, init+step, ... for which holds(v)
+        if not holds(init):
+            return 0
+        if pred == "ne":
+            return (bound - init) // step
+        span = bound - init + (1 if pred == "le" else -1 if pred == "ge" else 0)
+        return max(0, -(-span // step)) if step > 0 else max(0, -(-span // step))
+    if not header_test and tests_next:
+        # body runs once, then again while holds(init + k*step)
+        n, v = 1, init + step
+        if pred == "ne":
+            return (bound - init) // step
+        span = bound - v + (1 if pred == "le" else -1 if pred == "ge" else 0)
+        more = -(-span // step) if holds(v) else 0
+        return n + max(0, more)
+    return None

@@ -1,9 +1,16 @@
 """IR values and containers: constants, parameters, instructions, blocks, functions, modules.
 
 Invariants (checked by `verify.verify_module`):
-- Instructions are values (SSA temporaries): each is defined once and used after its
-  definition; mutable source variables are `Local` slots read and written with
-  `local.get`/`local.set`, so no phi nodes are needed.
+- Instructions are values (SSA temporaries): each is defined once and its definition
+  dominates every use. The frontend writes mutable source variables as `Local` slots read
+  and written with `local.get`/`local.set`; backends consume exactly that form.
+- SSA form (optimizer only): `opt/mem2reg.py` promotes scalar locals to values merged by
+  `phi` instructions. A phi is an ordinary `Instr` whose operand i flows in from
+  predecessor `targets[i]` (phis, not block parameters: the existing `Instr` already
+  carries blocks in `targets`, and every consumer of terminators keeps working). Phis open
+  their block; `opt/out_of_ssa.py` turns them back into locals before any backend runs.
+- Use lists are an on-demand analysis (`UseMap`), not fields kept on values: the frontend
+  and backends edit `operands` freely, and a pass that changes IR rebuilds or updates it.
 - Every block ends with exactly one terminator; `br`/`cbr` name their successors in
   `Instr.targets` (cbr: [then, else]).
 - A `Function` with `kind == "kernel"` is a GPU entry point; `kind == "extern"` has no blocks.
@@ -14,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .remarks import Remarks
 from .types import FnPtrType, PtrType, Type
 
 
@@ -63,6 +71,22 @@ class Instr(Value):
     def __repr__(self) -> str:
         return f"Instr({self.op}, {self.type})"
 
+    @property
+    def incoming(self) -> list[tuple[Any, "Block"]]:
+        """A phi's (value, predecessor) pairs."""
+        return list(zip(self.operands, self.targets))
+
+    def erase(self) -> None:
+        """Unlink from its block (callers drop its uses from a live UseMap first)."""
+        if self.block is not None:
+            self.block.instrs.remove(self)
+            self.block = None
+
+    def clone(self) -> "Instr":
+        """A detached copy with the same operands, attrs, targets and span."""
+        return Instr(self.op, self.type, list(self.operands), dict(self.attrs),
+                     list(self.targets), self.span, None)
+
 
 @dataclass(eq=False)
 class Block:
@@ -80,6 +104,34 @@ class Block:
     def successors(self) -> list["Block"]:
         term = self.terminator
         return list(term.targets) if term is not None else []
+
+    @property
+    def phis(self) -> list[Instr]:
+        out = []
+        for ins in self.instrs:
+            if ins.op != "phi":
+                break
+            out.append(ins)
+        return out
+
+    def first_non_phi(self) -> int:
+        i = 0
+        while i < len(self.instrs) and self.instrs[i].op == "phi":
+            i += 1
+        return i
+
+    def insert(self, index: int, ins: Instr) -> Instr:
+        ins.block = self
+        self.instrs.insert(index, ins)
+        return ins
+
+    def insert_before(self, anchor: Instr, ins: Instr) -> Instr:
+        return self.insert(self.instrs.index(anchor), ins)
+
+    def append(self, ins: Instr) -> Instr:
+        ins.block = self
+        self.instrs.append(ins)
+        return ins
 
 
 @dataclass(eq=False)
@@ -148,6 +200,75 @@ class KernelDecl:
     per_warp: bool = False
 
 
+class UseMap:
+    """Use lists of one function, on demand: value -> the instructions using it (one entry
+    per operand slot). Keyed by the value objects themselves (identity hashing), so no
+    `id()` side tables. Passes that edit operands go through `set_operand`, `replace_all`,
+    `add` and `drop` to keep it exact, or let the pass manager rebuild it."""
+
+    def __init__(self, fn: "Function"):
+        self.users: dict[Any, list[Instr]] = {}
+        for b in fn.blocks:
+            for ins in b.instrs:
+                self.add(ins)
+
+    def add(self, ins: Instr) -> None:
+        for o in ins.operands:
+            if isinstance(o, (Instr, Param)):
+                self.users.setdefault(o, []).append(ins)
+
+    def drop(self, ins: Instr) -> None:
+        for o in ins.operands:
+            us = self.users.get(o)
+            if us is not None and ins in us:
+                us.remove(ins)
+
+    def uses(self, v) -> list[Instr]:
+        return self.users.get(v, [])
+
+    def used(self, v) -> bool:
+        return bool(self.users.get(v))
+
+    def set_operand(self, user: Instr, index: int, new) -> None:
+        old = user.operands[index]
+        us = self.users.get(old)
+        if us is not None and user in us:
+            us.remove(user)
+        user.operands[index] = new
+        if isinstance(new, (Instr, Param)):
+            self.users.setdefault(new, []).append(user)
+
+    def replace_all(self, old, new) -> None:
+        """replace_all_uses_with: every operand slot holding `old` now holds `new`."""
+        if old is new:
+            return
+        users = self.users.pop(old, [])
+        track = isinstance(new, (Instr, Param))
+        for u in dict.fromkeys(users):
+            ops = u.operands
+            for k, o in enumerate(ops):
+                if o is old:
+                    ops[k] = new
+                    if track:
+                        self.users.setdefault(new, []).append(u)
+
+    def erase(self, ins: Instr) -> None:
+        """Drop `ins`'s operand uses and unlink it."""
+        self.drop(ins)
+        self.users.pop(ins, None)
+        ins.erase()
+
+
+def replace_all_uses_with(fn: "Function", old, new) -> None:
+    """One-off RAUW without a live UseMap (walks the function)."""
+    for b in fn.blocks:
+        for ins in b.instrs:
+            ops = ins.operands
+            for k, o in enumerate(ops):
+                if o is old:
+                    ops[k] = new
+
+
 @dataclass(eq=False)
 class Module:
     name: str
@@ -155,6 +276,7 @@ class Module:
     globals: dict[str, Global] = field(default_factory=dict)
     kernel_decls: dict[str, KernelDecl] = field(default_factory=dict)
     structs: dict[str, Type] = field(default_factory=dict)
+    remarks: Remarks = field(default_factory=Remarks)   # --explain: passes and backends
 
     def kernels(self) -> list[Function]:
         return [f for f in self.functions.values() if f.is_kernel]

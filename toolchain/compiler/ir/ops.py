@@ -37,6 +37,9 @@ def _rows() -> list[OpInfo]:
         R("cbr", "cond", terminator=True, doc="branch on bool to attrs then/else"),
         R("ret", "[value]", terminator=True),
         R("unreachable", "", terminator=True, effects=True),
+        # SSA (optimizer only): operand i flows in from predecessor targets[i]; phis open
+        # their block; opt/out_of_ssa.py removes them before any backend runs
+        R("phi", "values... (from targets...)", doc="SSA merge of the incoming values"),
         # arithmetic: signedness comes from the operand type; float ops are IEEE
         *(R(n, "a b") for n in ("add", "sub", "mul", "div", "rem", "and", "or", "xor",
                                 "shl", "shr", "min", "max")),

@@ -7,8 +7,10 @@
       cbr %3, then, exit
     }
 
-Operands: `%N` instruction results (numbered per function), `%name` parameters,
-`$name` locals, `@name` globals/functions, `5:i32` constants, block names for targets.
+Operands: `%N` instruction results (numbered per function in definition order), `%name`
+parameters, `$name` locals, `@name` globals/functions, `5:i32` constants, block names for
+targets. A phi prints its arms as `%3 = phi i32 [%0, entry], [%7, loop]`.
+`reader.parse_module` reads this text back (round trip: parse(print(m)) prints the same).
 """
 from __future__ import annotations
 
@@ -64,6 +66,9 @@ class _Namer:
 
 
 def format_instr(ins: Instr, namer: _Namer) -> str:
+    if ins.op == "phi":
+        arms = ", ".join(f"[{namer.name(v)}, {b.name}]" for v, b in ins.incoming)
+        return f"{namer.name(ins)} = phi {ins.type} {arms}"
     ops = [namer.name(o) for o in ins.operands] + [t.name for t in ins.targets]
     text = ins.op if str(ins.type) == "void" else f"{ins.op} {ins.type}"
     if ops:
@@ -89,6 +94,9 @@ def format_function(fn: Function) -> str:
     if fn.is_extern:
         return head
     namer = _Namer()
+    for ins in fn.instructions():          # number results in definition order, so a phi
+        if str(ins.type) != "void":        # may name a value defined further down
+            namer.name(ins)
     lines = [head + " {"]
     lines += [f"  local ${l.name}: {l.type}" for l in fn.locals]
     for b in fn.blocks:

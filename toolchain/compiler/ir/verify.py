@@ -1,4 +1,11 @@
-"""Structural IR verifier: blocks terminated, targets in the function, operand definitions.
+"""IR verifiers: structure (every compile) and SSA (after optimizer passes).
+
+`verify_function` is the cheap structural check every compile runs: blocks terminated,
+targets in the function, operands defined. `verify_function(fn, ssa=True)` adds what the
+optimizer must keep true: each definition dominates its uses (a phi's incoming value
+dominates the end of its predecessor), phis open their block with exactly one arm per
+predecessor edge, and operand types agree with the op (binary ops, compares, selects,
+loads/stores, local.set, branches, returns, calls).
 
 Raises `CompileError` with E0400 (an internal-consistency failure, i.e. a frontend or pass
 bug, reported plainly rather than as a backend crash).
@@ -7,14 +14,15 @@ from __future__ import annotations
 
 from ..diagnostics import CompileError, Diagnostic
 from . import ops as O
-from .module import Function, Instr, Local, Module
+from .module import Function, Instr, Local, Module, Param
+from .types import BOOL, VOID
 
 
 def _fail(fn: Function, msg: str, span=None) -> CompileError:
     return CompileError(Diagnostic("E0400", f"invalid IR in @{fn.name}: {msg}", span))
 
 
-def verify_function(fn: Function) -> None:
+def verify_function(fn: Function, ssa: bool = False) -> None:
     if fn.is_extern:
         if fn.blocks:
             raise _fail(fn, "extern function has a body")
@@ -44,8 +52,101 @@ def verify_function(fn: Function) -> None:
             if isinstance(o, Instr) and id(o) not in defined:
                 raise _fail(fn, f"{ins.op} uses a value not defined in this function",
                             ins.span)
+    if ssa:
+        _verify_ssa(fn)
 
 
-def verify_module(m: Module) -> None:
+_BINOPS = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "min", "max")
+
+
+def _verify_ssa(fn: Function) -> None:
+    from .cfg import DomTree, block_predecessors
+    preds = block_predecessors(fn)
+    dom = DomTree(fn, preds)
+    pos: dict[Instr, int] = {}
+    for b in fn.blocks:
+        for i, ins in enumerate(b.instrs):
+            pos[ins] = i
+            if ins.block is not b:
+                raise _fail(fn, f"{ins.op} in {b.name} records another block", ins.span)
+    params = set(fn.params)
+    for b in dom.rpo:
+        seen_non_phi = False
+        for i, ins in enumerate(b.instrs):
+            if ins.op == "phi":
+                if seen_non_phi:
+                    raise _fail(fn, f"phi after a non-phi in {b.name}", ins.span)
+                if sorted(map(id, ins.targets)) != sorted(map(id, preds[b])):
+                    raise _fail(fn, f"phi in {b.name} does not have one arm per "
+                                "predecessor", ins.span)
+                for v, p in ins.incoming:
+                    _check_def(fn, dom, pos, params, v, p, len(p.instrs), ins)
+            else:
+                seen_non_phi = True
+                for v in ins.operands:
+                    _check_def(fn, dom, pos, params, v, b, i, ins)
+            _check_types(fn, ins)
+
+
+def _check_def(fn, dom, pos, params, v, block, index, user) -> None:
+    """`v` must be available at position `index` of `block`."""
+    if isinstance(v, Param):
+        if v not in params:
+            raise _fail(fn, f"{user.op} uses a parameter of another function", user.span)
+        return
+    if not isinstance(v, Instr):
+        return
+    if v.type == VOID:
+        raise _fail(fn, f"{user.op} uses the result of {v.op}, which has none", user.span)
+    d = v.block
+    if d is block:
+        if pos[v] >= index:
+            raise _fail(fn, f"{user.op} in {block.name} uses {v.op} before its definition",
+                        user.span)
+    elif d is None or not dom.dominates(d, block):
+        raise _fail(fn, f"{user.op} in {block.name} uses {v.op} of "
+                    f"{d.name if d else '?'}, which does not dominate it", user.span)
+
+
+def _check_types(fn: Function, ins: Instr) -> None:
+    op, ops = ins.op, ins.operands
+
+    def need(cond: bool, what: str) -> None:
+        if not cond:
+            raise _fail(fn, f"{op}: {what}", ins.span)
+
+    if op in _BINOPS:
+        need(len(ops) == 2 and ops[0].type == ops[1].type == ins.type,
+             "operand and result types differ")
+    elif op == "phi":
+        need(all(v.type == ins.type for v in ops), "an incoming value has another type")
+    elif op in ("neg", "not"):
+        need(ops[0].type == ins.type, "operand and result types differ")
+    elif op == "cmp":
+        need(ins.type == BOOL and ops[0].type == ops[1].type, "bad compare types")
+    elif op == "select":
+        need(ops[0].type == BOOL and ops[1].type == ops[2].type == ins.type,
+             "bad select types")
+    elif op == "cbr":
+        need(ops[0].type == BOOL, "condition is not bool")
+    elif op == "load":
+        need(ops[0].type.is_ptr and ops[0].type.pointee == ins.type, "bad load types")
+    elif op == "store":
+        need(ops[0].type.is_ptr and ops[0].type.pointee == ops[1].type, "bad store types")
+    elif op == "local.set":
+        need(ops[0].type == ops[1].type, "value type differs from the local's")
+    elif op == "local.get":
+        need(ops[0].type == ins.type, "result type differs from the local's")
+    elif op == "ret":
+        need((fn.ret == VOID) == (not ops) and all(v.type == fn.ret for v in ops),
+             "returned value does not match the function")
+    elif op == "call":
+        callee = ops[0]
+        need(isinstance(callee, Function) and len(ops) - 1 == len(callee.params) and
+             all(a.type == p.type for a, p in zip(ops[1:], callee.params)),
+             "arguments do not match the callee")
+
+
+def verify_module(m: Module, ssa: bool = False) -> None:
     for fn in m.functions.values():
-        verify_function(fn)
+        verify_function(fn, ssa)

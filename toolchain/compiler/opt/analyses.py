@@ -1,0 +1,74 @@
+"""The analyses cache the pass manager hands to every pass: `analyses.get("domtree")`.
+
+Registered analyses (all per function, rebuilt lazily after a pass invalidates them):
+  preds    block -> predecessor blocks          (ir/cfg.block_predecessors)
+  domtree  dominator tree + dominance frontiers  (ir/cfg.DomTree)
+  loops    the loop nest                         (ir/cfg.LoopInfo)
+  uses     value -> using instructions           (ir/module.UseMap)
+A pass declares which of these it may invalidate (`"cfg"` = preds, domtree, loops;
+`"all"` = everything); a pass that keeps a `UseMap` exact while it edits may leave "uses"
+out. Besides the cache, `Analyses` carries what passes read but never recompute: the
+module, its remarks collector, whether the code is GPU code, and the target's facts.
+"""
+from __future__ import annotations
+
+from ..ir.cfg import DomTree, LoopInfo, block_predecessors
+from ..ir.module import Function, Module, UseMap
+
+CFG = ("preds", "domtree", "loops")
+ALL = CFG + ("uses",)
+
+
+class TargetInfo:
+    """What a target tells the optimizer. `subgroup_width` is None when it varies or is
+    unknown. Built from the target registry's object or a plain dict (`from_any`)."""
+
+    def __init__(self, subgroup_width: int | None = None, name: str | None = None):
+        self.subgroup_width = subgroup_width
+        self.name = name
+
+    @classmethod
+    def from_any(cls, info) -> "TargetInfo":
+        if info is None:
+            return cls()
+        if isinstance(info, TargetInfo):
+            return info
+        get = info.get if isinstance(info, dict) else (lambda k, d=None: getattr(info, k, d))
+        return cls(get("subgroup_width", None), get("name", None))
+
+
+class Analyses:
+    def __init__(self, fn: Function, module: Module | None = None, gpu: bool = False,
+                 target: TargetInfo | None = None):
+        self.fn = fn
+        self.module = module
+        self.gpu = gpu
+        self.target = target or TargetInfo()
+        self._cache: dict[str, object] = {}
+
+    def get(self, name: str):
+        if name not in self._cache:
+            self._cache[name] = self._build(name)
+        return self._cache[name]
+
+    def _build(self, name: str):
+        if name == "preds":
+            return block_predecessors(self.fn)
+        if name == "domtree":
+            return DomTree(self.fn, self.get("preds"))
+        if name == "loops":
+            return LoopInfo(self.fn, self.get("domtree"))
+        if name == "uses":
+            return UseMap(self.fn)
+        raise KeyError(f"unknown analysis {name!r}")
+
+    def invalidate(self, names=ALL) -> None:
+        for n in (ALL if names == "all" else names):
+            if n == "cfg":
+                self.invalidate(CFG)
+            else:
+                self._cache.pop(n, None)
+
+    def remark(self, span_or_line, pass_name: str, text: str) -> None:
+        if self.module is not None:
+            self.module.remarks.add(self.fn, span_or_line, pass_name, text)

@@ -1,0 +1,107 @@
+"""constfold: constant folding and propagation to a fixed point.
+
+Every instruction whose operands are all constants is evaluated by `fold.py` (the exact
+language semantics) and replaced by the constant; users are revisited, so constants flow
+through whole expression chains. Also: `select` on a constant condition or with equal
+arms, phis whose arms are all one value, and integer identities that hold for every
+input (x+0, x-0, x*1, x*0, x&0, x|0, x^0, x<<0, x>>0, x/1). Float identities are left
+alone (x+0.0 is not x for x = -0.0). Conditional branches on folded constants are left to
+simplify-cfg, which owns the CFG.
+"""
+from __future__ import annotations
+
+from ..ir.module import Const, Instr, UseMap
+from ..ir.types import IntType
+from .fold import fold
+
+
+def run(fn, analyses) -> bool:
+    uses: UseMap = analyses.get("uses")
+    work = [i for b in fn.blocks for i in b.instrs]
+    changed = False
+    while work:
+        ins = work.pop()
+        if ins.block is None:
+            continue
+        new = _simplify(ins)
+        if new is None or new is ins:
+            continue
+        users = list(dict.fromkeys(uses.uses(ins)))
+        uses.replace_all(ins, new)
+        uses.erase(ins)
+        work.extend(users)
+        changed = True
+    return changed
+
+
+def _simplify(ins: Instr):
+    op = ins.op
+    if op == "phi":
+        vals = {id(v): v for v in ins.operands if v is not ins}
+        if len(vals) == 1:
+            v = next(iter(vals.values()))
+            if not isinstance(v, Const):
+                return v
+            same = [o for o in ins.operands if o is not ins]
+            if all(isinstance(o, Const) and o.type == v.type and
+                   _same_const(o, v) for o in same):
+                return v
+        elif len(vals) > 1 and all(isinstance(v, Const) for v in vals.values()):
+            first = next(iter(vals.values()))
+            if all(_same_const(v, first) for v in vals.values()):
+                return first
+        return None
+    if op == "select":
+        c, a, b = ins.operands
+        if isinstance(c, Const):
+            return a if c.value else b
+        if a is b or (isinstance(a, Const) and isinstance(b, Const) and _same_const(a, b)):
+            return a
+        return None
+    c = fold(ins)
+    if c is not None:
+        return c
+    if isinstance(ins.type, IntType) and len(ins.operands) == 2:
+        return _identity(ins)
+    return None
+
+
+def _same_const(a: Const, b: Const) -> bool:
+    if a.type != b.type:
+        return False
+    if a.type.is_float:
+        import struct
+        fmt = "<d"
+        return struct.pack(fmt, a.value) == struct.pack(fmt, b.value)
+    return a.value == b.value
+
+
+def _is(v, n: int) -> bool:
+    return isinstance(v, Const) and isinstance(v.value, int) and v.value == n
+
+
+def _identity(ins: Instr):
+    op = ins.op
+    a, b = ins.operands
+    if op in ("add", "or", "xor"):
+        if _is(b, 0):
+            return a
+        if _is(a, 0):
+            return b
+    elif op in ("sub", "shl", "shr"):
+        if _is(b, 0):
+            return a
+    elif op == "mul":
+        if _is(b, 1):
+            return a
+        if _is(a, 1):
+            return b
+        if _is(a, 0) or _is(b, 0):
+            return Const(ins.type, 0)
+    elif op == "and":
+        if _is(a, 0) or _is(b, 0):
+            return Const(ins.type, 0)
+    elif op == "div":
+        if _is(b, 1):
+            return a
+    return None

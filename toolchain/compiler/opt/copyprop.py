@@ -1,0 +1,68 @@
+"""copyprop: replace copies by their source.
+
+Copies in this IR are: conversions to the same type (convert/bitcast/addrspacecast whose
+operand already has the result type), `select c, x, x`, and webs of phis that only pass
+one value around (a loop-carried variable the loop never changes: `x1 = phi [x0, x2]`,
+`x2 = phi [x1, x1]` is x0). A web is found by walking phi operands through phis only; if
+every non-phi value reached is the same value v, every phi in the web is v.
+"""
+from __future__ import annotations
+
+from ..ir.module import Instr, UseMap
+
+
+def run(fn, analyses) -> bool:
+    uses: UseMap = analyses.get("uses")
+    changed = False
+    for b in fn.blocks:
+        for ins in list(b.instrs):
+            if ins.block is None:
+                continue
+            src = _copy_source(ins)
+            if src is not None and src is not ins:
+                uses.replace_all(ins, src)
+                uses.erase(ins)
+                changed = True
+    for b in fn.blocks:
+        for phi in list(b.phis):
+            if phi.block is None:
+                continue
+            web, sources = _web(phi)
+            if len(sources) == 1:
+                v = next(iter(sources.values()))
+                for p in web:
+                    uses.replace_all(p, v)
+                for p in web:
+                    uses.erase(p)
+                changed = True
+    return changed
+
+
+def _copy_source(ins: Instr):
+    op, ops = ins.op, ins.operands
+    if op in ("convert", "bitcast", "addrspacecast") and ops[0].type == ins.type:
+        return ops[0]
+    if op == "select" and ops[1] is ops[2]:
+        return ops[1]
+    return None
+
+
+def _web(phi: Instr, limit: int = 64):
+    seen: list[Instr] = []
+    mark: set = set()
+    sources: dict[int, object] = {}
+    work = [phi]
+    while work:
+        p = work.pop()
+        if p in mark:
+            continue
+        mark.add(p)
+        seen.append(p)
+        if len(seen) > limit or len(sources) > 1:
+            return seen, {0: None, 1: None}
+        for v in p.operands:
+            if isinstance(v, Instr) and v.op == "phi":
+                work.append(v)
+            else:
+                sources[id(v)] = v
+    return seen, sources

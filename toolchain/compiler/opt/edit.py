@@ -1,0 +1,55 @@
+"""Small CFG edits shared by passes (no pass calls another pass; they share these)."""
+from __future__ import annotations
+
+from ..ir.cfg import reverse_postorder
+from ..ir.module import Block, Const, Function, Instr, UseMap, replace_all_uses_with
+from ..ir.types import FloatType, Type
+
+
+def zero(t: Type) -> Const:
+    """The zero constant of a scalar type (what an unwritten promoted local reads)."""
+    if isinstance(t, FloatType):
+        return Const(t, 0.0)
+    if t.is_bool:
+        return Const(t, False)
+    return Const(t, 0)
+
+
+def remove_phi_arm(block: Block, pred: Block, uses: UseMap | None = None) -> None:
+    """Drop one arm from `pred` in each phi of `block` (one CFG edge went away)."""
+    for phi in block.phis:
+        for k, t in enumerate(phi.targets):
+            if t is pred:
+                if uses is not None:
+                    uses.drop(phi)
+                del phi.operands[k]
+                del phi.targets[k]
+                if uses is not None:
+                    uses.add(phi)
+                break
+
+
+def remove_unreachable(fn: Function) -> bool:
+    """Delete blocks the entry cannot reach, and their phi arms in reachable blocks."""
+    live = set(reverse_postorder(fn))
+    dead = [b for b in fn.blocks if b not in live]
+    if not dead:
+        return False
+    for b in dead:
+        for s in b.successors:
+            if s in live:
+                remove_phi_arm(s, b)
+    fn.blocks = [b for b in fn.blocks if b in live]
+    # values of dead blocks may still be named by phis of other dead blocks only
+    return True
+
+
+def redirect(term: Instr, old: Block, new: Block) -> None:
+    term.targets = [new if t is old else t for t in term.targets]
+
+
+def replace_uses(fn: Function, old, new, uses: UseMap | None) -> None:
+    if uses is not None:
+        uses.replace_all(old, new)
+    else:
+        replace_all_uses_with(fn, old, new)

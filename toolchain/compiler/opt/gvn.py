@@ -1,0 +1,121 @@
+"""gvn: dominator-scoped common-subexpression elimination (value numbering).
+
+Walking the dominator tree, a pure instruction whose (op, type, operands, attrs) matches
+one already available in a dominating position is replaced by it; commutative integer and
+float add/mul/and/or/xor/min/max (ints only for min/max) and eq/ne compares match with
+their operands swapped. Address arithmetic (ptradd, byteadd, fieldptr) is pure and
+numbered like any other value.
+
+Loads are numbered only inside one block and only until the next instruction that may
+write memory or synchronise (any op with the `effects` flag: stores, calls, atomics,
+barriers, async copies, tensor ops): loads never merge across a memory effect.
+
+Never numbered: anything reading lane state or memory besides plain loads (subgroup.*,
+local.get, atomics), allocations (each gpu.alloc/alloca is a distinct object), phis, and
+ops with effects.
+"""
+from __future__ import annotations
+
+import struct
+
+from ..ir import ops as O
+from ..ir.module import Const, Instr
+
+PURE = frozenset((
+    "add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "min", "max",
+    "neg", "not", "cmp", "select", "convert", "bitcast", "ptrtoint", "inttoptr",
+    "addrspacecast", "ptradd", "byteadd", "fieldptr", "gpu.index",
+    "cvt.h2f", "cvt.f2h", "cvt.bf2f", "cvt.f2bf", "int.dp4a", "int.dp2a", "int.prmt",
+    "half2.add", "half2.mul", "half2.fma", "half2.lo", "half2.hi", "half2.pack",
+    *(f"math.{n}" for n in ("sqrt", "rsqrt", "fabs", "sin", "cos", "log", "exp")),
+))
+_COMMUTATIVE = frozenset(("add", "mul", "and", "or", "xor"))
+
+
+def _operand_key(v):
+    if isinstance(v, Const):
+        val = struct.pack("<d", v.value) if v.type.is_float else v.value
+        return ("c", v.type, val)
+    return v
+
+
+def _attr_key(attrs: dict):
+    try:
+        return tuple(sorted(attrs.items()))
+    except TypeError:
+        return None
+
+
+def key(ins: Instr):
+    ops = tuple(_operand_key(o) for o in ins.operands)
+    op = ins.op
+    if (op in _COMMUTATIVE or (op in ("min", "max") and ins.type.is_int) or
+            (op == "cmp" and ins.attrs.get("pred") in ("eq", "ne"))) and len(ops) == 2:
+        ops = tuple(sorted(ops, key=lambda k: repr(k) if isinstance(k, tuple) else
+                           f"~{id(k):x}"))
+    attrs = _attr_key(ins.attrs)
+    if attrs is None:
+        return None
+    return (op, ins.type, ops, attrs)
+
+
+def run(fn, analyses) -> bool:
+    dom = analyses.get("domtree")
+    table: dict = {}
+    replace: dict[Instr, object] = {}
+    changed = False
+    stack: list[tuple] = [("enter", dom.rpo[0])] if dom.rpo else []
+    while stack:
+        item = stack.pop()
+        if item[0] == "exit":
+            for k in item[1]:
+                del table[k]
+            continue
+        b = item[1]
+        added = []
+        loads: dict = {}
+        keep = []
+        for ins in b.instrs:
+            if replace:
+                ins.operands = [replace.get(o, o) if isinstance(o, Instr) else o
+                                for o in ins.operands]
+            op = ins.op
+            if op == "load":
+                k = ("load", ins.type, ins.operands[0])
+                prev = loads.get(k)
+                if prev is not None:
+                    replace[ins] = prev
+                    ins.block = None
+                    changed = True
+                    continue
+                loads[k] = ins
+            elif O.OPS[op].effects:
+                loads.clear()
+            elif op in PURE:
+                k = key(ins)
+                if k is not None:
+                    prev = table.get(k)
+                    if prev is not None:
+                        replace[ins] = prev
+                        ins.block = None
+                        changed = True
+                        continue
+                    table[k] = ins
+                    added.append(k)
+            keep.append(ins)
+        b.instrs = keep
+        stack.append(("exit", added))
+        for c in reversed(dom.children[b]):
+            stack.append(("enter", c))
+    if replace:
+        for b in fn.blocks:                  # phis (and unreachable code) name values
+            for ins in b.instrs:             # from anywhere: settle the rest
+                if any(isinstance(o, Instr) and o in replace for o in ins.operands):
+                    ins.operands = [_final(replace, o) for o in ins.operands]
+    return changed
+
+
+def _final(replace, v):
+    while isinstance(v, Instr) and v in replace:
+        v = replace[v]
+    return v

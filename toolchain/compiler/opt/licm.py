@@ -1,0 +1,74 @@
+"""licm: loop-invariant code motion into the loop's preheader (innermost loops first).
+
+An instruction moves when every operand is defined outside the loop (or was itself moved)
+and it is safe to execute even when the loop body would not have run:
+- pure and speculation-safe ops (gvn.PURE minus integer div/rem, which trap on x86-64
+  for a zero divisor; they move only with a nonzero constant divisor other than -1);
+- loads, only when the loop is a counted loop (`Loop.trip_count()`), contains no
+  instruction with memory effects (store, call, atomic, barrier, async copy, tensor op),
+  the pointer is invariant, and the load runs on every iteration that completes (its
+  block dominates every exiting block) or the loop is known to run at least once.
+A preheader is created when the loop lacks one. Each hoist is an `--explain` remark.
+"""
+from __future__ import annotations
+
+from ..ir import ops as O
+from ..ir.cfg import ensure_preheader
+from ..ir.module import Const, Instr
+from .gvn import PURE
+
+_TRAPPING = ("div", "rem")
+
+
+def run(fn, analyses) -> bool:
+    changed = False
+    loops = analyses.get("loops")
+    dom = analyses.get("domtree")
+    for lp in loops.innermost_first():
+        if _hoist(fn, lp, dom, analyses):
+            changed = True
+    return changed
+
+
+def _safe(ins: Instr) -> bool:
+    if ins.op in _TRAPPING and ins.type.is_int:
+        d = ins.operands[1]
+        return isinstance(d, Const) and d.value not in (0, -1)
+    return ins.op in PURE
+
+
+def _hoist(fn, lp, dom, analyses) -> bool:
+    has_effects = any(O.OPS[i.op].effects for b in lp.blocks for i in b.instrs)
+    loads_ok = False
+    if not has_effects:
+        tc = lp.trip_count()
+        loads_ok = tc is not None
+        runs_once = tc is not None and tc.count is not None and tc.count >= 1
+    moved: list[Instr] = []
+    moved_set: set = set()
+
+    def invariant(v) -> bool:
+        return not (isinstance(v, Instr) and v.block in lp.block_set and v not in moved_set)
+
+    for b in lp.blocks:
+        for ins in b.instrs:
+            if ins.op == "phi" or not all(invariant(o) for o in ins.operands):
+                continue
+            if ins.op == "load":
+                if not loads_ok or not (runs_once or all(dom.dominates(b, e)
+                                                         for e in lp.exiting)):
+                    continue
+            elif not _safe(ins):
+                continue
+            moved.append(ins)
+            moved_set.add(ins)
+    if not moved:
+        return False
+    pre, _ = ensure_preheader(lp)
+    where = lp.header.instrs[-1].span
+    for ins in moved:
+        ins.block.instrs.remove(ins)
+        pre.insert(len(pre.instrs) - 1, ins)
+        analyses.remark(ins.span or where, "licm",
+                        f"hoisted {ins.op} out of the loop at {lp.header.name}")
+    return True

@@ -1,0 +1,81 @@
+"""simplify-cfg: constant and same-target branches, unreachable blocks, straight-line merges.
+
+Rewrites, repeated until none applies:
+- `cbr true/false, A, B` -> `br` to the taken side (the other side loses its phi arm);
+- `cbr c, A, A` -> `br A`;
+- blocks the entry cannot reach are deleted;
+- a block whose single predecessor ends in `br` to it is merged into that predecessor
+  (its phis have one arm: they become that value);
+- a trivial phi (every arm the same value, or the phi itself) is replaced by that value.
+Empty forwarding blocks are kept: they are where out-of-SSA and loop passes put code.
+"""
+from __future__ import annotations
+
+from ..ir.cfg import block_predecessors
+from ..ir.module import Const, Instr, replace_all_uses_with
+from ..ir.types import VOID
+from .edit import remove_phi_arm, remove_unreachable
+
+
+def run(fn, analyses) -> bool:
+    changed = False
+    while _round(fn):
+        changed = True
+    return changed
+
+
+def _round(fn) -> bool:
+    changed = False
+    for b in fn.blocks:
+        term = b.terminator
+        if term is None or term.op != "cbr":
+            continue
+        c = term.operands[0]
+        then, other = term.targets
+        if isinstance(c, Const):
+            keep, drop = (then, other) if c.value else (other, then)
+        elif then is other:
+            keep, drop = then, None
+        else:
+            continue
+        if drop is not None and drop is not keep:
+            remove_phi_arm(drop, b)
+        elif drop is None:
+            remove_phi_arm(keep, b)            # two arms from b became one edge
+        b.instrs[-1] = Instr("br", VOID, [], {}, [keep], term.span, b)
+        changed = True
+    if remove_unreachable(fn):
+        changed = True
+    preds = block_predecessors(fn)
+    for b in list(fn.blocks):
+        for phi in b.phis:
+            vals = {id(v): v for v in phi.operands if v is not phi}
+            if len(vals) == 1:
+                replace_all_uses_with(fn, phi, next(iter(vals.values())))
+                b.instrs.remove(phi)
+                changed = True
+    merged: set = set()
+    for b in list(fn.blocks):
+        if b in merged or b is fn.blocks[0]:
+            continue
+        ps = preds.get(b, [])
+        if len(ps) != 1:
+            continue
+        p = ps[0]
+        if p is b or p in merged or p.terminator is None or p.terminator.op != "br":
+            continue
+        for phi in b.phis:                      # one predecessor: one arm
+            replace_all_uses_with(fn, phi, phi.operands[0])
+        body = [i for i in b.instrs if i.op != "phi"]
+        p.instrs.pop()
+        for ins in body:
+            ins.block = p
+        p.instrs.extend(body)
+        for s in b.successors:
+            for phi in s.phis:
+                phi.targets = [p if t is b else t for t in phi.targets]
+            preds[s] = [p if x is b else x for x in preds[s]]
+        fn.blocks.remove(b)
+        merged.add(b)
+        changed = True
+    return changed
