@@ -1,7 +1,8 @@
 """Operators, casts, memory expressions, literals and calls (LANGUAGE §2, §4).
 
-Binary arithmetic uses typesys.arith_result (wider operand type; untyped literals adopt the
-other side). `p + n` / `p - n` scale by the element (ptradd), `p1 - p2` is the byte
+Binary arithmetic uses typesys.arith_result (integer promotion to int32, then the wider
+operand type; an untyped integer literal brings literal_type, a float literal adopts the other
+float type). Shifts have the promoted type of the left operand alone, as in C. `p + n` / `p - n` scale by the element (ptradd), `p1 - p2` is the byte
 difference as int64. `>>` is arithmetic or logical by the operand's signedness (the IR
 `shr` takes it from the type). `/` or `%` by a constant 0 is M0116.
 """
@@ -9,12 +10,12 @@ from __future__ import annotations
 
 from . import ast as A
 from ..ir.module import Const
-from ..ir.types import (BOOL, I32, I64, U8, U64, VOID, ArrayType, FnPtrType, PtrType,
+from ..ir.types import (BOOL, F64, I32, I64, U8, U64, VOID, ArrayType, FnPtrType, PtrType,
                         StructType, ptr)
 from .consteval import NOT_CONST, ConstDivZero, const_value
 from .lower_expr import _ARITH, _CMP
 from .scope import FnSym, VarSym
-from .typesys import STRING, arith_result, describe
+from .typesys import STRING, arith_result, describe, literal_type, promote
 
 GPU_CALL_PREFIXES = ("atomic_", "subgroup_", "async_copy_", "tensor_")
 
@@ -25,24 +26,56 @@ class OpsMixin:
         lu, ru = self.untyped(e.left), self.untyped(e.right)
         if lu and not ru:
             r = self.value(e.right, hint)
-            return self.literal(e.left, self._lit_hint(r.type)), r
+            return self.literal(e.left, self._lit_hint(e.left, r.type)), r
         l = self.value(e.left, hint)
         if ru:
-            return l, self.literal(e.right, self._lit_hint(l.type))
+            return l, self.literal(e.right, self._lit_hint(e.right, l.type))
         return l, self.value(e.right, hint)
 
-    @staticmethod
-    def _lit_hint(t):
-        if isinstance(t, (PtrType, FnPtrType)):
+    def own_type(self, e: A.Expr, v):
+        """The type an untyped integer operand brings: a const name's declared type, else
+        literal_type (int32, int64 above int32's range, uint64 above int64's)."""
+        if isinstance(e, A.Name):
+            sym = self.lookup(e.name)
+            if isinstance(sym, VarSym) and sym.type.is_int:
+                return sym.type
+        return literal_type(v)
+
+    def _lit_hint(self, e: A.Expr, other):
+        """The type an untyped operand takes beside a typed operand of type `other`."""
+        if isinstance(other, (PtrType, FnPtrType)):
             return I64
-        return I32 if t.is_bool else t
+        try:
+            v = const_value(e, self.lookup)
+        except ConstDivZero:
+            v = NOT_CONST
+        if isinstance(v, float):
+            return other if other.is_float else F64
+        if other.is_float or v is NOT_CONST or isinstance(v, bool) or \
+                not (other.is_int or other.is_bool):
+            return I32 if other.is_bool else other
+        return arith_result(other, self.own_type(e, v))
+
+    def shift_operands(self, e: A.Binary, hint):
+        """C shifts: the result has the promoted type of the left operand alone."""
+        lu, ru = self.untyped(e.left), self.untyped(e.right)
+        if lu and not ru:
+            r = self.value(e.right, None)
+            v = self.const_int(e.left)
+            return self.literal(e.left, None if v is None else self.own_type(e.left, v)), r
+        l = self.value(e.left, hint)
+        if ru:
+            want = promote(l.type) if (l.type.is_int or l.type.is_bool) else None
+            return l, self.literal(e.right, want)
+        return l, self.value(e.right, None)
 
     def expr_Binary(self, e: A.Binary, hint):
         if e.op in ("&&", "||"):
             return self.b.convert(self.logic(e), I32)
         if e.op in _CMP:
             return self.b.convert(self.compare(e), I32)
-        l, r = self.operands(e, hint)
+        shift = e.op in ("<<", ">>")
+        l, r = self.shift_operands(e, hint) if shift else self.operands(e, hint)
         if e.op in ("+", "-") and (isinstance(l.type, PtrType) or
                                    isinstance(r.type, PtrType)):
             return self.pointer_arith(e, l, r)
@@ -51,8 +84,8 @@ class OpsMixin:
         if not (_numeric(l.type) and _numeric(r.type)):
             raise self.fail("E0202", f"operator `{e.op}` is not defined for "
                             f"{describe(l.type)} and {describe(r.type)}", e.span)
-        if e.op in ("<<", ">>"):
-            t = I32 if l.type.is_bool else l.type
+        if shift:
+            t = promote(l.type)
             if not (t.is_int and (r.type.is_int or r.type.is_bool)):
                 raise self.fail("E0202", f"`{e.op}` needs integers", e.span)
             return self.b.binop(_ARITH[e.op], self.b.convert(l, t), self.b.convert(r, t))
@@ -176,8 +209,8 @@ class OpsMixin:
         if e.op == "!":
             return self.b.convert(self.b.unop("not", self.cond(e.operand)), I32)
         v = self.value(e.operand, hint)
-        if v.type.is_bool:
-            v = self.b.convert(v, I32)
+        if v.type.is_bool or (v.type.is_int and e.op in "-~"):
+            v = self.b.convert(v, promote(v.type))     # C promotes unary operands too
         if e.op == "+" and _numeric(v.type):
             return v
         if e.op == "-" and (v.type.is_int or v.type.is_float):
@@ -318,7 +351,7 @@ class OpsMixin:
             raise self.fail("E0107", f"kernel `{sym.name}` cannot be called; launch it "
                             "with `dispatch`", e.callee.span)
         args = self._args(e, sym.params, sym)
-        return self._void_check(self.b.call(sym.fn, args), e, discard)
+        return self._void_check(self.b.call(sym.fn, args, span=e.span), e, discard)
 
     def _void_check(self, v, e, discard: bool):
         if v.type == VOID and not discard:

@@ -106,6 +106,13 @@ class StmtMixin:
         sym = self.declare_local(d, t, enum)
         self.scope.names[d.name] = sym
 
+    def stmt_ConstDecl(self, d: A.ConstDecl) -> None:
+        """A local `const` (§3): it has a type (the parser reports a missing one) and any
+        initializer; an integer constant one folds, anything else is a read-only local."""
+        if d.type is None:
+            raise Abort()
+        self.stmt_VarDecl(d)
+
     def declare_local(self, d: A.VarDecl, t, enum) -> VarSym:
         if isinstance(t, PtrType) and self.device:
             t = with_space(t, "global")

@@ -11,9 +11,12 @@ Invariants:
 - A struct that points to itself is built with a field-less placeholder StructType of the
   same name; `StructTable.full` maps any struct back to its complete definition.
 
-Arithmetic rule (the spec has no C integer promotions): a binary operation on two integers
-runs in the wider operand type; at equal width, unsigned wins. Untyped literals adopt the
-other operand's type. int with float gives the float type; float32 with float64 gives float64.
+Arithmetic rule (LANGUAGE §12.10, C's usual arithmetic conversions on LP64): integer operands
+narrower than 32 bits (and bool) are first promoted to int32; then a binary operation runs in
+the wider operand type, and at equal width unsigned wins. int with float gives the float type;
+float32 with float64 gives float64. An untyped integer literal takes part with the type
+`literal_type` gives it (so `u8 + 300` is int32 and `i32 + 3000000000` is int64); an untyped
+float literal adopts the other operand's float type (§12.9), else it is float64.
 """
 from __future__ import annotations
 
@@ -68,12 +71,16 @@ def with_space(t: Type, space: str) -> Type:
     return ptr(t.pointee, space) if isinstance(t, PtrType) else t
 
 
+def promote(t: Type) -> Type:
+    """C integer promotion: bool and integers narrower than 32 bits become int32."""
+    if t.is_bool or (t.is_int and t.bits < 32):
+        return I32
+    return t
+
+
 def arith_result(a: Type, b: Type) -> Type | None:
     """The operation type of a binary arithmetic op on a and b (see module doc)."""
-    if a.is_bool:
-        a = I32
-    if b.is_bool:
-        b = I32
+    a, b = promote(a), promote(b)
     if a.is_float or b.is_float:
         if a.is_float and b.is_float:
             return a if a.bits >= b.bits else b
@@ -86,8 +93,11 @@ def arith_result(a: Type, b: Type) -> Type | None:
 
 
 def literal_type(value: int) -> IntType:
-    """Default type of an untyped integer constant: int32, or int64 when it does not fit."""
-    return I32 if -(1 << 31) <= value < (1 << 32) else I64
+    """Type of an untyped integer constant (§12.9, literals never wrap): int32 when it fits,
+    else int64, else uint64."""
+    if -(1 << 31) <= value < (1 << 31):
+        return I32
+    return I64 if -(1 << 63) <= value < (1 << 63) else U64
 
 
 class StructTable:
