@@ -12,6 +12,9 @@ import sys
 from .diagnostics import CompileError, Diagnostic, SourceMap, render_json, render_text
 
 VERSION = "0.1.0"
+# --target spelling -> host target registry name (targets/__init__.py)
+HOST_TARGETS = {"x86_64-linux": "x86_64", "aarch64-linux": "aarch64-linux",
+                "x86_64-windows": "x86_64-windows"}
 EXIT_INTERNAL = 70
 
 
@@ -37,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-O", dest="optimize", action="store_true", help="optimize")
     p.add_argument("-r", "--release", action="store_true", help="-O without run-time checks")
     p.add_argument("--gpu-arch", help="gb10 | portable | sm_NN | sm_NNa | compute_NN")
+    p.add_argument("--target", choices=tuple(HOST_TARGETS), default="x86_64-linux",
+                   help="host machine for --emit-obj/--build (default x86_64-linux)")
     p.add_argument("--ptx-version", help="PTX ISA version M.m")
     p.add_argument("--gpu-tensor-tuple-budget", type=int, default=0, metavar="N")
     p.add_argument("--gpu-checks", action="store_true", help="emit gpu_assert traps")
@@ -84,6 +89,7 @@ def _options(ns):
                    include_dirs=list(ns.include), stdlib_dir=ns.stdlib,
                    link_args=list(ns.link_arg), libraries=list(ns.libs),
                    dump_ir=ns.dump_ir, dump_spirv=ns.dump_spirv, verify_each=ns.verify,
+                   host_target=HOST_TARGETS[ns.target],
                    profile=ns.profile, dump_ir_after=tuple(ns.dump_ir_after),
                    explain=ns.explain)
 

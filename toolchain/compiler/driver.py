@@ -35,6 +35,7 @@ class Options:
     dump_spirv: bool = False
     verify_each: bool = False
     profile: bool = False
+    host_target: str | None = None    # registry name of the host target (--target); None: x86_64
     dump_ir_after: tuple[str, ...] = ()   # --dump-ir=after:PASS|all (stderr, per pass)
     explain: bool = False                 # --explain: the remarks report on stdout
 
@@ -58,6 +59,11 @@ class _Timer:
             return fn(*args, **kw)
         finally:
             self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - t0
+
+
+def host_os(opts: Options) -> str:
+    """The operating system of the host target: picks std/*.windows|linux variants."""
+    return "windows" if (opts.host_target or "").endswith("windows") else "linux"
 
 
 def default_output(source: str, emit: str) -> str:
@@ -87,7 +93,7 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
     module, warnings = timer.run("frontend", compile_to_ir, path,
                                  include_dirs=tuple(opts.include_dirs),
                                  stdlib_dir=opts.stdlib_dir, gpu=gpu,
-                                 source_text=source_text)
+                                 source_text=source_text, target_os=host_os(opts))
     if opts.optimize or opts.release:
         from .opt.manager import OptOptions, optimize
         timer.run("optimize", optimize, module, gpu=gpu, target_info=_target_info(opts),

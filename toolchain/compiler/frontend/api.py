@@ -1,10 +1,12 @@
 """The frontend seam: Mettle source -> (ir.Module, warnings).
 
-    compile_to_ir(entry_path, *, include_dirs=(), stdlib_dir=None, gpu, source_text=None)
+    compile_to_ir(entry_path, *, include_dirs=(), stdlib_dir=None, gpu, source_text=None,
+                  target_os="linux")
 
 Raises CompileError with every error found (at most MAX_ERRORS); returns the module and the
 warning diagnostics otherwise. `gpu=True` is an --emit-ptx/--emit-spirv compile (index
-built-ins recognised); `gpu=False` a host compile.
+built-ins recognised); `gpu=False` a host compile. `target_os` ("linux" or "windows") picks
+`std/x.<os>.mettle` variants and `import ... if <os>;` guards.
 
 Device helper pointer parameters start as `global`; when a call site passes a pointer of
 another space the module is lowered again with that parameter `generic` (a small fixpoint,
@@ -26,7 +28,7 @@ from .parser import parse_source
 _MAX_ROUNDS = 16
 
 
-def _load_items(entry_path: str, include_dirs, stdlib_dir, source_text):
+def _load_items(entry_path: str, include_dirs, stdlib_dir, source_text, target_os="linux"):
     if source_text is not None:
         mod = parse_source(source_text, str(entry_path))
         if not mod.imports:
@@ -35,13 +37,15 @@ def _load_items(entry_path: str, include_dirs, stdlib_dir, source_text):
     if source_text is not None:
         raise CompileError(Diagnostic("E0101", "imports need the program on disk "
                                       "(source_text given)", mod.imports[0].span))
-    prog = load_program(entry_path, include_dirs, stdlib_dir)
+    prog = load_program(entry_path, include_dirs, stdlib_dir, target_os=target_os)
     return [m.ast for m in prog.modules], list(prog.warnings)
 
 
 def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: bool,
-                  source_text: str | None = None) -> tuple[Module, list[Diagnostic]]:
-    modules, warnings = _load_items(entry_path, include_dirs, stdlib_dir, source_text)
+                  source_text: str | None = None,
+                  target_os: str = "linux") -> tuple[Module, list[Diagnostic]]:
+    modules, warnings = _load_items(entry_path, include_dirs, stdlib_dir, source_text,
+                                    target_os)
     items = [i for m in modules for i in m.items if not _is_import(i)]
     name = os.path.splitext(os.path.basename(str(entry_path)))[0] or "main"
     generic: set[tuple[str, int]] = set()

@@ -1,0 +1,82 @@
+"""Build host programs for every host target and run them where this machine can:
+x86-64 Linux natively, AArch64 Linux under qemu-aarch64 (Debian's qemu-user, with the
+arm64 C library of libc6-arm64-cross under /usr/aarch64-linux-gnu, see
+tools/bootstrap/50-host-cross.sh), Windows x64 under Wine when it runs here.
+
+    exe = build_for(tmp_path, source, "aarch64-linux")
+    out = run_on("aarch64-linux", exe, args=[...], env_extra={...})
+    skip_unless_runnable("aarch64-linux")      # pytest.skip with the reason
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .support import REPO, compile_cmd
+
+TARGETS = ("x86_64-linux", "aarch64-linux", "x86_64-windows")
+AARCH64_SYSROOT = os.environ.get("METTLE_AARCH64_SYSROOT", "/usr/aarch64-linux-gnu")
+
+
+def qemu_aarch64() -> str | None:
+    return shutil.which("qemu-aarch64") or shutil.which("qemu-aarch64-static")
+
+
+def wine() -> str | None:
+    return shutil.which("wine64") or shutil.which("wine")
+
+
+def why_not_runnable(target: str) -> str | None:
+    """None when programs for `target` can run here, else the reason they cannot."""
+    if target == "x86_64-linux":
+        return None
+    if target == "aarch64-linux":
+        if qemu_aarch64() is None:
+            return "qemu-aarch64 is missing (tools/bootstrap/50-host-cross.sh installs it)"
+        if not Path(AARCH64_SYSROOT, "lib", "ld-linux-aarch64.so.1").exists():
+            return f"no arm64 C library under {AARCH64_SYSROOT} (libc6-arm64-cross)"
+        return None
+    if target == "x86_64-windows":
+        return None if wine() else "wine is missing"
+    return f"unknown target {target}"
+
+
+def skip_unless_runnable(target: str) -> None:
+    reason = why_not_runnable(target)
+    if reason:
+        pytest.skip(reason)
+
+
+def build_for(tmp_path: Path, source: str, target: str, name: str = "prog",
+              extra=()) -> Path:
+    """Compile `source` with `mettle --build --target=TARGET`; fail the test on errors."""
+    src = tmp_path / f"{name}.mettle"
+    src.write_text(source)
+    suffix = ".exe" if target.endswith("windows") else ""
+    exe = tmp_path / f"{name}-{target}{suffix}"
+    r = subprocess.run(compile_cmd("--build", str(src), "-o", str(exe), f"--target={target}",
+                                   *extra), cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, f"compile for {target} failed:\n{r.stdout}{r.stderr}"
+    return exe
+
+
+def command(target: str, exe: Path, args=()) -> list[str]:
+    if target == "aarch64-linux":
+        return [qemu_aarch64(), "-L", AARCH64_SYSROOT, str(exe), *map(str, args)]
+    if target == "x86_64-windows":
+        return [wine(), str(exe), *map(str, args)]
+    return [str(exe), *map(str, args)]
+
+
+def run_on(target: str, exe: Path, args=(), env_extra=None, cwd=None,
+           timeout=120) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    if target == "x86_64-windows":
+        env.setdefault("WINEDEBUG", "-all")
+    return subprocess.run(command(target, exe, args), capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=timeout)
