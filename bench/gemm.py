@@ -1,14 +1,19 @@
 """GEMM benchmark (a script, not a test): Mettle tensor_matmul against torch.matmul.
 
-    python3 bench/gemm.py [--json gemm.json] [--reps 10] [--sizes 4096 8192]
+    python3 bench/gemm.py [--json gemm.json] [--reps 10] [--probe] [--check] [--no-bench]
+                          [--subgroup]
 
-The kernel is Mettle source (tests/tensor/kernels.matmul_source): each warp owns one
-logical region (a grid of 16x16 WMMA tiles whose fragments are reused across the grid),
-several warps per block take neighbouring regions, f16 or bf16 inputs (A row-major, B
-column-major), f32 accumulate and result, runtime strides. It is loaded through our ctypes
-driver binding into torch's primary context and launched on torch's buffers; every
-candidate region shape is validated against torch (fp32 reference of the same inputs)
-before it is timed with CUDA events. TFLOP/s counts 2*M*N*K per GEMM (C is added too).
+The default kernel is the workgroup-scope region (tests/gpu/gemm_hopper.gemm_source: one
+workgroup per 128x256 region of D = A*B + C, f16 or bf16 A row-major and B column-major,
+f32 accumulate, C and D f32), lowered on sm_90a to the TMA + mbarrier + wgmma pipeline
+(docs/gemm.md). --subgroup adds the older one-warp-per-64x64-region kernel. Kernels are
+loaded through our ctypes driver binding into torch's primary context and launched on
+torch's buffers; every configuration is checked against torch in fp32 (random data, D
+poisoned with NaN) before it is timed with CUDA events in the same process as torch.
+TFLOP/s counts 2*M*N*K. `torch` is torch.matmul(a, b) in the input dtype (f16/bf16 out,
+no C: the ratio's denominator); `torch+C` is torch.add(c, torch.matmul(a, b), out=d), our
+contract (f32 C in, f32 D out) in two torch calls.
+--probe compares the device-built tensor maps with cuTensorMapEncodeTiled's bytes.
 """
 from __future__ import annotations
 
@@ -22,77 +27,136 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
+from tests.gpu import gemm_hopper as H  # noqa: E402
 from tests.tensor.kernels import compile_ptx, matmul_source  # noqa: E402
 from toolchain.providers.cuda import driver  # noqa: E402
 from timing import timed  # noqa: E402
 
-# (region shape, warps per block): candidates; the fastest validated one is reported.
-CANDIDATES = (("m64n64k16", 4), ("m64n64k16", 2), ("m32n64k16", 4), ("m64n32k16", 4),
-              ("m32n32k16", 4))
+SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (16384, 1024, 4096),
+          (5000, 3000, 4100))
+CHECKS = ((128, 256, 64), (300, 520, 200), (129, 257, 65), (1000, 1000, 1000),
+          (64, 64, 0), (4096, 4096, 4096))
 
 
-def launcher(dev, arch, fmt, shape, warps, a, b, c, d, size):
-    src = matmul_source("gemm", fmt, fmt, "f32", "f32", shape,
-                        layouts=("row", "col", "row", "row"), warps=warps)
-    fn = dev.load_ptx(compile_ptx(src, arch)).function("gemm")
-    m, n = (int(x) for x in shape[1:].split("k")[0].split("n"))
-    grid = ((size + n * warps - 1) // (n * warps), (size + m - 1) // m, 1)
+def probe(torch) -> int:
+    """Device-built maps vs the driver's encoder: print which variant matches."""
+    dev = driver.Device(0)
+    x = torch.empty(1000, 72, device="cuda", dtype=torch.float16)
+    variants = [(e, r, s) for e in (6, 9, 10) for r in (1, 2) for s in (0, 4)]
+    fn = dev.load_ptx(H.probe_ptx(variants, 128)).function("probe")
+    out = torch.zeros(128 * len(variants), dtype=torch.uint8, device="cuda")
+    fn.launch(1, 1, [ctypes.c_uint64(out.data_ptr()), ctypes.c_uint64(x.data_ptr()),
+                     ctypes.c_uint32(64), ctypes.c_uint32(1000), ctypes.c_uint64(144)])
+    torch.cuda.synchronize()
+    got = bytes(out.cpu().numpy())
+    for fmt in ("f16", "bf16"):
+        want = H.host_map(x.data_ptr(), fmt, 64, 1000, 144, 128)
+        print(f"host {fmt}: {want.hex()}")
+        for i, v in enumerate(variants):
+            dv = got[128 * i:128 * i + 128]
+            diff = [j for j in range(128) if dv[j] != want[j]]
+            print(f"  variant elem={v[0]} rank={v[1]} shift={v[2]}: "
+                  f"{'MATCH' if not diff else f'differs at {diff[:12]}'}")
+            if fmt == "f16" and i in (0, 1):
+                print(f"    dev: {dv.hex()}")
+    return 0
+
+
+def check(torch) -> int:
+    dev = driver.Device(0)
+    bad = 0
+    for fmt in ("f16", "bf16"):
+        g = H.Gemm(dev, fmt)
+        for m, n, k in CHECKS:
+            err = H.check(torch, dev, g, fmt, m, n, k)
+            print(f"check {fmt} {m}x{n}x{k}: rel err {err:.3g}", flush=True)
+            bad += not err < 1e-4
+        for label, kw in (("256 threads", {"threads": 256}), ("no smem", {"shared": 0})):
+            err = H.check(torch, dev, g, fmt, 300, 520, 200, **kw)
+            print(f"check {fmt} split path ({label}) 300x520x200: rel err {err:.3g}")
+            bad += not err < 1e-4
+    print("CHECK", "FAILED" if bad else "OK")
+    return 1 if bad else 0
+
+
+def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
+    src = matmul_source("gemm", fmt, fmt, "f32", "f32", "m64n64k16",
+                        layouts=("row", "col", "row", "row"), warps=4)
+    fn = dev.load_ptx(compile_ptx(src, "sm_90a")).function("gemm")
     u32 = ctypes.c_uint32
-    args = [ctypes.c_uint64(t.data_ptr()) for t in (a, b, c, d)] + \
-        [u32(size)] * 3 + [u32(size)] * 4
-    return lambda: fn.launch(grid, 32 * warps, args)
+    args = [ctypes.c_uint64(t.data_ptr()) for t in (a, bt, c, d)] + \
+        [u32(m), u32(n), u32(k), u32(a.stride(0)), u32(bt.stride(0)), u32(c.stride(0)),
+         u32(d.stride(0))]
+    grid = ((n + 255) // 256, (m + 63) // 64, 1)
+    return lambda: fn.launch(grid, 128, args)
 
 
-def bench_size(torch, dev, arch, fmt, size, reps):
+def bench_shape(torch, dev, gemms, fmt, m, n, k, reps, subgroup):
     dtype = torch.float16 if fmt == "f16" else torch.bfloat16
-    a = torch.randn(size, size, device="cuda").to(dtype)          # row-major A
-    bt = torch.randn(size, size, device="cuda").to(dtype)         # B^T row-major = B col
-    c = torch.zeros(size, size, device="cuda", dtype=torch.float32)
+    a = torch.randn(m, k, device="cuda").to(dtype)
+    bt = torch.randn(n, k, device="cuda").to(dtype)
+    c = torch.randn(m, n, device="cuda")
     d = torch.empty_like(c)
-    ref = a.float() @ bt.float().t()
-    best = None
-    for shape, warps in CANDIDATES:
-        run = launcher(dev, arch, fmt, shape, warps, a, bt, c, d, size)
+    ref = c + a.float() @ bt.float().t()
+    runs = {"workgroup": gemms[fmt].launcher(a, bt, c, d, m, n, k)}
+    if subgroup:
+        runs["subgroup"] = subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k)
+    flop = 2.0 * m * n * k
+    row = {"dtype": fmt, "shape": f"{m}x{n}x{k}"}
+    for name, run in runs.items():
         d.fill_(float("nan"))
         run()
         torch.cuda.synchronize()
-        err = ((d - ref).abs().max() / ref.abs().max()).item()
-        if not err < 1e-3:
-            raise SystemExit(f"{fmt} {size}^3 {shape}x{warps}: result differs from torch "
-                             f"(max rel err {err})")
+        err = ((d - ref).norm() / ref.norm()).item()
+        if not err < 1e-4:
+            raise SystemExit(f"{name} {fmt} {m}x{n}x{k}: result differs from torch "
+                             f"(rel err {err})")
         ms = timed(torch, run, reps)
-        if best is None or ms < best[0]:
-            best = (ms, f"{shape} x{warps} warps")
+        row[f"{name}_tflops"] = round(flop / ms / 1e9, 1)
     b = bt.t()
-    torch_ms = timed(torch, lambda: torch.matmul(a, b), reps)
-    flop = 2.0 * size ** 3
-    return {"dtype": fmt, "size": size, "mettle_ms": round(best[0], 4),
-            "mettle_tflops": round(flop / best[0] / 1e9, 1), "config": best[1],
-            "torch_ms": round(torch_ms, 4),
-            "torch_tflops": round(flop / torch_ms / 1e9, 1),
-            "ratio": round(torch_ms / best[0], 3)}
+    ms = timed(torch, lambda: torch.matmul(a, b), reps)
+    row["torch_tflops"] = round(flop / ms / 1e9, 1)
+    ms = timed(torch, lambda: torch.add(c, torch.matmul(a, b), out=d), reps)
+    row["torch_c_tflops"] = round(flop / ms / 1e9, 1)
+    row["ratio"] = round(row["workgroup_tflops"] / row["torch_tflops"], 3)
+    print(row, flush=True)
+    return row
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", default="gemm.json")
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
+    ap.add_argument("--probe", action="store_true")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--subgroup", action="store_true")
+    ap.add_argument("--shapes", default="")
     args = ap.parse_args()
     import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
     torch.zeros(1, device="cuda")               # create torch's (primary) context first
+    if args.probe:
+        return probe(torch)
+    if args.check and check(torch):
+        return 1
+    if args.no_bench:
+        return 0
     dev = driver.Device(0)
-    major, minor = dev.compute_capability
-    arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
-    rows = [bench_size(torch, dev, arch, fmt, size, args.reps)
-            for fmt in ("f16", "bf16") for size in args.sizes]
-    print(f"device: {dev.name} ({arch})")
-    print(f"{'gemm':<14} {'mettle TFLOP/s':>15} {'torch TFLOP/s':>14} {'ratio':>7}  config")
+    gemms = {fmt: H.Gemm(dev, fmt) for fmt in ("f16", "bf16")}
+    shapes = SHAPES if not args.shapes else \
+        [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    rows = [bench_shape(torch, dev, gemms, fmt, *s, args.reps, args.subgroup)
+            for fmt in ("f16", "bf16") for s in shapes]
+    print(f"device: {dev.name}")
+    print(f"{'gemm':<22} {'mettle':>8} {'torch':>8} {'torch+C':>8} {'ratio':>6}"
+          + ("  subgroup" if args.subgroup else ""))
     for r in rows:
-        print(f"{r['dtype']} {r['size']}^3".ljust(14) + f" {r['mettle_tflops']:>15.1f} "
-              f"{r['torch_tflops']:>14.1f} {r['ratio']:>7.3f}  {r['config']}")
+        print(f"{r['dtype']} {r['shape']}".ljust(22) + f" {r['workgroup_tflops']:>8.1f} "
+              f"{r['torch_tflops']:>8.1f} {r['torch_c_tflops']:>8.1f} {r['ratio']:>6.3f}"
+              + (f"  {r['subgroup_tflops']:.1f}" if args.subgroup else ""))
     with open(args.json, "w", encoding="utf-8") as fh:
-        json.dump({"device": dev.name, "arch": arch, "results": rows}, fh, indent=2)
+        json.dump({"device": dev.name, "unit": "TFLOP/s", "results": rows}, fh, indent=2)
     return 0
 
 

@@ -135,6 +135,9 @@ class ModuleEmitter:
             if fn.block_shape:
                 x, y, z = fn.block_shape
                 head += f"\n.reqntid {x}, {y}, {z}"
+            for d in getattr(em, "entry_directives", ()):   # e.g. wgmma's register cap
+                if not (fn.block_shape and d.startswith(".maxntid")):
+                    head += "\n" + d
         else:
             ret = "" if fn.ret.size == 0 else \
                 f"(.param {regs.param_type(fn.ret, False)} func_retval0) "

@@ -1,0 +1,151 @@
+"""Shared pieces of the sm_90a workgroup GEMM checks (tests/gpu/test_gemm_hopper.py) and
+benchmark (bench/gemm.py): the Mettle source, compile + launch through the Python provider
+on torch's buffers, the fp32 torch oracle, and the device-built tensor-map probe.
+
+Everything that touches the GPU runs in the calling process; callers put each risky kernel
+in its own process (a faulting kernel leaves the CUDA context unusable).
+"""
+from __future__ import annotations
+
+import ctypes
+
+from tests.tensor.kernels import compile_ptx
+
+BM, BN = 128, 256
+GROUP = 8                                  # row tiles per L2 group of the tile order
+
+
+def gemm_source(fmt: str = "f16", bm: int = BM, bn: int = BN, group: int = GROUP) -> str:
+    """The whole GEMM: one workgroup per bm x bn region of D = A*B + C, tiles visited in
+    groups of `group` row tiles (each column sweep reuses those A rows from L2)."""
+    return f"""\
+kernel gemm(a: uint16*, b: uint16*, c: float32*, d: float32*,
+            m: uint32, n: uint32, k: uint32,
+            lda: uint32, ldb: uint32, ldc: uint32, ldd: uint32) {{
+  var tiles_m: uint32 = (m + {bm - 1}) / {bm};
+  var tiles_n: uint32 = (n + {bn - 1}) / {bn};
+  var per_group: uint32 = {group} * tiles_n;
+  var first: uint32 = (block.x / per_group) * {group};
+  var rows: uint32 = tiles_m - first;
+  if (rows > {group}) {{ rows = {group}; }}
+  var t: uint32 = block.x % per_group;
+  var row: uint32 = (first + t % rows) * {bm};
+  var column: uint32 = (t / rows) * {bn};
+  tensor_matmul(a, b, c, d, row, column, m, n, k,
+                shape: m{bm}n{bn}k64, input_type: {fmt}, output_type: f32,
+                a_layout: row, b_layout: col, scope: workgroup,
+                lda: lda, ldb: ldb, ldc: ldc, ldd: ldd);
+}}
+"""
+
+
+def grid(m: int, n: int, bm: int = BM, bn: int = BN) -> int:
+    return ((m + bm - 1) // bm) * ((n + bn - 1) // bn)
+
+
+def native_launch(fmt: str = "f16", bm: int = BM, bn: int = BN) -> tuple[int, int]:
+    """(work-items per workgroup, dynamic shared bytes) of the native sm_90a path."""
+    from toolchain.compiler.ir.tensor import TensorDesc
+    from toolchain.compiler.targets.ptx.tensor import wgmma
+    desc = TensorDesc(bm, bn, 64, fmt, fmt, "f32", "f32", b_layout="col",
+                      scope="workgroup")
+    return wgmma.threads(desc), wgmma.shared_bytes(desc)
+
+
+class Gemm:
+    """A compiled GEMM bound to torch tensors: a (M x K row-major), bt (N x K row-major, i.e.
+    B column-major with ldb = K), c and d (M x N row-major f32, leading dimension ldd)."""
+
+    def __init__(self, dev, fmt: str, arch: str = "sm_90a", ptx: str | None = None,
+                 bm: int = BM, bn: int = BN):
+        self.ptx = ptx or compile_ptx(gemm_source(fmt, bm, bn), arch)
+        self.fn = dev.load_ptx(self.ptx).function("gemm")
+        self.bm, self.bn = bm, bn
+        self.threads, self.shared = native_launch(fmt, bm, bn)
+
+    def launcher(self, a, bt, c, d, m, n, k, threads=None, shared=None):
+        u32 = ctypes.c_uint32
+        args = [ctypes.c_uint64(t.data_ptr()) for t in (a, bt, c, d)] + \
+            [u32(m), u32(n), u32(k), u32(a.stride(0)), u32(bt.stride(0)),
+             u32(c.stride(0)), u32(d.stride(0))]
+        g = grid(m, n, self.bm, self.bn)
+        th = self.threads if threads is None else threads
+        sh = self.shared if shared is None else shared
+        return lambda: self.fn.launch((g, 1, 1), (th, 1, 1), args, shared=sh)
+
+
+def check(torch, dev, gemm: Gemm, fmt: str, m: int, n: int, k: int, pad: int = 8,
+          **launch) -> float:
+    """Run one GEMM on fresh random data with poisoned, padded D; return the relative
+    error against torch fp32 (inf when any in-range element is unwritten or padding was
+    touched)."""
+    dtype = torch.float16 if fmt == "f16" else torch.bfloat16
+    a = torch.randn(m, k + pad, device="cuda").to(dtype)[:, :k]
+    bt = torch.randn(n, k + pad, device="cuda").to(dtype)[:, :k]
+    c = torch.randn(m, n + pad, device="cuda")[:, :n]
+    dfull = torch.full((m, n + pad), float("nan"), device="cuda")
+    d = dfull[:, :n]
+    gemm.launcher(a, bt, c, d, m, n, k, **launch)()
+    torch.cuda.synchronize()
+    ref = c + a.float() @ bt.float().t()
+    if torch.isnan(d).any() or not torch.isnan(dfull[:, n:]).all():
+        return float("inf")
+    return ((d - ref).norm() / ref.norm()).item()
+
+
+# ---------------------------------------------------------------- tensor-map probe
+DTYPE_CODE = {"f16": 6, "bf16": 9}         # CUtensorMapDataType
+
+
+def host_map(ptr: int, fmt: str, kdim: int, rows: int, ld_bytes: int, box_rows: int,
+             box_k: int = 64) -> bytes:
+    """cuTensorMapEncodeTiled's bytes for the map wgmma.py builds on the device."""
+    from toolchain.providers.cuda import driver
+    out = (ctypes.c_uint8 * 128)()
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    dims, strides = (u64 * 2)(kdim, rows), (u64 * 1)(ld_bytes)
+    box, estr = (u32 * 2)(box_k, box_rows), (u32 * 2)(1, 1)
+    fn = driver.library().dll.cuTensorMapEncodeTiled
+    rc = fn(ctypes.byref(out), DTYPE_CODE[fmt], 2, ctypes.c_void_p(ptr), dims, strides, box,
+            estr, 0, 3, 0, 0)
+    if rc != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed ({rc})")
+    return bytes(out)
+
+
+class _Em:
+    """The few emitter methods tma.build uses, for a hand-assembled probe kernel."""
+
+    def __init__(self):
+        self.lines, self.n = [], 0
+
+    def new(self, cls: str) -> str:
+        self.n += 1
+        return {"r": "%r", "rd": "%rd", "p": "%p"}[cls] + str(self.n)
+
+    def emit(self, line: str) -> None:
+        self.lines.append("\t" + line + ";")
+
+
+def probe_ptx(variants: list[tuple[object, int, int]], box_rows: int) -> str:
+    """A one-thread kernel writing one device-built map per (elemtype, rank field, stride
+    shift) variant to out[i*128] for base pointer p, extents (kdim, rows), pitch ld."""
+    from toolchain.compiler.targets.ptx.tensor import tma
+    em = _Em()
+    for i, (elem, rank, shift) in enumerate(variants):
+        tma.RANK_FIELD, tma.STRIDE_SHIFT = rank, shift
+        try:
+            slot = em.new("rd")
+            em.emit(f"add.s64 {slot}, %rd_out, {128 * i}")
+            tma.build(em, slot, "%rd_p", elem, "%r_k", "%r_rows", "%rd_ld", box_rows, 64)
+        finally:
+            tma.RANK_FIELD, tma.STRIDE_SHIFT = 1, 0
+    regs = f"\t.reg .b64 %rd<{em.n + 1}>;\n\t.reg .b32 %r<{em.n + 1}>;\n"
+    return (".version 8.3\n.target sm_90a\n.address_size 64\n"
+            ".visible .entry probe(.param .u64 out, .param .u64 p, .param .u32 k,"
+            " .param .u32 rows, .param .u64 ld)\n{\n" + regs +
+            "\t.reg .b64 %rd_out, %rd_p, %rd_ld;\n\t.reg .b32 %r_k, %r_rows;\n"
+            "\tld.param.u64 %rd_out, [out];\n\tcvta.to.global.u64 %rd_out, %rd_out;\n"
+            "\tld.param.u64 %rd_p, [p];\n\tld.param.u32 %r_k, [k];\n"
+            "\tld.param.u32 %r_rows, [rows];\n\tld.param.u64 %rd_ld, [ld];\n"
+            + "\n".join(em.lines) + "\n\tret;\n}\n")

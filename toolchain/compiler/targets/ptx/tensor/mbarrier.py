@@ -1,0 +1,36 @@
+"""mbarrier helpers of the sm_90a workgroup GEMM (wgmma.py): shared-memory transaction
+barriers, 32-bit shared-window addresses throughout.
+
+A barrier's phase parity starts at 0 and flips each time its expected arrivals (and, for a
+full barrier, its expected transaction bytes) complete. `wait(parity)` spins with
+`mbarrier.try_wait.parity` until the phase of that parity has completed; waiting on parity
+1 of a fresh barrier returns at once, which is how a producer's first pass over an empty
+ring proceeds without a separate prologue.
+"""
+from __future__ import annotations
+
+from .common import label
+
+
+def init(em, bar: str, count: int) -> None:
+    em.emit(f"mbarrier.init.shared::cta.b64 [{bar}], {count}")
+
+
+def wait(em, bar: str, parity: str) -> None:
+    """Spin until the phase with `parity` (a u32 register, 0 or 1) of `bar` completed."""
+    top, done = label(em, "mbw"), em.new("p")
+    em.raw(f"{top}:")
+    em.emit(f"mbarrier.try_wait.parity.shared::cta.b64 {done}, [{bar}], {parity}")
+    em.emit(f"@!{done} bra {top}")
+
+
+def arrive(em, bar: str) -> None:
+    em.emit(f"mbarrier.arrive.shared::cta.b64 _, [{bar}]")
+
+
+def arrive_expect_tx(em, bar: str, nbytes: int) -> None:
+    em.emit(f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{bar}], {nbytes}")
+
+
+def inval(em, bar: str) -> None:
+    em.emit(f"mbarrier.inval.shared::cta.b64 [{bar}]")

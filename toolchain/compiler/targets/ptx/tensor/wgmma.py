@@ -1,0 +1,338 @@
+"""Workgroup-scope tensor.matmul on sm_90a: TMA ring + mbarriers + warp-specialized wgmma.
+
+One workgroup computes one BM x BN output region (BM = 64 * consumers, BN = desc.n, BK 64):
+- warpgroup 0 is the producer: `setmaxnreg.dec` to 40, one thread builds the A/B tensor maps
+  (tma.py) and streams K chunks through a `stages`-deep ring of 128-byte-swizzled shared
+  buffers with `cp.async.bulk.tensor`, each stage completing on its full barrier
+  (arrive.expect_tx); it waits on the stage's empty barrier before refilling it;
+- warpgroups 1.. are consumers (`setmaxnreg.inc` to 232), each owning 64 rows: per stage
+  they wait on full, issue BK/16 `wgmma.mma_async m64nBNk16` from shared-memory descriptors,
+  commit, wait for the previous group and release that group's stage (empty arrive);
+- the epilogue adds C and stores D straight from the accumulators with per-element M/N
+  predicates (row-major C/D, 8-byte pairs).
+Out-of-range A/B elements are zero-filled by the copy engine, so M/N/K tails are exact.
+
+The native path runs when the launch fits it (a uniform run-time predicate, else the
+workgroup region is split into exact subgroup regions, wgmma_split.py): exactly
+`threads(desc)` work-items, enough dynamic shared memory (`shared_bytes(desc)`), 16-byte
+aligned A/B with 16-byte row pitches, 8-byte aligned C/D with even pitches and an even
+column origin, origins below 2^31. The entry gets `.maxntid threads` and `.minnctapersm 1`
+so that `setmaxnreg` has the register cap it needs.
+"""
+from __future__ import annotations
+
+from . import mbarrier as mb
+from . import tma
+from .common import label
+
+BK = 64                                   # K elements per stage: one 128-byte swizzle row
+PRODUCER_REGS, CONSUMER_REGS = 40, 232
+ENTRY_REGS = 168                          # the .maxntid 384 cap: 65536 / 384, rounded to 8
+SMEM_LIMIT = 227 * 1024                   # opt-in dynamic shared memory per workgroup
+SHAPES_N = (64, 128, 192, 256)
+
+
+def consumers(desc) -> int:
+    return desc.m // 64
+
+
+def threads(desc) -> int:
+    return 128 * (1 + consumers(desc))
+
+
+def stage_bytes(desc) -> int:
+    return (desc.m + desc.n) * BK * 2
+
+
+def stages(desc) -> int:
+    return max(2, min(6, (SMEM_LIMIT - 2048) // stage_bytes(desc)))
+
+
+def shared_bytes(desc) -> int:
+    """Dynamic shared memory the native path needs (ring + barriers + alignment slack)."""
+    return 1024 + stages(desc) * stage_bytes(desc) + 16 * stages(desc)
+
+
+def supported(desc) -> bool:
+    """Whether wgmma can run this descriptor natively (otherwise split regions only)."""
+    return (desc.a_type == desc.b_type and desc.a_type in ("f16", "bf16")
+            and desc.accumulator_type == desc.result_type == "f32"
+            and desc.m == 128 and desc.n in SHAPES_N and desc.k == BK
+            and desc.stored_layout("a") == "row" and desc.stored_layout("b") == "col"
+            and desc.c_layout == desc.d_layout == "row")
+
+
+def _desc_base(em, smem: str) -> str:
+    """The constant bits of a K-major 128B-swizzle wgmma descriptor plus smem >> 4."""
+    d, lo = em.new("rd"), em.new("r")
+    em.emit(f"shr.u32 {lo}, {smem}, 4")
+    em.emit(f"and.b32 {lo}, {lo}, 16383")
+    em.emit(f"cvt.u64.u32 {d}, {lo}")
+    # LBO 16 B (unused when swizzled), SBO 1024 B (8 rows x 128 B), swizzle mode 1 (128B)
+    em.emit(f"or.b64 {d}, {d}, {(1 << 16) | ((1024 >> 4) << 32) | (1 << 62)}")
+    return d
+
+
+def native_pred(em, g, ntid: str) -> str:
+    """The uniform predicate of the native path (see the module docstring)."""
+    desc = g.desc
+    ok, t = em.new("p"), em.new("r")
+    em.emit(f"setp.eq.u32 {ok}, {ntid}, {threads(desc)}")
+    em.emit(f"mov.u32 {t}, %dynamic_smem_size")
+    em.emit(f"setp.ge.and.u32 {ok}, {t}, {shared_bytes(desc)}, {ok}")
+    em.emit(f"mov.u32 {t}, %smid")
+    em.emit(f"setp.lt.and.u32 {ok}, {t}, {tma.SLOTS}, {ok}")
+    for m, align, ld_mask in ((g.A, 15, 7), (g.B, 15, 7), (g.C, 7, 1), (g.D, 7, 1)):
+        lo = em.new("r")
+        em.emit(f"cvt.u32.u64 {lo}, {m.base}")
+        em.emit(f"and.b32 {lo}, {lo}, {align}")
+        em.emit(f"setp.eq.and.u32 {ok}, {lo}, 0, {ok}")
+        if isinstance(m.ld, int):
+            if m.ld & ld_mask:
+                em.emit(f"setp.ne.and.u32 {ok}, 0, 0, {ok}")
+        else:
+            em.emit(f"and.b32 {lo}, {m.ld}, {ld_mask}")
+            em.emit(f"setp.eq.and.u32 {ok}, {lo}, 0, {ok}")
+    em.emit(f"and.b32 {t}, {g.col}, 1")
+    em.emit(f"setp.eq.and.u32 {ok}, {t}, 0, {ok}")
+    em.emit(f"or.b32 {t}, {g.row}, {g.col}")
+    em.emit(f"setp.lt.and.u32 {ok}, {t}, 2147483648, {ok}")
+    return ok
+
+
+def lower_native(em, g, tid: str, end: str) -> None:
+    """The whole native region for a workgroup of exactly threads(desc) work-items; `tid`
+    is the linear work-item id. Falls through to `end` with the workgroup reconverged."""
+    desc = g.desc
+    S, nc, bn, bm = stages(desc), consumers(desc), desc.n, desc.m
+    a_bytes, b_bytes = bm * BK * 2, bn * BK * 2
+    mod = em.module
+    dyn = mod._fresh(f"{em.fn.name}_wgmma_ring")
+    mod.shared_out.append(f".extern .shared .align 1024 .b8 {dyn}[];")
+    ws = tma.workspace(em, 2)
+
+    # shared layout: [pad to 1024] S x A tile, S x B tile, S full barriers, S empty barriers
+    sbase, sa, sb, full, empty = (em.new("r") for _ in range(5))
+    em.emit(f"mov.u32 {sbase}, {dyn}")
+    em.emit(f"add.u32 {sbase}, {sbase}, 1023")
+    em.emit(f"and.b32 {sbase}, {sbase}, -1024")
+    em.emit(f"mov.u32 {sa}, {sbase}")
+    em.emit(f"add.u32 {sb}, {sbase}, {S * a_bytes}")
+    em.emit(f"add.u32 {full}, {sbase}, {S * (a_bytes + b_bytes)}")
+    em.emit(f"add.u32 {empty}, {full}, {8 * S}")
+    nk, wg, p = em.new("r"), em.new("r"), em.new("p")
+    em.emit(f"add.u32 {nk}, {g.K}, {BK - 1}")
+    em.emit(f"shr.u32 {nk}, {nk}, 6")
+    em.emit(f"shr.u32 {wg}, {tid}, 7")
+
+    init_done = label(em, "wg_init")
+    em.emit(f"setp.ne.u32 {p}, {tid}, 0")
+    em.emit(f"@{p} bra {init_done}")
+    for s in range(S):
+        mb.init(em, f"{full}+{8 * s}", 1)
+        mb.init(em, f"{empty}+{8 * s}", nc)
+    em.emit("fence.mbarrier_init.release.cluster")
+    em.raw(f"{init_done}:")
+    em.emit("bar.sync 0")
+
+    consumer, join = label(em, "wg_consumer"), label(em, "wg_join")
+    em.emit(f"setp.ne.u32 {p}, {wg}, 0")
+    em.emit(f"@{p} bra {consumer}")
+    _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes)
+    em.emit(f"bra.uni {join}")
+    em.raw(f"{consumer}:")
+    _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes)
+    em.raw(f"{join}:")
+    em.emit("bar.sync 0")
+    em.emit(f"setp.ne.u32 {p}, {tid}, 0")
+    em.emit(f"@{p} bra {end}")
+    for s in range(S):
+        mb.inval(em, f"{full}+{8 * s}")
+        mb.inval(em, f"{empty}+{8 * s}")
+    em.emit(f"bra.uni {end}")
+
+
+def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes) -> None:
+    desc = g.desc
+    em.emit(f"setmaxnreg.dec.sync.aligned.u32 {PRODUCER_REGS}")
+    done, p = label(em, "wg_prod_done"), em.new("p")
+    em.emit(f"setp.ne.u32 {p}, {tid}, 0")
+    em.emit(f"@{p} bra {done}")
+    # this multiprocessor's two map slots: global addresses to write, generic to use
+    smid, ga, slot_a, slot_b = em.new("r"), em.new("rd"), em.new("rd"), em.new("rd")
+    em.emit(f"mov.u32 {smid}, %smid")
+    em.emit(f"mov.u64 {ga}, {ws}")
+    em.emit(f"mad.wide.u32 {ga}, {smid}, {2 * tma.MAP_BYTES}, {ga}")
+    gb = em.new("rd")
+    em.emit(f"add.s64 {gb}, {ga}, {tma.MAP_BYTES}")
+    em.emit(f"cvta.global.u64 {slot_a}, {ga}")
+    em.emit(f"cvta.global.u64 {slot_b}, {gb}")
+    for slot, m, rows, box in ((ga, g.A, g.M, desc.m), (gb, g.B, g.N, desc.n)):
+        gaddr, pitch = em.new("rd"), em.new("rd")
+        em.emit(f"cvta.to.global.u64 {gaddr}, {m.base}")
+        if isinstance(m.ld, int):
+            em.emit(f"mov.u64 {pitch}, {m.ld * 2}")
+        else:
+            em.emit(f"mul.wide.u32 {pitch}, {m.ld}, 2")
+        tma.build(em, slot, gaddr, desc.a_type, g.K, rows, pitch, box, BK)
+    tma.publish(em, [slot_a, slot_b])
+    kb, s, ph, k0 = em.new("r"), em.new("r"), em.new("r"), em.new("r")
+    dst_a, dst_b, fb, eb = em.new("r"), em.new("r"), em.new("r"), em.new("r")
+    for r in (kb, s, k0):
+        em.emit(f"mov.u32 {r}, 0")
+    em.emit(f"mov.u32 {ph}, 1")                      # first pass: empty barriers are free
+    top = label(em, "wg_prod")
+    em.raw(f"{top}:")
+    em.emit(f"setp.ge.u32 {p}, {kb}, {nk}")
+    em.emit(f"@{p} bra {done}")
+    em.emit(f"mad.lo.u32 {eb}, {s}, 8, {empty}")
+    mb.wait(em, eb, ph)
+    em.emit(f"mad.lo.u32 {fb}, {s}, 8, {full}")
+    mb.arrive_expect_tx(em, fb, a_bytes + b_bytes)
+    em.emit(f"mad.lo.u32 {dst_a}, {s}, {a_bytes}, {sa}")
+    em.emit(f"mad.lo.u32 {dst_b}, {s}, {b_bytes}, {sb}")
+    tma.load_2d(em, dst_a, slot_a, k0, g.row, fb)
+    tma.load_2d(em, dst_b, slot_b, k0, g.col, fb)
+    _advance(em, kb, s, ph, S)
+    em.emit(f"add.u32 {k0}, {k0}, {BK}")
+    em.emit(f"bra.uni {top}")
+    em.raw(f"{done}:")
+    em.emit("bar.warp.sync -1")
+    em.emit(f"setmaxnreg.inc.sync.aligned.u32 {ENTRY_REGS}")
+
+
+def _advance(em, kb, s, ph, S) -> None:
+    """kb += 1; s = (s + 1) mod S, flipping the phase parity on wrap."""
+    w = em.new("p")
+    em.emit(f"add.u32 {kb}, {kb}, 1")
+    em.emit(f"add.u32 {s}, {s}, 1")
+    em.emit(f"setp.eq.u32 {w}, {s}, {S}")
+    em.emit(f"@{w} mov.u32 {s}, 0")
+    em.emit(f"@{w} xor.b32 {ph}, {ph}, 1")
+
+
+def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes) -> None:
+    desc = g.desc
+    bn = desc.n
+    em.emit(f"setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGS}")
+    acc = [em.new("f") for _ in range(bn // 2)]
+    for r in acc:
+        em.emit(f"mov.f32 {r}, 0f00000000")
+    one, p, leader = em.new("p"), em.new("p"), em.new("p")
+    em.emit(f"setp.eq.u32 {one}, 0, 0")
+    wtid = em.new("r")
+    em.emit(f"and.b32 {wtid}, {tid}, 127")
+    em.emit(f"setp.eq.u32 {leader}, {wtid}, 0")
+    # descriptor bases: this warpgroup's 64 A rows of stage 0, and B of stage 0
+    a_row = em.new("r")
+    em.emit(f"sub.u32 {a_row}, {wg}, 1")
+    em.emit(f"mad.lo.u32 {a_row}, {a_row}, {64 * 128}, {sa}")
+    da0, db0 = _desc_base(em, a_row), _desc_base(em, sb)
+    kb, s, ph = em.new("r"), em.new("r"), em.new("r")
+    prev, have_prev = em.new("r"), em.new("p")
+    for r in (kb, s, ph):
+        em.emit(f"mov.u32 {r}, 0")
+    em.emit(f"setp.ne.u32 {have_prev}, 0, 0")
+    da, db, fb, soff = em.new("rd"), em.new("rd"), em.new("r"), em.new("rd")
+    ptx_t = desc.a_type
+    dlist = "{" + ", ".join(acc) + "}"
+    top, done = label(em, "wg_cons"), label(em, "wg_cons_done")
+    em.raw(f"{top}:")
+    em.emit(f"setp.ge.u32 {p}, {kb}, {nk}")
+    em.emit(f"@{p} bra {done}")
+    em.emit(f"mad.lo.u32 {fb}, {s}, 8, {full}")
+    mb.wait(em, fb, ph)
+    em.emit("wgmma.fence.sync.aligned")
+    em.emit(f"mul.wide.u32 {soff}, {s}, {a_bytes >> 4}")
+    em.emit(f"add.s64 {da}, {da0}, {soff}")
+    em.emit(f"mul.wide.u32 {soff}, {s}, {b_bytes >> 4}")
+    em.emit(f"add.s64 {db}, {db0}, {soff}")
+    for ks in range(BK // 16):
+        if ks:
+            em.emit(f"add.s64 {da}, {da}, 2")              # 32 bytes further along K
+            em.emit(f"add.s64 {db}, {db}, 2")
+        em.emit(f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{ptx_t}.{ptx_t} {dlist}, "
+                f"{da}, {db}, {one}, 1, 1, 0, 0")
+    em.emit("wgmma.commit_group.sync.aligned")
+    em.emit("wgmma.wait_group.sync.aligned 1")             # the previous stage is read
+    pb = em.new("p")
+    em.emit(f"and.pred {pb}, {have_prev}, {leader}")
+    eb = em.new("r")
+    em.emit(f"mad.lo.u32 {eb}, {prev}, 8, {empty}")
+    em.emit(f"@{pb} mbarrier.arrive.shared::cta.b64 _, [{eb}]")
+    em.emit(f"mov.u32 {prev}, {s}")
+    em.emit(f"setp.eq.u32 {have_prev}, 0, 0")
+    _advance(em, kb, s, ph, S)
+    em.emit(f"bra.uni {top}")
+    em.raw(f"{done}:")
+    em.emit("wgmma.wait_group.sync.aligned 0")
+    pb = em.new("p")
+    em.emit(f"and.pred {pb}, {have_prev}, {leader}")
+    eb = em.new("r")
+    em.emit(f"mad.lo.u32 {eb}, {prev}, 8, {empty}")
+    em.emit(f"@{pb} mbarrier.arrive.shared::cta.b64 _, [{eb}]")
+    _epilogue(em, g, wtid, wg, acc)
+    em.emit("bar.warp.sync -1")
+    em.emit(f"setmaxnreg.dec.sync.aligned.u32 {ENTRY_REGS}")
+
+
+def _epilogue(em, g, wtid, wg, acc) -> None:
+    """D = C + acc for the in-range elements of this warpgroup's 64 rows (wgmma layout:
+    lane l of warp w holds rows w*16 + l/4 (+8), columns 8j + 2(l%4) (+1))."""
+    desc = g.desc
+    lane, warp, r0, c0 = em.new("r"), em.new("r"), em.new("r"), em.new("r")
+    em.emit(f"and.b32 {lane}, {wtid}, 31")
+    em.emit(f"shr.u32 {warp}, {wtid}, 5")
+    em.emit(f"sub.u32 {r0}, {wg}, 1")
+    em.emit(f"shl.b32 {r0}, {r0}, 6")
+    em.emit(f"mad.lo.u32 {r0}, {warp}, 16, {r0}")
+    t = em.new("r")
+    em.emit(f"shr.u32 {t}, {lane}, 2")
+    em.emit(f"add.u32 {r0}, {r0}, {t}")
+    em.emit(f"add.u32 {r0}, {r0}, {g.row}")                # global row of half 0
+    em.emit(f"and.b32 {c0}, {lane}, 3")
+    em.emit(f"shl.b32 {c0}, {c0}, 1")
+    em.emit(f"add.u32 {c0}, {c0}, {g.col}")                # global column of pair 0
+    cbase, dbase = em.new("rd"), em.new("rd")
+    em.emit(f"cvta.to.global.u64 {cbase}, {g.C.base}")
+    em.emit(f"cvta.to.global.u64 {dbase}, {g.D.base}")
+    ldc, ldd = (m.ld if isinstance(m.ld, str) else _imm(em, m.ld) for m in (g.C, g.D))
+    cols_both, cols_one = [], []
+    for j in range(desc.n // 8):
+        cj, pb, po = em.new("r"), em.new("p"), em.new("p")
+        em.emit(f"add.u32 {cj}, {c0}, {8 * j + 1}")
+        em.emit(f"setp.lt.u32 {pb}, {cj}, {g.N}")
+        em.emit(f"setp.eq.u32 {po}, {cj}, {g.N}")          # only the first of the pair
+        cols_both.append(pb)
+        cols_one.append(po)
+    for half in (0, 1):
+        row, prow = em.new("r"), em.new("p")
+        em.emit(f"add.u32 {row}, {r0}, {8 * half}")
+        em.emit(f"setp.lt.u32 {prow}, {row}, {g.M}")
+        skip = label(em, "wg_epi_skip")
+        em.emit(f"@!{prow} bra {skip}")
+        ca, da = em.new("rd"), em.new("rd")
+        for base, ld, out in ((cbase, ldc, ca), (dbase, ldd, da)):
+            em.emit(f"mul.wide.u32 {out}, {row}, {ld}")
+            w = em.new("rd")
+            em.emit(f"cvt.u64.u32 {w}, {c0}")
+            em.emit(f"add.s64 {out}, {out}, {w}")
+            em.emit(f"shl.b64 {out}, {out}, 2")
+            em.emit(f"add.s64 {out}, {out}, {base}")
+        for j in range(desc.n // 8):
+            x, y = acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]
+            off = 32 * j
+            u, v = em.new("f"), em.new("f")
+            em.emit(f"@{cols_both[j]} ld.global.v2.f32 {{{u}, {v}}}, [{ca}+{off}]")
+            em.emit(f"@{cols_one[j]} ld.global.f32 {u}, [{ca}+{off}]")
+            em.emit(f"add.f32 {x}, {x}, {u}")
+            em.emit(f"add.f32 {y}, {y}, {v}")
+            em.emit(f"@{cols_both[j]} st.global.v2.f32 [{da}+{off}], {{{x}, {y}}}")
+            em.emit(f"@{cols_one[j]} st.global.f32 [{da}+{off}], {x}")
+        em.raw(f"{skip}:")
+
+
+def _imm(em, v: int) -> str:
+    r = em.new("r")
+    em.emit(f"mov.u32 {r}, {v}")
+    return r

@@ -1,0 +1,135 @@
+"""Workgroup-scope tensor.matmul regions (docs/gemm.md) on every PTX profile.
+
+The workgroup computes one desc.m x desc.n region with gpu.md's exact region semantics.
+- sm_90a (PTX 8.3+) and a wgmma-capable descriptor (wgmma.supported): a uniform run-time
+  predicate (wgmma.native_pred) selects the TMA/mbarrier/wgmma pipeline (wgmma.py);
+- otherwise, and whenever that predicate fails (another block size, too little dynamic
+  shared memory, misaligned operands), the region is split into subgroup regions of
+  SUB_M x SUB_N (or the largest 16-multiple that divides the region) which the warps take
+  round-robin; each runs today's subgroup lowering (matmul.py: WMMA interior, exact replay
+  at the edges), so every profile computes the same function.
+A region that is not a multiple of 16 in M and N is refused (E0505) on every profile.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ....ir.module import Param
+from ....ir.types import U32
+from . import wgmma
+from .capabilities import refuse
+from .common import label, operands
+from .matmul import lower_matmul
+
+SUB_M, SUB_N = 32, 64                # under the native path's 168-register cap: no spills
+TENSORMAP_ISA = (8, 3)                 # tensormap.replace
+
+
+class _SubRegion:
+    """The tensor.matmul instruction of one subgroup sub-region: the workgroup's operands
+    with the origin replaced by registers computed here."""
+
+    def __init__(self, ins, desc, row, col):
+        self.attrs = {**ins.attrs, "desc": desc}
+        self.span = ins.span
+        roles = ins.attrs["roles"]
+        self.operands = [row if r == "row" else col if r == "column" else v
+                         for r, v in zip(roles, ins.operands)]
+
+
+def _sub(n: int, want: int) -> int:
+    return next(s for s in (want, 32, 16) if n % s == 0)
+
+
+def _reg_param(em, reg: str, name: str) -> Param:
+    p = Param(U32, name, -1)
+    em.vals[id(p)] = reg
+    return p
+
+
+def _linear_ids(em) -> tuple[str, str]:
+    """(linear work-item id, work-items per workgroup) as u32 registers."""
+    tid, n, t = em.new("r"), em.new("r"), em.new("r")
+    em.emit(f"mov.u32 {tid}, %tid.z")
+    em.emit(f"mov.u32 {t}, %ntid.y")
+    em.emit(f"mov.u32 {n}, %tid.y")
+    em.emit(f"mad.lo.u32 {tid}, {tid}, {t}, {n}")
+    em.emit(f"mov.u32 {t}, %ntid.x")
+    em.emit(f"mov.u32 {n}, %tid.x")
+    em.emit(f"mad.lo.u32 {tid}, {tid}, {t}, {n}")
+    em.emit(f"mov.u32 {n}, %ntid.y")
+    em.emit(f"mul.lo.u32 {n}, {n}, {t}")
+    em.emit(f"mov.u32 {t}, %ntid.z")
+    em.emit(f"mul.lo.u32 {n}, {n}, {t}")
+    return tid, n
+
+
+def _uses_dynamic_shared(fn) -> bool:
+    return any(i.op == "gpu.dynamic_shared" for b in fn.blocks for i in b.instrs)
+
+
+def native_available(em, desc) -> bool:
+    p = em.profile
+    return (p.sm == 90 and p.arch_specific and not p.virtual and p.isa >= TENSORMAP_ISA
+            and wgmma.supported(desc) and not _uses_dynamic_shared(em.fn))
+
+
+def lower_any_matmul(em, ins) -> None:
+    """The tensor.matmul entry of the PTX op table: workgroup scope here, else matmul.py."""
+    if ins.attrs["desc"].scope != "workgroup":
+        lower_matmul(em, ins)
+        return
+    desc = ins.attrs["desc"]
+    if desc.m % 16 or desc.n % 16:
+        raise refuse(desc, "workgroup regions are split into 16-multiple subgroup regions; "
+                     "M and N must be multiples of 16", ins.span)
+    sub = replace(desc, scope="subgroup", m=_sub(desc.m, SUB_M), n=_sub(desc.n, SUB_N))
+    ops = operands(ins)
+    tid, ntid = _linear_ids(em)
+    end = label(em, "wgm_end")
+    if native_available(em, desc):
+        from .common import mat
+        from .replay import Region
+        mats = [mat(em, desc, ops, w) for w in "abcd"]
+        if all(m.space in ("", ".global") for m in mats):
+            g = Region(desc, *mats, *(em.reg(ops[k]) for k in
+                                      ("row", "column", "m", "n", "k")))
+            split = label(em, "wgm_split")
+            ok = wgmma.native_pred(em, g, ntid)
+            em.emit(f"@!{ok} bra.uni {split}")
+            wgmma.lower_native(em, g, tid, end)
+            em.raw(f"{split}:")
+            _entry_cap(em, wgmma.threads(desc))
+    _split(em, ins, desc, sub, ops, tid, ntid, end)
+    em.raw(f"{end}:")
+
+
+def _entry_cap(em, nthreads: int) -> None:
+    """setmaxnreg needs a register cap at entry: .maxntid plus .minnctapersm 1."""
+    dirs = getattr(em, "entry_directives", None)
+    if dirs is None:
+        dirs = em.entry_directives = []
+    for d in (f".maxntid {nthreads}, 1, 1", ".minnctapersm 1"):
+        if d not in dirs:
+            dirs.append(d)
+
+
+def _split(em, ins, desc, sub, ops, tid, ntid, end) -> None:
+    gm, gn = desc.m // sub.m, desc.n // sub.n
+    i, nw, p = em.new("r"), em.new("r"), em.new("p")
+    em.emit(f"shr.u32 {i}, {tid}, 5")
+    em.emit(f"add.u32 {nw}, {ntid}, 31")
+    em.emit(f"shr.u32 {nw}, {nw}, 5")
+    top = label(em, "wgm_sub")
+    em.raw(f"{top}:")
+    em.emit(f"setp.ge.u32 {p}, {i}, {gm * gn}")
+    em.emit(f"@{p} bra.uni {end}")
+    r, c = em.new("r"), em.new("r")
+    em.emit(f"div.u32 {r}, {i}, {gn}")
+    em.emit(f"rem.u32 {c}, {i}, {gn}")
+    em.emit(f"mad.lo.u32 {r}, {r}, {sub.m}, {em.reg(ops['row'])}")
+    em.emit(f"mad.lo.u32 {c}, {c}, {sub.n}, {em.reg(ops['column'])}")
+    lower_matmul(em, _SubRegion(ins, sub, _reg_param(em, r, "row"),
+                                _reg_param(em, c, "column")))
+    em.emit(f"add.u32 {i}, {i}, {nw}")
+    em.emit(f"bra.uni {top}")
