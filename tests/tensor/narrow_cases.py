@@ -268,7 +268,8 @@ def scaled_matmul(at, bt, shape, mode, stype, M, N, K, transpose=(False, False),
                   layouts=("row", "col", "row", "col"), pad=5, warps=1, block=None,
                   seed=0, packed_scales=False) -> Case:
     """A block-scaled tensor_matmul over an M x N x K problem (one region per warp), with
-    poisoned stream/scale/D padding. `packed_scales` omits ldsa/ldsb (packed default)."""
+    poisoned stream/scale/D padding. `packed_scales` passes the packed scale strides
+    (ldsa = ldsb = ceil(K/block)) instead of padded ones; both are explicit (gpu.md)."""
     blk = 16 if mode == "block16" else 32
     groups = -(-K // blk)
     rng = np.random.default_rng(seed)
@@ -288,10 +289,8 @@ def scaled_matmul(at, bt, shape, mode, stype, M, N, K, transpose=(False, False),
     sbbuf = store("mask", sb, "col", ldsb) if groups else np.zeros(8, np.uint8)
     opts = (f"a_scale_mode: {mode}, b_scale_mode: {mode}, a_scale_type: {stype}, "
             f"b_scale_type: {stype}, a_scale: sa, b_scale: sb")
-    params = ("sa: uint8*", "sb: uint8*")
-    if not packed_scales:
-        opts += ", ldsa: ldsa, ldsb: ldsb"
-        params += ("ldsa: uint32", "ldsb: uint32")
+    opts += ", ldsa: ldsa, ldsb: ldsb"
+    params = ("sa: uint8*", "sb: uint8*", "ldsa: uint32", "ldsb: uint32")
     src = matmul_source("mm", at, bt, "f32", "f32", shape, layouts=layouts,
                         transpose=transpose, warps=warps, extra=opts, more_params=params)
     want = O.scaled_matmul(O.decode_array(at, a), O.decode_array(bt, b), c,
@@ -303,5 +302,5 @@ def scaled_matmul(at, bt, shape, mode, stype, M, N, K, transpose=(False, False),
                  ("buf", "c", cbuf, False), ("buf", "d", dbuf, True),
                  *(("u32", v) for v in scalars),
                  ("buf", "sa", sabuf, False), ("buf", "sb", sbbuf, False),
-                 *((("u32", ldsa), ("u32", ldsb)) if not packed_scales else ())],
+                 ("u32", max(ldsa, 1)), ("u32", max(ldsb, 1))],
                 lambda out: check_d(out["d"], want, layouts[3], ldd, poison))

@@ -12,7 +12,7 @@ from tests.support.filecheck import filecheck
 from toolchain.compiler.diagnostics import CompileError
 
 from . import narrow_cases as NC
-from .kernels import compile_ptx, matmul_source, mma_source
+from .kernels import compile_ptx, compile_ptx_objects, matmul_source, mma_source
 from .ptx_sim import Sim
 
 META = dict(extra="sparsity: structured_2_to_4, metadata: meta",
@@ -28,7 +28,7 @@ def assemble(ptxas, src: str, archs=("sm_90a", "sm_121a"), version=None) -> dict
 
 
 def simulate(case: NC.Case, arch: str = "sm_90a") -> Sim:
-    sim = Sim(compile_ptx(case.source, arch), case.kernel)
+    sim = Sim(compile_ptx_objects(case.source, arch), case.kernel)
     mem = sim.run(case.grid, case.block,
                   [a[:3] if a[0] == "buf" else a for a in case.args])
     case.check({a[1]: mem.read(a[1]) for a in case.args if a[0] == "buf" and a[3]})
@@ -265,8 +265,8 @@ def test_scaled_sm120a_assembles(ptxas):
 def _scaled_src(at, bt, shape, modes, stypes, matmul=False):
     opts = (f"a_scale_mode: {modes[0]}, b_scale_mode: {modes[1]}, a_scale_type: {stypes[0]}, "
             f"b_scale_type: {stypes[1]}, a_scale: sa, b_scale: sb")
-    if matmul:
-        return matmul_source("k", at, bt, "f32", "f32", shape, extra=opts,
+    if matmul:                     # whole scale tables need explicit leading dimensions
+        return matmul_source("k", at, bt, "f32", "f32", shape, extra=opts + ", ldsa: 4, ldsb: 4",
                              more_params=("sa: uint8*", "sb: uint8*"))
     return mma_source("k", at, bt, "f32", "f32", shape, extra=opts,
                       more_params=("sa: uint8*", "sb: uint8*"))

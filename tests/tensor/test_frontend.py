@@ -55,7 +55,8 @@ def test_named_shape_form_and_scalar_options():
     src = ("kernel k(a: uint8*, m: uint8*, c: float32*, d: float32*) {\n"
            "  tensor_mma(a, a, c, d, m: 16, n: 8, k: 32, a_type: e4m3, b_type: e5m2,\n"
            "    output_type: f32, sparsity: dense, rounding: nearest_even,\n"
-           "    a_scale_mode: block32, a_scale: m, b_scale_mode: block32, b_scale: m,\n"
+           "    a_scale_mode: block32, a_scale_type: ue8m0, a_scale: m,\n"
+           "    b_scale_mode: block32, b_scale_type: ue8m0, b_scale: m,\n"
            "    ldsa: 1, b_scale_ld: 2, scope: workgroup);\n}\n")
     d = tensor_instrs(lower(src))[0].attrs["desc"]
     assert (d.m, d.n, d.k, d.a_scale_type, d.ldsa, d.ldsb, d.scope) == \

@@ -115,7 +115,7 @@ def test_scaled_region_k0_copies_c_cpu_oracle_only_no_hardware(scale):
     simulate(_case("e2m1", "e2m1", "m16n8k64", scale, 19, 10, 0), "sm_121a")
 
 
-def test_scaled_region_packed_scale_default_and_warps_cpu_oracle_only_no_hardware():
+def test_scaled_region_packed_scale_strides_and_warps_cpu_oracle_only_no_hardware():
     simulate(_case("e5m2", "e3m2", "m16n8k32", MX32, 17, 18, 40, packed_scales=True,
                    warps=2, transpose=(False, True)), "sm_121a")
 

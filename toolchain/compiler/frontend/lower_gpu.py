@@ -213,14 +213,30 @@ class GpuMixin:
         return space, scope
 
     # ---------------------------------------------------------------- subgroup
-    def _sg_value(self, a: A.Expr):
+    def _sg_value(self, a: A.Expr, op: str):
+        """The value of broadcast/shuffle/reduce/scan: exactly uint32 or float32 (gpu.md);
+        an untyped literal becomes uint32. Other types are E0322 with the cast to write."""
         v = self.value(a, U32)
-        if v.type == F32:
+        if v.type in (U32, F32):
             return v
-        if v.type.is_int:
-            return self.b.convert(v, U32)
-        raise self.fail("E0322", f"subgroup operations take uint32 or float32, found "
-                        f"{describe(v.type)}", a.span)
+        to = "float32" if v.type.is_float else "uint32"
+        raise self.fail("E0322", f"subgroup_{op} takes a uint32 or float32 value, found "
+                        f"{describe(v.type)}", a.span,
+                        help=f"convert it explicitly: `subgroup_{op}(({to})value)`")
+
+    def _sg_pred(self, a: A.Expr, what: str):
+        """A vote/ballot predicate: an expression of type bool (a comparison, `&&`, `||`,
+        `!`, a bool value); a number is E0322, not an implicit `!= 0`."""
+        if isinstance(a, A.Binary) and a.op in ("==", "!=", "<", "<=", ">", ">=", "&&",
+                                                "||") or \
+                isinstance(a, A.Unary) and a.op == "!":
+            return self.cond(a)
+        v = self.value(a, None)
+        if v.type.is_bool:
+            return v
+        raise self.fail("E0322", f"the predicate of {what} must be a bool, found "
+                        f"{describe(v.type)}", a.span,
+                        help="compare explicitly, e.g. `value != 0`")
 
     def _sg_lane(self, a: A.Expr):
         v = self.value(a, U32)
@@ -237,19 +253,19 @@ class GpuMixin:
             return b.subgroup(op, U32, span=sp)
         if op in ("broadcast", "shuffle"):
             self._arity(e, 2, "E0322")
-            v = self._sg_value(e.args[0])
+            v = self._sg_value(e.args[0], op)
             return b.subgroup(op, v.type, [v, self._sg_lane(e.args[1])], span=sp)
         if op in ("reduce_add", "reduce_min", "reduce_max", "scan_inclusive_add",
                   "scan_exclusive_add"):
             self._arity(e, 1, "E0322")
-            v = self._sg_value(e.args[0])
+            v = self._sg_value(e.args[0], op)
             if op.startswith("reduce"):
                 return b.subgroup("reduce", v.type, [v], {"op": op[7:]}, span=sp)
             return b.subgroup("scan", v.type, [v], {"op": "add",
                                                     "inclusive": "inclusive" in op}, span=sp)
         if op == "ballot":
             self._arity(e, 2, "E0322")
-            pred = self.cond(e.args[0])
+            pred = self._sg_pred(e.args[0], "subgroup_ballot")
             w = self.value(e.args[1], None)
             if not w.type.is_int:
                 raise self.fail("E0322", f"ballot word must be an integer, found "
@@ -257,7 +273,8 @@ class GpuMixin:
             return b.subgroup("ballot", U32, [pred, b.convert(w, U32)], span=sp)
         if op in ("any", "all"):
             self._arity(e, 1, "E0322")
-            return b.subgroup(op, BOOL, [self.cond(e.args[0])], span=sp)
+            return b.subgroup(op, BOOL, [self._sg_pred(e.args[0], f"subgroup_{op}")],
+                              span=sp)
         raise self.fail("E0101", f"undefined function `subgroup_{op}`", e.callee.span)
 
     # ---------------------------------------------------------------- async copies

@@ -8,8 +8,13 @@ Every named option is parsed here and checked with a located diagnostic:
         storage type (f16/bf16 uint16*, f32/tf32 float32*, f64 float64*, i8 int8*,
         i32 int32*, everything else uint8*).
 Static options become descriptor fields; `lda`..`ldd`, `ldsa`/`ldsb`, `ldbias` may instead
-be runtime integers (converted to u32) and the pointer/scalar options become operands. No
-target question is asked here: capability refusals belong to the backends.
+be runtime integers and the pointer/scalar options become operands. A runtime leading
+dimension is any integer of up to 64 bits; the descriptor carries it as u32 (gpu.md: "in
+the descriptor's uint32 range"), so a wider value is checked: with --gpu-checks a value
+above 4294967295 traps before the operation, otherwise its low 32 bits are used
+(docs/language_rules.md). Epilogue scalars (alpha, beta, clamp bounds) have exactly the
+epilogue's compute type (float32, or float64 for f64): no implicit conversion. No target
+question is asked here: capability refusals belong to the backends.
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ import re
 
 from . import ast as A
 from ..ir import tensor as T
-from ..ir.types import U32, PtrType
+from ..ir.types import U32, U64, VOID, PtrType
 from .typesys import describe
 
 _SHAPE3 = re.compile(r"m(\d+)n(\d+)k(\d+)")
@@ -136,9 +141,13 @@ def _ld(lw, opts, key, code, named):
             raise lw.fail(code, f"`{key}:` must be positive, found {n}", v.span)
         return n
     val = lw.value(v, U32)
-    if not val.type.is_int or val.type.bits > 32:
-        raise lw.fail(code, f"runtime `{key}:` must be an integer of at most 32 bits, found "
-                      f"{describe(val.type)}", v.span)
+    if not val.type.is_int or val.type.bits > 64:
+        raise lw.fail(code, f"runtime `{key}:` must be an integer, found "
+                      f"{describe(val.type)}", v.span, help=f"write `{key}: (uint32)value`")
+    if val.type.bits > 32:           # the descriptor's uint32 range, checked (module doc)
+        wide = lw.b.convert(val, U64)
+        ok = lw.b.cmp("le", wide, lw.b.const(U64, (1 << 32) - 1), span=v.span)
+        lw.b.intrinsic("debug.assert", VOID, [ok], span=v.span)
     named[key] = lw.b.convert(val, U32)
     return None
 
@@ -179,12 +188,6 @@ def _descriptor(lw, e: A.Call, opts, named) -> T.TensorDesc:
              for key, choices in _WORDS.items() if not key.endswith(("put_type", "_type"))
              or key.endswith("scale_type")}
     words = {k2: v for k2, v in words.items() if v is not None}
-    for side in ("a", "b"):      # a scale mode implies its conventional scale format
-        mode = words.get(f"{side}_scale_mode")
-        if mode in ("block32", "per_tensor") and f"{side}_scale_type" not in words:
-            words[f"{side}_scale_type"] = "ue8m0"
-        if mode == "block16" and f"{side}_scale_type" not in words:
-            words[f"{side}_scale_type"] = "ue4m3"
     lds = {key: _ld(lw, opts, key, code, named) for key in _LDS}
     desc = T.TensorDesc(m, n, k, a_t, b_t, acc_t, res_t, **words,
                         transpose_a=_bool(lw, opts, "transpose_a", code),
@@ -197,8 +200,32 @@ def _descriptor(lw, e: A.Call, opts, named) -> T.TensorDesc:
     errs = T.validate_desc(desc, roles)
     if errs:
         key, msg = errs[0]
-        raise lw.fail(code, msg, opts[key][1] if key in opts else e.span)
+        raise lw.fail(code, msg, opts[key][1] if key in opts else e.span, help=_help(key))
     return desc
+
+
+# A help line per descriptor option a contradiction is reported at (E0340).
+_HELP = {
+    "packing": "sub-byte packing (`packed`, `dense_subbyte`) is only for e2m3, e3m2, e2m1, "
+               "i4, u4 and b1; leave the packing option out for byte-sized formats",
+    "scale_mode": "a block-scaled operand names its scale format and table, e.g. "
+                  "`{s}_scale_type: ue8m0, {s}_scale: table` (a uint8* pointer)",
+    "scale": "give `{s}_scale_mode: block32` (or block16/per_tensor) with the table",
+    "scale_type": "give `{s}_scale_mode:` too, or drop `{s}_scale_type:`",
+    "lds": "scale-table leading dimensions belong to block-scaled operands",
+    "rounding": "leave `rounding:` out (default) for integer formats",
+    "math": "b1 operands use `math: xor_popcount` or `and_popcount`; others multiply_add",
+    "metadata": "structured sparsity and `metadata:` go together",
+}
+
+
+def _help(key: str) -> str:
+    side, _, rest = key.partition("_")
+    if key in ("ldsa", "ldsb"):
+        return _HELP["lds"]
+    if side in ("a", "b") and rest in _HELP:
+        return _HELP[rest].format(s=side)
+    return _HELP.get(key, "see the tensor descriptor rules in docs/language_rules.md")
 
 
 def _control(lw, expr: A.Expr):
@@ -227,10 +254,13 @@ def _mma(lw, e: A.Call, matmul: bool):
                                        desc.result_type))]
     if not matmul:
         return lw.b.tensor_mma(desc, *ptrs, named, span=e.span)
-    for key in ("lda", "ldb", "ldc", "ldd"):
+    scale_lds = tuple(f"lds{s}" for s in "ab" if getattr(desc, f"{s}_scale_mode") != "none")
+    for key in ("lda", "ldb", "ldc", "ldd", *scale_lds):
         if getattr(desc, key) is None and key not in named:
+            what = "scale tables" if key.startswith("lds") else "matrices"
             raise lw.fail("E0341", f"tensor_matmul needs an explicit `{key}:` (whole "
-                          "matrices have no default leading dimension)", e.span)
+                          f"{what} have no default leading dimension)", e.span,
+                          help=f"add `{key}: <stride>` (a constant or a uniform integer)")
     controls = [_control(lw, a) for a in e.args[4:]]
     return lw.b.tensor_matmul(desc, *ptrs, controls, named, span=e.span)
 
@@ -258,10 +288,22 @@ def _epilogue(lw, e: A.Call):
         named["bias"] = _pointer(lw, opts["bias"][0], st, "`bias:`", f"{elem} storage")
     for key in _EPI_SCALARS:
         if key in opts:
-            v, _ = opts[key]
-            named[key] = lw.rvalue(v, ct)
+            named[key] = _scalar(lw, opts[key][0], ct, key, elem)
     errs = T.validate_epilogue(desc, tuple(r for r in T.EPILOGUE_ROLES if r in named))
     if errs:
         key, msg = errs[0]
-        raise lw.fail(code, msg, opts[key][1] if key in opts else e.span)
+        raise lw.fail(code, msg, opts[key][1] if key in opts else e.span,
+                      help="see the tensor_epilogue rules in docs/language_rules.md")
     return lw.b.tensor_epilogue(desc, d, named, span=e.span)
+
+
+def _scalar(lw, expr: A.Expr, ct, key: str, elem: str):
+    """An epilogue scalar of exactly the compute type `ct` (a literal adopts it)."""
+    if lw.untyped(expr):
+        return lw.rvalue(expr, ct)
+    v = lw.value(expr, ct)
+    if v.type != ct:
+        raise lw.fail("E0342", f"`{key}:` must be a {describe(ct)} (the {elem} epilogue's "
+                      f"element type), found {describe(v.type)}", expr.span,
+                      help=f"write `{key}: ({describe(ct)})value`")
+    return v

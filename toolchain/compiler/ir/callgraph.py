@@ -77,9 +77,13 @@ def _call_graph(m: Module) -> DeviceProgram:
                           f"`{callee.name}`", ins.span,
                           help="only the GPU intrinsics may be declared extern in kernels")
             elif state.get(callee.name) == "active":
+                # reported at the call that closes the cycle (the caller's declaration when
+                # a frontend gave the call no location)
                 cycle = " -> ".join(stack[stack.index(callee.name):] + [callee.name])
                 bag.error("E0402", f"recursion is not allowed in device code ({cycle})",
-                          ins.span)
+                          ins.span or fn.span,
+                          help="GPU code has no call stack for recursion; rewrite the "
+                          "recursion as a loop")
             elif callee.name not in state:
                 visit(callee, stack + [callee.name])
         state[fn.name] = "done"

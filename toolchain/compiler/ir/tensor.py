@@ -32,6 +32,7 @@ OVERFLOW = ("wrap", "saturate_finite")
 SCALE_MODES = ("none", "per_tensor", "block16", "block32")
 SCALE_TYPES = ("ue8m0", "ue4m3")
 PACKINGS = ("logical", "unpacked", "packed", "dense_subbyte")
+SUBBYTE_PACKINGS = ("packed", "dense_subbyte")     # only for formats narrower than a byte
 SCOPES = ("subgroup", "workgroup")
 EPILOGUE_TYPES = ("f16", "bf16", "f32", "f64")
 BIAS_MODES = ("none", "row", "column", "matrix")
@@ -72,8 +73,8 @@ class TensorDesc:
     b_type: str
     accumulator_type: str
     result_type: str
-    a_layout: str = "row"
-    b_layout: str = "row"
+    a_layout: str = "row"           # the language defaults (LANGUAGE.md §11): A row, B col,
+    b_layout: str = "col"           # C and D row; gpu.md's examples write B column-major
     c_layout: str = "row"
     d_layout: str = "row"
     transpose_a: bool = False
@@ -177,14 +178,28 @@ def validate_desc(desc: TensorDesc, roles: tuple[str, ...]) -> list[tuple[str, s
     for side in ("a", "b"):
         mode = getattr(desc, f"{side}_scale_mode")
         has = f"{side}_scale" in roles
+        fmt, packing = getattr(desc, f"{side}_type"), getattr(desc, f"{side}_packing")
+        if packing in SUBBYTE_PACKINGS and fmt in FORMATS and packed_bits(fmt) >= 8:
+            errs.append((f"{side}_packing", f"`{side}_packing: {packing}` packs sub-byte "
+                         f"values, but {side.upper()} is {fmt} "
+                         f"({packed_bits(fmt)}-bit elements)"))
+        if mode != "none" and getattr(desc, f"{side}_scale_type") is None:
+            errs.append((f"{side}_scale_mode", f"`{side}_scale_mode: {mode}` needs an "
+                         f"`{side}_scale_type:` (ue8m0 or ue4m3)"))
         if mode != "none" and not has:
             errs.append((f"{side}_scale_mode", f"`{side}_scale_mode: {mode}` needs an "
                          f"`{side}_scale:` pointer"))
+        if mode == "none" and (getattr(desc, f"lds{side}") is not None
+                               or f"lds{side}" in roles):
+            errs.append((f"lds{side}", f"`lds{side}` needs a `{side}_scale_mode`"))
         if mode == "none" and has:
             errs.append((f"{side}_scale", f"`{side}_scale:` needs a `{side}_scale_mode`"))
         if mode == "none" and getattr(desc, f"{side}_scale_type") is not None:
             errs.append((f"{side}_scale_type", f"`{side}_scale_type` needs a "
                          f"`{side}_scale_mode`"))
+    if desc.rounding != "default" and "i32" in (desc.accumulator_type, desc.result_type):
+        errs.append(("rounding", f"`rounding: {desc.rounding}` has no meaning for integer "
+                     "(i32) accumulation"))
     for opt in ("lda", "ldb", "ldc", "ldd", "ldsa", "ldsb"):
         v = getattr(desc, opt)
         if v is not None and v <= 0:

@@ -1,10 +1,27 @@
 """The collective uniformity verifier (gpu.md "Subgroup collectives"), shared by all backends.
 
 Lattice: WORKGROUP (same for the whole workgroup) < SUBGROUP (same within a subgroup) <
-VARYING (per work-item). Kernel arguments, constants and group topology (block, block_dim,
-grid_dim) are workgroup-uniform; broadcast/reduce/vote results and ballot with a uniform word
-are subgroup-uniform; `thread.x / 32` (or `>> 5` and more) is subgroup-uniform; local ids,
-memory loads, atomics, scans, shuffles and opaque call results vary.
+VARYING (per work-item). Kernel arguments, constants, group topology (block, block_dim,
+grid_dim) and workgroup allocations (so `&tile[i]` with a uniform i) are workgroup-uniform;
+broadcast/reduce/vote results, subgroup_size() and ballot with a uniform word are
+subgroup-uniform; local ids, private allocations, memory loads, atomics, scans, shuffles and
+opaque call results vary.
+
+Subgroup index (LANGUAGE.md §12.8): `thread.x / D` and `thread.x >> s` are subgroup-uniform
+when D is a positive multiple of the subgroup width W (a constant multiple of 32, or
+k * subgroup_size()) and s >= 5. Proof for a 1-D block: subgroups are formed from
+consecutive linear thread ids (PTX: warp w holds ids 32w..32w+31), and in a 1-D block the
+linear id is thread.x, so subgroup w holds thread.x in [wW, wW + W) and
+floor(thread.x / kW) = floor(w / k) is the same on every lane. With a constant divisor 32k
+(W = 32) this also holds for a partial final subgroup, whose ids are a prefix of that
+range. subgroup_size() is the live lane count r of the subgroup, so the `/ subgroup_size()`
+form needs full subgroups (the block volume a multiple of W): in a partial final
+subgroup thread.x / r varies unless r divides wW. In a multi-dimensional block the linear
+id is x + X*(y + Y*z); when X is a multiple of W every subgroup lies inside one row, so
+thread.x runs over [jW, jW + W) and the same argument holds. A kernel that declares its
+block (`kernel(block = ...)`) is held to these conditions (W = 32): where its shape breaks
+one, the derivation is not applied; an undeclared launch shape is the caller's
+precondition (docs/language_rules.md).
 
 Control dependence: a block inside the region that a conditional branch controls (reachable
 from its successors before the branch's immediate post-dominator) inherits the branch
@@ -29,7 +46,7 @@ _SUBGROUP_RESULTS = ("subgroup.broadcast", "subgroup.reduce", "subgroup.any",
                      "subgroup.all", "subgroup.size")
 _VARYING_RESULTS = ("subgroup.local_id", "subgroup.scan", "subgroup.shuffle", "load",
                     "atomic.load", "atomic.rmw", "atomic.cmpxchg", "call", "call_indirect",
-                    "local.get", "gpu.alloc", "alloca")
+                    "local.get", "alloca")
 
 
 class _FunctionState:
@@ -41,6 +58,13 @@ class _FunctionState:
         self.locals: dict[int, int] = {id(l): WORKGROUP for l in fn.locals}
         self.ctrl: dict[int, int] = {}
         self.lane_x: set[int] = set()     # values equal to thread.x (modulo conversion)
+        self.width: set[int] = set()      # values k * subgroup_size(), k a positive const
+        shape = fn.block_shape
+        # which subgroup-index derivations this kernel's declared block keeps sound
+        # (module docstring; an undeclared block is the launch's precondition)
+        self.x_rows_ok = shape is None or shape[1] * shape[2] == 1 or shape[0] % 32 == 0
+        self.full_ok = self.x_rows_ok and (shape is None or
+                                           shape[0] * shape[1] * shape[2] % 32 == 0)
         self.order = reverse_postorder(fn)
         self.ipdom = immediate_postdominators(fn)
 
@@ -57,14 +81,38 @@ def _value_rank(st: _FunctionState, v) -> int:
     return VARYING
 
 
-def _is_warp_divisor(v, op: str) -> bool:
-    if not isinstance(v, Const) or not isinstance(v.value, int) or v.value <= 0:
+def _positive_const(v) -> bool:
+    return isinstance(v, Const) and isinstance(v.value, int) and \
+        not isinstance(v.value, bool) and v.value > 0
+
+
+def _is_warp_divisor(st: _FunctionState, v, op: str) -> bool:
+    if op == "div" and isinstance(v, Instr) and id(v) in st.width:
+        return st.full_ok
+    if not _positive_const(v) or not st.x_rows_ok:
         return False
     return v.value % 32 == 0 if op == "div" else v.value >= 5
 
 
+def _track_width(st: _FunctionState, ins: Instr) -> None:
+    """Record `ins` when it is a positive constant multiple of subgroup_size()."""
+    op, ops = ins.op, ins.operands
+    if op == "subgroup.size" or (op == "convert" and id(ops[0]) in st.width):
+        st.width.add(id(ins))
+    elif op == "mul" and any(isinstance(o, Instr) and id(o) in st.width for o in ops) \
+            and any(_positive_const(o) for o in ops):
+        st.width.add(id(ins))
+    elif op == "shl" and isinstance(ops[0], Instr) and id(ops[0]) in st.width and \
+            isinstance(ops[1], Const) and isinstance(ops[1].value, int) and \
+            0 <= ops[1].value < 16:
+        st.width.add(id(ins))
+
+
 def _instr_rank(st: _FunctionState, ins: Instr) -> int:
     op = ins.op
+    _track_width(st, ins)
+    if op == "gpu.alloc":
+        return WORKGROUP if ins.attrs.get("space") == "workgroup" else VARYING
     if op == "gpu.index":
         if ins.attrs["kind"] == "thread":
             if ins.attrs["axis"] == "x":
@@ -75,7 +123,7 @@ def _instr_rank(st: _FunctionState, ins: Instr) -> int:
         st.lane_x.add(id(ins))
         return VARYING
     if op in ("div", "shr") and id(ins.operands[0]) in st.lane_x and \
-            _is_warp_divisor(ins.operands[1], op):
+            _is_warp_divisor(st, ins.operands[1], op):
         return SUBGROUP
     if op == "local.get":
         return st.locals[id(ins.operands[0])]

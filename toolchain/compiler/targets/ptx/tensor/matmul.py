@@ -10,18 +10,24 @@ copies C to D. Selection happens at run time with uniform predicates:
   cooperatively from that stored D (warp-synchronised before and after);
 - otherwise exact cooperative scalar replay (replay.py) from C over all of K.
 A region whose accumulator tuple exceeds the tuple budget (--gpu-tensor-tuple-budget, or
-TUPLE_BUDGET when 0) always replays. Families: f16/bf16
-to f32, f64, i8/u8 to wrapping i32, subgroup scope; the others are refused (E0504/E0505).
+TUPLE_BUDGET when 0) always replays, and so does every region on a profile without the
+family's WMMA instruction (e.g. f64 or bf16 on the portable PTX 6.4 / compute_75 profile):
+gpu.md's region semantics are exact replay where the native path is unavailable. The
+descriptor is still checked against the same WMMA shape table, so a profile never accepts
+a descriptor another refuses. Replay itself needs activemask (PTX 6.2, sm_70; E0504 below).
+Families: f16/bf16 to f32, f64, i8/u8 to wrapping i32, subgroup scope; the others are
+refused (E0504/E0505).
 """
 from __future__ import annotations
 
-from .capabilities import refuse, select_wmma
+from .capabilities import FAMILIES, refuse, select_wmma
 from .common import Mat, add_addr, linear, mat, offset_terms, operands, scale_bytes
 from .narrow import claims, lower_narrow_matmul
 from .replay import Region, native_region_pred, native_then_replay
 from .wmma import run_grid
 
 TUPLE_BUDGET = 200                      # registers of resident fragments per lane
+REPLAY = ((6, 2), 70)                   # activemask / bar.warp.sync of the replay
 ALIGN = {"i8": 16, "u8": 16}            # WMMA origin alignment in bytes (default 32)
 _FAMILIES = {("f16", "f32"), ("bf16", "f32"), ("f64", "f64"), ("i8", "i32"),
              ("u8", "i32")}
@@ -100,13 +106,27 @@ def lower_matmul(em, ins) -> None:
         lower_narrow_matmul(em, ins)
         return
     _check_family(desc, em.profile, ins.span)
-    plan = select_wmma(desc, em.profile, ins.span)
+    isa, sm = FAMILIES[desc.a_type][:2]
+    has_native = em.profile.at_least(isa, sm)
+    plan = select_wmma(desc, em.profile if has_native else _Unbounded(), ins.span)
+    em.profile.require("exact cooperative tensor_matmul replay", *REPLAY, ins.span)
     A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
     g = Region(desc, A, B, C, D, *(em.reg(ops[k]) for k in ("row", "column", "m", "n", "k")))
     native = origins = None
-    if _budget(plan, em.tensor_tuple_budget):
+    if has_native and _budget(plan, em.tensor_tuple_budget):
         origins = [_origin(em, A, g.row, 0), _origin(em, B, 0, g.col),
                    _origin(em, C, g.row, g.col), _origin(em, D, g.row, g.col)]
         native = _native_pred(em, g, plan, origins)
     native_then_replay(em, g, "tmm", native, plan.shape[2],
                        lambda chunks: run_grid(em, plan, desc, *origins, chunks))
+
+
+class _Unbounded:
+    """A profile answering yes to every capability: checks a descriptor against the WMMA
+    shape table on a profile that will only replay it."""
+
+    def at_least(self, isa, sm) -> bool:
+        return True
+
+    def require(self, *args, **kw) -> None:
+        return None
