@@ -1,0 +1,148 @@
+"""Random host-style IR programs for the optimizer's property tests.
+
+`random_module(seed)` builds, through the public Builder and in the frontend's slot form,
+one function `@f(%a: i32, %b: i32, %c: u32, %x: f32, %p: ptr<i64>) -> i64` made of
+assignments to typed locals, if/else, counted loops (constant or `a & 7` bounds, nested
+two deep), loads and stores through %p (16 cells) and a final store of every local into
+%p[16..], so all state is observable in memory. Programs always terminate; division may
+trap (the interpreter reports it and the test skips that input).
+"""
+from __future__ import annotations
+
+import random
+
+from toolchain.compiler.ir import (BOOL, F32, F64, I32, I64, U32, Builder, Module, ptr)
+
+TYPES = (I32, U32, I64, F32, F64)
+INT_OPS = ("add", "sub", "mul", "and", "or", "xor", "shl", "shr", "min", "max", "div",
+           "rem")
+FLOAT_OPS = ("add", "sub", "mul", "min", "max")
+PREDS = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+class _Gen:
+    def __init__(self, seed: int):
+        self.r = random.Random(seed)
+        self.m = Module(f"rand{seed}")
+        self.b = Builder(self.m)
+        self.fn = self.b.function("f", [("a", I32), ("b", I32), ("c", U32), ("x", F32),
+                                        ("p", ptr(I64))], I64)
+        self.b.position_at_end(self.b.append_block(self.fn, "entry"))
+        self.vars = [self.b.local(self.fn, self.r.choice(TYPES), f"v{i}") for i in range(5)]
+        self.budget = 40
+
+    def const(self, t):
+        r = self.r
+        if t.is_float:
+            return self.b.const(t, r.choice([0.0, -0.0, 1.0, 0.5, -3.25, 1e30, 7.0, 1e-3]))
+        return self.b.const(t, r.choice([0, 1, 2, 3, -1, 7, 31, 32, 100, -(1 << 31),
+                                         (1 << 31) - 1, 12345]))
+
+    def param(self, t):
+        a, b, c, x = self.fn.params[:4]
+        v = self.r.choice([a, b, c, x])
+        return self.b.convert(v, t)
+
+    def expr(self, t, depth=0):
+        r, b = self.r, self.b
+        k = r.random()
+        if depth > 2 or k < 0.25:
+            return r.choice([lambda: self.const(t), lambda: self.param(t),
+                             lambda: self.get(t), lambda: self.get(t)])()
+        if k < 0.75:
+            ops = FLOAT_OPS if t.is_float else INT_OPS
+            return b.binop(r.choice(ops), self.expr(t, depth + 1), self.expr(t, depth + 1))
+        if k < 0.85:
+            return b.select(self.cond(depth + 1), self.expr(t, depth + 1),
+                            self.expr(t, depth + 1))
+        if k < 0.92 and not t.is_float:
+            return b.unop(r.choice(["neg", "not"]), self.expr(t, depth + 1))
+        return self.b.convert(self.expr(r.choice(TYPES), depth + 1), t)
+
+    def get(self, t):
+        v = self.r.choice(self.vars)
+        return self.b.convert(self.b.local_get(v), t)
+
+    def cond(self, depth=0):
+        t = self.r.choice(TYPES)
+        return self.b.cmp(self.r.choice(PREDS), self.expr(t, depth + 1),
+                          self.expr(t, depth + 1))
+
+    def cell(self):
+        i = self.b.binop("and", self.expr(I32, 2), self.b.const(I32, 15))
+        return self.b.ptradd(self.fn.params[4], self.b.convert(i, I64))
+
+    def stmts(self, depth: int, n: int):
+        for _ in range(n):
+            if self.budget <= 0 or self.b.terminated:
+                return
+            self.budget -= 1
+            k = self.r.random()
+            if k < 0.45:
+                v = self.r.choice(self.vars)
+                self.b.local_set(v, self.expr(v.type))
+            elif k < 0.6 and depth < 3:
+                self.if_(depth)
+            elif k < 0.72 and depth < 2:
+                self.loop(depth)
+            elif k < 0.84:
+                self.b.store(self.cell(), self.expr(I64))
+            else:
+                v = self.r.choice(self.vars)
+                self.b.local_set(v, self.b.convert(self.b.load(self.cell()), v.type))
+
+    def if_(self, depth):
+        b, fn = self.b, self.fn
+        then, other, join = (b.append_block(fn, n) for n in ("then", "else", "join"))
+        b.cbr(self.cond(), then, other)
+        for blk in (then, other):
+            b.position_at_end(blk)
+            self.stmts(depth + 1, self.r.randint(0, 3))
+            if not b.terminated:
+                b.br(join)
+        b.position_at_end(join)
+
+    def loop(self, depth):
+        b, fn, r = self.b, self.fn, self.r
+        i = b.local(fn, I32, "i")
+        start = r.choice([0, 1, 3])
+        b.local_set(i, b.const(I32, start))
+        if r.random() < 0.5:
+            bound = b.const(I32, r.randint(0, 6))
+        else:
+            bound = b.binop("and", self.fn.params[0], b.const(I32, 7))
+        head, body, done = (b.append_block(fn, n) for n in ("loop", "body", "done"))
+        b.br(head)
+        b.position_at_end(head)
+        b.cbr(b.cmp("lt", b.local_get(i), bound), body, done)
+        b.position_at_end(body)
+        self.stmts(depth + 1, r.randint(1, 4))
+        if not b.terminated:
+            b.local_set(i, b.add(b.local_get(i), b.const(I32, r.choice([1, 1, 2]))))
+            b.br(head)
+        b.position_at_end(done)
+
+
+def _bits64(b, v):
+    t = v.type
+    if t == F32:
+        return b.convert(b.bitcast(v, U32), I64)
+    if t == F64:
+        return b.bitcast(v, I64)
+    return b.convert(v, I64)
+
+
+def random_module(seed: int) -> Module:
+    g = _Gen(seed)
+    b = g.b
+    for v in g.vars:
+        b.local_set(v, g.const(v.type))
+    g.stmts(0, g.r.randint(3, 8))
+    p = g.fn.params[4]
+    for k, v in enumerate(g.vars):
+        b.store(b.ptradd(p, b.const(I64, 16 + k)), _bits64(b, b.local_get(v)))
+    b.ret(_bits64(b, b.local_get(g.vars[0])))
+    return g.m
+
+
+INPUTS = ((0, 0, 0, 0.0), (5, -3, 7, 1.5), (7, 2, 4000000000, -2.75), (3, 100, 1, 1e20))
