@@ -15,6 +15,15 @@ VERSION = "0.1.0"
 # --target spelling -> host target registry name (targets/__init__.py)
 HOST_TARGETS = {"x86_64-linux": "x86_64", "aarch64-linux": "aarch64-linux",
                 "x86_64-windows": "x86_64-windows"}
+
+
+def native_target() -> str:
+    """The --target of the machine running the compiler (a DGX Spark builds AArch64)."""
+    import platform
+    if sys.platform == "win32":
+        return "x86_64-windows"
+    return "aarch64-linux" if platform.machine().lower() in ("aarch64", "arm64") \
+        else "x86_64-linux"
 EXIT_INTERNAL = 70
 
 
@@ -40,8 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-O", dest="optimize", action="store_true", help="optimize")
     p.add_argument("-r", "--release", action="store_true", help="-O without run-time checks")
     p.add_argument("--gpu-arch", help="gb10 | portable | sm_NN | sm_NNa | compute_NN")
-    p.add_argument("--target", choices=tuple(HOST_TARGETS), default="x86_64-linux",
-                   help="host machine for --emit-obj/--build (default x86_64-linux)")
+    p.add_argument("--target", choices=tuple(HOST_TARGETS), default=None,
+                   help="host machine for --emit-obj/--build (default: this machine's)")
     p.add_argument("--ptx-version", help="PTX ISA version M.m")
     p.add_argument("--gpu-tensor-tuple-budget", type=int, default=0, metavar="N")
     p.add_argument("--gpu-checks", action="store_true", help="emit gpu_assert traps")
@@ -89,7 +98,7 @@ def _options(ns):
                    include_dirs=list(ns.include), stdlib_dir=ns.stdlib,
                    link_args=list(ns.link_arg), libraries=list(ns.libs),
                    dump_ir=ns.dump_ir, dump_spirv=ns.dump_spirv, verify_each=ns.verify,
-                   host_target=HOST_TARGETS[ns.target],
+                   host_target=HOST_TARGETS[ns.target or native_target()],
                    profile=ns.profile, dump_ir_after=tuple(ns.dump_ir_after),
                    explain=ns.explain)
 

@@ -8,7 +8,7 @@ re-links the host); packaging only places the kernel modules beside the executab
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Optional, Tuple
 
 from pants.backend.python.util_rules.pex import VenvPexProcess
 from pants.core.goals.package import BuiltPackage, BuiltPackageArtifact, PackageFieldSet
@@ -22,8 +22,9 @@ from pants.util.logging import LogLevel
 
 from toolchain.rules.compile_kernel import CompiledKernel
 from toolchain.rules.kernel_package import KernelModuleRequest
-from toolchain.rules.target_types import (MettleKernelsField, MettleLinkArgsField,
-                                          MettleOptimizeField, MettleSourceField)
+from toolchain.rules.target_types import (MettleHostTargetField, MettleKernelsField,
+                                          MettleLinkArgsField, MettleOptimizeField,
+                                          MettleSourceField)
 from toolchain.rules.inputs import MettleInputs, MettleInputsRequest
 from toolchain.rules.tools import TOOL_ENV, MettleCompiler
 
@@ -35,6 +36,7 @@ class CompileHostRequest:
     output_name: str
     optimize: bool
     link_args: Tuple[str, ...]
+    target: Optional[str] = None   # --target (None: the building machine's own)
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ def host_argv(req: CompileHostRequest, source: str, stdlib_root: str) -> Tuple[s
     argv = ["--build", source, "-o", req.output_name, "--stdlib", stdlib_root]
     if req.optimize:
         argv.append("-O")
+    if req.target:
+        argv.append(f"--target={req.target}")
     for arg in req.link_args:
         argv.append(f"--link-arg={arg}")  # one token: link args may start with '-'
     return tuple(argv)
@@ -71,6 +75,7 @@ class MettleHostBinaryFieldSet(PackageFieldSet):
     kernels: MettleKernelsField
     link_args: MettleLinkArgsField
     optimize: MettleOptimizeField
+    target: MettleHostTargetField
 
 
 @rule(desc="Package a Mettle host binary")
@@ -82,7 +87,8 @@ async def package_host(field_set: MettleHostBinaryFieldSet) -> BuiltPackage:
         Get(CompiledKernel, KernelModuleRequest(a, origin)) for a in kernel_addresses)
     host = await Get(CompiledHost, CompileHostRequest(
         field_set.address, field_set.source, field_set.address.target_name,
-        bool(field_set.optimize.value), tuple(field_set.link_args.value or ())))
+        bool(field_set.optimize.value), tuple(field_set.link_args.value or ()),
+        field_set.target.value))
     _check_unique([host.path, *(k.path for k in kernels)], field_set.address)
     merged = await Get(Digest, MergeDigests([host.digest, *(k.digest for k in kernels)]))
     spec_path = field_set.address.spec_path

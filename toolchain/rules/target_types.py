@@ -81,6 +81,14 @@ class MettleOptimizeField(BoolField):
     help = "Compile with `-O` (the optimizer); `False` compiles the unoptimized IR."
 
 
+class MettleHostTargetField(StringField):
+    alias = "target"
+    valid_choices = ("x86_64-linux", "aarch64-linux", "x86_64-windows")
+    help = ("The machine the host program runs on (the compiler's `--target`): "
+            "`x86_64-linux`, `aarch64-linux` (DGX Spark/GB10) or `x86_64-windows`. Default: "
+            "the machine that builds it.")
+
+
 class MettlePtxVersionField(StringField):
     alias = "ptx_version"
     help = "PTX ISA version `M.m` (the compiler's `--ptx-version`); default: the arch's minimum."
@@ -170,9 +178,11 @@ class MettleHostBinaryTarget(Target):
         MettleKernelsField,
         MettleLinkArgsField,
         MettleOptimizeField,
+        MettleHostTargetField,
     )
     help = (
-        "An x86-64 host executable built (compiled and linked) by the Mettle compiler.\n\n"
+        "A host executable (x86-64 or AArch64 Linux, Windows x64; see `target`) built "
+        "(compiled and linked) by the Mettle compiler.\n\n"
         "`./pants package` writes `dist/<BUILD dir>/<name>` and, beside it, every module of "
         "`kernels`, so the packaged directory runs as is. Example:\n\n"
         "    mettle_host_binary(name=\"host\", source=\"host.mettle\", kernels=[\":kernels\"])"
