@@ -27,7 +27,11 @@ def qemu_aarch64() -> str | None:
 
 
 def wine() -> str | None:
-    return shutil.which("wine64") or shutil.which("wine")
+    """Debian's wine64 package puts the loader at /usr/lib/wine/wine64 (no PATH entry)."""
+    found = shutil.which("wine64") or shutil.which("wine")
+    if found is None and os.access("/usr/lib/wine/wine64", os.X_OK):
+        found = "/usr/lib/wine/wine64"
+    return found
 
 
 def why_not_runnable(target: str) -> str | None:
