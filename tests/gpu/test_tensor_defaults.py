@@ -1,0 +1,109 @@
+"""Hardware: GEMM grids whose tensor_matmul writes no layout option (issue 12).
+
+The language default descriptor reads B column-major (B[q, c] at b[c * ldb + q]); before
+that default was honoured, this GEMM returned uncorrelated results on the H200 (relative
+error 1.4). Random non-zero normal data (rounded to the input format), padded leading
+dimensions, D poisoned with NaN: every in-range output must match a float64 reference
+(torch when installed, else numpy) to the format's accumulation tolerance, and every
+padding element must keep its poison. Cases cover the native interior with K tails
+(sm_90a WMMA), M/N edges, bf16, and f64 on the portable profile, which has no f64 WMMA
+and so runs exact cooperative replay (PTX 6.4 / compute_75, JIT-compiled by the driver).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.gpu.harness import Buffer, Scalar
+from tests.support import tensor_oracle as O
+from tests.tensor.kernels import carrier, compile_ptx
+from toolchain.compiler.targets.ptx.profiles import detect_local_arch
+
+SOURCE = """kernel gemm(a: {t}*, b: {t}*, c: {r}*, d: {r}*, m: uint32, n: uint32, k: uint32,
+             lda: uint32, ldb: uint32, ldc: uint32, ldd: uint32) {{
+  var column: uint32 = (block.x * {warps} + thread.x / 32) * {rn};
+  tensor_matmul(a, b, c, d, block.y * {rm}, column, m, n, k, shape: {shape},
+                input_type: {fmt}, output_type: {acc},
+                lda: lda, ldb: ldb, ldc: ldc, ldd: ldd);
+}}
+"""
+RESULT = {"f32": "float32", "f64": "float64"}
+
+
+def rounded(rng, fmt: str, shape) -> tuple[np.ndarray, np.ndarray]:
+    """(storage carrier values, the exact float64 values they hold): non-zero normals."""
+    x = rng.standard_normal(shape)
+    x[x == 0] = 0.5
+    if fmt == "f16":
+        h = x.astype(np.float16)
+        return h.view(np.uint16), h.astype(np.float64)
+    if fmt == "bf16":
+        bits = O.to_bf16_bits(x.astype(np.float32))
+        return bits, O.bf16(bits).astype(np.float64)
+    return x, x
+
+
+def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    try:
+        import torch
+    except ImportError:
+        return a @ b + c
+    return (torch.from_numpy(a) @ torch.from_numpy(b) + torch.from_numpy(c)).numpy()
+
+
+def laid_out(vals: np.ndarray, layout: str, ld: int, poison) -> np.ndarray:
+    rows, cols = vals.shape
+    size = (rows - 1) * ld + cols if layout == "row" else (cols - 1) * ld + rows
+    buf = np.full(size + 8, poison, dtype=vals.dtype)
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    buf[O.index(layout, ld, r, c)] = vals
+    return buf
+
+
+CASES = [  # fmt, acc, shape, M, N, K, warps, profile (None: the local GPU's)
+    ("f16", "f32", "m64n64k16", 512, 384, 512, 4, None),
+    ("f16", "f32", "m16n16k16", 200, 136, 72, 2, None),
+    ("bf16", "f32", "m32n32k16", 160, 96, 100, 2, None),
+    ("f64", "f64", "m8n8k4", 75, 61, 45, 2, "portable"),
+]
+UNIT = {"f32": 2.0**-24, "f64": 2.0**-53}       # unit roundoff of the accumulator
+
+
+@pytest.mark.parametrize("fmt,acc,shape,M,N,K,warps,profile", CASES,
+                         ids=[f"{c[0]}-{c[3]}x{c[4]}x{c[5]}-{c[7] or 'local'}" for c in CASES])
+def test_default_layout_gemm_grid_matches_reference(gpu_run, fmt, acc, shape, M, N, K,
+                                                    warps, profile):
+    rm, rn = (int(x) for x in shape[1:].split("k")[0].split("n"))
+    rng = np.random.default_rng(M * N + K)
+    a_st, a = rounded(rng, fmt, (M, K))
+    b_st, b = rounded(rng, fmt, (K, N))
+    c = rng.standard_normal((M, N)).astype(RESULT[acc]).astype(np.float64)
+    lda, ldb, ldc, ldd = K + 8, K + 16, N + 4, N + 12          # A row, B col, C/D row
+    poison = {"uint16": 0x7E00, "float64": np.nan}[carrier(fmt)]
+    bufs = {"a": laid_out(a_st.astype(carrier(fmt)), "row", lda, poison),
+            "b": laid_out(b_st.astype(carrier(fmt)), "col", ldb, poison),
+            "c": laid_out(c.astype(RESULT[acc]), "row", ldc, np.nan),
+            "d": laid_out(np.zeros((M, N), RESULT[acc]), "row", ldd, np.nan)}
+    bufs["d"][:] = np.nan
+    src = SOURCE.format(t=carrier(fmt), r=RESULT[acc], fmt=fmt, acc=acc, shape=shape,
+                        rm=rm, rn=rn, warps=warps)
+    ptx = compile_ptx(src, profile or detect_local_arch() or "sm_90a")
+    grid = (-(-N // (rn * warps)), -(-M // rm))
+    out = gpu_run(ptx, "gemm", grid, 32 * warps,
+                  [Buffer(w, bufs[w].dtype.name, data=bufs[w], output=w == "d")
+                   for w in "abcd"] +
+                  [Scalar("uint32", v) for v in (M, N, K, lda, ldb, ldc, ldd)])["d"]
+    got = O.logical(out, M, N, "row", ldd).astype(np.float64)
+    want = reference(a, b, c)
+    # K+1 roundings of an f32/f64 sum: |error| <= gamma_(K+1) * (|A||B| + |C|), doubled
+    # for the tensor cores' unspecified internal order
+    scale = np.abs(a) @ np.abs(b) + np.abs(c)
+    err, tol = np.abs(got - want) / scale, 2 * (K + 1) * UNIT[acc]
+    assert np.isfinite(got).all(), "an in-range output was not written"
+    assert err.max() <= tol, f"max scaled error {err.max():.3g} (tolerance {tol:g})"
+    rel = np.linalg.norm(got - want) / np.linalg.norm(want)
+    assert rel < 1e-5, f"relative error {rel:.3g}"
+    r, cc = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
+    untouched = np.ones(out.size, bool)
+    untouched[O.index("row", ldd, r, cc)] = False
+    assert np.isnan(out[untouched]).all(), "padding of D was overwritten"
