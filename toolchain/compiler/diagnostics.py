@@ -10,7 +10,6 @@ driver prints. Code ranges:
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -131,4 +130,5 @@ def render_text(diag: Diagnostic, sources: SourceMap | None = None) -> str:
 
 
 def render_json(diags: list[Diagnostic]) -> str:
+    import json     # here, not at the top: only --error-format=json needs it
     return json.dumps({"diagnostics": [d.to_json() for d in diags]}, sort_keys=True)

@@ -17,7 +17,7 @@ Invariants (stable contract; changes are additive only):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ..ir.records import dataclass, field
 from typing import Any, NamedTuple, Optional
 
 from ..diagnostics import Span

@@ -15,7 +15,7 @@ caught at statement level; lowering continues with the next statement.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..ir.records import dataclass
 from typing import Optional
 
 from . import ast as A

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from ..ir.records import dataclass, field
 from pathlib import Path
 
 from . import ast as A

@@ -10,7 +10,7 @@ Invariant: scopes nest by blocks; lookup walks outward; shadowing in an inner bl
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ..ir.records import dataclass, field
 from typing import Any, Optional
 
 from ..diagnostics import Span

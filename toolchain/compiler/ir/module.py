@@ -18,7 +18,7 @@ Invariants (checked by `verify.verify_module`):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from .records import dataclass, field
 from typing import Any
 
 from .remarks import Remarks

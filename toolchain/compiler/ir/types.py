@@ -7,7 +7,7 @@ of unknown space), `global`, `workgroup`, `private`, `constant`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .records import dataclass
 
 SPACES = ("generic", "global", "workgroup", "private", "constant")
 

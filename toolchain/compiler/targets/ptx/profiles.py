@@ -13,8 +13,7 @@ target, E0504 an operation needs a newer ISA/target (raised by `PtxProfile.requi
 from __future__ import annotations
 
 import re
-import subprocess
-from dataclasses import dataclass
+from ...ir.records import dataclass
 
 from ...diagnostics import Span, error
 
@@ -124,6 +123,7 @@ def resolve_profile(arch: str | None, ptx_version: str | None) -> PtxProfile:
 
 def detect_local_arch(timeout: float = 2.0) -> str | None:
     """`sm_NN` of the first local GPU (with `a` from sm_90 on), or None without a driver."""
+    import subprocess       # only when no --gpu-arch is given: keeps it off compile start-up
     try:
         proc = subprocess.run(
             ["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
