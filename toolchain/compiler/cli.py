@@ -36,8 +36,22 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    """argparse's formatter, sized as argparse would but without importing `shutil`:
+    argparse makes one per add_argument, and that import cost every compile a few ms."""
+    try:
+        width = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        try:
+            width = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            width = 80
+    return argparse.HelpFormatter(prog, width=width - 2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mettle", description="The Mettle compiler.", add_help=True)
+    p = _Parser(prog="mettle", description="The Mettle compiler.", add_help=True,
+                formatter_class=_formatter)
     p.add_argument("file", nargs="?", help="the .mettle entry file")
     p.add_argument("-i", dest="input", help="the entry file (alternative spelling)")
     p.add_argument("-o", dest="output", help="output path (default: from the input name)")
@@ -141,13 +155,34 @@ def _report(diags: list[Diagnostic], fmt: str) -> None:
 
 
 def _subcommand(argv: list[str]) -> int | None:
-    if argv[:1] == ["version"]:
+    if argv[:1] in (["version"], ["--version"]):
         print(f"mettle {VERSION}")
         return 0
+    if argv[:1] == ["explain"]:
+        return _explain(argv[1:])
     if argv[:1] == ["help"]:
         build_parser().print_help()
         return 0
     return None
+
+
+def _explain(args: list[str]) -> int:
+    """`mettle explain CODE`: what a diagnostic code means; no CODE lists every code."""
+    from .diagnostic_codes import CODES, explain
+    text = "".join(f"{code}  {title}\n" for code, (title, _) in CODES.items()) if not args \
+        else explain(args[0]) if len(args) == 1 else None
+    if text is None:
+        what = f"unknown diagnostic code `{args[0]}`" if len(args) == 1 else "one CODE"
+        print(render_text(Diagnostic("E0090", f"usage: mettle explain CODE: {what}",
+                                     help="`mettle explain` lists every code")),
+              file=sys.stderr)
+        return 2
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:         # `mettle explain | head`
+        sys.stdout = None
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

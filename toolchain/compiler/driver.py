@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gc
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -131,10 +130,22 @@ def _generate(module, opts: Options) -> bytes | None:
     return link_executable([obj], libraries=opts.libraries, link_args=opts.link_args)
 
 
+def _create_temp(directory: str) -> tuple[int, str]:
+    """A new `.mettle-*` file in `directory`, opened exclusively (like tempfile.mkstemp,
+    whose import costs a few ms of every compile: shutil, random, hashlib, bz2, lzma)."""
+    for attempt in range(100):
+        tmp = os.path.join(directory, f".mettle-{os.getpid()}-{time.monotonic_ns()}-{attempt}")
+        try:
+            return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no unused temporary name in {directory}")
+
+
 def write_atomic(path: str, data: bytes, executable: bool = False) -> None:
     """Write to a temporary name in the same directory, then rename: never a partial file."""
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".mettle-", dir=directory)
+    fd, tmp = _create_temp(directory)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
