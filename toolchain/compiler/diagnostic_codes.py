@@ -181,10 +181,14 @@ argument whose type does not match the kernel (buffers are int64 device addresse
 pointers)."""),
     "E0340": ("bad tensor operation arguments", """
 A tensor built-in has the wrong positional arguments or an invalid named option: an
-unknown shape, element type, layout or epilogue word. The message names the option."""),
+unknown shape, element type, layout or epilogue word, or options that contradict each other
+(sub-byte packing of a byte-sized format, a scale mode without its scale type or table,
+rounding of integer accumulation, ...). The message names the option; the rules are listed
+in docs/language_rules.md."""),
     "E0341": ("bad tensor_matmul region controls", """
 `tensor_matmul`'s row, column, M, N and K are unsigned integers of at most 32 bits, and a
-whole-matrix operation needs explicit leading dimensions (`lda:` ... `ldd:`)."""),
+whole-matrix operation needs explicit leading dimensions (`lda:` ... `ldd:`, plus `ldsa:`/
+`ldsb:` for block-scaled operands)."""),
     "E0342": ("bad tensor epilogue operand", """
 An epilogue operand (e.g. `alpha:`/`beta:` scale or bias) must have the epilogue's element
 type."""),
