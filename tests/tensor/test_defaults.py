@@ -132,3 +132,20 @@ def test_whole_fp8_tile_defaults_equal_the_explicit_descriptor(explicit):
     mem = Sim(ptx_of(src, "sm_90a"), "tile").run(
         (1,), 32, [("buf", w, bufs[w]) for w in "abcd"] + [("u32", v) for v in lds])
     NC.check_d(mem.read("d"), want, "row", lds[3], poison)
+
+
+@pytest.mark.parametrize("scope,block", [("subgroup", 32), ("workgroup", 96)])
+def test_whole_bf16_tile_replays_on_portable(scope, block):
+    """bf16 WMMA needs sm_80, so the portable profile replays the whole tile exactly."""
+    M, N, K = 32, 16, 48
+    bufs, lds, want = operands("bf16", M, N, K, seed=11)
+    src = ("kernel tile(a: uint16*, b: uint16*, c: float32*, d: float32*, lda: uint32,\n"
+           "             ldb: uint32, ldc: uint32, ldd: uint32) {\n"
+           "  tensor_mma(a, b, c, d, shape: m32n16k48, input_type: bf16, output_type: f32,\n"
+           f"             scope: {scope}, lda: lda, ldb: ldb, ldc: ldc, ldd: ldd);\n}}\n")
+    ptx = ptx_of(src, "portable")
+    assert "wmma" not in ptx
+    poison = bufs["d"].copy()
+    mem = Sim(ptx, "tile").run(
+        (1,), block, [("buf", w, bufs[w]) for w in "abcd"] + [("u32", v) for v in lds])
+    NC.check_d(mem.read("d"), want, "row", lds[3], poison)

@@ -143,16 +143,38 @@ def refusal(src: str, arch: str):
 
 
 @pytest.mark.parametrize("fmt,extra,arch,want", [
-    ("bf16", "", "portable", "PTX ISA 7.0 and target sm_80"),
-    ("tf32", "", "portable", "PTX ISA 7.0 and target sm_80"),
-    ("f64", "", "portable", "PTX ISA 7.0 and target sm_80"),
+    ("tf32", "", "portable", "PTX ISA 7.0 and target sm_80"),      # replay would be inexact
+    ("e4m3", "", "portable", "PTX ISA 8.4 and target sm_89"),
 ])
 def test_capability_refusals_name_isa_and_target(fmt, extra, arch, want):
-    acc = "f64" if fmt == "f64" else "f32"
-    shape = {"bf16": "m16n16k16", "tf32": "m16n16k8", "f64": "m8n8k4"}[fmt]
-    d = refusal(mma_source("k", fmt, fmt, acc, acc, shape), arch)
+    acc = "f32"
+    shape = {"tf32": "m16n16k8", "e4m3": "m16n8k32"}[fmt]
+    d = refusal(mma_source("k", fmt, fmt, acc, acc, shape,
+                           layouts=("row", "col", "row", "row")), arch)
     assert d.code == "E0504" and want in d.message and "compute_75" in d.message
     assert d.span is not None
+
+
+@pytest.mark.parametrize("fmt,shape,scope", [("bf16", "m32n16k16", "subgroup"),
+                                             ("f64", "m16n8k8", "workgroup")])
+def test_tiles_without_native_wmma_replay_exactly(ptxas, fmt, shape, scope):
+    """bf16/f64 WMMA needs sm_80: the portable profile replays the whole tile instead."""
+    acc = "f64" if fmt == "f64" else "f32"
+    src = mma_source("k", fmt, fmt, acc, acc, shape, layouts=("col", "row", "row", "col"),
+                     lds={"lda": 40, "ldb": 24, "ldc": 20, "ldd": 36}, runtime_ld=True,
+                     extra=f"scope: {scope}" + (", rounding: down" if fmt == "f64" else ""))
+    ptx = compile_ptx(src, "portable")
+    ptxas(ptx, "sm_75")
+    want = "fma.rm.f64" if fmt == "f64" else "fma.rn.f32"
+    filecheck(ptx, "CHECK: activemask.b32\n" + f"CHECK: {want}\n" + "CHECK-NOT: wmma")
+
+
+def test_f64_region_replay_uses_the_descriptor_rounding():
+    src = matmul_source("k", "f64", "f64", "f64", "f64", "m8n8k4",
+                        layouts=("row", "col", "row", "row"), extra="rounding: toward_zero")
+    ptx = compile_ptx(src, "sm_90a")
+    assert "wmma.mma.sync.aligned.row.col.m8n8k4.rz.f64" in ptx
+    assert "fma.rz.f64" in ptx and "fma.rn.f64" not in ptx
 
 
 def test_and_popcount_needs_sm80():

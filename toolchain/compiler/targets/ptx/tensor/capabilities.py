@@ -98,6 +98,20 @@ def _check_modes(desc: T.TensorDesc, fam: str, span) -> None:
         raise refuse(desc, f"`math: {desc.math}` needs b1 inputs", span)
 
 
+class _AnyProfile:
+    """A profile answering yes to every capability question: checks a descriptor against
+    the WMMA tables on a profile that will replay it instead (replay.replaces_native)."""
+
+    def at_least(self, isa, sm) -> bool:
+        return True
+
+    def require(self, *args, **kw) -> None:
+        return None
+
+
+ANY_PROFILE = _AnyProfile()
+
+
 def select_wmma(desc: T.TensorDesc, profile, span, grid_ok: bool = True) -> WmmaPlan:
     fam = _family(desc, span)
     _check_modes(desc, fam, span)

@@ -20,14 +20,13 @@ refused (E0504/E0505).
 """
 from __future__ import annotations
 
-from .capabilities import FAMILIES, refuse, select_wmma
+from .capabilities import ANY_PROFILE, refuse, select_wmma
 from .common import Mat, add_addr, linear, mat, offset_terms, operands, scale_bytes
 from .narrow import claims, lower_narrow_matmul
-from .replay import Region, native_region_pred, native_then_replay
+from .replay import NEEDS, Region, native_region_pred, native_then_replay, replaces_native
 from .wmma import run_grid
 
 TUPLE_BUDGET = 200                      # registers of resident fragments per lane
-REPLAY = ((6, 2), 70)                   # activemask / bar.warp.sync of the replay
 ALIGN = {"i8": 16, "u8": 16}            # WMMA origin alignment in bytes (default 32)
 _FAMILIES = {("f16", "f32"), ("bf16", "f32"), ("f64", "f64"), ("i8", "i32"),
              ("u8", "i32")}
@@ -106,10 +105,9 @@ def lower_matmul(em, ins) -> None:
         lower_narrow_matmul(em, ins)
         return
     _check_family(desc, em.profile, ins.span)
-    isa, sm = FAMILIES[desc.a_type][:2]
-    has_native = em.profile.at_least(isa, sm)
-    plan = select_wmma(desc, em.profile if has_native else _Unbounded(), ins.span)
-    em.profile.require("exact cooperative tensor_matmul replay", *REPLAY, ins.span)
+    has_native = not replaces_native(desc, em.profile)
+    plan = select_wmma(desc, em.profile if has_native else ANY_PROFILE, ins.span)
+    em.profile.require("exact cooperative tensor replay", *NEEDS, ins.span)
     A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
     g = Region(desc, A, B, C, D, *(em.reg(ops[k]) for k in ("row", "column", "m", "n", "k")))
     native = origins = None
@@ -119,14 +117,3 @@ def lower_matmul(em, ins) -> None:
         native = _native_pred(em, g, plan, origins)
     native_then_replay(em, g, "tmm", native, plan.shape[2],
                        lambda chunks: run_grid(em, plan, desc, *origins, chunks))
-
-
-class _Unbounded:
-    """A profile answering yes to every capability: checks a descriptor against the WMMA
-    shape table on a profile that will only replay it."""
-
-    def at_least(self, isa, sm) -> bool:
-        return True
-
-    def require(self, *args, **kw) -> None:
-        return None

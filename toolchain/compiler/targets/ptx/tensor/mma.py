@@ -7,9 +7,10 @@ visible to the whole workgroup afterwards.
 """
 from __future__ import annotations
 
-from .capabilities import select_wmma
+from .capabilities import ANY_PROFILE, select_wmma
 from .common import label, mat, operands
 from .narrow import claims, tile_lowering
+from .replay import replaces_native, replay_tile
 from .wmma import run_grid
 
 
@@ -30,7 +31,9 @@ def lower_mma(em, ins) -> None:
     desc = ins.attrs["desc"]
     ops = operands(ins)
     narrow = tile_lowering(desc, em.profile, ins.span) if claims(desc) else None
-    plan = None if narrow else select_wmma(desc, em.profile, ins.span)
+    replay = narrow is None and replaces_native(desc, em.profile)   # no native WMMA here
+    plan = None if narrow else select_wmma(desc, ANY_PROFILE if replay else em.profile,
+                                           ins.span)
     skip = None
     if desc.scope == "workgroup":
         em.emit("bar.sync 0")
@@ -40,7 +43,10 @@ def lower_mma(em, ins) -> None:
         narrow(em, ops)
     else:
         A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
-        run_grid(em, plan, desc, A, B, C, D, plan.chunks)
+        if replay:
+            replay_tile(em, desc, A, B, C, D, ins.span)
+        else:
+            run_grid(em, plan, desc, A, B, C, D, plan.chunks)
     if skip is not None:
         em.raw(f"{skip}:")
         em.emit("bar.sync 0")

@@ -4,8 +4,9 @@ K below one native chunk, partial warps, misaligned origins, tuple-budget refusa
 The region's m*n output elements are dealt round-robin to the live lanes (rank among
 `activemask`, so any partial warp covers every element exactly once). Each lane computes
 D[r,c] = init + sum(q = q0 .. K-1) A[r,q]*B[q,c] sequentially in q order with the
-family's arithmetic: f32 `fma.rn` for f16/bf16/E4M3/E5M2 (exactly widened), f64 `fma.rn`, and
-wrapping `mad.lo.s32` for i8/u8. `init` is C[r,c] (a whole replay) or the D value the
+family's arithmetic: f32 `fma.rn` for f16/bf16/E4M3/E5M2 (exactly widened), f64 `fma` in the
+descriptor's rounding (rn by default, the same as the native f64 WMMA), and wrapping
+`mad.lo.s32` for i8/u8. `init` is C[r,c] (a whole replay) or the D value the
 native interior already stored (a K tail). Out-of-range coordinates (row+r >= M or
 col+c >= N, compared in 64 bits) are skipped, so they are never read or written. Every
 address is built in 64 bits (common.elem_addr).
@@ -14,11 +15,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .capabilities import F64_ROUNDING, FAMILIES
 from .common import Mat, elem_addr, label, linear, live_lanes, offset_terms, scale_bytes
 from .fp8 import FP8, load_decoded
 
 COMPUTE = {"f16": "f", "bf16": "f", "f32": "f", "f64": "fd", "i8": "r", "u8": "r",
            "i32": "r"}
+# (A/B format, accumulator = result) pairs replay computes exactly (module docstring)
+EXACT = {("f16", "f32"), ("bf16", "f32"), ("f64", "f64"), ("i8", "i32"), ("u8", "i32")}
+NEEDS = ((6, 2), 70)                    # activemask / bar.warp.sync
+
+
+def replaces_native(desc, profile) -> bool:
+    """Whether `desc` is a WMMA family this profile lacks but replay computes exactly: such
+    operations replay instead of being refused (gpu.md: exact replay where the native path
+    is unavailable)."""
+    fam = desc.a_type
+    return fam == desc.b_type and (fam, desc.accumulator_type) in EXACT and \
+        desc.accumulator_type == desc.result_type and desc.overflow == "wrap" and \
+        not desc.sparse and not desc.scaled and desc.math == "multiply_add" and \
+        not profile.at_least(*FAMILIES[fam][:2])
 
 
 @dataclass
@@ -82,6 +98,18 @@ def native_then_replay(em, g: Region, tag: str, pred: str | None, k: int, native
     em.emit(f"bar.warp.sync {mask}")               # exit-ordered for the whole subgroup
 
 
+def replay_tile(em, desc, A: Mat, B: Mat, C: Mat, D: Mat, span) -> None:
+    """A whole tensor.mma tile by exact replay: the region at the origin with M, N, K the
+    tile's m, n, k (used where replaces_native holds)."""
+    em.profile.require("exact cooperative tensor replay", *NEEDS, span)
+    regs = []
+    for v in (0, 0, desc.m, desc.n, desc.k):
+        r = em.new("r")
+        em.emit(f"mov.u32 {r}, {v}")
+        regs.append(r)
+    native_then_replay(em, Region(desc, A, B, C, D, *regs), "tmma", None, desc.k, None)
+
+
 def load_value(em, fmt: str, m: Mat, addr: str) -> str:
     """Load one element and widen it exactly to the replay's compute register."""
     if fmt in FP8:
@@ -109,11 +137,13 @@ def store_value(em, fmt: str, m: Mat, addr: str, value: str) -> None:
             f"{value}")
 
 
-def fma(em, fmt: str, acc: str, a: str, b: str) -> None:
+def fma(em, fmt: str, acc: str, a: str, b: str, rounding: str = "default") -> None:
     if COMPUTE[fmt] == "r":
         em.emit(f"mad.lo.s32 {acc}, {a}, {b}, {acc}")
+    elif COMPUTE[fmt] == "fd":
+        em.emit(f"fma.{F64_ROUNDING[rounding]}.f64 {acc}, {a}, {b}, {acc}")
     else:
-        em.emit(f"fma.rn.{'f64' if COMPUTE[fmt] == 'fd' else 'f32'} {acc}, {a}, {b}, {acc}")
+        em.emit(f"fma.rn.f32 {acc}, {a}, {b}, {acc}")
 
 
 def _coords(em, g: Region, e: str) -> tuple[str, str, str]:
@@ -180,7 +210,7 @@ def _k_loop(em, g: Region, gr: str, gc: str, q0: int | str, acc: str) -> None:
     em.emit(f"@{p} bra {end}")
     va = load_value(em, desc.a_type, g.A, pa)
     vb = load_value(em, desc.b_type, g.B, pb)
-    fma(em, desc.accumulator_type, acc, va, vb)
+    fma(em, desc.accumulator_type, acc, va, vb, desc.rounding)
     em.emit(f"add.s64 {pa}, {pa}, {sa}")
     em.emit(f"add.s64 {pb}, {pb}, {sb}")
     em.emit(f"add.u32 {q}, {q}, 1")
