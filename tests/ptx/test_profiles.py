@@ -104,21 +104,21 @@ def test_local_arch_detection(monkeypatch):
             assert cmd[0] == "nvidia-smi" and kw.get("timeout", 99) <= 5
             return subprocess.CompletedProcess(cmd, rc, out, "")
         return run
-    monkeypatch.setattr(profiles.subprocess, "run", fake("9.0\n9.0\n"))
+    monkeypatch.setattr(subprocess, "run", fake("9.0\n9.0\n"))
     assert detect_local_arch() == "sm_90a"
-    monkeypatch.setattr(profiles.subprocess, "run", fake("8.6\n"))
+    monkeypatch.setattr(subprocess, "run", fake("8.6\n"))
     assert detect_local_arch() == "sm_86"
-    monkeypatch.setattr(profiles.subprocess, "run", fake("12.1\n"))
+    monkeypatch.setattr(subprocess, "run", fake("12.1\n"))
     assert detect_local_arch() == "sm_121a"
     assert resolve_profile(None, None).target == "sm_121a"
-    monkeypatch.setattr(profiles.subprocess, "run", fake("", rc=9))
+    monkeypatch.setattr(subprocess, "run", fake("", rc=9))
     assert detect_local_arch() is None
 
 
 def test_local_arch_absent_falls_back_to_gb10(monkeypatch):
     def missing(cmd, **kw):
         raise FileNotFoundError(cmd[0])
-    monkeypatch.setattr(profiles.subprocess, "run", missing)
+    monkeypatch.setattr(subprocess, "run", missing)
     assert detect_local_arch() is None
     p = resolve_profile(None, None)
     assert (p.version, p.target) == ("8.8", "sm_121a")

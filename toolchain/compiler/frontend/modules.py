@@ -6,7 +6,7 @@ every module it imports, and returns a `Program` whose modules are in dependency
 
 Resolution order for an import path (`.mettle` appended when it has no extension):
 absolute path; `std/...` under the stdlib root (`--stdlib`, else `<repo>/std` beside the
-toolchain package, else `./stdlib`); package roots from `mettle.deps` files (`name=dir`
+toolchain package, else the installed copy `toolchain/std`, else `./stdlib`); package roots from `mettle.deps` files (`name=dir`
 lines, nearest file first, walking up from the importer); the importer's directory; each
 `-I` dir; the current directory. On Linux `std/x` prefers `x.linux.mettle`.
 
@@ -36,6 +36,7 @@ from .parser import parse_source
 
 TARGET_OS = "linux"
 REPO_STD = Path(__file__).resolve().parents[3] / "std"
+PACKAGED_STD = Path(__file__).resolve().parents[2] / "std"   # `pip install .` puts it here
 
 
 @dataclass
@@ -73,6 +74,8 @@ def stdlib_root(explicit: str | os.PathLike | None, cwd: Path) -> Path:
         return Path(explicit)
     if REPO_STD.is_dir():
         return REPO_STD
+    if PACKAGED_STD.is_dir():
+        return PACKAGED_STD
     return cwd / "stdlib"
 
 
