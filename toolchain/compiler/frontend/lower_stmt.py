@@ -175,7 +175,8 @@ class StmtMixin:
             self.assigned = after_then & after_else
         self.b.position_at_end(end_b)
 
-    def _loop(self, label, cond_expr, body, step=None, cond_b=None) -> None:
+    def _loop(self, label, cond_expr, body, step=None, cond_b=None,
+              unroll: int | None = None) -> None:
         from .lower_fn import LoopCtx
         cond_b = cond_b or self.new_block("loop.cond")
         body_b, end_b = self.new_block("loop.body"), self.new_block("loop.end")
@@ -187,7 +188,9 @@ class StmtMixin:
         if cond_expr is None:
             self.b.br(body_b)
         else:
-            self.b.cbr(self.cond(cond_expr), body_b, end_b)
+            test = self.b.cbr(self.cond(cond_expr), body_b, end_b, span=cond_expr.span)
+            if unroll:                      # a directive for the optimizer's unroll pass
+                test.attrs["unroll"] = unroll
         ctx = LoopCtx(label, end_b, step_b)
         self.loops.append(ctx)
         self.b.position_at_end(body_b)
@@ -241,23 +244,20 @@ class StmtMixin:
         self.store_to(st, self.rvalue(s.lo, t))
         sym = VarSym(s.var, t, "local", st, s.span)
         self.scope.names[s.var] = sym
-        trip = self._unroll_trip(s)
-        if trip is not None:
-            self._unrolled(s, st, t, trip)
-            return
+        unroll = self._unroll_hint(s)
         pred = "<=" if s.inclusive else "<"
         cond = A.Binary(pred, A.Name(s.var, span=s.span), s.hi, span=s.hi.span)
 
         def step() -> None:
             one = self.b.const(t, 1)
             self.store_to(st, self.b.add(self.load_slot(st), one))
-        self._loop(s.label, cond, s.body, step)
+        self._loop(s.label, cond, s.body, step, unroll=unroll)
 
-    def _unroll_trip(self, s: A.ForRange) -> int | None:
-        """Trip count of an `@unroll(n)` range loop that is fully unrolled, else None.
-
-        Full unrolling needs constant bounds and at most n iterations; any other
-        `@unroll(n)` loop is accepted and lowered as an ordinary loop."""
+    def _unroll_hint(self, s: A.ForRange) -> int | None:
+        """The count n of an `@unroll(n)` range loop (2..16), else None. The loop is lowered
+        plainly with the count on its exit test; the optimizer's unroll pass (opt/unroll.py,
+        run at every optimisation level when a directive is present) unrolls it fully when
+        its trip count is a constant of at most n."""
         attr = next((a for a in s.attrs if a.name == "unroll"), None)
         if attr is None:
             return None
@@ -265,31 +265,7 @@ class StmtMixin:
         if not 2 <= n <= 16:
             self.error("E0011", f"@unroll({n}): the unroll count must be in 2..16", attr.span)
             return None
-        lo, hi = self.const_int(s.lo), self.const_int(s.hi)
-        if lo is None or hi is None:
-            return None
-        trip = hi - lo + (1 if s.inclusive else 0)
-        return trip if 0 <= trip <= n else None
-
-    def _unrolled(self, s: A.ForRange, st, t, trip: int) -> None:
-        """Emit the body `trip` times with the loop variable set to each constant in turn;
-        `continue` goes to the next copy and `break` past the last one."""
-        from .lower_fn import LoopCtx
-        lo = self.const_int(s.lo)
-        end_b = self.new_block("unroll.end")
-        ctx = LoopCtx(s.label, end_b, None)
-        for i in range(trip):
-            ctx.cont = self.new_block("unroll.next")
-            self.store_to(st, self.b.const(t, lo + i))
-            self.loops.append(ctx)
-            try:
-                self.lower_stmt_safe(s.body)
-            finally:
-                self.loops.pop()
-            self.goto(ctx.cont)
-            self.b.position_at_end(ctx.cont)
-        self.goto(end_b)
-        self.b.position_at_end(end_b)
+        return n
 
     def _find_loop(self, s, want_continue: bool):
         for ctx in reversed(self.loops):

@@ -124,6 +124,12 @@ def _rows() -> list[OpInfo]:
           collective="subgroup", where="device", doc="one bounded region of D = A*B + C"),
         R("tensor.epilogue", "d [roles...]", effects=True, reads=True,
           collective="subgroup", where="device", doc="D = act(alpha*D + beta*bias)"),
+        # GPU: accumulator residency groups formed by opt/tensor_residency.py; a backend
+        # either keeps the group's tile in registers or replays every update from memory
+        R("tensor.acc_begin", "c [ldc]", effects=True, reads=True, collective="subgroup",
+          where="device", doc="attrs group kind(loop|chain): start of a residency group"),
+        R("tensor.acc_commit", "d [ldd]", effects=True, reads=True, collective="subgroup",
+          where="device", doc="attrs group kind: the group's tile is written to D"),
         # host: the neutral launch operation behind `dispatch`
         R("gpu.launch", "handle gx gy gz bx by bz shared stream args...", effects=True,
           reads=True, where="host", doc="attrs.kernel names a typed kernel, or None"),

@@ -11,6 +11,7 @@ from .capabilities import ANY_PROFILE, select_wmma
 from .common import label, mat, operands
 from .narrow import claims, tile_lowering
 from .replay import replaces_native, replay_tile
+from .resident import lower_update, resident_group
 from .wmma import run_grid
 
 
@@ -29,6 +30,10 @@ def warp_zero(em) -> str:
 
 def lower_mma(em, ins) -> None:
     desc = ins.attrs["desc"]
+    state = resident_group(em, ins)
+    if state is not None:                          # an update of a resident group
+        lower_update(em, ins, state)
+        return
     ops = operands(ins)
     narrow = tile_lowering(desc, em.profile, ins.span) if claims(desc) else None
     replay = narrow is None and replaces_native(desc, em.profile)   # no native WMMA here

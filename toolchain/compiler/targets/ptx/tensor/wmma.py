@@ -115,6 +115,18 @@ def run_grid(em, plan: WmmaPlan, desc, A: Mat, B: Mat, C: Mat, D: Mat,
             store_frag(em, plan, D, d_addrs[i * gn + j], res_fmt, acc[i][j])
 
 
+def run_grid_on(em, plan: WmmaPlan, desc, A: Mat, B: Mat, acc, chunks: int) -> None:
+    """acc += A*B over the logical tile: the K chunks of run_grid without loading C or
+    storing D, for accumulators kept resident across operations (resident.py)."""
+    pk = plan.shape[2]
+    a_step = scale_bytes(em, linear(em, offset_terms(A, 0, pk)), A.bits)
+    b_step = scale_bytes(em, linear(em, offset_terms(B, pk, 0)), B.bits)
+    _static_chunks(em, plan, desc, A, B, acc, chunks, a_step, b_step)
+
+
+sub_addrs = _sub_addrs
+
+
 def _retype(em, acc, plan, desc) -> list[list[list[str]]]:
     """Fresh result-format tuples when C's format differs from D's (f16 C, f32 D)."""
     return [[_regs(em, desc.result_type, plan.d_regs) for _ in row] for row in acc]

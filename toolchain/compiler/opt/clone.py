@@ -1,0 +1,45 @@
+"""Copying IR blocks with a value map: the shared mechanism of unrolling and inlining.
+
+`clone_blocks` copies `blocks` into new blocks named `<name><suffix>`. Operands found in
+`vmap` are replaced (callers seed it, e.g. header phis -> their incoming values, or callee
+params -> call arguments); instructions of the copied blocks map to their copies; branch
+targets and phi predecessors among the copied blocks map to the copied blocks, others are
+kept. Instructions listed in `skip` are not copied (their uses must be mapped in `vmap`).
+"""
+from __future__ import annotations
+
+from ..ir.module import Block, Instr
+
+
+def clone_blocks(fn, blocks: list[Block], vmap: dict, suffix: str,
+                 skip: frozenset = frozenset()) -> tuple[list[Block], dict]:
+    used = {b.name for b in fn.blocks}
+    bmap: dict[Block, Block] = {}
+    for b in blocks:
+        name, n = f"{b.name}{suffix}", 1
+        while name in used:
+            name, n = f"{b.name}{suffix}.{n}", n + 1
+        used.add(name)
+        bmap[b] = Block(name, function=fn)
+    pending: list[Instr] = []
+    for b in blocks:
+        nb = bmap[b]
+        for ins in b.instrs:
+            if ins in skip:
+                continue
+            c = Instr(ins.op, ins.type, list(ins.operands), dict(ins.attrs),
+                      [bmap.get(t, t) for t in ins.targets], ins.span, nb)
+            nb.instrs.append(c)
+            vmap[ins] = c
+            pending.append(c)
+    for c in pending:                 # after every copy exists: forward references (phis)
+        c.operands = [vmap.get(o, o) if _mappable(o) else o for o in c.operands]
+    return [bmap[b] for b in blocks], bmap
+
+
+def _mappable(o) -> bool:
+    try:
+        hash(o)
+    except TypeError:
+        return False
+    return True

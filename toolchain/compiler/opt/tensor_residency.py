@@ -1,0 +1,199 @@
+"""Tensor accumulator residency: runtime-K loops and straight-line chains of connected
+`tensor.mma` updates keep D's tile in registers (gpu.md "With -O": tensor chains and loops).
+
+Loop form. A natural loop qualifies when its body holds exactly one subgroup-scope
+`tensor.mma` whose C and D are the same loop-invariant pointer with the same (invariant)
+leading dimension, whose accumulator and result formats and C/D layouts agree, when the
+loop has a single exit edge, and when nothing else in the body touches memory or
+synchronises (pure arithmetic, phis and branches only: no load, store, call, atomic,
+barrier or other tensor operation). Then `tensor.acc_begin` (reads C) goes at the end of
+the preheader, the MMA is marked `residency = (group, "update")`, and `tensor.acc_commit`
+(writes D) opens a block split onto the exit edge. Because nothing in the loop reads or
+writes memory besides the MMA, the resident tuple always equals what D would hold in
+memory, so conditional updates and zero-trip loops stay exact. The `for` and `while`
+spellings are the same loop here.
+
+Chain form. Two or more `tensor.mma` in one block with identical descriptors where each
+update's C is the previous update's D (same pointer, same stride) and only pure scalar
+instructions sit between them: begin before the first, commit after the last.
+
+The backend decides resident or replay per group (targets/ptx/tensor/resident.py); replay
+runs the original operations, so the transform is exact either way. Every decision, and
+every refusal of an MMA inside a loop, is a remark for `--explain`.
+"""
+from __future__ import annotations
+
+from ..ir.cfg import ensure_preheader, split_edge
+from ..ir.module import Instr
+from ..ir.ops import OPS
+from ..ir.types import VOID
+
+NAME = "tensor-residency"
+
+
+def _pure(ins: Instr) -> bool:
+    info = OPS.get(ins.op)
+    return ins.op == "phi" or (info is not None and not info.effects and not info.reads
+                               and not info.terminator and info.collective is None) \
+        or ins.op in ("br", "cbr")
+
+
+def _roles(ins: Instr) -> dict:
+    return dict(zip(ins.attrs["roles"], ins.operands))
+
+
+def _same(a, b) -> bool:
+    return a is b or (getattr(a, "value", None) is not None and
+                      getattr(a, "value", None) == getattr(b, "value", None) and
+                      type(a).__name__ == type(b).__name__ == "Const" and a.type == b.type)
+
+
+def _eligible_desc(ins: Instr) -> str | None:
+    """Why this MMA's descriptor cannot be resident (None: it can)."""
+    desc = ins.attrs["desc"]
+    if desc.scope != "subgroup":
+        return "workgroup-scope MMA"
+    if desc.accumulator_type != desc.result_type:
+        return "accumulator and result formats differ"
+    if desc.stored_layout("c") != desc.stored_layout("d"):
+        return "C and D layouts differ"
+    if desc.ldc != desc.ldd:
+        return "C and D leading dimensions differ"
+    r = _roles(ins)
+    if ("ldc" in r) != ("ldd" in r) or ("ldc" in r and not _same(r["ldc"], r["ldd"])):
+        return "C and D runtime leading dimensions differ"
+    return None
+
+
+def _begin(mma: Instr, group: int, kind: str) -> Instr:
+    r = _roles(mma)
+    roles = ("c",) + (("ldc",) if "ldc" in r else ())
+    return Instr("tensor.acc_begin", VOID, [r[k] for k in roles],
+                 {"desc": mma.attrs["desc"], "roles": roles, "group": group, "kind": kind},
+                 [], mma.span)
+
+
+def _commit(mma: Instr, group: int, kind: str) -> Instr:
+    r = _roles(mma)
+    roles = ("d",) + (("ldd",) if "ldd" in r else ())
+    return Instr("tensor.acc_commit", VOID, [r[k] for k in roles],
+                 {"desc": mma.attrs["desc"], "roles": roles, "group": group, "kind": kind},
+                 [], mma.span)
+
+
+class _Groups:
+    def __init__(self, fn):
+        self.next = sum(1 for ins in fn.instructions() if ins.op == "tensor.acc_begin")
+
+    def new(self) -> int:
+        self.next += 1
+        return self.next - 1
+
+
+def _loop_refusal(lp, mma: Instr) -> str | None:
+    why = _eligible_desc(mma)
+    if why:
+        return why
+    r = _roles(mma)
+    if not _same(r["c"], r["d"]):
+        return "C and D are different pointers (the loop would not carry D)"
+    for k in ("c", "ldc"):
+        if k in r and not lp.is_invariant(r[k]):
+            return f"{k.upper()} changes inside the loop"
+    for b in lp.blocks:
+        for ins in b.instrs:
+            if ins is mma or _pure(ins):
+                continue
+            return f"the loop body also executes {ins.op}"
+    pairs = [(e, x) for e in lp.exiting for x in e.successors if not lp.contains(x)]
+    if len(pairs) != 1:
+        return f"the loop has {len(pairs)} exit edges (one is required)"
+    return None
+
+
+def _loops(fn, analyses, groups: _Groups, remarks, refused: set) -> bool:
+    """Form one loop group (innermost first); True when the CFG changed (rescan)."""
+    for lp in analyses.get("loops").innermost_first():
+        if lp.header in refused:
+            continue
+        mmas = [i for b in lp.blocks for i in b.instrs if i.op == "tensor.mma"
+                and not i.attrs.get("residency")]
+        if not mmas:
+            continue
+        why = f"{len(mmas)} tensor MMAs in one loop body" if len(mmas) > 1 else \
+            _loop_refusal(lp, mmas[0])
+        if why:
+            refused.add(lp.header)
+            for m in mmas:
+                remarks(m, f"tensor_loop not formed: {why}")
+            continue
+        mma = mmas[0]
+        (exiting, exit_), = [(e, x) for e in lp.exiting for x in e.successors
+                             if not lp.contains(x)]
+        pre, _ = ensure_preheader(lp)
+        g = groups.new()
+        pre.insert_before(pre.terminator, _begin(mma, g, "loop"))
+        mma.attrs["residency"] = (g, "update")
+        tail = split_edge(fn, exiting, exit_)
+        tail.insert(0, _commit(mma, g, "loop"))
+        remarks(mma, f"tensor_loop group {g} formed: C read once before the loop "
+                     f"(block {pre.name}), D written once on its exit")
+        analyses.invalidate("all")
+        return True
+    return False
+
+
+def _chains(fn, groups: _Groups, remarks) -> bool:
+    changed = False
+    for b in fn.blocks:
+        chain: list[Instr] = []
+
+        def flush() -> None:
+            nonlocal changed
+            if len(chain) >= 2:
+                g = groups.new()
+                b.insert_before(chain[0], _begin(chain[0], g, "chain"))
+                for m in chain:
+                    m.attrs["residency"] = (g, "update")
+                b.insert(b.instrs.index(chain[-1]) + 1, _commit(chain[-1], g, "chain"))
+                remarks(chain[0], f"tensor_chain group {g} formed: {len(chain)} connected "
+                                  "MMAs, C read once, D written once")
+                changed = True
+            chain.clear()
+
+        for ins in list(b.instrs):
+            if ins.op == "tensor.mma" and not ins.attrs.get("residency") \
+                    and not _eligible_desc(ins):
+                if chain and not _links(chain[-1], ins):
+                    flush()
+                chain.append(ins)
+            elif not (_pure(ins) and ins.op not in ("br", "cbr")):
+                flush()                         # an observable instruction ends the chain
+        flush()
+    return changed
+
+
+def _links(prev: Instr, ins: Instr) -> bool:
+    """Whether `ins` continues a chain ending in `prev`: same descriptor, C is prev's D."""
+    if ins.attrs["desc"] != prev.attrs["desc"]:
+        return False
+    p, r = _roles(prev), _roles(ins)
+    return _same(r["c"], p["d"]) and _same(r["d"], p["d"]) and \
+        _same(r.get("ldc"), p.get("ldd")) and _same(r.get("ldd"), p.get("ldd"))
+
+
+def run(fn, analyses) -> bool:
+    if not analyses.gpu or not any(i.op == "tensor.mma" for i in fn.instructions()):
+        return False
+    groups = _Groups(fn)
+    module = analyses.module
+    sink = getattr(module, "remarks", None)
+
+    def remarks(ins, text):
+        if sink is not None:
+            sink.add(fn.name, ins.span, NAME, text)
+
+    changed, refused = False, set()
+    while _loops(fn, analyses, groups, remarks, refused):
+        changed = True
+    return _chains(fn, groups, remarks) or changed
