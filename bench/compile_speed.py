@@ -3,7 +3,8 @@
     python3 bench/compile_speed.py [--runs N] [--json out.json] [files...]
 
 For every kernel file (default: bench/kernels/*.mettle and tests/data/kernels/*.mettle) it
-times (1) the in-process compile to PTX (`driver.compile_file`, after one warm-up) and (2) a
+times (1) the in-process compile to PTX (`driver.compile_file`, after one warm-up), without
+and with `-O` (issue 18's budget: -O within 1.3x of the plain compile), and (2) a
 whole `python -m toolchain.compiler --emit-ptx` process, and prints per-file medians. It also
 reports which modules a PTX compile imported, since lazy imports are part of the budget.
 """
@@ -23,9 +24,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
-def _in_process(path: str, runs: int) -> list[float]:
+def _in_process(path: str, runs: int, optimize: bool = False) -> list[float]:
     from toolchain.compiler.driver import Options, compile_file
-    opts = Options(emit="ptx", gpu_arch="sm_90a")
+    opts = Options(emit="ptx", gpu_arch="sm_90a", optimize=optimize)
     compile_file(path, opts)                          # warm-up: imports, caches
     times = []
     for _ in range(runs):
@@ -67,15 +68,20 @@ def main() -> int:
     files = args.files or sorted(glob.glob(os.path.join(ROOT, "bench/kernels/*.mettle")) +
                                  glob.glob(os.path.join(ROOT, "tests/data/kernels/*.mettle")))
     rows = []
-    print(f"{'file':<28} {'lines':>5} {'in-process ms':>14} {'process ms':>11}")
+    print(f"{'file':<28} {'lines':>5} {'in-process ms':>14} {'-O ms':>8} {'-O/plain':>8} "
+          f"{'process ms':>11}")
     for f in files:
         lines = sum(1 for _ in open(f, encoding="utf-8"))
         inproc = statistics.median(_in_process(f, args.runs)) * 1000
+        opt = statistics.median(_in_process(f, args.runs, optimize=True)) * 1000
         proc = statistics.median(_process(f, args.process_runs)) * 1000
         rows.append({"file": os.path.relpath(f, ROOT), "lines": lines,
                      "in_process_ms_median": round(inproc, 3),
+                     "in_process_O_ms_median": round(opt, 3),
+                     "O_ratio": round(opt / inproc, 3),
                      "process_ms_median": round(proc, 3)})
-        print(f"{os.path.basename(f):<28} {lines:>5} {inproc:>14.2f} {proc:>11.1f}")
+        print(f"{os.path.basename(f):<28} {lines:>5} {inproc:>14.2f} {opt:>8.2f} "
+              f"{opt / inproc:>8.2f} {proc:>11.1f}")
     layers = _imported_layers(files[0]) if files else []
     forbidden = [m for m in layers if any(m.startswith(p) for p in (
         "toolchain.compiler.targets.x86_64", "toolchain.compiler.targets.spirv",

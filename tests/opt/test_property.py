@@ -13,7 +13,7 @@ import pytest
 from toolchain.compiler.ir import format_module, verify_function
 from toolchain.compiler.ir.reader import parse_module
 from toolchain.compiler.opt.analyses import Analyses
-from toolchain.compiler.opt.manager import PASSES, PIPELINE
+from toolchain.compiler.opt.manager import PASSES, flat_pipeline
 from tests.opt.property import execute
 from tests.opt.randprog import INPUTS, random_module
 
@@ -39,7 +39,7 @@ def test_pipeline_preserves_results(seed):
     expected = _expected(parse_module(text).functions["f"])
     fn = parse_module(text).functions["f"]
     an = Analyses(fn)
-    for name in PIPELINE:
+    for name in flat_pipeline():
         p = PASSES[name]
         if p.run(fn, an):
             an.invalidate(p.invalidates)

@@ -14,23 +14,35 @@ from .module import Block, Function
 
 
 def reverse_postorder(fn: Function) -> list[Block]:
-    seen: set[int] = set()
+    """Blocks reachable from the entry, in reverse postorder (successor order kept)."""
+    if not fn.blocks:
+        return []
+    seen = {fn.blocks[0]}
     order: list[Block] = []
-    stack: list[tuple[Block, int]] = [(fn.blocks[0], 0)] if fn.blocks else []
-    seen.add(id(fn.blocks[0])) if fn.blocks else None
+    stack: list[tuple[Block, list, int]] = [(fn.blocks[0], successors(fn.blocks[0]), 0)]
     while stack:
-        blk, i = stack.pop()
-        succ = blk.successors
+        blk, succ, i = stack.pop()
         if i < len(succ):
-            stack.append((blk, i + 1))
+            stack.append((blk, succ, i + 1))
             nxt = succ[i]
-            if id(nxt) not in seen:
-                seen.add(id(nxt))
-                stack.append((nxt, 0))
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, successors(nxt), 0))
         else:
             order.append(blk)
     order.reverse()
     return order
+
+
+_TERMINATORS = frozenset(("br", "cbr", "ret", "unreachable"))
+
+
+def successors(b: Block) -> list[Block]:
+    """`b.successors` without the copy (callers must not mutate the list)."""
+    ins = b.instrs
+    if ins and ins[-1].op in _TERMINATORS:
+        return ins[-1].targets
+    return []
 
 
 def predecessors(fn: Function) -> dict[int, list[Block]]:
@@ -119,7 +131,7 @@ def block_predecessors(fn: Function) -> dict[Block, list[Block]]:
     successor (cbr c, x, x) appears twice."""
     preds: dict[Block, list[Block]] = {b: [] for b in fn.blocks}
     for b in fn.blocks:
-        for s in b.successors:
+        for s in successors(b):
             preds[s].append(b)
     return preds
 

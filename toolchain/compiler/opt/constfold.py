@@ -17,7 +17,9 @@ from .fold import fold
 
 def run(fn, analyses) -> bool:
     uses: UseMap = analyses.get("uses")
-    work = [i for b in fn.blocks for i in b.instrs]
+    # every rewrite below needs a constant operand, except phis and selects of one value
+    work = [i for b in fn.blocks for i in b.instrs
+            if i.op in ("phi", "select") or any(o.__class__ is Const for o in i.operands)]
     changed = False
     while work:
         ins = work.pop()

@@ -10,42 +10,46 @@ from ..ir import ops as O
 from ..ir.module import Instr, Local
 
 
+_ROOTS = frozenset(n for n, i in O.OPS.items() if i.terminator or i.effects)
+
+
 def run(fn, analyses) -> bool:
     read: set[Local] = set()
-    for b in fn.blocks:
-        for ins in b.instrs:
-            if ins.op == "local.get":
-                read.add(ins.operands[0])
-            elif ins.op != "local.set":
-                read.update(o for o in ins.operands if isinstance(o, Local))
+    instrs = [ins for b in fn.blocks for ins in b.instrs]
+    for ins in instrs:
+        op = ins.op
+        if op == "local.get":
+            read.add(ins.operands[0])
+        elif op != "local.set":
+            for o in ins.operands:
+                if o.__class__ is Local:
+                    read.add(o)
+    roots = _ROOTS
     live: set[Instr] = set()
     work: list[Instr] = []
-    for b in fn.blocks:
-        for ins in b.instrs:
-            info = O.OPS[ins.op]
-            if info.terminator or (info.effects and not (
-                    ins.op == "local.set" and ins.operands[0] not in read)):
-                live.add(ins)
-                work.append(ins)
+    for ins in instrs:
+        op = ins.op
+        if op in roots and not (op == "local.set" and ins.operands[0] not in read):
+            live.add(ins)
+            work.append(ins)
     while work:
-        ins = work.pop()
-        for o in ins.operands:
-            if isinstance(o, Instr) and o not in live:
+        for o in work.pop().operands:
+            if o.__class__ is Instr and o not in live:
                 live.add(o)
                 work.append(o)
     changed = False
-    for b in fn.blocks:
-        if len(live.intersection(b.instrs)) != len(b.instrs):
-            keep = []
-            for ins in b.instrs:
-                if ins in live:
-                    keep.append(ins)
-                else:
-                    ins.block = None
-            b.instrs = keep
+    if len(live) != len(instrs):
+        for b in fn.blocks:
+            keep = [ins for ins in b.instrs if ins in live]
+            if len(keep) != len(b.instrs):
+                for ins in b.instrs:
+                    if ins not in live:
+                        ins.block = None
+                b.instrs = keep
+                changed = True
+    if len(read) != len(fn.locals):
+        unread = [l for l in fn.locals if l not in read]
+        if unread:
+            fn.locals = [l for l in fn.locals if l in read]
             changed = True
-    unread = [l for l in fn.locals if l not in read]
-    if unread:
-        fn.locals = [l for l in fn.locals if l in read]
-        changed = True
     return changed

@@ -32,31 +32,47 @@ PURE = frozenset((
 _COMMUTATIVE = frozenset(("add", "mul", "and", "or", "xor"))
 
 
-def _operand_key(v):
-    if isinstance(v, Const):
-        val = struct.pack("<d", v.value) if v.type.is_float else v.value
-        return ("c", v.type, val)
-    return v
-
-
-def _attr_key(attrs: dict):
-    try:
-        return tuple(sorted(attrs.items()))
-    except TypeError:
-        return None
+_SAME_TYPE = frozenset(("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr",
+                        "min", "max", "neg", "not", "ptradd", "byteadd"))
 
 
 def key(ins: Instr):
-    ops = tuple(_operand_key(o) for o in ins.operands)
+    """The value number of a pure instruction. Types are hashed only where the operands do
+    not already fix them (type hashing is the expensive part of a key)."""
+    has_value = False
+    ops = []
+    for o in ins.operands:
+        if o.__class__ is Const:
+            v = o.value
+            ops.append(struct.pack("<d", v) if v.__class__ is float else v)
+        else:
+            has_value = True
+            ops.append(o)
+    if not has_value:                       # all constants: their types tell them apart
+        ops = [(k, o.type) for k, o in zip(ops, ins.operands)]
     op = ins.op
-    if (op in _COMMUTATIVE or (op in ("min", "max") and ins.type.is_int) or
-            (op == "cmp" and ins.attrs.get("pred") in ("eq", "ne"))) and len(ops) == 2:
-        ops = tuple(sorted(ops, key=lambda k: repr(k) if isinstance(k, tuple) else
-                           f"~{id(k):x}"))
-    attrs = _attr_key(ins.attrs)
-    if attrs is None:
-        return None
-    return (op, ins.type, ops, attrs)
+    if len(ops) == 2 and (op in _COMMUTATIVE or (op in ("min", "max") and ins.type.is_int) or
+                          (op == "cmp" and ins.attrs.get("pred") in ("eq", "ne"))):
+        a, b = ops
+        if _order(b) < _order(a):
+            ops = [b, a]
+    attrs = ins.attrs
+    if attrs:
+        try:
+            attrs = tuple(sorted(attrs.items()))
+            hash(attrs)
+        except TypeError:
+            return None
+    else:
+        attrs = None
+    t = None if has_value and (op in _SAME_TYPE or op == "cmp") and \
+        ins.operands[0].__class__ is not Const else ins.type
+    return (op, t, tuple(ops), attrs)
+
+
+def _order(k):
+    """A total order on operand keys, stable within one run (only equality matters)."""
+    return (0, repr(k)) if isinstance(k, (int, bytes, tuple, bool)) else (1, id(k))
 
 
 def run(fn, analyses) -> bool:
@@ -77,8 +93,11 @@ def run(fn, analyses) -> bool:
         keep = []
         for ins in b.instrs:
             if replace:
-                ins.operands = [replace.get(o, o) if isinstance(o, Instr) else o
-                                for o in ins.operands]
+                ops = ins.operands
+                for k, o in enumerate(ops):
+                    r = replace.get(o)
+                    if r is not None:
+                        ops[k] = r
             op = ins.op
             if op == "load":
                 k = ("load", ins.type, ins.operands[0])

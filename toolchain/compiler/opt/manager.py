@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, TextIO
 
-from ..ir import Module, device_program, verify_function
+from ..ir import Module, verify_function
 from ..ir.printer import format_function
 from . import (constfold, copyprop, dce, gvn, licm, mem2reg, out_of_ssa, simplify_cfg)
 from .analyses import Analyses, TargetInfo
@@ -34,7 +34,7 @@ class Pass:
 PASSES = {p.name: p for p in (
     Pass("mem2reg", mem2reg.run, ("domtree",), ("uses",)),
     Pass("simplify-cfg", simplify_cfg.run, (), "all"),
-    Pass("constfold", constfold.run, ("uses",), "all"),
+    Pass("constfold", constfold.run, ("uses",), ()),        # keeps its UseMap exact
     Pass("copyprop", copyprop.run, ("uses",), ()),
     Pass("gvn", gvn.run, ("domtree",), ("uses",)),
     Pass("licm", licm.run, ("loops",), "all"),
@@ -42,7 +42,7 @@ PASSES = {p.name: p for p in (
     Pass("out-of-ssa", out_of_ssa.run, (), ("uses",)),
 )}
 
-PIPELINE: tuple[str, ...] = (
+PIPELINE: tuple = (
     "mem2reg", "simplify-cfg", "constfold", "copyprop", "gvn", "licm", "dce",
     "simplify-cfg", "out-of-ssa",
 )
@@ -62,8 +62,7 @@ def optimize(module: Module, *, gpu: bool, target_info=None, options: OptOptions
     """Run the pipeline over `module` in place; True iff anything changed."""
     opts = options or OptOptions(verify_each=verify_each)
     target = TargetInfo.from_any(target_info)
-    functions = device_program(module).functions if gpu else \
-        [f for f in module.functions.values() if not f.is_extern]
+    functions = _functions(module, gpu)
     changed = False
     for fn in functions:
         changed |= run_pipeline(fn, opts.pipeline or PIPELINE,
@@ -71,9 +70,42 @@ def optimize(module: Module, *, gpu: bool, target_info=None, options: OptOptions
     return changed
 
 
+def _functions(module: Module, gpu: bool) -> list:
+    """GPU: the kernels and the helpers they reach (callees first); host: every defined
+    function. The device verifiers (device_program) run later, in the backend; a call graph
+    walk is all the optimizer needs."""
+    if not gpu:
+        return [f for f in module.functions.values() if not f.is_extern]
+    order: list = []
+    seen: set = set()
+
+    def visit(fn) -> None:
+        seen.add(fn)
+        for ins in fn.instructions():
+            if ins.op == "call":
+                callee = ins.operands[0]
+                if callee not in seen and not callee.is_extern and not callee.is_kernel:
+                    visit(callee)
+        order.append(fn)
+    for k in module.kernels():
+        if k not in seen:
+            visit(k)
+    return [f for f in order if not f.is_kernel] + [f for f in order if f.is_kernel]
+
+
 def run_pipeline(fn, names, analyses: Analyses, opts: OptOptions) -> bool:
+    """Run `names` in order. An entry `(name, (cleanup, ...))` runs the cleanup passes only
+    when `name` changed the function (compile time: a loop pass that did nothing needs no
+    re-simplification)."""
     changed = False
-    for name in names:
+    for entry in names:
+        if isinstance(entry, tuple):
+            name, cleanup = entry
+            if run_pipeline(fn, (name,), analyses, opts):
+                changed = True
+                run_pipeline(fn, cleanup, analyses, opts)
+            continue
+        name = entry
         p = PASSES[name]
         for r in p.requires:
             analyses.get(r)
@@ -96,6 +128,18 @@ def _verify(fn, name: str) -> None:
         d = e.diagnostics[0]
         raise CompileError(Diagnostic(d.code, f"{d.message} (after pass {name})", d.span)) \
             from None
+
+
+def flat_pipeline(names=None) -> tuple[str, ...]:
+    """PIPELINE with its conditional cleanups spelled out (all of them run), for tests."""
+    out: list[str] = []
+    for e in (PIPELINE if names is None else names):
+        if isinstance(e, tuple):
+            out.append(e[0])
+            out.extend(flat_pipeline(e[1]))
+        else:
+            out.append(e)
+    return tuple(out)
 
 
 def pass_names() -> tuple[str, ...]:

@@ -10,7 +10,7 @@ header for a variable declared inside the loop). Unreachable blocks are deleted 
 """
 from __future__ import annotations
 
-from ..ir.cfg import DomTree
+from ..ir.cfg import DomTree, successors
 from ..ir.module import Instr, Local
 from .edit import remove_unreachable, zero
 
@@ -19,66 +19,72 @@ def run(fn, analyses) -> bool:
     candidates = _promotable(fn)
     if not candidates:
         return False
-    if remove_unreachable(fn):
-        analyses.invalidate("all")
     dom: DomTree = analyses.get("domtree")
-    _place_phis(fn, dom, candidates)
-    _rename(fn, dom, candidates)
+    if len(dom.rpo) != len(fn.blocks) and remove_unreachable(fn):
+        analyses.invalidate("all")
+        dom = analyses.get("domtree")
+    _rename(fn, dom, candidates, _place_phis(fn, dom, candidates))
     fn.locals = [l for l in fn.locals if l not in candidates]
     return True
 
 
 def _promotable(fn) -> dict[Local, list]:
     ok = {l: [] for l in fn.locals if l.type.is_scalar}
+    if not ok:
+        return ok
     for b in fn.blocks:
         for ins in b.instrs:
-            for k, o in enumerate(ins.operands):
-                if isinstance(o, Local) and o in ok:
-                    if k != 0 or ins.op not in ("local.get", "local.set"):
-                        del ok[o]                       # another op reads the slot itself
-                    elif ins.op == "local.set":
-                        ok[o].append(b)
+            op = ins.op
+            if op == "local.set":
+                loc = ins.operands[0]
+                if loc in ok:
+                    ok[loc].append(b)
+                if ins.operands[1].__class__ is Local:
+                    ok.pop(ins.operands[1], None)
+            elif op != "local.get":
+                for o in ins.operands:
+                    if o.__class__ is Local:
+                        ok.pop(o, None)                 # another op reads the slot itself
     return ok
 
 
-def _place_phis(fn, dom: DomTree, cands: dict[Local, list]) -> None:
-    """Insert empty phis (arms filled by _rename) tagged with their local."""
+def _place_phis(fn, dom: DomTree, cands: dict[Local, list]) -> dict:
+    """Insert empty phis (arms filled by _rename); returns block -> [(phi, local)]."""
     df = dom.frontier
+    placed: dict = {}
     # locals whose every get follows a set in the same block need no phis at all
     upward: set[Local] = set()
     for b in dom.rpo:
         written: set[Local] = set()
         for ins in b.instrs:
-            if ins.op == "local.set":
+            op = ins.op
+            if op == "local.set":
                 written.add(ins.operands[0])
-            elif ins.op == "local.get" and ins.operands[0] not in written:
+            elif op == "local.get" and ins.operands[0] not in written:
                 upward.add(ins.operands[0])
     for loc, def_blocks in cands.items():
         if loc not in upward:
             continue
         has_phi: set = set()
-        work = [b for b in dict.fromkeys(def_blocks) if dom.reachable(b)]
+        work = list(dict.fromkeys(def_blocks))
         queued = set(work)
         while work:
-            b = work.pop()
-            for f in df[b]:
+            for f in df.get(work.pop(), ()):
                 if f not in has_phi:
                     has_phi.add(f)
-                    phi = Instr("phi", loc.type, [], {"local": loc}, [], None, f)
+                    phi = Instr("phi", loc.type, [], {}, [], None, f)
                     f.instrs.insert(0, phi)
+                    placed.setdefault(f, []).append((phi, loc))
                     if f not in queued:
                         queued.add(f)
                         work.append(f)
+    return placed
 
 
-def _rename(fn, dom: DomTree, cands: dict[Local, list]) -> None:
+def _rename(fn, dom: DomTree, cands: dict[Local, list], placed: dict) -> None:
     current: dict[Local, list] = {l: [zero(l.type)] for l in cands}
-    replace: dict[Instr, object] = {}
-
-    def value(v):
-        while isinstance(v, Instr) and v in replace:
-            v = replace[v]
-        return v
+    replace: dict[Instr, object] = {}      # get -> the (final) value it reads
+    phi_local = {phi: loc for arms in placed.values() for phi, loc in arms}
 
     # iterative dominator-tree walk: ("enter", b) then ("exit", b, pushed locals)
     stack: list[tuple] = [("enter", dom.rpo[0])]
@@ -92,37 +98,37 @@ def _rename(fn, dom: DomTree, cands: dict[Local, list]) -> None:
         pushed = []
         keep = []
         for ins in b.instrs:
-            if ins.op == "phi" and isinstance(ins.attrs.get("local"), Local) \
-                    and ins.attrs["local"] in cands:
-                loc = ins.attrs["local"]
+            op = ins.op
+            if op == "phi" and ins in phi_local:
+                loc = phi_local[ins]
                 current[loc].append(ins)
                 pushed.append(loc)
-                keep.append(ins)
-                continue
-            if ins.op in ("local.get", "local.set") and ins.operands[0] in cands:
+            elif (op == "local.get" or op == "local.set") and ins.operands[0] in cands:
                 loc = ins.operands[0]
-                if ins.op == "local.get":
+                if op == "local.get":
                     replace[ins] = current[loc][-1]
                 else:
-                    current[loc].append(value(ins.operands[1]))
+                    v = ins.operands[1]
+                    current[loc].append(replace.get(v, v))
                     pushed.append(loc)
                 ins.block = None
                 continue
-            ins.operands = [value(o) if isinstance(o, Instr) else o for o in ins.operands]
+            elif replace:
+                ops = ins.operands
+                for k, o in enumerate(ops):
+                    r = replace.get(o)
+                    if r is not None:
+                        ops[k] = r
             keep.append(ins)
         b.instrs = keep
-        for s in b.successors:
-            for phi in s.phis:
-                loc = phi.attrs.get("local")
-                if loc in cands:
-                    phi.operands.append(current[loc][-1])
-                    phi.targets.append(b)
+        for s in successors(b):
+            for phi, loc in placed.get(s, ()):
+                phi.operands.append(current[loc][-1])
+                phi.targets.append(b)
         stack.append(("exit", b, pushed))
         for c in reversed(dom.children[b]):
             stack.append(("enter", c))
-    # phi arms may name gets renamed in blocks visited later; settle them, drop the tags
-    for b in dom.rpo:
-        for phi in b.phis:
-            phi.operands = [value(o) for o in phi.operands]
-            if phi.attrs.get("local") in cands:
-                phi.attrs = {}
+    # phi arms may name gets renamed in blocks visited later; settle them
+    for arms in placed.values():
+        for phi, _ in arms:
+            phi.operands = [replace.get(o, o) for o in phi.operands]
