@@ -1,0 +1,43 @@
+"""Random scalar kernels (tools/difftest/kernels.py) through both GPU paths: PTX assembled
+by ptxas, SPIR-V validated by spirv-val and executed on PoCL (when the trixie root is
+bootstrapped), every output compared with the same body compiled as C on the CPU. The PTX
+half runs on hardware in test_kernels_gpu.py."""
+from __future__ import annotations
+
+import tempfile
+
+import pytest
+
+from tests.difftest.kernel_cases import SEEDS, digest, expected
+from tests.support import ptxas, spirv
+from tests.support.opencl import opencl_available
+from tools.difftest.kernel_runs import PTX_ARCH, build, first_difference, run_spirv
+from tools.difftest.kernels import generate_kernel
+
+
+@pytest.mark.parametrize("seed", list(SEEDS)[:12])
+def test_kernel_compiles_for_both_paths(seed):
+    case = generate_kernel(seed)
+    with tempfile.TemporaryDirectory() as d:
+        ptx, spv = build(case, d, "ptx"), build(case, d, "spirv")
+    if ptxas.find_ptxas():
+        ptxas.assemble(ptx.decode(), PTX_ARCH)
+    if spirv.find_spirv_val():
+        spirv.validate(spv)
+
+
+def test_random_kernels_on_pocl_match_c():
+    pytest.importorskip("numpy")
+    ok, why = opencl_available()
+    if not ok:
+        pytest.skip(why)
+    failures = []
+    with tempfile.TemporaryDirectory() as d:
+        for seed in SEEDS:
+            case = generate_kernel(seed)
+            want, want_digest = expected(case)
+            got = run_spirv(case, build(case, d, "spirv"))
+            if digest(got) != want_digest:
+                diff = first_difference(want, got, case.m) if want else "digest differs"
+                failures.append(f"seed {seed}: {diff}\n{case.mettle}")
+    assert not failures, "\n".join(failures[:3])

@@ -1,0 +1,1 @@
+"""Differential tester for Mettle host programs (and scalar kernels): see README.md."""

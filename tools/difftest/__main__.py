@@ -1,0 +1,133 @@
+"""`python3 -m tools.difftest`: run seeded random programs against the C oracle.
+
+    python3 -m tools.difftest --seeds 0:200              # the suite's bounded batch
+    python3 -m tools.difftest --seeds 1000:21000 --size 3 --out difftest-out   # a long run
+    python3 -m tools.difftest --seeds 42 --show           # print one program (Mettle and C)
+    python3 -m tools.difftest --kernels --seeds 0:50      # scalar kernels: PTX (ptxas) + SPIR-V
+
+Every mismatch is reduced (delta debugging over statements) and written to --out as
+`seed<N>.mettle` / `seed<N>.c` with the first differing line. Exit status 1 when any
+program disagrees, 0 otherwise; the last line gives the counts per target and opt level.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import tempfile
+import time
+
+from .gen import generate
+from .reduce import reduce_program
+from .runner import OPT_LEVELS, Mismatch, cc_path, check_batch, run_c, run_mettle
+from .targets import TARGETS, availability
+
+
+def parse_seeds(text: str) -> range:
+    if ":" in text:
+        a, b = text.split(":")
+        return range(int(a), int(b))
+    return range(int(text), int(text) + 1)
+
+
+def reduce_mismatch(prog, mismatch, targets_by_name, workdir):
+    target = targets_by_name[mismatch.target]
+
+    def interesting(p):
+        ref = run_c(p.c(), workdir, "red")
+        if ref.kind != "ok":
+            return False
+        got = run_mettle(p.mettle(), workdir, target, mismatch.opt, "red")
+        if mismatch.got.kind != "ok":
+            return got.kind == mismatch.got.kind
+        return got.kind == "ok" and got.stdout != ref.stdout
+    return reduce_program(prog, interesting)
+
+
+def report(s, prog, m, by_name, work, a) -> None:
+    print(f"seed {s}: MISMATCH {m.summary()}", flush=True)
+    if a.no_reduce:
+        return
+    small, checks = reduce_mismatch(prog, m, by_name, work)
+    ref2 = run_c(small.c(), work, "red")
+    got2 = run_mettle(small.mettle(), work, by_name[m.target], m.opt, "red")
+    line = Mismatch(m.target, m.opt, ref2, got2).summary()
+    print(f"seed {s}: reduced in {checks} checks: {line}")
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+        stem = os.path.join(a.out, f"seed{s}-{m.target}-{m.opt}")
+        with open(stem + ".mettle", "w") as f:
+            f.write(f"// {line}\n" + small.mettle())
+        with open(stem + ".c", "w") as f:
+            f.write(small.c())
+        print(f"seed {s}: reproducer {stem}.mettle / .c", flush=True)
+    else:
+        print(small.mettle(), flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m tools.difftest", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", default="0:100", help="N or A:B (A inclusive, B exclusive)")
+    ap.add_argument("--size", type=int, default=1, help="program size knob (1-4)")
+    ap.add_argument("--targets", default=None,
+                    help="comma-separated host targets (default: every available one)")
+    ap.add_argument("--opt", default="O0,O", help="comma-separated: O0, O")
+    ap.add_argument("--out", default=None, help="folder for reduced reproducers")
+    ap.add_argument("--no-reduce", action="store_true")
+    ap.add_argument("--batch", type=int, default=20,
+                    help="programs per executable (each keeps its own main; default 20)")
+    ap.add_argument("--show", action="store_true", help="print the programs, run nothing")
+    ap.add_argument("--kernels", action="store_true", help="random scalar kernels instead")
+    a = ap.parse_args(argv)
+    seeds = parse_seeds(a.seeds)
+    if a.kernels:
+        from .kernels import main as kernels_main
+        return kernels_main(seeds, a)
+    if a.show:
+        for s in seeds:
+            p = generate(s, a.size)
+            print(p.mettle(), "\n", p.c(), sep="")
+        return 0
+    if cc_path() is None:
+        print("difftest: no C compiler (cc/gcc) on PATH; install gcc", file=sys.stderr)
+        return 2
+    names = a.targets.split(",") if a.targets else None
+    targets = []
+    for t in TARGETS:
+        if names is not None and t.name not in names:
+            continue
+        ok, why = availability(t)
+        if ok:
+            targets.append(t)
+        else:
+            print(f"difftest: skipping target {t.name}: {why}", file=sys.stderr)
+    opts = [o for o in a.opt.split(",") if o in OPT_LEVELS]
+    by_name = {t.name: t for t in targets}
+    counts, failures, oracle_failed, t0 = collections.Counter(), [], [], time.time()
+    with tempfile.TemporaryDirectory(prefix="difftest-") as work:
+        progs = {s: generate(s, a.size, prefix=f"q{s}_") for s in seeds}
+        order = list(seeds)
+        for start in range(0, len(order), a.batch):
+            chunk = [progs[s] for s in order[start:start + a.batch]]
+            for s, (ref, bad) in check_batch(chunk, work, targets, opts).items():
+                if ref.kind != "ok":     # a generator bug, not a compiler one: reported
+                    print(f"seed {s}: the C oracle failed ({ref.kind}): {ref.detail[:500]}")
+                    oracle_failed.append(s)
+                    continue
+                for t in targets:
+                    for o in opts:
+                        counts[(t.name, o)] += 1
+                for m in bad:
+                    failures.append(s)
+                    report(s, progs[s], m, by_name, work, a)
+    runs = ", ".join(f"{t} {o}: {n}" for (t, o), n in sorted(counts.items()))
+    print(f"difftest: {len(seeds)} programs, runs per target/opt [{runs}], "
+          f"{len(set(failures))} disagreeing, {len(oracle_failed)} skipped (C oracle failed), "
+          f"{time.time() - t0:.0f}s")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

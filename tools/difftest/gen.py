@@ -1,0 +1,414 @@
+"""Seeded random host programs (LANGUAGE §2-§5 host subset) that are free of undefined
+behaviour in both Mettle and C (with -fwrapv), so any output difference is a bug.
+
+Covered: every integer width and both float types in mixed arithmetic, literals of every
+literal type, casts, shifts, comparisons, `&&`/`||`/`!`, local consts, arrays (indices are
+masked in bounds), structs by value and by pointer, helpers with up to 12 mixed parameters,
+bounded recursion, `for .. in` and `while` loops, if/else, compound assignment, float
+values printed through `f2i` (a guarded float-to-int64). Rules that keep C defined:
+divisors are `(e & 255) + 1`, shift amounts are masked below the promoted width, a helper
+that writes through a pointer is called only as a whole statement (operand order is
+unspecified in both languages), float-to-int conversion only goes through `f2i`.
+"""
+from __future__ import annotations
+
+import random
+
+from .model import FLOATS, INTS, arith, bits, is_float, is_int, literal_type, promote, wrap
+from .program import (AddrOf, Assign, Bin, Call, Cast, Decl, ExprStmt, Field, ForRange,
+                      Function, If, Index, Lit, Print, Program, Return, Struct, Un, Var, While)
+
+INT_LITS = [0, 1, 2, 3, 5, 7, 9, 31, 100, 127, 128, 200, 255, 256, 1000, 32767, 32768, 65535,
+            65536, 100000, 2147483647, 2147483648, 3000000000, 4294967295, 4294967296,
+            1 << 40, 9223372036854775807, 18446744073709551615, -1, -2, -7, -100, -128,
+            -129, -32768, -40000, -2147483648, -2147483649, -9223372036854775808]
+FLOAT_LITS = [0.0, 0.5, 1.5, -2.25, 0.1, 3.0, 10.0, 1e10, -0.001, 123.456, 65536.0]
+ARITH = ["+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>"]
+CMPS = ["<", "<=", ">", ">=", "==", "!="]
+SCALARS = list(INTS) + list(FLOATS)
+
+
+class Scope:
+    def __init__(self, parent=None):
+        self.parent = parent
+        self.items: list[tuple] = []    # (kind, name, type, extra)
+
+    def all(self):
+        s, out = self, []
+        while s is not None:
+            out += s.items
+            s = s.parent
+        return out
+
+    def add(self, *item):
+        self.items.append(item)
+
+
+class Gen:
+    def __init__(self, seed: int, size: int = 1, prefix: str = ""):
+        self.seed = seed
+        self.prefix = prefix        # for top-level names, so programs can share a binary
+        self.rng = random.Random(seed)
+        self.size = size
+        self.n = 0
+        self.structs: list[Struct] = []
+        self.helpers: list[tuple[Function, bool]] = []     # (function, pure)
+
+    def fresh(self, prefix: str) -> str:
+        self.n += 1
+        return f"{prefix}{self.n}"
+
+    def scalar_type(self, floats: bool = True) -> str:
+        r = self.rng
+        if floats and r.random() < 0.2:
+            return r.choice(list(FLOATS))
+        return r.choice(list(INTS))
+
+    # ------------------------------------------------------------ expressions
+    def leaf(self, scope: Scope, want: str | None):
+        r = self.rng
+        items = [it for it in scope.all() if it[0] in ("var", "const", "ro", "array",
+                                                       "struct", "sptr", "aptr")]
+        if items and r.random() < 0.8:
+            kind, name, t, extra = r.choice(items)
+            if kind in ("var", "ro"):
+                return Var(name, t)
+            if kind == "const":
+                return Var(name, t, extra)
+            if kind in ("array", "aptr"):
+                return Index(name, self.leaf_int(scope), extra, t)
+            st = self.struct_named(t)
+            fname, ft = r.choice(st.fields)
+            return Field(name, fname, ft, arrow=kind == "sptr")
+        if want == "float" or (want is None and r.random() < 0.15):
+            return Lit(r.choice(FLOAT_LITS))
+        v = r.choice(INT_LITS) if r.random() < 0.7 else r.randint(-300, 300)
+        return Lit(v)
+
+    def struct_named(self, name: str) -> Struct:
+        return next(s for s in self.structs if s.name == name)
+
+    def int_expr(self, scope: Scope, depth: int):
+        for _ in range(8):
+            e = self.expr(scope, depth, "int")
+            if is_int(e.ty):
+                return e
+        return self.leaf_int(scope)
+
+    def leaf_int(self, scope: Scope):
+        ints = [it for it in scope.all() if it[0] in ("var", "ro") and is_int(it[2])]
+        if ints:
+            _, name, t, _ = self.rng.choice(ints)
+            return Var(name, t)
+        return Lit(self.rng.choice(INT_LITS))
+
+    def typed_int(self, scope: Scope, depth: int):
+        """An integer expression that is not an untyped literal (one side of a binary)."""
+        e = self.int_expr(scope, depth)
+        return e if not isinstance(e, Lit) else self.leaf_int(scope)
+
+    def expr(self, scope: Scope, depth: int, want: str | None = None):
+        r = self.rng
+        if depth <= 0 or r.random() < 0.25:
+            return self.leaf(scope, want)
+        k = r.random()
+        if k < 0.55:
+            return self.binary(scope, depth, want)
+        if k < 0.68:
+            e = self.expr(scope, depth - 1, want)
+            if isinstance(e, Lit):
+                return e
+            if is_int(e.ty):
+                op = r.choice(["-", "~", "!"])
+                return Un(op, e, "int32" if op == "!" else promote(e.ty))
+            return Un("-", e, e.ty) if want != "int" else Un("!", e, "int32")
+        if k < 0.82:
+            return self.cast(scope, depth, want)
+        if k < 0.95 and self.helpers:
+            call = self.call(scope, depth, pure_only=True)
+            if call is not None:
+                return call
+        return self.leaf(scope, want)
+
+    def cast(self, scope: Scope, depth: int, want):
+        r = self.rng
+        e = self.expr(scope, depth - 1)
+        if is_float(e.ty):
+            if want == "float" or (want is None and r.random() < 0.4):
+                return Cast(r.choice(list(FLOATS)), e)
+            f2i = Call("f2i", [e], "int64")
+            return Cast(r.choice(list(INTS)), f2i) if r.random() < 0.5 else f2i
+        t = r.choice(list(FLOATS)) if want == "float" else r.choice(list(INTS))
+        return Cast(t, e)
+
+    def binary(self, scope: Scope, depth: int, want):
+        r = self.rng
+        op = r.choice(ARITH + CMPS + ["&&", "||"]) if want != "float" else \
+            r.choice(["+", "-", "*", "/"])
+        if op in CMPS or op in ("&&", "||"):
+            a, b = self.expr(scope, depth - 1), self.expr(scope, depth - 1)
+            if isinstance(a, Lit) and isinstance(b, Lit):
+                a = self.leaf_int(scope)
+            self.adopt(a, b)
+            return Bin(op, a, b, "int32")
+        if op in ("%", "&", "|", "^", "<<", ">>") or want == "int":
+            a = self.int_expr(scope, depth - 1)
+            if op in ("<<", ">>"):
+                w = bits(promote(a.ty))
+                amt = Bin("&", self.int_expr(scope, depth - 1), Lit(w - 1), "")
+                amt.ty = arith(amt.l.ty, "int32")
+                return Bin(op, a, amt, promote(a.ty))
+            b = self.int_expr(scope, depth - 1)
+        else:
+            a, b = self.expr(scope, depth - 1, want), self.expr(scope, depth - 1, want)
+        if isinstance(a, Lit) and isinstance(b, Lit):
+            a = self.leaf_int(scope) if is_int(b.ty) else self.leaf(scope, "float")
+            if isinstance(a, Lit):
+                a = Cast("int32", a)
+        if op in ("/", "%") and is_int(b.ty) and not is_float(a.ty):
+            b = Bin("+", Bin("&", b, Lit(255), arith(b.ty, "int32")), Lit(1), "")
+            b.ty = arith(b.l.ty, "int32")
+        if op == "%" and (is_float(a.ty) or is_float(b.ty)):
+            op = "-"
+        self.adopt(a, b)
+        return Bin(op, a, b, arith(a.ty, b.ty))
+
+    @staticmethod
+    def adopt(a, b) -> None:
+        """A float literal beside a float32 operand is float32 (§12.9)."""
+        for x, y in ((a, b), (b, a)):
+            if isinstance(x, Lit) and isinstance(x.value, float):
+                x.float_as = "float32" if y.ty == "float32" else "float64"
+            if isinstance(x, Lit) and isinstance(x.value, int) and is_float(y.ty):
+                # keep int literals next to floats exactly representable in both rounding
+                # paths (Python float() then float32 vs C's direct int-to-float)
+                if abs(x.value) > (1 << 24):
+                    x.value = 7
+
+    def call(self, scope: Scope, depth: int, pure_only: bool):
+        r = self.rng
+        choices = [(f, p) for f, p in self.helpers if p or not pure_only]
+        if not choices:
+            return None
+        fn, _ = r.choice(choices)
+        args = []
+        for pname, pt in fn.params:
+            if fn.recursive and pname == "d":       # bounded depth
+                args.append(Bin("&", self.int_expr(scope, depth - 1), Lit(15), "int32"))
+                args[-1].ty = arith(args[-1].l.ty, "int32")
+                continue
+            arg = self.arg_for(scope, pt, depth)
+            if arg is None:
+                return None
+            args.append(arg)
+        return Call(fn.name, args, fn.ret)
+
+    def arg_for(self, scope: Scope, pt: str, depth: int):
+        r = self.rng
+        if pt.endswith("*"):
+            base = pt[:-1]
+            if base in INTS or base in FLOATS:
+                arrs = [it for it in scope.all() if it[0] == "array" and it[2] == base
+                        and it[3] >= 8]
+                return AddrOf(f"{r.choice(arrs)[1]}[0]", pt) if arrs else None
+            ss = [it for it in scope.all() if it[0] == "struct" and it[2] == base]
+            return AddrOf(r.choice(ss)[1], pt) if ss else None
+        if pt in INTS or pt in FLOATS:
+            e = self.expr(scope, depth - 1, "float" if is_float(pt) else "int")
+            if is_float(e.ty) and is_int(pt):
+                e = Call("f2i", [e], "int64")
+            return e
+        ss = [it for it in scope.all() if it[0] == "struct" and it[2] == pt]
+        return Var(r.choice(ss)[1], pt) if ss else None
+
+    # ------------------------------------------------------------ statements
+    def lvalue(self, scope: Scope):
+        r = self.rng
+        items = [it for it in scope.all() if it[0] in ("var", "array", "struct", "sptr")]
+        if not items:
+            return None
+        kind, name, t, extra = r.choice(items)
+        if kind == "var":
+            return Var(name, t)
+        if kind == "array":
+            return Index(name, self.int_expr(scope, 1), extra, t)
+        st = self.struct_named(t)
+        fname, ft = r.choice(st.fields)
+        return Field(name, fname, ft, arrow=kind == "sptr")
+
+    def value_for(self, scope: Scope, t: str, depth: int):
+        e = self.expr(scope, depth, "float" if is_float(t) else "int")
+        if is_float(e.ty) and is_int(t):
+            e = Call("f2i", [e], "int64")
+        return e
+
+    def stmt(self, scope: Scope, depth: int, in_loop: int, allow_impure: bool):
+        r = self.rng
+        k = r.random()
+        if k < 0.2:
+            return self.decl(scope)
+        if k < 0.5:
+            target = self.lvalue(scope)
+            if target is None:
+                return self.decl(scope)
+            op = "="
+            if is_int(target.ty) and r.random() < 0.35:
+                op = r.choice(["+=", "-=", "*=", "&=", "|=", "^=", "<<=", ">>=", "/=", "%="])
+                if op in ("<<=", ">>="):
+                    w = bits(promote(target.ty))
+                    v = Bin("&", self.int_expr(scope, 1), Lit(w - 1), "")
+                    v.ty = arith(v.l.ty, "int32")
+                    return Assign(target, v, op)
+                if op in ("/=", "%="):
+                    b = self.int_expr(scope, 1)
+                    v = Bin("+", Bin("&", b, Lit(255), arith(b.ty, "int32")), Lit(1), "")
+                    v.ty = arith(v.l.ty, "int32")
+                    return Assign(target, v, op)
+            elif is_float(target.ty) and r.random() < 0.2:
+                op = r.choice(["+=", "-=", "*="])
+            return Assign(target, self.value_for(scope, target.ty, 3), op)
+        if k < 0.62 and allow_impure:       # printing is a side effect: main only
+            e = self.expr(scope, 3)
+            return Print(Call("f2i", [e], "int64") if is_float(e.ty) else e)
+        if k < 0.72 and depth > 0:
+            cond = self.expr(scope, 2)
+            then = self.block(scope, depth - 1, in_loop, allow_impure, r.randint(1, 3))
+            els = self.block(scope, depth - 1, in_loop, allow_impure, r.randint(0, 2))
+            return If(cond, then, els)
+        if k < 0.82 and depth > 0 and in_loop < 2:
+            inner = Scope(scope)
+            v = self.fresh("i")
+            inner.add("ro", v, "int32", None)
+            body = self.block(inner, depth - 1, in_loop + 1, allow_impure, r.randint(1, 3),
+                              scope=inner)
+            if r.random() < 0.5:
+                return ForRange(v, r.randint(0, 6), body)
+            return While(v, r.randint(0, 5), body)
+        if k < 0.9 and allow_impure and self.helpers:
+            call = self.call(scope, 2, pure_only=False)
+            if call is not None:
+                if call.ty == "void" or r.random() < 0.3:
+                    return ExprStmt(call)
+                ints = [it for it in scope.all() if it[0] == "var"]
+                if ints:
+                    _, name, t, _ = r.choice(ints)
+                    if is_int(t) == is_int(call.ty) or is_float(t):
+                        return Assign(Var(name, t), call)
+                return ExprStmt(call)
+        if not allow_impure:
+            return self.decl(scope)
+        e = self.expr(scope, 3)
+        return Print(Call("f2i", [e], "int64") if is_float(e.ty) else e)
+
+    def block(self, parent: Scope, depth, in_loop, allow_impure, n, scope=None):
+        scope = scope or Scope(parent)
+        return [self.stmt(scope, depth, in_loop, allow_impure) for _ in range(n)]
+
+    def decl(self, scope: Scope):
+        r = self.rng
+        k = r.random()
+        if k < 0.12:
+            t = self.scalar_type()
+            n = r.choice([4, 8, 16])
+            name = self.fresh("a")
+            scope.add("array", name, t, n)
+            return Decl(name, t, None, count=n)
+        if k < 0.22 and self.structs:
+            st = r.choice(self.structs)
+            name = self.fresh("s")
+            scope.add("struct", name, st.name, None)
+            return Decl(name, st.name, None)
+        t = self.scalar_type()
+        name = self.fresh("v")
+        if k < 0.3 and is_int(t):
+            v = r.choice(INT_LITS)
+            scope.add("const", name, t, wrap(v, t))
+            return Decl(name, t, Lit(v), const=True)
+        init = self.value_for(scope, t, 3)
+        scope.add("var", name, t, None)
+        return Decl(name, t, init)
+
+    # ------------------------------------------------------------ top level
+    def make_struct(self) -> Struct:
+        fields = [(f"f{i}", self.scalar_type()) for i in range(self.rng.randint(1, 5))]
+        st = Struct(self.prefix + self.fresh("S"), fields)
+        self.structs.append(st)
+        return st
+
+    def make_helper(self) -> None:
+        r = self.rng
+        name = self.prefix + self.fresh("h")
+        scope = Scope()
+        params, pure = [], True
+        for i in range(r.randint(1, 12 if r.random() < 0.4 else 5)):
+            pn = f"p{i}"
+            k = r.random()
+            if k < 0.1 and self.structs:
+                st = r.choice(self.structs)
+                params.append((pn, st.name))
+                scope.add("struct", pn, st.name, None)
+            elif k < 0.18 and self.structs:
+                st = r.choice(self.structs)
+                params.append((pn, st.name + "*"))
+                scope.add("sptr", pn, st.name, None)
+                pure = False
+            elif k < 0.24:
+                t = self.scalar_type()
+                params.append((pn, t + "*"))
+                scope.add("aptr", pn, t, 8)
+            else:
+                t = self.scalar_type()
+                params.append((pn, t))
+                scope.add("ro", pn, t, None)        # parameters are read-only here
+        ret = self.scalar_type()
+        body = [self.stmt(Scope(scope), 1, 0, False) for _ in range(r.randint(0, 4))]
+        body.append(Return(self.value_for(scope, ret, 3)))
+        self.helpers.append((Function(name, params, ret, body), pure))
+
+    def make_recursive(self) -> None:
+        r = self.rng
+        name = self.prefix + self.fresh("rec")
+        t = self.scalar_type(floats=False)
+        scope = Scope()
+        scope.add("ro", "d", "int32", None)
+        scope.add("ro", "x", t, None)
+        step = self.int_expr(scope, 2)
+        fn = Function(name, [("d", "int32"), ("x", t)], t, [], recursive=True)
+        fn.body = [If(Bin("<=", Var("d", "int32"), Lit(0), "int32"), [Return(Var("x", t))]),
+                   Return(Bin(r.choice(["+", "^", "-"]),
+                              Call(name, [Bin("-", Var("d", "int32"), Lit(1), "int32"),
+                                          step], t),
+                              Var("x", t), arith(t, t)))]
+        self.helpers.append((fn, True))
+
+    def program(self) -> Program:
+        r = self.rng
+        for _ in range(r.randint(0, 2)):
+            self.make_struct()
+        for _ in range(r.randint(1, 3 + self.size)):
+            if r.random() < 0.2:
+                self.make_recursive()
+            else:
+                self.make_helper()
+        scope = Scope()
+        body = [self.decl(scope) for _ in range(r.randint(2, 5))]
+        body += [self.stmt(scope, 2, 0, True) for _ in range(r.randint(4, 8 + 4 * self.size))]
+        for kind, name, t, extra in scope.all():
+            if kind in ("var", "const"):
+                v = Var(name, t, extra if kind == "const" else None)
+                body.append(Print(Call("f2i", [v], "int64") if is_float(t) else v))
+            elif kind == "array":
+                for i in range(min(extra, 4)):
+                    v = Index(name, Lit(i), extra, t)
+                    body.append(Print(Call("f2i", [v], "int64") if is_float(t) else v))
+            elif kind == "struct":
+                for fname, ft in self.struct_named(t).fields:
+                    v = Field(name, fname, ft)
+                    body.append(Print(Call("f2i", [v], "int64") if is_float(ft) else v))
+        body.append(Return(Lit(0)))
+        funcs = [f for f, _ in self.helpers] + [Function("main", [], "int32", body)]
+        return Program(self.seed, list(self.structs), funcs, self.prefix)
+
+
+def generate(seed: int, size: int = 1, prefix: str = "") -> Program:
+    return Gen(seed, size, prefix).program()
