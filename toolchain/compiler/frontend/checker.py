@@ -30,12 +30,16 @@ Diagnostic codes owned here (E0001/E0002/E0003 syntax are the parser's):
   E0313  pointer into workgroup/private memory stored where a global pointer is expected
   E0320  atomic misuse (pointer/value type, order, scope, space)
   E0321  async copy misuse (spaces, transaction, cache, pending count)
-  E0322  subgroup built-in misuse (operand types, ballot word)
-  E0323  barrier misuse          E0324 tensor_* built-ins are not supported yet
+  E0322  subgroup built-in misuse (value not exactly uint32/float32, predicate not bool,
+         lane or ballot word not an integer)
+  E0323  barrier misuse          E0324 tensor_transfer_workgroup is not supported yet
   E0325  GPU intrinsic misuse (argument count/types)
+  E0340-E0343  tensor_mma/tensor_matmul/tensor_epilogue options, region controls, epilogue
+         operands and operand storage types (lower_tensor.py)
   E0330  dispatch misuse (inside a kernel, arguments, controls, dimensions, stream twice)
   M0116  constant divide by zero
 Warnings: W0001 unreachable statement.
+docs/language_rules.md lists every GPU built-in rule with the code that enforces it.
 """
 from __future__ import annotations
 
