@@ -33,9 +33,9 @@ from toolchain.providers.cuda import driver  # noqa: E402
 from timing import timed  # noqa: E402
 
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (16384, 1024, 4096),
-          (5000, 3000, 4100))
+          (5000, 3000, 4104))
 CHECKS = ((128, 256, 64), (300, 520, 200), (129, 257, 65), (1000, 1000, 1000),
-          (64, 64, 0), (4096, 4096, 4096))
+          (64, 64, 0), (4096, 4096, 4096), (5000, 3000, 4104))
 
 
 def probe(torch) -> int:
@@ -130,14 +130,22 @@ def main() -> int:
     ap.add_argument("--probe", action="store_true")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--small", action="store_true", help="--check on small shapes only")
     ap.add_argument("--subgroup", action="store_true")
     ap.add_argument("--shapes", default="")
+    ap.add_argument("--cluster", type=int, default=0, help="override wgmma.CLUSTER")
     args = ap.parse_args()
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.zeros(1, device="cuda")               # create torch's (primary) context first
+    if args.cluster:
+        from toolchain.compiler.targets.ptx.tensor import wgmma
+        wgmma.CLUSTER = args.cluster
     if args.probe:
         return probe(torch)
+    if args.small:
+        global CHECKS
+        CHECKS = CHECKS[:3]
     if args.check and check(torch):
         return 1
     if args.no_bench:

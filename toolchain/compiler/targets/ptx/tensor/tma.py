@@ -73,3 +73,10 @@ def load_2d(em, dst: str, tmap: str, k: str, row: str, bar: str) -> None:
     """Copy one box at coordinates (k, row) into shared `dst`, completing on `bar`."""
     em.emit(f"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
             f" [{dst}], [{tmap}, {{{k}, {row}}}], [{bar}]")
+
+
+def load_2d_multicast(em, dst: str, tmap: str, k: str, row: str, bar: str, mask: str) -> None:
+    """load_2d into the same shared offset of every cluster workgroup in `mask` (u16),
+    completing on the barrier at `bar`'s offset in each of them."""
+    em.emit(f"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+            f".multicast::cluster [{dst}], [{tmap}, {{{k}, {row}}}], [{bar}], {mask}")

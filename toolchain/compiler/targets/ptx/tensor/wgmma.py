@@ -12,6 +12,13 @@ One workgroup computes one BM x BN output region (BM = 64 * consumers, BN = desc
   predicates (row-major C/D, 8-byte pairs).
 Out-of-range A/B elements are zero-filled by the copy engine, so M/N/K tails are exact.
 
+With CLUSTER = 2 (experimental, off by default: docs/gemm.md), workgroups run in clusters
+of 2 along x (`.reqnctapercluster`): the pair agrees
+(cluster_agree) on whether both take the native path and whether both regions read the
+same B columns (same B, ldb, N, K and column origin); if so each producer loads half of
+the B box and multicasts it to both workgroups, which halves the B traffic from L2, and
+each consumer releases a stage on both workgroups' empty barriers.
+
 The native path runs when the launch fits it (a uniform run-time predicate, else the
 workgroup region is split into exact subgroup regions, wgmma_split.py): exactly
 `threads(desc)` work-items, enough dynamic shared memory (`shared_bytes(desc)`), 16-byte
@@ -30,6 +37,8 @@ PRODUCER_REGS, CONSUMER_REGS = 40, 232
 ENTRY_REGS = 168                          # the .maxntid 384 cap: 65536 / 384, rounded to 8
 SMEM_LIMIT = 227 * 1024                   # opt-in dynamic shared memory per workgroup
 SHAPES_N = (64, 128, 192, 256)
+CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
+#                                           experimental: docs/gemm.md "Status")
 
 
 def consumers(desc) -> int:
@@ -100,7 +109,52 @@ def native_pred(em, g, ntid: str) -> str:
     return ok
 
 
-def lower_native(em, g, tid: str, end: str) -> None:
+def _cluster_sync(em) -> None:
+    em.emit("barrier.cluster.arrive.release")
+    em.emit("barrier.cluster.wait.acquire")
+
+
+def cluster_agree(em, g, tid: str, ok: str) -> tuple[str, str | None]:
+    """(native, share): both workgroups of the pair run natively only if both predicates
+    hold; they share B when both regions read the same B box sequence. Without clusters,
+    (ok, None)."""
+    if CLUSTER == 1:
+        return ok, None
+    mod = em.module
+    x = mod._fresh(f"{em.fn.name}_wgmma_pair")
+    mod.shared_out.append(f".shared .align 16 .b8 {x}[32];")
+    mine = [em.new("r") for _ in range(5)]
+    em.emit(f"selp.u32 {mine[0]}, 1, 0, {ok}")
+    for r, v in zip(mine[1:], (g.col, g.K, g.N, g.B.ld)):
+        em.emit(f"mov.u32 {r}, {v}")
+    p, skip = em.new("p"), label(em, "wg_pair")
+    em.emit(f"setp.ne.u32 {p}, {tid}, 0")
+    em.emit(f"@{p} bra {skip}")
+    for i, r in enumerate(mine):
+        em.emit(f"st.shared.u32 [{x}+{4 * i}], {r}")
+    em.emit(f"st.shared.u64 [{x}+24], {g.B.base}")
+    em.raw(f"{skip}:")
+    _cluster_sync(em)
+    peer, xa = em.new("r"), em.new("r")
+    em.emit(f"mov.u32 {peer}, %cluster_ctarank")
+    em.emit(f"xor.b32 {peer}, {peer}, 1")
+    em.emit(f"mov.u32 {xa}, {x}")
+    em.emit(f"mapa.shared::cluster.u32 {xa}, {xa}, {peer}")
+    native, share = em.new("p"), em.new("p")
+    v, b = em.new("r"), em.new("rd")
+    em.emit(f"ld.shared::cluster.u32 {v}, [{xa}]")
+    em.emit(f"setp.ne.and.u32 {native}, {v}, 0, {ok}")
+    em.emit(f"mov.pred {share}, {native}")
+    for i, r in enumerate(mine[1:], 1):
+        em.emit(f"ld.shared::cluster.u32 {v}, [{xa}+{4 * i}]")
+        em.emit(f"setp.eq.and.u32 {share}, {v}, {r}, {share}")
+    em.emit(f"ld.shared::cluster.u64 {b}, [{xa}+24]")
+    em.emit(f"setp.eq.and.u64 {share}, {b}, {g.B.base}, {share}")
+    _cluster_sync(em)                        # both read before either may write again
+    return native, share
+
+
+def lower_native(em, g, tid: str, end: str, share: str | None = None) -> None:
     """The whole native region for a workgroup of exactly threads(desc) work-items; `tid`
     is the linear work-item id. Falls through to `end` with the workgroup reconverged."""
     desc = g.desc
@@ -128,22 +182,32 @@ def lower_native(em, g, tid: str, end: str) -> None:
     init_done = label(em, "wg_init")
     em.emit(f"setp.ne.u32 {p}, {tid}, 0")
     em.emit(f"@{p} bra {init_done}")
+    cnt = nc
+    if share:
+        cnt = em.new("r")
+        em.emit(f"selp.u32 {cnt}, {2 * nc}, {nc}, {share}")  # both workgroups' consumers
     for s in range(S):
         mb.init(em, f"{full}+{8 * s}", 1)
-        mb.init(em, f"{empty}+{8 * s}", nc)
+        mb.init(em, f"{empty}+{8 * s}", cnt)
     em.emit("fence.mbarrier_init.release.cluster")
     em.raw(f"{init_done}:")
-    em.emit("bar.sync 0")
+    if share:
+        _cluster_sync(em)                    # the peer's barriers exist before its copies
+    else:
+        em.emit("bar.sync 0")
 
     consumer, join = label(em, "wg_consumer"), label(em, "wg_join")
     em.emit(f"setp.ne.u32 {p}, {wg}, 0")
     em.emit(f"@{p} bra {consumer}")
-    _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes)
+    _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes, share)
     em.emit(f"bra.uni {join}")
     em.raw(f"{consumer}:")
-    _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes)
+    _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes, share)
     em.raw(f"{join}:")
-    em.emit("bar.sync 0")
+    if share:
+        _cluster_sync(em)                    # no remote arrive or copy is still in flight
+    else:
+        em.emit("bar.sync 0")
     em.emit(f"setp.ne.u32 {p}, {tid}, 0")
     em.emit(f"@{p} bra {end}")
     for s in range(S):
@@ -152,7 +216,8 @@ def lower_native(em, g, tid: str, end: str) -> None:
     em.emit(f"bra.uni {end}")
 
 
-def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes) -> None:
+def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes,
+              share) -> None:
     desc = g.desc
     em.emit(f"setmaxnreg.dec.sync.aligned.u32 {PRODUCER_REGS}")
     done, p = label(em, "wg_prod_done"), em.new("p")
@@ -167,7 +232,8 @@ def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes) -> N
     em.emit(f"add.s64 {gb}, {ga}, {tma.MAP_BYTES}")
     em.emit(f"cvta.global.u64 {slot_a}, {ga}")
     em.emit(f"cvta.global.u64 {slot_b}, {gb}")
-    for slot, m, rows, box in ((ga, g.A, g.M, desc.m), (gb, g.B, g.N, desc.n)):
+    half = desc.n // 2 if share else desc.n  # paired: B arrives as two half boxes
+    for slot, m, rows, box in ((ga, g.A, g.M, desc.m), (gb, g.B, g.N, half)):
         gaddr, pitch = em.new("rd"), em.new("rd")
         em.emit(f"cvta.to.global.u64 {gaddr}, {m.base}")
         if isinstance(m.ld, int):
@@ -178,6 +244,13 @@ def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes) -> N
     tma.publish(em, [slot_a, slot_b])
     kb, s, ph, k0 = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     dst_a, dst_b, fb, eb = em.new("r"), em.new("r"), em.new("r"), em.new("r")
+    if share:                                # this workgroup's half of the shared B box
+        dst_h, col2, col_h, rank = em.new("r"), em.new("r"), em.new("r"), em.new("r")
+        em.emit(f"add.u32 {col2}, {g.col}, {half}")
+        mask = em.new("rs")
+        em.emit(f"mov.u32 {rank}, %cluster_ctarank")
+        em.emit(f"mad.lo.u32 {col_h}, {rank}, {half}, {g.col}")
+        em.emit("mov.u16 {}, 3".format(mask))
     for r in (kb, s, k0):
         em.emit(f"mov.u32 {r}, 0")
     em.emit(f"mov.u32 {ph}, 1")                      # first pass: empty barriers are free
@@ -192,7 +265,18 @@ def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes) -> N
     em.emit(f"mad.lo.u32 {dst_a}, {s}, {a_bytes}, {sa}")
     em.emit(f"mad.lo.u32 {dst_b}, {s}, {b_bytes}, {sb}")
     tma.load_2d(em, dst_a, slot_a, k0, g.row, fb)
+    if share:
+        own, alone = label(em, "wg_mc"), label(em, "wg_mc_end")
+        em.emit(f"@!{share} bra {own}")
+        em.emit(f"mad.lo.u32 {dst_h}, {rank}, {half * 128}, {dst_b}")
+        tma.load_2d_multicast(em, dst_h, slot_b, k0, col_h, fb, mask)
+        em.emit(f"bra.uni {alone}")
+        em.raw(f"{own}:")
     tma.load_2d(em, dst_b, slot_b, k0, g.col, fb)
+    if share:
+        em.emit(f"add.u32 {dst_h}, {dst_b}, {half * 128}")
+        tma.load_2d(em, dst_h, slot_b, k0, col2, fb)
+        em.raw(f"{alone}:")
     _advance(em, kb, s, ph, S)
     em.emit(f"add.u32 {k0}, {k0}, {BK}")
     em.emit(f"bra.uni {top}")
@@ -211,7 +295,8 @@ def _advance(em, kb, s, ph, S) -> None:
     em.emit(f"@{w} xor.b32 {ph}, {ph}, 1")
 
 
-def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes) -> None:
+def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes,
+              share) -> None:
     desc = g.desc
     bn = desc.n
     em.emit(f"setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGS}")
@@ -223,6 +308,10 @@ def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes) -> N
     wtid = em.new("r")
     em.emit(f"and.b32 {wtid}, {tid}, 127")
     em.emit(f"setp.eq.u32 {leader}, {wtid}, 0")
+    peer = em.new("r") if share else None
+    if share:
+        em.emit(f"mov.u32 {peer}, %cluster_ctarank")
+        em.emit(f"xor.b32 {peer}, {peer}, 1")
     # descriptor bases: this warpgroup's 64 A rows of stage 0, and B of stage 0
     a_row = em.new("r")
     em.emit(f"sub.u32 {a_row}, {wg}, 1")
@@ -259,7 +348,7 @@ def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes) -> N
     em.emit(f"and.pred {pb}, {have_prev}, {leader}")
     eb = em.new("r")
     em.emit(f"mad.lo.u32 {eb}, {prev}, 8, {empty}")
-    em.emit(f"@{pb} mbarrier.arrive.shared::cta.b64 _, [{eb}]")
+    _release(em, pb, eb, share, peer)
     em.emit(f"mov.u32 {prev}, {s}")
     em.emit(f"setp.eq.u32 {have_prev}, 0, 0")
     _advance(em, kb, s, ph, S)
@@ -270,10 +359,21 @@ def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes) -> N
     em.emit(f"and.pred {pb}, {have_prev}, {leader}")
     eb = em.new("r")
     em.emit(f"mad.lo.u32 {eb}, {prev}, 8, {empty}")
-    em.emit(f"@{pb} mbarrier.arrive.shared::cta.b64 _, [{eb}]")
+    _release(em, pb, eb, share, peer)
     _epilogue(em, g, wtid, wg, acc)
     em.emit("bar.warp.sync -1")
     em.emit(f"setmaxnreg.dec.sync.aligned.u32 {ENTRY_REGS}")
+
+
+def _release(em, pb, eb, share, peer) -> None:
+    """The leader frees a consumed stage: its own empty barrier, and the peer's when the
+    pair shares B (the peer's producer multicasts into this workgroup too)."""
+    em.emit(f"@{pb} mbarrier.arrive.shared::cta.b64 _, [{eb}]")
+    if share:
+        both, rb = em.new("p"), em.new("r")
+        em.emit(f"and.pred {both}, {pb}, {share}")
+        em.emit(f"mapa.shared::cluster.u32 {rb}, {eb}, {peer}")
+        em.emit(f"@{both} mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{rb}]")
 
 
 def _epilogue(em, g, wtid, wg, acc) -> None:

@@ -95,9 +95,9 @@ def lower_any_matmul(em, ins) -> None:
             g = Region(desc, *mats, *(em.reg(ops[k]) for k in
                                       ("row", "column", "m", "n", "k")))
             split = label(em, "wgm_split")
-            ok = wgmma.native_pred(em, g, ntid)
+            ok, share = wgmma.cluster_agree(em, g, tid, wgmma.native_pred(em, g, ntid))
             em.emit(f"@!{ok} bra.uni {split}")
-            wgmma.lower_native(em, g, tid, end)
+            wgmma.lower_native(em, g, tid, end, share)
             em.raw(f"{split}:")
             _entry_cap(em, wgmma.threads(desc))
     _split(em, ins, desc, sub, ops, tid, ntid, end)
@@ -109,7 +109,8 @@ def _entry_cap(em, nthreads: int) -> None:
     dirs = getattr(em, "entry_directives", None)
     if dirs is None:
         dirs = em.entry_directives = []
-    for d in (f".maxntid {nthreads}, 1, 1", ".minnctapersm 1"):
+    cluster = [f".reqnctapercluster {wgmma.CLUSTER}, 1, 1"] if wgmma.CLUSTER > 1 else []
+    for d in (f".maxntid {nthreads}, 1, 1", ".minnctapersm 1", *cluster):
         if d not in dirs:
             dirs.append(d)
 

@@ -1,0 +1,138 @@
+"""Workgroup-scope tensor_matmul (docs/gemm.md): the sm_90a TMA + mbarrier + wgmma pipeline
+(FileCheck of its structure, ptxas resources: no spills, no stack, the setmaxnreg cap
+honoured), the same source on sm_121a and the portable profile (split subgroup regions,
+no Hopper instruction), and the refusals (SPIR-V, regions that are not 16-multiples)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.gpu.gemm_hopper import gemm_source
+from tests.support.filecheck import filecheck
+from toolchain.compiler.diagnostics import CompileError
+from toolchain.compiler.targets.ptx.tensor import wgmma
+
+from .kernels import compile_ptx
+
+NATIVE = """
+CHECK: .global .align 128 .b8 gemm_tmaps[65536];
+CHECK: .extern .shared .align 1024 .b8 gemm_wgmma_ring[];
+CHECK: .maxntid 384, 1, 1
+CHECK-NEXT: .minnctapersm 1
+CHECK: mov.u32 {{%r[0-9]+}}, %dynamic_smem_size;
+CHECK: setp.ge.and.u32 {{%p[0-9]+}}, {{%r[0-9]+}}, 197696,
+CHECK: mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}], 1;
+CHECK: mbarrier.init.shared::cta.b64 [{{%r[0-9]+}}+8], 2;
+CHECK: fence.mbarrier_init.release.cluster;
+CHECK: setmaxnreg.dec.sync.aligned.u32 40;
+CHECK: tensormap.replace.tile.global_address.global.b1024.b64
+CHECK: tensormap.replace.tile.swizzle_mode.global.b1024.b32 [{{%rd[0-9]+}}], 3;
+CHECK: fence.proxy.tensormap::generic.release.gpu;
+CHECK: fence.proxy.tensormap::generic.acquire.gpu
+CHECK: mbarrier.try_wait.parity.shared::cta.b64
+CHECK: mbarrier.arrive.expect_tx.shared::cta.b64 _, [{{%r[0-9]+}}], 49152;
+CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+CHECK: setmaxnreg.inc.sync.aligned.u32 168;
+CHECK: setmaxnreg.inc.sync.aligned.u32 232;
+CHECK: mbarrier.try_wait.parity.shared::cta.b64
+CHECK: wgmma.fence.sync.aligned;
+CHECK: wgmma.mma_async.sync.aligned.m64n256k16.f32.{fmt}.{fmt}
+CHECK: wgmma.commit_group.sync.aligned;
+CHECK: wgmma.wait_group.sync.aligned 1;
+CHECK: mbarrier.arrive.shared::cta.b64 _,
+CHECK: wgmma.wait_group.sync.aligned 0;
+CHECK: st.global.v2.f32
+CHECK: setmaxnreg.dec.sync.aligned.u32 168;
+CHECK: mbarrier.inval.shared::cta.b64
+CHECK: wmma.mma.sync.aligned
+"""
+
+
+def _usage(ptxas_path: str, text: str, arch: str) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "m.ptx"
+        src.write_text(text)
+        proc = subprocess.run([ptxas_path, f"--gpu-name={arch}", "-v", str(src), "-o",
+                               str(Path(tmp) / "m.cubin")], capture_output=True, text=True,
+                              timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize("fmt", ["f16", "bf16"])
+def test_native_pipeline_structure(fmt):
+    text = compile_ptx(gemm_source(fmt), "sm_90a")
+    filecheck(text, NATIVE.replace("{fmt}", fmt))
+    assert text.count("wgmma.mma_async") == 4                    # BK 64 = 4 x k16
+    assert text.count("cp.async.bulk.tensor") == 2               # A box, B box per stage
+    assert "reqnctapercluster" not in text                       # pairing is opt-in
+
+
+@pytest.mark.parametrize("fmt,bn", [("f16", 256), ("bf16", 256), ("f16", 128)])
+def test_native_resources_no_spills(ptxas_path, fmt, bn):
+    usage = _usage(ptxas_path, compile_ptx(gemm_source(fmt, bn=bn), "sm_90a"), "sm_90a")
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in usage, usage
+    assert re.search(r"Used 168 registers", usage), usage
+    assert "warning" not in usage.lower(), usage                 # e.g. C7508: setmaxnreg ignored
+
+
+def test_paired_variant_multicasts_and_assembles(ptxas_path, monkeypatch):
+    """CLUSTER = 2 (experimental): pairs agree through distributed shared memory, share B
+    through a multicast copy and release stages on both workgroups' barriers."""
+    monkeypatch.setattr(wgmma, "CLUSTER", 2)
+    text = compile_ptx(gemm_source("f16"), "sm_90a")
+    filecheck(text, """
+CHECK: .reqnctapercluster 2, 1, 1
+CHECK: barrier.cluster.arrive.release;
+CHECK: mapa.shared::cluster.u32
+CHECK: ld.shared::cluster.u32
+CHECK: selp.u32 {{%r[0-9]+}}, 4, 2,
+CHECK: .multicast::cluster
+CHECK: mbarrier.arrive.release.cluster.shared::cluster.b64
+""")
+    usage = _usage(ptxas_path, text, "sm_90a")
+    assert "0 bytes spill stores" in usage and "warning" not in usage.lower(), usage
+
+
+@pytest.mark.parametrize("arch", ["sm_121a", "sm_90", "portable"])
+def test_other_profiles_split_into_subgroup_regions(ptxas, arch):
+    text = compile_ptx(gemm_source("f16"), arch)
+    assert "wgmma" not in text and "cp.async.bulk" not in text and "setmaxnreg" not in text
+    assert ".maxntid" not in text
+    # 128x256 splits into 4x4 subgroup regions of 32x64 that the warps take round-robin
+    filecheck(text, "CHECK: shr.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 5;\n"
+              "CHECK: setp.ge.u32 {{%p[0-9]+}}, {{%r[0-9]+}}, 16;\n")
+    target = {"portable": "sm_75"}.get(arch, arch)
+    ptxas(text, target)
+
+
+def test_descriptor_without_wgmma_form_splits_on_sm90a(ptxas):
+    """B row-major has no K-major TMA box here: the region is exact split regions only."""
+    src = gemm_source("f16").replace("b_layout: col", "b_layout: row")
+    text = compile_ptx(src, "sm_90a")
+    assert "wgmma" not in text and "wmma.mma" in text
+    ptxas(text, "sm_90a")
+
+
+def test_spirv_refuses_with_capability_diagnostic(tmp_path):
+    from toolchain.compiler.driver import Options, compile_file
+    path = tmp_path / "g.mettle"
+    path.write_text(gemm_source("f16"))
+    with pytest.raises(CompileError) as exc:
+        compile_file(str(path), Options(emit="spirv"), source_text=path.read_text())
+    d = exc.value.diagnostics[0]
+    assert d.code == "E0510" and "tensor_matmul" in d.message and d.span is not None
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_121a", "portable"])
+def test_region_not_16_multiple_is_refused(arch):
+    src = gemm_source("f16").replace("m128n256k64", "m120n256k64")
+    with pytest.raises(CompileError) as exc:
+        compile_ptx(src, arch)
+    d = exc.value.diagnostics[0]
+    assert d.code == "E0505" and "multiples of 16" in d.message and d.span is not None
