@@ -241,7 +241,7 @@ def test_epilogue_against_exact_oracle(gpu_run, fmt, mode, act, layout, scope):
         args.append(Scalar(ctype, beta))
     if act == "clamp":
         args += [Scalar(ctype, lo), Scalar(ctype, hi)]
-    args += [Scalar("uint32", ld), Scalar("uint32", ldb)]
+    args += [Scalar("uint32", ld)] + ([Scalar("uint32", ldb)] if mode == "matrix" else [])
     src = epilogue_source("ep", fmt, f"m{m}n{n}", layout=layout, bias_mode=mode,
                           bias_layout="row", activation=act, ld=ld, ldbias=ldb,
                           runtime_ld=True, scope=scope)

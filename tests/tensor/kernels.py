@@ -74,7 +74,9 @@ def epilogue_source(name: str, fmt: str, shape: str, layout="row", bias_mode="no
             f"scope: {scope}"]
     if bias_mode != "none":
         params.append(f"bias: {carrier(fmt)}*")
-        opts += [f"bias_mode: {bias_mode}", "bias: bias", f"bias_layout: {bias_layout}"]
+        opts += [f"bias_mode: {bias_mode}", "bias: bias"]
+        if bias_mode == "matrix":               # only a matrix bias has a layout and ld
+            opts.append(f"bias_layout: {bias_layout}")
     for s, on in (("alpha", alpha), ("beta", beta and bias_mode != "none")):
         if on:
             params.append(f"{s}: {ct}")
@@ -83,7 +85,7 @@ def epilogue_source(name: str, fmt: str, shape: str, layout="row", bias_mode="no
         params += [f"lo: {ct}", f"hi: {ct}"]
         opts += ["clamp_min: lo", "clamp_max: hi"]
     opts.append(f"activation: {activation}")
-    for key, v in (("ldd", ld), ("ldbias", ldbias)):
+    for key, v in (("ldd", ld), ("ldbias", ldbias if bias_mode == "matrix" else None)):
         if v is not None:
             if runtime_ld:
                 params.append(f"{key}: uint32")

@@ -105,6 +105,10 @@ MMA = "  tensor_mma(h, h, f, f, shape: m16n16k16, input_type: f16, output_type: 
     ("  tensor_epilogue(f, shape: m16n16, element_type: f16);", "E0343", "uint16*"),
     ("  tensor_epilogue(f, shape: m16n16, element_type: f32, bias_mode: row);", "E0342",
      "go together"),
+    ("  tensor_epilogue(f, shape: m16n16, element_type: f32, bias_mode: row, bias: f,\n"
+     "    ldbias: 16);", "E0342", "needs `bias_mode: matrix`, not row"),
+    ("  tensor_epilogue(f, shape: m16n16, element_type: f32, bias_mode: column, bias: f,\n"
+     "    bias_layout: col);", "E0342", "needs `bias_mode: matrix`, not column"),
     ("  if (thread.x < 7) {\n" + MMA + ");\n  }", "E0413", "varying control"),
     ("  var p: float32* = f + thread.x;\n"
      "  tensor_mma(h, h, p, p, shape: m16n16k16, input_type: f16, output_type: f32);",

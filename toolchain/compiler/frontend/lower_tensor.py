@@ -290,10 +290,16 @@ def _epilogue(lw, e: A.Call):
         if key in opts:
             named[key] = _scalar(lw, opts[key][0], ct, key, elem)
     errs = T.validate_epilogue(desc, tuple(r for r in T.EPILOGUE_ROLES if r in named))
+    if "bias_layout" in opts and desc.bias_mode != "matrix":
+        errs.append(("bias_layout", "`bias_layout:` is the layout of a matrix bias; it needs "
+                     f"`bias_mode: matrix`, not {desc.bias_mode}"))
     if errs:
         key, msg = errs[0]
         raise lw.fail(code, msg, opts[key][1] if key in opts else e.span,
-                      help="see the tensor_epilogue rules in docs/language_rules.md")
+                      help="a row or column bias is a vector (no layout or leading "
+                      "dimension); use `bias_mode: matrix` for a matrix bias"
+                      if key in ("ldbias", "bias_layout") else
+                      "see the tensor_epilogue rules in docs/language_rules.md")
     return lw.b.tensor_epilogue(desc, d, named, span=e.span)
 
 

@@ -222,6 +222,9 @@ def validate_epilogue(desc: EpilogueDesc, roles: tuple[str, ...]) -> list[tuple[
         errs.append(("clamp_min", "`activation: clamp` needs `clamp_min:` and `clamp_max:`"))
     if desc.activation != "clamp" and {"clamp_min", "clamp_max"} & set(roles):
         errs.append(("clamp_min", "`clamp_min:`/`clamp_max:` need `activation: clamp`"))
+    if desc.bias_mode != "matrix" and (desc.ldbias is not None or "ldbias" in roles):
+        errs.append(("ldbias", "`ldbias:` is the leading dimension of a matrix bias; it "
+                     f"needs `bias_mode: matrix`, not {desc.bias_mode}"))
     for opt in ("ld", "ldbias"):
         v = getattr(desc, opt)
         if v is not None and v <= 0:
