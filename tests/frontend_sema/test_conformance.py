@@ -102,12 +102,14 @@ def test_private_address_stays_varying():
     assert "operand `a` is varying" in d.message and d.help
 
 
-# A declared block that breaks the proof's conditions keeps the value varying.
+# A declared block that breaks the proof's conditions, or a cast that can wrap thread.x
+# negative, keeps the value varying.
 @pytest.mark.parametrize("block,expr", [
     ("(48, 2, 1)", "thread.x / 32"),                     # rows of 48: warps straddle rows
     ("48", "thread.x / subgroup_size()"),                # a partial final subgroup
+    ("256", "(uint32)((int32)(int8)thread.x / 32)"),     # wraps negative: -128/32, -127/32
 ])
-def test_declared_blocks_that_break_the_proof_are_not_trusted(block, expr):
+def test_derivations_outside_the_proof_are_not_trusted(block, expr):
     src = (f"kernel(block = {block}) k(x: uint32*, rows: uint32) {{\n"
            f"  var r: uint32 = {expr};\n"
            "  if (r >= rows) { return; }\n"

@@ -9,7 +9,8 @@ opaque call results vary.
 
 Subgroup index (LANGUAGE.md §12.8): `thread.x / D` and `thread.x >> s` are subgroup-uniform
 when D is a positive multiple of the subgroup width W (a constant multiple of 32, or
-k * subgroup_size()) and s >= 5. Proof for a 1-D block: subgroups are formed from
+k * subgroup_size()) and s >= 5, through conversions to integers of >= 16 bits (narrower
+ones could wrap thread.x negative, where truncating division is not floor). Proof for a 1-D block: subgroups are formed from
 consecutive linear thread ids (PTX: warp w holds ids 32w..32w+31), and in a 1-D block the
 linear id is thread.x, so subgroup w holds thread.x in [wW, wW + W) and
 floor(thread.x / kW) = floor(w / k) is the same on every lane. With a constant divisor 32k
@@ -94,13 +95,23 @@ def _is_warp_divisor(st: _FunctionState, v, op: str) -> bool:
     return v.value % 32 == 0 if op == "div" else v.value >= 5
 
 
+def _keeps_value(ins: Instr) -> bool:
+    """A conversion that keeps every thread.x / subgroup-width value (< 2^11, non-negative)
+    unchanged: to an integer of at least 16 bits. A narrower (e.g. signed 8-bit) type
+    could wrap to negatives, where truncating division breaks the floor argument."""
+    return ins.type.is_int and ins.type.bits >= 16
+
+
 def _track_width(st: _FunctionState, ins: Instr) -> None:
     """Record `ins` when it is a positive constant multiple of subgroup_size()."""
     op, ops = ins.op, ins.operands
-    if op == "subgroup.size" or (op == "convert" and id(ops[0]) in st.width):
+    if op == "subgroup.size" or (op == "convert" and id(ops[0]) in st.width and
+                                 _keeps_value(ins)):
         st.width.add(id(ins))
+    elif not (ins.type.is_int and ins.type.bits >= 32):
+        return                            # a narrow product could wrap
     elif op == "mul" and any(isinstance(o, Instr) and id(o) in st.width for o in ops) \
-            and any(_positive_const(o) for o in ops):
+            and any(_positive_const(o) and o.value < 1 << 16 for o in ops):
         st.width.add(id(ins))
     elif op == "shl" and isinstance(ops[0], Instr) and id(ops[0]) in st.width and \
             isinstance(ops[1], Const) and isinstance(ops[1].value, int) and \
@@ -119,7 +130,7 @@ def _instr_rank(st: _FunctionState, ins: Instr) -> int:
                 st.lane_x.add(id(ins))
             return VARYING
         return WORKGROUP
-    if op == "convert" and id(ins.operands[0]) in st.lane_x:
+    if op == "convert" and id(ins.operands[0]) in st.lane_x and _keeps_value(ins):
         st.lane_x.add(id(ins))
         return VARYING
     if op in ("div", "shr") and id(ins.operands[0]) in st.lane_x and \
