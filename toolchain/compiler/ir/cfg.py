@@ -503,7 +503,7 @@ def find_trip_count(lp: Loop) -> TripCount | None:
             count = None
             if isinstance(iv.init, Const) and isinstance(other, Const):
                 count = _count(iv.init.value, other.value, iv.step, p, tests_next,
-                               exiting is lp.header)
+                               exiting is lp.header, exiting is lp.latch)
                 t = iv.phi.type
                 if count is not None:
                     last = iv.init.value + (count + 1) * iv.step   # the value that exits
@@ -514,10 +514,10 @@ def find_trip_count(lp: Loop) -> TripCount | None:
 
 
 def _count(init: int, bound: int, step: int, pred: str, tests_next: bool,
-           header_test: bool) -> int | None:
-    """Body iterations of `for (v = init; v PRED bound; v += step)` (header test), or of a
-    do-while shape (latch test of the next value). None when it would not terminate by
-    the comparison alone (wrap-around) or the shape is unusual."""
+           header_test: bool, latch_test: bool) -> int | None:
+    """Body iterations of `for (v = init; v PRED bound; v += step)` (the header tests the
+    phi), or of the do-while shape (the latch tests the updated value, as a single-block
+    loop does). None for other shapes."""
     def holds(v: int) -> bool:
         return {"lt": v < bound, "le": v <= bound, "gt": v > bound, "ge": v >= bound,
                 "ne": v != bound, "eq": v == bound}[pred]
@@ -528,7 +528,7 @@ def _count(init: int, bound: int, step: int, pred: str, tests_next: bool,
             return None
     if pred == "eq":
         return None
-    if header_test and not tests_next:
+    if not tests_next and header_test:
         # iterations = number of v in init, init+step, ... for which holds(v)
         if not holds(init):
             return 0
@@ -536,7 +536,7 @@ def _count(init: int, bound: int, step: int, pred: str, tests_next: bool,
             return (bound - init) // step
         span = bound - init + (1 if pred == "le" else -1 if pred == "ge" else 0)
         return max(0, -(-span // step)) if step > 0 else max(0, -(-span // step))
-    if not header_test and tests_next:
+    if tests_next and latch_test:
         # body runs once, then again while holds(init + k*step)
         n, v = 1, init + step
         if pred == "ne":

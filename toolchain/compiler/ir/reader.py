@@ -247,11 +247,12 @@ class _FunctionReader:
                 if block is None:
                     raise IRParseError(n, "instruction outside a block")
                 pending.append(self.instr(block, self.r.cursor(text, n)))
-        for name, b in self.blocks.items():
-            if b not in self.fn.blocks:
-                raise IRParseError(self.lines[0][0], f"branch to undefined block {name}")
+        defined = set(self.fn.blocks)
         for ins, c in pending:
             self.operands(ins, c)
+            for t in ins.targets:
+                if t not in defined:
+                    raise IRParseError(c.lineno, f"undefined block {t.name}")
 
     def block(self, name: str) -> Block:
         if name not in self.blocks:
