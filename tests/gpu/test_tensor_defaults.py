@@ -8,6 +8,8 @@ dimensions, D poisoned with NaN: every in-range output must match a float64 refe
 padding element must keep its poison. Cases cover the native interior with K tails
 (sm_90a WMMA), M/N edges, bf16, and f64 on the portable profile, which has no f64 WMMA
 and so runs exact cooperative replay (PTX 6.4 / compute_75, JIT-compiled by the driver).
+Two whole tiles complete it: u4 WMMA relying on the defaults (refused before the fix) and
+an f64 tile replayed on the portable profile.
 """
 from __future__ import annotations
 
@@ -107,3 +109,39 @@ def test_default_layout_gemm_grid_matches_reference(gpu_run, fmt, acc, shape, M,
     untouched = np.ones(out.size, bool)
     untouched[O.index("row", ldd, r, cc)] = False
     assert np.isnan(out[untouched]).all(), "padding of D was overwritten"
+
+
+def test_u4_tile_with_default_layouts(gpu_run):
+    """`tensor_mma(a, b, c, d, shape: m8n8k32, input_type: u4, output_type: i32)` with no
+    layout option: A row-major and B column-major nibble streams (LSB first)."""
+    rng = np.random.default_rng(12)
+    a, b = rng.integers(1, 16, (8, 32)), rng.integers(1, 16, (32, 8))
+    c = rng.integers(-100, 100, (8, 8))
+    src = ("kernel tile(a: uint8*, b: uint8*, c: int32*, d: int32*) {\n"
+           "  tensor_mma(a, b, c, d, shape: m8n8k32, input_type: u4, output_type: i32);\n}\n")
+    out = gpu_run(compile_ptx(src, detect_local_arch() or "sm_90a"), "tile", 1, 32,
+                  [Buffer("a", "uint8", data=O.pack_lsb(a.ravel(), 4)),
+                   Buffer("b", "uint8", data=O.pack_lsb(b.T.ravel(), 4)),
+                   Buffer("c", "int32", data=c.ravel().astype(np.int32)),
+                   Buffer("d", "int32", 72, poison=-1, output=True)])["d"]
+    np.testing.assert_array_equal(out[:64].reshape(8, 8), O.mma_tile(a, b, c, integer=True))
+    assert (out[64:] == -1).all()
+
+
+def test_f64_tile_replays_on_portable(gpu_run):
+    """f64 WMMA needs sm_80; compiled for the portable profile the whole tile replays."""
+    rng = np.random.default_rng(13)
+    a, b, c = (rng.standard_normal(s) for s in ((16, 8), (8, 24), (16, 24)))
+    src = ("kernel tile(a: float64*, b: float64*, c: float64*, d: float64*) {\n"
+           "  tensor_mma(a, b, c, d, shape: m16n24k8, input_type: f64, output_type: f64);\n}\n")
+    ptx = compile_ptx(src, "portable")
+    assert "wmma" not in ptx
+    out = gpu_run(ptx, "tile", 1, 32,
+                  [Buffer("a", "float64", data=a.ravel()),
+                   Buffer("b", "float64", data=b.T.ravel()),       # column-major B
+                   Buffer("c", "float64", data=c.ravel()),
+                   Buffer("d", "float64", 16 * 24 + 8, poison=np.nan, output=True)])["d"]
+    want = reference(a, b, c)
+    scale = np.abs(a) @ np.abs(b) + np.abs(c)
+    assert (np.abs(out[:384].reshape(16, 24) - want) <= 18 * UNIT["f64"] * scale).all()
+    assert np.isnan(out[384:]).all()
