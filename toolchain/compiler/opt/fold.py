@@ -94,7 +94,10 @@ def fold(ins) -> Const | None:
     op, t, ops = ins.op, ins.type, ins.operands
     if not all(isinstance(o, Const) for o in ops) or not ops:
         return None
-    vals = [o.value for o in ops]
+    # a float32 literal may carry more precision than float32 holds (0.1): round each
+    # operand to its type first, as every backend does when it materialises the constant
+    vals = [normalize(o.type, o.value) if isinstance(o.type, FloatType) else o.value
+            for o in ops]
     try:
         if op in ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr",
                   "min", "max"):

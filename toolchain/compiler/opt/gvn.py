@@ -6,8 +6,8 @@ float add/mul/and/or/xor/min/max (ints only for min/max) and eq/ne compares matc
 their operands swapped. Address arithmetic (ptradd, byteadd, fieldptr) is pure and
 numbered like any other value.
 
-Loads are numbered only inside one block and only until the next instruction that may
-write memory or synchronise (any op with the `effects` flag: stores, calls, atomics,
+Loads are numbered inside one block, and along a chain of blocks each entered only from
+its immediate dominator, until the next instruction that may write memory or synchronise (any op with the `effects` flag: stores, calls, atomics,
 barriers, async copies, tensor ops): loads never merge across a memory effect.
 
 Never numbered: anything reading lane state or memory besides plain loads (subgroup.*,
@@ -77,6 +77,8 @@ def _order(k):
 
 def run(fn, analyses) -> bool:
     dom = analyses.get("domtree")
+    preds = analyses.get("preds")
+    end_loads: dict = {}
     table: dict = {}
     replace: dict[Instr, object] = {}
     changed = False
@@ -89,7 +91,11 @@ def run(fn, analyses) -> bool:
             continue
         b = item[1]
         added = []
-        loads: dict = {}
+        # a block entered only from its immediate dominator continues that block's loads:
+        # no instruction runs between them (the if-converter relies on this for `if (x[i] >
+        # m) { m = x[i]; }`, whose second load then is the first one)
+        ps = preds.get(b, ())
+        loads: dict = dict(end_loads.get(ps[0], {})) if len(ps) == 1 else {}
         keep = []
         for ins in b.instrs:
             if replace:
@@ -123,6 +129,7 @@ def run(fn, analyses) -> bool:
                     added.append(k)
             keep.append(ins)
         b.instrs = keep
+        end_loads[b] = loads
         stack.append(("exit", added))
         for c in reversed(dom.children[b]):
             stack.append(("enter", c))

@@ -19,7 +19,8 @@ from typing import Callable, TextIO
 
 from ..ir import Module, verify_function
 from ..ir.printer import format_function
-from . import (constfold, copyprop, dce, gvn, licm, mem2reg, out_of_ssa, simplify_cfg)
+from . import (constfold, copyprop, dce, gvn, if_convert, inline, licm, mem2reg,
+               out_of_ssa, simplify_cfg, tensor_residency, unroll)
 from .analyses import Analyses, TargetInfo
 
 
@@ -32,19 +33,25 @@ class Pass:
 
 
 PASSES = {p.name: p for p in (
+    Pass("inline", inline.run, (), "all"),
     Pass("mem2reg", mem2reg.run, ("domtree",), ("uses",)),
     Pass("simplify-cfg", simplify_cfg.run, (), "all"),
     Pass("constfold", constfold.run, ("uses",), ()),        # keeps its UseMap exact
     Pass("copyprop", copyprop.run, ("uses",), ()),
-    Pass("gvn", gvn.run, ("domtree",), ("uses",)),
+    Pass("gvn", gvn.run, ("domtree", "preds"), ("uses",)),
+    Pass("if-convert", if_convert.run, ("preds",), "all"),
     Pass("licm", licm.run, ("loops",), "all"),
     Pass("dce", dce.run, (), ("uses",)),
+    Pass("unroll", unroll.run, ("loops",), "all"),
+    Pass("tensor-residency", tensor_residency.run, ("loops",), "all"),
     Pass("out-of-ssa", out_of_ssa.run, (), ("uses",)),
 )}
 
 PIPELINE: tuple = (
-    "mem2reg", "simplify-cfg", "constfold", "copyprop", "gvn", "licm", "dce",
-    "simplify-cfg", "out-of-ssa",
+    "inline", "mem2reg", "simplify-cfg", "constfold", "copyprop", "gvn",
+    ("if-convert", ("simplify-cfg",)), "licm",
+    ("unroll", ("simplify-cfg", "constfold", "gvn")),
+    "tensor-residency", "dce", "simplify-cfg", "out-of-ssa",
 )
 
 
@@ -67,6 +74,25 @@ def optimize(module: Module, *, gpu: bool, target_info=None, options: OptOptions
     for fn in functions:
         changed |= run_pipeline(fn, opts.pipeline or PIPELINE,
                                 Analyses(fn, module, gpu, target), opts)
+    return changed
+
+
+# Source directives are honoured without -O too: `@unroll(n)` is the user's request, not
+# an optimisation choice, so an unoptimised compile runs just enough to carry it out.
+DIRECTIVE_PIPELINE: tuple = ("mem2reg", "unroll", "out-of-ssa")
+
+
+def honour_directives(module: Module, *, gpu: bool, target_info=None,
+                      options: OptOptions | None = None) -> bool:
+    """Without -O: unroll the `@unroll(n)` loops of the functions that have them."""
+    opts = options or OptOptions()
+    target = TargetInfo.from_any(target_info)
+    functions = _functions(module, gpu)
+    changed = False
+    for fn in functions:
+        if any(ins.op == "cbr" and ins.attrs.get("unroll") for ins in fn.instructions()):
+            changed |= run_pipeline(fn, DIRECTIVE_PIPELINE, Analyses(fn, module, gpu, target),
+                                    opts)
     return changed
 
 

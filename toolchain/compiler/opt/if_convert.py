@@ -1,0 +1,103 @@
+"""if-convert: small branches that only compute values become selects.
+
+A triangle (`A: cbr c, T, M`; `T: ...; br M`) or a diamond (`A: cbr c, T, F`; both arms
+`br M`) qualifies when every arm has A as its only predecessor, holds at most ARM_LIMIT
+instructions, and each of them is safe to execute when its branch would not have run:
+pure, speculation-safe operations (no memory access, no integer division by a possibly
+zero or -1 divisor, nothing collective or with effects). The arms' instructions move into A
+before its branch, each phi of M over the converted edges becomes `select c, then, else`,
+and A jumps straight to M (simplify-cfg then merges them). Branch-free loop bodies are
+what lets ptxas unroll and schedule loads ahead (softmax's `if (x > m) { m = x; }`).
+"""
+from __future__ import annotations
+
+from ..ir.module import Const, Instr
+from ..ir.types import VOID
+from .gvn import PURE
+
+NAME = "if-convert"
+ARM_LIMIT = 6
+_TRAPPING = ("div", "rem")
+
+
+def _safe(ins: Instr) -> bool:
+    if ins.op not in PURE:
+        return False
+    if ins.op in _TRAPPING and ins.type.is_int:
+        d = ins.operands[1]
+        return isinstance(d, Const) and d.value not in (0, -1)
+    return True
+
+
+def _arm(block, head, preds) -> bool:
+    """Whether `block` is a convertible arm of `head`: one predecessor, pure, short, and
+    ends in an unconditional branch."""
+    term = block.terminator
+    return preds[block] == [head] and term is not None and term.op == "br" \
+        and len(block.instrs) - 1 <= ARM_LIMIT \
+        and not block.phis and all(_safe(i) for i in block.instrs[:-1])
+
+
+def _try(fn, head, preds, remarks) -> bool:
+    term = head.terminator
+    if term is None or term.op != "cbr":
+        return False
+    cond = term.operands[0]
+    t, f = term.targets
+    if t is f:
+        return False
+    if _arm(t, head, preds) and t.successors == [f]:          # triangle, then-arm
+        arms, merge = [t], f
+        edge_then, edge_else = t, head
+    elif _arm(f, head, preds) and f.successors == [t]:        # triangle, else-arm
+        arms, merge = [f], t
+        edge_then, edge_else = head, f
+    elif _arm(t, head, preds) and _arm(f, head, preds) and t.successors == f.successors:
+        arms, merge = [t, f], t.successors[0]
+        edge_then, edge_else = t, f
+    else:
+        return False
+    if merge is head or len([p for p in preds[merge] if p in (edge_then, edge_else)]) != 2:
+        return False
+    at = len(head.instrs) - 1
+    for arm in arms:
+        for ins in arm.instrs[:-1]:
+            ins.block = head
+            head.instrs.insert(at, ins)
+            at += 1
+    for phi in merge.phis:
+        inc = dict(zip(phi.targets, phi.operands))
+        sel = Instr("select", phi.type, [cond, inc[edge_then], inc[edge_else]], {}, [],
+                    phi.span, head)
+        head.instrs.insert(at, sel)
+        at += 1
+        keep = [(v, b) for v, b in zip(phi.operands, phi.targets)
+                if b not in (edge_then, edge_else)]
+        phi.operands = [v for v, _ in keep] + [sel]
+        phi.targets = [b for _, b in keep] + [head]
+    head.instrs[-1] = Instr("br", VOID, [], {}, [merge], term.span, head)
+    for arm in arms:
+        fn.blocks.remove(arm)
+    remarks(term.span or getattr(cond, "span", None), f"branch on {cond.op if isinstance(cond, Instr) else 'value'} "
+                       f"converted to {len(merge.phis)} select(s)")
+    return True
+
+
+def run(fn, analyses) -> bool:
+    sink = getattr(analyses.module, "remarks", None)
+
+    def remarks(span, text):
+        if sink is not None:
+            sink.add(fn.name, span, NAME, text)
+
+    changed = False
+    progress = True
+    while progress:
+        progress = False
+        preds = analyses.get("preds")
+        for b in list(fn.blocks):
+            if _try(fn, b, preds, remarks):
+                analyses.invalidate("all")
+                progress = changed = True
+                break
+    return changed

@@ -1,0 +1,143 @@
+"""inline: replace calls of small internal functions by a copy of their body.
+
+Runs first in the pipeline, while the caller is still in slot form; callees were optimized
+before their callers (the manager orders functions callees-first) and are back in slot form
+too, so a copy is plain: the callee's locals become fresh caller locals, its parameters
+map to the call's arguments, every `ret v` becomes `local.set $ret, v; br after`, and the
+call's result is a `local.get $ret` at the head of the block that continues after the
+call. mem2reg then promotes all of it.
+
+A callee is inlined when it is defined here, not a kernel, not (mutually) recursive, takes
+and returns only scalars and pointers, and is small (at most SIZE instructions) or called
+from exactly one place. Static allocations of the copy (alloca, gpu.alloc) move to the
+caller's entry block, where the backends expect frame slots. Each inlined call is a remark.
+"""
+from __future__ import annotations
+
+from ..ir.module import Block, Function, Instr, Local
+from ..ir.types import VOID
+from .clone import clone_blocks
+
+NAME = "inline"
+SIZE = 48
+_STATIC = ("alloca", "gpu.alloc")
+
+
+def _size(fn: Function) -> int:
+    return sum(len(b.instrs) for b in fn.blocks)
+
+
+def _reaches(callee: Function, target: Function) -> bool:
+    seen, stack = set(), [callee]
+    while stack:
+        f = stack.pop()
+        if f is target:
+            return True
+        if f in seen:
+            continue
+        seen.add(f)
+        stack.extend(i.operands[0] for i in f.instructions()
+                     if i.op == "call" and isinstance(i.operands[0], Function))
+    return False
+
+
+def _call_sites(module) -> dict:
+    count: dict = {}
+    for f in module.functions.values():
+        for i in f.instructions():
+            if i.op == "call" and isinstance(i.operands[0], Function):
+                count[i.operands[0]] = count.get(i.operands[0], 0) + 1
+    return count
+
+
+def _eligible(caller: Function, callee: Function, sites: dict) -> bool:
+    if callee.is_extern or callee.is_kernel or not callee.blocks or callee is caller:
+        return False
+    if any(not (p.type.is_scalar or p.type.is_ptr) for p in callee.params):
+        return False
+    if callee.ret != VOID and not (callee.ret.is_scalar or callee.ret.is_ptr):
+        return False
+    if any(i.op == "phi" for i in callee.instructions()):
+        return False                         # not in slot form (should not happen)
+    if _reaches(callee, caller):
+        return False
+    return _size(callee) <= SIZE or sites.get(callee, 0) == 1
+
+
+def inline_call(fn: Function, call: Instr) -> None:
+    callee: Function = call.operands[0]
+    block = call.block
+    at = block.instrs.index(call)
+    after = Block(_fresh(fn, f"{block.name}.after.{callee.name}"), function=fn)
+    for ins in block.instrs[at + 1:]:
+        ins.block = after
+        after.instrs.append(ins)
+    del block.instrs[at:]
+    vmap: dict = dict(zip(callee.params, call.operands[1:]))
+    for loc in callee.locals:
+        new = Local(loc.type, f"{callee.name}.{loc.name}")
+        fn.locals.append(new)
+        vmap[loc] = new
+    ret_slot = None
+    if callee.ret != VOID:
+        ret_slot = Local(callee.ret, f"{callee.name}.ret")
+        fn.locals.append(ret_slot)
+    copies, _ = clone_blocks(fn, callee.blocks, vmap, f".{callee.name}")
+    entry = fn.blocks[0]
+    for b in copies:
+        for ins in list(b.instrs):
+            if ins.op in _STATIC:            # frame slots live in the entry block
+                b.instrs.remove(ins)
+                ins.block = entry
+                entry.instrs.insert(0, ins)
+        term = b.instrs[-1]
+        if term.op == "ret":
+            b.instrs.pop()
+            if ret_slot is not None:
+                b.instrs.append(Instr("local.set", VOID, [ret_slot, term.operands[0]], {}, [],
+                                      term.span, b))
+            b.instrs.append(Instr("br", VOID, [], {}, [after], term.span, b))
+    block.instrs.append(Instr("br", VOID, [], {}, [copies[0]], call.span, block))
+    result = None
+    if ret_slot is not None:
+        result = Instr("local.get", callee.ret, [ret_slot], {}, [], call.span, after)
+        after.instrs.insert(0, result)
+    pos = fn.blocks.index(block) + 1
+    fn.blocks[pos:pos] = copies + [after]
+    if result is not None:
+        for b in fn.blocks:
+            for ins in b.instrs:
+                if any(o is call for o in ins.operands):
+                    ins.operands = [result if o is call else o for o in ins.operands]
+    for b in fn.blocks:                       # successors' phis now come from `after`
+        for phi in b.phis:
+            phi.targets = [after if t is block else t for t in phi.targets]
+
+
+def _fresh(fn: Function, name: str) -> str:
+    used = {b.name for b in fn.blocks}
+    out, n = name, 1
+    while out in used:
+        out, n = f"{name}.{n}", n + 1
+    return out
+
+
+def run(fn, analyses) -> bool:
+    sites = _call_sites(analyses.module) if analyses.module is not None else {}
+    sink = getattr(analyses.module, "remarks", None)
+    changed = False
+    for _ in range(64):                       # bounded: each round inlines one call
+        call = next((i for i in fn.instructions() if i.op == "call"
+                     and isinstance(i.operands[0], Function)
+                     and _eligible(fn, i.operands[0], sites)), None)
+        if call is None:
+            break
+        callee = call.operands[0]
+        size = _size(callee)
+        inline_call(fn, call)
+        if sink is not None:
+            why = "small" if size <= SIZE else "its only call site"
+            sink.add(fn.name, call.span, NAME, f"inlined call to {callee.name} "
+                                               f"({size} instructions, {why})")
+        changed = True
+    return changed
