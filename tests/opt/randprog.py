@@ -3,15 +3,16 @@
 `random_module(seed)` builds, through the public Builder and in the frontend's slot form,
 one function `@f(%a: i32, %b: i32, %c: u32, %x: f32, %p: ptr<i64>) -> i64` made of
 assignments to typed locals, if/else, counted loops (constant or `a & 7` bounds, nested
-two deep), loads and stores through %p (16 cells) and a final store of every local into
-%p[16..], so all state is observable in memory. Programs always terminate; division may
-trap (the interpreter reports it and the test skips that input).
+two deep, some with a second exit mid-body), calls of a small helper `@g`, loads and stores
+through %p (16 cells) and a final store of every local into %p[16..], so all state is
+observable in memory. Programs always terminate; a division may trap (the interpreter
+reports it and the test skips that input).
 """
 from __future__ import annotations
 
 import random
 
-from toolchain.compiler.ir import (BOOL, F32, F64, I32, I64, U32, Builder, Module, ptr)
+from toolchain.compiler.ir import F32, F64, I32, I64, U32, Builder, Module, ptr
 
 TYPES = (I32, U32, I64, F32, F64)
 INT_OPS = ("add", "sub", "mul", "and", "or", "xor", "shl", "shr", "min", "max", "div",
@@ -27,9 +28,27 @@ class _Gen:
         self.b = Builder(self.m)
         self.fn = self.b.function("f", [("a", I32), ("b", I32), ("c", U32), ("x", F32),
                                         ("p", ptr(I64))], I64)
+        self.helper = self._helper() if self.r.random() < 0.5 else None
         self.b.position_at_end(self.b.append_block(self.fn, "entry"))
         self.vars = [self.b.local(self.fn, self.r.choice(TYPES), f"v{i}") for i in range(5)]
         self.budget = 40
+
+    def _helper(self):
+        """`g(u, v) = u < v ? u * 3 + v : v - u`, written with a local and a branch."""
+        b = self.b
+        g = b.function("g", [("u", I32), ("v", I32)], I32)
+        b.position_at_end(b.append_block(g, "entry"))
+        u, v = g.params
+        t = b.local(g, I32, "t")
+        b.local_set(t, b.sub(v, u))
+        then, join = b.append_block(g, "then"), b.append_block(g, "join")
+        b.cbr(b.cmp("lt", u, v), then, join)
+        b.position_at_end(then)
+        b.local_set(t, b.add(b.mul(u, b.const(I32, 3)), v))
+        b.br(join)
+        b.position_at_end(join)
+        b.ret(b.local_get(t))
+        return g
 
     def const(self, t):
         r = self.r
@@ -51,8 +70,14 @@ class _Gen:
                              lambda: self.get(t), lambda: self.get(t)])()
         if k < 0.75:
             ops = FLOAT_OPS if t.is_float else INT_OPS
-            return b.binop(r.choice(ops), self.expr(t, depth + 1), self.expr(t, depth + 1))
-        if k < 0.85:
+            op = r.choice(ops)
+            lhs, rhs = self.expr(t, depth + 1), self.expr(t, depth + 1)
+            if op in ("div", "rem") and r.random() < 0.75:   # mostly nonzero divisors
+                rhs = b.binop("or", rhs, b.const(t, 1))
+            return b.binop(op, lhs, rhs)
+        if k < 0.8 and t == I32 and self.helper is not None:
+            return b.call(self.helper, [self.expr(I32, depth + 1), self.expr(I32, depth + 1)])
+        if k < 0.87:
             return b.select(self.cond(depth + 1), self.expr(t, depth + 1),
                             self.expr(t, depth + 1))
         if k < 0.92 and not t.is_float:
@@ -116,6 +141,10 @@ class _Gen:
         b.position_at_end(head)
         b.cbr(b.cmp("lt", b.local_get(i), bound), body, done)
         b.position_at_end(body)
+        if r.random() < 0.3:                      # a second exit from the middle of the body
+            rest = b.append_block(fn, "rest")
+            b.cbr(self.cond(2), done, rest)
+            b.position_at_end(rest)
         self.stmts(depth + 1, r.randint(1, 4))
         if not b.terminated:
             b.local_set(i, b.add(b.local_get(i), b.const(I32, r.choice([1, 1, 2]))))

@@ -121,3 +121,16 @@ def _memory_suite() -> bytes:
                                                verify_each=True)).data
     validate(spv, "spv1.0")
     return spv
+
+
+def _ptx_builder_kernels():
+    from tests.ptx import kernels as K
+    return sorted(K.ALL)
+
+
+@pytest.mark.parametrize("name", _ptx_builder_kernels())
+def test_ptx_builder_kernels_optimized_assemble_everywhere(name, ptxas):
+    """tests/ptx/kernels.py's IR kernels, optimized, through ptxas for every PTX profile."""
+    from tests.ptx import kernels as K
+    from tests.ptx.helpers import emit_and_assemble
+    emit_and_assemble(lambda: _optimized(K.ALL[name]()), ptxas, gpu_checks=True)

@@ -17,7 +17,7 @@ from toolchain.compiler.opt.manager import PASSES, flat_pipeline
 from tests.opt.property import execute
 from tests.opt.randprog import INPUTS, random_module
 
-SEEDS = range(48)
+SEEDS = range(32)
 
 
 def _expected(fn):
@@ -49,7 +49,7 @@ def test_pipeline_preserves_results(seed):
 
 @pytest.mark.parametrize("name", [n for n in PASSES if n not in ("mem2reg", "out-of-ssa")])
 def test_each_pass_alone_after_mem2reg(name):
-    for seed in range(0, 96, 4):
+    for seed in range(0, 64, 4):
         text = format_module(random_module(seed))
         expected = _expected(parse_module(text).functions["f"])
         fn = parse_module(text).functions["f"]
