@@ -14,6 +14,7 @@ AssertionError carrying the exit status, stdout, stderr and the command that rep
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -128,4 +129,24 @@ def run_kernel(ptx_text: str, name: str, grid, block, args: list, shared: int = 
     outputs = {a.name: np.load(folder / f"{a.name}.npy")
                for a in args if isinstance(a, Buffer) and a.output}
     shutil.rmtree(folder, ignore_errors=True)
+    _record(name, outputs)
     return outputs
+
+
+def _record(name: str, outputs: dict[str, np.ndarray]) -> None:
+    """With `$METTLE_GPU_RECORD=file`, append one JSON line per launch: the test, the kernel,
+    the launch's index within the test and a SHA-256 of each output buffer's bytes
+    (compare_records.py compares two runs of the suite, e.g. without and with -O)."""
+    path = os.environ.get("METTLE_GPU_RECORD")
+    if not path:
+        return
+    test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" (", 1)[0]
+    _LAUNCHES[test] = _LAUNCHES.get(test, 0) + 1
+    entry = {"test": test, "kernel": name, "launch": _LAUNCHES[test],
+             "outputs": {k: hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest()
+                         for k, v in sorted(outputs.items())}}
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(entry, sort_keys=True) + "\n")
+
+
+_LAUNCHES: dict[str, int] = {}

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from tests.gpu.harness import Buffer, Scalar, generate
-from toolchain.compiler.driver import Options, compile_file
+from tests.support.gpu_opt_mode import options
+from toolchain.compiler.driver import compile_file
 from toolchain.compiler.targets.ptx.profiles import detect_local_arch
 
 KERNELS = Path(__file__).resolve().parents[1] / "data" / "kernels"
@@ -22,7 +23,7 @@ PAD = 37
 
 def compile_kernel(name: str) -> str:
     arch = detect_local_arch() or "sm_90a"
-    return compile_file(str(KERNELS / f"{name}.mettle"), Options(emit="ptx", gpu_arch=arch)) \
+    return compile_file(str(KERNELS / f"{name}.mettle"), options(emit="ptx", gpu_arch=arch)) \
         .data.decode()
 
 

@@ -14,7 +14,8 @@ import pytest
 
 from tests.gpu.harness import Buffer, Scalar, generate, sanitizer_path
 from tests.support.memory_oracles import U32_INITIAL, check_u32_atomics, check_u64_atomics
-from toolchain.compiler.driver import Options, compile_file
+from tests.support.gpu_opt_mode import options
+from toolchain.compiler.driver import compile_file
 from toolchain.compiler.targets.ptx.profiles import detect_local_arch
 
 SUITE = Path(__file__).resolve().parents[1] / "data" / "gpu_suite"
@@ -25,7 +26,7 @@ SANITIZERS = [None, "memcheck", "racecheck"]
 def ptx(name: str) -> str:
     arch = detect_local_arch() or "sm_90a"
     return compile_file(str(SUITE / f"{name}.mettle"),
-                        Options(emit="ptx", gpu_arch=arch, optimize=True)).data.decode()
+                        options(emit="ptx", gpu_arch=arch, optimize=True)).data.decode()
 
 
 def run(gpu_run, module, kernel, grid, block, args, sanitizer=None, shared=0):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import tempfile
 
-from toolchain.compiler.driver import Options, compile_file
+from tests.support.gpu_opt_mode import options
+from toolchain.compiler.driver import compile_file
 
 CARRIER = {"f16": "uint16", "bf16": "uint16", "f32": "float32", "tf32": "float32",
            "f64": "float64", "i8": "int8", "i32": "int32"}
@@ -98,10 +99,18 @@ def epilogue_source(name: str, fmt: str, shape: str, layout="row", bias_mode="no
 
 def compile_ptx(source: str, arch: str, ptx_version: str | None = None) -> str:
     """Compile Mettle source text to PTX for `arch` (raises CompileError)."""
+    return _compile(source, arch, ptx_version).data.decode()
+
+
+def compile_ptx_objects(source: str, arch: str, ptx_version: str | None = None):
+    """The same compile's PTX instruction objects (ptx.instr.PtxModule), for ptx_sim."""
+    return _compile(source, arch, ptx_version).objects
+
+
+def _compile(source: str, arch: str, ptx_version: str | None):
     with tempfile.TemporaryDirectory(prefix="mettle-tensor-") as tmp:
         path = os.path.join(tmp, "kernel.mettle")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(source)
-        res = compile_file(path, Options(emit="ptx", gpu_arch=arch,
-                                         ptx_version=ptx_version), source_text=source)
-    return res.data.decode()
+        return compile_file(path, options(emit="ptx", gpu_arch=arch,
+                                          ptx_version=ptx_version), source_text=source)
