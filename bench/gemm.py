@@ -104,6 +104,7 @@ def bench_shape(torch, dev, gemms, fmt, m, n, k, reps, subgroup):
     flop = 2.0 * m * n * k
     row = {"dtype": fmt, "shape": f"{m}x{n}x{k}"}
     for name, run in runs.items():
+        print(f"# {fmt} {m}x{n}x{k} {name}: check", flush=True)   # locates a hang
         d.fill_(float("nan"))
         run()
         torch.cuda.synchronize()
@@ -111,6 +112,7 @@ def bench_shape(torch, dev, gemms, fmt, m, n, k, reps, subgroup):
         if not err < 1e-4:
             raise SystemExit(f"{name} {fmt} {m}x{n}x{k}: result differs from torch "
                              f"(rel err {err})")
+        print(f"# {fmt} {m}x{n}x{k} {name}: time", flush=True)
         ms = timed(torch, run, reps)
         row[f"{name}_tflops"] = round(flop / ms / 1e9, 1)
     b = bt.t()
