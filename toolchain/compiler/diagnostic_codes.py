@@ -55,7 +55,7 @@ and each value may appear only once in a `switch`."""),
 A `switch` over an enum must name every enumerator or have a `default`; a switch over `bool`
 must cover `true` and `false` or have a `default`. The message lists the missing cases."""),
     "E0016": ("bad condition", """
-Conditions of `if`, `while`, `for` and `?:` must be `bool` or numeric. A pointer is not a
+Conditions of `if`, `while` and `for` must be `bool` or numeric. A pointer is not a
 condition: compare it explicitly, `p != 0`."""),
     # ---------------------------------------------------------------- driver
     "E0090": ("usage error", """
