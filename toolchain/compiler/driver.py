@@ -122,7 +122,12 @@ def _generate(module, opts: Options) -> bytes | None:
     if opts.emit == "spirv":
         from .targets.spirv import emit_spirv
         return emit_spirv(module, gpu_checks=opts.gpu_checks)
-    from .targets.x86_64 import emit_object
+    if opts.host_target == "aarch64-linux":       # until the target registry lands
+        from .targets.arm64 import emit_object
+    elif opts.host_target == "x86_64-windows":
+        from .targets.x86_64.target_win64 import emit_coff as emit_object
+    else:
+        from .targets.x86_64 import emit_object
     obj = emit_object(module, release=opts.release)
     if opts.emit == "obj":
         return obj

@@ -17,9 +17,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...ir.types import ArrayType, StructType, Type, align_up
-from .regs import FLOAT_ARGS, INT_ARGS, RAX, RDX, XMM0, XMM1, Reg
+from .regs import FLOAT_ARGS, INT_ARGS, RAX, RDX, RSI, RDI, XMM0, XMM1, Reg
 
 INTEGER, SSE, MEMORY = "INTEGER", "SSE", "MEMORY"
+SHADOW = "SHADOW"   # Win64 only: a float's bits also in the GPR of its position (varargs)
+
+# Register roles the selector asks its ABI module for (abi_win64.py has the same names):
+NAME = "sysv"
+SRET_REG = RDI                  # hidden result pointer on entry
+C_ARGS = (RDI, RSI, RDX)        # memcpy/memset/kernel-handle argument registers
+SHADOW_SPACE = 0                # bytes the caller reserves below stack arguments
+CALLEE_SAVED_SCRATCH: tuple = ()  # scratch registers the ABI says a callee must preserve
+STACK_PROBE = False             # touch each page of a big frame in order (Windows guard page)
 
 
 def flatten(t: Type, base: int = 0) -> list[tuple[int, Type]]:
@@ -57,6 +66,7 @@ class ArgLoc:
     regs: list[tuple[str, Reg]] = field(default_factory=list)
     stack: int | None = None
     size: int = 8
+    byref: bool = False   # the caller passes a copy's address (Win64 aggregates)
 
 
 @dataclass

@@ -10,32 +10,39 @@ block laid out next falls through; zero constants are `xor`.
 
 Invariants: rsp is 16-byte aligned after the prologue and never moves until `leave`; blocks
 are laid out in IR order, each starting at its own local label.
+
+The calling convention is a module (`abi_sysv` by default, `abi_win64` for Windows) with
+`layout` and the register roles the selector needs; Win64 adds a stack probe for frames of a
+page or more and saves rsi/rdi (callee-saved there, scratch here) in frame slots.
 """
 from __future__ import annotations
 
 from ...ir.module import Function
-from .abi_sysv import layout
+from . import abi_sysv
 from .frame import plan
 from .isel_arith import ArithMixin
 from .isel_call import CallMixin, reserve_call_space
 from .isel_mem import MemMixin
 from .isel_values import ValueMixin, ice
-from .operands import Imm, Sym
-from .regs import EAX, RAX, RBP, RSP
+from .operands import Imm, Mem, Sym
+from .regs import EAX, R11, RAX, RBP, RSP
 
 _BINARY = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "min", "max")
 _CASTS = ("bitcast", "ptrtoint", "inttoptr", "addrspacecast")
 
 
 class FunctionSelector(ValueMixin, ArithMixin, MemMixin, CallMixin):
-    def __init__(self, asm, module, cstring) -> None:
-        self.asm, self.module, self.cstring = asm, module, cstring
+    def __init__(self, asm, module, cstring, abi=abi_sysv) -> None:
+        self.asm, self.module, self.cstring, self.abi = asm, module, cstring, abi
         self.handlers = {op: self.op_binary for op in _BINARY}
         self.handlers.update({op: self.op_bitcast for op in _CASTS})
 
     def select(self, fn: Function) -> None:
-        self.frame = plan(fn, reserve_call_space)
-        lay = layout([p.type for p in fn.params], fn.ret)
+        abi = self.abi
+        self.frame = plan(fn, lambda frame, ins: reserve_call_space(frame, ins, abi))
+        self.frame.need_outgoing(abi.SHADOW_SPACE)
+        self.saved = [(reg, self.frame.alloc(8)) for reg in abi.CALLEE_SAVED_SCRATCH]
+        lay = abi.layout([p.type for p in fn.params], fn.ret)
         if lay.ret.kind == "memory":
             self.frame.sret = self.frame.alloc(8)
         self.labels = {id(b): self.asm.new_label("Lb") for b in fn.blocks}
@@ -55,11 +62,28 @@ class FunctionSelector(ValueMixin, ArithMixin, MemMixin, CallMixin):
         e = self.asm.emit
         e("push", RBP)
         e("mov", RBP, RSP)
+        if self.abi.STACK_PROBE and self.frame.size >= 4096:
+            self._probe(self.frame.size)
         if self.frame.size:
             e("sub", RSP, Imm(self.frame.size))
+        for reg, off in self.saved:
+            e("mov", Mem(RBP, disp=off), reg)
         self.save_params(fn, lay)
         for off, size in self.frame.zeroed:
             self.zero(RBP, off, size)
+
+    def _probe(self, size: int) -> None:
+        """Touch each page below rsp in order (Windows commits the stack one guard page at a
+        time; jumping past it faults), as __chkstk does."""
+        e = self.asm.emit
+        loop = self.asm.new_label("Lprobe")
+        e("mov", EAX, Imm(size // 4096))
+        e("mov", R11, RSP)
+        self.asm.label(loop)
+        e("sub", R11, Imm(4096))
+        e("test", Mem(R11), R11)
+        e("dec", RAX)
+        e("jne", Sym(loop))
 
     def instr(self, ins) -> None:
         handler = self.handlers.get(ins.op) or \

@@ -16,64 +16,81 @@ from __future__ import annotations
 
 from ...ir.module import Const, Function
 from ...ir.types import I32, I64, ptr
-from .abi_sysv import INTEGER, Layout, layout
+from . import abi_sysv
+from .abi_sysv import INTEGER, SHADOW, SSE, Layout
 from .frame import Frame
 from .isel_mem import store_scalar
 from .isel_values import normalize
 from .operands import Imm, Mem, Sym
-from .regs import EAX, R10, RAX, RBP, RDI, RSP
+from .regs import EAX, R10, RAX, RBP, RSP
 
 LAUNCH = "mtlc_gpu_launch_checked"
 KERNEL_HANDLE = "mtlc_gpu_kernel_handle"
 LAUNCH_PARAMS = [I64, I32, I32, I32, I32, I32, I32, I32, I64, ptr(I64), I32]
 
 
-def reserve_call_space(frame: Frame, ins) -> None:
-    """frame.plan hook: outgoing stack bytes and launch cells for `ins`."""
+def reserve_call_space(frame: Frame, ins, abi=abi_sysv) -> None:
+    """frame.plan hook: outgoing stack bytes, by-reference argument copies and launch cells
+    for `ins`."""
     if ins.op in ("call", "call_indirect"):
-        frame.need_outgoing(_call_layout(ins).stack_bytes)
+        lay = _call_layout(ins, abi)
+        frame.need_outgoing(lay.stack_bytes)
+        frame.scratch[id(ins)] = [frame.alloc(a.type.size, a.type.align) if loc.byref else 0
+                                  for loc, a in zip(lay.args, ins.operands[1:])]
     elif ins.op == "gpu.launch":
-        frame.need_outgoing(layout(LAUNCH_PARAMS, I32).stack_bytes)
+        frame.need_outgoing(abi.layout(LAUNCH_PARAMS, I32).stack_bytes)
         args = ins.operands[9:]
         cells = [frame.alloc(a.type.size, a.type.align) for a in args]
         array = frame.alloc(8 * len(args)) if args else 0
         frame.scratch[id(ins)] = (cells, array, frame.alloc(8))
 
 
-def _call_layout(ins) -> Layout:
+def _call_layout(ins, abi=abi_sysv) -> Layout:
     args = ins.operands[1:]
-    return layout([a.type for a in args], ins.type)
+    return abi.layout([a.type for a in args], ins.type)
 
 
 class CallMixin:
-    def _set_up_args(self, lay: Layout, args: list, sret=None) -> None:
+    def _set_up_args(self, lay: Layout, args: list, sret=None, copies=None) -> None:
+        """Copies for by-reference aggregates and stack arguments first (a big copy calls
+        memcpy), then the hidden result pointer, then INTEGER, SSE and SHADOW registers."""
         e = self.asm.emit
-        for loc, v in zip(lay.args, args):
+        copies = copies or [0] * len(args)
+        for loc, v, at in zip(lay.args, args, copies):
+            if loc.byref:
+                self.copy(RBP, at, RBP, self.frame.offset(v), v.type.size)
+        for loc, v, at in zip(lay.args, args, copies):
             if loc.stack is None:
                 continue
-            if v.type.is_aggregate:
+            if loc.byref:
+                e("lea", RAX, Mem(RBP, disp=at))
+                e("mov", Mem(RSP, disp=loc.stack), RAX)
+            elif v.type.is_aggregate:
                 self.copy(RSP, loc.stack, RBP, self.frame.offset(v), v.type.size)
             else:
                 self.load_bits(v, RAX)
                 e("mov", Mem(RSP, disp=loc.stack), RAX)
         if sret is not None:  # after the stack copies: a big copy calls memcpy
-            e("lea", RDI, self.slot(sret))
-        for kind in (INTEGER, "SSE"):
-            for loc, v in zip(lay.args, args):
+            e("lea", self.abi.SRET_REG, self.slot(sret))
+        for kind in (INTEGER, SSE, SHADOW):
+            for loc, v, at in zip(lay.args, args, copies):
                 for k, (cls, reg) in enumerate(loc.regs):
                     if cls != kind:
                         continue
-                    if v.type.is_aggregate:
+                    if loc.byref:
+                        e("lea", reg, Mem(RBP, disp=at))
+                    elif v.type.is_aggregate:
                         mn = "mov" if cls == INTEGER else "movsd"
                         e(mn, reg, self.slot(v, 8 * k))
-                    elif cls == INTEGER:
-                        self.load_bits(v, reg)
-                    else:
+                    elif cls == SSE:
                         self.load_xmm(v, reg)
+                    else:
+                        self.load_bits(v, reg)
 
     def _emit_call(self, ins, target, args: list) -> None:
-        lay = layout([a.type for a in args], ins.type)
-        self._set_up_args(lay, args, ins if lay.ret.kind == "memory" else None)
+        lay = self.abi.layout([a.type for a in args], ins.type)
+        self._set_up_args(lay, args, ins if lay.ret.kind == "memory" else None,
+                          self.frame.scratch.get(id(ins)))
         if target is None:
             self.load_bits(ins.operands[0], R10)
             target = R10
@@ -104,10 +121,14 @@ class CallMixin:
     def save_params(self, fn: Function, lay: Layout) -> None:
         e = self.asm.emit
         if lay.ret.kind == "memory":
-            e("mov", Mem(RBP, disp=self.frame.sret), RDI)
+            e("mov", Mem(RBP, disp=self.frame.sret), self.abi.SRET_REG)
         for p, loc in zip(fn.params, lay.args):
             for k, (cls, reg) in enumerate(loc.regs):
-                if p.type.is_aggregate:
+                if cls == SHADOW:
+                    continue
+                if loc.byref:   # park the copy's address in the slot until the copy below
+                    e("mov", self.slot(p), reg)
+                elif p.type.is_aggregate:
                     e("mov" if cls == INTEGER else "movsd", self.slot(p, 8 * k), reg)
                 elif cls == INTEGER:
                     self._canonical_param(p, reg)
@@ -115,8 +136,14 @@ class CallMixin:
                     e("movsd", self.slot(p), reg)
                     if p.type.size == 4:
                         e("mov", Mem(RBP, disp=self.frame.offset(p) + 4, size=32), Imm(0))
-        # stack parameters last: a big aggregate copy calls memcpy, clobbering arg registers
+        # stack and by-reference parameters last: a big aggregate copy calls memcpy,
+        # clobbering argument registers
         for p, loc in zip(fn.params, lay.args):
+            if loc.byref:
+                src = self.slot(p) if loc.stack is None else Mem(RBP, disp=16 + loc.stack)
+                e("mov", RAX, src)
+                self.copy(RBP, self.frame.offset(p), RAX, 0, p.type.size)
+                continue
             if loc.stack is None:
                 continue
             src = 16 + loc.stack
@@ -134,10 +161,10 @@ class CallMixin:
         e = self.asm.emit
         if ins.operands:
             v = ins.operands[0]
-            lay = layout([], v.type)
+            lay = self.abi.layout([], v.type)
             if lay.ret.kind == "memory":
-                e("mov", RDI, Mem(RBP, disp=self.frame.sret))
-                self.copy(RDI, 0, RBP, self.frame.offset(v), v.type.size)
+                e("mov", R10, Mem(RBP, disp=self.frame.sret))
+                self.copy(R10, 0, RBP, self.frame.offset(v), v.type.size)
                 e("mov", RAX, Mem(RBP, disp=self.frame.sret))
             elif v.type.is_aggregate:
                 for k, (cls, reg) in enumerate(lay.ret.regs):
@@ -146,6 +173,8 @@ class CallMixin:
                 self.load_xmm(v, lay.ret.regs[0][1])
             else:
                 self.load_bits(v, RAX)
+        for reg, off in self.saved:
+            e("mov", reg, Mem(RBP, disp=off))
         e("leave")
         e("ret")
 
@@ -166,14 +195,14 @@ class CallMixin:
         kernel = ins.attrs.get("kernel")
         if kernel:
             name = self.cstring(kernel.encode())
-            e("lea", RDI, Mem(sym=name))
+            e("lea", self.abi.C_ARGS[0], Mem(sym=name))
             e("mov", EAX, Imm(0))
             e("call", Sym(self.runtime_symbol(KERNEL_HANDLE)))
             e("mov", Mem(RBP, disp=hslot), RAX)
             handle = _Slot(hslot)
         params = _Slot(array, lea=True) if args else Const(I64, 0)
         values = [handle, *ins.operands[1:9], params, Const(I32, len(args))]
-        lay = layout(LAUNCH_PARAMS, I32)
+        lay = self.abi.layout(LAUNCH_PARAMS, I32)
         for loc, v, t in zip(lay.args, values, LAUNCH_PARAMS):
             dest = Mem(RSP, disp=loc.stack) if loc.stack is not None else None
             reg = RAX if dest is not None else loc.regs[0][1]

@@ -16,7 +16,7 @@ from ...ir.types import FloatType, IntType, Type
 from .assembler import Assembler
 from .frame import Frame, is_alloca
 from .operands import Imm, Mem, Sym, rip
-from .regs import ESI, R11, RAX, RBP, RDI, RDX, RSI, Reg, resize
+from .regs import R11, RAX, RBP, Reg, resize
 
 
 def ice(msg: str):
@@ -118,10 +118,11 @@ class ValueMixin:
         through libc memcpy for big blocks (clobbers caller-saved registers)."""
         e = self.asm.emit
         if size > 256:
+            c0, c1, c2 = self.abi.C_ARGS
             e("lea", RAX, Mem(src, disp=src_disp))
-            e("lea", RDI, Mem(dst, disp=dst_disp))
-            e("mov", RSI, RAX)
-            e("mov", RDX, Imm(size))
+            e("lea", c0, Mem(dst, disp=dst_disp))
+            e("mov", c1, RAX)
+            e("mov", c2, Imm(size))
             e("call", Sym("memcpy"))
             return
         off = 0
@@ -135,9 +136,10 @@ class ValueMixin:
     def zero(self, base: Reg, disp: int, size: int) -> None:
         e = self.asm.emit
         if size > 256:
-            e("lea", RDI, Mem(base, disp=disp))
-            e("xor", ESI, ESI)
-            e("mov", RDX, Imm(size))
+            c0, c1, c2 = self.abi.C_ARGS
+            e("lea", c0, Mem(base, disp=disp))
+            e("xor", resize(c1, 32), resize(c1, 32))
+            e("mov", c2, Imm(size))
             e("call", Sym("memset"))
             return
         e("xor", resize(R11, 32), resize(R11, 32))

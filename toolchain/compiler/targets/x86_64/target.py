@@ -12,6 +12,7 @@ from __future__ import annotations
 from ...ir import ops as O
 from ...ir.module import Function, Module
 from ....linker.elf_writer import write_object
+from . import abi_sysv
 from .assembler import Assembler
 from .isel import FunctionSelector
 from .isel_data import emit_globals
@@ -39,10 +40,11 @@ class _CStrings:
             asm.ascii(data + b"\0")
 
 
-def assemble_module(module: Module) -> Assembler:
+def assemble_module(module: Module, abi=abi_sysv) -> Assembler:
+    """`abi`: abi_sysv (Linux) or abi_win64 (Windows)."""
     asm = Assembler()
     cstrings = _CStrings()
-    selector = FunctionSelector(asm, module, cstrings)
+    selector = FunctionSelector(asm, module, cstrings, abi)
     for fn in module.functions.values():
         if _host_function(fn):
             selector.select(fn)
