@@ -1,0 +1,159 @@
+"""unroll-runtime: counted loops with a run-time trip count run U iterations per test.
+
+`for (i = a; i < n; i += s)` with a constant step s > 0 (or `i > n` with s < 0), an
+invariant bound, one latch and its only exit at the header test becomes
+
+    main:  while (wide(i) + (U-1)*s < wide(n)) { body(i); body(i+s); ... U copies }
+    rest:  the original loop, entered with the values the main loop ends with
+
+where `wide` extends the (at most 32-bit) induction variable and bound to 64 bits, so the
+test is exact for every bound (no overflow near the type's limit). Each copy's loads are
+independent of the next copy's address arithmetic, so U of them can be in flight: that is
+the point for one-subgroup-per-row loops and for a `tensor_mma` K loop (whose resident
+updates are already marked by tensor-residency; the copies keep the mark).
+
+Loops qualify when they contain a load or a tensor MMA, no barrier, and at most
+BODY_LIMIT instructions; U is 4 (2 when the body holds a tensor MMA, whose fragments are
+register-hungry). Full unrolling (unroll.py) already took the constant-count loops.
+"""
+from __future__ import annotations
+
+from ..ir.cfg import ensure_preheader
+from ..ir.module import Block, Const, Instr
+from ..ir.types import BOOL, I64, VOID
+from .clone import clone_blocks
+
+NAME = "unroll-runtime"
+BODY_LIMIT = 40
+_PRED = {"lt": 1, "le": 1, "gt": -1, "ge": -1}
+
+
+def _factor(lp) -> tuple[int | None, str]:
+    ops = [i.op for b in lp.blocks for i in b.instrs]
+    if "gpu.barrier" in ops:
+        return None, "the loop contains a barrier"
+    if len(ops) > BODY_LIMIT:
+        return None, f"the body has {len(ops)} instructions (limit {BODY_LIMIT})"
+    if "tensor.mma" in ops:
+        return 2, ""
+    if "load" in ops:
+        return 4, ""
+    return None, "no load to overlap"
+
+
+def _shape(lp):
+    """The TripCount of a header-tested loop with a run-time bound, or a refusal reason."""
+    if lp.latch is None or lp.children:
+        return None, "not an innermost loop with one latch"
+    exits = [(e, x) for e in lp.exiting for x in e.successors if not lp.contains(x)]
+    if len(exits) != 1 or exits[0][0] is not lp.header:
+        return None, "the loop does not leave only from its header test"
+    tc = lp.trip_count()
+    if tc is None or tc.tests_next or tc.count is not None:
+        return None, "not a counted loop with a run-time trip count"
+    t = tc.iv.phi.type
+    if tc.pred not in _PRED or _PRED[tc.pred] * tc.step <= 0 or t.bits > 32:
+        return None, "an unsupported exit test"
+    return tc, ""
+
+
+def _widen(v, block, span) -> object:
+    if isinstance(v, Const):
+        return Const(I64, v.value)
+    ins = Instr("convert", I64, [v], {}, [], span, block)
+    block.instrs.insert(len(block.instrs) - 1 if block.terminator else len(block.instrs), ins)
+    return ins
+
+
+def unroll_runtime(fn, lp, tc, factor: int) -> Block:
+    """Transform `lp`; returns the new main loop's header."""
+    header, latch = lp.header, lp.latch
+    pre, _ = ensure_preheader(lp)
+    inner = next(x for x in header.successors if lp.contains(x))
+    phis = header.phis
+    incoming = {p: dict(zip(p.targets, p.operands)) for p in phis}
+    span = header.terminator.span
+    used = {b.name for b in fn.blocks}
+    main = Block(_fresh(used, f"{header.name}.by{factor}"), function=fn)
+    rest = Block(_fresh(used, f"{header.name}.rest"), function=fn)
+    main_phis = {}
+    for p in phis:
+        mp = Instr("phi", p.type, [incoming[p][pre]], {}, [pre], p.span, main)
+        main.instrs.append(mp)
+        main_phis[p] = mp
+    iv = main_phis[tc.iv.phi]
+    test_iv = Instr("convert", I64, [iv], {}, [], span, main)
+    main.instrs.append(test_iv)
+    ahead = Instr("add", I64, [test_iv, Const(I64, (factor - 1) * tc.step)], {}, [], span,
+                  main)
+    main.instrs.append(ahead)
+    bound = _widen(tc.bound, main, span)
+    ok = Instr("cmp", BOOL, [ahead, bound], {"pred": tc.pred}, [], span, main)
+    main.instrs.append(ok)
+    current = dict(main_phis)
+    copies: list = []
+    prev_latch = prev_header = None
+    for j in range(factor):
+        vmap = dict(current)
+        new, bmap = clone_blocks(fn, lp.blocks, vmap, f".r{j}", skip=frozenset(phis))
+        h = bmap[header]
+        h.instrs[-1] = Instr("br", VOID, [], {}, [bmap[inner]], span, h)
+        if prev_latch is not None:
+            _retarget(prev_latch, prev_header, h)
+        else:
+            main.instrs.append(Instr("cbr", VOID, [ok], {}, [h, rest], span, main))
+        prev_latch, prev_header = bmap[latch], h
+        current = {p: vmap.get(incoming[p][latch], incoming[p][latch]) for p in phis}
+        copies.extend(new)
+    _retarget(prev_latch, prev_header, main)          # the main loop's back edge
+    for p in phis:
+        mp = main_phis[p]
+        mp.operands.append(current[p])
+        mp.targets.append(prev_latch)
+        p.operands = [main_phis[p] if t is pre else v for v, t in zip(p.operands, p.targets)]
+        p.targets = [rest if t is pre else t for t in p.targets]
+    rest.instrs.append(Instr("br", VOID, [], {}, [header], span, rest))
+    _retarget(pre, header, main)
+    pos = fn.blocks.index(header)
+    fn.blocks[pos:pos] = [main] + copies + [rest]
+    return main
+
+
+def _retarget(block, old, new) -> None:
+    term = block.terminator
+    term.targets = [new if t is old else t for t in term.targets]
+
+
+def _fresh(used: set, name: str) -> str:
+    out, n = name, 1
+    while out in used:
+        out, n = f"{name}.{n}", n + 1
+    used.add(out)
+    return out
+
+
+def run(fn, analyses) -> bool:
+    sink = getattr(analyses.module, "remarks", None)
+    done: set = set()
+    changed = False
+    while True:
+        for lp in analyses.get("loops").innermost_first():
+            if lp.header in done:
+                continue
+            done.add(lp.header)
+            factor, why = _factor(lp)
+            tc = None
+            if factor is not None:
+                tc, why = _shape(lp)
+            if factor is None or tc is None:
+                continue
+            done.add(unroll_runtime(fn, lp, tc, factor))
+            if sink is not None:
+                sink.add(fn.name, lp.header.terminator.span, NAME,
+                         f"loop unrolled x{factor} with a run-time trip count "
+                         "(main loop tests once per group, the original loop takes the rest)")
+            analyses.invalidate("all")
+            changed = True
+            break
+        else:
+            return changed
