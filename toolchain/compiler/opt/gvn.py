@@ -36,9 +36,25 @@ _SAME_TYPE = frozenset(("add", "sub", "mul", "div", "rem", "and", "or", "xor", "
                         "min", "max", "neg", "not", "ptradd", "byteadd"))
 
 
-def key(ins: Instr):
-    """The value number of a pure instruction. Types are hashed only where the operands do
-    not already fix them (type hashing is the expensive part of a key)."""
+class _TypeNumbers:
+    """Small ints for types, equal for equal types. Hashing a type walks its fields, so a
+    run hashes each distinct type object once and keys use the number instead."""
+
+    def __init__(self) -> None:
+        self.by_object: dict[int, int] = {}       # id(type) -> number; types outlive a run
+        self.by_value: dict = {}
+
+    def __call__(self, t) -> int:
+        n = self.by_object.get(id(t))
+        if n is None:
+            n = self.by_object[id(t)] = self.by_value.setdefault(t, len(self.by_value))
+        return n
+
+
+def key(ins: Instr, tnum=None):
+    """The value number of a pure instruction. Types are numbered only where the operands
+    do not already fix them (type hashing is the expensive part of a key)."""
+    tnum = tnum or _TypeNumbers()
     has_value = False
     ops = []
     for o in ins.operands:
@@ -49,7 +65,7 @@ def key(ins: Instr):
             has_value = True
             ops.append(o)
     if not has_value:                       # all constants: their types tell them apart
-        ops = [(k, o.type) for k, o in zip(ops, ins.operands)]
+        ops = [(k, tnum(o.type)) for k, o in zip(ops, ins.operands)]
     op = ins.op
     if len(ops) == 2 and (op in _COMMUTATIVE or (op in ("min", "max") and ins.type.is_int) or
                           (op == "cmp" and ins.attrs.get("pred") in ("eq", "ne"))):
@@ -66,7 +82,7 @@ def key(ins: Instr):
     else:
         attrs = None
     t = None if has_value and (op in _SAME_TYPE or op == "cmp") and \
-        ins.operands[0].__class__ is not Const else ins.type
+        ins.operands[0].__class__ is not Const else tnum(ins.type)
     return (op, t, tuple(ops), attrs)
 
 
@@ -77,6 +93,7 @@ def _order(k):
 
 def run(fn, analyses) -> bool:
     dom = analyses.get("domtree")
+    tnum = _TypeNumbers()
     preds = analyses.get("preds")
     end_loads: dict = {}
     table: dict = {}
@@ -106,7 +123,7 @@ def run(fn, analyses) -> bool:
                         ops[k] = r
             op = ins.op
             if op == "load":
-                k = ("load", ins.type, ins.operands[0])
+                k = ("load", tnum(ins.type), ins.operands[0])
                 prev = loads.get(k)
                 if prev is not None:
                     replace[ins] = prev
@@ -117,7 +134,7 @@ def run(fn, analyses) -> bool:
             elif O.OPS[op].effects:
                 loads.clear()
             elif op in PURE:
-                k = key(ins)
+                k = key(ins, tnum)
                 if k is not None:
                     prev = table.get(k)
                     if prev is not None:

@@ -123,6 +123,8 @@ def _fresh(fn: Function, name: str) -> str:
 
 
 def run(fn, analyses) -> bool:
+    if not any(i.op == "call" for i in fn.instructions()):
+        return False                          # compile time: no module scan without calls
     sites = _call_sites(analyses.module) if analyses.module is not None else {}
     sink = getattr(analyses.module, "remarks", None)
     changed = False

@@ -12,7 +12,7 @@ Empty forwarding blocks are kept: they are where out-of-SSA and loop passes put 
 from __future__ import annotations
 
 from ..ir.cfg import block_predecessors
-from ..ir.module import Const, Instr, replace_all_uses_with
+from ..ir.module import Const, Instr
 from ..ir.types import VOID
 from .edit import remove_phi_arm, remove_unreachable
 
@@ -47,13 +47,21 @@ def _round(fn) -> bool:
     if remove_unreachable(fn):
         changed = True
     preds = block_predecessors(fn)
-    for b in list(fn.blocks):
+    repl: dict = {}                             # phi -> the value replacing it
+    for b in fn.blocks:
+        if not b.instrs or b.instrs[0].op != "phi":
+            continue
         for phi in b.phis:
-            vals = {id(v): v for v in phi.operands if v is not phi}
-            if len(vals) == 1:
-                replace_all_uses_with(fn, phi, next(iter(vals.values())))
-                b.instrs.remove(phi)
-                changed = True
+            first = None
+            for v in phi.operands:
+                if v is not phi and v is not first:
+                    if first is not None:
+                        break
+                    first = v
+            else:
+                if first is not None:
+                    repl[phi] = first
+                    b.instrs.remove(phi)
     merged: set = set()
     for b in list(fn.blocks):
         if b in merged or b is fn.blocks[0]:
@@ -65,7 +73,7 @@ def _round(fn) -> bool:
         if p is b or p in merged or p.terminator is None or p.terminator.op != "br":
             continue
         for phi in b.phis:                      # one predecessor: one arm
-            replace_all_uses_with(fn, phi, phi.operands[0])
+            repl[phi] = phi.operands[0]
         body = [i for i in b.instrs if i.op != "phi"]
         p.instrs.pop()
         for ins in body:
@@ -78,4 +86,21 @@ def _round(fn) -> bool:
         fn.blocks.remove(b)
         merged.add(b)
         changed = True
+    if repl:
+        _replace(fn, repl)
+        changed = True
     return changed
+
+
+def _replace(fn, repl: dict) -> None:
+    """Apply phi -> value replacements in one walk (a value may itself be replaced)."""
+    def final(v):
+        while v in repl:
+            v = repl[v]
+        return v
+    for b in fn.blocks:
+        for ins in b.instrs:
+            ops = ins.operands
+            for k, o in enumerate(ops):
+                if o in repl:
+                    ops[k] = final(o)
