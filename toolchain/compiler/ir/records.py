@@ -17,12 +17,16 @@ back to `dataclasses.dataclass` itself. tests/ir/test_records.py checks the equi
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import MISSING, Field, FrozenInstanceError, field
 from types import SimpleNamespace
 
 __all__ = ["dataclass", "field"]
 
 _SUPPORTED = {"init", "repr", "eq", "frozen"}
+# Before 3.10 fields have no kw_only: the Pants plugin (CPython 3.9) resolving a PTX target
+# imports a few compiler modules, and gets the standard decorator there.
+_OLD_PYTHON = sys.version_info < (3, 10)
 
 
 class _Factory:
@@ -38,7 +42,8 @@ _SPECIAL_TYPES = ("ClassVar", "InitVar", "KW_ONLY")
 def dataclass(cls=None, /, **options):
     """`@dataclass`, `@dataclass(eq=False)`, `@dataclass(frozen=True)`."""
     def wrap(c):
-        if set(options) - _SUPPORTED or not options.get("init", True) or _needs_stdlib(c):
+        if set(options) - _SUPPORTED or not options.get("init", True) or _OLD_PYTHON or \
+                _needs_stdlib(c):
             return dataclasses.dataclass(c, **options)
         return _process(c, repr_=options.get("repr", True), eq=options.get("eq", True),
                         frozen=options.get("frozen", False))
