@@ -1,0 +1,48 @@
+"""Mettle sources of the tensor-residency tests: K loops (for and while spellings) and a
+straight-line chain, all D = C + A*B over f16 A (row-major MxK), B (row-major KxN), f32 C/D.
+
+One subgroup per 16x16 tile of D; the workgroup holds 4 subgroups (block = 128)."""
+
+HEAD = """kernel(block = 128) {name}(a: uint16*, b: uint16*, c: float32*, m: int32, n: int32,
+                           k: int32) {{
+  var tile: int32 = (int32)(block.x * 4 + thread.x / 32);
+  var tiles_n: int32 = n / 16;
+  if (tile >= (m / 16) * tiles_n) {{ return; }}
+  var tm: int32 = tile / tiles_n;
+  var tn: int32 = tile % tiles_n;
+  var acc: float32* = c + (int64)(tm * 16) * (int64)n + (int64)(tn * 16);
+  var ar: uint16* = a + (int64)(tm * 16) * (int64)k;
+"""
+MMA = """tensor_mma(ar + (int64)({kk} * 16), b + (int64)({kk} * 16) * (int64)n + (int64)(tn * 16),
+               acc, acc, shape: m16n16k16,
+               a_type: f16, b_type: f16, accumulator_type: f32, result_type: f32,
+               a_layout: row, b_layout: row, c_layout: row, d_layout: row,
+               lda: (uint32)k, ldb: (uint32)n, ldc: (uint32)n, ldd: (uint32)n);"""
+
+FOR_LOOP = HEAD.format(name="kloop_for") + f"""  for kk in 0..k / 16 {{
+    {MMA.format(kk="kk")}
+  }}
+}}
+"""
+
+WHILE_LOOP = HEAD.format(name="kloop_while") + f"""  var kk: int32 = 0;
+  while (kk < k / 16) {{
+    {MMA.format(kk="kk")}
+    kk = kk + 1;
+  }}
+}}
+"""
+
+# a loop whose body also stores: residency must be refused (D would be observable)
+STORING_LOOP = HEAD.format(name="kloop_store") + f"""  for kk in 0..k / 16 {{
+    {MMA.format(kk="kk")}
+    c[0] = 1.0;
+  }}
+}}
+"""
+
+# three connected MMAs in one block (K = 48 exactly): a chain
+CHAIN = HEAD.format(name="chain3") + "\n".join(
+    f"  {MMA.format(kk=str(i))}" for i in range(3)) + "\n}\n"
+
+ALL = FOR_LOOP + WHILE_LOOP + CHAIN

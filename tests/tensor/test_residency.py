@@ -1,0 +1,111 @@
+"""Tensor accumulator residency (opt/tensor_residency.py + targets/ptx/tensor/resident.py).
+
+Under -O a K loop of tensor_mma whose C and D are one tile (for and while spellings) and a
+straight-line chain of connected MMAs read C once and write D once; the tuple budget turns
+the same IR into exact replay; a loop that also stores is refused with a reason. Every
+module assembles for sm_90a, sm_121a and the portable profile. (tests/gpu/test_residency.py
+runs them on the GPU and checks resident == replay == unoptimized, bitwise.)
+"""
+import re
+
+import pytest
+
+from tests.tensor.kernels import compile_ptx
+from tests.tensor.residency_kernels import ALL, CHAIN, FOR_LOOP, STORING_LOOP, WHILE_LOOP
+from toolchain.compiler.driver import Options, compile_file
+
+ARCHS = ("sm_90a", "sm_121a", "portable")
+
+
+def compile_source(tmp_path, src: str, *, arch="sm_90a", optimize=True, budget=0):
+    path = tmp_path / "k.mettle"
+    path.write_text(src)
+    r = compile_file(str(path), Options(emit="ptx", gpu_arch=arch, optimize=optimize,
+                                        tensor_tuple_budget=budget, explain=True))
+    return r.data.decode(), r.explain
+
+
+def entry(ptx: str, name: str) -> str:
+    start = ptx.index(f".entry {name}(")
+    return ptx[start:ptx.index("\n}\n", start)]
+
+
+def blocks_with(text: str, what: str) -> list[str]:
+    """The PTX basic blocks (split at labels) that contain `what`."""
+    return [b for b in re.split(r"^\$L__BB\d+:.*$", text, flags=re.M) if what in b]
+
+
+def replays_every_update(text: str) -> bool:
+    """Every MMA loads C and stores D in its own block (the unoptimized/replay form)."""
+    mma = blocks_with(text, "wmma.mma.sync")
+    return bool(mma) and all("wmma.load.c" in b and "wmma.store.d" in b for b in mma)
+
+
+@pytest.mark.parametrize("name,src,line", [("kloop_for", FOR_LOOP, 11),
+                                           ("kloop_while", WHILE_LOOP, 12)])
+def test_k_loop_reads_c_once_and_writes_d_once(tmp_path, ptxas, name, src, line):
+    ptx, explain = compile_source(tmp_path, src)
+    body = entry(ptx, name)
+    assert body.count("wmma.load.c") == 1 and body.count("wmma.store.d") == 1
+    assert "mtlc.tensor_loop resident group=0" in body
+    assert body.count("wmma.mma.sync") == 3          # x2 main loop + the rest loop
+    assert not any("wmma.load.c" in b for b in blocks_with(body, "wmma.mma.sync"))
+    assert f"{name}: line {line}: tensor-residency: tensor_loop group 0 formed" in explain
+    assert "ptx: tensor_loop group 0: resident" in explain
+    ptxas(ptx, "sm_90a")
+
+
+def test_budget_turns_the_group_into_exact_replay(tmp_path, ptxas):
+    ptx, explain = compile_source(tmp_path, FOR_LOOP, budget=16)
+    body = entry(ptx, "kloop_for")
+    assert "mtlc.tensor_loop replay group=0: tuple pressure 24 > budget 16" in body
+    assert replays_every_update(body)
+    assert "tensor_loop group 0: replay (tuple pressure 24 > budget 16)" in explain
+    ptxas(ptx, "sm_90a")
+
+
+def test_chain_of_three_connected_mmas(tmp_path, ptxas):
+    ptx, explain = compile_source(tmp_path, CHAIN)
+    body = entry(ptx, "chain3")
+    assert body.count("wmma.load.c") == 1 and body.count("wmma.store.d") == 1
+    assert body.count("wmma.mma.sync") == 3
+    assert "mtlc.tensor_chain resident group=0" in body
+    assert "tensor_chain group 0 formed: 3 connected MMAs" in explain
+    ptxas(ptx, "sm_90a")
+
+
+def test_loop_that_stores_is_refused_with_its_reason(tmp_path, ptxas):
+    ptx, explain = compile_source(tmp_path, STORING_LOOP)
+    assert "tensor_loop not formed: the loop body also executes store" in explain
+    assert "mtlc.tensor" not in ptx
+    assert replays_every_update(entry(ptx, "kloop_store"))
+    ptxas(ptx, "sm_90a")
+
+
+def test_without_O_every_mma_loads_and_stores(tmp_path):
+    ptx, _ = compile_source(tmp_path, FOR_LOOP, optimize=False)
+    assert "mtlc.tensor" not in ptx
+    assert replays_every_update(entry(ptx, "kloop_for"))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_profile_assembles_resident_and_replay(tmp_path, ptxas, arch):
+    target = {"portable": "sm_75"}.get(arch, arch)
+    for budget in (0, 16):
+        ptx, _ = compile_source(tmp_path, ALL, arch=arch, budget=budget)
+        assert ptx.count("mtlc.tensor_") == 3
+        ptxas(ptx, target)
+
+
+def test_ir_is_the_same_whatever_the_budget(tmp_path):
+    """The choice is the backend's: the optimized IR does not depend on the budget."""
+    path = tmp_path / "k.mettle"
+    path.write_text(ALL)
+    texts = [compile_file(str(path), Options(emit="ptx", gpu_arch="sm_90a", optimize=True,
+                                             tensor_tuple_budget=b, dump_ir=True)).ir_text
+             for b in (0, 16)]
+    assert texts[0] == texts[1] and "tensor.acc_begin" in texts[0]
+
+
+def test_compile_ptx_helper_still_works():
+    assert "wmma" in compile_ptx(FOR_LOOP, "sm_90a")
