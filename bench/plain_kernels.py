@@ -50,6 +50,16 @@ def build_variants(dev, arch: str) -> dict:
     for name, kw in modes.items():
         ptx = compile_file(SOURCE, Options(emit="ptx", gpu_arch=arch, **kw)).data
         out[name] = dev.load_ptx(ptx.decode())
+    # A/B of one pass: the same -O pipeline without unroll-runtime (ptxas unrolls alone)
+    from toolchain.compiler.opt import manager
+    saved = manager.PIPELINE
+    manager.PIPELINE = tuple(p for p in saved if not (p == "unroll-runtime" or (
+        isinstance(p, tuple) and p[0] == "unroll-runtime")))
+    try:
+        ptx = compile_file(SOURCE, Options(emit="ptx", gpu_arch=arch, optimize=True)).data
+        out["-O no-unroll-rt"] = dev.load_ptx(ptx.decode())
+    finally:
+        manager.PIPELINE = saved
     return out
 
 
