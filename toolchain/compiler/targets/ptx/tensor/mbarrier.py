@@ -16,11 +16,13 @@ def init(em, bar: str, count: int) -> None:
     em.emit(f"mbarrier.init.shared::cta.b64 [{bar}], {count}")
 
 
-def wait(em, bar: str, parity: str) -> None:
-    """Spin until the phase with `parity` (a u32 register, 0 or 1) of `bar` completed."""
+def wait(em, bar: str, parity: str, cluster: bool = False) -> None:
+    """Spin until the phase with `parity` (a u32 register, 0 or 1) of `bar` completed;
+    `cluster`: acquire at cluster scope (arrivals come from another workgroup too)."""
     top, done = label(em, "mbw"), em.new("p")
+    sem = ".acquire.cluster" if cluster else ""
     em.raw(f"{top}:")
-    em.emit(f"mbarrier.try_wait.parity.shared::cta.b64 {done}, [{bar}], {parity}")
+    em.emit(f"mbarrier.try_wait.parity{sem}.shared::cta.b64 {done}, [{bar}], {parity}")
     em.emit(f"@!{done} bra {top}")
 
 

@@ -259,7 +259,7 @@ def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes,
     em.emit(f"setp.ge.u32 {p}, {kb}, {nk}")
     em.emit(f"@{p} bra {done}")
     em.emit(f"mad.lo.u32 {eb}, {s}, 8, {empty}")
-    mb.wait(em, eb, ph)
+    mb.wait(em, eb, ph, cluster=share is not None)
     em.emit(f"mad.lo.u32 {fb}, {s}, 8, {full}")
     mb.arrive_expect_tx(em, fb, a_bytes + b_bytes)
     em.emit(f"mad.lo.u32 {dst_a}, {s}, {a_bytes}, {sa}")
