@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.gpu.gemm_hopper import gemm_source
 from tests.support.filecheck import filecheck
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.targets.ptx.tensor import wgmma
 
 from .kernels import compile_ptx
+from .wgmma_kernels import gemm_source
 
 NATIVE = """
 CHECK: .global .align 128 .b8 gemm_tmaps[65536];
