@@ -1,96 +1,172 @@
-"""Compile-speed benchmark (a script, not a test): in-process and whole-process medians.
+"""Compile-speed benchmark (a script, not a test): how long one `mettle --emit-ptx` takes.
 
-    python3 bench/compile_speed.py [--runs N] [--json out.json] [files...]
+    python3 bench/compile_speed.py [--runs N] [--json out.json] [--venv DIR] [files...]
 
-For every kernel file (default: bench/kernels/*.mettle and tests/data/kernels/*.mettle) it
-times (1) the in-process compile to PTX (`driver.compile_file`, after one warm-up), without
-and with `-O` (issue 18's budget: -O within 1.3x of the plain compile), and (2) a
-whole `python -m toolchain.compiler --emit-ptx` process, and prints per-file medians. It also
-reports which modules a PTX compile imported, since lazy imports are part of the budget.
+For each kernel file (default: bench/kernels/typical200.mettle, a typical 200-line file):
+
+- whole process, as users run it: the `mettle` script of a `pip install .` of this checkout
+  in a throwaway virtual environment (byte-compiled by pip; `--venv DIR` keeps and reuses
+  one), beside that environment's `python -c pass`;
+- whole process from the source tree: `python3 -m toolchain.compiler`, with byte code
+  cached in a temporary directory, beside `python3 -c pass`;
+- in process: `driver.compile_file` after one warm-up, with its per-phase split, and the
+  CPU time of importing the compiler in a fresh process.
+
+Whole-process runs alternate with their baseline (A B A B ...) and report the median wall
+time and the median CPU time (user + sys, from wait4); on a shared machine CPU time is the
+steadier figure. Results print as a table and go to JSON.
 """
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import venv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+DEFAULT_FILES = [os.path.join(ROOT, "bench", "kernels", "typical200.mettle")]
+PACKAGE_SOURCES = ("pyproject.toml", "setup.py", "README.md", "toolchain", "std")
+IMPORTS = ("import toolchain.compiler.cli, toolchain.compiler.driver, "
+           "toolchain.compiler.frontend.api, toolchain.compiler.targets.ptx")
 
 
-def _in_process(path: str, runs: int, optimize: bool = False) -> list[float]:
-    from toolchain.compiler.driver import Options, compile_file
-    opts = Options(emit="ptx", gpu_arch="sm_90a", optimize=optimize)
-    compile_file(path, opts)                          # warm-up: imports, caches
-    times = []
+def run_once(cmd: list[str], env: dict, cwd: str) -> tuple[float, float]:
+    """(wall, cpu) seconds of one whole process; raises if it fails."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def paired(cmd: list[str], base: list[str], runs: int, env: dict, cwd: str) -> dict:
+    """Median wall/cpu (ms) of `cmd` and of `base`, run in turn after one warm-up each."""
+    run_once(cmd, env, cwd)
+    run_once(base, env, cwd)
+    a, b = [], []
     for _ in range(runs):
-        t0 = time.perf_counter()
-        compile_file(path, opts)
-        times.append(time.perf_counter() - t0)
-    return times
+        a.append(run_once(cmd, env, cwd))
+        b.append(run_once(base, env, cwd))
+
+    def med(xs, i):
+        return round(statistics.median(x[i] for x in xs) * 1000, 1)
+    return {"wall_ms": med(a, 0), "cpu_ms": med(a, 1), "baseline_wall_ms": med(b, 0),
+            "baseline_cpu_ms": med(b, 1), "runs": runs}
 
 
-def _process(path: str, runs: int) -> list[float]:
-    times = []
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "k.ptx")
-        cmd = [sys.executable, "-m", "toolchain.compiler", "--emit-ptx", "--gpu-arch=sm_90a",
-               path, "-o", out]
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
-            times.append(time.perf_counter() - t0)
-    return times
+def installed_venv(path: str | None) -> str:
+    """A venv holding `pip install .` of this checkout (made once when `path` is reused)."""
+    path = path or tempfile.mkdtemp(prefix="mettle-bench-venv-")
+    exe = os.path.join(path, "bin", "mettle")
+    if os.path.exists(exe):
+        return path
+    src = tempfile.mkdtemp(prefix="mettle-bench-src-")
+    for name in PACKAGE_SOURCES:
+        s = os.path.join(ROOT, name)
+        if os.path.isdir(s):
+            shutil.copytree(s, os.path.join(src, name),
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(s, os.path.join(src, name))
+    venv.create(path, with_pip=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([os.path.join(path, "bin", "python"), "-m", "pip", "install", "-q",
+                    "--disable-pip-version-check", src], check=True, env=env)
+    shutil.rmtree(src, ignore_errors=True)
+    return path
 
 
-def _imported_layers(path: str) -> list[str]:
-    code = ("import sys; from toolchain.compiler.driver import Options, compile_file;"
-            f"compile_file({path!r}, Options(emit='ptx', gpu_arch='sm_90a'));"
-            "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('toolchain'))))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout.split()
-    return out
+def in_process(path: str, runs: int) -> dict:
+    from toolchain.compiler.driver import Options, compile_file
+    opts = Options(emit="ptx", gpu_arch="sm_90a")
+    compile_file(path, opts)                          # warm-up: imports, caches
+    wall, cpu, phases = [], [], {}
+    for _ in range(runs):
+        t0, c0 = time.perf_counter(), time.process_time()
+        result = compile_file(path, opts)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+        for name, secs in result.timings.items():
+            phases.setdefault(name, []).append(secs)
+    return {"wall_ms": round(statistics.median(wall) * 1000, 2),
+            "cpu_ms": round(statistics.median(cpu) * 1000, 2),
+            "phases_ms": {k: round(statistics.median(v) * 1000, 2) for k, v in phases.items()}}
+
+
+def import_cpu_ms(python: str, env: dict, runs: int) -> float:
+    """Median CPU time of importing the PTX compile path in a fresh process."""
+    code = f"import time; t = time.process_time(); {IMPORTS}; print(time.process_time() - t)"
+    samples = [float(subprocess.run([python, "-c", code], env=env, cwd=ROOT, check=True,
+                                    capture_output=True, text=True).stdout)
+               for _ in range(runs)]
+    return round(statistics.median(samples) * 1000, 1)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*")
-    ap.add_argument("--runs", type=int, default=15)
-    ap.add_argument("--process-runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=15, help="whole-process runs per command")
     ap.add_argument("--json", default="compile_speed.json")
+    ap.add_argument("--venv", help="keep (and reuse) the pip-installed venv here")
+    ap.add_argument("--no-install", action="store_true", help="skip the pip-installed runs")
     args = ap.parse_args()
-    files = args.files or sorted(glob.glob(os.path.join(ROOT, "bench/kernels/*.mettle")) +
-                                 glob.glob(os.path.join(ROOT, "tests/data/kernels/*.mettle")))
-    rows = []
-    print(f"{'file':<28} {'lines':>5} {'in-process ms':>14} {'-O ms':>8} {'-O/plain':>8} "
-          f"{'process ms':>11}")
-    for f in files:
-        lines = sum(1 for _ in open(f, encoding="utf-8"))
-        inproc = statistics.median(_in_process(f, args.runs)) * 1000
-        opt = statistics.median(_in_process(f, args.runs, optimize=True)) * 1000
-        proc = statistics.median(_process(f, args.process_runs)) * 1000
-        rows.append({"file": os.path.relpath(f, ROOT), "lines": lines,
-                     "in_process_ms_median": round(inproc, 3),
-                     "in_process_O_ms_median": round(opt, 3),
-                     "O_ratio": round(opt / inproc, 3),
-                     "process_ms_median": round(proc, 3)})
-        print(f"{os.path.basename(f):<28} {lines:>5} {inproc:>14.2f} {opt:>8.2f} "
-              f"{opt / inproc:>8.2f} {proc:>11.1f}")
-    layers = _imported_layers(files[0]) if files else []
-    forbidden = [m for m in layers if any(m.startswith(p) for p in (
-        "toolchain.compiler.targets.x86_64", "toolchain.compiler.targets.spirv",
-        "toolchain.linker", "toolchain.providers"))]
-    print(f"modules imported by a PTX compile: {len(layers)}; forbidden: {forbidden or 'none'}")
+    files = [os.path.abspath(f) for f in args.files] or DEFAULT_FILES
+    report: dict = {"python": sys.version.split()[0], "files": []}
+
+    src_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    pyc = tempfile.mkdtemp(prefix="mettle-bench-pyc-")
+    src_env.update(PYTHONPATH=ROOT, PYTHONPYCACHEPREFIX=pyc)
+    venv_dir = None if args.no_install else installed_venv(args.venv)
+    out = os.path.join(tempfile.mkdtemp(prefix="mettle-bench-out-"), "k.ptx")
+
+    for path in files:
+        flags = ["--emit-ptx", "--gpu-arch=sm_90a", path, "-o", out]
+        row: dict = {"file": os.path.relpath(path, ROOT),
+                     "lines": sum(1 for _ in open(path, encoding="utf-8"))}
+        if venv_dir:
+            vpy = os.path.join(venv_dir, "bin", "python")
+            row["installed"] = paired([os.path.join(venv_dir, "bin", "mettle"), *flags],
+                                      [vpy, "-c", "pass"], args.runs, src_env, ROOT)
+            row["installed"]["import_cpu_ms"] = import_cpu_ms(vpy, src_env, 7)
+        row["source"] = paired([sys.executable, "-m", "toolchain.compiler", *flags],
+                               [sys.executable, "-c", "pass"], args.runs, src_env, ROOT)
+        row["in_process"] = in_process(path, max(args.runs, 10))
+        report["files"].append(row)
+
+    print(f"{'file':<22} {'how':<22} {'wall ms':>8} {'cpu ms':>7} "
+          f"{'python -c pass wall/cpu':>24}")
+    for row in report["files"]:
+        name = os.path.basename(row["file"])
+        for how, key in (("pip-installed mettle", "installed"),
+                         ("python -m (source)", "source")):
+            r = row.get(key)
+            if r:
+                print(f"{name:<22} {how:<22} {r['wall_ms']:>8.1f} {r['cpu_ms']:>7.1f} "
+                      f"{r['baseline_wall_ms']:>15.1f} / {r['baseline_cpu_ms']:.1f}")
+        ip = row["in_process"]
+        phases = ", ".join(f"{k} {v:.1f}" for k, v in ip["phases_ms"].items())
+        print(f"{name:<22} {'in process':<22} {ip['wall_ms']:>8.1f} {ip['cpu_ms']:>7.1f}"
+              f"   phases: {phases}")
+        if "installed" in row:
+            print(f"{name:<22} {'imports (fresh process)':<22} {'':>8} "
+                  f"{row['installed']['import_cpu_ms']:>7.1f}")
     with open(args.json, "w", encoding="utf-8") as fh:
-        json.dump({"python": sys.version.split()[0], "rows": rows,
-                   "forbidden_imports": forbidden}, fh, indent=2, sort_keys=True)
+        json.dump(report, fh, indent=2, sort_keys=True)
     print(f"wrote {args.json}")
+    shutil.rmtree(pyc, ignore_errors=True)
     return 0
 
 
