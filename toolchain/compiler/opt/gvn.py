@@ -33,7 +33,8 @@ _COMMUTATIVE = frozenset(("add", "mul", "and", "or", "xor"))
 
 
 _SAME_TYPE = frozenset(("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr",
-                        "min", "max", "neg", "not", "ptradd", "byteadd"))
+                        "min", "max", "neg", "not"))
+_POINTER_ARITH = frozenset(("ptradd", "byteadd"))
 
 
 class _TypeNumbers:
@@ -81,8 +82,12 @@ def key(ins: Instr, tnum=None):
             return None
     else:
         attrs = None
-    t = None if has_value and (op in _SAME_TYPE or op == "cmp") and \
-        ins.operands[0].__class__ is not Const else tnum(ins.type)
+    # the result type is fixed by any value operand of a same-typed op (or a compare),
+    # and by the pointer operand of ptradd/byteadd
+    if op in _POINTER_ARITH:
+        t = None if ins.operands[0].__class__ is not Const else tnum(ins.type)
+    else:
+        t = None if has_value and (op in _SAME_TYPE or op == "cmp") else tnum(ins.type)
     return (op, t, tuple(ops), attrs)
 
 
