@@ -136,3 +136,16 @@ def test_region_not_16_multiple_is_refused(arch):
         compile_ptx(src, arch)
     d = exc.value.diagnostics[0]
     assert d.code == "E0505" and "multiples of 16" in d.message and d.span is not None
+
+
+@pytest.mark.parametrize("block,native", [((384, 1, 1), True), ((128, 3, 1), True),
+                                          ((256, 1, 1), False)])
+def test_declared_block_shape(ptxas_path, block, native):
+    """A declared block of 384 work-items keeps the pipeline (its .reqntid is the register
+    cap); any other declared size compiles to split regions only."""
+    src = gemm_source("f16").replace("kernel gemm(", f"kernel(block = {block}) gemm(")
+    text = compile_ptx(src, "sm_90a")
+    assert ("wgmma.mma_async" in text) == native
+    assert ".maxntid" not in text and f".reqntid {block[0]}, {block[1]}, {block[2]}" in text
+    usage = _usage(ptxas_path, text, "sm_90a")
+    assert "0 bytes spill stores" in usage and "warning" not in usage.lower(), usage

@@ -23,7 +23,7 @@ The native path runs when the launch fits it (a uniform run-time predicate, else
 workgroup region is split into exact subgroup regions, wgmma_split.py): exactly
 `threads(desc)` work-items, enough dynamic shared memory (`shared_bytes(desc)`), 16-byte
 aligned A/B with 16-byte row pitches, 8-byte aligned C/D with even pitches and an even
-column origin, origins below 2^31. The entry gets `.maxntid threads` and `.minnctapersm 1`
+column origin, origins below 2^31, M and N non-zero. The entry gets `.maxntid threads` and `.minnctapersm 1`
 so that `setmaxnreg` has the register cap it needs.
 """
 from __future__ import annotations
@@ -106,6 +106,8 @@ def native_pred(em, g, ntid: str) -> str:
     em.emit(f"setp.eq.and.u32 {ok}, {t}, 0, {ok}")
     em.emit(f"or.b32 {t}, {g.row}, {g.col}")
     em.emit(f"setp.lt.and.u32 {ok}, {t}, 2147483648, {ok}")
+    for extent in (g.M, g.N):                # a tensor map needs non-zero extents
+        em.emit(f"setp.ne.and.u32 {ok}, {extent}, 0, {ok}")
     return ok
 
 

@@ -69,9 +69,10 @@ def _uses_dynamic_shared(fn) -> bool:
 
 
 def native_available(em, desc) -> bool:
-    p = em.profile
+    p, shape = em.profile, em.fn.block_shape
+    fits = shape is None or shape[0] * shape[1] * shape[2] == wgmma.threads(desc)
     return (p.sm == 90 and p.arch_specific and not p.virtual and p.isa >= TENSORMAP_ISA
-            and wgmma.supported(desc) and not _uses_dynamic_shared(em.fn))
+            and wgmma.supported(desc) and fits and not _uses_dynamic_shared(em.fn))
 
 
 def lower_any_matmul(em, ins) -> None:
