@@ -1,5 +1,5 @@
-"""The GEMM example's host against the logging fake CUDA driver (no GPU needed): it raises
-the kernel's dynamic shared memory limit before the first `dispatch`, and launches one
+"""The GEMM example's host against the logging fake CUDA driver (no GPU needed): `dispatch`
+raises the kernel's dynamic shared memory limit (std/gpu's launch) and launches one
 workgroup of 384 work-items per 128 x 256 region with the pipeline's shared bytes and the
 source's 11 arguments. The fake computes nothing, so the host's own check fails (exit 1):
 this test reads the driver log only."""
