@@ -225,3 +225,64 @@ fn main() -> int32 {
 """
     z3 = _f32(_f32(0.1) * _f32(3.0))
     assert _run(tmp_path, src, opt) == ["16777216", str(int(z3 * 1e12)), "35"]
+
+
+@pytest.mark.parametrize("opt", OPT_LEVELS)
+def test_sizeof_is_int64_whatever_the_context(tmp_path, opt):
+    """Found while extending the differential tester: `sizeof` took the type of its
+    context, so a uint8 initializer wrapped 400 to 144 before the division."""
+    src = """import "std/io";
+struct S { a: int64; b: int8; }
+fn main() -> int32 {
+    var x: uint8 = sizeof(int32[100]) / 2;
+    var y: int8 = sizeof(S) - 100;
+    print_int(x); newline();
+    print_int(y); newline();
+    print_int(sizeof(S) * 1000000000); newline();
+    return 0;
+}
+"""
+    assert _run(tmp_path, src, opt) == ["200", "-84", "16000000000"]
+
+
+@pytest.mark.parametrize("opt", OPT_LEVELS)
+def test_switch_on_a_narrow_value_promotes(tmp_path, opt):
+    """Found while extending the differential tester: `case 300` was wrapped to the uint8
+    subject's type and matched 44; C promotes the subject, so it never matches."""
+    src = """import "std/io";
+fn pick(z: uint8, w: int16) -> int64 {
+    var r: int64 = 0;
+    switch (z) { case 300: r = 1; break; case 44: r = 2; break; default: r = 3; }
+    switch (w) { case 65535: r = r * 10 + 1; break; case -1: r = r * 10 + 2; break;
+                 case 40000..50000: r = r * 10 + 4; break; default: r = r * 10 + 3; }
+    return r;
+}
+fn main() -> int32 {
+    print_int(pick(44, -1)); newline();
+    print_int(pick(45, -25536)); newline();
+    return 0;
+}
+"""
+    assert _run(tmp_path, src, opt) == ["22", "33"]
+
+
+@pytest.mark.parametrize("opt", OPT_LEVELS)
+def test_float32_constant_holds_a_float32_value(tmp_path, opt):
+    """Found by tools/difftest (seed 225): a folded integer constant stored to float32 kept
+    its exact value 2147483647 in the IR, so -O printed 2147483647 where -O0 (and C) print
+    the float32 value 2147483648."""
+    src = """import "std/io";
+fn main() -> int32 {
+    const K: uint64 = 2147483647;
+    var v: float32 = (K + (-(K - K)));
+    var w: float32 = 16777217;
+    var f: float64 = v;
+    print_int((int64)f); newline();
+    print_int((int64)w); newline();
+    var z: float32 = 0.1;
+    print_int((int64)(((float64)z) * 100000000000000000.0)); newline();
+    return 0;
+}
+"""
+    assert _run(tmp_path, src, opt) == ["2147483648", "16777216",
+                                        str(int(_f32(0.1) * 1e17))]

@@ -113,7 +113,8 @@ def main(argv=None) -> int:
             chunk = [progs[s] for s in order[start:start + a.batch]]
             for s, (ref, bad) in check_batch(chunk, work, targets, opts).items():
                 if ref.kind != "ok":     # a generator bug, not a compiler one: reported
-                    print(f"seed {s}: the C oracle failed ({ref.kind}): {ref.detail[:500]}")
+                    print(f"seed {s}: the C oracle failed ({ref.kind}): "
+                          f"{ref.detail[:500]}", flush=True)
                     oracle_failed.append(s)
                     continue
                 for t in targets:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import random
 
 from .model import FLOATS, INTS, arith, bits, is_float, is_int, literal_type, promote, wrap
-from .program import (AddrOf, Assign, Bin, Call, Cast, Decl, ExprStmt, Field, ForRange,
-                      Function, If, Index, Lit, Print, Program, Return, Struct, Un, Var, While)
+from .program import (AddrOf, Assign, Bin, Call, Case, Cast, CFor, Decl, ExprStmt, Field,
+                      ForRange, Function, If, Index, Jump, Lit, Print, Program, PtrDiff,
+                      PtrRead, Return, SizeOf, Struct, Switch, Un, Var, While)
 
 INT_LITS = [0, 1, 2, 3, 5, 7, 9, 31, 100, 127, 128, 200, 255, 256, 1000, 32767, 32768, 65535,
             65536, 100000, 2147483647, 2147483648, 3000000000, 4294967295, 4294967296,
@@ -53,6 +54,8 @@ class Gen:
         self.n = 0
         self.structs: list[Struct] = []
         self.helpers: list[tuple[Function, bool]] = []     # (function, pure)
+        self.struct_helpers: list[Function] = []            # return a struct by value
+        self.loops: list[str] = []      # enclosing "for" | "while" | "switch", innermost last
 
     def fresh(self, prefix: str) -> str:
         self.n += 1
@@ -124,11 +127,29 @@ class Gen:
             return Un("-", e, e.ty) if want != "int" else Un("!", e, "int32")
         if k < 0.82:
             return self.cast(scope, depth, want)
-        if k < 0.95 and self.helpers:
+        if k < 0.92 and self.helpers:
             call = self.call(scope, depth, pure_only=True)
             if call is not None:
                 return call
+        if want != "float":
+            return self.memory_expr(scope, depth) or self.leaf(scope, want)
         return self.leaf(scope, want)
+
+    def memory_expr(self, scope: Scope, depth: int):
+        """Pointer difference (bytes), pointer-plus-integer reads, sizeof."""
+        r = self.rng
+        arrays = [it for it in scope.all() if it[0] == "array"]
+        k = r.random()
+        if arrays and k < 0.4:
+            _, name, t, n = r.choice(arrays)
+            return PtrDiff(name, self.leaf_int(scope), self.leaf_int(scope), n)
+        if arrays and k < 0.7:
+            _, name, t, n = r.choice(arrays)
+            e = PtrRead(name, self.leaf_int(scope), n, t)
+            return e if is_int(t) else Call("f2i", [e], "int64")
+        if self.structs and r.random() < 0.3:
+            return SizeOf(r.choice(self.structs).name)
+        return SizeOf(r.choice(SCALARS), r.choice([0, 0, 3, 100]))
 
     def cast(self, scope: Scope, depth: int, want):
         r = self.rng
@@ -163,8 +184,8 @@ class Gen:
             a, b = self.expr(scope, depth - 1, want), self.expr(scope, depth - 1, want)
         if isinstance(a, Lit) and isinstance(b, Lit):
             a = self.leaf_int(scope) if is_int(b.ty) else self.leaf(scope, "float")
-            if isinstance(a, Lit):
-                a = Cast("int32", a)
+            if isinstance(a, Lit) and isinstance(a.value, int):
+                a = Cast("int32", a)        # (a float literal pair folds alike in C)
         if op in ("/", "%") and is_int(b.ty) and not is_float(a.ty):
             b = Bin("+", Bin("&", b, Lit(255), arith(b.ty, "int32")), Lit(1), "")
             b.ty = arith(b.l.ty, "int32")
@@ -279,11 +300,26 @@ class Gen:
             inner = Scope(scope)
             v = self.fresh("i")
             inner.add("ro", v, "int32", None)
-            body = self.block(inner, depth - 1, in_loop + 1, allow_impure, r.randint(1, 3),
-                              scope=inner)
-            if r.random() < 0.5:
+            kind = r.choice(["for", "cfor", "while"])
+            self.loops.append("while" if kind == "while" else "for")
+            try:
+                body = self.block(inner, depth - 1, in_loop + 1, allow_impure,
+                                  r.randint(1, 3), scope=inner)
+            finally:
+                self.loops.pop()
+            if kind == "for":
                 return ForRange(v, r.randint(0, 6), body)
+            if kind == "cfor":
+                return CFor(v, r.randint(0, 6), body)
             return While(v, r.randint(0, 5), body)
+        if k < 0.86 and depth > 0:
+            return self.switch(scope, depth, in_loop, allow_impure)
+        if k < 0.89 and self.loops:
+            return self.jump(scope)
+        if k < 0.91:
+            copy = self.struct_copy(scope)
+            if copy is not None:
+                return copy
         if k < 0.9 and allow_impure and self.helpers:
             call = self.call(scope, 2, pure_only=False)
             if call is not None:
@@ -299,6 +335,57 @@ class Gen:
             return self.decl(scope)
         e = self.expr(scope, 3)
         return Print(Call("f2i", [e], "int64") if is_float(e.ty) else e)
+
+    def switch(self, scope: Scope, depth, in_loop, allow_impure):
+        r = self.rng
+        subject = self.int_expr(scope, 2)
+        points = sorted(r.sample(range(-6, 24), r.randint(1, 5)))
+        cases, used = [], set()
+        for p in points:
+            if p in used:
+                continue
+            hi = None
+            if r.random() < 0.25 and p + 1 not in points:
+                hi = p + r.randint(1, 3)
+                if any(q in points for q in range(p + 1, hi + 1)):
+                    hi = None
+            used.update(range(p, (hi or p) + 1))
+            cases.append((p, hi))
+        for extra in (300, 65535, 40000, -300):
+            if r.random() < 0.1 and extra not in used:
+                cases.append((extra, None))
+                used.add(extra)
+        self.loops.append("switch")
+        try:
+            out = [Case(lo, hi, self.block(scope, depth - 1, in_loop, allow_impure,
+                                           r.randint(0, 2)), r.random() < 0.7)
+                   for lo, hi in cases]
+            default = self.block(scope, depth - 1, in_loop, allow_impure, r.randint(0, 2)) \
+                if r.random() < 0.6 else None
+        finally:
+            self.loops.pop()
+        return Switch(subject, out, default)
+
+    def jump(self, scope: Scope):
+        """`if (c) { break; }` or `continue` (only where the step cannot be skipped)."""
+        loop = next((k for k in reversed(self.loops) if k != "switch"), None)
+        kind = "continue" if loop == "for" and self.rng.random() < 0.5 else "break"
+        return If(self.expr(scope, 1), [Jump(kind)])
+
+    def struct_copy(self, scope: Scope):
+        r = self.rng
+        ss = [it for it in scope.all() if it[0] == "struct"]
+        if not ss:
+            return None
+        _, name, t, _ = r.choice(ss)
+        mk = [f for f in self.struct_helpers if f.ret == t]
+        if mk and r.random() < 0.5:
+            fn = r.choice(mk)
+            args = [self.arg_for(scope, pt, 2) for _, pt in fn.params]
+            if all(a is not None for a in args):
+                return Assign(Var(name, t), Call(fn.name, args, t))
+        same = [it for it in ss if it[2] == t and it[1] != name]
+        return Assign(Var(name, t), Var(r.choice(same)[1], t)) if same else None
 
     def block(self, parent: Scope, depth, in_loop, allow_impure, n, scope=None):
         scope = scope or Scope(parent)
@@ -338,7 +425,7 @@ class Gen:
     def make_helper(self) -> None:
         r = self.rng
         name = self.prefix + self.fresh("h")
-        scope = Scope()
+        scope = Scope(self.globals_ro)
         params, pure = [], True
         for i in range(r.randint(1, 12 if r.random() < 0.4 else 5)):
             pn = f"p{i}"
@@ -365,6 +452,25 @@ class Gen:
         body.append(Return(self.value_for(scope, ret, 3)))
         self.helpers.append((Function(name, params, ret, body), pure))
 
+    def make_struct_helper(self) -> None:
+        """`fn mkN(...) -> S { var r: S; r.f = ...; return r; }`: a struct returned by value."""
+        r = self.rng
+        st = r.choice(self.structs)
+        scope = Scope(self.globals_ro)
+        params = []
+        for i in range(r.randint(1, 4)):
+            t = self.scalar_type()
+            params.append((f"p{i}", t))
+            scope.add("ro", f"p{i}", t, None)
+        body = [Decl("r", st.name, None)]
+        scope.add("struct", "r", st.name, None)
+        for fname, ft in st.fields:
+            if r.random() < 0.8:
+                body.append(Assign(Field("r", fname, ft), self.value_for(scope, ft, 2)))
+        body.append(Return(Var("r", st.name)))
+        self.struct_helpers.append(Function(self.prefix + self.fresh("mk"), params, st.name,
+                                            body))
+
     def make_recursive(self) -> None:
         r = self.rng
         name = self.prefix + self.fresh("rec")
@@ -385,12 +491,26 @@ class Gen:
         r = self.rng
         for _ in range(r.randint(0, 2)):
             self.make_struct()
+        globals_ = []
+        self.globals_ro = Scope()       # helpers read globals; only main writes them
+        scope = Scope()
+        for _ in range(r.randint(0, 3)):
+            t = self.scalar_type()
+            name = self.prefix + self.fresh("g")
+            init = Lit(r.choice(FLOAT_LITS)) if is_float(t) else Lit(r.choice(INT_LITS))
+            if is_float(t):
+                init.float_as = t
+            globals_.append(Decl(name, t, init))
+            self.globals_ro.add("ro", name, t, None)
+            scope.add("var", name, t, None)
         for _ in range(r.randint(1, 3 + self.size)):
-            if r.random() < 0.2:
+            k = r.random()
+            if k < 0.2:
                 self.make_recursive()
+            elif k < 0.35 and self.structs:
+                self.make_struct_helper()
             else:
                 self.make_helper()
-        scope = Scope()
         body = [self.decl(scope) for _ in range(r.randint(2, 5))]
         body += [self.stmt(scope, 2, 0, True) for _ in range(r.randint(4, 8 + 4 * self.size))]
         for kind, name, t, extra in scope.all():
@@ -406,8 +526,9 @@ class Gen:
                     v = Field(name, fname, ft)
                     body.append(Print(Call("f2i", [v], "int64") if is_float(ft) else v))
         body.append(Return(Lit(0)))
-        funcs = [f for f, _ in self.helpers] + [Function("main", [], "int32", body)]
-        return Program(self.seed, list(self.structs), funcs, self.prefix)
+        funcs = [f for f, _ in self.helpers] + self.struct_helpers + \
+            [Function("main", [], "int32", body)]
+        return Program(self.seed, list(self.structs), funcs, self.prefix, globals_)
 
 
 def generate(seed: int, size: int = 1, prefix: str = "") -> Program:

@@ -201,6 +201,54 @@ class AddrOf(Expr):
         return f"&{self.name}"
 
 
+@dataclass
+class PtrDiff(Expr):
+    """`&a[i] - &a[j]`: Mettle gives the BYTE difference as int64 (LANGUAGE §4)."""
+    base: str
+    i: Expr
+    j: Expr
+    n: int
+    ty: str = "int64"
+
+    def m(self) -> str:
+        return f"(&{self.base}[({self.i.m()}) & {self.n - 1}] - " \
+               f"&{self.base}[({self.j.m()}) & {self.n - 1}])"
+
+    def c(self) -> str:
+        return f"((int64_t)((char*)&{self.base}[({self.i.c()}) & {self.n - 1}] - " \
+               f"(char*)&{self.base}[({self.j.c()}) & {self.n - 1}]))"
+
+
+@dataclass
+class PtrRead(Expr):
+    """`*(&a[0] + k)`: pointer plus integer scales by the element size."""
+    base: str
+    k: Expr
+    n: int
+    ty: str
+
+    def m(self) -> str:
+        return f"(*(&{self.base}[0] + (({self.k.m()}) & {self.n - 1})))"
+
+    def c(self) -> str:
+        return f"(*(&{self.base}[0] + (({self.k.c()}) & {self.n - 1})))"
+
+
+@dataclass
+class SizeOf(Expr):
+    """`sizeof(T)` is an int64 in Mettle (C's is an unsigned size_t)."""
+    of: str
+    count: int = 0
+    ty: str = "int64"
+
+    def m(self) -> str:
+        return f"sizeof({self.of}[{self.count}])" if self.count else f"sizeof({self.of})"
+
+    def c(self) -> str:
+        arr = f"[{self.count}]" if self.count else ""
+        return f"((int64_t)sizeof({c_type(self.of)}{arr}))"
+
+
 # ---------------------------------------------------------------- statements
 class Stmt:
     def m(self, ind: str) -> list[str]:
@@ -330,6 +378,77 @@ class While(Stmt):
 
 
 @dataclass
+class CFor(Stmt):
+    var: str
+    count: int
+    body: list
+
+    def m(self, ind):
+        v = self.var
+        return [f"{ind}for (var {v}: int32 = 0; {v} < {self.count}; {v} += 1) {{"] + \
+            _body_m(self.body, ind) + [f"{ind}}}"]
+
+    def c(self, ind):
+        v = self.var
+        return [f"{ind}for (int32_t {v} = 0; {v} < {self.count}; {v} += 1) {{"] + \
+            _body_c(self.body, ind) + [f"{ind}}}"]
+
+    def children(self):
+        return [self.body]
+
+
+@dataclass
+class Jump(Stmt):
+    kind: str               # "break" | "continue"
+
+    def m(self, ind):
+        return [f"{ind}{self.kind};"]
+
+    def c(self, ind):
+        return [f"{ind}{self.kind};"]
+
+
+@dataclass
+class Case:
+    lo: int
+    hi: int | None          # an inclusive range when set
+    body: list
+    brk: bool               # ends with `break` (else falls through)
+
+
+@dataclass
+class Switch(Stmt):
+    subject: Expr
+    cases: list
+    default: list | None
+
+    def m(self, ind):
+        out = [f"{ind}switch ({self.subject.m()}) {{"]
+        for c in self.cases:
+            label = f"{c.lo}..{c.hi}" if c.hi is not None else f"{c.lo}"
+            out += [f"{ind}    case {label}: {{"] + _body_m(c.body, ind + "    ") + \
+                [f"{ind}    }}"] + ([f"{ind}    break;"] if c.brk else [])
+        if self.default is not None:
+            out += [f"{ind}    default: {{"] + _body_m(self.default, ind + "    ") + \
+                [f"{ind}    }}"]
+        return out + [f"{ind}}}"]
+
+    def c(self, ind):
+        out = [f"{ind}switch ({self.subject.c()}) {{"]
+        for c in self.cases:
+            label = f"{c.lo}LL ... {c.hi}LL" if c.hi is not None else f"{c.lo}LL"
+            out += [f"{ind}    case {label}: {{"] + _body_c(c.body, ind + "    ") + \
+                [f"{ind}    }}"] + ([f"{ind}    break;"] if c.brk else [])
+        if self.default is not None:
+            out += [f"{ind}    default: {{"] + _body_c(self.default, ind + "    ") + \
+                [f"{ind}    }}"]
+        return out + [f"{ind}}}"]
+
+    def children(self):
+        return [c.body for c in self.cases] + ([self.default] if self.default else [])
+
+
+@dataclass
 class Return(Stmt):
     value: Expr
 
@@ -411,6 +530,7 @@ class Program:
     structs: list
     functions: list         # helpers first, `main` last
     prefix: str = ""
+    globals: list = field(default_factory=list)     # Decls with constant initializers
 
     @property
     def entry(self) -> str:
@@ -420,6 +540,8 @@ class Program:
         out = [f"// difftest program, seed {self.seed}", M_PRELUDE]
         for s in self.structs:
             out += s.m()
+        for g in self.globals:
+            out += g.m("")
         for f in self.functions:
             out += f.m()
         return "\n".join(out) + "\n"
@@ -428,6 +550,8 @@ class Program:
         out = [f"/* difftest program, seed {self.seed} */", C_PRELUDE]
         for s in self.structs:
             out += s.c()
+        for g in self.globals:
+            out += ["static " + line for line in g.c("")]
         out += [f.c_proto() + ";" for f in self.functions if f.name != "main"]
         for f in self.functions:
             if f.name == "main":
@@ -446,6 +570,7 @@ def batch_mettle(progs: list[Program]) -> str:
     out = [M_PRELUDE, f'fn mark(s: int64) {{ print("{MARK}"); print_int(s); newline(); }}']
     for p in progs:
         out += [line for s in p.structs for line in s.m()]
+        out += [line for g in p.globals for line in g.m("")]
         for f in p.functions:
             lines = f.m()
             if f.name == "main":
@@ -460,6 +585,7 @@ def batch_c(progs: list[Program]) -> str:
     out = [C_PRELUDE, f'static void mark(int64_t s) {{ printf("{MARK}%lld\\n", (long long)s); }}']
     for p in progs:
         out += [line for s in p.structs for line in s.c()]
+        out += ["static " + line for g in p.globals for line in g.c("")]
         out += [f.c_proto() + ";" for f in p.functions if f.name != "main"]
         for f in p.functions:
             if f.name == "main":

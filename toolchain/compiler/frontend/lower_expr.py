@@ -13,6 +13,9 @@ temporary {chars, length}; where a cstring is wanted only its bytes are passed (
 """
 from __future__ import annotations
 
+import math
+import struct
+
 from . import ast as A
 from ..ir import Global, Local
 from ..ir.module import Const, Instr, Param
@@ -102,7 +105,7 @@ class ExprMixin:
                 raise self.fail("E0004", f"float to {describe(t)} needs a cast", span)
             return self.b.const(t, int(v))
         if t is not None and (t.is_float or t.is_bool):
-            return self.b.const(t, float(v) if t.is_float else bool(v))
+            return self.b.const(t, _round_to(t, float(v)) if t.is_float else bool(v))
         if isinstance(v, bool):
             return self.b.const(BOOL, v)
         if isinstance(v, float):
@@ -361,3 +364,15 @@ class ExprMixin:
             sym = self.lookup(e.callee.name)
             return sym.ret_enum if isinstance(sym, FnSym) else None
         return None
+
+
+def _round_to(t: Type, v: float) -> float:
+    """A float32 constant holds a float32 value (0.1 rounded, 2147483647 -> 2^31): the
+    optimizer folds with the constant's value, the backends with its encoding, and the two
+    must agree."""
+    if t.bits != 32:
+        return v
+    try:
+        return struct.unpack("<f", struct.pack("<f", v))[0]
+    except OverflowError:                   # past FLT_MAX: the IEEE rounding is infinity
+        return math.copysign(math.inf, v)

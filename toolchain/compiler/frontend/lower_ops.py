@@ -284,7 +284,7 @@ class OpsMixin:
 
     def expr_SizeOf(self, e: A.SizeOf, hint):
         t = self.ctx.resolve_type(e.type)
-        return self.b.const(hint if hint is not None and hint.is_int else I64, t.size)
+        return self.b.const(I64, t.size)    # int64 whatever the context (a narrow hint wrapped it)
 
     def expr_StrLit(self, e: A.StrLit, hint):
         chars = self.b.elemptr(self.b.string_literal(e.value))

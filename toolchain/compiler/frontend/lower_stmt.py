@@ -297,8 +297,8 @@ class StmtMixin:
         from .lower_fn import LoopCtx
         subj = self.value(s.subject, None)
         self._subj_bool = subj.type == BOOL
-        if subj.type == BOOL:
-            subj = self.b.convert(subj, I32)
+        if subj.type == BOOL or (subj.type.is_int and subj.type.bits < 32):
+            subj = self.b.convert(subj, I32)    # C promotion: `case 300` never matches a uint8
         if not subj.type.is_int:
             raise self.fail("E0201", f"switch needs an integer, bool or enum, not "
                             f"{describe(subj.type)}", s.subject.span)
