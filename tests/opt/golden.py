@@ -41,7 +41,7 @@ def run_case(path: Path) -> str:
         for name in passes_of(text):
             p = PASSES[name]
             if p.run(fn, an):
-                an.invalidate(p.invalidates)
+                an.after_pass(p.invalidates)
             verify_function(fn, ssa=True)
     header = "".join(l + "\n" for l in text.splitlines() if l.startswith("; passes:"))
     out = header + format_module(m)

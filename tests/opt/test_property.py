@@ -42,7 +42,7 @@ def test_pipeline_preserves_results(seed):
     for name in flat_pipeline():
         p = PASSES[name]
         if p.run(fn, an):
-            an.invalidate(p.invalidates)
+            an.after_pass(p.invalidates)
         _check(fn, expected, name, seed)
     assert not any(i.op == "phi" for i in fn.instructions())
 

@@ -330,6 +330,13 @@ class LoopInfo:
         for lp in self.loops:
             _fill_edges(lp, dom.preds)
 
+    @classmethod
+    def empty(cls, fn: Function) -> "LoopInfo":
+        """The loop nest of a function known to have no cycle."""
+        li = cls.__new__(cls)
+        li.fn, li.loops, li.top_level, li.loop_of = fn, [], [], {}
+        return li
+
     def innermost_first(self) -> list[Loop]:
         return sorted(self.loops, key=lambda l: -l.depth)
 

@@ -7,12 +7,13 @@ Registered analyses (all per function, rebuilt lazily after a pass invalidates t
   uses     value -> using instructions           (ir/module.UseMap)
 A pass declares which of these it may invalidate (`"cfg"` = preds, domtree, loops;
 `"all"` = everything); a pass that keeps a `UseMap` exact while it edits may leave "uses"
-out. Besides the cache, `Analyses` carries what passes read but never recompute: the
+out. A pass that only sometimes edits the CFG (licm making a preheader, simplify-cfg when
+it merged or deleted blocks) declares less and sets `analyses.cfg_changed` when it did. Besides the cache, `Analyses` carries what passes read but never recompute: the
 module, its remarks collector, whether the code is GPU code, and the target's facts.
 """
 from __future__ import annotations
 
-from ..ir.cfg import DomTree, LoopInfo, block_predecessors
+from ..ir.cfg import DomTree, LoopInfo, block_predecessors, successors
 from ..ir.module import Function, Module, UseMap
 
 CFG = ("preds", "domtree", "loops")
@@ -45,6 +46,7 @@ class Analyses:
         self.gpu = gpu
         self.target = target or TargetInfo()
         self._cache: dict[str, object] = {}
+        self.cfg_changed = False      # set by a pass whose edits reached the CFG (below)
 
     def get(self, name: str):
         if name not in self._cache:
@@ -57,6 +59,8 @@ class Analyses:
         if name == "domtree":
             return DomTree(self.fn, self.get("preds"))
         if name == "loops":
+            if not _has_cycle(self.fn):                 # most functions: skip the domtree
+                return LoopInfo.empty(self.fn)
             return LoopInfo(self.fn, self.get("domtree"))
         if name == "uses":
             return UseMap(self.fn)
@@ -69,6 +73,36 @@ class Analyses:
             else:
                 self._cache.pop(n, None)
 
+    def after_pass(self, invalidates) -> None:
+        """The manager's invalidation after a changing pass. A pass listed as keeping the
+        CFG analyses may still edit the CFG sometimes; it then sets `cfg_changed`."""
+        self.invalidate(invalidates)
+        if self.cfg_changed:
+            self.invalidate("all")
+            self.cfg_changed = False
+
     def remark(self, span_or_line, pass_name: str, text: str) -> None:
         if self.module is not None:
             self.module.remarks.add(self.fn, span_or_line, pass_name, text)
+
+
+def _has_cycle(fn: Function) -> bool:
+    """Whether any edge goes back to a block on the current DFS path (a retreating edge)."""
+    if not fn.blocks:
+        return False
+    state: dict = {fn.blocks[0]: 1}               # 1 on the path, 2 finished
+    stack = [(fn.blocks[0], iter(successors(fn.blocks[0])))]
+    while stack:
+        b, it = stack[-1]
+        for s in it:
+            st = state.get(s)
+            if st == 1:
+                return True
+            if st is None:
+                state[s] = 1
+                stack.append((s, iter(successors(s))))
+                break
+        else:
+            state[b] = 2
+            stack.pop()
+    return False

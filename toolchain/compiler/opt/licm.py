@@ -76,7 +76,9 @@ def _hoist(fn, lp, dom, analyses) -> bool:
             moved_set.add(ins)
     if not moved:
         return False
-    pre, _ = ensure_preheader(lp)
+    pre, created = ensure_preheader(lp)
+    if created:
+        analyses.cfg_changed = True
     where = lp.header.instrs[-1].span
     for ins in moved:
         ins.block.instrs.remove(ins)

@@ -35,12 +35,12 @@ class Pass:
 PASSES = {p.name: p for p in (
     Pass("inline", inline.run, (), "all"),
     Pass("mem2reg", mem2reg.run, ("domtree",), ("uses",)),
-    Pass("simplify-cfg", simplify_cfg.run, (), "all"),
+    Pass("simplify-cfg", simplify_cfg.run, (), ("uses",)),    # sets cfg_changed
     Pass("constfold", constfold.run, ("uses",), ()),        # keeps its UseMap exact
     Pass("copyprop", copyprop.run, ("uses",), ()),
     Pass("gvn", gvn.run, ("domtree", "preds"), ("uses",)),
     Pass("if-convert", if_convert.run, ("preds",), "all"),
-    Pass("licm", licm.run, ("loops",), "all"),
+    Pass("licm", licm.run, ("loops",), ("uses",)),            # sets cfg_changed
     Pass("dce", dce.run, (), ("uses",)),
     Pass("unroll", unroll.run, ("loops",), "all"),
     Pass("tensor-residency", tensor_residency.run, ("loops",), "all"),
@@ -138,7 +138,7 @@ def run_pipeline(fn, names, analyses: Analyses, opts: OptOptions) -> bool:
             analyses.get(r)
         if p.run(fn, analyses):
             changed = True
-            analyses.invalidate(p.invalidates)
+            analyses.after_pass(p.invalidates)
             if opts.verify_each:
                 _verify(fn, name)
         if opts.dump_after and ({name, "all"} & set(opts.dump_after)):

@@ -19,9 +19,17 @@ from .edit import remove_phi_arm, remove_unreachable
 
 def run(fn, analyses) -> bool:
     changed = False
+    blocks, edges = len(fn.blocks), _edges(fn)
     while _round(fn):
         changed = True
+    if changed and (len(fn.blocks) != blocks or _edges(fn) != edges):
+        analyses.cfg_changed = True        # otherwise only phis went: the CFG stands
     return changed
+
+
+def _edges(fn) -> list:
+    return [id(t) for b in fn.blocks for t in b.instrs[-1].targets] if all(
+        b.instrs for b in fn.blocks) else []
 
 
 def _round(fn) -> bool:
