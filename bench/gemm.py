@@ -136,6 +136,7 @@ def main() -> int:
     ap.add_argument("--subgroup", action="store_true")
     ap.add_argument("--shapes", default="")
     ap.add_argument("--cluster", type=int, default=0, help="override wgmma.CLUSTER")
+    ap.add_argument("--bn", type=int, default=H.BN, help="region width (64..256)")
     args = ap.parse_args()
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -153,7 +154,7 @@ def main() -> int:
     if args.no_bench:
         return 0
     dev = driver.Device(0)
-    gemms = {fmt: H.Gemm(dev, fmt) for fmt in ("f16", "bf16")}
+    gemms = {fmt: H.Gemm(dev, fmt, bn=args.bn) for fmt in ("f16", "bf16")}
     shapes = SHAPES if not args.shapes else \
         [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     rows = [bench_shape(torch, dev, gemms, fmt, *s, args.reps, args.subgroup)
