@@ -83,3 +83,19 @@ def test_remarks_report_is_sorted_and_stable():
     assert r.format().splitlines() == [
         "alpha: line 0: ptx: whole function", "alpha: line 3: licm: a",
         "alpha: line 3: dce: a2", "alpha: line 12: gvn: c", "zeta: line 9: licm: b"]
+
+
+def test_optimized_output_is_deterministic(tmp_path):
+    """Same input and flags, byte-identical output, whatever the hash seed or addresses."""
+    import os
+    src = REPO / "tests" / "data" / "gpu_suite" / "rows.mettle"
+    outs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"rows{seed}.ptx"
+        r = subprocess.run([sys.executable, "-m", "toolchain.compiler", "--emit-ptx",
+                            "--gpu-arch=sm_90a", "-O", str(src), "-o", str(out)], cwd=REPO,
+                           capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONHASHSEED=seed))
+        assert r.returncode == 0, r.stderr
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
