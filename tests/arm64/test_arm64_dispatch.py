@@ -5,13 +5,12 @@ with each run's own pointer values replaced by names in order of first appearanc
 x86-64 test checks that log field by field against struct.pack)."""
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 
 import pytest
 
-from tests.host.cross import build_for, run_on, skip_unless_runnable
+from tests.host.cross import build_for, normalized_driver_log, run_on, skip_unless_runnable
 from tests.host.support import REPO, compile_cmd
 from tests.host.test_dispatch import DISPATCH
 from toolchain.providers.cuda.fake import build as fake_build
@@ -35,23 +34,6 @@ def drivers(tmp_path_factory) -> dict[str, str]:
     return out
 
 
-def normalized(log: str) -> str:
-    """Pointers -> P0, P1... by first appearance (0x0 stays); a pointer's little-endian
-    bytes inside a launch's parameter cells -> the same name."""
-    names: dict[str, str] = {}
-
-    def name(m: re.Match) -> str:
-        v = int(m.group(0), 16)
-        if v == 0:
-            return "0x0"
-        return names.setdefault(m.group(0), f"P{len(names)}")
-
-    text = re.sub(r"0x[0-9a-f]+", name, log)
-    for hexval, n in names.items():
-        text = text.replace(int(hexval, 16).to_bytes(8, "little").hex(), n)
-    return text
-
-
 def _run(target, exe, driver, log, extra=None):
     env = {"METTLE_CUDA_DRIVER": driver, "METTLE_FAKE_CUDA_LOG": str(log)}
     env.update(extra or {})
@@ -65,7 +47,7 @@ def test_dispatch_log_equals_x86_64(tmp_path, drivers):
         log = tmp_path / f"{target}.log"
         out = _run(target, exe, drivers[target], log)
         assert (out.returncode, out.stdout) == (0, "done\n"), out.stderr
-        logs[target] = normalized(log.read_text())
+        logs[target] = normalized_driver_log(log.read_text())
     assert logs[TARGET].count("cuLaunchKernel ") == 5
     assert logs[TARGET] == logs["x86_64-linux"]
 

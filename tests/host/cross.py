@@ -10,6 +10,7 @@ tools/bootstrap/50-host-cross.sh), Windows x64 under Wine when it runs here.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -76,29 +77,28 @@ def command(target: str, exe: Path, args=()) -> list[str]:
     return [str(exe), *map(str, args)]
 
 
-_WINESERVER_STARTED = False
-
-
-def _persistent_wineserver(env: dict) -> None:
-    """One wineserver kept alive between runs (60 s after the last): each wine start then
-    skips the server start-up, and runs do not race to start their own."""
-    global _WINESERVER_STARTED
-    if _WINESERVER_STARTED:
-        return
-    _WINESERVER_STARTED = True
-    server = shutil.which("wineserver") or next(
-        (p for p in ("/usr/lib/wine/wineserver64", "/usr/lib/wine/wineserver")
-         if os.access(p, os.X_OK)), None)
-    if server:
-        subprocess.run([server, "-p60"], env=env, capture_output=True, timeout=60)
-
-
 def run_on(target: str, exe: Path, args=(), env_extra=None, cwd=None,
            timeout=120) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.update(env_extra or {})
     if target == "x86_64-windows":
         env.setdefault("WINEDEBUG", "-all")
-        _persistent_wineserver(env)
     return subprocess.run(command(target, exe, args), capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=timeout)
+
+
+def normalized_driver_log(log: str) -> str:
+    """Pointers -> P0, P1... by first appearance (0x0 stays); a pointer's little-endian
+    bytes inside a launch's parameter cells -> the same name."""
+    names: dict[str, str] = {}
+
+    def name(m: re.Match) -> str:
+        v = int(m.group(0), 16)
+        if v == 0:
+            return "0x0"
+        return names.setdefault(m.group(0), f"P{len(names)}")
+
+    text = re.sub(r"0x[0-9a-f]+", name, log)
+    for hexval, n in names.items():
+        text = text.replace(int(hexval, 16).to_bytes(8, "little").hex(), n)
+    return text

@@ -1,0 +1,64 @@
+"""`dispatch` marshalling on Windows x64: the dispatch program of tests/host/test_dispatch.py
+built for x86_64-windows runs under Wine against the fake CUDA driver cross-compiled by
+MinGW as nvcuda.dll (loaded with LoadLibraryA by std/gpu.windows.mettle); its driver log
+must equal the x86-64 Linux build's (pointer values named in order of first appearance)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from tests.host.cross import build_for, normalized_driver_log, run_on, skip_unless_runnable
+from tests.host.test_dispatch import DISPATCH
+from toolchain.providers.cuda.fake import build as fake_build
+
+MINGW = "x86_64-w64-mingw32-gcc"
+TARGET = "x86_64-windows"
+
+
+@pytest.fixture(scope="module")
+def drivers(tmp_path_factory) -> dict[str, str]:
+    skip_unless_runnable(TARGET)
+    if shutil.which(MINGW) is None or fake_build.compiler() is None:
+        pytest.skip(f"{MINGW} (gcc-mingw-w64-x86-64-win32) or cc is missing")
+    out = {"x86_64-linux": str(fake_build.build(tmp_path_factory.mktemp("linux")))}
+    dll = tmp_path_factory.mktemp("win") / "nvcuda.dll"
+    # MinGW's own printf for the log's %zu (msvcrt.dll's predates it)
+    r = subprocess.run([MINGW, "-shared", "-O1", "-std=c11", "-D__USE_MINGW_ANSI_STDIO=1",
+                        "-o", str(dll), str(fake_build.SOURCE)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out[TARGET] = str(dll)
+    return out
+
+
+def _run(target, exe, driver, log, extra=None):
+    env = {"METTLE_CUDA_DRIVER": driver, "METTLE_FAKE_CUDA_LOG": str(log)}
+    env.update(extra or {})
+    return run_on(target, exe, env_extra=env)
+
+
+def test_dispatch_log_equals_x86_64_linux(tmp_path, drivers):
+    logs = {}
+    for target in ("x86_64-linux", TARGET):
+        exe = build_for(tmp_path, DISPATCH, target, "dispatch")
+        log = tmp_path / f"{target}.log"
+        out = _run(target, exe, drivers[target], log)
+        assert (out.returncode, out.stdout) == (0, "done\n"), out.stderr
+        logs[target] = normalized_driver_log(log.read_text())
+    assert logs[TARGET].count("cuLaunchKernel ") == 5
+    assert logs[TARGET] == logs["x86_64-linux"]
+
+
+def test_failed_launch_exits_with_driver_code(tmp_path, drivers):
+    exe = build_for(tmp_path, DISPATCH, TARGET, "dispatch")
+    out = _run(TARGET, exe, drivers[TARGET], tmp_path / "log.txt",
+               {"METTLE_FAKE_CUDA_FAIL": "cuLaunchKernel=719"})
+    assert out.returncode == 719 % 256   # Windows keeps 719; Wine hands Unix its low byte
+    assert "cuLaunchKernel failed with CUDA error 719" in out.stderr
+
+
+def test_missing_driver_means_no_gpu(tmp_path, drivers):
+    exe = build_for(tmp_path, DISPATCH, TARGET, "dispatch")
+    out = _run(TARGET, exe, str(tmp_path / "absent" / "nvcuda.dll"), tmp_path / "log")
+    assert (out.returncode, out.stdout) == (2, "no GPU\n")
