@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 import struct
 
-from toolchain.compiler.ir.module import Const, Function, Global, Instr, Local, Param, Undef
-from toolchain.compiler.ir.types import BoolType, FloatType, IntType, PtrType, Type
-from toolchain.compiler.opt.fold import round_f32
+from toolchain.compiler.ir.module import Const, Function, Global, Instr, Local, Undef
+from toolchain.compiler.ir.types import BoolType, FloatType, IntType, Type
+from toolchain.compiler.opt.fold import normalize
 
 
 class Trap(Exception):
@@ -37,14 +37,7 @@ def _fmt(t: Type) -> str:
     return "<Q"                                       # pointers
 
 
-def _norm(t: Type, v):
-    if isinstance(t, IntType):
-        return t.wrap(int(v))
-    if isinstance(t, FloatType):
-        return round_f32(v) if t.bits == 32 else float(v)
-    if isinstance(t, BoolType):
-        return bool(v)
-    return int(v)
+_norm = normalize                 # the language's value of a result (fold.py)
 
 
 def _fbits(v: float, bits: int) -> int:

@@ -7,8 +7,9 @@ their operands swapped. Address arithmetic (ptradd, byteadd, fieldptr) is pure a
 numbered like any other value.
 
 Loads are numbered inside one block, and along a chain of blocks each entered only from
-its immediate dominator, until the next instruction that may write memory or synchronise (any op with the `effects` flag: stores, calls, atomics,
-barriers, async copies, tensor ops): loads never merge across a memory effect.
+its immediate dominator, until the next instruction that may write memory or synchronise
+(any op with the `effects` flag: stores, calls, atomics, barriers, async copies, tensor
+ops): loads never merge across a memory effect.
 
 Never numbered: anything reading lane state or memory besides plain loads (subgroup.*,
 local.get, atomics), allocations (each gpu.alloc/alloca is a distinct object), phis, and
@@ -127,27 +128,23 @@ def run(fn, analyses) -> bool:
                     if r is not None:
                         ops[k] = r
             op = ins.op
+            avail = k = None                    # the table this value is numbered in
             if op == "load":
-                k = ("load", tnum(ins.type), ins.operands[0])
-                prev = loads.get(k)
-                if prev is not None:
-                    replace[ins] = prev
-                    ins.block = None
-                    changed = True
-                    continue
-                loads[k] = ins
+                avail, k = loads, ("load", tnum(ins.type), ins.operands[0])
             elif O.OPS[op].effects:
                 loads.clear()
             elif op in PURE:
                 k = key(ins, tnum)
-                if k is not None:
-                    prev = table.get(k)
-                    if prev is not None:
-                        replace[ins] = prev
-                        ins.block = None
-                        changed = True
-                        continue
-                    table[k] = ins
+                avail = table if k is not None else None
+            if avail is not None:
+                prev = avail.get(k)
+                if prev is not None:            # an equal value is available: use it
+                    replace[ins] = prev
+                    ins.block = None
+                    changed = True
+                    continue
+                avail[k] = ins
+                if avail is table:
                     added.append(k)
             keep.append(ins)
         b.instrs = keep
