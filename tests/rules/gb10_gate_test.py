@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from tests.rules.gb10_gate import Host, probe_host, refusal
-from tools.remote_cache.checkouts import source_root
+from tools.remote.checkouts import source_root
 
 SPARK = Host("aarch64", None, (12, 1), True)
 

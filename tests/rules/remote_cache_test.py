@@ -1,4 +1,4 @@
-"""The remote-cache demonstration passes: tools/remote_cache/demo.py starts BuildGrid on
+"""The remote-cache demonstration passes: tools/remote/cache_demo.py starts BuildGrid on
 loopback, builds //app:host from checkout A (empty local store, remote cache read+write),
 then from checkout B elsewhere (another empty local store), and exits 0 only when B ran no
 Mettle action locally, Pants logged a remote cache hit for each, and the outputs match.
@@ -23,7 +23,7 @@ BGD = ROOT / ".bootstrap" / "buildgrid" / "bin" / "bgd"
 @pytest.mark.skipif(not has_bootstrapped_pants(ROOT), reason="Pants is not bootstrapped")
 def test_second_checkout_is_served_by_the_remote_cache(tmp_path):
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "tools/remote_cache/demo.py"), "--bgd", str(BGD),
+        [sys.executable, str(ROOT / "tools/remote/cache_demo.py"), "--bgd", str(BGD),
          "--work", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=2000)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]

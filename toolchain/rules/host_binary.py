@@ -12,6 +12,7 @@ from typing import Optional, Tuple
 
 from pants.backend.python.util_rules.pex import VenvPexProcess
 from pants.core.goals.package import BuiltPackage, BuiltPackageArtifact, PackageFieldSet
+from pants.core.util_rules.environments import EnvironmentField
 from pants.engine.addresses import Address, Addresses, UnparsedAddressInputs
 from pants.engine.fs import AddPrefix, Digest, MergeDigests
 from pants.engine.process import ProcessResult
@@ -76,6 +77,8 @@ class MettleHostBinaryFieldSet(PackageFieldSet):
     link_args: MettleLinkArgsField
     optimize: MettleOptimizeField
     target: MettleHostTargetField
+    # Where its actions run (tools/remote/BUILD): remote workers or this machine.
+    environment: EnvironmentField
 
 
 @rule(desc="Package a Mettle host binary")

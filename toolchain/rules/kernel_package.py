@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from pants.core.goals.package import BuiltPackage, BuiltPackageArtifact, PackageFieldSet
+from pants.core.util_rules.environments import EnvironmentField
 from pants.engine.addresses import Address
 from pants.engine.fs import AddPrefix, Digest
 from pants.engine.rules import Get, collect_rules, rule
@@ -91,6 +92,8 @@ class MettleKernelFieldSet(PackageFieldSet):
 
     source: MettleSourceField
     fmt: MettleFormatField
+    # Where its actions run (tools/remote/BUILD): remote workers or this machine.
+    environment: EnvironmentField
 
 
 @rule(desc="Package a Mettle kernel")

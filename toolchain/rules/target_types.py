@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional, Tuple
 
+from pants.core.util_rules.environments import EnvironmentField
 from pants.engine.addresses import Address
 from pants.engine.target import (
     COMMON_TARGET_FIELDS,
@@ -148,6 +149,7 @@ class MettleKernelTarget(Target):
         MettleTensorTupleBudgetField,
         MettleValidateField,
         MettleSpirvTargetEnvField,
+        EnvironmentField,
     )
     help = (
         "A GPU kernel module compiled by the Mettle compiler: `<name>.ptx` or `<name>.spv`.\n\n"
@@ -179,6 +181,7 @@ class MettleHostBinaryTarget(Target):
         MettleLinkArgsField,
         MettleOptimizeField,
         MettleHostTargetField,
+        EnvironmentField,
     )
     help = (
         "A host executable (x86-64 or AArch64 Linux, Windows x64; see `target`) built "
@@ -287,6 +290,7 @@ class GpuVariantSelectTarget(Target):
         VariantMeasurementsField,
         VariantPolicyField,
         VariantModelField,
+        EnvironmentField,
     )
     help = (
         "Builds every variant of a `mettle_kernel`, profiles each with the ptxas profiler "

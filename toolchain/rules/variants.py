@@ -16,6 +16,7 @@ from typing import List, Tuple
 from pants.backend.python.util_rules.pex import VenvPexProcess
 from pants.core.goals.package import BuiltPackage, BuiltPackageArtifact, PackageFieldSet
 from pants.core.util_rules.source_files import SourceFiles, SourceFilesRequest
+from pants.core.util_rules.environments import EnvironmentField
 from pants.engine.addresses import UnparsedAddressInputs
 from pants.engine.fs import (AddPrefix, CreateDigest, Digest, DigestContents, FileContent,
                              MergeDigests)
@@ -26,7 +27,7 @@ from pants.engine.target import (InvalidFieldException, Targets, WrappedTarget,
 from pants.engine.unions import UnionRule
 from pants.util.logging import LogLevel
 
-from toolchain.rules.compile_kernel import CompiledKernel, CompileKernelRequest, ptxas_arch
+from toolchain.rules.compile_kernel import CompiledKernel, CompileKernelRequest
 from toolchain.rules.kernel_package import (SelectedVariant, SelectedVariantRequest,
                                             compile_request)
 from toolchain.rules.target_types import (MettleFormatField, MettleKernelTarget,
@@ -70,12 +71,11 @@ class Profile:
 
 @rule(desc="Profile a kernel variant with ptxas", level=LogLevel.DEBUG)
 async def profile_variant(request: ProfileRequest, tools: VariantTools) -> Profile:
-    contents = await Get(DigestContents, Digest, request.kernel.digest)
-    arch = ptxas_arch(contents[0].content.decode("utf-8", "replace"))
+    arch = request.kernel.ptxas_arch      # resolved by the compiler's target registry
     if arch is None:
         raise InvalidFieldException(
-            f"variant {request.name}: its PTX has no `.target` that ptxas can assemble "
-            "(sm_75 or newer); gpu_variant_select needs a real GPU arch.")
+            f"variant {request.name}: its gpu_arch resolves to no target that ptxas can "
+            "assemble (sm_75 or newer); gpu_variant_select needs a real GPU arch.")
     path = f"{PROFILE_DIR}/{request.name}.profile.json"
     result = await Get(ProcessResult, VenvPexProcess(
         tools.pex, argv=("module", "tools.gpu.ptxas_profile", "--arch", arch, "-o", path,
@@ -131,7 +131,8 @@ async def select_variant(request: SelectedVariantRequest, tools: VariantTools) -
     best_contents = await Get(DigestContents, Digest, best.digest)
     renamed = f"{tgt.address.target_name}.ptx"
     digest = await Get(Digest, CreateDigest([FileContent(renamed, best_contents[0].content)]))
-    return SelectedVariant(CompiledKernel(digest, renamed), report.digest, report.path)
+    return SelectedVariant(CompiledKernel(digest, renamed, best.ptxas_arch), report.digest,
+                           report.path)
 
 
 @rule(desc="Run the variant selector", level=LogLevel.DEBUG)
@@ -159,6 +160,8 @@ class GpuVariantSelectFieldSet(PackageFieldSet):
 
     kernel: VariantKernelField
     variants: VariantsField
+    # Where its actions run (tools/remote/BUILD): remote workers or this machine.
+    environment: EnvironmentField
 
 
 @rule(desc="Package a selected GPU kernel variant")

@@ -4,7 +4,7 @@ second, clean checkout.
 
 usage: demo.py [--bgd PATH] [--work DIR] [--target SPEC]...
 
-1. starts `bgd` (BuildGrid, in-memory CAS + Action Cache, tools/remote_cache/buildgrid.yml)
+1. starts `bgd` (BuildGrid, in-memory CAS + Action Cache, tools/remote/buildgrid.yml)
    on a free 127.0.0.1 port;
 2. clones this repository to checkout A, builds the targets with an empty local store and
    `--remote-cache-read --remote-cache-write` (every action runs and is uploaded);
@@ -29,7 +29,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tools.remote_cache.checkouts import (has_bootstrapped_pants, make_clone,  # noqa: E402
+from tools.remote.checkouts import (has_bootstrapped_pants, make_clone,  # noqa: E402
                                           run_pants, source_root, tail)
 
 HERE = Path(__file__).resolve().parent

@@ -1,5 +1,5 @@
 """Runs the real `./pants` in temporary clones of this repository: shared by the build-rule
-tests (tests/rules/) and the remote-cache demonstration (tools/remote_cache/demo.py).
+tests (tests/rules/) and the remote demonstrations (tools/remote/cache_demo.py, exec_demo.py).
 
 Invariants: a clone gets its own buildroot (so an outer `./pants test` never shares a lock,
 pantsd or workdir with it) and borrows only the already-bootstrapped tools of the source
@@ -20,7 +20,8 @@ from pathlib import Path
 
 # Files the build-rule work is developed in; a clone takes them from the working tree so an
 # uncommitted change is tested too (everything else is the committed HEAD).
-OVERLAY = ("toolchain/rules", "app/BUILD", "pants.toml", "tests/rules", "tools/remote_cache")
+OVERLAY = ("toolchain/rules", "app/BUILD", "pants.toml", "tests/rules", "tools/remote", "BUILD",
+           "tests/gpu/BUILD")
 _SPAWNED_RE = re.compile(r'spawned local process as .*? description: "([^"]*)"')
 PANTS_TIMEOUT_S = 900
 

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Remote-execution demonstration: Mettle's build actions run on a BuildGrid worker, hardware
+tests are scheduled only on a worker advertising a GPU, and a second clean checkout gets
+every build action from the remote cache.
+
+usage: exec_demo.py [--bgd PATH] [--work DIR]
+
+1. starts BuildGrid with two test workers (tools/remote/grid.py): `plain` (gpu=none) and
+   `gpu` (gpu=sm_90a, --record-only 'pytest_runner': it runs the setup actions of the test
+   environment, records the pytest runs it would execute and executes none of them);
+2. clone A, empty local store, tools/remote/pants.remote.toml: `package //app:host`, then
+   `--tag=gpu test tests/gpu::`;
+3. clone B elsewhere, another empty local store: the same two commands;
+4. passes (exit 0) only when
+   - every Mettle action (compile, link, ptxas/spirv-val) of A executed on `plain`, none
+     locally, and every action any worker saw carried that worker's `gpu` property;
+   - every hardware test was leased by `gpu` (recorded, not run) and none by `plain`, and
+     `./pants test` failed saying so;
+   - the packaged outputs equal, byte for byte, the same compiler commands run here, locally,
+     and A's and B's outputs are identical;
+   - B executed no action and had a remote cache hit for every Mettle action A executed, and
+     its only leases are the recorded tests (a result no hardware produced is never cached).
+
+Exit 1 on a failed check (with the reason), 2 when BuildGrid, PostgreSQL or Pants is missing.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tools.remote.checkouts import (has_bootstrapped_pants, make_clone, run_pants,  # noqa: E402
+                                    source_root, tail)
+from tools.remote.grid import PLAIN, Grid, GridError, postgres_bindir  # noqa: E402
+
+GPU = {"OSFamily": "linux", "ISA": "x86-64", "gpu": "sm_90a"}
+# Pants' pytest runs carry this PEX in argv; the recording worker runs everything else.
+PYTEST_MARK = "pytest_runner"
+# Descriptions of the Mettle actions: compile/link, and the ptxas/spirv-val checks.
+MARKER = ("Run mettle", "Run ptxas", "Run spirv-val")
+PACKAGE = ("package", "//app:host")
+GPU_TEST = ("--tag=gpu", "test", "tests/gpu::")
+OUTPUTS = ("app/host", "app/kernels.ptx")
+_CACHE_RE = re.compile(r'remote cache (hit|miss) for: "([^"]*)" digest=Digest \{ hash: '
+                       r'Fingerprint<([0-9a-f]{64})>')
+
+
+def remote_flags(grid: Grid) -> tuple:
+    # The workers share Pants' own append-only caches (pip/pex downloads), as a local run does.
+    caches = Path(os.environ.get("HOME", "/root")) / ".cache/pants/named_caches"
+    return ("--pants-config-files=tools/remote/pants.remote.toml",
+            f"--remote-execution-address={grid.address}",
+            f"--remote-store-address={grid.address}",
+            f"--remote-execution-append-only-caches-base-path={caches}",
+            "--remote-cache-warnings=backoff")
+
+
+def cache_lines(log: str, kind: str) -> dict:
+    """{description: action digest} of Pants' `remote cache hit|miss for` debug lines."""
+    return {m.group(2): m.group(3) for m in _CACHE_RE.finditer(log) if m.group(1) == kind}
+
+
+def mettle(entries: dict) -> dict:
+    return {d: h for d, h in entries.items() if d.startswith(MARKER)}
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def local_replay(clone: Path, records: list, work: Path) -> dict:
+    """Runs the recorded Mettle compile/build commands here, with this interpreter, and
+    returns {output name: sha256}: what a local build of the same actions produces."""
+    out = {}
+    for rec in records:
+        argv = rec["argv"]
+        if "./mettle.pex_pex_shim.sh" not in argv:
+            continue
+        args = argv[argv.index("./mettle.pex_pex_shim.sh") + 1:]
+        target = work / "local" / args[args.index("-o") + 1]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        args[args.index("-o") + 1] = str(target)
+        env = {**rec["env"], "PYTHONPATH": str(clone)}
+        proc = subprocess.run([sys.executable, "-c", "import sys; from toolchain.compiler.cli "
+                               "import main; sys.exit(main(sys.argv[1:]))", *args],
+                              cwd=clone, env=env, capture_output=True, text=True, timeout=300)
+        if proc.returncode:
+            raise RuntimeError(f"local replay of {args} failed: {proc.stderr[-2000:]}")
+        out[target.name] = sha(target)
+    return out
+
+
+def check_placement(grid: Grid, problems: list) -> None:
+    for name, props in (("plain", PLAIN), ("gpu", GPU)):
+        for rec in grid.records(name):
+            if "error" in rec:
+                problems.append(f"worker {name} failed: {rec['error']}")
+            elif rec["platform"].get("gpu") != props["gpu"]:
+                problems.append(f"worker {name} leased an action for {rec['platform']}")
+    if any(PYTEST_MARK in " ".join(r.get("argv", ())) for r in grid.records("plain")):
+        problems.append("the plain worker leased a hardware test")
+
+
+def run(bgd: Path, work: Path) -> int:
+    root = source_root()
+    problems, numbers = [], []
+    with Grid(work / "grid", bgd) as grid:
+        grid.add_worker("plain", PLAIN)
+        grid.add_worker("gpu", GPU, record_only=PYTEST_MARK)
+        flags = remote_flags(grid)
+        env = {"PANTS_LOCAL_STORE_DIR": str(work / "store-a")}
+        a_clone = make_clone(root, work / "a" / "checkout")
+        a_pkg = run_pants(a_clone, *flags, *PACKAGE, env=env)
+        a_test = run_pants(a_clone, *flags, *GPU_TEST, env=env)
+        grid.check_workers()
+        plain_a, gpu_a = grid.records("plain"), grid.records("gpu")
+        env = {"PANTS_LOCAL_STORE_DIR": str(work / "store-b")}
+        b_clone = make_clone(root, work / "b" / "elsewhere")
+        b_pkg = run_pants(b_clone, *flags, *PACKAGE, env=env)
+        b_test = run_pants(b_clone, *flags, *GPU_TEST, env=env)
+        grid.check_workers()
+        plain_b, gpu_b = grid.records("plain")[len(plain_a):], grid.records("gpu")[len(gpu_a):]
+        check_placement(grid, problems)
+
+    # A: every Mettle action executed remotely on `plain`, none here.
+    if a_pkg.returncode or b_pkg.returncode:
+        problems.append(f"package failed (A rc={a_pkg.returncode}, B rc={b_pkg.returncode})")
+    executed = {r["action"]: r for r in plain_a if r.get("executed") and r["exit_code"] == 0}
+    a_mettle = mettle(cache_lines(a_pkg.log, "miss"))
+    if not a_mettle:
+        problems.append("checkout A requested no Mettle action (was the store not empty?)")
+    for desc, digest in sorted(a_mettle.items()):
+        rec = executed.get(digest)
+        numbers.append(f"A: {desc} -> executed on {rec['worker'] if rec else 'NOWHERE'}")
+        if rec is None:
+            problems.append(f"checkout A: {desc!r} did not execute on the plain worker")
+    local = [a.spawned(MARKER) for a in (a_pkg, a_test, b_pkg, b_test)]
+    if any(local):
+        problems.append(f"Mettle actions ran locally: {local}")
+
+    # Hardware tests: leased by `gpu` only, recorded, never run; ./pants test says so.
+    tests_a = [r for r in gpu_a if PYTEST_MARK in " ".join(r["argv"])]
+    numbers.append(f"A: {len(tests_a)} hardware test runs recorded by gpu, "
+                   f"{len(gpu_a) - len(tests_a)} setup actions executed there")
+    if not tests_a or any(r["executed"] for r in tests_a):
+        problems.append(f"the gpu worker recorded no test run or executed one: {tests_a}")
+    for t in (a_test, b_test):
+        if t.returncode == 0 or "recorded this action, did not execute it" not in t.log:
+            problems.append(f"`--tag=gpu test` rc={t.returncode} without the record message")
+
+    # Byte-identical outputs: remote (A) == local replay == B.
+    dist_a = {rel: sha(a_clone / "dist" / rel) for rel in OUTPUTS}
+    dist_b = {rel: sha(b_clone / "dist" / rel) for rel in OUTPUTS if
+              (b_clone / "dist" / rel).is_file()}
+    replay = local_replay(a_clone, plain_a, work)
+    for rel, digest in dist_a.items():
+        name = Path(rel).name
+        same = replay.get(name) == digest
+        numbers.append(f"{rel}: remote sha256 {digest[:16]}... local "
+                       f"{'identical' if same else 'DIFFERENT'}; B "
+                       f"{'identical' if dist_b.get(rel) == digest else 'DIFFERENT'}")
+        if not same or dist_b.get(rel) != digest:
+            problems.append(f"{rel} differs between remote, local and checkout B")
+
+    # B: every Mettle action a remote cache hit; nothing executed but the recorded tests.
+    b_hits = mettle(cache_lines(b_pkg.log, "hit"))
+    numbers.append(f"B: {len(b_hits)} of {len(a_mettle)} Mettle actions were remote cache "
+                   f"hits; plain worker leases during B: {len(plain_b)}")
+    if b_hits != a_mettle:
+        problems.append(f"B's remote cache hits {sorted(b_hits)} != A's actions {sorted(a_mettle)}")
+    if plain_b:
+        problems.append(f"checkout B executed on plain: {[r['argv'][:3] for r in plain_b]}")
+    b_setup = [r for r in gpu_b if PYTEST_MARK not in " ".join(r["argv"])]
+    if b_setup:
+        problems.append(f"checkout B re-ran test setup actions: {[r['argv'][:3] for r in b_setup]}")
+    numbers.append(f"B: {len(gpu_b)} hardware test runs recorded again (never cached)")
+
+    for line in numbers:
+        print(line)
+    print(f"times: A package {a_pkg.seconds:.0f} s, A test {a_test.seconds:.0f} s, "
+          f"B package {b_pkg.seconds:.0f} s, B test {b_test.seconds:.0f} s")
+    for p in problems:
+        print(f"FAIL: {p}", file=sys.stderr)
+    if problems:
+        for r in (a_pkg, a_test, b_pkg, b_test):
+            print(tail(r, 25), file=sys.stderr)
+        return 1
+    print("PASS: Mettle actions executed on the plain worker, hardware tests only on the gpu "
+          "worker, outputs identical to local, checkout B served by the remote cache")
+    return 0
+
+
+def main(argv: list) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--bgd", default=str(source_root() / ".bootstrap/buildgrid/bin/bgd"),
+                   help="BuildGrid's bgd (default: .bootstrap/buildgrid/bin/bgd)")
+    p.add_argument("--work", help="work directory to keep (default: a temporary one)")
+    args = p.parse_args(argv)
+    if not Path(args.bgd).is_file():
+        print(f"exec_demo: no BuildGrid at {args.bgd} (tools/bootstrap/40-buildgrid.sh)",
+              file=sys.stderr)
+        return 2
+    if postgres_bindir() is None:
+        print("exec_demo: no PostgreSQL server (BuildGrid's scheduler needs one)",
+              file=sys.stderr)
+        return 2
+    if not has_bootstrapped_pants(source_root()):
+        print("exec_demo: Pants is not bootstrapped (run ./pants once)", file=sys.stderr)
+        return 2
+    try:
+        if args.work:
+            Path(args.work).mkdir(parents=True, exist_ok=True)
+            return run(Path(args.bgd), Path(args.work))
+        with tempfile.TemporaryDirectory(prefix="mettle-remote-exec-") as tmp:
+            return run(Path(args.bgd), Path(tmp))
+    except (GridError, RuntimeError, OSError, subprocess.SubprocessError) as e:
+        print(f"exec_demo: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
