@@ -1,0 +1,74 @@
+"""The example app on a GPU: each host prints OK, and both GEMM variants compute D exactly.
+
+Under Pants (`./pants --tag=gpu test app::`) the packaged outputs (runtime package
+dependencies: app/host + kernels.ptx, app/gemm_host + the selected gemm.ptx) are run as
+built. From the source tree (`python3 -m pytest app/test_gemm_app.py`, e.g. on a GPU
+machine without Pants) the hosts and both variants are compiled here with
+`python3 -m toolchain.compiler` for the local GPU. Skips where a host reports "no GPU".
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+APP = Path(__file__).resolve().parent
+ROOT = APP.parent
+VARIANTS = (0, 8)          # tensor_tuple_budget values of app/BUILD's gpu_variant_select
+
+
+def mettle(*args) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "toolchain.compiler", *map(str, args)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+
+
+def run_host(exe: Path) -> str:
+    proc = subprocess.run([str(exe)], cwd=exe.parent, capture_output=True, text=True,
+                          timeout=300)
+    if proc.returncode == 2 and proc.stdout.strip() == "no GPU":
+        pytest.skip("no GPU: the host's gpu_init() found no CUDA device")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout.strip()
+
+
+def packaged(name: str) -> Path | None:
+    """The Pants-built executable in this sandbox (runtime package dependency), if any."""
+    exe = Path.cwd() / "app" / name
+    return exe if exe.is_file() and os.access(exe, os.X_OK) else None
+
+
+@pytest.mark.skipif(packaged("host") is None, reason="not under Pants: no packaged app/host")
+def test_packaged_hosts_print_ok():
+    assert run_host(packaged("host")) == "vadd: OK 1048576 elements"
+    assert run_host(packaged("gemm_host")) == "gemm: OK 256x192x128"
+    assert (Path.cwd() / "app" / "gemm.selection.json").is_file()
+
+
+def test_vadd_from_source(tmp_path):
+    mettle("--build", APP / "host.mettle", "-o", tmp_path / "host")
+    mettle("--emit-ptx", APP / "kernels.mettle", "-o", tmp_path / "kernels.ptx")
+    assert run_host(tmp_path / "host") == "vadd: OK 1048576 elements"
+
+
+@pytest.mark.parametrize("budget", VARIANTS)
+def test_each_gemm_variant_from_source(tmp_path, budget):
+    mettle("--build", APP / "gemm_host.mettle", "-o", tmp_path / "gemm_host")
+    mettle("--emit-ptx", f"--gpu-tensor-tuple-budget={budget}", APP / "gemm.mettle",
+           "-o", tmp_path / "gemm.ptx")
+    assert run_host(tmp_path / "gemm_host") == "gemm: OK 256x192x128"
+
+
+def test_hosts_without_a_gpu_say_so(tmp_path):
+    """Runs everywhere: with no CUDA driver to open, a host exits 2 and says "no GPU"."""
+    mettle("--build", APP / "gemm_host.mettle", "-o", tmp_path / "gemm_host")
+    env = dict(os.environ, METTLE_CUDA_DRIVER=str(tmp_path / "no-such-libcuda.so"))
+    proc = subprocess.run([str(tmp_path / "gemm_host")], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert (proc.returncode, proc.stdout.strip()) == (2, "no GPU")
