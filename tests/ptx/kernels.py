@@ -275,8 +275,8 @@ def build_async() -> Module:
     return m
 
 
-def build_subgroup() -> Module:
-    m, b, f = start("warp", [("u", g(U32)), ("x", g(F32)), ("flags", g(BOOL))], (96, 1, 1))
+def build_subgroup(block=(96, 1, 1)) -> Module:
+    m, b, f = start("warp", [("u", g(U32)), ("x", g(F32)), ("flags", g(BOOL))], block)
     u, x, flags = f.params
     lane = b.subgroup("local_id", U32)
     b.store(b.ptradd(u, b.const(I64, 40)), b.subgroup("size", U32))

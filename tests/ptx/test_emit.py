@@ -32,8 +32,8 @@ CHECK: ld.param.u64 %rd1, [vadd_param_0];
 CHECK: mov.u32 {{%r[0-9]+}}, %ctaid.x;
 CHECK: mov.u32 {{%r[0-9]+}}, %ntid.x;
 CHECK: mov.u32 {{%r[0-9]+}}, %tid.x;
-CHECK: setp.lt.s32 %p1
-CHECK: @!%p1 bra $L__BB2;
+CHECK: setp.ge.s32 %p1
+CHECK: @%p1 bra $L__BB2;
 CHECK-NOT: cvt.s64.s32
 CHECK: mul.wide.s32 %rd4, {{%r[0-9]+}}, 4;
 CHECK-NEXT: add.s64 %rd5, %rd3, %rd4;
@@ -41,7 +41,7 @@ CHECK-NEXT: add.s64 %rd6, %rd1, %rd4;
 CHECK-NEXT: ld.global.f32 %f1, [%rd6];
 CHECK-NEXT: add.s64 %rd7, %rd2, %rd4;
 CHECK-NEXT: ld.global.f32 %f2, [%rd7];
-CHECK-NEXT: add.rn.f32 %f3, %f1, %f2;
+CHECK-NEXT: add.f32 %f3, %f1, %f2;
 CHECK-NEXT: st.global.f32 [%rd5], %f3;
 CHECK-NOT: mul.wide
 CHECK: ret;
@@ -53,7 +53,7 @@ def test_saxpy_helpers_before_kernel_and_host_code_omitted():
     assert "host_only" not in text
     filecheck(text, """
 CHECK-LABEL: .func (.param .f32 func_retval0) axpy(
-CHECK: mul.rn.f32
+CHECK: mul.f32
 CHECK: st.param.f32 [func_retval0],
 CHECK-LABEL: .func (.param .b16 func_retval0) pick(
 CHECK-NEXT: .param .b32 pick_param_0,
@@ -90,8 +90,8 @@ CHECK: abs.f32
 CHECK: sin.approx.f32
 CHECK: cos.approx.f32
 CHECK: lg2.approx.f32 {{%f[0-9]+}}
-CHECK-NEXT: mul.rn.f32 {{%f[0-9]+}}, {{%f[0-9]+}}, 0f3F317218;
-CHECK: mul.rn.f32 {{%f[0-9]+}}, %f1, 0f3FB8AA3B;
+CHECK-NEXT: mul.f32 {{%f[0-9]+}}, {{%f[0-9]+}}, 0f3F317218;
+CHECK: mul.f32 {{%f[0-9]+}}, %f1, 0f3FB8AA3B;
 CHECK-NEXT: ex2.approx.f32
 CHECK: sqrt.rn.f64
 CHECK: rsqrt.approx.f64

@@ -35,7 +35,7 @@ out = {
   "arch_bad": err(tt.MettleGpuArchField.compute_value, sys.argv[4], addr),
   "budget_bad": err(tt.MettleTensorTupleBudgetField.compute_value, 5000, addr),
   "one_variant": err(tt.VariantsField.compute_value, ["optimize=true"], addr),
-  "ptxas": [ptxas_arch(t) for t in sys.argv[5].split("|")],
+  "ptxas": [ptxas_arch(a or None) for a in sys.argv[5].split("|")],
   "name": candidate_name(3, sys.argv[1]),
   "winner": winner({"entries": {"a": {"selection": "v1"}, "b": {"selection": "v1"}}}, "x"),
   "split": err(winner, {"entries": {"a": {"selection": "v0", "reason": "r0"},
@@ -53,9 +53,9 @@ def probe(*args: str) -> dict:
 
 
 def test_plugin_helpers():
-    ptx = ".version 8.8\n.target sm_90a\n|.target compute_75\n|.target sm_52\n|no target"
+    archs = "sm_90a|compute_75|sm_52|sm_9x"                # the registry resolves each
     out = probe("tensor_tuple_budget=8,gpu_arch=sm_121a", "tensor_tuple_budget=many",
-                "gb10", "sm90", ptx)
+                "gb10", "sm90", archs)
     assert out["variant"] == [["gpu_arch", "sm_121a"], ["tensor_tuple_budget", "8"]]
     assert "is not an integer in 0..4096" in out["bad_variant"]
     assert out["arch_ok"] == "gb10"

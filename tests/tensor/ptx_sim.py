@@ -5,6 +5,11 @@ It executes one kernel module over a grid, thread by thread, so the CPU suite ca
 K loops and replay against tests/support/tensor_oracle.py without a GPU. It knows only
 the opcodes these modules use and fails loudly (SimError) on anything else.
 
+Input: the compiler's instruction objects (a `ptx.instr.PtxModule`, e.g. the driver
+Result's `objects`); it reads each PtxInstr's opcode, modifiers, guard and operands
+(`Addr`, `Vec` or register/immediate text). Hand-written PTX text (a test's own snippet)
+goes through the compiler's text reader (`ptx.parse.parse_module`) into the same objects.
+
 Model: registers hold raw bit patterns (ints); memory is one flat little-endian bytearray
 with buffers at 256-byte aligned addresses (address 0 is never valid); every thread of a
 block runs until it blocks at a collective (mma, bar.warp.sync, bar.sync) or exits; a warp
@@ -21,6 +26,8 @@ import struct
 import numpy as np
 
 from tests.support import tensor_oracle as O
+from toolchain.compiler.targets.ptx.instr import LABEL, OP, Addr, PtxModule, Vec
+from toolchain.compiler.targets.ptx.parse import parse_module
 
 
 class SimError(AssertionError):
@@ -28,7 +35,6 @@ class SimError(AssertionError):
 
 
 M32, M64 = (1 << 32) - 1, (1 << 64) - 1
-_INSTR = re.compile(r"^(@!?%p\d+\s+)?([a-z][\w.:]*)\s*(.*)$")
 
 
 def f32_bits(x: float) -> int:
@@ -47,45 +53,19 @@ def bf16_val(b: int) -> float:
     return bits_f32((b & 0xFFFF) << 16)
 
 
-def _split_ops(text: str) -> list[str]:
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        out.append(cur.strip())
-    return out
-
-
-def parse(ptx: str, kernel: str):
-    """(param names, instruction list, label -> index) of `kernel`."""
-    body = ptx.split(f".entry {kernel}(", 1)[1]
-    head, body = body.split("{", 1)
-    params = re.findall(r"\.param\s+\.\w+\s+(\w+)", head)
+def parse(ptx, kernel: str):
+    """(param names, instruction list, label -> index) of `kernel`; `ptx` is a PtxModule
+    (instruction objects) or hand-written PTX text. Instructions are
+    (guard register or None, negated, opcode name, operands)."""
+    module = ptx if isinstance(ptx, PtxModule) else parse_module(ptx)
+    fn = module.function(kernel)
     code, labels = [], {}
-    for line in body.split("\n"):
-        line = line.split("//")[0].strip()
-        if not line or line.startswith((".reg", "}", "{")):
-            continue
-        m = re.match(r"^(\$?[\w$]+):(.*)$", line)
-        if m:
-            labels[m.group(1)] = len(code)
-            line = m.group(2).strip()
-            if not line:
-                continue
-        mi = _INSTR.match(line.rstrip(";").strip())
-        if not mi:
-            raise SimError(f"cannot parse {line!r}")
-        guard = mi.group(1).strip() if mi.group(1) else None
-        code.append((guard, mi.group(2), _split_ops(mi.group(3))))
-    return params, code, labels
+    for ins in fn.body:
+        if ins.kind == LABEL:
+            labels[ins.name] = len(code)
+        elif ins.kind == OP:
+            code.append((ins.guard, ins.negated, ins.name, list(ins.dsts + ins.srcs)))
+    return list(fn.params), code, labels
 
 
 class Memory:
@@ -136,7 +116,7 @@ class Thread:
         return self.lin % 32
 
     def val(self, text: str) -> int:
-        t = text.strip()
+        t = text
         if t.startswith("%"):
             special = self.sim.special(self, t)
             if special is not None:
@@ -150,15 +130,15 @@ class Thread:
             return -self.val(t[1:])
         return int(t, 0)
 
-    def vec(self, text: str) -> list[str]:
-        return [x.strip() for x in text.strip()[1:-1].split(",")]
+    def vec(self, v: Vec) -> list[str]:
+        if not isinstance(v, Vec):
+            raise SimError(f"expected a vector operand, got {v!r}")
+        return list(v.regs)
 
-    def addr(self, text: str) -> int:
-        inner = text.strip()[1:-1]
-        if "+" in inner:
-            base, off = inner.split("+")
-            return self.val(base) + int(off, 0)
-        return self.val(inner)
+    def addr(self, a: Addr) -> int:
+        if not isinstance(a, Addr):
+            raise SimError(f"expected an address operand, got {a!r}")
+        return self.val(a.base) + a.offset
 
 
 def _arith(op: str, parts: list[str], th: Thread, ops: list[str]) -> None:
@@ -223,11 +203,11 @@ def _setp(parts, th: Thread, ops) -> None:
 def _mov(parts, th: Thread, ops) -> None:
     d, s = ops
     bits = _WIDTH[parts[-1]]
-    if s.startswith("{"):
+    if isinstance(s, Vec):
         names = th.vec(s)
         w = bits // len(names)
         th.regs[d] = sum((th.val(n) & ((1 << w) - 1)) << (w * i) for i, n in enumerate(names))
-    elif d.startswith("{"):
+    elif isinstance(d, Vec):
         names, v = th.vec(d), th.val(s)
         w = bits // len(names)
         for i, n in enumerate(names):
@@ -373,7 +353,7 @@ class Sim:
     """Run `kernel` of `ptx` on `grid` x `block` with `args` (("buf", name, ndarray) or
     ("u32"/"u64", value)); returns the Memory (read output buffers by name)."""
 
-    def __init__(self, ptx: str, kernel: str):
+    def __init__(self, ptx, kernel: str):
         self.params, self.code, self.labels = parse(ptx, kernel)
         self.steps = 0
         self.mmas = 0                   # warp MMAs executed (native paths taken)
@@ -432,7 +412,7 @@ class Sim:
         for th in live:
             group = self._warp(th) if th.wait != "bar.sync" else live
             if all(t.wait is not None and t.pc == th.pc for t in group):
-                guard, op, ops = self.code[th.pc]
+                guard, negated, op, ops = self.code[th.pc]
                 if op.startswith("mma"):
                     warp_mma(op, group, ops)
                     self.mmas += 1
@@ -448,10 +428,10 @@ class Sim:
         if th.pc >= len(self.code):
             th.done = True
             return
-        guard, op, ops = self.code[th.pc]
+        guard, negated, op, ops = self.code[th.pc]
         if guard is not None:
-            on = th.val(guard.lstrip("@!"))
-            if guard.startswith("@!"):
+            on = th.val(guard)
+            if negated:
                 on = not on
             if not on:
                 th.pc += 1
@@ -501,7 +481,7 @@ class Sim:
 
     def _ld(self, th: Thread, parts, ops) -> None:
         if parts[1] == "param":
-            th.regs[ops[0]] = self.param_vals[ops[1].strip("[]")]
+            th.regs[ops[0]] = self.param_vals[ops[1].base]
             return
         ty = parts[-1]
         bits = _WIDTH[ty]

@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ptx-version", help="PTX ISA version M.m")
     p.add_argument("--gpu-tensor-tuple-budget", type=int, default=0, metavar="N")
     p.add_argument("--gpu-checks", action="store_true", help="emit gpu_assert traps")
+    p.add_argument("--fp-contract", choices=("on", "off"), default="on",
+                   help="GPU float multiply-add contraction (default on; off: every f32/f64 "
+                   "add/sub/mul separately rounded)")
+    p.add_argument("--print-target", action="store_true",
+                   help="print the resolved target and its capabilities as JSON, then exit")
     p.add_argument("--dump-ir", action="store_true", help="print the IR to stdout")
     p.add_argument("--dump-spirv", action="store_true",
                    help="with --emit-spirv: also print the module's disassembly to stdout")
@@ -109,6 +114,7 @@ def _options(ns):
                    optimize=ns.optimize or bool(ns.dump_ir_after), release=ns.release,
                    gpu_arch=ns.gpu_arch, ptx_version=ns.ptx_version,
                    gpu_checks=ns.gpu_checks, tensor_tuple_budget=ns.gpu_tensor_tuple_budget,
+                   fp_contract=ns.fp_contract == "on",
                    include_dirs=list(ns.include), stdlib_dir=ns.stdlib,
                    link_args=list(ns.link_arg), libraries=list(ns.libs),
                    dump_ir=ns.dump_ir, dump_spirv=ns.dump_spirv, verify_each=ns.verify,
@@ -207,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     fmt = "json" if "--error-format=json" in argv else "text"
     try:
         ns = build_parser().parse_args(_spell_dump_after(argv))
+        if ns.print_target:
+            return _print_target(ns, fmt)
         source = ns.input or ns.file
         if not source:
             raise _UsageError("no input file")
@@ -217,6 +225,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _print_target(ns, fmt: str) -> int:
+    """`--print-target`: the target the other flags select (`--gpu-arch` alone means PTX),
+    resolved, as one JSON object on stdout; build rules and benchmarks read this instead of
+    parsing `.target` out of PTX."""
+    import json
+    from .targets import for_options
+    from types import SimpleNamespace
+    emit = ns.emit or ("ptx" if ns.gpu_arch or ns.ptx_version else "obj")
+    opts = SimpleNamespace(emit=emit, gpu_arch=ns.gpu_arch, ptx_version=ns.ptx_version)
+    try:
+        resolved = for_options(opts).resolve(opts)
+    except CompileError as e:
+        _report(e.diagnostics, fmt)
+        return 1
+    print(json.dumps(resolved.as_json(), sort_keys=True))
+    return 0
 
 
 def _compile(source: str, opts, fmt: str) -> int:

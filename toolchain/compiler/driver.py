@@ -26,6 +26,7 @@ class Options:
     ptx_version: str | None = None
     gpu_checks: bool = False
     tensor_tuple_budget: int = 0
+    fp_contract: bool = True          # --fp-contract=off: every f32/f64 add/sub/mul `.rn`
     include_dirs: list[str] = field(default_factory=list)
     stdlib_dir: str | None = None
     link_args: list[str] = field(default_factory=list)
@@ -46,6 +47,7 @@ class Result:
     ir_text: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
     explain: str | None = None        # the --explain report
+    objects: object | None = None     # the target's in-memory form (PTX: ptx.instr.PtxModule)
 
 
 class _Timer:
@@ -99,40 +101,28 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                   options=OptOptions(verify_each=opts.verify_each,
                                      dump_after=frozenset(opts.dump_ir_after)))
     ir_text = format_module(module) if opts.dump_ir else None
-    data = timer.run("codegen", _generate, module, opts)
+    data, objects = timer.run("codegen", _generate, module, opts)
     explain = module.remarks.format() if opts.explain else None
-    return Result(data, warnings, ir_text, timer.phases, explain)
+    return Result(data, warnings, ir_text, timer.phases, explain, objects)
 
 
-def _target_info(opts: Options) -> dict:
-    """What the optimizer may assume about the target (`opt.analyses.TargetInfo`)."""
-    return {"name": opts.emit, "subgroup_width": 32 if opts.emit == "ptx" else None}
+def _target_info(opts: Options):
+    """What the optimizer may assume about the target (`opt.analyses.TargetInfo` reads
+    `name` and `subgroup_width`: 32 on PTX, None on SPIR-V and hosts)."""
+    from .targets import for_options
+    return for_options(opts).info()
 
 
-def _generate(module, opts: Options) -> bytes | None:
+def _generate(module, opts: Options) -> tuple[bytes | None, object | None]:
+    """(artifact, the target's in-memory form) from the registry's target for `opts`."""
     if opts.emit == "ir":
-        return None
-    if opts.emit == "ptx":
-        from .targets.ptx import emit_ptx
-        from .targets.ptx.profiles import detect_local_arch, resolve_profile
-        arch = opts.gpu_arch or detect_local_arch()
-        profile = resolve_profile(arch, opts.ptx_version)
-        return emit_ptx(module, profile, gpu_checks=opts.gpu_checks,
-                        tensor_tuple_budget=opts.tensor_tuple_budget).encode()
-    if opts.emit == "spirv":
-        from .targets.spirv import emit_spirv
-        return emit_spirv(module, gpu_checks=opts.gpu_checks)
-    if opts.host_target == "aarch64-linux":       # until the target registry lands
-        from .targets.arm64 import emit_object
-    elif opts.host_target == "x86_64-windows":
-        from .targets.x86_64.target_win64 import emit_coff as emit_object
-    else:
-        from .targets.x86_64 import emit_object
-    obj = emit_object(module, release=opts.release)
-    if opts.emit == "obj":
-        return obj
-    from ..linker import link_executable
-    return link_executable([obj], libraries=opts.libraries, link_args=opts.link_args)
+        return None, None
+    from .targets import for_options
+    data, objects = for_options(opts).generate(module, opts)
+    if opts.emit == "exe":
+        from ..linker import link_executable
+        data = link_executable([data], libraries=opts.libraries, link_args=opts.link_args)
+    return data, objects
 
 
 def _create_temp(directory: str) -> tuple[int, str]:

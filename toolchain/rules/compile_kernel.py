@@ -7,13 +7,12 @@ PTX, spirv-val for SPIR-V) is separate, so a cached compile never re-runs for a 
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from pants.backend.python.util_rules.pex import VenvPexProcess
 from pants.engine.addresses import Address
-from pants.engine.fs import Digest, DigestContents, MergeDigests
+from pants.engine.fs import Digest, MergeDigests
 from pants.engine.process import Process, ProcessResult
 from pants.engine.rules import Get, collect_rules, rule
 from pants.engine.target import SourcesField
@@ -22,10 +21,6 @@ from pants.util.logging import LogLevel
 from toolchain.rules.inputs import MettleInputs, MettleInputsRequest
 from toolchain.rules.tools import TOOL_ENV, MettleCompiler, PtxasTool, SpirvVal
 
-# ptxas assembles only real targets; compute_NN PTX assembles for sm_NN. ptxas 13 refuses
-# targets below sm_75 (facts.md), so older targets are not checked.
-_PTX_TARGET_RE = re.compile(r"^\s*\.target\s+(sm|compute)_(\d+)(a?)\b", re.MULTILINE)
-MIN_PTXAS_SM = 75
 
 
 @dataclass(frozen=True)
@@ -46,14 +41,20 @@ class CompileKernelRequest:
 class CompiledKernel:
     digest: Digest            # holds exactly `path`
     path: str
+    ptxas_arch: Optional[str] = None   # `ptxas --gpu-name` for PTX; None: nothing checks it
 
 
-def ptxas_arch(ptx_text: str) -> Optional[str]:
-    """The `--gpu-name` that checks this PTX, or None when ptxas cannot assemble it."""
-    m = _PTX_TARGET_RE.search(ptx_text)
-    if m is None or int(m.group(2)) < MIN_PTXAS_SM:
+def ptxas_arch(gpu_arch: str, ptx_version: Optional[str] = None) -> Optional[str]:
+    """The `--gpu-name` that checks PTX compiled for `gpu_arch`, as the compiler's target
+    registry resolves it (compute_NN assembles for sm_NN; ptxas 13 refuses targets below
+    sm_75), or None when ptxas cannot assemble it or the arch does not resolve (the compile
+    action reports that one)."""
+    from toolchain.compiler.diagnostics import CompileError
+    from toolchain.compiler.targets import resolve_target
+    try:
+        return resolve_target("ptx", gpu_arch, ptx_version).ptxas_arch
+    except CompileError:
         return None
-    return f"sm_{m.group(2)}{m.group(3)}"
 
 
 def compile_argv(req: CompileKernelRequest, source: str, stdlib_root: str) -> Tuple[str, ...]:
@@ -94,7 +95,9 @@ async def compile_kernel(req: CompileKernelRequest, compiler: MettleCompiler) ->
         description=(f"Run mettle compile {inputs.entry} -> {req.output_name} "
                      f"({req.gpu_arch})"),
         level=LogLevel.INFO))
-    kernel = CompiledKernel(result.output_digest, req.output_name)
+    kernel = CompiledKernel(result.output_digest, req.output_name,
+                            ptxas_arch(req.gpu_arch, req.ptx_version)
+                            if req.fmt == "ptx" else None)
     if req.validate and req.fmt == "spirv":
         await Get(KernelChecked, SpirvCheck(kernel, req.spirv_target_env))
     elif req.validate:
@@ -117,8 +120,7 @@ async def check_spirv(check: SpirvCheck, spirv_val: SpirvVal) -> KernelChecked:
 @rule(desc="Check a PTX module with ptxas", level=LogLevel.DEBUG)
 async def check_ptx(check: PtxCheck, ptxas: PtxasTool) -> KernelChecked:
     kernel = check.kernel
-    contents = await Get(DigestContents, Digest, kernel.digest)
-    arch = ptxas_arch(contents[0].content.decode("utf-8", "replace"))
+    arch = kernel.ptxas_arch
     if arch is None:
         return KernelChecked(None)
     await Get(ProcessResult, VenvPexProcess(

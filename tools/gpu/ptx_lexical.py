@@ -1,22 +1,18 @@
-"""Lexical view of PTX text: function bodies and instruction-class counts.
+"""Instruction-class view of PTX files: function bodies and instruction-class counts.
 
-This is deliberately a lexer, not a parser: it strips comments, finds `.entry`/`.func`
-definitions by brace matching, splits bodies into `;`-terminated statements and classifies
-each instruction by its opcode spelling. Counts are static (a loop body counts once) and say
-nothing about dynamic traffic. Declarations without a body (prototypes) are skipped.
-Classes are stable names; an opcode matching no rule counts as `alu`.
+A `.ptx` file on disk is genuinely text, so it is read with the compiler's PTX text reader
+(toolchain/compiler/targets/ptx/parse.py) into the same `PtxInstr` objects the backend
+builds; classes come from each object's opcode name (`ld.global.nc.v4.f32`), not from
+re-lexing statements here. Counts are static (a loop body counts once) and say nothing
+about dynamic traffic. Declarations without a body (prototypes) are skipped. Classes are
+stable names; an opcode matching no rule counts as `alu`.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
-_LINE_COMMENT = re.compile(r"//[^\n]*")
-_HEADER = re.compile(r"\.(entry|func)\b")
-_NAME = re.compile(r"\s*([A-Za-z_$%][\w$]*)\s*\(")
-_GUARD = re.compile(r"^@!?%?\w+\s+")
-_LABEL = re.compile(r"^[\w$]+:\s*")
+from toolchain.compiler.targets.ptx.instr import DIRECTIVE, OP, PtxInstr
+from toolchain.compiler.targets.ptx.parse import parse_module, strip_comments  # noqa: F401
 
 # Loads and stores are classified by their state-space qualifier (ld.global.nc.v4.f32,
 # st.volatile.shared.u32, ld.shared::cta.b32); no state space means a generic address.
@@ -53,98 +49,22 @@ GLOBAL_MEMORY_CLASSES = ("global_load", "global_store", "atomic", "async_copy", 
 class PtxFunction:
     name: str
     kind: str                       # "entry" | "func"
-    statements: list[str] = field(default_factory=list)
-    directives: list[str] = field(default_factory=list)
-
-
-def strip_comments(text: str) -> str:
-    return _LINE_COMMENT.sub("", _BLOCK_COMMENT.sub(" ", text))
-
-
-def _matching_brace(text: str, open_at: int) -> int:
-    depth = 0
-    for i in range(open_at, len(text)):
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
-def _function_name(text: str, pos: int, kind: str) -> tuple[str, int] | None:
-    """Name after `.entry`/`.func`; a `.func` may first declare `(return params)`."""
-    if kind == "func":
-        rest = text[pos:]
-        lead = len(rest) - len(rest.lstrip())
-        if rest.lstrip().startswith("("):
-            close = text.find(")", pos + lead)
-            if close < 0:
-                return None
-            pos = close + 1
-    m = _NAME.match(text, pos)
-    return (m.group(1), m.end()) if m else None
+    statements: list[PtxInstr] = field(default_factory=list)    # instructions
+    directives: list[PtxInstr] = field(default_factory=list)    # .reg, .local, .param ...
 
 
 def split_functions(text: str) -> list[PtxFunction]:
     """Every function definition in source order; raises ValueError on unbalanced braces."""
-    src = strip_comments(text)
-    out: list[PtxFunction] = []
-    pos = 0
-    while (m := _HEADER.search(src, pos)) is not None:
-        found = _function_name(src, m.end(), m.group(1))
-        if found is None:
-            pos = m.end()
-            continue
-        name, after = found
-        brace, semi = src.find("{", after), src.find(";", after)
-        if brace < 0 or (0 <= semi < brace):
-            pos = after  # a prototype: no body to count
-            continue
-        end = _matching_brace(src, brace)
-        if end < 0:
-            raise ValueError(f"unbalanced braces in the body of {name}")
-        out.append(_body(name, m.group(1), src[brace + 1:end]))
-        pos = end + 1
+    out = []
+    for fn in parse_module(text).functions:
+        out.append(PtxFunction(fn.name, fn.kind, [i for i in fn.body if i.kind == OP],
+                               [i for i in fn.body if i.kind == DIRECTIVE]))
     return out
 
 
-def _statements(body: str) -> list[str]:
-    """Split a body at `;`. A brace that opens a statement is a scope and is dropped; a
-    brace inside a statement is a vector operand (`{%f1, %f2}`) and is kept."""
-    out, cur, operand_depth = [], [], 0
-    for ch in body:
-        if ch == "{" and not "".join(cur).strip():
-            continue
-        if ch == "}" and operand_depth == 0:
-            out.append("".join(cur))
-            cur = []
-            continue
-        operand_depth += (ch == "{") - (ch == "}")
-        if ch == ";" and operand_depth == 0:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    out.append("".join(cur))
-    return out
-
-
-def _body(name: str, kind: str, body: str) -> PtxFunction:
-    fn = PtxFunction(name, kind)
-    for raw in _statements(body):
-        stmt = " ".join(raw.split())
-        while (lab := _LABEL.match(stmt)) is not None:
-            stmt = stmt[lab.end():]
-        if not stmt:
-            continue
-        (fn.directives if stmt.startswith(".") else fn.statements).append(stmt)
-    return fn
-
-
-def opcode(statement: str) -> str:
-    return _GUARD.sub("", statement).split(" ", 1)[0]
+def opcode(statement: PtxInstr) -> str:
+    """The dotted opcode name of an instruction (`ld.global.nc.v4.f32`)."""
+    return statement.name
 
 
 def classify(op: str) -> str:

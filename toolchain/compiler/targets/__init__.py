@@ -1,1 +1,194 @@
-"""Mettle toolchain package."""
+"""The target registry: every code generator and what it can do, in one place.
+
+A `Target` names a backend, the output kinds it serves, a lazy `generate(module, opts)`
+(so a PTX compile never imports the SPIR-V or x86-64 code) and `resolve(opts)`, which
+answers the capability questions for the options' architecture with a `ResolvedTarget`:
+tensor instruction families (wmma, mma.sync, wgmma, TMA, cp.async), the subgroup width,
+per-SM limits and, for PTX, the ISA range. The driver looks targets up here instead of
+branching on names; build rules and benchmarks ask `resolve_target` (or
+`mettle --print-target`) for the resolved architecture instead of reading `.target` out
+of PTX. The optimizer sees only `ResolvedTarget.info()` (it never imports targets).
+
+Registering another host target is one line (see the bottom of this file), e.g.
+    register(host_target("aarch64-linux", "toolchain.compiler.targets.arm64:emit_object"))
+This module imports no backend; it must stay importable by the build rules (Python 3.9).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import asdict, dataclass, field  # noqa: F401  (asdict re-exported)
+from typing import Callable, Dict, Optional, Tuple
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-SM and per-block resource limits (CUDA C++ Programming Guide, "Technical
+    Specifications per Compute Capability")."""
+    registers_per_sm: int
+    max_registers_per_thread: int
+    shared_memory_per_sm: int
+    max_shared_memory_per_block: int
+    max_threads_per_sm: int
+    max_threads_per_block: int = 1024
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    wmma: bool = False
+    mma_sync: bool = False
+    wgmma: bool = False
+    tma: bool = False
+    cp_async: bool = False
+    subgroup_width: Optional[int] = None      # None: varies by device, or no subgroups
+    limits: Optional[Limits] = None
+    ptx_isa: Optional[Tuple[str, str]] = None  # (oldest, newest) ISA this arch accepts
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """What the optimizer may know about the target (opt/analyses.TargetInfo reads it)."""
+    name: str
+    gpu: bool
+    subgroup_width: Optional[int]
+
+
+@dataclass(frozen=True)
+class ResolvedTarget:
+    target: str                   # registry name: "ptx", "spirv", "x86_64", ...
+    gpu: bool
+    arch: Optional[str] = None    # PTX: the `.target` (sm_90a, compute_75)
+    isa: Optional[str] = None     # PTX: the `.version`
+    ptxas_arch: Optional[str] = None   # `ptxas --gpu-name` that checks it; None: cannot
+    capabilities: Capabilities = field(default_factory=Capabilities)
+
+    def info(self) -> TargetInfo:
+        return TargetInfo(self.target, self.gpu, self.capabilities.subgroup_width)
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    emits: Tuple[str, ...]        # driver Options.emit kinds this target produces
+    gpu: bool
+    # generate(module, opts) -> (artifact bytes, in-memory form or None); imports lazily
+    generate: Callable[[object, object], Tuple[bytes, object]]
+    resolve: Callable[[object], ResolvedTarget]
+    subgroup_width: Optional[int] = None     # fixed for every arch of the target, or None
+
+    def info(self) -> TargetInfo:
+        """The arch-independent facts the optimizer gets (no arch resolution needed)."""
+        return TargetInfo(self.name, self.gpu, self.subgroup_width)
+
+
+_REGISTRY: Dict[str, Target] = {}
+HOST_DEFAULT = "x86_64"
+
+
+def register(target: Target) -> Target:
+    _REGISTRY[target.name] = target
+    return target
+
+
+def names() -> Tuple[str, ...]:
+    return tuple(_REGISTRY)
+
+
+def lookup(name: str) -> Target:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        from ..diagnostics import error
+        raise error("E0090", f"unknown target `{name}`",
+                    help="known targets: " + ", ".join(sorted(_REGISTRY))) from None
+
+
+def for_options(opts) -> Target:
+    """The target an Options selects: PTX and SPIR-V by emit kind, else the host target
+    (`opts.host_target` when a driver option names one, x86-64 by default)."""
+    for t in _REGISTRY.values():
+        if t.gpu and opts.emit in t.emits:
+            return t
+    return lookup(getattr(opts, "host_target", None) or HOST_DEFAULT)
+
+
+def resolve_target(name: str = "ptx", gpu_arch: Optional[str] = None,
+                   ptx_version: Optional[str] = None) -> ResolvedTarget:
+    """Library form of `mettle --print-target` (raises CompileError on a bad arch)."""
+    from types import SimpleNamespace
+    return lookup(name).resolve(SimpleNamespace(gpu_arch=gpu_arch, ptx_version=ptx_version))
+
+
+# ---- PTX ----------------------------------------------------------------------------------
+_K = 1024
+# sm -> (shared memory per SM, max per block, max resident threads per SM)
+_SM_LIMITS = {
+    50: (64 * _K, 48 * _K, 2048), 52: (96 * _K, 48 * _K, 2048), 53: (64 * _K, 48 * _K, 2048),
+    60: (64 * _K, 48 * _K, 2048), 61: (96 * _K, 48 * _K, 2048), 62: (64 * _K, 48 * _K, 2048),
+    70: (96 * _K, 96 * _K, 2048), 72: (96 * _K, 96 * _K, 2048), 75: (64 * _K, 64 * _K, 1024),
+    80: (164 * _K, 163 * _K, 2048), 86: (100 * _K, 99 * _K, 1536),
+    87: (164 * _K, 163 * _K, 2048), 89: (100 * _K, 99 * _K, 1536),
+    90: (228 * _K, 227 * _K, 2048), 100: (228 * _K, 227 * _K, 2048),
+    101: (228 * _K, 227 * _K, 2048), 103: (228 * _K, 227 * _K, 2048),
+    110: (228 * _K, 227 * _K, 2048), 120: (100 * _K, 99 * _K, 1536),
+    121: (100 * _K, 99 * _K, 1536),
+}
+PTX_SUBGROUP_WIDTH = 32           # the warp
+MIN_PTXAS_SM = 75                 # ptxas 13 refuses older targets (notes/facts.md)
+
+
+def _ptx_resolve(opts) -> ResolvedTarget:
+    # profiles.py imports no emitter code (targets/ptx/__init__.py loads those lazily).
+    from .ptx.profiles import MAX_ISA, min_isa, resolve_profile
+    p = resolve_profile(opts.gpu_arch, opts.ptx_version)
+    shared, per_block, threads = _SM_LIMITS[p.sm]
+    lo = min_isa(p.sm, p.arch_specific)
+    caps = Capabilities(
+        wmma=p.at_least((6, 0), 70), mma_sync=p.at_least((7, 0), 80),
+        wgmma=p.sm == 90 and p.arch_specific and p.isa >= (8, 0),
+        tma=p.at_least((8, 0), 90), cp_async=p.at_least((7, 0), 80),
+        subgroup_width=PTX_SUBGROUP_WIDTH,
+        limits=Limits(65536, 255, shared, per_block, threads),
+        ptx_isa=(f"{lo[0]}.{lo[1]}", f"{MAX_ISA[0]}.{MAX_ISA[1]}"))
+    ptxas = None if p.sm < MIN_PTXAS_SM else f"sm_{p.sm}{'a' if p.arch_specific else ''}"
+    return ResolvedTarget("ptx", True, p.target, p.version, ptxas, caps)
+
+
+def _ptx_generate(module, opts):
+    """(PTX text, the ptx.instr.PtxModule it was printed from)."""
+    from .ptx import lower_ptx
+    from .ptx.printer import format_module
+    from .ptx.profiles import resolve_profile
+    profile = resolve_profile(opts.gpu_arch, opts.ptx_version)
+    objects = lower_ptx(module, profile, gpu_checks=opts.gpu_checks,
+                        tensor_tuple_budget=opts.tensor_tuple_budget,
+                        fp_contract=getattr(opts, "fp_contract", True))
+    return format_module(objects).encode(), objects
+
+
+# ---- SPIR-V and hosts ---------------------------------------------------------------------
+def _spirv_generate(module, opts):
+    from .spirv import emit_spirv
+    return emit_spirv(module, gpu_checks=opts.gpu_checks), None
+
+
+def host_target(name: str, emit_object: str) -> Target:
+    """A host (CPU) target: `emit_object` ("package.module:function") takes
+    `(module, release=...)` and returns an object file; `--build` links it."""
+    def generate(module, opts):
+        mod, fn = emit_object.split(":")
+        return getattr(importlib.import_module(mod), fn)(module, release=opts.release), None
+    return Target(name, ("obj", "exe"), False, generate,
+                  lambda opts: ResolvedTarget(name, False))
+
+
+register(Target("ptx", ("ptx",), True, _ptx_generate, _ptx_resolve,
+                subgroup_width=PTX_SUBGROUP_WIDTH))
+register(Target("spirv", ("spirv",), True, _spirv_generate,
+                lambda opts: ResolvedTarget("spirv", True)))
+register(host_target("x86_64", "toolchain.compiler.targets.x86_64:emit_object"))
+register(host_target("aarch64-linux", "toolchain.compiler.targets.arm64:emit_object"))
+register(host_target("x86_64-windows",
+                     "toolchain.compiler.targets.x86_64.target_win64:emit_coff"))

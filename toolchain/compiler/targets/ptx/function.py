@@ -9,6 +9,9 @@ Invariants:
   refused (E0505) because device code never needs them (aggregates live behind pointers);
 - blocks are emitted in IR order, so a branch to the next block is a fall-through.
 The opcode -> lowering table is assembled from the lower_* modules by `emitter.py`.
+Lowerings append `PtxInstr` objects (instr.py) through `op` (one destination), `effect`
+(none) and `label`; `emit(text)` is the compatibility entry point for lowerings that still
+format text (the tensor package): it parses each line into the same objects.
 """
 from __future__ import annotations
 
@@ -18,22 +21,47 @@ from ...diagnostics import error
 from ...ir.module import Const, Function, Global, Instr, Local, Param, Undef
 from ...ir.types import BoolType, Type
 from . import regs
+from .instr import LABEL, OP, Addr, PtxInstr
+from .parse import parse_statement
 
 LOCAL_OPS = ("local.get", "local.set")
 
 
-def _alias_gets(fn: Function) -> set[int]:
-    """ids of `local.get`s that may name the local's register directly (see module doc)."""
+def _analyze(fn: Function) -> tuple[set[int], set[int]]:
+    """(alias gets, absorbed instructions) of `fn`, from one pass over every operand:
+    - alias gets: ids of `local.get`s that may name the local's register directly (module
+      doc): used only in their own block, and before the next `local.set` of that local;
+    - absorbed: i32 -> i64 converts used only as scaled ptradd indices (every ptradd reads
+      the 32-bit source with mul.wide instead, lower_memory.wide_source), and constant-offset
+      address instructions whose every use is the address of a load/store (folded into
+      `[base+imm]` by lower_memory.address, whose base conditions this mirrors exactly).
+    Neither is emitted."""
     last_use: dict[int, int] = {}                  # id(get) -> last position in its block
     escapes: set[int] = set()                      # gets used outside their own block
+    used: dict[int, Instr] = {}                    # absorption candidates with a use
+    bad: set[int] = set()                          # ... with a use they cannot fold into
     for b in fn.blocks:
         for pos, ins in enumerate(b.instrs):
+            k = -1
             for o in ins.operands:
-                if isinstance(o, Instr) and o.op == "local.get":
+                k += 1
+                if type(o) is not Instr:
+                    continue
+                oop = o.op
+                if oop == "local.get":
                     if o.block is not b:
                         escapes.add(id(o))
                     last_use[id(o)] = pos
-    ok: set[int] = set()
+                elif oop == "convert":
+                    used[id(o)] = o
+                    if not (k == 1 and ins.op == "ptradd"
+                            and ins.operands[0].type.pointee.size > 1):
+                        bad.add(id(o))
+                elif oop in _OFFSET_OPS:
+                    used[id(o)] = o
+                    if not (k == 0 and ins.op in ("load", "store")):
+                        bad.add(id(o))
+    alias: set[int] = set()
     for b in fn.blocks:
         open_gets: dict[int, list[Instr]] = {}
         for pos, ins in enumerate(b.instrs):
@@ -42,61 +70,28 @@ def _alias_gets(fn: Function) -> set[int]:
             elif ins.op == "local.set":
                 for g in open_gets.pop(id(ins.operands[0]), []):
                     if last_use.get(id(g), -1) < pos:
-                        ok.add(id(g))
+                        alias.add(id(g))
         for gets in open_gets.values():
-            ok.update(id(g) for g in gets)
-    return ok
-
-
-def _users(fn: Function) -> dict[int, list[tuple[Instr, int]]]:
-    """id(instr) -> [(user, operand index)] in program order, built once per function for
-    both absorption analyses below."""
-    users: dict[int, list[tuple[Instr, int]]] = {}
-    for b in fn.blocks:
-        for ins in b.instrs:
-            for k, o in enumerate(ins.operands):
-                if isinstance(o, Instr):
-                    users.setdefault(id(o), []).append((ins, k))
-    return users
-
-
-def _absorbed_converts(fn: Function, alias_gets: set[int],
-                       users: dict[int, list[tuple[Instr, int]]]) -> set[int]:
-    """ids of i32 -> i64 converts used only as scaled ptradd indices: every ptradd reads the
-    32-bit source with mul.wide instead (lower_memory.wide_source), so no cvt is emitted."""
-    out = set()
-    for b in fn.blocks:
-        for ins in b.instrs:
-            if ins.op != "convert" or id(ins) not in users:
-                continue
+            alias.update(id(g) for g in gets)
+    absorbed = set()
+    for key, ins in used.items():
+        if key in bad:
+            continue
+        if ins.op == "convert":
             src = ins.operands[0]
-            if not (src.type.is_int and src.type.bits == 32 and ins.type.is_int
-                    and ins.type.bits == 64) or isinstance(src, Const) \
-                    or (isinstance(src, Instr) and id(src) in alias_gets):
-                continue
-            if all(u.op == "ptradd" and k == 1 and u.operands[0].type.pointee.size > 1
-                   for u, k in users[id(ins)]):
-                out.add(id(ins))
-    return out
-
-
-def _absorbed_addresses(fn: Function, alias_gets: set[int],
-                        users: dict[int, list[tuple[Instr, int]]]) -> set[int]:
-    """ids of constant-offset address instructions whose every use is the address of a
-    load/store: lower_memory.address folds them into `[base+imm]`, so none is emitted.
-    The base conditions mirror lower_memory.address exactly."""
-    out = set()
-    for b in fn.blocks:
-        for ins in b.instrs:
-            if not _const_offset_op(ins) or id(ins) not in users:
-                continue
+            if src.type.is_int and src.type.bits == 32 and ins.type.is_int \
+                    and ins.type.bits == 64 and not isinstance(src, Const) \
+                    and not (isinstance(src, Instr) and id(src) in alias):
+                absorbed.add(key)
+        elif _const_offset_op(ins):
             base = ins.operands[0]
-            if isinstance(base, (Const, Global)) or (isinstance(base, Instr)
-                                                     and id(base) in alias_gets):
-                continue
-            if all(u.op in ("load", "store") and k == 0 for u, k in users[id(ins)]):
-                out.add(id(ins))
-    return out
+            if not isinstance(base, (Const, Global)) and \
+                    not (isinstance(base, Instr) and id(base) in alias):
+                absorbed.add(key)
+    return alias, absorbed
+
+
+_OFFSET_OPS = ("fieldptr", "ptradd", "byteadd")
 
 
 def _const_offset_op(ins: Instr) -> bool:
@@ -112,20 +107,21 @@ class FnEmitter:
         self.profile = module.profile
         self.gpu_checks = module.gpu_checks
         self.tensor_tuple_budget = module.tensor_tuple_budget
+        self.contract = module.fp_contract      # plain add/sub/mul.fN (lower_arith)
+        self.contracted: list[Instr] = []       # add/sub fed by a multiply (a remark)
+        self.constant_width = False             # subgroup_size() lowered to 32 (a remark)
         self.fn = fn
         self.table = table
         self.counts = {c: 0 for c in regs.CLASSES}
-        self.body: list[str] = []
+        self.body: list[PtxInstr] = []
         self.decls: list[str] = []            # function-scope .local arrays
         self.vals: dict[int, str] = {}
+        self.imms: dict[int, str] = {}        # IR values known to be an immediate
         self.local_regs: dict[int, str] = {}
-        self.alias_gets = _alias_gets(fn)
+        self.alias_gets, self.absorbed = _analyze(fn)
         self.labels = {id(b): f"$L__BB{i}" for i, b in enumerate(fn.blocks)}
         self.next_block = None
         self.block_cache: dict = {}           # per-block memo of derived values (CSE)
-        users = _users(fn)
-        self.absorbed = _absorbed_converts(fn, self.alias_gets, users) | \
-            _absorbed_addresses(fn, self.alias_gets, users)
         self.uniq = 0
 
     # ---- registers and operands ------------------------------------------------------
@@ -140,11 +136,30 @@ class FnEmitter:
         self.uniq += 1
         return f"{stem}{self.uniq}"
 
+    def op(self, name: str, dst, *srcs, guard: str | None = None,
+           negated: bool = False) -> None:
+        """Append `name dst, srcs...` (dst is the one operand the instruction writes)."""
+        self.body.append(PtxInstr(OP, name, (dst,), srcs, guard, negated))
+
+    def effect(self, name: str, *srcs, guard: str | None = None,
+               negated: bool = False) -> None:
+        """Append an instruction that writes no register (st, bra, bar, trap, ...)."""
+        self.body.append(PtxInstr(OP, name, (), srcs, guard, negated))
+
+    def label(self, name: str, comment: str | None = None) -> None:
+        self.body.append(PtxInstr(LABEL, name, comment=comment))
+
+    def append(self, ins: PtxInstr) -> None:
+        self.body.append(ins)
+
+    # Compatibility entry points: the tensor lowerings still format PTX text; each line is
+    # parsed into a PtxInstr here, so every later stage (peepholes, printer, simulator)
+    # sees objects only.
     def emit(self, line: str) -> None:
-        self.body.append("\t" + line + ";")
+        self.body.append(parse_statement(line))
 
     def raw(self, line: str) -> None:
-        self.body.append(line)
+        self.body.append(parse_statement(line))
 
     def define(self, ins: Instr, reg: str) -> str:
         self.vals[id(ins)] = reg
@@ -154,12 +169,19 @@ class FnEmitter:
         """A fresh register for `ins`, recorded as its value."""
         return self.define(ins, self.new_t(ins.type))
 
+    def define_imm(self, ins: Instr, imm: str) -> None:
+        """`ins` is the constant `imm`: used as an immediate where PTX takes one, moved
+        into a fresh register where it needs a register."""
+        self.imms[id(ins)] = imm
+
     def val(self, v: Any) -> str:
         """Operand text: an immediate for numeric constants, else a register."""
         if isinstance(v, Const) and not isinstance(v.type, BoolType):
             return regs.imm(v.type, v.value)
         if isinstance(v, Undef) and not isinstance(v.type, BoolType):
             return regs.imm(v.type, 0)
+        if self.imms and id(v) in self.imms:
+            return self.imms[id(v)]
         return self.reg(v)
 
     def reg(self, v: Any) -> str:
@@ -167,11 +189,15 @@ class FnEmitter:
         r = self.vals.get(id(v))
         if r is not None and isinstance(v, (Instr, Param)):
             return r
+        if id(v) in self.imms:
+            r = self.new_t(v.type)
+            self.op(f"mov.{regs.bits(v.type)}", r, self.imms[id(v)])
+            return r
         if isinstance(v, (Const, Undef)):
             r = self.new_t(v.type)
             value = v.value if isinstance(v, Const) else 0
-            self.emit(f"mov.{'pred' if r.startswith('%p') else regs.bits(v.type)} {r}, "
-                      f"{regs.imm(v.type, value)}")
+            self.op(f"mov.{'pred' if r.startswith('%p') else regs.bits(v.type)}", r,
+                    regs.imm(v.type, value))
             return r
         if isinstance(v, Global):
             return self.module.global_address(self, v)
@@ -196,24 +222,26 @@ class FnEmitter:
             r = self.new_t(p.type)
             if isinstance(p.type, BoolType):
                 tmp = self.new("rs" if entry else "r")
-                self.emit(f"ld.param.{'u8' if entry else 'b32'} {tmp}, [{name}]")
-                self.emit(f"setp.ne.{'u16' if entry else 'u32'} {r}, {tmp}, 0")
+                self.op(f"ld.param.{'u8' if entry else 'b32'}", tmp, Addr(name))
+                self.op(f"setp.ne.{'u16' if entry else 'u32'}", r, tmp, "0")
             else:
-                self.emit(f"ld.param{regs.param_type(p.type, entry)} {r}, [{name}]")
+                self.op(f"ld.param{regs.param_type(p.type, entry)}", r, Addr(name))
             self.vals[id(p)] = r
 
     def lower_body(self) -> None:
         blocks = self.fn.blocks
+        table, absorbed = self.table, self.absorbed
         for i, b in enumerate(blocks):
             self.next_block = blocks[i + 1] if i + 1 < len(blocks) else None
-            self.raw(f"{self.labels[id(b)]}:\t// {b.name}")
+            self.label(self.labels[id(b)], b.name)
             self.block_cache = {}
             for ins in b.instrs:
-                handler = self.table.get(ins.op)
-                if handler is None:
+                try:
+                    handler = table[ins.op]
+                except KeyError:
                     raise error("E0505", f"operation {ins.op} cannot be emitted as PTX",
-                                ins.span)
-                if id(ins) not in self.absorbed:
+                                ins.span) from None
+                if id(ins) not in absorbed:
                     handler(self, ins)
 
     def reg_decls(self) -> list[str]:

@@ -1,8 +1,10 @@
 """Arithmetic, comparisons and value conversions.
 
 Signedness comes from the IR operand type: div/rem/shr/min/max/cvt pick .s or .u; unsigned
-compares use .lo/.ls/.hi/.hs. Float arithmetic is IEEE round-to-nearest (`.rn`, which also
-keeps ptxas from contracting a*b+c into an fma, as C does by default here). Float `!=` is
+compares use .lo/.ls/.hi/.hs. Float add/sub/mul are plain `add.f32` etc. by default, which
+lets ptxas contract a*b+c into one FMA (LANGUAGE.md §12.7, like nvcc's --fmad=true); with
+`--fp-contract=off` (`em.contract` False) they are `.rn`, each separately rounded, which
+also forbids contraction. div is always `.rn` (IEEE). Float `!=` is
 the unordered `neu`, so NaN != x is true as in C; the other float predicates are ordered.
 Float -> int truncates toward zero (`cvt.rzi`); int -> float and f64 -> f32 round to nearest.
 8-bit integers follow the normalization invariant of regs.py.
@@ -18,6 +20,7 @@ INT_OPS = {"add": "add", "sub": "sub", "mul": "mul.lo", "div": "div", "rem": "re
            "min": "min", "max": "max"}
 FLOAT_OPS = {"add": "add.rn", "sub": "sub.rn", "mul": "mul.rn", "div": "div.rn",
              "min": "min", "max": "max"}
+CONTRACTIBLE = ("add", "sub", "mul")
 SIGNED_PRED = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
 UNSIGNED_PRED = {"eq": "eq", "ne": "ne", "lt": "lo", "le": "ls", "gt": "hi", "ge": "hs"}
 FLOAT_PRED = {"eq": "eq", "ne": "neu", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
@@ -28,7 +31,21 @@ _RENORMALIZE = {"add", "sub", "mul", "shl", "neg", "not"}
 def normalize8(em, t: Type, r: str) -> None:
     """Re-extend an 8-bit value in a 16-bit register from its bit 7 (regs.py invariant)."""
     if regs.is_small_int(t):
-        em.emit(f"cvt.{'s16.s8' if t.signed else 'u16.u8'} {r}, {r}")
+        em.op(f"cvt.{'s16.s8' if t.signed else 'u16.u8'}", r, r)
+
+
+def float_op(em, op: str, bits: int) -> str:
+    """The opcode of an f32/f64 add/sub/mul/div/min/max under the contraction setting."""
+    if em.contract and op in CONTRACTIBLE:
+        return f"{op}.f{bits}"
+    return f"{FLOAT_OPS[op]}.f{bits}"
+
+
+def _note_contraction(em, ins: Instr) -> None:
+    """Record an add/sub fed by a float multiply: a pair ptxas may fuse (remark)."""
+    if ins.op in ("add", "sub") and any(isinstance(o, Instr) and o.op == "mul"
+                                        for o in ins.operands):
+        em.contracted.append(ins)
 
 
 def mutable(em, v) -> bool:
@@ -38,11 +55,14 @@ def mutable(em, v) -> bool:
 
 def alias_or_mov(em, ins: Instr, src) -> None:
     """Give `ins` the same bits as `src` without an instruction when that is safe."""
+    if em.imms and id(src) in em.imms:           # a known immediate stays one
+        em.define_imm(ins, em.imms[id(src)])
+        return
     if not isinstance(src, Const) and not mutable(em, src):
         em.define(ins, em.reg(src))
         return
     d = em.result(ins)
-    em.emit(f"mov.{regs.bits(ins.type)} {d}, {em.val(src)}")
+    em.op(f"mov.{regs.bits(ins.type)}", d, em.val(src))
 
 
 def _first(em, v) -> str:
@@ -54,11 +74,10 @@ def lower_binop(em, ins: Instr) -> None:
     a, b = ins.operands
     t = ins.type
     if isinstance(t, BoolType):
-        em.emit(f"{ins.op}.pred {em.result(ins)}, {em.reg(a)}, {em.reg(b)}")
+        em.op(f"{ins.op}.pred", em.result(ins), em.reg(a), em.reg(b))
         return
     if ins.op in ("and", "or", "xor"):
-        em.emit(f"{ins.op}.b{regs.reg_bits(t)} {em.result(ins)}, {_first(em, a)}, "
-                f"{em.val(b)}")
+        em.op(f"{ins.op}.b{regs.reg_bits(t)}", em.result(ins), _first(em, a), em.val(b))
         return
     if ins.op in ("shl", "shr"):
         _shift(em, ins)
@@ -66,11 +85,14 @@ def lower_binop(em, ins: Instr) -> None:
     if isinstance(t, FloatType):
         if ins.op not in FLOAT_OPS:
             raise error("E0505", f"{ins.op} on {t} has no PTX lowering", ins.span)
-        name = FLOAT_OPS[ins.op]
+        name = float_op(em, ins.op, t.bits)
+        if em.contract:
+            _note_contraction(em, ins)
     else:
-        name = INT_OPS[ins.op]
+        name = f"{INT_OPS[ins.op]}.{regs.arith(t)}"
     d = em.result(ins)
-    em.emit(f"{name}.{regs.arith(t)} {d}, {_first(em, a)}, {em.val(b)}")
+    va, vb = _first(em, a), em.val(b)
+    em.op(name, d, va, vb)
     if ins.op in _RENORMALIZE:
         normalize8(em, t, d)
 
@@ -83,7 +105,8 @@ def shift_count(em, b) -> str:
     if bits == 32:
         return em.reg(b)
     r = em.new("r")
-    em.emit(f"cvt.u32.{'u16' if bits == 16 else 'u64'} {r}, {em.reg(b)}")
+    src = em.reg(b)
+    em.op(f"cvt.u32.{'u16' if bits == 16 else 'u64'}", r, src)
     return r
 
 
@@ -93,7 +116,7 @@ def _shift(em, ins: Instr) -> None:
     count = shift_count(em, b)
     d = em.result(ins)
     kind = f"b{regs.reg_bits(t)}" if ins.op == "shl" else regs.arith(t)
-    em.emit(f"{ins.op}.{kind} {d}, {_first(em, a)}, {count}")
+    em.op(f"{ins.op}.{kind}", d, _first(em, a), count)
     if ins.op == "shl":
         normalize8(em, t, d)
 
@@ -103,13 +126,13 @@ def lower_unop(em, ins: Instr) -> None:
     t = ins.type
     d = em.result(ins)
     if isinstance(t, BoolType):
-        em.emit(f"not.pred {d}, {a}")
+        em.op("not.pred", d, a)
     elif ins.op == "not":
-        em.emit(f"not.b{regs.reg_bits(t)} {d}, {a}")
+        em.op(f"not.b{regs.reg_bits(t)}", d, a)
     elif isinstance(t, FloatType):
-        em.emit(f"neg.f{t.bits} {d}, {a}")
+        em.op(f"neg.f{t.bits}", d, a)
     else:
-        em.emit(f"neg.s{regs.reg_bits(t)} {d}, {a}")
+        em.op(f"neg.s{regs.reg_bits(t)}", d, a)
     normalize8(em, t, d)
 
 
@@ -126,39 +149,40 @@ def lower_cmp(em, ins: Instr) -> None:
         name = SIGNED_PRED[pred]
     else:
         name = UNSIGNED_PRED[pred]
-    em.emit(f"setp.{name}.{regs.arith(t)} {d}, {_first(em, a)}, {em.val(b)}")
+    va, vb = _first(em, a), em.val(b)
+    em.op(f"setp.{name}.{regs.arith(t)}", d, va, vb)
 
 
 def _cmp_bool(em, pred: str, a: str, b: str, d: str) -> None:
     if pred in ("eq", "ne"):
-        em.emit(f"xor.pred {d}, {a}, {b}")
+        em.op("xor.pred", d, a, b)
         if pred == "eq":
-            em.emit(f"not.pred {d}, {d}")
+            em.op("not.pred", d, d)
         return
     ra, rb = em.new("r"), em.new("r")        # false < true, as unsigned 0 < 1
-    em.emit(f"selp.u32 {ra}, 1, 0, {a}")
-    em.emit(f"selp.u32 {rb}, 1, 0, {b}")
-    em.emit(f"setp.{UNSIGNED_PRED[pred]}.u32 {d}, {ra}, {rb}")
+    em.op("selp.u32", ra, "1", "0", a)
+    em.op("selp.u32", rb, "1", "0", b)
+    em.op(f"setp.{UNSIGNED_PRED[pred]}.u32", d, ra, rb)
 
 
 def convert_into(em, d: str, src: str, st: Type, dt: Type) -> None:
     """Emit the conversion of register `src` (type st) into register `d` (type dt)."""
     if isinstance(st, BoolType):
         one, zero = (regs.imm(dt, 1.0), regs.imm(dt, 0.0)) if dt.is_float else ("1", "0")
-        em.emit(f"selp.{regs.bits(dt)} {d}, {one}, {zero}, {src}")
+        em.op(f"selp.{regs.bits(dt)}", d, one, zero, src)
     elif isinstance(dt, BoolType):
         pred = "neu" if st.is_float else "ne"
-        em.emit(f"setp.{pred}.{regs.arith(st)} {d}, {src}, {regs.imm(st, 0)}")
+        em.op(f"setp.{pred}.{regs.arith(st)}", d, src, regs.imm(st, 0))
     elif st.is_float and dt.is_float:
-        em.emit(f"cvt.f64.f32 {d}, {src}" if dt.bits == 64 else f"cvt.rn.f32.f64 {d}, {src}")
+        em.op("cvt.f64.f32" if dt.bits == 64 else "cvt.rn.f32.f64", d, src)
     elif st.is_float:
-        em.emit(f"cvt.rzi.{regs.exact(dt)}.{regs.arith(st)} {d}, {src}")
+        em.op(f"cvt.rzi.{regs.exact(dt)}.{regs.arith(st)}", d, src)
     elif dt.is_float:
-        em.emit(f"cvt.rn.{regs.arith(dt)}.{regs.arith(st)} {d}, {src}")
+        em.op(f"cvt.rn.{regs.arith(dt)}.{regs.arith(st)}", d, src)
     elif regs.reg_bits(st) == regs.reg_bits(dt) and not regs.is_small_int(dt):
-        em.emit(f"mov.b{regs.reg_bits(dt)} {d}, {src}")
+        em.op(f"mov.b{regs.reg_bits(dt)}", d, src)
     else:
-        em.emit(f"cvt.{regs.exact(dt)}.{regs.exact(st)} {d}, {src}")
+        em.op(f"cvt.{regs.exact(dt)}.{regs.exact(st)}", d, src)
 
 
 def lower_convert(em, ins: Instr) -> None:
@@ -182,7 +206,7 @@ def lower_bitcast(em, ins: Instr) -> None:
     if regs.is_small_int(dt) or regs.is_small_int(st):
         convert_into(em, d, em.reg(a), st, dt)     # 8-bit <-> 8-bit: renormalize
         return
-    em.emit(f"mov.b{regs.reg_bits(dt)} {d}, {em.reg(a)}")
+    em.op(f"mov.b{regs.reg_bits(dt)}", d, em.reg(a))
 
 
 def lower_ptrtoint(em, ins: Instr) -> None:
@@ -190,7 +214,7 @@ def lower_ptrtoint(em, ins: Instr) -> None:
     if regs.reg_bits(ins.type) == 64:
         alias_or_mov(em, ins, a)
         return
-    em.emit(f"cvt.{regs.exact(ins.type)}.u64 {em.result(ins)}, {em.reg(a)}")
+    em.op(f"cvt.{regs.exact(ins.type)}.u64", em.result(ins), em.reg(a))
 
 
 def lower_inttoptr(em, ins: Instr) -> None:
@@ -199,7 +223,7 @@ def lower_inttoptr(em, ins: Instr) -> None:
         alias_or_mov(em, ins, a)
         return
     ext = "s64" if a.type.signed else "u64"
-    em.emit(f"cvt.{ext}.{regs.arith(a.type)} {em.result(ins)}, {em.reg(a)}")
+    em.op(f"cvt.{ext}.{regs.arith(a.type)}", em.result(ins), em.reg(a))
 
 
 LOWER = {

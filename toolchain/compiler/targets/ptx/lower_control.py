@@ -9,72 +9,73 @@ from __future__ import annotations
 from ...ir.module import Instr
 from ...ir.types import BoolType, VOID
 from . import regs
+from .instr import Addr, directive, scope
 
 
 def lower_br(em, ins: Instr) -> None:
     target = ins.targets[0]
     if target is not em.next_block:
-        em.emit(f"bra.uni {em.labels[id(target)]}")
+        em.effect("bra.uni", em.labels[id(target)])
 
 
 def lower_cbr(em, ins: Instr) -> None:
     p = em.reg(ins.operands[0])
     then, else_ = ins.targets
     if then is em.next_block:
-        em.emit(f"@!{p} bra {em.labels[id(else_)]}")
+        em.effect("bra", em.labels[id(else_)], guard=p, negated=True)
         return
-    em.emit(f"@{p} bra {em.labels[id(then)]}")
+    em.effect("bra", em.labels[id(then)], guard=p)
     if else_ is not em.next_block:
-        em.emit(f"bra.uni {em.labels[id(else_)]}")
+        em.effect("bra.uni", em.labels[id(else_)])
 
 
 def store_param(em, name: str, t, value) -> None:
     """st.param of one scalar into a `.func`-ABI param slot."""
     if isinstance(t, BoolType):
         tmp = em.new("r")
-        em.emit(f"selp.u32 {tmp}, 1, 0, {em.reg(value)}")
-        em.emit(f"st.param.b32 [{name}], {tmp}")
+        em.op("selp.u32", tmp, "1", "0", em.reg(value))
+        em.effect("st.param.b32", Addr(name), tmp)
     else:
-        em.emit(f"st.param{regs.param_type(t, False)} [{name}], {em.reg(value)}")
+        em.effect(f"st.param{regs.param_type(t, False)}", Addr(name), em.reg(value))
 
 
 def load_param(em, dest: str, name: str, t) -> None:
     if isinstance(t, BoolType):
         tmp = em.new("r")
-        em.emit(f"ld.param.b32 {tmp}, [{name}]")
-        em.emit(f"setp.ne.u32 {dest}, {tmp}, 0")
+        em.op("ld.param.b32", tmp, Addr(name))
+        em.op("setp.ne.u32", dest, tmp, "0")
     else:
-        em.emit(f"ld.param{regs.param_type(t, False)} {dest}, [{name}]")
+        em.op(f"ld.param{regs.param_type(t, False)}", dest, Addr(name))
 
 
 def lower_ret(em, ins: Instr) -> None:
     if ins.operands:
         store_param(em, "func_retval0", em.fn.ret, ins.operands[0])
-    em.emit("ret")
+    em.effect("ret")
 
 
 def lower_unreachable(em, ins: Instr) -> None:
-    em.emit("trap")
+    em.effect("trap")
 
 
 def lower_call(em, ins: Instr) -> None:
     callee, args = ins.operands[0], ins.operands[1:]
     name = em.module.function_name(callee)
-    em.raw("\t{")
+    em.append(scope("{"))
     slots = []
     for i, (a, p) in enumerate(zip(args, callee.params)):
         slot = f"param{i}"
-        em.emit(f".param {regs.param_type(p.type, False)} {slot}")
+        em.append(directive(f".param {regs.param_type(p.type, False)} {slot}"))
         store_param(em, slot, p.type, a)
         slots.append(slot)
-    arglist = f", ({', '.join(slots)})" if slots else ""
+    arglist = (f"({', '.join(slots)})",) if slots else ()
     if callee.ret != VOID:
-        em.emit(f".param {regs.param_type(callee.ret, False)} retval0")
-        em.emit(f"call.uni (retval0), {name}{arglist}")
+        em.append(directive(f".param {regs.param_type(callee.ret, False)} retval0"))
+        em.effect("call.uni", "(retval0)", name, *arglist)
         load_param(em, em.result(ins), "retval0", callee.ret)
     else:
-        em.emit(f"call.uni {name}{arglist}")
-    em.raw("\t}")
+        em.effect("call.uni", name, *arglist)
+    em.append(scope("}"))
 
 
 def lower_local_get(em, ins: Instr) -> None:
@@ -83,13 +84,13 @@ def lower_local_get(em, ins: Instr) -> None:
         em.define(ins, src)
         return
     dst = em.result(ins)
-    em.emit(f"mov.{_mov_type(ins.type)} {dst}, {src}")
+    em.op(f"mov.{_mov_type(ins.type)}", dst, src)
 
 
 def lower_local_set(em, ins: Instr) -> None:
     loc, value = ins.operands
     dst = em.local_reg(loc)
-    em.emit(f"mov.{_mov_type(loc.type)} {dst}, {em.val(value)}")
+    em.op(f"mov.{_mov_type(loc.type)}", dst, em.val(value))
 
 
 def _mov_type(t) -> str:
@@ -102,10 +103,10 @@ def lower_select(em, ins: Instr) -> None:
     d = em.result(ins)
     if isinstance(ins.type, BoolType):
         # selp has no .pred form: two predicated moves.
-        em.emit(f"@{p} mov.pred {d}, {em.reg(a)}")
-        em.emit(f"@!{p} mov.pred {d}, {em.reg(b)}")
+        em.op("mov.pred", d, em.reg(a), guard=p)
+        em.op("mov.pred", d, em.reg(b), guard=p, negated=True)
         return
-    em.emit(f"selp.{regs.bits(ins.type)} {d}, {em.val(a)}, {em.val(b)}, {p}")
+    em.op(f"selp.{regs.bits(ins.type)}", d, em.val(a), em.val(b), p)
 
 
 LOWER = {

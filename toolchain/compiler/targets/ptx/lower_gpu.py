@@ -25,6 +25,7 @@ from ...diagnostics import error
 from ...ir.module import Const, Instr
 from ...ir.types import IntType
 from . import regs
+from .instr import Addr
 from .lower_memory import address, cast_space, local_array
 
 INDEX_REG = {"thread": "%tid", "block": "%ctaid", "block_dim": "%ntid", "grid_dim": "%nctaid"}
@@ -38,7 +39,7 @@ WORKGROUP_ALIGN = 32
 
 def lower_index(em, ins: Instr) -> None:
     reg = INDEX_REG[ins.attrs["kind"]]
-    em.emit(f"mov.u32 {em.result(ins)}, {reg}.{ins.attrs['axis']}")
+    em.op("mov.u32", em.result(ins), f"{reg}.{ins.attrs['axis']}")
 
 
 def lower_alloc(em, ins: Instr) -> None:
@@ -49,19 +50,19 @@ def lower_alloc(em, ins: Instr) -> None:
                                       max(WORKGROUP_ALIGN, elem.align))
     else:
         name = local_array(em, size, max(elem.align, 16))
-    em.emit(f"mov.u64 {em.result(ins)}, {name}")
+    em.op("mov.u64", em.result(ins), name)
 
 
 def lower_dynamic_shared(em, ins: Instr) -> None:
-    em.emit(f"mov.u64 {em.result(ins)}, {em.module.dynamic_shared(em.fn)}")
+    em.op("mov.u64", em.result(ins), em.module.dynamic_shared(em.fn))
 
 
 def lower_barrier(em, ins: Instr) -> None:
-    em.emit("bar.sync 0")
+    em.effect("bar.sync", "0")
 
 
 # ---- atomics -------------------------------------------------------------------------
-def _atomic_target(em, ins: Instr) -> tuple[str, str, str]:
+def _atomic_target(em, ins: Instr) -> tuple[Addr, str, str]:
     """(address operand, `.scope`, `.space`) for an atomic on operand 0."""
     em.profile.require(f"scoped atomic {ins.op}", *SCOPED_ATOMICS, ins.span)
     p = ins.operands[0]
@@ -69,14 +70,14 @@ def _atomic_target(em, ins: Instr) -> tuple[str, str, str]:
     if p.type.space == space:
         addr = address(em, p)
     else:
-        addr = f"[{cast_space(em, em.reg(p), p.type.space, space)}]"
+        addr = Addr(cast_space(em, em.reg(p), p.type.space, space))
     return addr, SCOPE[ins.attrs.get("scope", "device")], ATOM_SPACE[space]
 
 
 def _order(em, order: str, scope: str, seq_cst_as: str) -> str:
     """The `.sem` qualifier for `order`, emitting the leading fence.sc for seq_cst."""
     if order == "seq_cst":
-        em.emit(f"fence.sc.{scope}")
+        em.effect(f"fence.sc.{scope}")
         return seq_cst_as
     return order
 
@@ -84,14 +85,14 @@ def _order(em, order: str, scope: str, seq_cst_as: str) -> str:
 def lower_atomic_load(em, ins: Instr) -> None:
     addr, scope, space = _atomic_target(em, ins)
     sem = _order(em, ins.attrs.get("order", "seq_cst"), scope, "acquire")
-    em.emit(f"ld.{sem}.{scope}.{space}.{regs.exact(ins.type)} {em.result(ins)}, {addr}")
+    em.op(f"ld.{sem}.{scope}.{space}.{regs.exact(ins.type)}", em.result(ins), addr)
 
 
 def lower_atomic_store(em, ins: Instr) -> None:
     addr, scope, space = _atomic_target(em, ins)
     value = ins.operands[1]
     sem = _order(em, ins.attrs.get("order", "seq_cst"), scope, "relaxed")
-    em.emit(f"st.{sem}.{scope}.{space}.{regs.exact(value.type)} {addr}, {em.val(value)}")
+    em.effect(f"st.{sem}.{scope}.{space}.{regs.exact(value.type)}", addr, em.val(value))
 
 
 RMW = {"add": ("add", "u"), "sub": ("add", "u"), "min": ("min", "u"), "max": ("max", "u"),
@@ -107,12 +108,11 @@ def lower_atomic_rmw(em, ins: Instr) -> None:
         operand = regs.imm(t, -int(value.value))
     elif op == "sub":
         neg = em.new_t(t)
-        em.emit(f"neg.s{t.bits} {neg}, {em.reg(value)}")
+        em.op(f"neg.s{t.bits}", neg, em.reg(value))
         operand = neg
     name, kind = RMW[op]
     sem = _order(em, ins.attrs.get("order", "seq_cst"), scope, "acquire")
-    em.emit(f"atom.{sem}.{scope}.{space}.{name}.{kind}{t.bits} {em.result(ins)}, {addr}, "
-            f"{operand}")
+    em.op(f"atom.{sem}.{scope}.{space}.{name}.{kind}{t.bits}", em.result(ins), addr, operand)
 
 
 _STRENGTH = {"relaxed": 0, "acquire": 1, "release": 1, "acq_rel": 2, "seq_cst": 3}
@@ -130,8 +130,8 @@ def lower_atomic_cmpxchg(em, ins: Instr) -> None:
     order = _cas_order(ins.attrs.get("order", "seq_cst"),
                        ins.attrs.get("failure_order", "seq_cst"))
     sem = _order(em, order, scope, "acquire")
-    em.emit(f"atom.{sem}.{scope}.{space}.cas.b{ins.type.bits} {em.result(ins)}, {addr}, "
-            f"{em.val(expected)}, {em.val(desired)}")
+    em.op(f"atom.{sem}.{scope}.{space}.cas.b{ins.type.bits}", em.result(ins), addr,
+          em.val(expected), em.val(desired))
 
 
 # ---- asynchronous staging ------------------------------------------------------------
@@ -154,24 +154,22 @@ def lower_async_copy(em, ins: Instr) -> None:
     if native_async(em):
         cache = "cg" if step == 16 and ins.attrs.get("cache") == "global" else "ca"
         for off in range(0, total, step):
-            o = f"+{off}" if off else ""
-            em.emit(f"cp.async.{cache}.shared.global [{d}{o}], [{s}{o}], {step}")
+            em.effect(f"cp.async.{cache}.shared.global", Addr(d, off), Addr(s, off), str(step))
         return
     for off in range(0, total, elem.size):              # synchronous replay, in order
         t = em.new_t(elem)
-        o = f"+{off}" if off else ""
-        em.emit(f"ld.global.{regs.exact(elem)} {t}, [{s}{o}]")
-        em.emit(f"st.shared.{regs.exact(elem)} [{d}{o}], {t}")
+        em.op(f"ld.global.{regs.exact(elem)}", t, Addr(s, off))
+        em.effect(f"st.shared.{regs.exact(elem)}", Addr(d, off), t)
 
 
 def lower_async_commit(em, ins: Instr) -> None:
     if native_async(em):
-        em.emit("cp.async.commit_group")
+        em.effect("cp.async.commit_group")
 
 
 def lower_async_wait(em, ins: Instr) -> None:
     if native_async(em):
-        em.emit(f"cp.async.wait_group {int(ins.attrs['pending'])}")
+        em.effect("cp.async.wait_group", str(int(ins.attrs['pending'])))
 
 
 LOWER = {

@@ -1,7 +1,8 @@
 """Math, half/bf16, packed-integer, 128-bit vector and debug intrinsics.
 
 math.sqrt -> sqrt.rn; rsqrt -> rsqrt.approx; fabs -> abs; sin/cos -> sin/cos.approx.f32;
-log x -> lg2.approx(x) * ln2; exp x -> ex2.approx(x * log2 e). h2f/f2h -> cvt.f32.f16 /
+log x -> lg2.approx(x) * ln2; exp x -> ex2.approx(x * log2 e) (the multiplies follow the
+contraction setting, lower_arith.float_op). h2f/f2h -> cvt.f32.f16 /
 cvt.rn.f16.f32 on a .b16 register. bf16 -> f32 is exact bit placement (shl 16) on every
 target; f32 -> bf16 is `cvt.rn.bf16.f32` on PTX 7.0/sm_80+, else round-to-nearest-even
 integer arithmetic with NaNs mapped to the quiet NaN 0x7FC0. dp4a/dp2a need sm_61;
@@ -16,7 +17,8 @@ from ...diagnostics import error
 from ...ir.module import Instr
 from ...ir.types import BoolType, F64, FloatType, I32, IntType, U32, Type, align_up
 from . import regs
-from .lower_arith import convert_into
+from .instr import Addr, Vec, directive, scope
+from .lower_arith import convert_into, float_op
 from .lower_memory import address, cast_space, local_array, space_of
 
 LN2 = "0f3F317218"
@@ -38,48 +40,48 @@ def lower_math(em, ins: Instr) -> None:
     sfx = regs.arith(t)
     simple = {"sqrt": "sqrt.rn", "rsqrt": "rsqrt.approx", "fabs": "abs"}
     if name in simple:
-        em.emit(f"{simple[name]}.{sfx} {em.result(ins)}, {a}")
+        em.op(f"{simple[name]}.{sfx}", em.result(ins), a)
         return
     _f32_only(ins)
     if name in ("sin", "cos"):
-        em.emit(f"{name}.approx.f32 {em.result(ins)}, {a}")
+        em.op(f"{name}.approx.f32", em.result(ins), a)
     elif name == "log":
         t2 = em.new("f")
-        em.emit(f"lg2.approx.f32 {t2}, {a}")
-        em.emit(f"mul.rn.f32 {em.result(ins)}, {t2}, {LN2}")
+        em.op("lg2.approx.f32", t2, a)
+        em.op(float_op(em, "mul", 32), em.result(ins), t2, LN2)
     else:
         t2 = em.new("f")
-        em.emit(f"mul.rn.f32 {t2}, {a}, {LOG2E}")
-        em.emit(f"ex2.approx.f32 {em.result(ins)}, {t2}")
+        em.op(float_op(em, "mul", 32), t2, a, LOG2E)
+        em.op("ex2.approx.f32", em.result(ins), t2)
 
 
 def lower_half(em, ins: Instr) -> None:
     a = em.reg(ins.operands[0])
     if ins.op == "cvt.h2f":
-        em.emit(f"cvt.f32.f16 {em.result(ins)}, {a}")
+        em.op("cvt.f32.f16", em.result(ins), a)
     elif ins.op == "cvt.f2h":
-        em.emit(f"cvt.rn.f16.f32 {em.result(ins)}, {a}")
+        em.op("cvt.rn.f16.f32", em.result(ins), a)
     elif ins.op == "cvt.bf2f":
         w = em.new("r")
-        em.emit(f"cvt.u32.u16 {w}, {a}")
-        em.emit(f"shl.b32 {w}, {w}, 16")
-        em.emit(f"mov.b32 {em.result(ins)}, {w}")
+        em.op("cvt.u32.u16", w, a)
+        em.op("shl.b32", w, w, "16")
+        em.op("mov.b32", em.result(ins), w)
     elif em.profile.at_least(*BF16_CVT):
-        em.emit(f"cvt.rn.bf16.f32 {em.result(ins)}, {a}")
+        em.op("cvt.rn.bf16.f32", em.result(ins), a)
     else:
         _f2bf_bits(em, ins, a)
 
 
 def _f2bf_bits(em, ins: Instr, a: str) -> None:
     bits, lsb, nan = em.new("r"), em.new("r"), em.new("p")
-    em.emit(f"mov.b32 {bits}, {a}")
-    em.emit(f"bfe.u32 {lsb}, {bits}, 16, 1")
-    em.emit(f"add.u32 {lsb}, {lsb}, 32767")       # round half to even
-    em.emit(f"add.u32 {lsb}, {bits}, {lsb}")
-    em.emit(f"shr.u32 {lsb}, {lsb}, 16")
-    em.emit(f"setp.nan.f32 {nan}, {a}, {a}")
-    em.emit(f"selp.b32 {lsb}, 32704, {lsb}, {nan}")
-    em.emit(f"cvt.u16.u32 {em.result(ins)}, {lsb}")
+    em.op("mov.b32", bits, a)
+    em.op("bfe.u32", lsb, bits, "16", "1")
+    em.op("add.u32", lsb, lsb, "32767")           # round half to even
+    em.op("add.u32", lsb, bits, lsb)
+    em.op("shr.u32", lsb, lsb, "16")
+    em.op("setp.nan.f32", nan, a, a)
+    em.op("selp.b32", lsb, "32704", lsb, nan)
+    em.op("cvt.u16.u32", em.result(ins), lsb)
 
 
 def _signed_attr(ins: Instr) -> str:
@@ -91,35 +93,35 @@ def lower_dp(em, ins: Instr) -> None:
     a, b, c = (em.reg(o) for o in ins.operands)
     s = _signed_attr(ins)
     if ins.op == "int.dp4a":
-        em.emit(f"dp4a.{s}.{s} {em.result(ins)}, {a}, {b}, {c}")
+        em.op(f"dp4a.{s}.{s}", em.result(ins), a, b, c)
     else:
         part = "hi" if ins.attrs.get("hi") else "lo"
-        em.emit(f"dp2a.{part}.{s}.{s} {em.result(ins)}, {a}, {b}, {c}")
+        em.op(f"dp2a.{part}.{s}.{s}", em.result(ins), a, b, c)
 
 
 def lower_prmt(em, ins: Instr) -> None:
     a, b = em.reg(ins.operands[0]), em.reg(ins.operands[1])
-    em.emit(f"prmt.b32 {em.result(ins)}, {a}, {b}, {em.val(ins.operands[2])}")
+    em.op("prmt.b32", em.result(ins), a, b, em.val(ins.operands[2]))
 
 
 def lower_half2(em, ins: Instr) -> None:
     em.profile.require(ins.op, *HALF2, ins.span)
     ops = [em.reg(o) for o in ins.operands]
     name = ins.op.split(".")[1]
-    em.emit(f"{name}.rn.f16x2 {em.result(ins)}, {', '.join(ops)}")
+    em.op(f"{name}.rn.f16x2", em.result(ins), *ops)
 
 
 def lower_half2_part(em, ins: Instr) -> None:
     lo, hi = em.new("rs"), em.new("rs")
-    em.emit(f"mov.b32 {{{lo}, {hi}}}, {em.reg(ins.operands[0])}")
-    em.emit(f"cvt.f32.f16 {em.result(ins)}, {lo if ins.op == 'half2.lo' else hi}")
+    em.op("mov.b32", Vec((lo, hi)), em.reg(ins.operands[0]))
+    em.op("cvt.f32.f16", em.result(ins), lo if ins.op == "half2.lo" else hi)
 
 
 def lower_half2_pack(em, ins: Instr) -> None:
     lo, hi = em.new("rs"), em.new("rs")
-    em.emit(f"cvt.rn.f16.f32 {lo}, {em.reg(ins.operands[0])}")
-    em.emit(f"cvt.rn.f16.f32 {hi}, {em.reg(ins.operands[1])}")
-    em.emit(f"mov.b32 {em.result(ins)}, {{{lo}, {hi}}}")
+    em.op("cvt.rn.f16.f32", lo, em.reg(ins.operands[0]))
+    em.op("cvt.rn.f16.f32", hi, em.reg(ins.operands[1]))
+    em.op("mov.b32", em.result(ins), Vec((lo, hi)))
 
 
 def _vec4_elem(ins: Instr, p) -> Type:
@@ -133,10 +135,10 @@ def lower_vec_load4(em, ins: Instr) -> None:
     src, dst = ins.operands
     t = _vec4_elem(ins, src)
     vals = [em.new_t(t) for _ in range(4)]
-    em.emit(f"ld{space_of(src)}.v4.{regs.exact(t)} {{{', '.join(vals)}}}, {address(em, src)}")
+    em.op(f"ld{space_of(src)}.v4.{regs.exact(t)}", Vec(vals), address(em, src))
     d, sp = em.reg(dst), space_of(dst)
     for i, v in enumerate(vals):
-        em.emit(f"st{sp}.{regs.exact(t)} [{d}+{4 * i}], {v}")
+        em.effect(f"st{sp}.{regs.exact(t)}", Addr(d, 4 * i), v)
 
 
 def lower_vec_store4(em, ins: Instr) -> None:
@@ -145,8 +147,8 @@ def lower_vec_store4(em, ins: Instr) -> None:
     s, sp = em.reg(src), space_of(src)
     vals = [em.new_t(t) for _ in range(4)]
     for i, v in enumerate(vals):
-        em.emit(f"ld{sp}.{regs.exact(t)} {v}, [{s}+{4 * i}]")
-    em.emit(f"st{space_of(dst)}.v4.{regs.exact(t)} {address(em, dst)}, {{{', '.join(vals)}}}")
+        em.op(f"ld{sp}.{regs.exact(t)}", v, Addr(s, 4 * i))
+    em.effect(f"st{space_of(dst)}.v4.{regs.exact(t)}", address(em, dst), Vec(vals))
 
 
 def _promoted(t: Type) -> Type:
@@ -177,21 +179,21 @@ def lower_print(em, ins: Instr) -> None:
                 r2 = em.new_t(pt)
                 convert_into(em, r2, r, a.type, pt)
                 r = r2
-            em.emit(f"st.local.{regs.exact(pt)} [{name}{f'+{o}' if o else ''}], {r}")
-        em.emit(f"mov.u64 {buf}, {name}")
-        em.emit(f"cvta.local.u64 {buf}, {buf}")
+            em.effect(f"st.local.{regs.exact(pt)}", Addr(name, o), r)
+        em.op("mov.u64", buf, name)
+        em.op("cvta.local.u64", buf, buf)
     else:
-        em.emit(f"mov.u64 {buf}, 0")
+        em.op("mov.u64", buf, "0")
     ret = em.new("r")
-    em.raw("\t{")
-    em.emit(".param .b64 param0")
-    em.emit(f"st.param.b64 [param0], {f}")
-    em.emit(".param .b64 param1")
-    em.emit(f"st.param.b64 [param1], {buf}")
-    em.emit(".param .b32 retval0")
-    em.emit("call.uni (retval0), vprintf, (param0, param1)")
-    em.emit(f"ld.param.b32 {ret}, [retval0]")
-    em.raw("\t}")
+    em.append(scope("{"))
+    em.append(directive(".param .b64 param0"))
+    em.effect("st.param.b64", Addr("param0"), f)
+    em.append(directive(".param .b64 param1"))
+    em.effect("st.param.b64", Addr("param1"), buf)
+    em.append(directive(".param .b32 retval0"))
+    em.effect("call.uni", "(retval0)", "vprintf", "(param0, param1)")
+    em.op("ld.param.b32", ret, Addr("retval0"))
+    em.append(scope("}"))
 
 
 def lower_assert(em, ins: Instr) -> None:
@@ -199,11 +201,11 @@ def lower_assert(em, ins: Instr) -> None:
         return
     cond = ins.operands[0]
     if isinstance(cond.type, BoolType):
-        em.emit(f"@!{em.reg(cond)} trap")
+        em.effect("trap", guard=em.reg(cond), negated=True)
         return
     bad = em.new("p")
-    em.emit(f"setp.eq.{regs.arith(cond.type)} {bad}, {em.reg(cond)}, 0")
-    em.emit(f"@{bad} trap")
+    em.op(f"setp.eq.{regs.arith(cond.type)}", bad, em.reg(cond), "0")
+    em.effect("trap", guard=bad)
 
 
 LOWER = {

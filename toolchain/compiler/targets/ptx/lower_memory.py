@@ -14,6 +14,7 @@ from ...diagnostics import error
 from ...ir.module import Const, Global, Instr
 from ...ir.types import BoolType, IntType, StructType, Type
 from . import regs
+from .instr import Addr, label
 from .lower_arith import alias_or_mov, mutable
 
 SPACE = {"global": ".global", "workgroup": ".shared", "private": ".local", "generic": "",
@@ -38,7 +39,7 @@ def _const_offset(ins) -> int | None:
     return None
 
 
-def address(em, p) -> str:
+def address(em, p) -> Addr:
     """`[reg]` or `[reg+imm]` for pointer `p`, folding constant offsets into the operand."""
     offset = 0
     while True:
@@ -52,7 +53,7 @@ def address(em, p) -> str:
         r = em.module.symbol_name(p)
     else:
         r = em.reg(p)
-    return f"[{r}+{offset}]" if offset else f"[{r}]"
+    return Addr(r, offset)
 
 
 def _check_scalar(t: Type, ins: Instr) -> None:
@@ -61,22 +62,22 @@ def _check_scalar(t: Type, ins: Instr) -> None:
                     "code; access its fields", ins.span)
 
 
-def load_into(em, d: str, t: Type, space: str, addr: str) -> None:
+def load_into(em, d: str, t: Type, space: str, addr: Addr) -> None:
     if isinstance(t, BoolType):
         tmp = em.new("rs")
-        em.emit(f"ld{space}.u8 {tmp}, {addr}")
-        em.emit(f"setp.ne.u16 {d}, {tmp}, 0")
+        em.op(f"ld{space}.u8", tmp, addr)
+        em.op("setp.ne.u16", d, tmp, "0")
     else:
-        em.emit(f"ld{space}.{regs.exact(t)} {d}, {addr}")
+        em.op(f"ld{space}.{regs.exact(t)}", d, addr)
 
 
-def store_from(em, t: Type, space: str, addr: str, value) -> None:
+def store_from(em, t: Type, space: str, addr: Addr, value) -> None:
     if isinstance(t, BoolType):
         tmp = em.new("rs")
-        em.emit(f"selp.u16 {tmp}, 1, 0, {em.reg(value)}")
-        em.emit(f"st{space}.u8 {addr}, {tmp}")
+        em.op("selp.u16", tmp, "1", "0", em.reg(value))
+        em.effect(f"st{space}.u8", addr, tmp)
     else:
-        em.emit(f"st{space}.{regs.exact(t)} {addr}, {em.val(value)}")
+        em.effect(f"st{space}.{regs.exact(t)}", addr, em.val(value))
 
 
 def lower_load(em, ins: Instr) -> None:
@@ -112,15 +113,15 @@ def scaled_index(em, index, size: int) -> str:
         return em.block_cache[key]
     if src is not None:
         t = em.new("rd")
-        em.emit(f"mul.wide.{'s' if src.type.signed else 'u'}32 {t}, {em.reg(src)}, {size}")
+        em.op(f"mul.wide.{'s' if src.type.signed else 'u'}32", t, em.reg(src), str(size))
     elif size == 1:
         return em.reg(index)
     else:
         r, t = em.reg(index), em.new("rd")
         if size & (size - 1) == 0:
-            em.emit(f"shl.b64 {t}, {r}, {size.bit_length() - 1}")
+            em.op("shl.b64", t, r, str(size.bit_length() - 1))
         else:
-            em.emit(f"mul.lo.s64 {t}, {r}, {size}")
+            em.op("mul.lo.s64", t, r, str(size))
     em.block_cache[key] = t
     return t
 
@@ -129,7 +130,7 @@ def _add_offset(em, ins: Instr, base, offset: int) -> None:
     if offset == 0:
         alias_or_mov(em, ins, base)
         return
-    em.emit(f"add.s64 {em.result(ins)}, {em.reg(base)}, {offset}")
+    em.op("add.s64", em.result(ins), em.reg(base), str(offset))
 
 
 def lower_ptradd(em, ins: Instr) -> None:
@@ -139,7 +140,7 @@ def lower_ptradd(em, ins: Instr) -> None:
         _add_offset(em, ins, p, int(index.value) * size)
         return
     off = scaled_index(em, index, size)
-    em.emit(f"add.s64 {em.result(ins)}, {em.reg(p)}, {off}")
+    em.op("add.s64", em.result(ins), em.reg(p), off)
 
 
 def lower_byteadd(em, ins: Instr) -> None:
@@ -147,7 +148,7 @@ def lower_byteadd(em, ins: Instr) -> None:
     if isinstance(off, Const):
         _add_offset(em, ins, p, int(off.value))
         return
-    em.emit(f"add.s64 {em.result(ins)}, {em.reg(p)}, {em.reg(off)}")
+    em.op("add.s64", em.result(ins), em.reg(p), em.reg(off))
 
 
 def lower_fieldptr(em, ins: Instr) -> None:
@@ -165,7 +166,7 @@ def local_array(em, size: int, align: int) -> str:
 def lower_alloca(em, ins: Instr) -> None:
     t = ins.attrs["type"]
     name = local_array(em, t.size, max(t.align, 4))
-    em.emit(f"mov.u64 {em.result(ins)}, {name}")
+    em.op("mov.u64", em.result(ins), name)
 
 
 def _memcpy_unit(dst, src, size: int) -> int:
@@ -186,20 +187,20 @@ def lower_memcpy(em, ins: Instr) -> None:
     if size // unit <= 64:
         for off in range(0, size, unit):
             t = em.new(cls)
-            em.emit(f"ld{ss}.{ty} {t}, [{s}+{off}]")
-            em.emit(f"st{ds}.{ty} [{d}+{off}], {t}")
+            em.op(f"ld{ss}.{ty}", t, Addr(s, off))
+            em.effect(f"st{ds}.{ty}", Addr(d, off), t)
         return
     i, pd, ps, t, p = em.new("rd"), em.new("rd"), em.new("rd"), em.new(cls), em.new("p")
     loop = em.unique("$L__memcpy")
-    em.emit(f"mov.u64 {i}, 0")
-    em.raw(f"{loop}:")
-    em.emit(f"add.s64 {ps}, {s}, {i}")
-    em.emit(f"add.s64 {pd}, {d}, {i}")
-    em.emit(f"ld{ss}.{ty} {t}, [{ps}]")
-    em.emit(f"st{ds}.{ty} [{pd}], {t}")
-    em.emit(f"add.s64 {i}, {i}, {unit}")
-    em.emit(f"setp.lt.u64 {p}, {i}, {size}")
-    em.emit(f"@{p} bra {loop}")
+    em.op("mov.u64", i, "0")
+    em.append(label(loop))
+    em.op("add.s64", ps, s, i)
+    em.op("add.s64", pd, d, i)
+    em.op(f"ld{ss}.{ty}", t, Addr(ps))
+    em.effect(f"st{ds}.{ty}", Addr(pd), t)
+    em.op("add.s64", i, i, str(unit))
+    em.op("setp.lt.u64", p, i, str(size))
+    em.effect("bra", loop, guard=p)
 
 
 def cast_space(em, r: str, src: str, dst: str) -> str:
@@ -208,11 +209,11 @@ def cast_space(em, r: str, src: str, dst: str) -> str:
         return r
     if src != "generic":
         g = em.new("rd")
-        em.emit(f"cvta.{_CVTA[src]}.u64 {g}, {r}")
+        em.op(f"cvta.{_CVTA[src]}.u64", g, r)
         r = g
     if dst != "generic":
         out = em.new("rd")
-        em.emit(f"cvta.to.{_CVTA[dst]}.u64 {out}, {r}")
+        em.op(f"cvta.to.{_CVTA[dst]}.u64", out, r)
         r = out
     return r
 

@@ -18,13 +18,13 @@ from . import regs
 
 SYNC_OPS = ((6, 2), 30)           # activemask (6.2) with shfl.sync / vote.sync (6.0)
 REDUX = ((7, 0), 80)
-FULL = 31                          # shfl clamp operand: the whole 32-lane segment
+FULL = "31"                        # shfl clamp operand: the whole 32-lane segment
 
 
 def _mask(em, ins: Instr) -> str:
     em.profile.require(f"subgroup operation {ins.op}", *SYNC_OPS, ins.span)
     m = em.new("r")
-    em.emit(f"activemask.b32 {m}")
+    em.op("activemask.b32", m)
     return m
 
 
@@ -38,36 +38,42 @@ def _lane(em) -> str:
     lane = em.block_cache.get("laneid")
     if lane is None:
         lane = em.block_cache["laneid"] = em.new("r")
-        em.emit(f"mov.u32 {lane}, %laneid")
+        em.op("mov.u32", lane, "%laneid")
     return lane
 
 
 def lower_local_id(em, ins: Instr) -> None:
-    em.emit(f"mov.u32 {em.result(ins)}, %laneid")
+    em.op("mov.u32", em.result(ins), "%laneid")
 
 
 def lower_size(em, ins: Instr) -> None:
     """Lanes in this warp: 32, except in a partial final warp of the block, where it is the
-    block volume minus the warp's first linear thread id (warps are formed from linear ids)."""
+    block volume minus the warp's first linear thread id (warps are formed from linear ids).
+    Where every launch runs whole warps (a kernel whose declared block volume is a multiple
+    of 32, or a helper reachable only from such kernels: emitter.full_subgroups) the answer
+    is the immediate 32, so loops striding by it have a constant stride ptxas can unroll."""
+    if em.module.full_subgroups(em.fn):
+        em.define_imm(ins, "32")
+        em.constant_width = True
+        return
     r = {k: em.new("r") for k in ("nx", "ny", "nz", "tx", "ty", "tz", "lin", "tot")}
     for k, sreg in (("nx", "%ntid.x"), ("ny", "%ntid.y"), ("nz", "%ntid.z"),
                     ("tx", "%tid.x"), ("ty", "%tid.y"), ("tz", "%tid.z")):
-        em.emit(f"mov.u32 {r[k]}, {sreg}")
-    em.emit(f"mad.lo.u32 {r['lin']}, {r['tz']}, {r['ny']}, {r['ty']}")
-    em.emit(f"mad.lo.u32 {r['lin']}, {r['lin']}, {r['nx']}, {r['tx']}")
-    em.emit(f"mul.lo.u32 {r['tot']}, {r['nx']}, {r['ny']}")
-    em.emit(f"mul.lo.u32 {r['tot']}, {r['tot']}, {r['nz']}")
-    em.emit(f"and.b32 {r['lin']}, {r['lin']}, -32")
-    em.emit(f"sub.u32 {r['tot']}, {r['tot']}, {r['lin']}")
-    em.emit(f"min.u32 {em.result(ins)}, {r['tot']}, 32")
+        em.op("mov.u32", r[k], sreg)
+    em.op("mad.lo.u32", r["lin"], r["tz"], r["ny"], r["ty"])
+    em.op("mad.lo.u32", r["lin"], r["lin"], r["nx"], r["tx"])
+    em.op("mul.lo.u32", r["tot"], r["nx"], r["ny"])
+    em.op("mul.lo.u32", r["tot"], r["tot"], r["nz"])
+    em.op("and.b32", r["lin"], r["lin"], "-32")
+    em.op("sub.u32", r["tot"], r["tot"], r["lin"])
+    em.op("min.u32", em.result(ins), r["tot"], "32")
 
 
 def lower_broadcast(em, ins: Instr) -> None:
     value, lane = ins.operands
     _check32(ins, value.type)
     m = _mask(em, ins)
-    em.emit(f"shfl.sync.idx.b32 {em.result(ins)}, {em.reg(value)}, {em.val(lane)}, {FULL}, "
-            f"{m}")
+    em.op("shfl.sync.idx.b32", em.result(ins), em.reg(value), em.val(lane), FULL, m)
 
 
 def lower_shuffle(em, ins: Instr) -> None:
@@ -76,11 +82,11 @@ def lower_shuffle(em, ins: Instr) -> None:
     m = _mask(em, ins)
     v, src = em.reg(value), em.val(lane)
     got, bit, ok = em.new_t(value.type), em.new("r"), em.new("p")
-    em.emit(f"shfl.sync.idx.b32 {got}, {v}, {src}, {FULL}, {m}")
-    em.emit(f"shr.b32 {bit}, {m}, {src}")        # a lane >= 32 shifts the mask to 0
-    em.emit(f"and.b32 {bit}, {bit}, 1")
-    em.emit(f"setp.ne.u32 {ok}, {bit}, 0")
-    em.emit(f"selp.{regs.bits(value.type)} {em.result(ins)}, {got}, {v}, {ok}")
+    em.op("shfl.sync.idx.b32", got, v, src, FULL, m)
+    em.op("shr.b32", bit, m, src)                 # a lane >= 32 shifts the mask to 0
+    em.op("and.b32", bit, bit, "1")
+    em.op("setp.ne.u32", ok, bit, "0")
+    em.op(f"selp.{regs.bits(value.type)}", em.result(ins), got, v, ok)
 
 
 def _combine(op: str, t) -> str:
@@ -96,24 +102,24 @@ def lower_reduce(em, ins: Instr) -> None:
     m = _mask(em, ins)
     if isinstance(t, IntType) and em.profile.at_least(*REDUX):
         kind = "u32" if op == "add" or not t.signed else "s32"
-        em.emit(f"redux.sync.{op}.{kind} {em.result(ins)}, {em.reg(value)}, {m}")
+        em.op(f"redux.sync.{op}.{kind}", em.result(ins), em.reg(value), m)
         return
     lane = _lane(em)
     above = em.new("r")                           # bit k set <=> lane + k is active
-    em.emit(f"shr.b32 {above}, {m}, {lane}")
+    em.op("shr.b32", above, m, lane)
     acc = em.new_t(t)
-    em.emit(f"mov.b32 {acc}, {em.reg(value)}")
+    em.op("mov.b32", acc, em.reg(value))
     got, bit, ok = em.new_t(t), em.new("r"), em.new("p")
     for off in (16, 8, 4, 2, 1):
-        em.emit(f"shfl.sync.down.b32 {got}, {acc}, {off}, {FULL}, {m}")
-        em.emit(f"and.b32 {bit}, {above}, {1 << off}")
-        em.emit(f"setp.ne.u32 {ok}, {bit}, 0")
-        em.emit(f"@{ok} {_combine(op, t)} {acc}, {acc}, {got}")
+        em.op("shfl.sync.down.b32", got, acc, str(off), FULL, m)
+        em.op("and.b32", bit, above, str(1 << off))
+        em.op("setp.ne.u32", ok, bit, "0")
+        em.op(_combine(op, t), acc, acc, got, guard=ok)
     low = em.new("r")                             # lowest active lane holds the total
-    em.emit(f"neg.s32 {low}, {m}")
-    em.emit(f"and.b32 {low}, {low}, {m}")
-    em.emit(f"bfind.u32 {low}, {low}")
-    em.emit(f"shfl.sync.idx.b32 {em.result(ins)}, {acc}, {low}, {FULL}, {m}")
+    em.op("neg.s32", low, m)
+    em.op("and.b32", low, low, m)
+    em.op("bfind.u32", low, low)
+    em.op("shfl.sync.idx.b32", em.result(ins), acc, low, FULL, m)
 
 
 def lower_scan(em, ins: Instr) -> None:
@@ -124,45 +130,45 @@ def lower_scan(em, ins: Instr) -> None:
         raise error("E0505", "subgroup scan supports add only", ins.span)
     m = _mask(em, ins)
     lane, below, shift = _lane(em), em.new("r"), em.new("r")
-    em.emit(f"sub.u32 {shift}, 31, {lane}")
-    em.emit(f"shl.b32 {below}, {m}, {shift}")     # bit 31-k set <=> lane - k is active
+    em.op("sub.u32", shift, "31", lane)
+    em.op("shl.b32", below, m, shift)             # bit 31-k set <=> lane - k is active
     acc = em.new_t(t)
-    em.emit(f"mov.b32 {acc}, {em.reg(value)}")
+    em.op("mov.b32", acc, em.reg(value))
     got, bit, ok = em.new_t(t), em.new("r"), em.new("p")
     for off in (1, 2, 4, 8, 16):
-        em.emit(f"shfl.sync.up.b32 {got}, {acc}, {off}, 0, {m}")
-        em.emit(f"and.b32 {bit}, {below}, {1 << (31 - off)}")
-        em.emit(f"setp.ne.u32 {ok}, {bit}, 0")
-        em.emit(f"@{ok} {_combine('add', t)} {acc}, {acc}, {got}")
+        em.op("shfl.sync.up.b32", got, acc, str(off), "0", m)
+        em.op("and.b32", bit, below, str(1 << (31 - off)))
+        em.op("setp.ne.u32", ok, bit, "0")
+        em.op(_combine("add", t), acc, acc, got, guard=ok)
     if ins.attrs.get("inclusive", True):
         em.define(ins, acc)
         return
-    em.emit(f"shfl.sync.up.b32 {got}, {acc}, 1, 0, {m}")
-    em.emit(f"and.b32 {bit}, {below}, {1 << 30}")
-    em.emit(f"setp.ne.u32 {ok}, {bit}, 0")
-    em.emit(f"selp.{regs.bits(t)} {em.result(ins)}, {got}, {regs.imm(t, 0)}, {ok}")
+    em.op("shfl.sync.up.b32", got, acc, "1", "0", m)
+    em.op("and.b32", bit, below, str(1 << 30))
+    em.op("setp.ne.u32", ok, bit, "0")
+    em.op(f"selp.{regs.bits(t)}", em.result(ins), got, regs.imm(t, 0), ok)
 
 
 def lower_ballot(em, ins: Instr) -> None:
     pred, word = ins.operands
     m = _mask(em, ins)
     if isinstance(word, Const) and int(word.value) != 0:
-        em.emit(f"mov.u32 {em.result(ins)}, 0")   # words 1..3 are beyond a 32-lane warp
+        em.op("mov.u32", em.result(ins), "0")    # words 1..3 are beyond a 32-lane warp
         return
     b = em.new("r")
-    em.emit(f"vote.sync.ballot.b32 {b}, {em.reg(pred)}, {m}")
+    em.op("vote.sync.ballot.b32", b, em.reg(pred), m)
     if isinstance(word, Const):
         em.define(ins, b)
         return
     first = em.new("p")
-    em.emit(f"setp.eq.{regs.arith(word.type)} {first}, {em.reg(word)}, 0")
-    em.emit(f"selp.b32 {em.result(ins)}, {b}, 0, {first}")
+    em.op(f"setp.eq.{regs.arith(word.type)}", first, em.reg(word), "0")
+    em.op("selp.b32", em.result(ins), b, "0", first)
 
 
 def lower_vote(em, ins: Instr) -> None:
     m = _mask(em, ins)
     mode = "any" if ins.op == "subgroup.any" else "all"
-    em.emit(f"vote.sync.{mode}.pred {em.result(ins)}, {em.reg(ins.operands[0])}, {m}")
+    em.op(f"vote.sync.{mode}.pred", em.result(ins), em.reg(ins.operands[0]), m)
 
 
 LOWER = {

@@ -1,0 +1,87 @@
+"""Peepholes over a function's `PtxInstr` list (after instruction selection, before printing).
+
+branch_on_inverse (cause 1 of issue 18): `setp.CMP p, a, b; ... @!p bra L` becomes
+`setp.INV p, a, b; ... @p bra L` when `p` is written by that one setp and read by that one
+branch. ptxas 13 does not unroll a loop whose exit branches on a negated predicate (nor one
+that uses `not.pred`); the same loop with the positive branch unrolls x4. The rewrite is
+exact: integer and pointer compares invert to the complementary compare, and a float
+compare inverts to its *unordered* complement (`lt` -> `geu`), which is true exactly when
+the original is false, NaN operands included. Only plain `bra` is rewritten: the scalar
+lowering's loop and if exits; `bra.uni` branches of the tensor regions keep their form.
+"""
+from __future__ import annotations
+
+from .instr import OP, PtxInstr
+
+_INT_INVERSE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "le": "gt", "gt": "le",
+                "lo": "hs", "hs": "lo", "ls": "hi", "hi": "ls"}
+_FLOAT_INVERSE = {"eq": "neu", "ne": "equ", "lt": "geu", "le": "gtu", "gt": "leu",
+                  "ge": "ltu", "equ": "ne", "neu": "eq", "ltu": "ge", "leu": "gt",
+                  "gtu": "le", "geu": "lt", "num": "nan", "nan": "num"}
+
+
+def inverse_compare(mods: tuple[str, ...]) -> tuple[str, ...] | None:
+    """`setp` modifiers with the comparison negated, or None when it cannot be (a combining
+    `.and/.or` form, or an unknown spelling)."""
+    if len(mods) != 2:                            # (cmp, type) only; ftz/bool-op forms stay
+        return None
+    cmp, ty = mods
+    table = _FLOAT_INVERSE if ty[:1] == "f" else _INT_INVERSE
+    inv = table.get(cmp)
+    return None if inv is None else (inv, ty)
+
+
+def branch_on_inverse(body: list[PtxInstr]) -> list[PtxInstr]:
+    """Return `body` with every negated single-use setp branch made positive (see module
+    doc). Registers are counted over the whole function, so the setp and the branch may sit
+    in different blocks; any other mention of the predicate blocks the rewrite."""
+    candidates: dict[str, int] = {}               # predicate -> index of its negated bra
+    for k, ins in enumerate(body):
+        if ins.negated and ins.name == "bra" and ins.kind == OP:
+            candidates[ins.guard] = k
+    if not candidates:
+        return body
+    mentions = dict.fromkeys(candidates, 0)
+    setps: dict[str, int] = {}
+    for k, ins in enumerate(body):
+        if ins.kind != OP:
+            continue
+        if ins.guard in mentions:
+            mentions[ins.guard] += 1
+        for o in ins.dsts:
+            for r in _preds(o):
+                if r in mentions:
+                    mentions[r] += 1
+                    if o == r and ins.guard is None and ins.name.startswith("setp."):
+                        setps[r] = k
+        for o in ins.srcs:
+            for r in _preds(o):
+                if r in mentions:
+                    mentions[r] += 1
+    out = list(body)
+    for p, bra in candidates.items():
+        k = setps.get(p)
+        if k is None or mentions.get(p) != 2:     # exactly the setp's def and the branch
+            continue
+        setp = body[k]
+        inv = inverse_compare(setp.mods)
+        if inv is None:
+            continue
+        out[k] = setp.replaced(name="setp." + ".".join(inv))
+        out[bra] = body[bra].replaced(negated=False)
+    return out
+
+
+def _preds(o):
+    """The predicate names an operand may mention: itself, or the parts of the `!p` and
+    `p|q` spellings (addresses and vectors never hold predicates)."""
+    if type(o) is not str:
+        return ()
+    if o[:1] == "!" or "|" in o:
+        return o.lstrip("!").split("|")
+    return (o,)
+
+
+def run(body: list[PtxInstr]) -> list[PtxInstr]:
+    """Every peephole, in order."""
+    return branch_on_inverse(body)
