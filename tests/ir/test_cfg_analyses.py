@@ -207,3 +207,26 @@ def test_ssa_verifier_rejects(why):
     with pytest.raises(CompileError) as e:
         verify_function(fn, ssa=True)
     assert why in str(e.value) and e.value.diagnostics[0].code == "E0400"
+
+
+def test_builder_makes_phis_at_the_block_head():
+    from toolchain.compiler.ir import I32, Builder, Module, format_function
+    m = Module("t")
+    b = Builder(m)
+    fn = b.function("f", [("n", I32)], I32)
+    entry, loop, done = (b.append_block(fn, n) for n in ("entry", "loop", "done"))
+    b.position_at_end(entry)
+    b.br(loop)
+    b.position_at_end(loop)
+    nxt_placeholder = b.const(I32, 0)
+    i = b.phi(I32, [(nxt_placeholder, entry)])
+    nxt = b.add(i, b.const(I32, 1))
+    s = b.phi(I32, [(b.const(I32, 0), entry)])          # still lands before the add
+    b.add_incoming(i, nxt, loop)
+    b.add_incoming(s, b.add(s, i), loop)
+    b.cbr(b.cmp("lt", nxt, fn.params[0]), loop, done)
+    b.position_at_end(done)
+    b.ret(s)
+    verify_function(fn, ssa=True)
+    assert [ins.op for ins in loop.instrs[:3]] == ["phi", "phi", "add"]
+    assert "phi i32 [0:i32, entry], [%" in format_function(fn)

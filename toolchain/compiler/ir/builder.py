@@ -209,6 +209,24 @@ class Builder:
             return a
         return self.emit("addrspacecast", ptr(a.type.pointee, space), [a], span=span)
 
+    def phi(self, type: Type, incoming: Sequence[tuple[Any, Block]] = (), span=None) -> Instr:
+        """An SSA merge at the head of the current block (after its other phis): operand i
+        arrives from block i of `incoming`. Arms may be added later with `add_incoming`."""
+        for v, _ in incoming:
+            _check(v.type == type, f"phi {type}: incoming {v.type}")
+        block = self.block
+        _check(block is not None, "builder is not positioned in a block")
+        ins = Instr("phi", type, [v for v, _ in incoming], {}, [b for _, b in incoming], span,
+                    block)
+        block.instrs.insert(block.first_non_phi(), ins)
+        return ins
+
+    @staticmethod
+    def add_incoming(phi: Instr, value, block: Block) -> None:
+        _check(phi.op == "phi" and value.type == phi.type, "add_incoming: bad phi arm")
+        phi.operands.append(value)
+        phi.targets.append(block)
+
     # ---- memory ----------------------------------------------------------------------
     def load(self, p, span=None) -> Instr:
         _check(p.type.is_ptr, f"load from non-pointer {p.type}")
