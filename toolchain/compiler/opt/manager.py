@@ -19,8 +19,9 @@ from typing import Callable, TextIO
 
 from ..ir import Module, verify_function
 from ..ir.printer import format_function
-from . import (constfold, copyprop, dce, gvn, if_convert, inline, licm, mem2reg,
-               out_of_ssa, simplify_cfg, tensor_residency, unroll, unroll_runtime)
+from . import (constfold, copyprop, dce, gvn, if_convert, inline, iv_reduce, licm,
+               mem2reg, out_of_ssa, simplify_cfg, tensor_residency, unroll,
+               unroll_runtime)
 from .analyses import Analyses, TargetInfo
 
 
@@ -44,6 +45,7 @@ PASSES = {p.name: p for p in (
     Pass("dce", dce.run, (), ("uses",)),
     Pass("unroll", unroll.run, ("loops",), "all"),
     Pass("tensor-residency", tensor_residency.run, ("loops",), "all"),
+    Pass("iv-reduce", iv_reduce.run, ("loops",), "all"),
     Pass("unroll-runtime", unroll_runtime.run, ("loops",), "all"),
     Pass("out-of-ssa", out_of_ssa.run, (), ("uses",)),
 )}
@@ -52,7 +54,8 @@ PIPELINE: tuple = (
     "inline", "mem2reg", "simplify-cfg", "constfold", "copyprop", "gvn",
     ("if-convert", ("simplify-cfg",)), "licm",
     ("unroll", ("simplify-cfg", "constfold", "gvn")),
-    "tensor-residency", ("unroll-runtime", ("simplify-cfg", "gvn")), "dce", "simplify-cfg", "out-of-ssa",
+    "tensor-residency", "iv-reduce", ("unroll-runtime", ("simplify-cfg", "gvn")),
+    "dce", "simplify-cfg", "out-of-ssa",
 )
 
 
