@@ -6,20 +6,20 @@
 #                          links AArch64 programs against it; qemu-aarch64 -L uses it);
 #   gcc-aarch64-linux-gnu  cross-compiles the fake CUDA driver for AArch64 (tests only);
 #   gcc-mingw-w64-x86-64-win32  cross-compiles the fake nvcuda.dll for Windows (tests only);
-#   wine64                 runs Windows x64 executables (Debian 12's Wine 8.0 runs them here;
-#                          the binary is /usr/lib/wine/wine64).
+#   wine64, wine          run Windows x64 executables (Debian 12's Wine 8.0 runs them here;
+#                          `wine` puts the launcher on PATH, as tools/difftest expects).
 # These are Debian packages installed system-wide with apt-get (needs root). Idempotent: exits
 # at once when everything is present. Exit 3 (./pants records the step as unavailable; the
 # tests skip with the reason) without root or apt.
 set -euo pipefail
 
 PACKAGES=(qemu-user libc6-arm64-cross libc6-dev-arm64-cross gcc-aarch64-linux-gnu
-          gcc-mingw-w64-x86-64-win32 wine64)
+          gcc-mingw-w64-x86-64-win32 wine64 wine)
 
 present() {
   command -v qemu-aarch64 >/dev/null && [[ -e /usr/aarch64-linux-gnu/lib/libc.so.6 ]] &&
     command -v aarch64-linux-gnu-gcc >/dev/null && command -v x86_64-w64-mingw32-gcc >/dev/null &&
-    { command -v wine64 >/dev/null || [[ -x /usr/lib/wine/wine64 ]]; }
+    command -v wine >/dev/null
 }
 
 if present; then
