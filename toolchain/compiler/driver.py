@@ -8,7 +8,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from dataclasses import dataclass, field
+from .ir.records import dataclass, field   # cheaper to define than dataclasses'
 
 from .diagnostics import CompileError, Diagnostic
 
