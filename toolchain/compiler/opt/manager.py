@@ -20,8 +20,8 @@ from typing import Callable, TextIO
 from ..ir import Module, verify_function
 from ..ir.printer import format_function
 from . import (constfold, copyprop, dce, gvn, if_convert, inline, iv_reduce, licm,
-               mem2reg, out_of_ssa, simplify_cfg, tensor_residency, unroll,
-               unroll_runtime)
+               mem2reg, out_of_ssa, simplify_cfg, subgroup_width, tensor_residency,
+               unroll, unroll_runtime)
 from .analyses import Analyses, TargetInfo
 
 
@@ -35,6 +35,7 @@ class Pass:
 
 PASSES = {p.name: p for p in (
     Pass("inline", inline.run, (), "all"),
+    Pass("subgroup-width", subgroup_width.run, ("loops",), "all"),
     Pass("mem2reg", mem2reg.run, ("domtree",), ("uses",)),
     Pass("simplify-cfg", simplify_cfg.run, (), ("uses",)),    # sets cfg_changed
     Pass("constfold", constfold.run, ("uses",), ()),        # keeps its UseMap exact
@@ -51,7 +52,7 @@ PASSES = {p.name: p for p in (
 )}
 
 PIPELINE: tuple = (
-    "inline", "mem2reg", "simplify-cfg", "constfold", "copyprop", "gvn",
+    "inline", "mem2reg", "subgroup-width", "simplify-cfg", "constfold", "copyprop", "gvn",
     ("if-convert", ("simplify-cfg",)), "licm",
     ("unroll", ("simplify-cfg", "constfold", "gvn")),
     "tensor-residency", "iv-reduce", ("unroll-runtime", ("simplify-cfg", "gvn")),
