@@ -2,7 +2,7 @@
 
     python3 bench/pants_build_speed.py [--kernels 50] [--json out.json]
 
-In a temporary clone of this checkout (tools/remote_cache/checkouts.py: own buildroot, the
+In a temporary clone of this checkout (tools/remote/checkouts.py: own buildroot, the
 bootstrapped tools borrowed), it writes N small kernel files, each a `mettle_kernel` target
 of one BUILD file, salts them with a fresh value so no cache holds their results, and runs
 `./pants package` on all of them twice: cold (every compile and ptxas check runs) and warm
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tools.remote_cache.checkouts import make_clone, run_pants, tail  # noqa: E402
+from tools.remote.checkouts import make_clone, run_pants, tail  # noqa: E402
 
 KERNEL = """// salt {salt}
 kernel k{i}(x: float32*, y: float32*, a: float32, n: int32) {{
