@@ -49,15 +49,17 @@ def branch_on_inverse(body: list[PtxInstr]) -> list[PtxInstr]:
         if ins.guard in mentions:
             mentions[ins.guard] += 1
         for o in ins.dsts:
-            for r in _preds(o):
-                if r in mentions:
-                    mentions[r] += 1
-                    if o == r and ins.guard is None and ins.name.startswith("setp."):
-                        setps[r] = k
+            if o in mentions:
+                mentions[o] += 1
+                if ins.guard is None and ins.name.startswith("setp."):
+                    setps[o] = k
+            elif "|" in o:                        # setp's `p|q` pair
+                _count(o, mentions)
         for o in ins.srcs:
-            for r in _preds(o):
-                if r in mentions:
-                    mentions[r] += 1
+            if o in mentions:
+                mentions[o] += 1
+            elif o[:1] == "!":                    # a negated predicate source
+                _count(o, mentions)
     out = list(body)
     for p, bra in candidates.items():
         k = setps.get(p)
@@ -72,14 +74,11 @@ def branch_on_inverse(body: list[PtxInstr]) -> list[PtxInstr]:
     return out
 
 
-def _preds(o):
-    """The predicate names an operand may mention: itself, or the parts of the `!p` and
-    `p|q` spellings (addresses and vectors never hold predicates)."""
-    if type(o) is not str:
-        return ()
-    if o[:1] == "!" or "|" in o:
-        return o.lstrip("!").split("|")
-    return (o,)
+def _count(o: str, mentions: dict[str, int]) -> None:
+    """Count the predicates inside the `!p` and `p|q` spellings."""
+    for r in o.lstrip("!").split("|"):
+        if r in mentions:
+            mentions[r] += 1
 
 
 def run(body: list[PtxInstr]) -> list[PtxInstr]:
