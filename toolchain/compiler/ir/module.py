@@ -252,11 +252,28 @@ class UseMap:
                     if track:
                         self.users.setdefault(new, []).append(u)
 
-    def erase(self, ins: Instr) -> None:
-        """Drop `ins`'s operand uses and unlink it."""
+    def erase(self, ins: Instr, sweep: set | None = None) -> None:
+        """Drop `ins`'s operand uses and unlink it. With `sweep`, the block list keeps it
+        until the caller calls `sweep_blocks` (one pass over each block, not one list
+        removal per instruction: folding a large unrolled block would be quadratic)."""
         self.drop(ins)
         self.users.pop(ins, None)
-        ins.erase()
+        if sweep is None:
+            ins.erase()
+        else:
+            sweep.add(ins)
+
+
+def sweep_blocks(fn: "Function", dead: set) -> None:
+    """Remove the instructions of `dead` (erased with `UseMap.erase(ins, dead)`)."""
+    if not dead:
+        return
+    for b in fn.blocks:
+        if any(i in dead for i in b.instrs):
+            b.instrs = [i for i in b.instrs if i not in dead]
+    for i in dead:
+        i.block = None
+    dead.clear()
 
 
 def replace_all_uses_with(fn: "Function", old, new) -> None:

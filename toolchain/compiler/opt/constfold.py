@@ -10,7 +10,7 @@ simplify-cfg, which owns the CFG.
 """
 from __future__ import annotations
 
-from ..ir.module import Const, Instr, UseMap
+from ..ir.module import Const, Instr, UseMap, sweep_blocks
 from ..ir.types import IntType
 from .fold import fold
 
@@ -21,18 +21,20 @@ def run(fn, analyses) -> bool:
     work = [i for b in fn.blocks for i in b.instrs
             if i.op in ("phi", "select") or any(o.__class__ is Const for o in i.operands)]
     changed = False
+    dead: set = set()
     while work:
         ins = work.pop()
-        if ins.block is None:
+        if ins in dead or ins.block is None:
             continue
         new = _simplify(ins)
         if new is None or new is ins:
             continue
         users = list(dict.fromkeys(uses.uses(ins)))
         uses.replace_all(ins, new)
-        uses.erase(ins)
+        uses.erase(ins, dead)
         work.extend(users)
         changed = True
+    sweep_blocks(fn, dead)
     return changed
 
 

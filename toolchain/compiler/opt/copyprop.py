@@ -8,24 +8,23 @@ every non-phi value reached is the same value v, every phi in the web is v.
 """
 from __future__ import annotations
 
-from ..ir.module import Instr, UseMap
+from ..ir.module import Instr, UseMap, sweep_blocks
 
 
 def run(fn, analyses) -> bool:
     uses: UseMap = analyses.get("uses")
     changed = False
+    dead: set = set()
     for b in fn.blocks:
-        for ins in list(b.instrs):
-            if ins.block is None:
-                continue
+        for ins in b.instrs:
             src = _copy_source(ins)
             if src is not None and src is not ins:
                 uses.replace_all(ins, src)
-                uses.erase(ins)
+                uses.erase(ins, dead)
                 changed = True
     for b in fn.blocks:
-        for phi in list(b.phis):
-            if phi.block is None:
+        for phi in b.phis:
+            if phi in dead:
                 continue
             web, sources = _web(phi)
             if len(sources) == 1:
@@ -33,8 +32,9 @@ def run(fn, analyses) -> bool:
                 for p in web:
                     uses.replace_all(p, v)
                 for p in web:
-                    uses.erase(p)
+                    uses.erase(p, dead)
                 changed = True
+    sweep_blocks(fn, dead)
     return changed
 
 

@@ -91,9 +91,10 @@ def _round(fn) -> bool:
             for phi in s.phis:
                 phi.targets = [p if t is b else t for t in phi.targets]
             preds[s] = [p if x is b else x for x in preds[s]]
-        fn.blocks.remove(b)
         merged.add(b)
         changed = True
+    if merged:
+        fn.blocks = [b for b in fn.blocks if b not in merged]
     if repl:
         _replace(fn, repl)
         changed = True
