@@ -93,3 +93,16 @@ def test_cli_flag(tmp_path: Path):
     assert "mul.rn.f32" not in (tmp_path / "k.ptx").read_text()
     bad = run("--fp-contract=fast")
     assert bad.returncode == 2 and "error[E0090]" in bad.stderr
+
+
+def test_explain_reports_the_backend_decisions(tmp_path: Path):
+    src = tmp_path / "k.mettle"
+    src.write_text(SRC)
+    out = subprocess.run([sys.executable, "-m", "toolchain.compiler", "--emit-ptx",
+                          "--gpu-arch=sm_90a", "--explain", str(src), "-o",
+                          str(tmp_path / "k.ptx")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert any(line.startswith("axpy: line 2: contracted: 1 float multiply-add pair")
+               for line in lines), lines
+    assert not any(line.startswith("plain:") for line in lines)

@@ -163,7 +163,8 @@ class ModuleEmitter:
             return
         if em.contracted:
             n = len(em.contracted)
-            remarks.add(fn, em.contracted[0].span, "contracted",
+            where = next((i.span for i in em.contracted if i.span is not None), fn.span)
+            remarks.add(fn, where, "contracted",
                         f"{n} float multiply-add pair{'s' if n != 1 else ''} emitted without "
                         "`.rn`, so ptxas may fuse each into one FMA (--fp-contract=off keeps "
                         "every operation rounded)")
