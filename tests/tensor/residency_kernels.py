@@ -46,3 +46,27 @@ CHAIN = HEAD.format(name="chain3") + "\n".join(
     f"  {MMA.format(kk=str(i))}" for i in range(3)) + "\n}\n"
 
 ALL = FOR_LOOP + WHILE_LOOP + CHAIN
+
+
+def pipeline(stages: int) -> str:
+    """An explicit N-stage schedule for one subgroup (block = 32): every stage's A and B
+    16x16 tiles (stored contiguously, tile s at element 256*s) are copied into workgroup
+    memory up front, one commit group per stage; then stage s waits for its group
+    (pending = N-1-s), publishes it with an acq_rel barrier and multiplies into C."""
+    lines = [f"kernel(block = 32) pipe{stages}(a: uint16*, b: uint16*, c: float32*) {{",
+             f"  workgroup var sa: uint16[{256 * stages}];",
+             f"  workgroup var sb: uint16[{256 * stages}];",
+             "  var t: int32 = (int32)thread.x;"]
+    for s in range(stages):
+        for m in "ab":
+            lines.append(f"  async_copy_workgroup(&s{m}[{256 * s} + t * 8], "
+                         f"&{m}[{256 * s} + t * 8], 8, transaction: 16);")
+        lines.append("  async_copy_commit();")
+    for s in range(stages):
+        lines += [f"  async_copy_wait({stages - 1 - s});",
+                  "  barrier(workgroup, acq_rel);",
+                  f"  tensor_mma(&sa[{256 * s}], &sb[{256 * s}], c, c, shape: m16n16k16,",
+                  "             a_type: f16, b_type: f16, accumulator_type: f32, "
+                  "result_type: f32,",
+                  "             b_layout: row);"]
+    return "\n".join(lines) + "\n}\n"

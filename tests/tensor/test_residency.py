@@ -11,7 +11,8 @@ import re
 import pytest
 
 from tests.tensor.kernels import compile_ptx
-from tests.tensor.residency_kernels import ALL, CHAIN, FOR_LOOP, STORING_LOOP, WHILE_LOOP
+from tests.tensor.residency_kernels import (ALL, CHAIN, FOR_LOOP, STORING_LOOP, WHILE_LOOP,
+                                           pipeline)
 from toolchain.compiler.driver import Options, compile_file
 
 ARCHS = ("sm_90a", "sm_121a", "portable")
@@ -72,6 +73,35 @@ def test_chain_of_three_connected_mmas(tmp_path, ptxas):
     assert "mtlc.tensor_chain resident group=0" in body
     assert "tensor_chain group 0 formed: 3 connected MMAs" in explain
     ptxas(ptx, "sm_90a")
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_explicit_n_stage_pipeline_carries_the_tile_through_each_handoff(tmp_path, ptxas,
+                                                                        stages):
+    ptx, explain = compile_source(tmp_path, pipeline(stages))
+    body = entry(ptx, f"pipe{stages}")
+    assert body.count("wmma.load.c") == 1 and body.count("wmma.store.d") == 1
+    assert body.count("wmma.mma.sync") == stages
+    assert body.count("cp.async.wait_group") == stages and body.count("bar.sync") >= stages
+    assert "mtlc.tensor_pipeline resident group=0" in body
+    assert f"tensor_pipeline group 0 formed: {stages} connected MMAs across wait/barrier " \
+        "handoffs" in explain
+    # the store of D comes after the last MMA, the load of C before the first
+    assert body.index("wmma.load.c") < body.index("wmma.mma.sync")
+    assert body.rindex("wmma.mma.sync") < body.index("wmma.store.d")
+    ptxas(ptx, "sm_90a")
+
+
+def test_a_wait_without_its_publication_barrier_breaks_the_group(tmp_path):
+    barrier = "  barrier(workgroup, acq_rel);\n"
+    src = pipeline(3).replace(barrier, "")
+    ptx, explain = compile_source(tmp_path, src)
+    assert "tensor_pipeline" not in explain and "mtlc.tensor_pipeline" not in ptx
+    first, rest = pipeline(3).split(barrier, 1)            # drop only the middle barrier
+    middle, last = rest.split(barrier, 1)
+    ptx, explain = compile_source(tmp_path, first + barrier + middle + last)
+    assert "tensor_pipeline group 0 formed: 2 connected MMAs" in explain
+    assert entry(ptx, "pipe3").count("wmma.load.c") == 2
 
 
 def test_loop_that_stores_is_refused_with_its_reason(tmp_path, ptxas):

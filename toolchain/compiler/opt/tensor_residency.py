@@ -17,6 +17,11 @@ Chain form. Two or more `tensor.mma` in one block with identical descriptors whe
 update's C is the previous update's D (same pointer, same stride) and only pure scalar
 instructions sit between them: begin before the first, commit after the last.
 
+Pipeline form. The same, where a pair of links is separated by one async completion
+(`async.wait`) followed by one acq-rel/seq-cst workgroup barrier (the publication of the
+next staged tile) with only pure work around them: an explicit N-stage copy/MMA schedule.
+The resident tuple is carried through every wait and barrier; nothing reads D in between.
+
 The backend decides resident or replay per group (targets/ptx/tensor/resident.py); replay
 runs the original operations, so the transform is exact either way. Every decision, and
 every refusal of an MMA inside a loop, is a remark for `--explain`.
@@ -143,32 +148,54 @@ def _loops(fn, analyses, groups: _Groups, remarks, refused: set) -> bool:
     return False
 
 
+def _publication(ins: Instr) -> bool:
+    """An acq-rel/seq-cst workgroup barrier: the handoff that publishes a staged tile."""
+    return ins.op == "gpu.barrier" and ins.attrs.get("order") in ("acq_rel", "seq_cst") \
+        and "workgroup" in ins.attrs.get("regions", ())
+
+
 def _chains(fn, groups: _Groups, remarks) -> bool:
+    """Straight-line groups in one block: links separated by pure scalar work (a chain) or
+    by exactly one async completion followed by one publication barrier (a pipeline)."""
     changed = False
     for b in fn.blocks:
         chain: list[Instr] = []
+        seps: list[Instr] = []              # non-pure instructions since the last link
+        staged = False                      # some pair was separated by wait + barrier
 
         def flush() -> None:
-            nonlocal changed
+            nonlocal changed, staged
             if len(chain) >= 2:
+                kind = "pipeline" if staged else "chain"
                 g = groups.new()
-                b.insert_before(chain[0], _begin(chain[0], g, "chain"))
+                b.insert_before(chain[0], _begin(chain[0], g, kind))
                 for m in chain:
                     m.attrs["residency"] = (g, "update")
-                b.insert(b.instrs.index(chain[-1]) + 1, _commit(chain[-1], g, "chain"))
-                remarks(chain[0], f"tensor_chain group {g} formed: {len(chain)} connected "
-                                  "MMAs, C read once, D written once")
+                b.insert(b.instrs.index(chain[-1]) + 1, _commit(chain[-1], g, kind))
+                how = " across wait/barrier handoffs" if staged else ""
+                remarks(chain[0], f"tensor_{kind} group {g} formed: {len(chain)} connected "
+                                  f"MMAs{how}, C read once, D written once")
                 changed = True
             chain.clear()
+            seps.clear()
+            staged = False
 
         for ins in list(b.instrs):
             if ins.op == "tensor.mma" and not ins.attrs.get("residency") \
                     and not _eligible_desc(ins):
-                if chain and not _links(chain[-1], ins):
+                handoff = [s.op for s in seps] == ["async.wait", "gpu.barrier"]
+                if chain and not (_links(chain[-1], ins) and (not seps or handoff)):
                     flush()
+                staged = staged or (bool(chain) and handoff)
                 chain.append(ins)
-            elif not (_pure(ins) and ins.op not in ("br", "cbr")):
-                flush()                         # an observable instruction ends the chain
+                seps.clear()
+            elif _pure(ins) and ins.op not in ("br", "cbr"):
+                continue                        # scalar work between links is allowed
+            elif chain and ((ins.op == "async.wait" and not seps) or
+                            (_publication(ins) and [s.op for s in seps] == ["async.wait"])):
+                seps.append(ins)
+            else:
+                flush()                         # an observable instruction ends the group
         flush()
     return changed
 

@@ -6,14 +6,15 @@ One `PtxInstr` is one statement of a function body. Kinds:
   spelling order); operands are `dsts` then `srcs`;
 - LABEL: `name:` (an optional `comment` follows it as `\\t// comment`);
 - DIRECTIVE: a body-scope declaration kept as written (`.param .b32 param0`), ends in `;`;
-- SCOPE: the `{` / `}` brackets of a call sequence (held in `name`).
+- SCOPE: the `{` / `}` brackets of a call sequence (held in `name`);
+- COMMENT: a `// text` line (text in `name`): annotations such as `mtlc.tensor_loop ...`.
 Operands are `str`: a register, immediate, symbol or label, or the str subclasses `Addr`
 (`[base+offset]`) and `Vec` (`{a, b}`), which also expose their parts. Objects are never mutated after a pass has seen them: passes replace
 them (`replaced`), so a list can be shared between a pass's input and output.
 """
 from __future__ import annotations
 
-OP, LABEL, DIRECTIVE, SCOPE = "op", "label", "directive", "scope"
+OP, LABEL, DIRECTIVE, SCOPE, COMMENT = "op", "label", "directive", "scope", "comment"
 
 # Opcodes (first component) whose operands are all sources: no register is written.
 NO_DEST = frozenset({"st", "bra", "brx", "bar", "barrier", "trap", "ret", "exit", "call",
@@ -119,6 +120,10 @@ def label(name: str, comment: str | None = None) -> PtxInstr:
 
 def directive(text: str) -> PtxInstr:
     return PtxInstr(DIRECTIVE, text)
+
+
+def comment(text: str) -> PtxInstr:
+    return PtxInstr(COMMENT, text)
 
 
 def scope(bracket: str) -> PtxInstr:

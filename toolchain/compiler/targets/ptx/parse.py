@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from .instr import (DIRECTIVE, LABEL, OP, SCOPE, Addr, PtxFunction, PtxInstr, PtxModule, Vec,
-                    dest_count)
+from .instr import (COMMENT, DIRECTIVE, LABEL, OP, SCOPE, Addr, PtxFunction, PtxInstr,
+                    PtxModule, Vec, dest_count)
 
 _GUARD = re.compile(r"@(!?)(%?[\w$.]+)\s+")
 _LABEL = re.compile(r"([\w$]+):\s*(?://\s?(.*))?$")
@@ -58,6 +58,8 @@ def parse_statement(line: str) -> PtxInstr:
     m = _LABEL.fullmatch(s)
     if m:
         return PtxInstr(LABEL, m.group(1), comment=m.group(2))
+    if s.startswith("//"):
+        return PtxInstr(COMMENT, s[2:].strip())
     if s.endswith(";"):
         s = s[:-1].rstrip()
     if s.startswith("."):

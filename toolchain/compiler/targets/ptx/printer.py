@@ -4,7 +4,7 @@ output is deterministic and identical to what the string emitter produced before
 Vec included) joined without inspecting them."""
 from __future__ import annotations
 
-from .instr import LABEL, OP, SCOPE, PtxFunction, PtxInstr, PtxModule
+from .instr import COMMENT, LABEL, OP, SCOPE, PtxFunction, PtxInstr, PtxModule
 
 
 def format_instr(i: PtxInstr) -> str:
@@ -27,6 +27,8 @@ def format_body(body: list[PtxInstr]) -> list[str]:
             append(f"{i.name}:\t// {i.comment}" if i.comment is not None else f"{i.name}:")
         elif kind == SCOPE:
             append("\t" + i.name)
+        elif kind == COMMENT:
+            append("\t// " + i.name)
         else:                                     # DIRECTIVE
             append("\t" + i.name + ";")
     return out
