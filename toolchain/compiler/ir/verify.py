@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..diagnostics import CompileError, Diagnostic
 from . import ops as O
 from .module import Function, Instr, Local, Module, Param
-from .types import BOOL, VOID
+from .types import BOOL, I64, VOID
 
 
 def _fail(fn: Function, msg: str, span=None) -> CompileError:
@@ -140,6 +140,14 @@ def _check_types(fn: Function, ins: Instr) -> None:
     elif op == "ret":
         need((fn.ret == VOID) == (not ops) and all(v.type == fn.ret for v in ops),
              "returned value does not match the function")
+    elif op in ("ptradd", "byteadd"):
+        need(ops[0].type.is_ptr and ins.type == ops[0].type and ops[1].type == I64,
+             "needs a pointer, an i64 and the pointer's type as result")
+    elif op == "convert":
+        src = ops[0].type
+        need((src.is_int or src.is_float or src.is_bool) and
+             (ins.type.is_int or ins.type.is_float or ins.type.is_bool),
+             f"cannot convert {src} to {ins.type}")
     elif op == "call":
         callee = ops[0]
         need(isinstance(callee, Function) and len(ops) - 1 == len(callee.params) and
