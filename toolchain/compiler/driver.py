@@ -97,6 +97,7 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                  source_text=source_text, target_os=host_os(opts))
     if opts.optimize or opts.release:
         from .opt.manager import OptOptions, optimize
+        module.opt_level = 1      # host backends allocate registers in optimised modules
         timer.run("optimize", optimize, module, gpu=gpu, target_info=_target_info(opts),
                   options=OptOptions(verify_each=opts.verify_each,
                                      dump_after=frozenset(opts.dump_ir_after)))

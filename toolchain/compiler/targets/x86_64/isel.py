@@ -11,6 +11,9 @@ block laid out next falls through; zero constants are `xor`.
 Invariants: rsp is 16-byte aligned after the prologue and never moves until `leave`; blocks
 are laid out in IR order, each starting at its own local label.
 
+Under -O (`allocate=True`), regalloc.py keeps the hottest scalar values in rbx/r12-r15
+instead of their slots (`loc(v)`); the prologue saves the registers used.
+
 The calling convention is a module (`abi_sysv` by default, `abi_win64` for Windows) with
 `layout` and the register roles the selector needs; Win64 adds a stack probe for frames of a
 page or more and saves rsi/rdi (callee-saved there, scratch here) in frame slots.
@@ -18,22 +21,25 @@ page or more and saves rsi/rdi (callee-saved there, scratch here) in frame slots
 from __future__ import annotations
 
 from ...ir.module import Function
-from . import abi_sysv
+from . import abi_sysv, regalloc
 from .frame import plan
 from .isel_arith import ArithMixin
 from .isel_call import CallMixin, reserve_call_space
 from .isel_mem import MemMixin
 from .isel_values import ValueMixin, ice
 from .operands import Imm, Mem, Sym
-from .regs import EAX, R11, RAX, RBP, RSP
+from .regs import EAX, R11, R12, R13, R14, R15, RAX, RBP, RBX, RSP
 
+# Callee-saved in both SysV and Win64 and never a selector scratch register (regalloc.py).
+ALLOCATABLE = (RBX, R12, R13, R14, R15)
 _BINARY = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "min", "max")
 _CASTS = ("bitcast", "ptrtoint", "inttoptr", "addrspacecast")
 
 
 class FunctionSelector(ValueMixin, ArithMixin, MemMixin, CallMixin):
-    def __init__(self, asm, module, cstring, abi=abi_sysv) -> None:
+    def __init__(self, asm, module, cstring, abi=abi_sysv, allocate: bool = False) -> None:
         self.asm, self.module, self.cstring, self.abi = asm, module, cstring, abi
+        self.allocate = allocate
         self.handlers = {op: self.op_binary for op in _BINARY}
         self.handlers.update({op: self.op_bitcast for op in _CASTS})
 
@@ -41,7 +47,10 @@ class FunctionSelector(ValueMixin, ArithMixin, MemMixin, CallMixin):
         abi = self.abi
         self.frame = plan(fn, lambda frame, ins: reserve_call_space(frame, ins, abi))
         self.frame.need_outgoing(abi.SHADOW_SPACE)
-        self.saved = [(reg, self.frame.alloc(8)) for reg in abi.CALLEE_SAVED_SCRATCH]
+        self.regs = regalloc.allocate(fn, ALLOCATABLE) if self.allocate else {}
+        used = [r for r in ALLOCATABLE if r in self.regs.values()]
+        self.saved = [(reg, self.frame.alloc(8))
+                      for reg in (*abi.CALLEE_SAVED_SCRATCH, *used)]
         lay = abi.layout([p.type for p in fn.params], fn.ret)
         if lay.ret.kind == "memory":
             self.frame.sret = self.frame.alloc(8)

@@ -241,7 +241,7 @@ class ArithMixin:
         self.store_bits(ins, RAX, raw=not ins.type.is_int and not ins.type.is_bool)
         if ins.type.is_float and ins.type.size == 4:
             self.asm.emit("mov", EAX, EAX)
-            self.asm.emit("mov", self.slot(ins), RAX)
+            self.asm.emit("mov", self.loc(ins), RAX)
 
 
 def _zero(t: Type):

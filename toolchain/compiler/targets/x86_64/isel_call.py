@@ -22,7 +22,7 @@ from .frame import Frame
 from .isel_mem import store_scalar
 from .isel_values import normalize
 from .operands import Imm, Mem, Sym
-from .regs import EAX, R10, RAX, RBP, RSP
+from .regs import EAX, R10, RAX, RBP, RSP, resize
 
 LAUNCH = "mtlc_gpu_launch_checked"
 KERNEL_HANDLE = "mtlc_gpu_kernel_handle"
@@ -132,6 +132,9 @@ class CallMixin:
                     e("mov" if cls == INTEGER else "movsd", self.slot(p, 8 * k), reg)
                 elif cls == INTEGER:
                     self._canonical_param(p, reg)
+                elif id(p) in self.regs:
+                    e("movd" if p.type.size == 4 else "movq",
+                      resize(self.regs[id(p)], p.type.size * 8), reg)
                 else:
                     e("movsd", self.slot(p), reg)
                     if p.type.size == 4:
@@ -155,7 +158,7 @@ class CallMixin:
 
     def _canonical_param(self, p, reg) -> None:
         normalize(self.asm, p.type, reg)
-        self.asm.emit("mov", self.slot(p), reg)
+        self.asm.emit("mov", self.loc(p), reg)
 
     def op_ret(self, ins) -> None:
         e = self.asm.emit

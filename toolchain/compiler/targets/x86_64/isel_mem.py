@@ -42,7 +42,7 @@ class MemMixin:
             return
         self.load_bits(p, RCX)
         load_scalar(self.asm, ins.type, RAX, Mem(RCX))
-        self.asm.emit("mov", self.slot(ins), RAX)
+        self.asm.emit("mov", self.loc(ins), RAX)
 
     def op_store(self, ins) -> None:
         p, v = ins.operands
@@ -92,8 +92,8 @@ class MemMixin:
         if loc.type.is_aggregate:
             self.copy(RBP, self.frame.offset(ins), RBP, self.frame.offset(loc), loc.type.size)
             return
-        self.asm.emit("mov", RAX, self.slot(loc))
-        self.asm.emit("mov", self.slot(ins), RAX)
+        self.asm.emit("mov", RAX, self.loc(loc))
+        self.asm.emit("mov", self.loc(ins), RAX)
 
     def op_local_set(self, ins) -> None:
         loc, v = ins.operands
@@ -105,7 +105,7 @@ class MemMixin:
                           loc.type.size)
             return
         self.load_bits(v, RAX)
-        self.asm.emit("mov", self.slot(loc), RAX)
+        self.asm.emit("mov", self.loc(loc), RAX)
 
     def op_memcpy(self, ins) -> None:
         dst, src = ins.operands

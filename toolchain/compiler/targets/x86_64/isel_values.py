@@ -56,9 +56,14 @@ class ValueMixin:
     asm: Assembler
     frame: Frame
     module: object
+    regs: dict = {}      # id(value) -> register, from regalloc.allocate (empty: all slots)
 
     def slot(self, v, disp: int = 0, size: int | None = None) -> Mem:
         return Mem(RBP, disp=self.frame.offset(v) + disp, size=size)
+
+    def loc(self, v) -> Reg | Mem:
+        """Where scalar `v` lives: its register under -O (regalloc.py), else its slot."""
+        return self.regs.get(id(v)) or self.slot(v)
 
     def symbol_address(self, v, reg: Reg) -> None:
         imported = (isinstance(v, Global) and v.linkage == "import") or \
@@ -86,7 +91,7 @@ class ValueMixin:
         elif is_alloca(v):
             e("lea", reg, self.slot(v))
         elif isinstance(v, (Param, Instr, Local)):
-            e("mov", reg, self.slot(v))
+            e("mov", reg, self.loc(v))
         else:
             raise ice(f"cannot load operand {v!r}")
 
@@ -95,6 +100,8 @@ class ValueMixin:
         if isinstance(v, (Const, Undef)):
             self.load_bits(v, R11)
             self.asm.emit("movq", x, R11)
+        elif id(v) in self.regs:
+            self.asm.emit("movq", x, self.regs[id(v)])
         else:
             mn = "movss" if v.type.size == 4 else "movsd"
             self.asm.emit(mn, x, self.slot(v))
@@ -103,12 +110,14 @@ class ValueMixin:
         """Store 64-bit `reg` to the result slot of `ins`, normalising unless `raw`."""
         if not raw:
             normalize(self.asm, ins.type, reg)
-        self.asm.emit("mov", self.slot(ins), reg)
+        self.asm.emit("mov", self.loc(ins), reg)
 
     def store_xmm(self, ins, x: Reg) -> None:
         if ins.type.size == 4:
             self.asm.emit("movd", resize(R11, 32), x)
-            self.asm.emit("mov", self.slot(ins), R11)
+            self.asm.emit("mov", self.loc(ins), R11)
+        elif id(ins) in self.regs:
+            self.asm.emit("movq", self.regs[id(ins)], x)
         else:
             self.asm.emit("movsd", self.slot(ins), x)
 

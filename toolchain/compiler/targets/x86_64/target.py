@@ -3,8 +3,8 @@
     emit_object(module, release=False) -> bytes      (what driver.py calls)
 
 Kernels and any function using device-only operations (helpers reachable only from kernels)
-are skipped: they belong to the PTX/SPIR-V targets. `release` is accepted for the driver's
-interface; the selector emits the same code either way (the frontend owns run-time checks).
+are skipped: they belong to the PTX/SPIR-V targets. Optimised modules (-O, -r) get register
+allocation (regalloc.py); run-time checks belong to the frontend.
 Output is deterministic: functions, globals and string constants in module order.
 """
 from __future__ import annotations
@@ -40,11 +40,11 @@ class _CStrings:
             asm.ascii(data + b"\0")
 
 
-def assemble_module(module: Module, abi=abi_sysv) -> Assembler:
-    """`abi`: abi_sysv (Linux) or abi_win64 (Windows)."""
+def assemble_module(module: Module, abi=abi_sysv, allocate: bool = False) -> Assembler:
+    """`abi`: abi_sysv (Linux) or abi_win64 (Windows); `allocate`: register allocation."""
     asm = Assembler()
     cstrings = _CStrings()
-    selector = FunctionSelector(asm, module, cstrings, abi)
+    selector = FunctionSelector(asm, module, cstrings, abi, allocate)
     for fn in module.functions.values():
         if _host_function(fn):
             selector.select(fn)
@@ -53,10 +53,14 @@ def assemble_module(module: Module, abi=abi_sysv) -> Assembler:
     return asm
 
 
+def optimized(module: Module, release: bool) -> bool:
+    """-O or -r: the driver marks an optimised module (`module.opt_level`)."""
+    return release or getattr(module, "opt_level", 0) > 0
+
+
 def emit_object(module: Module, release: bool = False) -> bytes:
     """The ELF relocatable object for the host part of `module`."""
-    del release  # same code at every level; see the module docstring
-    return write_object(assemble_module(module).finish())
+    return write_object(assemble_module(module, allocate=optimized(module, release)).finish())
 
 
 __all__ = ["emit_object", "assemble_module"]

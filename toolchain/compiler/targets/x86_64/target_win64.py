@@ -8,12 +8,12 @@ from __future__ import annotations
 from ...ir.module import Module
 from ....linker.coff import write_coff
 from . import abi_win64
-from .target import assemble_module
+from .target import assemble_module, optimized
 
 
 def emit_coff(module: Module, release: bool = False) -> bytes:
-    del release  # same code at every level
-    return write_coff(assemble_module(module, abi_win64).finish())
+    return write_coff(assemble_module(module, abi_win64,
+                                      optimized(module, release)).finish())
 
 
 __all__ = ["emit_coff"]
