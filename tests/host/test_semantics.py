@@ -286,3 +286,25 @@ fn main() -> int32 {
 """
     assert _run(tmp_path, src, opt) == ["2147483648", "16777216",
                                         str(int(_f32(0.1) * 1e17))]
+
+
+@pytest.mark.parametrize("opt", OPT_LEVELS)
+def test_constant_comparisons_are_exact_everywhere(tmp_path, opt):
+    """Found by tools/difftest (seed 25, size 2): `K > -1` with `const K: uint32` compared in
+    uint32 inside a function (so -1 became 4294967295) but exactly in a global initializer;
+    a comparison of constants is now exact in every context, like constant arithmetic."""
+    src = """import "std/io";
+const K: uint32 = 256;
+var g: int32 = (-32768) > K;
+fn main() -> int32 {
+    var v: uint64 = 291;
+    print_int(g); newline();
+    print_int(((-32768) > K) * (v * K)); newline();
+    print_int((K > -1) + !(K < 5) + ((K > 1) && (2 > 1)) + (1.5 < 2)); newline();
+    if (K < -1) { print_int(9); newline(); }
+    switch ((-1) < K) { case 1: print_int(1); break; default: print_int(0); }
+    newline();
+    return 0;
+}
+"""
+    assert _run(tmp_path, src, opt) == ["0", "0", "4", "1"]

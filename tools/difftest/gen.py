@@ -16,6 +16,7 @@ import random
 
 from .model import FLOATS, INTS, arith, bits, is_float, is_int, literal_type, promote, wrap
 from .program import (AddrOf, Assign, Bin, Call, Case, Cast, CFor, Decl, ExprStmt, Field,
+                      FieldIndex,
                       ForRange, Function, If, Index, Jump, Lit, Print, Program, PtrDiff,
                       PtrRead, Return, SizeOf, Struct, Switch, Un, Var, While)
 
@@ -80,13 +81,22 @@ class Gen:
                 return Var(name, t, extra)
             if kind in ("array", "aptr"):
                 return Index(name, self.leaf_int(scope), extra, t)
-            st = self.struct_named(t)
-            fname, ft = r.choice(st.fields)
-            return Field(name, fname, ft, arrow=kind == "sptr")
+            return self.member(name, t, kind == "sptr", scope)
         if want == "float" or (want is None and r.random() < 0.15):
             return Lit(r.choice(FLOAT_LITS))
         v = r.choice(INT_LITS) if r.random() < 0.7 else r.randint(-300, 300)
-        return Lit(v)
+        k = r.random()
+        return Lit(v, spelling="hex" if k < 0.12 else "bin" if k < 0.16 else
+                   "char" if k < 0.2 else "dec")
+
+    def member(self, base: str, sname: str, arrow: bool, scope: Scope):
+        """A scalar field, or an element of an array field."""
+        st = self.struct_named(sname)
+        if st.arrays and self.rng.random() < 0.35:
+            fname, ft, n = self.rng.choice(st.arrays)
+            return FieldIndex(base, fname, self.leaf_int(scope), n, ft, arrow)
+        fname, ft = self.rng.choice(st.fields)
+        return Field(base, fname, ft, arrow=arrow)
 
     def struct_named(self, name: str) -> Struct:
         return next(s for s in self.structs if s.name == name)
@@ -253,9 +263,7 @@ class Gen:
             return Var(name, t)
         if kind == "array":
             return Index(name, self.int_expr(scope, 1), extra, t)
-        st = self.struct_named(t)
-        fname, ft = r.choice(st.fields)
-        return Field(name, fname, ft, arrow=kind == "sptr")
+        return self.member(name, t, kind == "sptr", scope)
 
     def value_for(self, scope: Scope, t: str, depth: int):
         e = self.expr(scope, depth, "float" if is_float(t) else "int")
@@ -294,13 +302,21 @@ class Gen:
         if k < 0.72 and depth > 0:
             cond = self.expr(scope, 2)
             then = self.block(scope, depth - 1, in_loop, allow_impure, r.randint(1, 3))
-            els = self.block(scope, depth - 1, in_loop, allow_impure, r.randint(0, 2))
+            if r.random() < 0.25:           # `else if`
+                els = [If(self.expr(scope, 2), self.block(scope, depth - 1, in_loop,
+                                                           allow_impure, r.randint(1, 2)),
+                          self.block(scope, depth - 1, in_loop, allow_impure, r.randint(0, 1)))]
+            else:
+                els = self.block(scope, depth - 1, in_loop, allow_impure, r.randint(0, 2))
             return If(cond, then, els)
         if k < 0.82 and depth > 0 and in_loop < 2:
             inner = Scope(scope)
             v = self.fresh("i")
             inner.add("ro", v, "int32", None)
             kind = r.choice(["for", "cfor", "while"])
+            lt = r.choice(["", "", "int64", "uint8", "uint32"]) if kind == "for" else ""
+            if lt:
+                inner.items[-1] = ("ro", v, lt, None)
             self.loops.append("while" if kind == "while" else "for")
             try:
                 body = self.block(inner, depth - 1, in_loop + 1, allow_impure,
@@ -308,7 +324,7 @@ class Gen:
             finally:
                 self.loops.pop()
             if kind == "for":
-                return ForRange(v, r.randint(0, 6), body)
+                return ForRange(v, r.randint(0, 6), body, r.random() < 0.3, lt)
             if kind == "cfor":
                 return CFor(v, r.randint(0, 6), body)
             return While(v, r.randint(0, 5), body)
@@ -418,7 +434,9 @@ class Gen:
     # ------------------------------------------------------------ top level
     def make_struct(self) -> Struct:
         fields = [(f"f{i}", self.scalar_type()) for i in range(self.rng.randint(1, 5))]
-        st = Struct(self.prefix + self.fresh("S"), fields)
+        arrays = [(f"a{i}", self.scalar_type(), self.rng.choice([2, 4]))
+                  for i in range(self.rng.choice([0, 0, 1, 2]))]
+        st = Struct(self.prefix + self.fresh("S"), fields, arrays)
         self.structs.append(st)
         return st
 
@@ -522,9 +540,12 @@ class Gen:
                     v = Index(name, Lit(i), extra, t)
                     body.append(Print(Call("f2i", [v], "int64") if is_float(t) else v))
             elif kind == "struct":
-                for fname, ft in self.struct_named(t).fields:
-                    v = Field(name, fname, ft)
-                    body.append(Print(Call("f2i", [v], "int64") if is_float(ft) else v))
+                st = self.struct_named(t)
+                vals = [Field(name, fname, ft) for fname, ft in st.fields]
+                vals += [FieldIndex(name, fname, Lit(i), n, ft)
+                         for fname, ft, n in st.arrays for i in range(n)]
+                for v in vals:
+                    body.append(Print(Call("f2i", [v], "int64") if is_float(v.ty) else v))
         body.append(Return(Lit(0)))
         funcs = [f for f, _ in self.helpers] + self.struct_helpers + \
             [Function("main", [], "int32", body)]

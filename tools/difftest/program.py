@@ -31,6 +31,7 @@ class Expr:
 class Lit(Expr):
     value: int | float
     float_as: str | None = None     # a float literal's type in context (float32/float64)
+    spelling: str = "dec"           # "hex" | "bin" | "char" for a non-negative integer
 
     @property
     def ty(self) -> str:
@@ -41,7 +42,15 @@ class Lit(Expr):
     def m(self) -> str:
         if isinstance(self.value, float):
             return f"({self.value!r})" if self.value < 0 else repr(self.value)
-        return f"({self.value})" if self.value < 0 else str(self.value)
+        if self.value < 0:
+            return f"({self.value})"
+        if self.spelling == "hex":
+            return hex(self.value).replace("0x", "0X") if self.value % 2 else hex(self.value)
+        if self.spelling == "bin":
+            return bin(self.value)
+        if self.spelling == "char" and 32 <= self.value < 127 and chr(self.value) not in "'\\":
+            return f"'{chr(self.value)}'"
+        return str(self.value)
 
     def c(self) -> str:
         if isinstance(self.value, float):
@@ -190,6 +199,25 @@ class Field(Expr):
 
 
 @dataclass
+class FieldIndex(Expr):
+    """`s.f[(i) & (n - 1)]`: an array field."""
+    base: str
+    name: str
+    idx: Expr
+    n: int
+    ty: str
+    arrow: bool = False
+
+    def m(self) -> str:
+        return f"{self.base}{'->' if self.arrow else '.'}{self.name}[({self.idx.m()}) & " \
+               f"{self.n - 1}]"
+
+    def c(self) -> str:
+        return f"{self.base}{'->' if self.arrow else '.'}{self.name}[({self.idx.c()}) & " \
+               f"{self.n - 1}]"
+
+
+@dataclass
 class AddrOf(Expr):
     name: str
     ty: str
@@ -325,6 +353,9 @@ class If(Stmt):
 
     def m(self, ind):
         out = [f"{ind}if ({self.cond.m()}) {{"] + _body_m(self.then, ind)
+        if len(self.else_) == 1 and isinstance(self.else_[0], If):
+            chained = self.else_[0].m(ind)          # `} else if (...) {`
+            return out + [f"{ind}}} else {chained[0].lstrip()}"] + chained[1:]
         if self.else_:
             out += [f"{ind}}} else {{"] + _body_m(self.else_, ind)
         return out + [f"{ind}}}"]
@@ -344,14 +375,19 @@ class ForRange(Stmt):
     var: str
     count: int
     body: list
+    inclusive: bool = False         # `0..=n`
+    ty: str = ""                    # `for k: int64 in ...` when set (else int32)
 
     def m(self, ind):
-        return [f"{ind}for {self.var} in 0..{self.count} {{"] + _body_m(self.body, ind) + \
-            [f"{ind}}}"]
+        t = f": {self.ty}" if self.ty else ""
+        dots = "..=" if self.inclusive else ".."
+        return [f"{ind}for {self.var}{t} in 0{dots}{self.count} {{"] + \
+            _body_m(self.body, ind) + [f"{ind}}}"]
 
     def c(self, ind):
-        v = self.var
-        return [f"{ind}for (int32_t {v} = 0; {v} < {self.count}; {v}++) {{"] + \
+        v, t = self.var, c_type(self.ty or "int32")
+        cmp = "<=" if self.inclusive else "<"
+        return [f"{ind}for ({t} {v} = 0; {v} {cmp} {self.count}; {v}++) {{"] + \
             _body_c(self.body, ind) + [f"{ind}}}"]
 
     def children(self):
@@ -471,15 +507,18 @@ def _body_c(stmts, ind):
 @dataclass
 class Struct:
     name: str
-    fields: list            # [(name, type)]
+    fields: list            # [(name, type)] scalars
+    arrays: list = field(default_factory=list)      # [(name, element type, count)]
 
     def m(self):
         return [f"struct {self.name} {{ " + " ".join(f"{n}: {t};" for n, t in self.fields)
-                + " }"]
+                + "".join(f" {n}: {t}[{k}];" for n, t, k in self.arrays) + " }"]
 
     def c(self):
         return [f"typedef struct {self.name} {{ " +
-                " ".join(f"{c_type(t)} {n};" for n, t in self.fields) + f" }} {self.name};"]
+                " ".join(f"{c_type(t)} {n};" for n, t in self.fields) +
+                "".join(f" {c_type(t)} {n}[{k}];" for n, t, k in self.arrays) +
+                f" }} {self.name};"]
 
 
 @dataclass

@@ -30,6 +30,9 @@ _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "rem", "&": "and",
           "|": "or", "^": "xor", "<<": "shl", ">>": "shr"}
 _AGG_LITS = (A.ArrayLit, A.ArrayRepeat, A.StructLit)
+# Operators of a constant expression: computed exactly at compile time (consteval), never in
+# the operand types, so `K > -1` with `const K: uint32` is 1 like `K - -1` is K + 1.
+_FOLDABLE = frozenset(_ARITH) | frozenset(_CMP) | {"&&", "||"}
 
 
 class ExprMixin:
@@ -87,11 +90,11 @@ class ExprMixin:
             sym = self.scope.lookup(e.name)
             return isinstance(sym, VarSym) and sym.kind == "const" and \
                 isinstance(sym.storage, (int, float)) and sym.enum is None
-        if isinstance(e, A.Binary):
-            return e.op in _ARITH and self.untyped(e.left) and self.untyped(e.right)
+        if isinstance(e, A.Binary):       # comparisons and && || of constants fold too
+            return e.op in _FOLDABLE and self.untyped(e.left) and self.untyped(e.right)
         if isinstance(e, (A.IntLit, A.FloatLit)):
             return True
-        if isinstance(e, A.Unary) and e.op in "-+~":
+        if isinstance(e, A.Unary) and e.op in "-+~!":
             return self.untyped(e.operand)
         return False
 

@@ -147,6 +147,9 @@ class OpsMixin:
                         f"and {describe(r.type)}", e.span)
 
     def compare(self, e: A.Binary):
+        folded = self.folded_bool(e)
+        if folded is not None:
+            return folded
         l, r = self.operands(e, None)
         lp = isinstance(l.type, (PtrType, FnPtrType))
         rp = isinstance(r.type, (PtrType, FnPtrType))
@@ -164,6 +167,16 @@ class OpsMixin:
                             f"{describe(r.type)}", e.span)
         t = arith_result(l.type, r.type)
         return self.b.cmp(_CMP[e.op], self.b.convert(l, t), self.b.convert(r, t))
+
+    def folded_bool(self, e: A.Binary):
+        """A comparison or `&&`/`||` of constants, computed exactly (lower_expr._FOLDABLE)."""
+        if not self.untyped(e):
+            return None
+        try:
+            v = const_value(e, self.lookup)
+        except ConstDivZero as z:
+            raise self.fail("M0116", "constant divide by zero", z.span)
+        return None if v is NOT_CONST else self.b.const(BOOL, bool(v))
 
     def _common_ptr(self, v):
         if isinstance(v.type, FnPtrType):
@@ -190,6 +203,9 @@ class OpsMixin:
                         e.span)
 
     def logic(self, e: A.Binary):
+        folded = self.folded_bool(e)
+        if folded is not None:
+            return folded
         tmp = self.b.local(self.fn, BOOL, "sc")
         self.b.local_set(tmp, self.cond(e.left))
         rhs, end = self.new_block("sc.rhs"), self.new_block("sc.end")
