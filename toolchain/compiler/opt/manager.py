@@ -19,8 +19,8 @@ from typing import Callable, TextIO
 
 from ..ir import Module, verify_function
 from ..ir.printer import format_function
-from . import (constfold, copyprop, dce, gvn, if_convert, inline, iv_reduce, licm,
-               mem2reg, out_of_ssa, simplify_cfg, subgroup_width, tensor_residency,
+from . import (async_staging, constfold, copyprop, dce, gvn, if_convert, inline, iv_reduce,
+               licm, mem2reg, out_of_ssa, simplify_cfg, subgroup_width, tensor_residency,
                unroll, unroll_runtime)
 from .analyses import Analyses, TargetInfo
 
@@ -45,6 +45,7 @@ PASSES = {p.name: p for p in (
     Pass("licm", licm.run, ("loops",), ("uses",)),            # sets cfg_changed
     Pass("dce", dce.run, (), ("uses",)),
     Pass("unroll", unroll.run, ("loops",), "all"),
+    Pass("async-staging", async_staging.run, (), ()),
     Pass("tensor-residency", tensor_residency.run, ("loops",), "all"),
     Pass("iv-reduce", iv_reduce.run, ("loops",), "all"),
     Pass("unroll-runtime", unroll_runtime.run, ("loops",), "all"),
@@ -55,7 +56,8 @@ PIPELINE: tuple = (
     "inline", "mem2reg", "subgroup-width", "simplify-cfg", "constfold", "copyprop", "gvn",
     ("if-convert", ("simplify-cfg",)), "licm",
     ("unroll", ("simplify-cfg", "constfold", "gvn")),
-    "tensor-residency", "iv-reduce", ("unroll-runtime", ("simplify-cfg", "gvn")),
+    "async-staging", "tensor-residency", "iv-reduce",
+    ("unroll-runtime", ("simplify-cfg", "gvn")),
     "dce", "simplify-cfg", "out-of-ssa",
 )
 

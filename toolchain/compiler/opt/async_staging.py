@@ -1,0 +1,118 @@
+"""async-staging: ordinary global->workgroup staging becomes one neutral async-copy group
+(gpu.md "With -O": automatic async staging).
+
+In one block, each pair `v = load src; store dst, v` qualifies when every legality condition
+is proved:
+- provenance: `src` points to global memory and `dst` to workgroup memory (pointer spaces);
+- width: the element is 4 or 8 bytes (a native transaction size; typed pointers are
+  naturally aligned, so the transaction is aligned too);
+- single use: the store is the load's only use;
+- straight-line control: the pairs and the barrier are in one basic block;
+- publication: a later acq-rel/seq-cst workgroup barrier in that block;
+- no intervening effects: between the first pair and the barrier nothing else writes memory,
+  reads workgroup memory, synchronises or calls.
+The pairs become `async.copy dst, src, 1` at the store's place, one `async.commit` follows
+the last copy (before the independent scalar work), and `async.wait 0` goes immediately
+before the barrier. A function that already uses async groups is left alone, so generated
+staging never splices into user-managed pending groups. The backend then picks cp.async or
+a synchronous replay; the neutral region is the same for every target.
+"""
+from __future__ import annotations
+
+from ..ir.module import Const, Instr
+from ..ir.ops import OPS
+from ..ir.types import I32, VOID
+
+NAME = "async-staging"
+_ASYNC = ("async.copy", "async.commit", "async.wait")
+
+
+def _publication(ins: Instr) -> bool:
+    return ins.op == "gpu.barrier" and ins.attrs.get("order") in ("acq_rel", "seq_cst") \
+        and "workgroup" in ins.attrs.get("regions", ())
+
+
+def _space(v) -> str | None:
+    t = getattr(v, "type", None)
+    return t.space if t is not None and t.is_ptr else None
+
+
+def _uses(fn) -> dict:
+    count: dict = {}
+    for ins in fn.instructions():
+        for o in ins.operands:
+            if isinstance(o, Instr):
+                count[o] = count.get(o, 0) + 1
+    return count
+
+
+def _stage_block(b, uses, remarks) -> bool:
+    pairs: list[tuple[Instr, Instr]] = []
+    pending_loads: dict = {}
+    for ins in b.instrs:
+        if ins.op == "load" and _space(ins.operands[0]) == "global":
+            pending_loads[ins] = True
+            continue
+        if ins.op == "store":
+            dst, v = ins.operands
+            if v in pending_loads and _space(dst) == "workgroup" and uses.get(v) == 1:
+                size = v.type.size
+                if size in (4, 8):
+                    pairs.append((v, ins))
+                    del pending_loads[v]
+                    continue
+                remarks(ins.span, f"staging not formed: a {size}-byte element (native "
+                                  "async copies move 4, 8 or 16 bytes)")
+            if pairs:
+                remarks(ins.span, "staging not formed: another store before the barrier")
+                return False
+            continue
+        if _publication(ins):
+            if not pairs:
+                return False
+            _rewrite(b, pairs, ins)
+            remarks(pairs[0][1].span or ins.span, f"{len(pairs)} global->workgroup load/store pair(s) "
+                                      "staged as one async-copy group (commit after the "
+                                      "last copy, wait before the barrier)")
+            return True
+        if pairs and ins.op == "gpu.barrier":
+            remarks(ins.span, "staging not formed: the barrier is not an acq_rel/seq_cst "
+                              "workgroup barrier, so it does not publish the copies")
+            return False
+        info = OPS.get(ins.op)
+        if pairs and info is not None and (info.effects or info.collective) or \
+                pairs and ins.op == "load" and _space(ins.operands[0]) != "global":
+            remarks(ins.span, f"staging not formed: {ins.op} between the staged copies and "
+                              "their publication barrier")
+            return False
+    return False
+
+
+def _rewrite(b, pairs, barrier: Instr) -> None:
+    last = None
+    for load, store in pairs:
+        copy = Instr("async.copy", VOID, [store.operands[0], load.operands[0], Const(I32, 1)],
+                     {"transaction": load.type.size, "cache": "all"}, [], store.span, b)
+        b.instrs[b.instrs.index(store)] = copy   # where both addresses are defined
+        b.instrs.remove(load)
+        last = copy
+    b.instrs.insert(b.instrs.index(last) + 1,
+                    Instr("async.commit", VOID, [], {}, [], last.span, b))
+    b.instrs.insert(b.instrs.index(barrier),
+                    Instr("async.wait", VOID, [], {"pending": 0}, [], barrier.span, b))
+
+
+def run(fn, analyses) -> bool:
+    if not analyses.gpu or any(i.op in _ASYNC for i in fn.instructions()):
+        return False
+    sink = getattr(analyses.module, "remarks", None)
+
+    def remarks(span, text):
+        if sink is not None:
+            sink.add(fn.name, span, NAME, text)
+
+    uses = _uses(fn)
+    changed = False
+    for b in fn.blocks:
+        changed |= _stage_block(b, uses, remarks)
+    return changed
