@@ -79,3 +79,45 @@ def test_explicit_pipeline_resident_replay_plain_agree(gpu_run, tmp_path, stages
         err = np.abs(got[mode] - want).max() / np.abs(want).max()
         assert err < 1e-3, f"pipe{stages} {mode}: max relative error {err}"
     assert got["resident"].tobytes() == got["replay"].tobytes() == got["plain"].tobytes()
+
+
+@pytest.mark.parametrize("case", ["relu_alpha", "clamp", "bias"])
+def test_fused_epilogue_resident_replay_plain_agree(gpu_run, tmp_path, case):
+    """K loop + tensor_epilogue on the tile: fused onto the registers (resident), the complete
+    memory operation (replay, plain, and every bias case): bitwise equal, and equal to a
+    float64 GEMM followed by the epilogue in float32."""
+    from tests.tensor.residency_kernels import EPILOGUES, with_epilogue
+    opts, params = EPILOGUES[case]
+    m, n, k = 32, 48, 80
+    rng = np.random.default_rng(len(case))
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    a[a == 0], b[b == 0] = 0.5, 0.5
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    extra = {"relu_alpha": [Scalar("float32", 0.75)],
+             "clamp": [Scalar("float32", -2.0), Scalar("float32", 3.0)],
+             "bias": [Buffer("bias", "float32",
+                             data=rng.standard_normal(n).astype(np.float32))]}[case]
+    tiles = (m // 16) * (n // 16)
+    got = {}
+    for mode, kw in MODES.items():
+        path = tmp_path / f"ep_{mode}.mettle"
+        path.write_text(with_epilogue(opts, extra_params=params))
+        arch = detect_local_arch() or "sm_90a"
+        ptx = compile_file(str(path), Options(emit="ptx", gpu_arch=arch, **kw)).data.decode()
+        out = gpu_run(ptx, "gemm_ep", grid=(tiles + 3) // 4, block=128, args=[
+            Buffer("a", "uint16", data=a.view(np.uint16).ravel()),
+            Buffer("b", "uint16", data=b.view(np.uint16).ravel()),
+            Buffer("c", "float32", data=c.ravel(), output=True),
+            Scalar("int32", m), Scalar("int32", n), Scalar("int32", k), *extra])
+        got[mode] = out["c"].reshape(m, n)
+    d = (a.astype(np.float64) @ b.astype(np.float64) + c)
+    if case == "relu_alpha":
+        want = np.maximum(d * 0.75, 0)
+    elif case == "clamp":
+        want = np.clip(d, -2.0, 3.0)
+    else:
+        want = d + extra[0].data.astype(np.float64)[None, :]
+    err = np.abs(got["resident"] - want).max() / np.abs(want).max()
+    assert err < 1e-3, f"{case}: max relative error {err}"
+    assert got["resident"].tobytes() == got["replay"].tobytes() == got["plain"].tobytes()

@@ -70,3 +70,19 @@ def pipeline(stages: int) -> str:
                   "result_type: f32,",
                   "             b_layout: row);"]
     return "\n".join(lines) + "\n}\n"
+
+
+def with_epilogue(options: str, name: str = "gemm_ep", extra_params: str = "") -> str:
+    """The for-form K loop followed by `tensor_epilogue(acc, ...options)` on the same tile."""
+    src = FOR_LOOP.replace("kloop_for(", f"{name}(").replace(
+        "k: int32) {", f"k: int32{extra_params}) {{")
+    body, close = src.rsplit("}", 1)
+    return body + (f"  tensor_epilogue(acc, m: 16, n: 16, element_type: f32, ldd: (uint32)n,\n"
+                   f"                  {options});\n}}" + close)
+
+
+EPILOGUES = {
+    "relu_alpha": ("alpha: alpha, activation: relu", ", alpha: float32"),
+    "clamp": ("activation: clamp, clamp_min: lo, clamp_max: hi", ", lo: float32, hi: float32"),
+    "bias": ("bias: bias, bias_mode: column", ", bias: float32*"),
+}

@@ -11,8 +11,8 @@ import re
 import pytest
 
 from tests.tensor.kernels import compile_ptx
-from tests.tensor.residency_kernels import (ALL, CHAIN, FOR_LOOP, STORING_LOOP, WHILE_LOOP,
-                                           pipeline)
+from tests.tensor.residency_kernels import (ALL, CHAIN, EPILOGUES, FOR_LOOP, STORING_LOOP,
+                                           WHILE_LOOP, pipeline, with_epilogue)
 from toolchain.compiler.driver import Options, compile_file
 
 ARCHS = ("sm_90a", "sm_121a", "portable")
@@ -139,3 +139,28 @@ def test_ir_is_the_same_whatever_the_budget(tmp_path):
 
 def test_compile_ptx_helper_still_works():
     assert "wmma" in compile_ptx(FOR_LOOP, "sm_90a")
+
+
+@pytest.mark.parametrize("case", ["relu_alpha", "clamp"])
+def test_bias_free_epilogue_is_fused_onto_the_resident_tile(tmp_path, ptxas, case):
+    opts, params = EPILOGUES[case]
+    ptx, explain = compile_source(tmp_path, with_epilogue(opts, extra_params=params))
+    body = entry(ptx, "gemm_ep")
+    assert "mtlc.tensor_epilogue fused on resident group=0" in body
+    assert body.count("wmma.store.d") == 1 and "st.global.f32" not in body
+    assert body.index("mtlc.tensor_epilogue") < body.index("wmma.store.d")
+    assert "tensor epilogue fused onto group 0" in explain
+    ptxas(ptx, "sm_90a")
+
+
+def test_bias_epilogue_and_replay_keep_the_memory_operation(tmp_path, ptxas):
+    opts, params = EPILOGUES["bias"]
+    ptx, explain = compile_source(tmp_path, with_epilogue(opts, extra_params=params))
+    assert "tensor epilogue not fused: a bias" in explain
+    assert "mtlc.tensor_epilogue" not in ptx and "st.global.f32" in ptx
+    opts, params = EPILOGUES["relu_alpha"]
+    ptx, explain = compile_source(tmp_path, with_epilogue(opts, extra_params=params),
+                                  budget=16)
+    body = entry(ptx, "gemm_ep")      # fused in the IR, but the group replays: memory op
+    assert "mtlc.tensor_epilogue" not in body and "st.global.f32" in body
+    ptxas(ptx, "sm_90a")

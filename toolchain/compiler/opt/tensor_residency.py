@@ -29,9 +29,10 @@ every refusal of an MMA inside a loop, is a remark for `--explain`.
 from __future__ import annotations
 
 from ..ir.cfg import ensure_preheader, split_edge
-from ..ir.module import Instr
+from ..ir.module import Const, Instr
 from ..ir.ops import OPS
 from ..ir.types import VOID
+from .gvn import PURE
 
 NAME = "tensor-residency"
 
@@ -47,10 +48,18 @@ def _roles(ins: Instr) -> dict:
     return dict(zip(ins.attrs["roles"], ins.operands))
 
 
-def _same(a, b) -> bool:
-    return a is b or (getattr(a, "value", None) is not None and
-                      getattr(a, "value", None) == getattr(b, "value", None) and
-                      type(a).__name__ == type(b).__name__ == "Const" and a.type == b.type)
+def _same(a, b, depth: int = 3) -> bool:
+    """The same value: one object, equal constants, or the same pure operation of the same
+    values (two `(uint32)n` conversions in different blocks name one stride)."""
+    if a is b:
+        return True
+    if isinstance(a, Const) and isinstance(b, Const):
+        return a.type == b.type and a.value == b.value
+    if depth and isinstance(a, Instr) and isinstance(b, Instr) and a.op == b.op and \
+            a.op in PURE and a.type == b.type and a.attrs == b.attrs and \
+            len(a.operands) == len(b.operands):
+        return all(_same(x, y, depth - 1) for x, y in zip(a.operands, b.operands))
+    return False
 
 
 def _eligible_desc(ins: Instr) -> str | None:
@@ -209,6 +218,106 @@ def _links(prev: Instr, ins: Instr) -> bool:
         _same(r.get("ldc"), p.get("ldd")) and _same(r.get("ldd"), p.get("ldd"))
 
 
+def _epilogue_compatible(ep: Instr, commit: Instr) -> str | None:
+    """Why `ep` cannot act on the group's accumulator (None: it can), gpu.md's rules: same D,
+    M/N, result format, layout, stride and scope; stable WMMA keeps bias-free epilogues."""
+    d, m = ep.attrs["desc"], commit.attrs["desc"]
+    er, cr = _roles(ep), _roles(commit)
+    if not _same(er["d"], cr["d"]):
+        return "a different D"
+    if (d.m, d.n) != (m.m, m.n) or d.element_type != m.result_type:
+        return "a different shape or format"
+    if d.layout != m.stored_layout("d") or d.scope != m.scope:
+        return "a different layout or scope"
+    if d.ld != m.ldd or not _same(er.get("ldd"), cr.get("ldd")):
+        return "a different stride"
+    if d.bias_mode != "none":
+        return "a bias (stable WMMA's fragment coordinates are opaque)"
+    if m.result_type != "f32":
+        return "a non-f32 result"
+    return None
+
+
+def _fuse_epilogues(fn, remarks) -> None:
+    """Move a compatible tensor_epilogue that follows a group's commit to just before it and
+    mark it `fused`: resident, the backend applies it to the registers before the one store;
+    replayed, D is already in memory there, so the complete operation is just as exact."""
+    preds: dict = {}
+    for b in fn.blocks:
+        for s_ in b.successors:
+            preds.setdefault(s_, []).append(b)
+    for b in fn.blocks:
+        for commit in [i for i in b.instrs if i.op == "tensor.acc_commit"]:
+            ep, where = _next_epilogue(b, commit, preds)
+            if ep is None:
+                if where:
+                    remarks(commit, f"tensor epilogue not fused: {where}")
+                continue
+            why = _epilogue_compatible(ep, commit)
+            deps = _pure_deps(ep, commit) if why is None else []
+            if why is None and deps is None:
+                why = "its operands depend on work after the commit"
+            if why:
+                remarks(ep, f"tensor epilogue not fused: {why}; the complete memory "
+                            "operation runs after the commit")
+                continue
+            for ins in deps + [ep]:              # operands (pure, in order), then the op
+                ins.block.instrs.remove(ins)
+                ins.block = b
+                b.instrs.insert(b.instrs.index(commit), ins)
+            ep.attrs["fused"] = commit.attrs["group"]
+            remarks(ep, f"tensor epilogue fused onto group {commit.attrs['group']}")
+
+
+def _pure_deps(ep: Instr, commit: Instr) -> list[Instr] | None:
+    """The pure instructions after `commit` that `ep`'s operands are computed by, in program
+    order, when all of them can move before the commit (else None)."""
+    need: list[Instr] = []
+    stack = [o for o in ep.operands if _after(o, commit)]
+    while stack:
+        v = stack.pop()
+        if v in need:
+            continue
+        if v.op not in PURE:
+            return None
+        need.append(v)
+        stack.extend(o for o in v.operands if _after(o, commit))
+    order = {ins: k for k, ins in enumerate(i for b in commit.block.function.blocks
+                                            for i in b.instrs)}
+    return sorted(need, key=order.__getitem__)
+
+
+def _after(v, commit: Instr) -> bool:
+    """Whether value `v` is defined after `commit` (in its block, or in a later block)."""
+    if not isinstance(v, Instr) or v.block is None:
+        return False
+    if v.block is commit.block:
+        return v.block.instrs.index(v) > v.block.instrs.index(commit)
+    return v.block is not commit.block and commit.block.successors == [v.block]
+
+
+def _next_epilogue(b, commit: Instr, preds) -> tuple[Instr | None, str]:
+    """The tensor.epilogue that next follows `commit` with only pure work between, in its
+    block or across an unconditional jump that is the target's only incoming edge."""
+    block, start = b, b.instrs.index(commit) + 1
+    for _ in range(2):
+        for ins in block.instrs[start:]:
+            if ins.op == "tensor.epilogue":
+                return ins, ""
+            if ins.op == "br" and block is b:
+                nxt = ins.targets[0]
+                if preds.get(nxt, []) != [block]:
+                    return None, ("the epilogue's block is also reached around the commit"
+                                  if any(i.op == "tensor.epilogue" for i in nxt.instrs) else "")
+                block, start = nxt, 0
+                break
+            if not _pure(ins):
+                return None, ""
+        else:
+            return None, ""
+    return None, ""
+
+
 def run(fn, analyses) -> bool:
     if not analyses.gpu or not any(i.op == "tensor.mma" for i in fn.instructions()):
         return False
@@ -223,4 +332,7 @@ def run(fn, analyses) -> bool:
     changed, refused = False, set()
     while _loops(fn, analyses, groups, remarks, refused):
         changed = True
-    return _chains(fn, groups, remarks) or changed
+    changed = _chains(fn, groups, remarks) or changed
+    if changed:
+        _fuse_epilogues(fn, remarks)
+    return changed

@@ -17,6 +17,7 @@ from ....ir import tensor as T
 from ..lower_memory import SPACE
 from .common import Mat, elem_addr, label, live_lanes, operands
 from .replay import load_value
+from .resident import lower_fused_epilogue
 
 
 def _mat(em, v, layout: str, ld, default_ld: int, fmt: str, ops: dict, role: str) -> Mat:
@@ -89,6 +90,8 @@ def _element(em, desc, ops, D: Mat, bias: Mat | None, r: str, c: str) -> None:
 
 
 def lower_epilogue(em, ins) -> None:
+    if lower_fused_epilogue(em, ins):          # on a resident accumulator (resident.py)
+        return
     desc, ops = ins.attrs["desc"], operands(ins)
     fmt = desc.element_type
     if fmt == "bf16":

@@ -112,3 +112,39 @@ def lower_commit(em, ins) -> None:
     for i in range(gm):
         for j in range(gn):
             store_frag(em, plan, D, addrs[i * gn + j], desc.result_type, acc[i][j])
+
+
+def lower_fused_epilogue(em, ins) -> bool:
+    """A `tensor.epilogue` the optimizer fused onto a group (attrs["fused"]): when the group
+    is resident, apply alpha, ReLU or clamp to every accumulator register, in the memory
+    path's exact order (t = alpha*t rounded; ordered t < 0 -> +0; t < lo -> lo, t > hi ->
+    hi), before the commit's one store. Returns False (the caller runs the complete memory
+    operation) when the group replays."""
+    group = ins.attrs.get("fused")
+    state = _groups(em).get(group) if group is not None else None
+    if state is None:
+        return False
+    _, acc = state
+    ops = operands(ins)
+    desc = ins.attrs["desc"]
+    alpha = em.reg(ops["alpha"]) if "alpha" in ops else None
+    lo = em.reg(ops["clamp_min"]) if desc.activation == "clamp" else None
+    hi = em.reg(ops["clamp_max"]) if desc.activation == "clamp" else None
+    zero = "0f00000000"
+    for row in acc:
+        for regs in row:
+            for r in regs:
+                if alpha is not None:
+                    em.emit(f"mul.rn.f32 {r}, {alpha}, {r}")
+                p = em.new("p")
+                if desc.activation == "relu":
+                    em.emit(f"setp.lt.f32 {p}, {r}, {zero}")
+                    em.emit(f"selp.f32 {r}, {zero}, {r}, {p}")
+                elif desc.activation == "clamp":
+                    em.emit(f"setp.lt.f32 {p}, {r}, {lo}")
+                    em.emit(f"selp.f32 {r}, {lo}, {r}, {p}")
+                    em.emit(f"setp.gt.f32 {p}, {r}, {hi}")
+                    em.emit(f"selp.f32 {r}, {hi}, {r}, {p}")
+    em.raw(f"\t// mtlc.tensor_epilogue fused on resident group={group}")
+    _remark(em, ins, f"tensor epilogue applied to group {group}'s registers before its store")
+    return True
