@@ -145,3 +145,41 @@ def test_f64_tile_replays_on_portable(gpu_run):
     scale = np.abs(a) @ np.abs(b) + np.abs(c)
     assert (np.abs(out[:384].reshape(16, 24) - want) <= 18 * UNIT["f64"] * scale).all()
     assert np.isnan(out[384:]).all()
+
+
+def test_fp8_region_replays_on_portable(gpu_run):
+    """E4M3 x E5M2 regions compiled for the portable profile (no FP8 mma.sync, no FP8
+    conversion instruction): exact replay with the integer FP8 decoder, every finite code
+    (subnormals included) in play, default layouts."""
+    M, N, K, rm, rn = 45, 38, 67, 16, 8
+    rng = np.random.default_rng(14)
+    finite = {f: [c for c in range(256) if np.isfinite(O.decode(f, c))]
+              for f in ("e4m3", "e5m2")}
+    a = rng.choice(finite["e4m3"], (M, K)).astype(np.uint8)
+    b = rng.choice(finite["e5m2"], (K, N)).astype(np.uint8)
+    c = rng.standard_normal((M, N)).astype(np.float32)
+    lda, ldb, ldc, ldd = K + 5, K + 3, N + 2, N + 6
+    src = ("kernel gemm(a: uint8*, b: uint8*, c: float32*, d: float32*, m: uint32, n: uint32,\n"
+           "            k: uint32, lda: uint32, ldb: uint32, ldc: uint32, ldd: uint32) {\n"
+           f"  tensor_matmul(a, b, c, d, block.y * {rm}, block.x * {rn}, m, n, k,\n"
+           f"                shape: m{rm}n{rn}k32, a_type: e4m3, b_type: e5m2,\n"
+           "                output_type: f32, lda: lda, ldb: ldb, ldc: ldc, ldd: ldd);\n}\n")
+    ptx = compile_ptx(src, "portable")
+    assert "mma.sync" not in ptx and "e4m3x2" not in ptx
+    bufs = [laid_out(a, "row", lda, 0x7F), laid_out(b, "col", ldb, 0x7F),
+            laid_out(c, "row", ldc, np.nan), laid_out(np.zeros((M, N), np.float32), "row",
+                                                      ldd, np.nan)]
+    bufs[3][:] = np.nan
+    out = gpu_run(ptx, "gemm", (-(-N // rn), -(-M // rm)), 32,
+                  [Buffer(w, buf.dtype.name, data=buf, output=w == "d")
+                   for w, buf in zip("abcd", bufs)] +
+                  [Scalar("uint32", v) for v in (M, N, K, lda, ldb, ldc, ldd)])["d"]
+    av, bv = O.decode_array("e4m3", a), O.decode_array("e5m2", b)
+    want = reference(av, bv, c.astype(np.float64))
+    got = O.logical(out, M, N, "row", ldd).astype(np.float64)
+    scale = np.abs(av) @ np.abs(bv) + np.abs(c)
+    assert (np.abs(got - want) <= 2 * (K + 1) * UNIT["f32"] * scale).all()
+    r, cc = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
+    untouched = np.ones(out.size, bool)
+    untouched[O.index("row", ldd, r, cc)] = False
+    assert np.isnan(out[untouched]).all()

@@ -150,18 +150,15 @@ def test_sparse_matmul_partial_warp_replays_exactly():
 
 
 # ---------------------------------------------------------------- refusals
-FP8_TILE = mma_source("k", "e4m3", "e5m2", "f32", "f32", "m16n8k32")
 FP8_K16 = mma_source("k", "e4m3", "e5m2", "f32", "f32", "m16n8k16")
 SPARSE_TILE = mma_source("k", "f16", "f16", "f32", "f32", "m16n8k16", **META)
 
 
+# FP8 below sm_89 is exact replay now (test_replay_profiles.py); what stays refused:
 @pytest.mark.parametrize("src,arch,version,want", [
-    (FP8_TILE, "sm_80", None, "PTX ISA 8.4 and target sm_89"),
-    (FP8_TILE, "sm_86", None, "PTX ISA 8.4 and target sm_89"),
     (FP8_K16, "sm_90a", "8.4", "PTX ISA 8.7 and target sm_89"),
     (SPARSE_TILE, "sm_75", None, "PTX ISA 7.1 and target sm_80"),
-    (matmul_source("k", "e4m3", "e4m3", "f32", "f32", "m16n16k32"), "sm_80", None,
-     "PTX ISA 8.4 and target sm_89"),
+    (SPARSE_TILE, "portable", None, "PTX ISA 7.1 and target sm_80"),
 ])
 def test_capability_refusals_name_isa_and_target(src, arch, version, want):
     d = refusal(src, arch, version)

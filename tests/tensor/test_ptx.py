@@ -144,11 +144,10 @@ def refusal(src: str, arch: str):
 
 @pytest.mark.parametrize("fmt,extra,arch,want", [
     ("tf32", "", "portable", "PTX ISA 7.0 and target sm_80"),      # replay would be inexact
-    ("e4m3", "", "portable", "PTX ISA 8.4 and target sm_89"),
 ])
 def test_capability_refusals_name_isa_and_target(fmt, extra, arch, want):
     acc = "f32"
-    shape = {"tf32": "m16n16k8", "e4m3": "m16n8k32"}[fmt]
+    shape = {"tf32": "m16n16k8"}[fmt]
     d = refusal(mma_source("k", fmt, fmt, acc, acc, shape,
                            layouts=("row", "col", "row", "row")), arch)
     assert d.code == "E0504" and want in d.message and "compute_75" in d.message

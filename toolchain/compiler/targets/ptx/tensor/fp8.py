@@ -11,6 +11,10 @@ overflow wrap. Anything else is refused (E0505), a too-old profile with E0504.
 architectural packed conversion `cvt.rn.f16x2.e4m3x2`/`e5m2x2` (exact: every E4M3/E5M2
 value, NaN and infinity included, is an f16 value), then `cvt.f32.f16` (exact). The byte is
 duplicated into both halves so the result does not depend on the pair's half order.
+Profiles without that conversion (PTX 7.8 / sm_89) decode with integer arithmetic instead
+(`_decode_int`), so FP8 operations replay exactly there (replay.replaces_native) rather
+than being refused: E5M2 is the upper byte of the f16 encoding; a normal E4M3 moves to f16
+by rebiasing the exponent (+8), a subnormal one is m * 2^-9, 0x7F/0xFF are NaN.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from .mma_sync import MAX_ACC_REGS, SUB_M, SUB_N, Form
 
 FP8 = ("e4m3", "e5m2")
 ISA_K32, ISA_K16, SM = (8, 4), (8, 7), 89
+CVT = ((7, 8), 89)                     # cvt.rn.f16x2.e4m3x2 / e5m2x2
 
 
 def is_fp8(desc: T.TensorDesc) -> bool:
@@ -34,7 +39,8 @@ def form(desc: T.TensorDesc, k: int) -> Form:
 
 
 def check(desc: T.TensorDesc, profile, span, matmul: bool) -> None:
-    """Refuse what the FP8 mma.sync family cannot execute exactly."""
+    """Refuse what the FP8 mma.sync family cannot execute exactly (on a profile that will
+    replay it instead, pass capabilities.ANY_PROFILE: the shape rules still apply)."""
     if desc.a_type not in FP8 or desc.b_type not in FP8:
         raise refuse(desc, f"FP8 MMA needs E4M3/E5M2 for both A and B, found "
                      f"{desc.a_type} and {desc.b_type}", span)
@@ -68,6 +74,8 @@ def tile_forms(desc: T.TensorDesc) -> list[Form]:
 
 def load_decoded(em, fmt: str, space: str, addr: str) -> str:
     """One FP8 byte at `addr` as an exact f32 register."""
+    if not em.profile.at_least(*CVT):
+        return _decode_int(em, fmt, space, addr)
     byte, pair, lo, hi, out = em.new("rs"), em.new("r"), em.new("rs"), em.new("rs"), \
         em.new("f")
     em.emit(f"ld{space}.u8 {byte}, [{addr}]")
@@ -75,4 +83,36 @@ def load_decoded(em, fmt: str, space: str, addr: str) -> str:
     em.emit(f"cvt.rn.f16x2.{fmt}x2 {pair}, {byte}")
     em.emit(f"mov.b32 {{{lo}, {hi}}}, {pair}")
     em.emit(f"cvt.f32.f16 {out}, {lo}")
+    return out
+
+
+def _decode_int(em, fmt: str, space: str, addr: str) -> str:
+    """The exact decode without the FP8 conversion instruction (module docstring)."""
+    byte, half, out = em.new("rs"), em.new("rs"), em.new("f")
+    em.emit(f"ld{space}.u8 {byte}, [{addr}]")
+    if fmt == "e5m2":
+        em.emit(f"shl.b16 {half}, {byte}, 8")
+        em.emit(f"cvt.f32.f16 {out}, {half}")
+        return out
+    b, mag, h, t = (em.new("r") for _ in range(4))
+    em.emit(f"cvt.u32.u16 {b}, {byte}")
+    em.emit(f"and.b32 {mag}, {b}, 127")
+    em.emit(f"shl.b32 {h}, {mag}, 7")              # e << 10 | m << 7
+    em.emit(f"add.u32 {h}, {h}, 8192")             # exponent bias 7 -> 15
+    em.emit(f"and.b32 {t}, {b}, 128")
+    em.emit(f"shl.b32 {t}, {t}, 8")
+    em.emit(f"or.b32 {h}, {h}, {t}")               # the sign
+    nan, neg, sub = em.new("p"), em.new("p"), em.new("p")
+    em.emit(f"setp.eq.u32 {nan}, {mag}, 127")
+    em.emit(f"selp.b32 {h}, 32256, {h}, {nan}")    # 0x7E00, an f16 NaN
+    em.emit(f"cvt.u16.u32 {half}, {h}")
+    normal, small, scale = em.new("f"), em.new("f"), em.new("f")
+    em.emit(f"cvt.f32.f16 {normal}, {half}")
+    em.emit(f"and.b32 {t}, {b}, 7")
+    em.emit(f"cvt.rn.f32.u32 {small}, {t}")
+    em.emit(f"setp.gt.u32 {neg}, {b}, 127")
+    em.emit(f"selp.f32 {scale}, 0fBB000000, 0f3B000000, {neg}")   # -+2^-9
+    em.emit(f"mul.rn.f32 {small}, {small}, {scale}")              # exact (m < 8)
+    em.emit(f"setp.lt.u32 {sub}, {mag}, 8")
+    em.emit(f"selp.f32 {out}, {small}, {normal}, {sub}")
     return out

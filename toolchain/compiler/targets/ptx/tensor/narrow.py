@@ -8,7 +8,9 @@ uniform predicates: a native interior (region wholly in range, complete warp, K 
 native chunk; fragment loads are per element, so no alignment is needed) keeps the
 accumulators resident over all complete chunks and stores D once, then an exact
 cooperative replay extends D over the K remainder; everything else replays from C.
-FP8 replay decodes each byte exactly (fp8.load_decoded) and accumulates with f32 FMA;
+FP8 replay decodes each byte exactly (fp8.load_decoded) and accumulates with f32 FMA; on a
+profile without FP8 mma.sync (below PTX 8.4 / sm_89) FP8 tiles and regions are that replay
+alone (replay.replaces_native);
 sparse replay walks the same clamped masks as the native path (sparse.k_loop).
 Block-scaled regions are lowered by scaled_matmul.py (its own guard, native interior and
 scale-aware replay).
@@ -17,10 +19,11 @@ from __future__ import annotations
 
 from ....ir import tensor as T
 from . import fp8, scaled, sparse
-from .capabilities import refuse
+from .capabilities import ANY_PROFILE, refuse
 from .common import mat, operands
 from .mma_sync import SUB_M, SUB_N, add_origin, run_tile
-from .replay import Region, native_region_pred, native_then_replay
+from .replay import (NEEDS, Region, native_region_pred, native_then_replay,
+                     replaces_native, replay_tile)
 from .scaled_matmul import lower_scaled_matmul
 
 
@@ -41,6 +44,12 @@ def tile_lowering(desc: T.TensorDesc, profile, span):
             meta = sparse.Meta(sparse.meta_mat(em, ops, desc.k // 4))
             run_tile(em, A, B, C, D, (desc.m // SUB_M, desc.n // SUB_N), chunks, meta)
         return run_sparse
+    if replaces_native(desc, profile):              # no FP8 mma.sync: exact replay
+        fp8.check(desc, ANY_PROFILE, span, matmul=False)
+
+        def run_replay(em, ops):
+            replay_tile(em, desc, *(mat(em, desc, ops, w) for w in "abcd"), span)
+        return run_replay
     fp8.check(desc, profile, span, matmul=False)
     forms = fp8.tile_forms(desc)
 
@@ -57,7 +66,8 @@ def _matmul_plan(desc: T.TensorDesc, profile, span):
         if desc.k != 16:
             raise refuse(desc, "structured 2:4 regions take K=16 native chunks", span)
         return sparse.form(desc, profile), True
-    fp8.check(desc, profile, span, matmul=True)
+    fp8.check(desc, ANY_PROFILE if replaces_native(desc, profile) else profile, span,
+              matmul=True)
     if desc.k not in (16, 32):
         raise refuse(desc, "FP8 regions take K=16 or K=32 native chunks", span)
     return fp8.form(desc, desc.k), False
@@ -83,5 +93,9 @@ def lower_narrow_matmul(em, ins) -> None:
                    add_origin(em, C, g.row, g.col), add_origin(em, D, g.row, g.col)]
         tile_meta = sparse.Meta(add_origin(em, meta, g.row, 0)) if is_sparse else None
         run_tile(em, *origins, (desc.m // SUB_M, desc.n // SUB_N), (form, chunks), tile_meta)
+    if not is_sparse and replaces_native(desc, em.profile):   # no FP8 mma.sync here
+        em.profile.require("exact cooperative tensor replay", *NEEDS, ins.span)
+        native_then_replay(em, g, "tms", None, form.k, native)
+        return
     native_then_replay(em, g, "tms", native_region_pred(em, g, form.k), form.k, native,
                        k_loop)

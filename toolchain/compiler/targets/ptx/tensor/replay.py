@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .capabilities import F64_ROUNDING, FAMILIES
 from .common import Mat, elem_addr, label, linear, live_lanes, offset_terms, scale_bytes
-from .fp8 import FP8, load_decoded
+from .fp8 import FP8, ISA_K32, SM, load_decoded
 
 COMPUTE = {"f16": "f", "bf16": "f", "f32": "f", "f64": "fd", "i8": "r", "u8": "r",
            "i32": "r"}
@@ -27,13 +27,16 @@ NEEDS = ((6, 2), 70)                    # activemask / bar.warp.sync
 
 
 def replaces_native(desc, profile) -> bool:
-    """Whether `desc` is a WMMA family this profile lacks but replay computes exactly: such
-    operations replay instead of being refused (gpu.md: exact replay where the native path
-    is unavailable)."""
+    """Whether `desc` is a WMMA or unscaled FP8 family this profile lacks but replay
+    computes exactly: such operations replay instead of being refused (gpu.md: exact replay
+    where the native path is unavailable)."""
     fam = desc.a_type
-    return fam == desc.b_type and (fam, desc.accumulator_type) in EXACT and \
-        desc.accumulator_type == desc.result_type and desc.overflow == "wrap" and \
-        not desc.sparse and not desc.scaled and desc.math == "multiply_add" and \
+    plain = desc.accumulator_type == desc.result_type and desc.overflow == "wrap" and \
+        not desc.sparse and not desc.scaled and desc.math == "multiply_add"
+    if fam in FP8 and desc.b_type in FP8:
+        return plain and desc.accumulator_type == "f32" and desc.rounding == "default" \
+            and not profile.at_least(ISA_K32, SM)
+    return plain and fam == desc.b_type and (fam, desc.accumulator_type) in EXACT and \
         not profile.at_least(*FAMILIES[fam][:2])
 
 
