@@ -15,8 +15,8 @@ from __future__ import annotations
 import random
 
 from .model import FLOATS, INTS, arith, bits, is_float, is_int, literal_type, promote, wrap
-from .program import (AddrOf, Assign, Bin, Call, Case, Cast, CFor, Decl, ExprStmt, Field,
-                      FieldIndex,
+from .program import (AddrOf, Assign, Bin, Call, Case, Cast, CFor, Decl, Deref, ExprStmt,
+                      Field, FieldIndex,
                       ForRange, Function, If, Index, Jump, Lit, Print, Program, PtrDiff,
                       PtrRead, Return, SizeOf, Struct, Switch, Un, Var, While)
 
@@ -57,6 +57,7 @@ class Gen:
         self.helpers: list[tuple[Function, bool]] = []     # (function, pure)
         self.struct_helpers: list[Function] = []            # return a struct by value
         self.loops: list[str] = []      # enclosing "for" | "while" | "switch", innermost last
+        self.outs: dict[str, set] = {}  # helper -> its out-pointer parameters (`*p = v`)
 
     def fresh(self, prefix: str) -> str:
         self.n += 1
@@ -72,14 +73,17 @@ class Gen:
     def leaf(self, scope: Scope, want: str | None):
         r = self.rng
         items = [it for it in scope.all() if it[0] in ("var", "const", "ro", "array",
-                                                       "struct", "sptr", "aptr")]
+                                                       "struct", "sptr", "aptr", "optr",
+                                                       "roarray")]
         if items and r.random() < 0.8:
             kind, name, t, extra = r.choice(items)
             if kind in ("var", "ro"):
                 return Var(name, t)
             if kind == "const":
                 return Var(name, t, extra)
-            if kind in ("array", "aptr"):
+            if kind == "optr":
+                return Deref(name, t)
+            if kind in ("array", "aptr", "roarray"):
                 return Index(name, self.leaf_int(scope), extra, t)
             return self.member(name, t, kind == "sptr", scope)
         if want == "float" or (want is None and r.random() < 0.15):
@@ -90,8 +94,11 @@ class Gen:
                    "char" if k < 0.2 else "dec")
 
     def member(self, base: str, sname: str, arrow: bool, scope: Scope):
-        """A scalar field, or an element of an array field."""
+        """A scalar field, an element of an array field, or a field of a nested struct."""
         st = self.struct_named(sname)
+        if st.nested and self.rng.random() < 0.3:
+            fname, inner = self.rng.choice(st.nested)
+            return self.member(f"{base}{'->' if arrow else '.'}{fname}", inner, False, scope)
         if st.arrays and self.rng.random() < 0.35:
             fname, ft, n = self.rng.choice(st.arrays)
             return FieldIndex(base, fname, self.leaf_int(scope), n, ft, arrow)
@@ -222,8 +229,18 @@ class Gen:
         if not choices:
             return None
         fn, _ = r.choice(choices)
+        return self.call_fn(scope, fn, depth)
+
+    def call_fn(self, scope: Scope, fn: Function, depth: int):
+        r = self.rng
         args = []
         for pname, pt in fn.params:
+            if pname in self.outs.get(fn.name, ()):
+                vs = [it for it in scope.all() if it[0] == "var" and it[2] == pt[:-1]]
+                if not vs:
+                    return None
+                args.append(AddrOf(r.choice(vs)[1], pt))
+                continue
             if fn.recursive and pname == "d":       # bounded depth
                 args.append(Bin("&", self.int_expr(scope, depth - 1), Lit(15), "int32"))
                 args[-1].ty = arith(args[-1].l.ty, "int32")
@@ -255,12 +272,15 @@ class Gen:
     # ------------------------------------------------------------ statements
     def lvalue(self, scope: Scope):
         r = self.rng
-        items = [it for it in scope.all() if it[0] in ("var", "array", "struct", "sptr")]
+        items = [it for it in scope.all() if it[0] in ("var", "array", "struct", "sptr",
+                                                       "optr")]
         if not items:
             return None
         kind, name, t, extra = r.choice(items)
         if kind == "var":
             return Var(name, t)
+        if kind == "optr":
+            return Deref(name, t)
         if kind == "array":
             return Index(name, self.int_expr(scope, 1), extra, t)
         return self.member(name, t, kind == "sptr", scope)
@@ -336,8 +356,15 @@ class Gen:
             copy = self.struct_copy(scope)
             if copy is not None:
                 return copy
-        if k < 0.9 and allow_impure and self.helpers:
-            call = self.call(scope, 2, pure_only=False)
+        if k < 0.97 and allow_impure and self.helpers:
+            call = None
+            if r.random() < 0.5:                # a setter whose out-pointers can be fed
+                have = {it[2] for it in scope.all() if it[0] == "var"}
+                ok = [f for f, _ in self.helpers if f.name in self.outs and
+                      all(dict(f.params)[p][:-1] in have for p in self.outs[f.name])]
+                if ok:
+                    call = self.call_fn(scope, r.choice(ok), 2)
+            call = call or self.call(scope, 2, pure_only=False)
             if call is not None:
                 if call.ty == "void" or r.random() < 0.3:
                     return ExprStmt(call)
@@ -436,7 +463,9 @@ class Gen:
         fields = [(f"f{i}", self.scalar_type()) for i in range(self.rng.randint(1, 5))]
         arrays = [(f"a{i}", self.scalar_type(), self.rng.choice([2, 4]))
                   for i in range(self.rng.choice([0, 0, 1, 2]))]
-        st = Struct(self.prefix + self.fresh("S"), fields, arrays)
+        nested = [(f"n{i}", self.rng.choice(self.structs).name)
+                  for i in range(self.rng.choice([0, 1]) if self.structs else 0)]
+        st = Struct(self.prefix + self.fresh("S"), fields, arrays, nested)
         self.structs.append(st)
         return st
 
@@ -469,6 +498,39 @@ class Gen:
         body = [self.stmt(Scope(scope), 1, 0, False) for _ in range(r.randint(0, 4))]
         body.append(Return(self.value_for(scope, ret, 3)))
         self.helpers.append((Function(name, params, ret, body), pure))
+
+    def all_members(self, base: str, sname: str) -> list:
+        st = self.struct_named(sname)
+        vals = [Field(base, fname, ft) for fname, ft in st.fields]
+        vals += [FieldIndex(base, fname, Lit(i), n, ft)
+                 for fname, ft, n in st.arrays for i in range(n)]
+        for fname, inner in st.nested:
+            vals += self.all_members(f"{base}.{fname}", inner)
+        return vals
+
+    def make_setter(self) -> None:
+        """A void helper writing through pointers to scalars: `fn sN(p0: T*, ...) { *p0 = ..; }`
+        (its arguments take the address of the caller's locals and globals)."""
+        r = self.rng
+        name = self.prefix + self.fresh("set")
+        scope = Scope(self.globals_ro)
+        params, outs = [], set()
+        for i in range(r.randint(1, 6)):
+            t = self.scalar_type()
+            if i == 0 or r.random() < 0.4:
+                params.append((f"p{i}", t + "*"))
+                scope.add("optr", f"p{i}", t, None)
+                outs.add(f"p{i}")
+            else:
+                params.append((f"p{i}", t))
+                scope.add("ro", f"p{i}", t, None)
+        body = [self.stmt(Scope(scope), 1, 0, False) for _ in range(r.randint(0, 2))]
+        for pn in sorted(outs):
+            t = dict(params)[pn][:-1]
+            body.append(Assign(Deref(pn, t), self.value_for(scope, t, 3),
+                               r.choice(["=", "="] + (["+=", "^="] if is_int(t) else []))))
+        self.outs[name] = outs
+        self.helpers.append((Function(name, params, "void", body), False))
 
     def make_struct_helper(self) -> None:
         """`fn mkN(...) -> S { var r: S; r.f = ...; return r; }`: a struct returned by value."""
@@ -518,6 +580,12 @@ class Gen:
             init = Lit(r.choice(FLOAT_LITS)) if is_float(t) else Lit(r.choice(INT_LITS))
             if is_float(t):
                 init.float_as = t
+            if r.random() < 0.25:           # a global array (zeroed, no initializer)
+                n = r.choice([4, 8])
+                globals_.append(Decl(name, t, None, count=n))
+                self.globals_ro.add("roarray", name, t, n)
+                scope.add("array", name, t, n)
+                continue
             globals_.append(Decl(name, t, init))
             self.globals_ro.add("ro", name, t, None)
             scope.add("var", name, t, None)
@@ -527,6 +595,8 @@ class Gen:
                 self.make_recursive()
             elif k < 0.35 and self.structs:
                 self.make_struct_helper()
+            elif k < 0.5:
+                self.make_setter()
             else:
                 self.make_helper()
         body = [self.decl(scope) for _ in range(r.randint(2, 5))]
@@ -540,11 +610,7 @@ class Gen:
                     v = Index(name, Lit(i), extra, t)
                     body.append(Print(Call("f2i", [v], "int64") if is_float(t) else v))
             elif kind == "struct":
-                st = self.struct_named(t)
-                vals = [Field(name, fname, ft) for fname, ft in st.fields]
-                vals += [FieldIndex(name, fname, Lit(i), n, ft)
-                         for fname, ft, n in st.arrays for i in range(n)]
-                for v in vals:
+                for v in self.all_members(name, t):
                     body.append(Print(Call("f2i", [v], "int64") if is_float(v.ty) else v))
         body.append(Return(Lit(0)))
         funcs = [f for f, _ in self.helpers] + self.struct_helpers + \

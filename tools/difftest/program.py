@@ -218,6 +218,19 @@ class FieldIndex(Expr):
 
 
 @dataclass
+class Deref(Expr):
+    """`*p` through a pointer parameter."""
+    name: str
+    ty: str
+
+    def m(self) -> str:
+        return f"(*{self.name})"
+
+    def c(self) -> str:
+        return f"(*{self.name})"
+
+
+@dataclass
 class AddrOf(Expr):
     name: str
     ty: str
@@ -509,16 +522,18 @@ class Struct:
     name: str
     fields: list            # [(name, type)] scalars
     arrays: list = field(default_factory=list)      # [(name, element type, count)]
+    nested: list = field(default_factory=list)      # [(name, struct name)]
 
     def m(self):
         return [f"struct {self.name} {{ " + " ".join(f"{n}: {t};" for n, t in self.fields)
-                + "".join(f" {n}: {t}[{k}];" for n, t, k in self.arrays) + " }"]
+                + "".join(f" {n}: {t}[{k}];" for n, t, k in self.arrays)
+                + "".join(f" {n}: {t};" for n, t in self.nested) + " }"]
 
     def c(self):
         return [f"typedef struct {self.name} {{ " +
                 " ".join(f"{c_type(t)} {n};" for n, t in self.fields) +
                 "".join(f" {c_type(t)} {n}[{k}];" for n, t, k in self.arrays) +
-                f" }} {self.name};"]
+                "".join(f" {t} {n};" for n, t in self.nested) + f" }} {self.name};"]
 
 
 @dataclass
