@@ -7,7 +7,9 @@ Candidates: parameters, `Local`s and instruction results of scalar type (not agg
 not allocas). Liveness is computed over the IR's blocks (a `local.set` defines its Local, a
 `local.get` uses it); a value's interval runs from its first definition (or the start of a
 block it is live into) to its last use (or the end of a block it is live out of), so loop-
-carried values cover their loops. Candidates are taken in decreasing spill cost (uses and
+carried values cover their loops. A `local.get` result shares its Local's interval and
+register when the Local is not written while the result is live (`coalesce`), which keeps
+loop variables in one register. Candidates are taken in decreasing spill cost (uses and
 definitions weighted 8^loop depth) per unit of interval length, each into the first
 register none of whose intervals overlaps its own (the rest keep their stack slots), so a
 value never shares a register with a live one.
@@ -42,6 +44,11 @@ def _uses_defs(ins) -> tuple[list, list]:
 
 def intervals(fn: Function) -> dict[int, tuple[int, int, object]]:
     """{id(value): (start, end, value)} over instruction positions in block order."""
+    return liveness(fn)[0]
+
+
+def liveness(fn: Function):
+    """(intervals, {id(block): live-out set of value ids})."""
     pos, first, last = 0, {}, {}
     block_use, block_def, succs = {}, {}, {}
     for block in fn.blocks:
@@ -92,7 +99,31 @@ def intervals(fn: Function) -> dict[int, tuple[int, int, object]]:
             touch(values[key], first[b])
         for key in live_out[b]:
             touch(values[key], last[b])
-    return {k: (s[0], s[1], s[2]) for k, s in span.items()}
+    return {k: (s[0], s[1], s[2]) for k, s in span.items()}, live_out
+
+
+def coalesce(fn: Function, live_out) -> dict[int, int]:
+    """{id(local.get result): id(Local)} for results that may share their Local's register:
+    the Local is never written (`local.set`) while the result is live, so both always hold
+    the same bits wherever the result is used."""
+    alias: dict[int, int] = {}
+    for block in fn.blocks:
+        for ins in block.instrs:
+            if ins.op == "local.get" and _candidate(ins) and _candidate(ins.operands[0]):
+                alias[id(ins)] = id(ins.operands[0])
+    if not alias:
+        return alias
+    for block in fn.blocks:
+        later: set[int] = set(live_out[id(block)])   # live after the current instruction
+        for ins in reversed(block.instrs):
+            if ins.op == "local.set":
+                loc = id(ins.operands[0])
+                for r in [r for r, l in alias.items() if l == loc and r in later]:
+                    del alias[r]
+            u, d = _uses_defs(ins)
+            later -= {id(v) for v in d}
+            later |= {id(v) for v in u}
+    return alias
 
 
 def loop_depths(fn: Function) -> dict[int, int]:
@@ -124,19 +155,26 @@ def weights(fn: Function) -> dict[int, float]:
 
 
 def allocate(fn: Function, registers) -> dict[int, object]:
-    """{id(value): register}: candidates in decreasing spill cost per unit of interval length
-    each take the first register none of whose intervals overlaps theirs."""
-    ivs = intervals(fn)
+    """{id(value): register}: groups (a Local with the local.get results coalesced into it,
+    else one value) in decreasing spill cost per unit of interval length each take the first
+    register none of whose intervals overlaps theirs."""
+    ivs, live_out = liveness(fn)
     w = weights(fn)
-    order = sorted(ivs, key=lambda k: (-w.get(k, 0.0) / (ivs[k][1] - ivs[k][0] + 1),
-                                       ivs[k][0], ivs[k][1]))
+    alias = coalesce(fn, live_out)
+    groups: dict[int, list[int]] = {}
+    for key in ivs:
+        groups.setdefault(alias.get(key, key) if alias.get(key) in ivs else key, []).append(key)
+    span = {g: (min(ivs[k][0] for k in ks), max(ivs[k][1] for k in ks))
+            for g, ks in groups.items()}
+    cost = {g: sum(w.get(k, 0.0) for k in ks) for g, ks in groups.items()}
+    order = sorted(groups, key=lambda g: (-cost[g] / (span[g][1] - span[g][0] + 1), span[g]))
     taken: dict[object, list[tuple[int, int]]] = {r: [] for r in registers}
     out: dict[int, object] = {}
-    for key in order:
-        start, end, _v = ivs[key]
+    for g in order:
+        start, end = span[g]
         for reg in registers:
             if all(end < s or e < start for s, e in taken[reg]):
                 taken[reg].append((start, end))
-                out[key] = reg
+                out.update({k: reg for k in groups[g]})
                 break
     return out
