@@ -117,35 +117,33 @@ def test_bf16_region_defaults_replay_on_portable():
     run_matmul(ptx, "bf16", "m16n16k16", 18, 17, 19)
 
 
+def run_tile(fmt: str, shape: str, options: str, arch: str, block: int = 32) -> str:
+    """A whole tensor_mma tile with `options` (and runtime strides) on the interpreter
+    against the oracle, in the default layouts; returns the PTX."""
+    m, n, k = (int(x) for x in shape[1:].replace("n", " ").replace("k", " ").split())
+    bufs, lds, want = operands(fmt, m, n, k, seed=m + n + k)
+    t = carrier(fmt)
+    src = (f"kernel tile(a: {t}*, b: {t}*, c: float32*, d: float32*, lda: uint32,\n"
+           "             ldb: uint32, ldc: uint32, ldd: uint32) {\n"
+           f"  tensor_mma(a, b, c, d, shape: {shape}, input_type: {fmt}, output_type: f32,\n"
+           f"             {options}lda: lda, ldb: ldb, ldc: ldc, ldd: ldd);\n}}\n")
+    ptx = ptx_of(src, arch)
+    poison = bufs["d"].copy()
+    mem = Sim(ptx, "tile").run(
+        (1,), block, [("buf", w, bufs[w]) for w in "abcd"] + [("u32", v) for v in lds])
+    NC.check_d(mem.read("d"), want, "row", lds[3], poison)
+    return ptx
+
+
 @pytest.mark.parametrize("explicit", ["", "a_layout: row, b_layout: col, c_layout: row, "
                                           "d_layout: row, math: multiply_add, sparsity: "
                                           "dense, rounding: default, overflow: wrap, "
                                           "scope: subgroup, "])
 def test_whole_fp8_tile_defaults_equal_the_explicit_descriptor(explicit):
-    M, N, K = 16, 8, 32
-    bufs, lds, want = operands("e4m3", M, N, K, seed=7)
-    src = ("kernel tile(a: uint8*, b: uint8*, c: float32*, d: float32*, lda: uint32,\n"
-           "             ldb: uint32, ldc: uint32, ldd: uint32) {\n"
-           "  tensor_mma(a, b, c, d, shape: m16n8k32, input_type: e4m3, output_type: f32,\n"
-           f"             {explicit}lda: lda, ldb: ldb, ldc: ldc, ldd: ldd);\n}}\n")
-    poison = bufs["d"].copy()
-    mem = Sim(ptx_of(src, "sm_90a"), "tile").run(
-        (1,), 32, [("buf", w, bufs[w]) for w in "abcd"] + [("u32", v) for v in lds])
-    NC.check_d(mem.read("d"), want, "row", lds[3], poison)
+    assert "mma.sync" in run_tile("e4m3", "m16n8k32", explicit, "sm_90a")
 
 
 @pytest.mark.parametrize("scope,block", [("subgroup", 32), ("workgroup", 96)])
 def test_whole_bf16_tile_replays_on_portable(scope, block):
     """bf16 WMMA needs sm_80, so the portable profile replays the whole tile exactly."""
-    M, N, K = 32, 16, 48
-    bufs, lds, want = operands("bf16", M, N, K, seed=11)
-    src = ("kernel tile(a: uint16*, b: uint16*, c: float32*, d: float32*, lda: uint32,\n"
-           "             ldb: uint32, ldc: uint32, ldd: uint32) {\n"
-           "  tensor_mma(a, b, c, d, shape: m32n16k48, input_type: bf16, output_type: f32,\n"
-           f"             scope: {scope}, lda: lda, ldb: ldb, ldc: ldc, ldd: ldd);\n}}\n")
-    ptx = ptx_of(src, "portable")
-    assert "wmma" not in ptx
-    poison = bufs["d"].copy()
-    mem = Sim(ptx, "tile").run(
-        (1,), block, [("buf", w, bufs[w]) for w in "abcd"] + [("u32", v) for v in lds])
-    NC.check_d(mem.read("d"), want, "row", lds[3], poison)
+    assert "wmma" not in run_tile("bf16", "m32n16k48", f"scope: {scope}, ", "portable", block)

@@ -18,25 +18,12 @@ from toolchain.compiler.targets.ptx.tensor.fp8 import _decode_int
 from . import narrow_cases as NC
 from .kernels import compile_ptx
 from .ptx_sim import Sim
-
-
-class _Emitter:
-    """The two emitter calls the decoder makes, collecting a straight-line PTX snippet."""
-
-    def __init__(self):
-        self.lines, self.count = [], 0
-
-    def new(self, kind: str) -> str:
-        self.count += 1
-        return f"%t{kind}{self.count}"
-
-    def emit(self, text: str) -> None:
-        self.lines.append(text + ";")
+from .snippets import SnippetEmitter
 
 
 @pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
 def test_integer_fp8_decoder_matches_oracle_for_every_code(fmt):
-    em = _Emitter()
+    em = SnippetEmitter()
     out = _decode_int(em, fmt, ".global", "%rd3")
     ptx = "\n".join([".visible .entry dec(.param .u64 pin, .param .u64 pout)", "{",
                      "ld.param.u64 %rd1, [pin];", "ld.param.u64 %rd4, [pout];",

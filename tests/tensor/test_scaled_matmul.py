@@ -14,6 +14,7 @@ from tests.support.filecheck import filecheck
 from . import narrow_cases as NC
 from .kernels import compile_ptx
 from .ptx_sim import Sim
+from .snippets import SnippetEmitter
 from .test_fp8_sparse_scaled import _scaled_src, ptxas_usage, refusal, simulate
 
 MX32 = ("block32", "ue8m0")
@@ -143,28 +144,13 @@ def test_unsupported_scaled_regions_are_refused(args, fragment):
     assert d.code == "E0505" and fragment in d.message, d.message
 
 
-
-class _Emitter:
-    """The two emitter calls decode() makes, collecting a straight-line PTX snippet."""
-
-    def __init__(self):
-        self.lines, self.count = [], 0
-
-    def new(self, kind: str) -> str:
-        self.count += 1
-        return f"%t{kind}{self.count}"
-
-    def emit(self, text: str) -> None:
-        self.lines.append(text + ";")
-
-
 @pytest.mark.parametrize("fmt", [*FORMATS, "ue8m0", "ue4m3"])
 def test_integer_decoder_matches_oracle_for_every_code_cpu_only(fmt):
     import numpy as np
 
     from tests.support import tensor_oracle as O
     from toolchain.compiler.targets.ptx.tensor.scaled_matmul import decode
-    em = _Emitter()
+    em = SnippetEmitter()
     out = decode(em, fmt, "%r1")
     ptx = "\n".join([".visible .entry dec(.param .u64 pout)", "{",
                      "ld.param.u64 %rd1, [pout];", "mov.u32 %r1, %tid.x;",
