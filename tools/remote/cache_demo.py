@@ -2,7 +2,7 @@
 """Remote-cache demonstration: BuildGrid on loopback serves every Mettle compile action of a
 second, clean checkout.
 
-usage: demo.py [--bgd PATH] [--work DIR] [--target SPEC]...
+usage: cache_demo.py [--bgd PATH] [--work DIR] [--target SPEC]...
 
 1. starts `bgd` (BuildGrid, in-memory CAS + Action Cache, tools/remote/buildgrid.yml)
    on a free 127.0.0.1 port;
@@ -112,7 +112,8 @@ def run(bgd: Path, work: Path, targets: tuple) -> int:
     try:
         a = build(make_clone(root, work / "a" / "checkout"), work / "store-a", port, targets)
         print(f"checkout A: rc={a.returncode} {a.seconds:.0f} s, ran: {a.spawned(MARKER)}")
-        b = build(make_clone(root, work / "b" / "elsewhere"), work / "store-b", port, targets)
+        b = build(make_clone(root, work / "b" / "elsewhere", like=work / "a" / "checkout"),
+                  work / "store-b", port, targets)
         print(f"checkout B: rc={b.returncode} {b.seconds:.0f} s, ran: {b.spawned(MARKER)}")
         for description in remote_hits(b.log):
             print(f"  remote cache hit: {description}")

@@ -15,9 +15,9 @@ import uuid
 from pathlib import Path
 
 from buildgrid._protos.build.bazel.remote.execution.v2 import (  # pants: no-infer-dep
-    remote_execution_pb2 as re_pb2, remote_execution_pb2_grpc as re_grpc)
+    remote_execution_pb2 as re_pb2, remote_execution_pb2_grpc as re_grpc)  # pants: no-infer-dep
 from buildgrid._protos.google.bytestream import (  # pants: no-infer-dep
-    bytestream_pb2, bytestream_pb2_grpc)
+    bytestream_pb2, bytestream_pb2_grpc)  # pants: no-infer-dep
 
 from tools.remote.sandbox import ActionError, Output, Tree, inside
 

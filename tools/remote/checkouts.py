@@ -36,11 +36,17 @@ def has_bootstrapped_pants(root: Path) -> bool:
     return (root / ".bootstrap" / "pants-2.17.1" / ".stamp").is_file()
 
 
-def make_clone(root: Path, dest: Path) -> Path:
-    """A fresh `git clone` of `root` at `dest` plus the overlay and the borrowed .bootstrap."""
+def make_clone(root: Path, dest: Path, like: Path | None = None) -> Path:
+    """A fresh `git clone` of `root` at `dest` plus the overlay and the borrowed .bootstrap.
+    With `like` (an earlier clone), the same commit and overlay as that clone: others commit
+    to `root` while a test runs, and two checkouts meant to be equal must not differ."""
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(root), str(dest)], check=True)
+    if like is not None:
+        rev = subprocess.run(["git", "-C", str(like), "rev-parse", "HEAD"], check=True,
+                             capture_output=True, text=True).stdout.strip()
+        subprocess.run(["git", "-C", str(dest), "checkout", "-q", rev], check=True)
     for rel in OVERLAY:
-        src, dst = root / rel, dest / rel
+        src, dst = (like or root) / rel, dest / rel
         if src.is_dir():
             shutil.rmtree(dst, ignore_errors=True)
             shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
@@ -67,15 +73,49 @@ class PantsRun:
 
 def run_pants(clone: Path, *args: str, env: dict | None = None) -> PantsRun:
     """`./pants --no-pantsd --no-dynamic-ui -ldebug ARGS` in `clone`; never raises on rc."""
+    start = time.monotonic()
+    proc = subprocess.run(_pants_argv(args), cwd=clone, env=_pants_env(env),
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=PANTS_TIMEOUT_S)
+    return PantsRun(proc.returncode, proc.stdout, time.monotonic() - start)
+
+
+def run_pants_watching(clone: Path, *args: str, log: Path, env: dict | None = None,
+                       when=None, then=None) -> PantsRun:
+    """run_pants with the output going to `log` as it is written: once a line satisfies
+    `when(line)`, `then()` is called (once) while Pants keeps running."""
+    start = time.monotonic()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(_pants_argv(args), cwd=clone, env=_pants_env(env),
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+    seen = 0
+    try:
+        while proc.poll() is None:
+            if time.monotonic() - start > PANTS_TIMEOUT_S:
+                raise subprocess.TimeoutExpired(proc.args, PANTS_TIMEOUT_S)
+            if then is not None:
+                text = log.read_text(errors="replace")
+                if any(when(ln) for ln in text[seen:].splitlines()):
+                    then()
+                    then = None
+                seen = max(0, len(text) - 4096)  # a line may straddle two reads
+            time.sleep(1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return PantsRun(proc.returncode, log.read_text(errors="replace"), time.monotonic() - start)
+
+
+def _pants_argv(args) -> list:
+    return ["./pants", "--no-pantsd", "--no-dynamic-ui", "-ldebug", "--no-watch-filesystem",
+            *args]
+
+
+def _pants_env(env: dict | None) -> dict:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("PANTS_")}
     full_env.update(env or {})
-    cmd = ["./pants", "--no-pantsd", "--no-dynamic-ui", "-ldebug", "--no-watch-filesystem",
-           *args]
-    start = time.monotonic()
-    proc = subprocess.run(cmd, cwd=clone, env=full_env, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=PANTS_TIMEOUT_S)
-    return PantsRun(proc.returncode, proc.stdout, time.monotonic() - start)
+    return full_env
 
 
 def tail(run: PantsRun, lines: int = 40) -> str:

@@ -5,16 +5,17 @@ every build action from the remote cache.
 
 usage: exec_demo.py [--bgd PATH] [--work DIR]
 
-1. starts BuildGrid with two test workers (tools/remote/grid.py): `plain` (gpu=none) and
-   `gpu` (gpu=sm_90a, --record-only 'pytest_runner': it runs the setup actions of the test
-   environment, records the pytest runs it would execute and executes none of them);
+1. starts BuildGrid (tools/remote/grid.py) with the test worker `plain` (gpu=none);
 2. clone A, empty local store, tools/remote/pants.remote.toml: `package //app:host`, then
-   `--tag=gpu test tests/gpu::`;
+   `--tag=gpu test tests/gpu::`; once Pants reports the hardware-test actions waiting, the
+   worker `gpu` (gpu=sm_90a, --record-only on Pants' pytest shim) joins: it runs the setup
+   actions of the test environment and records, without executing, each pytest run;
 3. clone B elsewhere, another empty local store: the same two commands;
 4. passes (exit 0) only when
    - every Mettle action (compile, link, ptxas/spirv-val) of A executed on `plain`, none
      locally, and every action any worker saw carried that worker's `gpu` property;
-   - every hardware test was leased by `gpu` (recorded, not run) and none by `plain`, and
+   - while no GPU worker existed the tests waited (Pants listed them as waiting) and `plain`
+     took none; every hardware test was then leased by `gpu` (recorded, not run) and
      `./pants test` failed saying so;
    - the packaged outputs equal, byte for byte, the same compiler commands run here, locally,
      and A's and B's outputs are identical;
@@ -29,26 +30,32 @@ import argparse
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tools.remote.checkouts import (has_bootstrapped_pants, make_clone, run_pants,  # noqa: E402
-                                    source_root, tail)
+from tools.remote.checkouts import (has_bootstrapped_pants, make_clone,  # noqa: E402
+                                    run_pants, run_pants_watching, source_root, tail)
 from tools.remote.grid import PLAIN, Grid, GridError, postgres_bindir  # noqa: E402
 
 GPU = {"OSFamily": "linux", "ISA": "x86-64", "gpu": "sm_90a"}
-# Pants' pytest runs carry this PEX in argv; the recording worker runs everything else.
-PYTEST_MARK = "pytest_runner"
+# Pants' pytest runs execute this shim (building the PEX only names pytest_runner.pex); the
+# recording worker runs everything else.
+PYTEST_MARK = r"\./pytest_runner\.pex_pex_shim\.sh"
 # Descriptions of the Mettle actions: compile/link, and the ptxas/spirv-val checks.
 MARKER = ("Run mettle", "Run ptxas", "Run spirv-val")
 PACKAGE = ("package", "//app:host")
 GPU_TEST = ("--tag=gpu", "test", "tests/gpu::")
 OUTPUTS = ("app/host", "app/kernels.ptx")
+# Pants lists actions waiting longer than 30 s as `  NN.NNs\tScheduling: <description>`.
+_WAITING_RE = re.compile(r"^\s+\d+\.\d+s\s+Scheduling: ")
+WAIT_S = 240
 _CACHE_RE = re.compile(r'remote cache (hit|miss) for: "([^"]*)" digest=Digest \{ hash: '
                        r'Fingerprint<([0-9a-f]{64})>')
 
@@ -61,6 +68,16 @@ def remote_flags(grid: Grid) -> tuple:
             f"--remote-store-address={grid.address}",
             f"--remote-execution-append-only-caches-base-path={caches}",
             "--remote-cache-warnings=backoff")
+
+
+def logged(path: Path, run):
+    """Keeps a Pants run's debug log in the work directory (for a failed check's reader)."""
+    path.write_text(run.log)
+    return run
+
+
+def is_test_run(record: dict) -> bool:
+    return re.search(PYTEST_MARK, " ".join(record.get("argv", ()))) is not None
 
 
 def cache_lines(log: str, kind: str) -> dict:
@@ -105,7 +122,7 @@ def check_placement(grid: Grid, problems: list) -> None:
                 problems.append(f"worker {name} failed: {rec['error']}")
             elif rec["platform"].get("gpu") != props["gpu"]:
                 problems.append(f"worker {name} leased an action for {rec['platform']}")
-    if any(PYTEST_MARK in " ".join(r.get("argv", ())) for r in grid.records("plain")):
+    if any(is_test_run(r) for r in grid.records("plain")):
         problems.append("the plain worker leased a hardware test")
 
 
@@ -114,18 +131,35 @@ def run(bgd: Path, work: Path) -> int:
     problems, numbers = [], []
     with Grid(work / "grid", bgd) as grid:
         grid.add_worker("plain", PLAIN)
-        grid.add_worker("gpu", GPU, record_only=PYTEST_MARK)
         flags = remote_flags(grid)
         env = {"PANTS_LOCAL_STORE_DIR": str(work / "store-a")}
         a_clone = make_clone(root, work / "a" / "checkout")
-        a_pkg = run_pants(a_clone, *flags, *PACKAGE, env=env)
-        a_test = run_pants(a_clone, *flags, *GPU_TEST, env=env)
+        a_pkg = logged(work / "a-package.log", run_pants(a_clone, *flags, *PACKAGE, env=env))
+        # No GPU worker yet: the hardware tests must wait (Pants says so), not run on plain.
+        waited = {}
+        give_up = time.monotonic() + WAIT_S
+
+        def gpu_arrives():
+            waited["plain leases"] = len(grid.records("plain"))
+            grid.add_worker("gpu", GPU, record_only=PYTEST_MARK)
+
+        def waiting(line: str) -> bool:
+            if _WAITING_RE.search(line):
+                waited.setdefault("message", line.strip())
+                return True
+            return time.monotonic() > give_up
+
+        a_test = run_pants_watching(a_clone, *flags, *GPU_TEST, log=work / "a-test.log",
+                                    env=env, when=waiting, then=gpu_arrives)
         grid.check_workers()
         plain_a, gpu_a = grid.records("plain"), grid.records("gpu")
+        if "message" not in waited or waited.get("plain leases") != len(plain_a):
+            problems.append(f"no wait for a GPU worker was seen (or plain took work): {waited}")
+        numbers.append(f"A: with no gpu worker, Pants waited: {waited.get('message')!r}")
         env = {"PANTS_LOCAL_STORE_DIR": str(work / "store-b")}
-        b_clone = make_clone(root, work / "b" / "elsewhere")
-        b_pkg = run_pants(b_clone, *flags, *PACKAGE, env=env)
-        b_test = run_pants(b_clone, *flags, *GPU_TEST, env=env)
+        b_clone = make_clone(root, work / "b" / "elsewhere", like=a_clone)
+        b_pkg = logged(work / "b-package.log", run_pants(b_clone, *flags, *PACKAGE, env=env))
+        b_test = logged(work / "b-test.log", run_pants(b_clone, *flags, *GPU_TEST, env=env))
         grid.check_workers()
         plain_b, gpu_b = grid.records("plain")[len(plain_a):], grid.records("gpu")[len(gpu_a):]
         check_placement(grid, problems)
@@ -147,7 +181,7 @@ def run(bgd: Path, work: Path) -> int:
         problems.append(f"Mettle actions ran locally: {local}")
 
     # Hardware tests: leased by `gpu` only, recorded, never run; ./pants test says so.
-    tests_a = [r for r in gpu_a if PYTEST_MARK in " ".join(r["argv"])]
+    tests_a = [r for r in gpu_a if is_test_run(r)]
     numbers.append(f"A: {len(tests_a)} hardware test runs recorded by gpu, "
                    f"{len(gpu_a) - len(tests_a)} setup actions executed there")
     if not tests_a or any(r["executed"] for r in tests_a):
@@ -178,7 +212,7 @@ def run(bgd: Path, work: Path) -> int:
         problems.append(f"B's remote cache hits {sorted(b_hits)} != A's actions {sorted(a_mettle)}")
     if plain_b:
         problems.append(f"checkout B executed on plain: {[r['argv'][:3] for r in plain_b]}")
-    b_setup = [r for r in gpu_b if PYTEST_MARK not in " ".join(r["argv"])]
+    b_setup = [r for r in gpu_b if not is_test_run(r)]
     if b_setup:
         problems.append(f"checkout B re-ran test setup actions: {[r['argv'][:3] for r in b_setup]}")
     numbers.append(f"B: {len(gpu_b)} hardware test runs recorded again (never cached)")
@@ -215,6 +249,7 @@ def main(argv: list) -> int:
     if not has_bootstrapped_pants(source_root()):
         print("exec_demo: Pants is not bootstrapped (run ./pants once)", file=sys.stderr)
         return 2
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # unwinds through Grid.__exit__
     try:
         if args.work:
             Path(args.work).mkdir(parents=True, exist_ok=True)

@@ -88,9 +88,20 @@ class Grid:
         return f"grpc://127.0.0.1:{self.port}"
 
     # -- processes ------------------------------------------------------------------------
-    def _spawn(self, argv, log: Path, user: str | None = None) -> subprocess.Popen:
+    def _bgd_env(self) -> dict:
+        """BuildGrid's environment: its PostgreSQL driver comes from .bootstrap/buildgrid-pg
+        (tools/bootstrap/45-buildgrid-execution.sh)."""
+        env = dict(os.environ)
+        driver = self.bgd.parents[2] / "buildgrid-pg"
+        if driver.is_dir():
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(driver),
+                                                              env.get("PYTHONPATH")]))
+        return env
+
+    def _spawn(self, argv, log: Path, user: str | None = None,
+               env: dict | None = None) -> subprocess.Popen:
         out = open(log, "ab")
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 stdin=subprocess.DEVNULL, cwd=self.work, user=user)
         out.close()
         self.procs.append(proc)
@@ -145,13 +156,15 @@ class Grid:
             log = self.work / "bgd.log"
             migrate = subprocess.run([str(self.bgd), "migrate", "apply", dsn],
                                      stdout=open(log, "ab"), stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, cwd=self.work)
+                                     stdin=subprocess.DEVNULL, cwd=self.work,
+                                     env=self._bgd_env())
             if migrate.returncode:
                 raise GridError(f"`bgd migrate apply` failed; see {log}")
             config = self.work / "buildgrid.yml"
             text = (HERE / "buildgrid-execution.yml").read_text()
             config.write_text(text.replace("@PORT@", str(self.port)).replace("@DSN@", dsn))
-            proc = self._spawn([str(self.bgd), "server", "start", str(config)], log)
+            proc = self._spawn([str(self.bgd), "server", "start", str(config)], log,
+                               env=self._bgd_env())
             wait_for("BuildGrid", lambda: listening(self.port), proc, log)
         except BaseException:
             self.stop()

@@ -8,19 +8,21 @@ REAPI actions, not a product feature. Run it with BuildGrid's interpreter:
         [--record-only REGEX]
 
 For every lease it fetches the Action, its Command and input root from the CAS, runs the
-command in a fresh directory (tools/remote/sandbox.py: only the declared environment, no
-stdin, the action's timeout), uploads the declared outputs plus stdout/stderr and completes
-the lease with the ActionResult. `--base-env K=V` plays the part of a container image's ENV
-(Pants learns a remote environment's PATH by running `env` there); the action's own
-variables override it, and nothing of the worker's own environment leaks in. The platform properties it advertises (`--property K=V`,
-e.g. OSFamily, ISA and `gpu` = none | sm_90a | gb10) are what BuildGrid matches actions to.
+command in a fresh directory (tools/remote/sandbox.py: the declared environment, no stdin,
+the action's timeout), uploads the declared outputs plus stdout/stderr and completes the
+lease with the ActionResult. `--base-env K=V` plays the part of a container image's ENV
+(Pants learns a remote environment's PATH by running `env` there): the action's variables
+override it and nothing of the worker's own environment leaks in. BuildGrid matches actions
+to the platform properties the worker advertises (`--property K=V`: OSFamily, ISA and
+`gpu` = none | sm_90a | gb10).
 
 `--record-only REGEX` stands in for hardware this machine lacks: an action whose argv (joined
 by spaces) matches REGEX is recorded, not run (the demo matches Pants' pytest runs; the setup
 actions of the test environment, e.g. building the pytest PEX, still execute). It answers
 exit code 1 with a message on stderr, so the build fails visibly and BuildGrid (which caches
-only exit code 0) never caches a result that no hardware produced. `--log FILE` appends one JSON line per lease (both modes): the worker's
-name, the action digest, argv, the platform, whether it executed, exit code, seconds.
+only exit code 0) never caches a result that no hardware produced. `--log FILE` appends one
+JSON line per lease: the worker's name, the action digest, argv, declared environment,
+platform, whether it executed, exit code and seconds.
 
 Exit: 0 on SIGTERM/SIGINT after the lease in progress; 2 when the server is unreachable.
 """
@@ -41,11 +43,12 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import grpc  # noqa: E402  # pants: no-infer-dep
-from buildgrid._protos.build.bazel.remote.execution.v2 import (  # noqa: E402  # pants: no-infer-dep
-    remote_execution_pb2 as re_pb2)
-from buildgrid._protos.google.devtools.remoteworkers.v1test2 import (  # noqa: E402  # pants: no-infer-dep
-    bots_pb2, bots_pb2_grpc, worker_pb2)
+# BuildGrid's interpreter provides these (E402: after the sys.path line above).
+import grpc  # pants: no-infer-dep
+from buildgrid._protos.build.bazel.remote.execution.v2 import (  # pants: no-infer-dep
+    remote_execution_pb2 as re_pb2)  # pants: no-infer-dep
+from buildgrid._protos.google.devtools.remoteworkers.v1test2 import (  # pants: no-infer-dep
+    bots_pb2, bots_pb2_grpc, worker_pb2)  # pants: no-infer-dep
 
 from tools.remote.cas import Cas, ResultBuilder  # noqa: E402
 from tools.remote.sandbox import ActionError, prepare_outputs, run, scan_output  # noqa: E402
