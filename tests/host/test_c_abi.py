@@ -2,7 +2,9 @@
 (data/abi_peer.c: structs by value of every class, HFAs, more arguments than registers,
 narrow integers, floats, C calling back into Mettle) is built by cc / aarch64-linux-gnu-gcc /
 MinGW, linked by our linker and called from Mettle on x86-64 Linux (SysV), AArch64 Linux
-(AAPCS64, under qemu) and Windows x64 (under Wine). Expected values are computed here."""
+(AAPCS64, under qemu) and Windows x64 (under Wine), unoptimised and with -O (register
+allocation keeps values in callee-saved registers across those calls). Expected values are
+computed here."""
 from __future__ import annotations
 
 import shutil
@@ -102,11 +104,12 @@ def _peer(tmp_path: Path, target: str) -> Path:
     return lib
 
 
+@pytest.mark.parametrize("opt", ["-O0", "-O"])
 @pytest.mark.parametrize("target", ["x86_64-linux", "aarch64-linux", "x86_64-windows"])
-def test_calls_both_ways_with_c(tmp_path, target):
+def test_calls_both_ways_with_c(tmp_path, target, opt):
     skip_unless_runnable(target)
     lib = _peer(tmp_path, target)
-    extra = [f"--link-arg={lib}"]
+    extra = [f"--link-arg={lib}"] + (["-O"] if opt == "-O" else [])
     if not target.endswith("windows"):
         extra.append(f"--link-arg=--rpath={tmp_path}")
     exe = build_for(tmp_path, SOURCE, target, "abi", extra)

@@ -1,6 +1,7 @@
 """Register allocation under -O (targets/x86_64/regalloc.py): intervals cover loops, no two
 overlapping intervals share a register, loop values win registers, and optimised programs
-print what unoptimised ones print (x86-64 Linux, and Windows x64 under Wine)."""
+print what unoptimised ones print (x86-64 Linux, AArch64 under qemu, Windows x64 under
+Wine)."""
 from __future__ import annotations
 
 import pytest
@@ -67,7 +68,7 @@ PROGRAMS = {"recursion": test_programs.RECURSION, "structs": test_programs.STRUC
             "many_args": test_programs.MANY_ARGS, "strings": test_programs.STRINGS}
 
 
-@pytest.mark.parametrize("target", ["x86_64-linux", "x86_64-windows"])
+@pytest.mark.parametrize("target", ["x86_64-linux", "aarch64-linux", "x86_64-windows"])
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_optimised_programs_print_the_same(tmp_path, name, target):
     why = why_not_runnable(target)

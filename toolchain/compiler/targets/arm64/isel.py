@@ -5,11 +5,13 @@ x86_64/frame.py plan), each instruction loads operands into scratch registers, c
 stores. Frame: `stp x29, x30, [sp, #-16]!; mov x29, sp; sub sp, sp, #size`; slots lie below
 x29, the outgoing argument area at [sp, #0...]; sp stays 16-byte aligned and fixed until the
 epilogue (`mov sp, x29; ldp x29, x30, [sp], #16; ret`). A `br`/`cbr` to the next block
-falls through.
+falls through. Under -O, regalloc.py keeps the hottest scalar values in x19..x28 instead
+of their slots (`put`/`load_bits` see to it); the prologue saves the registers used.
 """
 from __future__ import annotations
 
 from ...ir.module import Function
+from ..x86_64 import regalloc
 from ..x86_64.frame import plan
 from .abi_aapcs64 import layout
 from .isel_arith import A, ArithMixin
@@ -17,16 +19,18 @@ from .isel_call import CallMixin, reserve_call_space
 from .isel_mem import MemMixin
 from .isel_values import ValueMixin, ice
 from .operands import Imm, Mem, Sym
-from .regs import FP, LR, SP
+from .regs import FP, LR, SP, X
 
 _BINARY = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "min", "max")
 _CASTS = ("bitcast", "ptrtoint", "inttoptr", "addrspacecast")
 MAX_FRAME = 1 << 24
+ALLOCATABLE = tuple(X[19:29])   # callee-saved, never selector scratch (regalloc.py)
 
 
 class FunctionSelector(ValueMixin, ArithMixin, MemMixin, CallMixin):
-    def __init__(self, asm, module, cstring) -> None:
+    def __init__(self, asm, module, cstring, allocate: bool = False) -> None:
         self.asm, self.module, self.cstring = asm, module, cstring
+        self.allocate = allocate
         self.handlers = {op: self.op_binary for op in _BINARY}
         self.handlers.update({op: self.op_bitcast for op in _CASTS})
 
@@ -34,6 +38,8 @@ class FunctionSelector(ValueMixin, ArithMixin, MemMixin, CallMixin):
         self.frame = plan(fn, reserve_call_space)
         if self.frame.size >= MAX_FRAME:
             raise ice(f"the frame of '{fn.name}' ({self.frame.size} bytes) exceeds 16 MiB")
+        self.regs = regalloc.allocate(fn, ALLOCATABLE) if self.allocate else {}
+        self.saved = [(r, self.frame.alloc(8)) for r in ALLOCATABLE if r in self.regs.values()]
         lay = layout([p.type for p in fn.params], fn.ret)
         if lay.ret == "memory":
             self.frame.sret = self.frame.alloc(8)
@@ -59,6 +65,8 @@ class FunctionSelector(ValueMixin, ArithMixin, MemMixin, CallMixin):
             e("sub", SP, SP, Imm(size & ~0xFFF))
         if size & 0xFFF:
             e("sub", SP, SP, Imm(size & 0xFFF))
+        for reg, off in self.saved:
+            self.store_mem(reg, FP, off, 8)
         self.save_params(fn, lay)
         for off, zsize in self.frame.zeroed:
             self.zero(FP, off, zsize)

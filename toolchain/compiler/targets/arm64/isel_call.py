@@ -116,7 +116,7 @@ class CallMixin:
                     self.store_mem(p.reg, FP, self.off(prm) + p.offset, p.size)
                 elif p.cls == INTEGER:
                     self.normalize(prm.type, p.reg)
-                    self.store_mem(p.reg, FP, self.off(prm), 8)
+                    self.put(prm, p.reg)
                 else:
                     self.store_fp(prm, p.reg)
         for prm, loc in zip(fn.params, lay.args):
@@ -132,7 +132,7 @@ class CallMixin:
             else:
                 self.load_mem(A, FP, 16 + loc.stack, 8)
                 self.normalize(prm.type, A)
-                self.store_mem(A, FP, self.off(prm), 8)
+                self.put(prm, A)
 
     def op_ret(self, ins) -> None:
         if ins.operands:
@@ -149,6 +149,8 @@ class CallMixin:
             else:
                 self.load_bits(v, X[0])
         e = self.asm.emit
+        for reg, off in self.saved:
+            self.load_mem(reg, FP, off, 8)
         e("mov", SP, FP)
         e("ldp", FP, LR, Mem(SP, 16, "post"))
         e("ret")

@@ -21,7 +21,7 @@ class MemMixin:
             return
         t = ins.type
         self.load_mem(A, B, 0, t.size, isinstance(t, IntType) and t.signed)
-        self.store_mem(A, FP, self.off(ins), 8)
+        self.put(ins, A)
 
     def op_store(self, ins) -> None:
         p, v = ins.operands
@@ -70,8 +70,8 @@ class MemMixin:
         if loc.type.is_aggregate:
             self.copy(FP, self.off(ins), FP, self.off(loc), loc.type.size)
             return
-        self.load_mem(A, FP, self.off(loc), 8)
-        self.store_mem(A, FP, self.off(ins), 8)
+        self.load_bits(loc, A)
+        self.put(ins, A)
 
     def op_local_set(self, ins) -> None:
         loc, v = ins.operands
@@ -82,7 +82,7 @@ class MemMixin:
                 self.copy(FP, self.off(loc), FP, self.off(v), loc.type.size)
             return
         self.load_bits(v, A)
-        self.store_mem(A, FP, self.off(loc), 8)
+        self.put(loc, A)
 
     def op_memcpy(self, ins) -> None:
         dst, src = ins.operands

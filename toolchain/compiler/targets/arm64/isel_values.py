@@ -30,6 +30,8 @@ def ice(msg: str):
 
 
 class ValueMixin:
+    regs: dict = {}      # id(value) -> x19..x28 under -O (x86_64/regalloc.py); else slots
+
     # -- immediates and addresses ---------------------------------------------------------
     def mov_imm(self, reg: Reg, value: int) -> None:
         """Materialise a 64-bit constant (movz/movn + movk)."""
@@ -126,6 +128,8 @@ class ValueMixin:
             self.symbol_address(v, reg)
         elif is_alloca(v):
             self.add_offset(reg, FP, self.off(v))
+        elif id(v) in self.regs:
+            self.asm.emit("mov", reg, self.regs[id(v)])
         elif isinstance(v, (Param, Instr, Local)):
             self.load_mem(reg, FP, self.off(v), 8)
         else:
@@ -133,9 +137,12 @@ class ValueMixin:
 
     def load_fp(self, v, f: Reg) -> None:
         """Load float `v` into FP register view `f` (s or d)."""
-        if isinstance(v, (Const, Undef)):
-            self.load_bits(v, IP0)
-            self.asm.emit("fmov", f, IP0 if f.size == 64 else w(IP0))
+        if isinstance(v, (Const, Undef)) or id(v) in self.regs:
+            src = self.regs.get(id(v))
+            if src is None:
+                self.load_bits(v, IP0)
+                src = IP0
+            self.asm.emit("fmov", f, src if f.size == 64 else w(src))
         else:
             self.load_mem(f, FP, self.off(v), f.size // 8)
 
@@ -154,14 +161,24 @@ class ValueMixin:
         elif isinstance(t, FloatType) and t.bits == 32:
             e("mov", w(reg), w(reg))
 
+    def put(self, v, reg: Reg) -> None:
+        """Write 64-bit `reg` (already canonical) to scalar `v`'s register or slot."""
+        if id(v) in self.regs:
+            self.asm.emit("mov", self.regs[id(v)], reg)
+        else:
+            self.store_mem(reg, FP, self.off(v), 8)
+
     def store_bits(self, ins, reg: Reg, raw: bool = False) -> None:
         if not raw:
             self.normalize(ins.type, reg)
-        self.store_mem(reg, FP, self.off(ins), 8)
+        self.put(ins, reg)
 
     def store_fp(self, ins, f: Reg) -> None:
         """Store FP register `f` to the slot of `ins` (float32: upper half zero)."""
-        if f.size == 32:
+        dst = self.regs.get(id(ins))
+        if dst is not None:
+            self.asm.emit("fmov", w(dst) if f.size == 32 else dst, f)
+        elif f.size == 32:
             self.asm.emit("fmov", w(IP0), f)
             self.store_mem(IP0, FP, self.off(ins), 8)
         else:

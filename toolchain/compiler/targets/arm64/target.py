@@ -10,15 +10,15 @@ from __future__ import annotations
 from ...ir.module import Module
 from ....linker.elf_writer import write_object
 from ..x86_64.isel_data import emit_globals
-from ..x86_64.target import _CStrings, _host_function
+from ..x86_64.target import _CStrings, _host_function, optimized
 from .assembler import Assembler
 from .isel import FunctionSelector
 
 
-def assemble_module(module: Module) -> Assembler:
+def assemble_module(module: Module, allocate: bool = False) -> Assembler:
     asm = Assembler()
     cstrings = _CStrings()
-    selector = FunctionSelector(asm, module, cstrings)
+    selector = FunctionSelector(asm, module, cstrings, allocate)
     for fn in module.functions.values():
         if _host_function(fn):
             selector.select(fn)
@@ -28,9 +28,9 @@ def assemble_module(module: Module) -> Assembler:
 
 
 def emit_object(module: Module, release: bool = False) -> bytes:
-    """The ELF relocatable object for the host part of `module`."""
-    del release  # same code at every level
-    return write_object(assemble_module(module).finish())
+    """The ELF relocatable object for the host part of `module` (registers allocated in
+    optimised modules)."""
+    return write_object(assemble_module(module, optimized(module, release)).finish())
 
 
 __all__ = ["emit_object", "assemble_module"]
