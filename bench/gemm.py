@@ -137,13 +137,17 @@ def main() -> int:
     ap.add_argument("--shapes", default="")
     ap.add_argument("--cluster", type=int, default=0, help="override wgmma.CLUSTER")
     ap.add_argument("--bn", type=int, default=H.BN, help="region width (64..256)")
+    ap.add_argument("--epilogue-batch", type=int, default=0,
+                    help="override wgmma.EPILOGUE_BATCH (1: the first measured epilogue)")
     args = ap.parse_args()
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.zeros(1, device="cuda")               # create torch's (primary) context first
+    from toolchain.compiler.targets.ptx.tensor import wgmma
     if args.cluster:
-        from toolchain.compiler.targets.ptx.tensor import wgmma
         wgmma.CLUSTER = args.cluster
+    if args.epilogue_batch:
+        wgmma.EPILOGUE_BATCH = args.epilogue_batch
     if args.probe:
         return probe(torch)
     if args.small:

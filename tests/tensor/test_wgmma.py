@@ -149,3 +149,13 @@ def test_declared_block_shape(ptxas_path, block, native):
     assert ".maxntid" not in text and f".reqntid {block[0]}, {block[1]}, {block[2]}" in text
     usage = _usage(ptxas_path, text, "sm_90a")
     assert "0 bytes spill stores" in usage and "warning" not in usage.lower(), usage
+
+
+def test_epilogue_loads_a_batch_of_c_before_storing_d():
+    """C may alias D, so ptxas keeps every C load after the D stores before it: the
+    epilogue loads EPILOGUE_BATCH pairs of C before its first D store, else each pair
+    would wait for its own round trip to memory."""
+    text = compile_ptx(gemm_source("f16"), "sm_90a")
+    epilogue = text[text.index("wgmma.wait_group.sync.aligned 0"):]
+    head = epilogue[:epilogue.index("st.global.v2.f32")]
+    assert head.count("ld.global.v2.f32") == wgmma.EPILOGUE_BATCH == 32

@@ -37,6 +37,8 @@ PRODUCER_REGS, CONSUMER_REGS = 40, 232
 ENTRY_REGS = 168                          # the .maxntid 384 cap: 65536 / 384, rounded to 8
 SMEM_LIMIT = 227 * 1024                   # opt-in dynamic shared memory per workgroup
 SHAPES_N = (64, 128, 192, 256)
+EPILOGUE_BATCH = 32                       # C pairs loaded before their D stores (1: one
+#                                           pair per round trip, the first measured form)
 CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
 #                                           experimental: docs/gemm.md "Status")
 
@@ -399,14 +401,15 @@ def _epilogue(em, g, wtid, wg, acc) -> None:
     em.emit(f"cvta.to.global.u64 {cbase}, {g.C.base}")
     em.emit(f"cvta.to.global.u64 {dbase}, {g.D.base}")
     ldc, ldd = (m.ld if isinstance(m.ld, str) else _imm(em, m.ld) for m in (g.C, g.D))
-    cols_both, cols_one = [], []
-    for j in range(desc.n // 8):
+
+    def cols(j: int) -> tuple[str, str]:
+        """(both columns of pair j in range, only the first): made where they are used,
+        so no predicate lives across a batch."""
         cj, pb, po = em.new("r"), em.new("p"), em.new("p")
         em.emit(f"add.u32 {cj}, {c0}, {8 * j + 1}")
         em.emit(f"setp.lt.u32 {pb}, {cj}, {g.N}")
-        em.emit(f"setp.eq.u32 {po}, {cj}, {g.N}")          # only the first of the pair
-        cols_both.append(pb)
-        cols_one.append(po)
+        em.emit(f"setp.eq.u32 {po}, {cj}, {g.N}")
+        return pb, po
     for half in (0, 1):
         row, prow = em.new("r"), em.new("p")
         em.emit(f"add.u32 {row}, {r0}, {8 * half}")
@@ -421,16 +424,26 @@ def _epilogue(em, g, wtid, wg, acc) -> None:
             em.emit(f"add.s64 {out}, {out}, {w}")
             em.emit(f"shl.b64 {out}, {out}, 2")
             em.emit(f"add.s64 {out}, {out}, {base}")
-        for j in range(desc.n // 8):
-            x, y = acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]
-            off = 32 * j
-            u, v = em.new("f"), em.new("f")
-            em.emit(f"@{cols_both[j]} ld.global.v2.f32 {{{u}, {v}}}, [{ca}+{off}]")
-            em.emit(f"@{cols_one[j]} ld.global.f32 {u}, [{ca}+{off}]")
-            em.emit(f"add.f32 {x}, {x}, {u}")
-            em.emit(f"add.f32 {y}, {y}, {v}")
-            em.emit(f"@{cols_both[j]} st.global.v2.f32 [{da}+{off}], {{{x}, {y}}}")
-            em.emit(f"@{cols_one[j]} st.global.f32 [{da}+{off}], {x}")
+        pairs = desc.n // 8
+        for j0 in range(0, pairs, EPILOGUE_BATCH):
+            # all C loads of a batch before its D stores: C may alias D, so ptxas keeps
+            # a load after an earlier store, and one pair per round trip would leave
+            # the whole epilogue latency-bound
+            batch = range(j0, min(pairs, j0 + EPILOGUE_BATCH))
+            cv = {}
+            for j in batch:
+                u, v = cv[j] = em.new("f"), em.new("f")
+                pb, po = cols(j)
+                em.emit(f"@{pb} ld.global.v2.f32 {{{u}, {v}}}, [{ca}+{32 * j}]")
+                em.emit(f"@{po} ld.global.f32 {u}, [{ca}+{32 * j}]")
+            for j in batch:
+                x, y = acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]
+                u, v = cv[j]
+                em.emit(f"add.f32 {x}, {x}, {u}")
+                em.emit(f"add.f32 {y}, {y}, {v}")
+                pb, po = cols(j)
+                em.emit(f"@{pb} st.global.v2.f32 [{da}+{32 * j}], {{{x}, {y}}}")
+                em.emit(f"@{po} st.global.f32 [{da}+{32 * j}], {x}")
         em.raw(f"{skip}:")
 
 
