@@ -9,22 +9,23 @@ One workgroup computes one BM x BN output region (BM = 64 * consumers, BN = desc
   they wait on full, issue BK/16 `wgmma.mma_async m64nBNk16` from shared-memory descriptors,
   commit, wait for the previous group and release that group's stage (empty arrive);
 - the epilogue adds C and stores D straight from the accumulators with per-element M/N
-  predicates (row-major C/D, 8-byte pairs).
+  predicates (row-major C/D, 8-byte pairs), EPILOGUE_BATCH pairs of C loaded before
+  their D stores.
 Out-of-range A/B elements are zero-filled by the copy engine, so M/N/K tails are exact.
 
 With CLUSTER = 2 (experimental, off by default: docs/gemm.md), workgroups run in clusters
-of 2 along x (`.reqnctapercluster`): the pair agrees
-(cluster_agree) on whether both take the native path and whether both regions read the
-same B columns (same B, ldb, N, K and column origin); if so each producer loads half of
-the B box and multicasts it to both workgroups, which halves the B traffic from L2, and
-each consumer releases a stage on both workgroups' empty barriers.
+of 2 along x (`.reqnctapercluster`): the pair agrees (cluster_agree) on whether both take
+the native path and whether both regions read the same B columns (same B, ldb, N, K and
+column origin); if so each producer loads half of the B box and multicasts it to both
+workgroups, which halves the B traffic from L2, and each consumer releases a stage on
+both workgroups' empty barriers.
 
 The native path runs when the launch fits it (a uniform run-time predicate, else the
 workgroup region is split into exact subgroup regions, wgmma_split.py): exactly
 `threads(desc)` work-items, enough dynamic shared memory (`shared_bytes(desc)`), 16-byte
 aligned A/B with 16-byte row pitches, 8-byte aligned C/D with even pitches and an even
-column origin, origins below 2^31, M and N non-zero. The entry gets `.maxntid threads` and `.minnctapersm 1`
-so that `setmaxnreg` has the register cap it needs.
+column origin, origins below 2^31, M and N non-zero. The entry gets `.maxntid threads`
+and `.minnctapersm 1` so that `setmaxnreg` has the register cap it needs.
 """
 from __future__ import annotations
 
