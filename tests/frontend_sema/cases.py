@@ -63,8 +63,8 @@ NEG = [
     ("async_wait_range", True, K + "  async_copy_wait(9);\n}", "E0321"),
     ("ballot_float_word", True, K + "  var m: uint32 = subgroup_ballot(n > 0, 1.5);\n}",
      "E0322"),
-    ("tensor_transfer_unsupported", True, K + "  tensor_transfer_workgroup(p, p, rank: 1);\n}",
-     "E0324"),
+    ("tensor_transfer_missing_extent", True, K + "  tensor_transfer_workgroup(p, p, rank: 1, "
+     "element: f32, direction: load);\n}", "E0324"),
     ("tensor_mma_missing_type", True, K + "  tensor_mma(p, p, p, p);\n}", "E0340"),
     ("dispatch_in_kernel", True, K + "  dispatch k[1, 1](p, u, n);\n}", "E0330"),
     ("dispatch_arg_count", False, "extern kernel(block = 256) vadd(a: float32*, n: int32);\n"

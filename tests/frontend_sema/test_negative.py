@@ -21,7 +21,7 @@ WHERE = {
     "atomic_float_ptr": (2, 16), "atomic_load_release": (2, 44),
     "atomic_wg_device_scope": (3, 32), "cas_failure_stronger": (2, 94),
     "async_bad_transaction": (3, 46), "async_wait_range": (2, 19),
-    "ballot_float_word": (2, 42), "tensor_transfer_unsupported": (2, 3),
+    "ballot_float_word": (2, 42), "tensor_transfer_missing_extent": (2, 3),
     "tensor_mma_missing_type": (2, 3), "dispatch_in_kernel": (2, 3),
     "dispatch_arg_count": (3, 3), "dispatch_zero_grid": (3, 14),
     "dispatch_block_mismatch": (3, 20), "dispatch_stream_twice": (3, 65),

@@ -72,6 +72,28 @@ class Scalar:
         return {"kind": "scalar", "ctype": self.ctype, "value": self.value}
 
 
+@dataclass
+class TensorView:
+    """A CUtensorMap of buffer `of` (an earlier argument), encoded by the driver in the runner
+    and passed as a pointer (toolchain/providers/cuda/tensor_map.py). `null` passes 0 and
+    `offset` moves the map off its 64-byte alignment: both must fall back to replay."""
+
+    of: str
+    element: str
+    extents: tuple
+    strides: tuple
+    tiles: tuple
+    element_strides: tuple
+    null: bool = False
+    offset: int = 0
+
+    def job_entry(self, folder: Path) -> dict:
+        return {"kind": "tensor_view", "of": self.of, "element": self.element,
+                "extents": list(self.extents), "strides": list(self.strides),
+                "tiles": list(self.tiles), "element_strides": list(self.element_strides),
+                "null": self.null, "offset": self.offset}
+
+
 def sanitizer_path() -> str | None:
     """compute-sanitizer from PATH (or $METTLE_COMPUTE_SANITIZER), None when absent."""
     return os.environ.get("METTLE_COMPUTE_SANITIZER") or shutil.which("compute-sanitizer")

@@ -65,16 +65,20 @@ def initial_contents(spec: dict, base: Path) -> np.ndarray:
 
 def _launch(device: driver.Device, function: driver.Function, job: dict, base: Path) -> float:
     """Upload the arguments, launch once, download outputs; returns the elapsed ms."""
-    cells, buffers = [], []
+    cells, buffers, by_name, views = [], [], {}, []
     for spec in job["args"]:
         if spec["kind"] == "scalar":
             cells.append(make_cell(spec["ctype"], spec["value"]))
+            continue
+        if spec["kind"] == "tensor_view":
+            cells.append(_tensor_view(device, spec, by_name, views))
             continue
         host = initial_contents(spec, base)
         buf = device.alloc(host.nbytes)
         device.upload(buf, host)
         cells.append(buf)
         buffers.append((spec, buf, host))
+        by_name[spec["name"]] = buf
     start, end = device.event(), device.event()
     start.record()
     function.launch(job["grid"], job["block"], cells, shared=job.get("shared", 0))
@@ -87,7 +91,21 @@ def _launch(device: driver.Device, function: driver.Function, job: dict, base: P
             device.download(buf, out)
             np.save(base / f"{spec['name']}.npy", out)
         buf.free()
+    for view in views:
+        view.free()
     return elapsed
+
+
+def _tensor_view(device, spec: dict, by_name: dict, views: list):
+    """The kernel-parameter cell of a tensor-map view of an uploaded buffer."""
+    from toolchain.providers.cuda import tensor_map
+    if spec["null"]:
+        return make_cell("uint64", 0)
+    buf, addr = tensor_map.device_view(device, by_name[spec["of"]].ptr, spec["element"],
+                                       spec["extents"], spec["strides"], spec["tiles"],
+                                       spec["element_strides"], spec["offset"])
+    views.append(buf)
+    return make_cell("uint64", addr)
 
 
 def run(job_path: Path) -> dict:

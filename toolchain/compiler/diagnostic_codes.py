@@ -169,8 +169,13 @@ the message says which operand is wrong."""),
     "E0323": ("bad barrier", """
 `barrier(regions, order)` regions are `workgroup` and/or `global`, and only some memory
 orders are allowed. A plain `barrier()` means workgroup regions, seq_cst."""),
-    "E0324": ("tensor operation not supported yet", """
-This tensor operation (e.g. `tensor_transfer_workgroup`) is not implemented yet."""),
+    "E0324": ("bad tensor_transfer_workgroup", """
+`tensor_transfer_workgroup(dst, src, rank:, element:, direction:, ...)` needs a rank of 1 to
+5, a known element format and direction, positive constant `extentD`, `tileD` and (for
+D >= 1) `strideD` in bytes for every dimension below the rank, `stride0` equal to the element
+size when given (dimension 0 is contiguous), element strides of 1 to 8, `bounds: zero`, a
+`uint8*` view, and pointers of the element's storage type in the right spaces (a load reads
+global and writes workgroup memory, a store the reverse). The message names the option."""),
     "E0325": ("format must be a string literal", """
 `gpu_print` (debug printing) takes a string literal as its format."""),
     "E0330": ("bad dispatch", """

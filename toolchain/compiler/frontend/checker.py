@@ -32,7 +32,7 @@ Diagnostic codes owned here (E0001/E0002/E0003 syntax are the parser's):
   E0321  async copy misuse (spaces, transaction, cache, pending count)
   E0322  subgroup built-in misuse (value not exactly uint32/float32, predicate not bool,
          lane or ballot word not an integer)
-  E0323  barrier misuse          E0324 tensor_transfer_workgroup is not supported yet
+  E0323  barrier misuse          E0324 tensor_transfer_workgroup misuse
   E0325  GPU intrinsic misuse (argument count/types)
   E0340-E0343  tensor_mma/tensor_matmul/tensor_epilogue options, region controls, epilogue
          operands and operand storage types (lower_tensor.py)

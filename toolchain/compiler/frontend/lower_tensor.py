@@ -61,7 +61,8 @@ def tensor_call(lw, e: A.Call, name: str):
     if name == "tensor_epilogue":
         return _epilogue(lw, e)
     if name == "tensor_transfer_workgroup":
-        raise lw.fail("E0324", "`tensor_transfer_workgroup` is not supported yet", e.span)
+        from .lower_transfer import transfer_call
+        return transfer_call(lw, e)
     raise lw.fail("E0101", f"undefined function `{name}`", e.callee.span)
 
 

@@ -126,6 +126,9 @@ def _rows() -> list[OpInfo]:
           collective="subgroup", where="device", doc="D = act(alpha*D + beta*bias)"),
         # GPU: accumulator residency groups formed by opt/tensor_residency.py; a backend
         # either keeps the group's tile in registers or replays every update from memory
+        R("tensor.transfer", "dst src coordinate0.. [view]", effects=True, reads=True,
+          collective="workgroup", where="device",
+          doc="one rank-1..5 tile between global and workgroup memory (ir/transfer.py)"),
         R("tensor.acc_begin", "c [ldc]", effects=True, reads=True, collective="subgroup",
           where="device", doc="attrs group kind(loop|chain): start of a residency group"),
         R("tensor.acc_commit", "d [ldd]", effects=True, reads=True, collective="subgroup",

@@ -70,6 +70,9 @@ _SIGNATURES: dict[str, tuple[tuple[str, ...], list]] = {
     "cuFuncSetAttribute": (("cuFuncSetAttribute",), [_P, c_int, c_int]),
     "cuGetErrorName": (("cuGetErrorName",), [c_int, POINTER(c_char_p)]),
     "cuGetErrorString": (("cuGetErrorString",), [c_int, POINTER(c_char_p)]),
+    "cuTensorMapEncodeTiled": (("cuTensorMapEncodeTiled",),
+                               [c_void_p, c_int, c_uint, c_void_p, c_void_p, c_void_p,
+                                c_void_p, c_void_p, c_int, c_int, c_int, c_int]),
 }
 
 

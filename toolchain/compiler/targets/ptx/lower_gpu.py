@@ -42,12 +42,17 @@ def lower_index(em, ins: Instr) -> None:
     em.op("mov.u32", em.result(ins), f"{reg}.{ins.attrs['axis']}")
 
 
+TMA_ALIGN = 128
+
+
 def lower_alloc(em, ins: Instr) -> None:
     elem, count = ins.attrs["elem"], int(ins.attrs["count"])
     size = elem.size * count
     if ins.attrs["space"] == "workgroup":
-        name = em.module.shared_array(em.fn, ins.attrs.get("name") or "wg", size,
-                                      max(WORKGROUP_ALIGN, elem.align))
+        align = max(WORKGROUP_ALIGN, elem.align)
+        if any(i.op == "tensor.transfer" for i in em.fn.instructions()):
+            align = max(align, TMA_ALIGN)      # a possible bulk-tensor copy's shared side
+        name = em.module.shared_array(em.fn, ins.attrs.get("name") or "wg", size, align)
     else:
         name = local_array(em, size, max(elem.align, 16))
     em.op("mov.u64", em.result(ins), name)

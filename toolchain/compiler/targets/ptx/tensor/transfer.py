@@ -1,0 +1,197 @@
+"""tensor.transfer on PTX: one rank-1..5 tile between global and workgroup memory
+(ir/transfer.py; gpu.md "Multidimensional tensor transfers").
+
+Every form is entry- and exit-ordered by `bar.sync 0` (the whole workgroup reaches the
+operation; after it the tile is published, or the stores are complete).
+
+Replay (every profile): the work-items deal the tile's elements by linear id; element e
+unravels to tile indices i_d (dimension 0 fastest), its global coordinates are
+c_d + i_d * element_stride_d (64-bit signed), and its address base + sum c_d * stride_d.
+A load writes zero for an element outside [0, extent_d) in any dimension; a store skips it.
+
+Native TMA (PTX 8.3 / sm_90 and newer, with a `view` operand, on eligible geometry): the
+view is a host-encoded CUtensorMap (tiled, no interleave, no swizzle, box = tile *
+element_stride, the descriptor's element strides). At run time a null view, a view not
+64-byte aligned or a workgroup address not 128-byte aligned falls back to the replay. Load:
+thread 0 acquires the map through the tensor-map proxy, initializes a compiler-owned
+mbarrier, publishes the initialization to the async proxy, issues the tensor copy, arrives
+expecting the tile's bytes, waits for the phase and invalidates the barrier. Store: every
+work-item proxy-fences its own shared writes before the rendezvous, then thread 0 issues
+one bulk group and waits for it. Out-of-bounds elements are zero-filled / discarded by the
+copy engine, as in the replay.
+"""
+from __future__ import annotations
+
+from .common import label, operands
+
+_BITS = {1: "b8", 2: "b16", 4: "b32", 8: "b64"}
+_CLASS = {1: "rs", 2: "rs", 4: "r", 8: "rd"}
+MAX_BOX = 256
+
+
+def native_eligible(desc) -> str | None:
+    """Why this descriptor never takes the TMA path (None: it may)."""
+    size = desc.element_bytes
+    if desc.element_strides[0] != 1:
+        return "a dimension-0 element stride"
+    if not desc.loads and any(es != 1 for es in desc.element_strides):
+        return "a strided store (the copy engine's element strides are qualified for loads)"
+    if (desc.tiles[0] * size) % 16:
+        return "an inner box that is not a multiple of 16 bytes"
+    if any(t * es > MAX_BOX for t, es in zip(desc.tiles, desc.element_strides)):
+        return f"a box dimension above {MAX_BOX}"
+    if any(s % 16 for s in desc.strides[1:]):
+        return "a global stride that is not a multiple of 16 bytes"
+    if any(e >= 1 << 32 for e in desc.extents) or any(s >= 1 << 40 for s in desc.strides):
+        return "a global extent or stride beyond the tensor-map limits"
+    return None
+
+
+def lower_transfer(em, ins) -> None:
+    desc, ops = ins.attrs["desc"], operands(ins)
+    coords = [em.reg(ops[f"coordinate{d}"]) for d in range(desc.rank)]
+    wg = em.reg(ops["dst"] if desc.loads else ops["src"])
+    gl = em.reg(ops["src"] if desc.loads else ops["dst"])
+    why = native_eligible(desc) if "view" in ops else "no view operand"
+    if why is None and not em.profile.at_least((8, 3), 90):
+        why = f"the {em.profile.target} profile has no tensor copy engine (sm_90, PTX 8.3)"
+    em.emit("bar.sync 0")
+    if why is not None:
+        em.raw(f"\t// mtlc.tensor_transfer replay: {why}")
+        _replay(em, desc, wg, gl, coords)
+    else:
+        view = em.reg(ops["view"])
+        fallback, done = label(em, "ttx_replay"), label(em, "ttx_done")
+        ok = _aligned(em, view, wg)
+        em.raw(f"\t// mtlc.tensor_transfer native (TMA), replay when view/alignment fail")
+        em.emit(f"@!{ok} bra {fallback}")
+        (_tma_load if desc.loads else _tma_store)(em, desc, view, wg, coords)
+        em.emit(f"bra.uni {done}")
+        em.raw(f"{fallback}:")
+        _replay(em, desc, wg, gl, coords)
+        em.raw(f"{done}:")
+    em.emit("bar.sync 0")
+
+
+def _aligned(em, view: str, wg: str) -> str:
+    """A predicate: the view is non-null and 64-byte aligned, the tile 128-byte aligned (the
+    bulk tensor copy's shared operand; workgroup arrays of a function with a transfer are
+    allocated so, lower_gpu.TMA_ALIGN)."""
+    a, b, p, q = em.new("rd"), em.new("rd"), em.new("p"), em.new("p")
+    em.emit(f"and.b64 {a}, {view}, 63")
+    em.emit(f"and.b64 {b}, {wg}, 127")
+    em.emit(f"or.b64 {a}, {a}, {b}")
+    em.emit(f"setp.eq.u64 {p}, {a}, 0")
+    em.emit(f"setp.ne.u64 {q}, {view}, 0")
+    em.emit(f"and.pred {p}, {p}, {q}")
+    return p
+
+
+def _thread0(em) -> tuple[str, str]:
+    """(predicate `linear thread id != 0`, skip label) around an elected-thread section."""
+    r = {k: em.new("r") for k in ("x", "y", "z")}
+    for k in "xyz":
+        em.emit(f"mov.u32 {r[k]}, %tid.{k}")
+    em.emit(f"or.b32 {r['x']}, {r['x']}, {r['y']}")
+    em.emit(f"or.b32 {r['x']}, {r['x']}, {r['z']}")
+    p, skip = em.new("p"), label(em, "ttx_t0")
+    em.emit(f"setp.ne.u32 {p}, {r['x']}, 0")
+    return p, skip
+
+
+def _shared32(em, wg: str) -> str:
+    s = em.new("r")
+    em.emit(f"cvt.u32.u64 {s}, {wg}")
+    return s
+
+
+def _coord_list(coords: list[str]) -> str:
+    return "{" + ", ".join(coords) + "}"
+
+
+def _tma_load(em, desc, view: str, wg: str, coords: list[str]) -> None:
+    mbar = em.module.shared_array(em.fn, "ttx_mbar", 8, 8)
+    bar, dst = em.new("r"), _shared32(em, wg)
+    em.emit(f"mov.u32 {bar}, {mbar}")
+    p, skip = _thread0(em)
+    em.emit(f"@{p} bra {skip}")
+    em.emit(f"fence.proxy.tensormap::generic.acquire.gpu [{view}], 128")
+    em.emit(f"mbarrier.init.shared::cta.b64 [{bar}], 1")
+    em.emit("fence.mbarrier_init.release.cluster")
+    em.emit("fence.proxy.async.shared::cta")
+    em.emit(f"cp.async.bulk.tensor.{desc.rank}d.shared::cluster.global.tile.mbarrier::"
+            f"complete_tx::bytes [{dst}], [{view}, {_coord_list(coords)}], [{bar}]")
+    em.emit(f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{bar}], {desc.tile_bytes}")
+    top, done = label(em, "ttx_wait"), em.new("p")
+    em.raw(f"{top}:")
+    em.emit(f"mbarrier.try_wait.parity.shared::cta.b64 {done}, [{bar}], 0")
+    em.emit(f"@!{done} bra {top}")
+    em.emit(f"mbarrier.inval.shared::cta.b64 [{bar}]")
+    em.raw(f"{skip}:")
+
+
+def _tma_store(em, desc, view: str, wg: str, coords: list[str]) -> None:
+    src = _shared32(em, wg)
+    em.emit("fence.proxy.async.shared::cta")        # this work-item's shared writes
+    em.emit("bar.sync 0")
+    p, skip = _thread0(em)
+    em.emit(f"@{p} bra {skip}")
+    em.emit(f"fence.proxy.tensormap::generic.acquire.gpu [{view}], 128")
+    em.emit(f"cp.async.bulk.tensor.{desc.rank}d.global.shared::cta.tile.bulk_group "
+            f"[{view}, {_coord_list(coords)}], [{src}]")
+    em.emit("cp.async.bulk.commit_group")
+    em.emit("cp.async.bulk.wait_group 0")
+    em.raw(f"{skip}:")
+
+
+def _replay(em, desc, wg: str, gl: str, coords: list[str]) -> None:
+    size = desc.element_bytes
+    r = {k: em.new("r") for k in ("tx", "ty", "tz", "nx", "ny", "nz", "e", "n")}
+    for k, sreg in (("tx", "%tid.x"), ("ty", "%tid.y"), ("tz", "%tid.z"),
+                    ("nx", "%ntid.x"), ("ny", "%ntid.y"), ("nz", "%ntid.z")):
+        em.emit(f"mov.u32 {r[k]}, {sreg}")
+    em.emit(f"mad.lo.u32 {r['e']}, {r['tz']}, {r['ny']}, {r['ty']}")
+    em.emit(f"mad.lo.u32 {r['e']}, {r['e']}, {r['nx']}, {r['tx']}")
+    em.emit(f"mul.lo.u32 {r['n']}, {r['nx']}, {r['ny']}")
+    em.emit(f"mul.lo.u32 {r['n']}, {r['n']}, {r['nz']}")
+    wide = []
+    for c in coords:                                 # signed coordinates, widened once
+        w = em.new("rd")
+        em.emit(f"cvt.s64.s32 {w}, {c}")
+        wide.append(w)
+    top, end, skip = label(em, "ttx_e"), label(em, "ttx_end"), label(em, "ttx_oob")
+    done = em.new("p")
+    em.raw(f"{top}:")
+    em.emit(f"setp.ge.u32 {done}, {r['e']}, {desc.tile_elements}")
+    em.emit(f"@{done} bra {end}")
+    rest, inb, goff = em.new("r"), em.new("p"), em.new("rd")
+    em.emit(f"mov.u32 {rest}, {r['e']}")
+    em.emit(f"setp.eq.u32 {inb}, {rest}, {rest}")     # true
+    em.emit(f"mov.u64 {goff}, 0")
+    for d in range(desc.rank):
+        i, g, p = em.new("r"), em.new("rd"), em.new("p")
+        em.emit(f"rem.u32 {i}, {rest}, {desc.tiles[d]}")
+        em.emit(f"div.u32 {rest}, {rest}, {desc.tiles[d]}")
+        em.emit(f"mul.wide.u32 {g}, {i}, {desc.element_strides[d]}")
+        em.emit(f"add.s64 {g}, {g}, {wide[d]}")
+        em.emit(f"setp.lt.u64 {p}, {g}, {desc.extents[d]}")   # 0 <= g < extent
+        em.emit(f"and.pred {inb}, {inb}, {p}")
+        em.emit(f"mad.lo.s64 {goff}, {g}, {desc.strides[d]}, {goff}")
+    gaddr, saddr = em.new("rd"), em.new("rd")
+    em.emit(f"add.s64 {gaddr}, {gl}, {goff}")
+    em.emit(f"mul.wide.u32 {saddr}, {r['e']}, {size}")
+    em.emit(f"add.s64 {saddr}, {wg}, {saddr}")
+    v, bits = em.new(_CLASS[size]), _BITS[size]
+    ld_bits = "u8" if size == 1 else bits
+    if desc.loads:
+        em.emit(f"mov.{'b16' if size == 1 else bits} {v}, 0")
+        em.emit(f"@{inb} ld.global.{ld_bits} {v}, [{gaddr}]")
+        em.emit(f"st.shared.{ld_bits} [{saddr}], {v}")
+    else:
+        em.emit(f"@!{inb} bra {skip}")
+        em.emit(f"ld.shared.{ld_bits} {v}, [{saddr}]")
+        em.emit(f"st.global.{ld_bits} [{gaddr}], {v}")
+        em.raw(f"{skip}:")
+    em.emit(f"add.u32 {r['e']}, {r['e']}, {r['n']}")
+    em.emit(f"bra.uni {top}")
+    em.raw(f"{end}:")
