@@ -36,6 +36,7 @@ _COMMUTATIVE = frozenset(("add", "mul", "and", "or", "xor"))
 _SAME_TYPE = frozenset(("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr",
                         "min", "max", "neg", "not"))
 _POINTER_ARITH = frozenset(("ptradd", "byteadd"))
+_EFFECTS = frozenset(n for n, i in O.OPS.items() if i.effects)
 
 
 class _TypeNumbers:
@@ -131,7 +132,7 @@ def run(fn, analyses) -> bool:
             avail = k = None                    # the table this value is numbered in
             if op == "load":
                 avail, k = loads, ("load", tnum(ins.type), ins.operands[0])
-            elif O.OPS[op].effects:
+            elif op in _EFFECTS:
                 loads.clear()
             elif op in PURE:
                 k = key(ins, tnum)
