@@ -158,6 +158,10 @@ def run(fn, analyses) -> bool:
             for ins in b.instrs:             # from anywhere: settle the rest
                 if any(isinstance(o, Instr) and o in replace for o in ins.operands):
                     ins.operands = [_final(replace, o) for o in ins.operands]
+        loads = sum(1 for i in replace if i.op == "load")
+        what = f"{len(replace)} repeated computation{'s' if len(replace) != 1 else ''}"
+        analyses.remark(fn.span, "gvn", f"reused earlier values for {what}" +
+                        (f" ({loads} of them loads)" if loads else ""))
     return changed
 
 
