@@ -3,8 +3,9 @@ operations: the shared cases of tests/tensor/narrow_cases.py (exactly representa
 inputs, padded strides, poisoned padding, invalid 2:4 masks that must be clamped to 0011)
 compiled for the local GPU, each run in its own process by harness.run_kernel and compared
 bit for bit with tests/support/tensor_oracle.py. The same cases run on the CPU PTX
-interpreter in tests/tensor/test_fp8_sparse_scaled.py. Block-scaled families need
-sm_120a/sm_121a and have no case here.
+interpreter in tests/tensor/test_fp8_sparse_scaled.py. Block-scaled regions have their
+native instruction only on sm_120a/sm_121a; here they run the exact replay alone (integer
+FP8/FP6/FP4 and scale decoding), which the last cases check.
 """
 from __future__ import annotations
 
@@ -99,3 +100,14 @@ def test_sparse_matmul_interior_grid_transpose(gpu_run, t):
 def test_sparse_matmul_k_zero_and_partial_warp(gpu_run):
     run_case(gpu_run, NC.sparse_matmul("f16", "m16n16k16", 33, 17, 0))
     run_case(gpu_run, NC.sparse_matmul("f16", "m16n16k16", 32, 32, 32, block=20))
+
+
+# ---------------------------------------------------------------- block-scaled (replay)
+@pytest.mark.parametrize("at,bt,shape,mode,stype", [
+    ("e4m3", "e2m1", "m16n8k32", "block32", "ue8m0"),
+    ("e3m2", "e2m3", "m16n16k32", "block32", "ue8m0"),
+    ("e2m1", "e2m1", "m16n8k64", "block16", "ue4m3"),
+])
+def test_scaled_region_replays_exactly(gpu_run, at, bt, shape, mode, stype):
+    run_case(gpu_run, NC.scaled_matmul(at, bt, shape, mode, stype, 37, 29, 101, warps=2,
+                                       transpose=(False, True)))

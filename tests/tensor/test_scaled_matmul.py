@@ -125,13 +125,26 @@ SRC = NC.scaled_matmul("e2m1", "e2m1", "m16n8k64", "block16", "ue4m3", 16, 8, 64
 
 
 @pytest.mark.parametrize("arch,version", [("sm_90a", None), ("sm_121", None),
-                                          ("sm_120a", "8.7"),
-                                          ("sm_100a", None)])
-def test_scaled_region_refusals_name_ptx_8_8_and_sm120a_sm121a(arch, version):
-    d = refusal(SRC, arch, version)
-    assert d.code == "E0504", d.message
-    assert "block-scaled tensor_matmul region (mxf4nvf4)" in d.message
-    assert "PTX ISA 8.8 and target sm_120a or sm_121a" in d.message
+                                          ("sm_120a", "8.7"), ("sm_100a", None),
+                                          ("portable", None)])
+def test_scaled_regions_replay_without_the_native_family(ptxas, arch, version):
+    """Without PTX 8.8 sm_120a/sm_121a a block-scaled region is the exact replay alone
+    (integer decoding only), not a refusal."""
+    ptx = compile_ptx(SRC, arch, version)
+    ptxas(ptx, {"portable": "sm_75"}.get(arch, arch))
+    assert "mma.sync" not in ptx and "kind::" not in ptx
+
+
+@pytest.mark.parametrize("scale", [MX32, NV16], ids=["ue8m0", "ue4m3"])
+def test_scaled_region_replay_on_sm90a_cpu_oracle(scale):
+    at, shape = ("e4m3", "m16n8k32") if scale == MX32 else ("e2m1", "m16n8k64")
+    case = _case(at, "e2m1", shape, scale, 21, 13, 75, transpose=(False, True), warps=2)
+    assert simulate(case, "sm_90a").mmas == 0
+
+
+def test_scaled_region_replay_needs_sm70():
+    d = refusal(SRC, "sm_60")
+    assert d.code == "E0504" and "replay of a block-scaled region" in d.message
 
 
 @pytest.mark.parametrize("args,fragment", [

@@ -74,10 +74,16 @@ def check(desc: T.TensorDesc, profile, span) -> str:
     return kind
 
 
+def has_target(profile) -> bool:
+    """Whether the profile has the block-scaled mma.sync: PTX ISA 8.8+ on the
+    architecture-specific sm_120a/sm_121a."""
+    return profile.isa >= (8, 8) and profile.arch_specific and profile.sm in (120, 121) \
+        and not profile.virtual
+
+
 def require_target(kind: str, profile, span, what: str = "block-scaled MMA") -> None:
-    """E0504 unless the profile is PTX ISA 8.8+ on architecture-specific sm_120a/sm_121a."""
-    if not (profile.isa >= (8, 8) and profile.arch_specific and profile.sm in (120, 121)
-            and not profile.virtual):
+    """E0504 unless has_target(profile)."""
+    if not has_target(profile):
         raise error("E0504", f"{what} ({kind}) needs PTX ISA 8.8 and target "
                     f"sm_120a or sm_121a; the profile is PTX {profile.version} / "
                     f"{profile.target}", span,

@@ -1,9 +1,12 @@
 """Block-scaled FP8/FP6/FP4 tensor_matmul regions on PTX 8.8 sm_120a/sm_121a (gpu.md
 "Scaled regions use the same neutral scale contract as tensor_mma").
 
-Families and the target gate are scaled.py's (mxf8f6f4: any E4M3/E5M2/E2M3/E3M2/E2M1 pair
-with UE8M0 block32; MXFP4: E2M1 with UE8M0 block32; NVFP4: E2M1 with UE4M3 block16), f32
-accumulate/result, subgroup scope. Anything else is E0505, other targets E0504.
+Families are scaled.py's (mxf8f6f4: any E4M3/E5M2/E2M3/E3M2/E2M1 pair with UE8M0 block32;
+MXFP4: E2M1 with UE8M0 block32; NVFP4: E2M1 with UE4M3 block16), f32 accumulate/result,
+subgroup scope; anything else is E0505. The native interior needs scaled.py's target gate
+(PTX 8.8, sm_120a/sm_121a); every other profile with the replay's activemask (PTX 6.2 /
+sm_70, else E0504) runs the exact replay alone, which uses integer decoding only (gpu.md:
+exact replay where the native path is unavailable).
 
 Semantics are matmul.py's: for every in-range output (row+r < M, column+c < N, compared in
 64 bits) D[r,c] = C[r,c] + sum(q < K) (A[r,q]*sA[r,q/block]) * (B[q,c]*sB[q/block,c]),
@@ -37,8 +40,8 @@ from ..lower_memory import SPACE
 from .capabilities import refuse
 from .common import Mat, add_addr, elem_addr, label, linear, mat, offset_terms, operands
 from .mma_sync import MAX_ACC_REGS, SUB_M, SUB_N, add_origin
-from .replay import Region, native_region_pred, native_then_replay
-from .scaled import KINDS, _gather, _kind, require_target, run_scaled
+from .replay import NEEDS, Region, native_region_pred, native_then_replay
+from .scaled import KINDS, _gather, _kind, has_target, run_scaled
 
 # fmt -> (exponent bits, mantissa bits, bias, specials): the neutral minifloats
 MINI = {"e4m3": (4, 3, 7, "fn"), "e5m2": (5, 2, 15, "ieee"), "e2m3": (2, 3, 1, "none"),
@@ -57,7 +60,9 @@ def check_region(desc: T.TensorDesc, profile, span) -> str:
                      "and read the neutral dense storage stream", span)
     if desc.scope != "subgroup":
         raise refuse(desc, "tensor_matmul regions are subgroup-scoped", span)
-    require_target(kind, profile, span, "a block-scaled tensor_matmul region")
+    if not has_target(profile):                        # replay alone (module docstring)
+        profile.require(f"exact cooperative replay of a block-scaled region ({kind})",
+                        *NEEDS, span)
     return kind
 
 
@@ -209,7 +214,8 @@ def lower_scaled_matmul(em, ins) -> None:
     g = Region(desc, A, B, C, D, *(em.reg(ops[k]) for k in ("row", "column", "m", "n", "k")))
     SA, SB = scale_mats(em, desc, ops, g.K, block)
     k_loop = scaled_k_loop(SA, SB, block, stype)
-    pred = native_region_pred(em, g, k) if has_interior(desc, kind) else None
+    pred = native_region_pred(em, g, k) if has_interior(desc, kind) and \
+        has_target(em.profile) else None
 
     def native(chunks):
         views = (A, B, add_origin(em, C, g.row, g.col), add_origin(em, D, g.row, g.col),
