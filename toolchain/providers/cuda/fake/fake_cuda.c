@@ -21,6 +21,9 @@
  * cells (ptr, ptr, ptr, n) computes c[i] = a[i] + b[i] over float32 on those host copies
  * and adds computed=vadd to its line.
  *
+ * cuTensorMapEncodeTiled checks the driver's geometry rules and writes its arguments into
+ * the 128-byte map (layout at the function), so a test can read back what reached the device.
+ *
  * Env METTLE_FAKE_CUDA_FAIL="cuInit=100,cuModuleLoadDataEx=218" makes the named functions
  * return that code instead (logged as "<function> failed=<code>"), to test error paths.
  * Not thread-safe; tests are single-threaded.
@@ -606,6 +609,86 @@ CUresult cuLaunchKernel(CUhandle f, unsigned gx, unsigned gy, unsigned gz, unsig
              "stream=0x%llx kernelParams=0x%llx extra=0x%llx kernel=\"%s\" cells=%s%s",
              HEX(f), gx, gy, gz, bx, by, bz, shared, HEX(stream), HEX(kernelParams), HEX(extra),
              fn ? fn->name : "", cells, computed ? " computed=vadd" : "");
+    return CUDA_SUCCESS;
+}
+
+/* ---- tensor maps ---------------------------------------------------------------------- */
+
+/* Bytes of a CUtensorMapDataType; 0 for an unknown code. */
+static unsigned tensor_element_size(int dtype) {
+    static const unsigned size[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
+    return dtype >= 0 && dtype < (int)(sizeof size / sizeof size[0]) ? size[dtype] : 0;
+}
+
+/* Append "a,b,c" of n values (from v32 when given, else v64) to out at *used. */
+static void join_u64(char *out, size_t cap, size_t *used, const uint64_t *v64,
+                     const uint32_t *v32, unsigned n) {
+    for (unsigned i = 0; i < n && *used + 24 < cap; i++) {
+        unsigned long long x = v32 ? v32[i] : v64[i];
+        *used += (size_t)snprintf(out + *used, cap - *used, "%s%llu", i ? "," : "", x);
+    }
+}
+
+/* The geometry rules the real driver checks (CUDA 12 cuTensorMapEncodeTiled, no interleave);
+ * NULL when the arguments are acceptable. */
+static const char *tensor_map_invalid(int dtype, unsigned rank, uint64_t base,
+                                      const uint64_t *dims, const uint64_t *strides,
+                                      const uint32_t *box, const uint32_t *estr, int interleave) {
+    unsigned size = tensor_element_size(dtype);
+    if (!size) return "dtype";
+    if (rank < 1 || rank > 5) return "rank";
+    if (base % 16) return "address";
+    if (interleave != 0) return "interleave";
+    if ((uint64_t)box[0] * size % 16) return "inner-box";
+    for (unsigned d = 0; d < rank; d++) {
+        if (dims[d] == 0 || dims[d] > (1ull << 32)) return "dims";
+        if (box[d] == 0 || box[d] > 256) return "box";
+        if (estr[d] == 0 || estr[d] > 8) return "element-strides";
+        if (d + 1 < rank && (strides[d] % 16 || strides[d] >= (1ull << 40))) return "strides";
+    }
+    return NULL;
+}
+
+/* Records its arguments and fills the 128-byte map with them, little-endian: base (u64, at 0),
+ * dtype and rank (u32, 8 and 12), dims[5] (u64, 16), box[5] (u32, 56), elementStrides[5]
+ * (u32, 76), strides[4] (u64, 96); unused slots are zero. Invalid geometry returns
+ * CUDA_ERROR_INVALID_VALUE with "invalid=<rule>" in the log line. */
+CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *base,
+                                const uint64_t *dims, const uint64_t *strides,
+                                const uint32_t *box, const uint32_t *estr, int interleave,
+                                int swizzle, int l2, int oob) {
+    FAIL_IF_ASKED("cuTensorMapEncodeTiled");
+    unsigned n = rank <= 5 ? rank : 0;
+    char text[512];
+    size_t used = 0;
+    text[0] = '\0';
+    used += (size_t)snprintf(text + used, sizeof text - used, " dims=");
+    join_u64(text, sizeof text, &used, dims, NULL, n);
+    used += (size_t)snprintf(text + used, sizeof text - used, " strides=");
+    join_u64(text, sizeof text, &used, strides, NULL, n ? n - 1 : 0);
+    used += (size_t)snprintf(text + used, sizeof text - used, " box=");
+    join_u64(text, sizeof text, &used, NULL, box, n);
+    used += (size_t)snprintf(text + used, sizeof text - used, " elementStrides=");
+    join_u64(text, sizeof text, &used, NULL, estr, n);
+    const char *invalid = n ? tensor_map_invalid(dtype, rank, HEX(base), dims, strides, box,
+                                                 estr, interleave) : "rank";
+    fake_log("cuTensorMapEncodeTiled map=0x%llx dtype=%d rank=%u base=0x%llx%s interleave=%d "
+             "swizzle=%d l2=%d oob=%d%s%s", HEX(map), dtype, rank, HEX(base), text, interleave,
+             swizzle, l2, oob, invalid ? " invalid=" : "", invalid ? invalid : "");
+    if (invalid) return CUDA_ERROR_INVALID_VALUE;
+    unsigned char image[128];
+    memset(image, 0, sizeof image);
+    uint64_t address = HEX(base);
+    uint32_t head[2] = {(uint32_t)dtype, rank};
+    memcpy(image, &address, 8);
+    memcpy(image + 8, head, 8);
+    for (unsigned d = 0; d < rank; d++) {
+        memcpy(image + 16 + 8 * d, &dims[d], 8);
+        memcpy(image + 56 + 4 * d, &box[d], 4);
+        memcpy(image + 76 + 4 * d, &estr[d], 4);
+        if (d + 1 < rank) memcpy(image + 96 + 8 * d, &strides[d], 8);
+    }
+    memcpy(map, image, sizeof image);
     return CUDA_SUCCESS;
 }
 
