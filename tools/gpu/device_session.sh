@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# One GPU-machine session for the whole project (the device allowance is small: batch).
+#
+#   OUT=/tmp/out bash tools/gpu/device_session.sh main     # benchmarks + suite twice
+#   OUT=/tmp/out bash tools/gpu/device_session.sh extra    # sanitizers + workgroup GEMM
+#
+# Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
+# cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
+# summary last. Steps, in order of value:
+#   1. benchmarks: plain-source kernels with/without -O, tuned row kernels vs Triton and
+#      torch.compile, tensor_transfer TMA vs replay
+#   2. the hardware suite twice at once, plain and -O --fp-contract=off, each recording a
+#      digest of every output buffer; compare_records.py then checks they are identical
+#   3. the new -O / tensor forms under compute-sanitizer memcheck and racecheck
+#   4. the workgroup GEMM benchmark (bench/gemm.py)
+set -u
+OUT=${OUT:-/tmp/mettle-device}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1
+export METTLE_PTXAS=${METTLE_PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
+cd "$(dirname "$0")/../.."
+t0=$SECONDS
+step() { echo "=== $* ($((SECONDS - t0)) s)"; }
+PYTEST="python3 -m pytest -q -p no:cacheprovider"
+
+MODE=${1:-main}
+if [ "$MODE" = main ]; then
+step "benchmarks"
+timeout 150 python3 bench/plain_kernels.py --reps 20 --json "$OUT/plain_kernels.json" \
+    > "$OUT/plain_kernels.txt" 2>&1
+timeout 100 python3 bench/gpu_kernels.py --reps 20 --json "$OUT/gpu_kernels.json" \
+    > "$OUT/gpu_kernels.txt" 2>&1
+timeout 60 python3 bench/transfer.py --json "$OUT/transfer.json" > "$OUT/transfer.txt" 2>&1
+
+step "hardware suite: plain and -O --fp-contract=off, recorded"
+# three parts per mode, dealt largest file first so the parts take about as long
+files=$(wc -l tests/gpu/test_*.py examples/*/test_*.py 2>/dev/null | grep -v " total$" |
+        grep -v gemm_hopper | sort -rn | awk '{print $2}')
+for mode in plain O-nocontract; do
+  for part in 0 1 2; do
+    set -- $(echo "$files" | awk -v p=$part 'NR % 3 == p')
+    METTLE_GPU_OPT=$mode METTLE_GPU_RECORD="$OUT/rec_$mode.$part.jsonl" \
+      timeout 330 $PYTEST "$@" > "$OUT/suite_$mode.$part.txt" 2>&1 &
+  done
+done
+wait
+cat "$OUT"/rec_plain.*.jsonl > "$OUT/rec_plain.jsonl" 2>/dev/null
+cat "$OUT"/rec_O-nocontract.*.jsonl > "$OUT/rec_opt.jsonl" 2>/dev/null
+python3 tests/gpu/compare_records.py "$OUT/rec_plain.jsonl" "$OUT/rec_opt.jsonl" \
+    > "$OUT/compare.txt" 2>&1
+fi
+
+if [ "$MODE" = extra ]; then
+  step "sanitizers on the new forms"
+  new="tests/gpu/test_residency.py tests/gpu/test_async_staging.py tests/gpu/test_transfer.py
+       tests/gpu/test_subgroup_versioning.py"
+  for tool in memcheck racecheck; do
+    METTLE_GPU_SANITIZER=$tool timeout 150 $PYTEST $new > "$OUT/sanitizer_$tool.txt" 2>&1 &
+  done
+  wait
+  step "workgroup GEMM"
+  timeout 200 python3 bench/gemm.py --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
+fi
+
+step "summary"
+for f in "$OUT"/suite_*.txt "$OUT"/sanitizer_*.txt; do
+  [ -f "$f" ] && echo "$(basename "$f"): $(tail -1 "$f")"
+done
+[ -f "$OUT/compare.txt" ] && tail -1 "$OUT/compare.txt"
+[ -f "$OUT/plain_kernels.txt" ] && grep -E "^(softmax|layernorm|gemm_kloop|vadd_gs|saxpy)" "$OUT/plain_kernels.txt" | head -40
+[ -f "$OUT/gpu_kernels.txt" ] && grep -E "_vs_" "$OUT/gpu_kernels.txt"
+[ -f "$OUT/transfer.txt" ] && tail -4 "$OUT/transfer.txt"
+grep -vE "^[#{]" "$OUT/gemm.txt" 2>/dev/null | tail -12
+step "done"
