@@ -9,8 +9,9 @@ import subprocess
 
 import pytest
 
-from tests.host.cross import build_for, normalized_driver_log, run_on, skip_unless_runnable
-from tests.host.test_dispatch import DISPATCH
+from tests.host.cross import skip_unless_runnable
+from tests.host.dispatch_cross import (check_failed_launch, check_log_equals_x86_64,
+                                      check_missing_driver)
 from toolchain.providers.cuda.fake import build as fake_build
 
 MINGW = "x86_64-w64-mingw32-gcc"
@@ -32,33 +33,13 @@ def drivers(tmp_path_factory) -> dict[str, str]:
     return out
 
 
-def _run(target, exe, driver, log, extra=None):
-    env = {"METTLE_CUDA_DRIVER": driver, "METTLE_FAKE_CUDA_LOG": str(log)}
-    env.update(extra or {})
-    return run_on(target, exe, env_extra=env)
-
-
-def test_dispatch_log_equals_x86_64_linux(tmp_path, drivers):
-    logs = {}
-    for target in ("x86_64-linux", TARGET):
-        exe = build_for(tmp_path, DISPATCH, target, "dispatch")
-        log = tmp_path / f"{target}.log"
-        out = _run(target, exe, drivers[target], log)
-        assert (out.returncode, out.stdout) == (0, "done\n"), out.stderr
-        logs[target] = normalized_driver_log(log.read_text())
-    assert logs[TARGET].count("cuLaunchKernel ") == 5
-    assert logs[TARGET] == logs["x86_64-linux"]
+def test_dispatch_log_equals_x86_64(tmp_path, drivers):
+    check_log_equals_x86_64(tmp_path, TARGET, drivers)
 
 
 def test_failed_launch_exits_with_driver_code(tmp_path, drivers):
-    exe = build_for(tmp_path, DISPATCH, TARGET, "dispatch")
-    out = _run(TARGET, exe, drivers[TARGET], tmp_path / "log.txt",
-               {"METTLE_FAKE_CUDA_FAIL": "cuLaunchKernel=719"})
-    assert out.returncode == 719 % 256   # Windows keeps 719; Wine hands Unix its low byte
-    assert "cuLaunchKernel failed with CUDA error 719" in out.stderr
+    check_failed_launch(tmp_path, TARGET, drivers)
 
 
 def test_missing_driver_means_no_gpu(tmp_path, drivers):
-    exe = build_for(tmp_path, DISPATCH, TARGET, "dispatch")
-    out = _run(TARGET, exe, str(tmp_path / "absent" / "nvcuda.dll"), tmp_path / "log")
-    assert (out.returncode, out.stdout) == (2, "no GPU\n")
+    check_missing_driver(tmp_path, TARGET, str(tmp_path / "absent" / "nvcuda.dll"))

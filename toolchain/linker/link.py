@@ -114,9 +114,14 @@ def link(objects: list[bytes | ObjectFile], libraries: list[str], output: str | 
     res = resolve(objs, libs)
     image = build_executable(objs, res, [lib.soname for lib in libs], runpath, arch)
     if output is not None:
-        tmp = f"{output}.tmp{os.getpid()}"
-        with open(tmp, "wb") as f:
-            f.write(image)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, output)
+        write_output(output, image)
     return image
+
+
+def write_output(output: str, image: bytes) -> None:
+    """Write an executable under a temporary name, then rename: never a partial file."""
+    tmp = f"{output}.tmp{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(image)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, output)

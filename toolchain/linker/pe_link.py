@@ -31,7 +31,7 @@ from .coff import (IMAGE_FILE_MACHINE_AMD64, IMAGE_REL_AMD64_ADDR32NB, IMAGE_REL
                    IMAGE_REL_AMD64_REL32, IMP_PREFIX, CoffError, read_coff)
 from .dynamic import PLT_ENTRY_SIZE, plt_entry
 from .elf_consts import SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS, STB_WEAK, STT_SECTION
-from .link import parse_link_args
+from .link import parse_link_args, write_output
 from .objfile import ObjectFile, Symbol
 from .pe_imports import ALIASES, BUILTIN, KERNEL32, UCRT
 from .pe_reader import PeError, dll_exports
@@ -266,9 +266,5 @@ def link_pe(objects, libraries=(), output: str | None = None, link_args=()) -> b
         objs.append(start_object())
     image = PeLinker(objs, _load_dlls(list(libraries) + extra, dirs)).build()
     if output is not None:
-        tmp = f"{output}.tmp{os.getpid()}"
-        with open(tmp, "wb") as f:
-            f.write(image)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, output)
+        write_output(output, image)
     return image

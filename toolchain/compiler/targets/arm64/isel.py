@@ -13,6 +13,7 @@ from __future__ import annotations
 from ...ir.module import Function
 from ..x86_64 import regalloc
 from ..x86_64.frame import plan
+from ..x86_64.isel_blocks import BlockMixin
 from .abi_aapcs64 import layout
 from .isel_arith import A, ArithMixin
 from .isel_call import CallMixin, reserve_call_space
@@ -21,18 +22,18 @@ from .isel_values import ValueMixin, ice
 from .operands import Imm, Mem, Sym
 from .regs import FP, LR, SP, X
 
-_BINARY = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "min", "max")
-_CASTS = ("bitcast", "ptrtoint", "inttoptr", "addrspacecast")
 MAX_FRAME = 1 << 24
 ALLOCATABLE = tuple(X[19:29])   # callee-saved, never selector scratch (regalloc.py)
 
 
-class FunctionSelector(ValueMixin, ArithMixin, MemMixin, CallMixin):
+class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
+    JUMP = "b"
+    ice = staticmethod(ice)
+
     def __init__(self, asm, module, cstring, allocate: bool = False) -> None:
         self.asm, self.module, self.cstring = asm, module, cstring
         self.allocate = allocate
-        self.handlers = {op: self.op_binary for op in _BINARY}
-        self.handlers.update({op: self.op_bitcast for op in _CASTS})
+        self.init_handlers()
 
     def select(self, fn: Function) -> None:
         self.frame = plan(fn, reserve_call_space)
@@ -49,11 +50,7 @@ class FunctionSelector(ValueMixin, ArithMixin, MemMixin, CallMixin):
         public = fn.linkage == "export" or fn.name == "main"
         self.asm.function(fn.symbol, local=not public)
         self._prologue(fn, lay)
-        for i, block in enumerate(fn.blocks):
-            self.next_block = fn.blocks[i + 1] if i + 1 < len(fn.blocks) else None
-            self.asm.label(self.labels[id(block)])
-            for ins in block.instrs:
-                self.instr(ins)
+        self.emit_blocks(fn)
         self.asm.end_symbol(fn.symbol)
 
     def _prologue(self, fn: Function, lay) -> None:
@@ -71,20 +68,9 @@ class FunctionSelector(ValueMixin, ArithMixin, MemMixin, CallMixin):
         for off, zsize in self.frame.zeroed:
             self.zero(FP, off, zsize)
 
-    def instr(self, ins) -> None:
-        handler = self.handlers.get(ins.op) or \
-            getattr(self, "op_" + ins.op.replace(".", "_"), None)
-        if handler is None:
-            raise ice(f"operation '{ins.op}' cannot be compiled for the host")
-        handler(ins)
-
     # -- control flow -----------------------------------------------------------------------
-    def _jump(self, block) -> None:
-        if block is not self.next_block:
-            self.asm.emit("b", Sym(self.labels[id(block)]))
-
-    def op_br(self, ins) -> None:
-        self._jump(ins.targets[0])
+    def branch_target(self, label: str):
+        return Sym(label)
 
     def op_cbr(self, ins) -> None:
         then, other = ins.targets

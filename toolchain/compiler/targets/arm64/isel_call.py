@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from ...ir.module import Const, Function
 from ...ir.types import I32, I64
-from ..x86_64.isel_call import KERNEL_HANDLE, LAUNCH, LAUNCH_PARAMS
+from ..x86_64.isel_call import CallMixin as X86CallMixin
+from ..x86_64.isel_call import KERNEL_HANDLE, LAUNCH, LAUNCH_PARAMS, _Slot
 from .abi_aapcs64 import FLOAT, INTEGER, Layout, layout
 from .isel_arith import A
 from .operands import Mem, Sym
@@ -41,7 +42,9 @@ def reserve_call_space(frame, ins) -> None:
         frame.scratch[id(ins)] = (cells, array, frame.alloc(8))
 
 
-class CallMixin:
+class CallMixin(X86CallMixin):
+    """AArch64 calls; `runtime_symbol` comes from the x86-64 mixin, every other method is
+    overridden here."""
     arg0, arg1, arg2 = X[0], X[1], X[2]
 
     def call_symbol(self, name: str) -> None:
@@ -190,13 +193,3 @@ class CallMixin:
                 self.store_mem(reg, SP, loc.stack, 8)
         self.call_symbol(self.runtime_symbol(LAUNCH))
 
-    def runtime_symbol(self, name: str) -> str:
-        fn = self.module.functions.get(name)
-        return fn.symbol if fn is not None else name
-
-
-class _Slot:
-    """An x29-relative scratch location used as a launch argument (its value or address)."""
-
-    def __init__(self, offset: int, lea: bool = False) -> None:
-        self.offset, self.lea = offset, lea

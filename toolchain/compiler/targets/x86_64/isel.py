@@ -24,6 +24,7 @@ from ...ir.module import Function
 from . import abi_sysv, regalloc
 from .frame import plan
 from .isel_arith import ArithMixin
+from .isel_blocks import BlockMixin
 from .isel_call import CallMixin, reserve_call_space
 from .isel_mem import MemMixin
 from .isel_values import ValueMixin, ice
@@ -32,16 +33,15 @@ from .regs import EAX, R11, R12, R13, R14, R15, RAX, RBP, RBX, RSP
 
 # Callee-saved in both SysV and Win64 and never a selector scratch register (regalloc.py).
 ALLOCATABLE = (RBX, R12, R13, R14, R15)
-_BINARY = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "min", "max")
-_CASTS = ("bitcast", "ptrtoint", "inttoptr", "addrspacecast")
 
 
-class FunctionSelector(ValueMixin, ArithMixin, MemMixin, CallMixin):
+class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
+    ice = staticmethod(ice)
+
     def __init__(self, asm, module, cstring, abi=abi_sysv, allocate: bool = False) -> None:
         self.asm, self.module, self.cstring, self.abi = asm, module, cstring, abi
         self.allocate = allocate
-        self.handlers = {op: self.op_binary for op in _BINARY}
-        self.handlers.update({op: self.op_bitcast for op in _CASTS})
+        self.init_handlers()
 
     def select(self, fn: Function) -> None:
         abi = self.abi
@@ -60,11 +60,7 @@ class FunctionSelector(ValueMixin, ArithMixin, MemMixin, CallMixin):
         public = fn.linkage == "export" or fn.name == "main"
         self.asm.function(fn.symbol, local=not public)
         self._prologue(fn, lay)
-        for i, block in enumerate(fn.blocks):
-            self.next_block = fn.blocks[i + 1] if i + 1 < len(fn.blocks) else None
-            self.asm.label(self.labels[id(block)])
-            for ins in block.instrs:
-                self.instr(ins)
+        self.emit_blocks(fn)
         self.asm.end_symbol(fn.symbol)
 
     def _prologue(self, fn: Function, lay) -> None:
@@ -94,21 +90,7 @@ class FunctionSelector(ValueMixin, ArithMixin, MemMixin, CallMixin):
         e("dec", RAX)
         e("jne", Sym(loop))
 
-    def instr(self, ins) -> None:
-        handler = self.handlers.get(ins.op) or \
-            getattr(self, "op_" + ins.op.replace(".", "_"), None)
-        if handler is None:
-            raise ice(f"operation '{ins.op}' cannot be compiled for the host")
-        handler(ins)
-
     # -- control flow -----------------------------------------------------------------------
-    def _jump(self, block) -> None:
-        if block is not self.next_block:
-            self.asm.emit("jmp", Sym(self.labels[id(block)]))
-
-    def op_br(self, ins) -> None:
-        self._jump(ins.targets[0])
-
     def op_cbr(self, ins) -> None:
         then, other = ins.targets
         self.load_bits(ins.operands[0], RAX)
