@@ -90,6 +90,39 @@ def test_rewrite_needs_exactly_one_plain_setp_and_one_branch(lines):
     assert _text(peephole.run(body)) == _text(body)
 
 
+def test_not_pred_is_folded_into_the_branch():
+    body = _body("setp.lt.s32 %p1, %r1, %r2", "not.pred %p2, %p1", "@!%p2 bra L",
+                 "$L__BB1:", "ret")
+    assert _text(peephole.run(body)) == ["setp.lt.s32 %p1, %r1, %r2;", "@%p1 bra L;",
+                                         "$L__BB1:", "ret;"]
+    body = _body("setp.lt.s32 %p1, %r1, %r2", "not.pred %p2, %p1", "@%p2 bra L", "ret")
+    assert _text(peephole.run(body)) == ["setp.ge.s32 %p1, %r1, %r2;", "@%p1 bra L;", "ret;"]
+
+
+@pytest.mark.parametrize("lines", [
+    ("not.pred %p2, %p1", "mov.pred %p1, %p3", "@!%p2 bra L"),        # p rewritten between
+    ("not.pred %p2, %p1", "$L__BB1:", "@!%p2 bra L"),                  # another block
+    ("not.pred %p2, %p1", "@!%p2 bra L", "selp.b32 %r1, 1, 0, %p2"),   # q used again
+])
+def test_not_pred_stays_when_folding_could_change_meaning(lines):
+    body = _body(*lines)
+    assert [i.name for i in peephole.fold_not(body)] == [i.name for i in body]
+
+
+def test_other_negated_branches_become_positive_with_an_explicit_exit():
+    body = _body("and.pred %p3, %p1, %p2", "@!%p3 bra $L__BB4", "$L__BB2:", "ret")
+    assert _text(peephole.run(body)) == [
+        "and.pred %p3, %p1, %p2;", "@%p3 bra $L__BB2;", "bra.uni $L__BB4;", "$L__BB2:",
+        "ret;"]
+
+
+def test_lines_of_the_tensor_lowerings_keep_their_shape():
+    body = _body("setp.lt.s32 %p1, %r1, %r2", "@!%p1 bra $L__x", "$L__BB2:", "ret")
+    assert _text(peephole.run(body, keep={id(body[1])})) == _text(body)
+    assert _text(peephole.run(body, keep={id(body[0])}))[1:3] == [
+        "@%p1 bra $L__BB2;", "bra.uni $L__x;"]
+
+
 ROW_LOOP = """
 kernel(block = 128) row_sum(x: float32*, y: float32*, rows: int32, cols: int32) {
   var row: int32 = (int32)(block.x * 4 + thread.x / 32);
@@ -136,6 +169,6 @@ def test_ptxas_unrolls_the_strided_row_loop_only_with_the_positive_exit(ptxas_pa
     if nvdisasm is None:
         pytest.skip("nvdisasm unavailable (pip install nvidia-cuda-nvdisasm)")
     unrolled = _loads(sass(ptxas_path, nvdisasm, ptx_of(ROW_LOOP)))
-    monkeypatch.setattr(peephole, "run", lambda body: body)      # the old negated exits
+    monkeypatch.setattr(peephole, "run", lambda body, keep=(): body)   # old exits
     rolled = _loads(sass(ptxas_path, nvdisasm, ptx_of(ROW_LOOP)))
     assert rolled == 1 and unrolled >= 4, (rolled, unrolled)

@@ -199,7 +199,7 @@ class ModuleEmitter:
                 f"(.param {regs.param_type(fn.ret, False)} func_retval0) "
             head = f".func {ret}{name}(\n{params}\n)" if params else f".func {ret}{name}()"
         return PtxFunction(name, "entry" if entry else "func", head, pnames, em.reg_decls(),
-                           em.decls, peephole.run(em.body))
+                           em.decls, peephole.run(em.body, em.compat))
 
     def lower(self) -> PtxModule:
         program = device_program(self.module)

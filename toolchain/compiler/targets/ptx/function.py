@@ -114,6 +114,7 @@ class FnEmitter:
         self.table = table
         self.counts = {c: 0 for c in regs.CLASSES}
         self.body: list[PtxInstr] = []
+        self.compat: set[int] = set()         # ids of instructions parsed from text
         self.decls: list[str] = []            # function-scope .local arrays
         self.vals: dict[int, str] = {}
         self.imms: dict[int, str] = {}        # IR values known to be an immediate
@@ -156,10 +157,12 @@ class FnEmitter:
     # parsed into a PtxInstr here, so every later stage (peepholes, printer, simulator)
     # sees objects only.
     def emit(self, line: str) -> None:
-        self.body.append(parse_statement(line))
+        ins = parse_statement(line)
+        self.compat.add(id(ins))
+        self.body.append(ins)
 
     def raw(self, line: str) -> None:
-        self.body.append(parse_statement(line))
+        self.emit(line)
 
     def define(self, ins: Instr, reg: str) -> str:
         self.vals[id(ins)] = reg
