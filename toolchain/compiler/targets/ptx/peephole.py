@@ -43,12 +43,19 @@ def branch_on_inverse(body: list[PtxInstr], keep=frozenset()) -> list[PtxInstr]:
     """Return `body` with every negated single-use setp branch made positive (see module
     doc). Registers are counted over the whole function, so the setp and the branch may sit
     in different blocks; any other mention of the predicate blocks the rewrite."""
+    return _branch_on_inverse(body, keep)[0]
+
+
+def _branch_on_inverse(body: list[PtxInstr], keep) -> tuple[list[PtxInstr], bool]:
+    """(rewritten body, whether a negated `bra` is left that this rewrite could not fix)."""
     candidates: dict[str, int] = {}               # predicate -> index of its negated bra
+    left = False
     for k, ins in enumerate(body):
         if ins.negated and ins.name == "bra" and ins.kind == OP and id(ins) not in keep:
+            left = left or ins.guard in candidates
             candidates[ins.guard] = k
     if not candidates:
-        return body
+        return body, False
     mentions = dict.fromkeys(candidates, 0)
     setps: dict[str, int] = {}
     for k, ins in enumerate(body):
@@ -71,15 +78,15 @@ def branch_on_inverse(body: list[PtxInstr], keep=frozenset()) -> list[PtxInstr]:
     out = list(body)
     for p, bra in candidates.items():
         k = setps.get(p)
-        if k is None or mentions.get(p) != 2 or id(body[k]) in keep:
-            continue                              # exactly the setp's def and the branch
-        setp = body[k]
-        inv = inverse_compare(setp.mods)
+        inv = None
+        if k is not None and mentions.get(p) == 2 and id(body[k]) not in keep:
+            inv = inverse_compare(body[k].mods)   # exactly the setp's def and the branch
         if inv is None:
+            left = True
             continue
-        out[k] = setp.replaced(name="setp." + ".".join(inv))
+        out[k] = body[k].replaced(name="setp." + ".".join(inv))
         out[bra] = body[bra].replaced(negated=False)
-    return out
+    return out, left
 
 
 def _count(o: str, mentions: dict[str, int]) -> None:
@@ -148,4 +155,5 @@ def run(body: list[PtxInstr], keep=frozenset()) -> list[PtxInstr]:
     """Every peephole, in order. Instructions whose id is in `keep` (the tensor lowerings'
     lines, which keep the exact shape their own tests check) are counted but never
     rewritten."""
-    return positive_branches(branch_on_inverse(fold_not(body, keep), keep), keep)
+    body, left = _branch_on_inverse(fold_not(body, keep), keep)
+    return positive_branches(body, keep) if left else body
