@@ -230,3 +230,17 @@ def test_builder_makes_phis_at_the_block_head():
     verify_function(fn, ssa=True)
     assert [ins.op for ins in loop.instrs[:3]] == ["phi", "phi", "add"]
     assert "phi i32 [0:i32, entry], [%" in format_function(fn)
+
+
+def test_ssa_verifier_wants_one_value_per_predecessor_block():
+    fn = parse_function("""
+function @f(%a: i32, %b: i32, %c: bool) -> i32 {
+entry:
+  cbr %c, join, join
+join:
+  %0 = phi i32 [%a, entry], [%b, entry]
+  ret %0
+}""")
+    with pytest.raises(CompileError) as e:
+        verify_function(fn, ssa=True)
+    assert "two values for the two edges from entry" in str(e.value)

@@ -4,7 +4,8 @@
 targets in the function, operands defined. `verify_function(fn, ssa=True)` adds what the
 optimizer must keep true: each definition dominates its uses (a phi's incoming value
 dominates the end of its predecessor), phis open their block with exactly one arm per
-predecessor edge, and operand types agree with the op (binary ops, compares, selects,
+predecessor edge (two edges from one block, `cbr c, x, x`, carry one value), and operand
+types agree with the op (binary ops, compares, selects,
 loads/stores, local.set, branches, returns, calls).
 
 Raises `CompileError` with E0400 (an internal-consistency failure, i.e. a frontend or pass
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from ..diagnostics import CompileError, Diagnostic
 from . import ops as O
-from .module import Function, Instr, Local, Module, Param
+from .module import Const, Function, Instr, Local, Module, Param
 from .types import BOOL, I64, VOID
 
 
@@ -79,13 +80,25 @@ def _verify_ssa(fn: Function) -> None:
                 if sorted(map(id, ins.targets)) != sorted(map(id, preds[b])):
                     raise _fail(fn, f"phi in {b.name} does not have one arm per "
                                 "predecessor", ins.span)
+                seen: dict = {}
                 for v, p in ins.incoming:
+                    if not _same_value(seen.setdefault(p, v), v):
+                        raise _fail(fn, f"phi in {b.name} gives two values for the two edges "
+                                    f"from {p.name}", ins.span)
                     _check_def(fn, dom, pos, params, v, p, len(p.instrs), ins)
             else:
                 seen_non_phi = True
                 for v in ins.operands:
                     _check_def(fn, dom, pos, params, v, b, i, ins)
             _check_types(fn, ins)
+
+
+def _same_value(a, b) -> bool:
+    """Identity, or two constants of one type and one bit pattern."""
+    if a is b:
+        return True
+    return isinstance(a, Const) and isinstance(b, Const) and a.type == b.type and \
+        repr(a.value) == repr(b.value)
 
 
 def _check_def(fn, dom, pos, params, v, block, index, user) -> None:
