@@ -13,7 +13,9 @@ from tools.difftest.kernel_runs import reference
 from tools.difftest.kernels import generate_kernel
 from tools.difftest.runner import cc_path
 
-SEEDS = range(0, 24)
+SEEDS = range(0, 12)
+# (seed, opt) pairs that hit a known bug owned elsewhere: see test_found_bugs.py
+KNOWN = {(11, "O"): "optimizer/PTX: -O f64 local.get before its definition (issue 18)"}
 REFS = Path(__file__).with_name("data") / "kernel_refs.json"
 
 

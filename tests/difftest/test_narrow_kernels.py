@@ -58,3 +58,31 @@ def test_narrow_ops_spirv_on_pocl(tmp_path, t):
     bad = [(k // len(EXPRS), EXPRS[k % len(EXPRS)], w, g)
            for k, (w, g) in enumerate(zip(want, got)) if w != g]
     assert not bad, f"{len(bad)} wrong, first: {bad[:5]}"
+
+
+def test_struct_locals_start_zeroed_on_pocl(tmp_path):
+    """A SPIR-V kernel with an uninitialized struct local did not compile at all (E0510:
+    the zero image was a constant global read through a generic pointer); it now stores
+    zeros field by field, and PTX does the same."""
+    np = pytest.importorskip("numpy")
+    from tests.difftest.zero_kernel import BLOCK as ZB, N as ZN, SOURCE, expected
+    src = tmp_path / "zero.mettle"
+    src.write_text(SOURCE)
+    outs = {}
+    for kind, extra in (("ptx", ["--gpu-arch=sm_90a"]), ("spirv", [])):
+        out = tmp_path / f"zero.{kind}"
+        r = subprocess.run(compile_cmd(f"--emit-{kind}", str(src), "-o", str(out), *extra),
+                           cwd=REPO, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        outs[kind] = out.read_bytes()
+    if ptxas.find_ptxas():
+        ptxas.assemble(outs["ptx"].decode(), "sm_90a")
+    if spirv.find_spirv_val():
+        spirv.validate(outs["spirv"])
+    ok, why = opencl_available()
+    if not ok:
+        pytest.skip(why)
+    res = run_spirv_kernel(outs["spirv"], "zero_locals", [ZN], [ZB],
+                           [Buf(np.full(ZN, -7, np.int64), "int64", out=True),
+                            Scalar(ZN, "int32")])
+    assert np.frombuffer(res[0], dtype=np.int64).tolist() == expected()

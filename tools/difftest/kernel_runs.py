@@ -21,13 +21,14 @@ def reference(case: KernelCase, workdir: str) -> list[int]:
     return [int(x) for x in out.stdout.split()]
 
 
-def build(case: KernelCase, workdir: str, kind: str) -> bytes:
-    """kind "ptx" or "spirv"; raises RuntimeError with the diagnostics on failure."""
+def build(case: KernelCase, workdir: str, kind: str, opt: str = "O0") -> bytes:
+    """kind "ptx" or "spirv", opt "O0" or "O"; raises RuntimeError with the diagnostics."""
     src = os.path.join(workdir, f"{case.name}.mettle")
     with open(src, "w") as f:
         f.write(case.mettle)
-    out = os.path.join(workdir, f"{case.name}.{kind}")
+    out = os.path.join(workdir, f"{case.name}.{opt}.{kind}")
     flags = ["--fp-contract=off"] + ([f"--gpu-arch={PTX_ARCH}"] if kind == "ptx" else [])
+    flags += ["-O"] if opt == "O" else []
     rc, diag = compile_mettle_emit(src, out, kind, flags)
     if rc != 0:
         raise RuntimeError(f"{kind} compile failed:\n{diag}")
@@ -81,6 +82,25 @@ def first_difference(want: list[int], got: list[int], m: int) -> str | None:
     return None
 
 
+def reduce_failure(case: KernelCase, err: Exception, opt: str, work: str) -> KernelCase:
+    """The smallest kernel that still fails to build the same way (compile errors only;
+    a wrong output is reported whole)."""
+    from .kernels import reduce_kernel
+    text = str(err).splitlines()
+    kind = "ptx" if text and text[0].startswith("ptx") else "spirv"
+    first = next((line for line in text[1:] if line.startswith("error")), None)
+    if first is None or not text[0].endswith("compile failed:"):
+        return case
+
+    def interesting(c):
+        try:
+            build(c, work, kind, opt)
+        except RuntimeError as e2:
+            return first in str(e2)
+        return False
+    return reduce_kernel(case, interesting)[0]
+
+
 def cli(seeds, args, out) -> int:
     """Offline checks always; PoCL and GPU runs where available. Exit 1 on any mismatch."""
     from tests.support import ptxas, spirv
@@ -97,29 +117,33 @@ def cli(seeds, args, out) -> int:
     with tempfile.TemporaryDirectory(prefix="difftest-k-") as work:
         for s in seeds:
             case = generate_kernel(s)
-            try:
-                want = reference(case, work)
-                ptx, spv = build(case, work, "ptx"), build(case, work, "spirv")
-                if ptxas.find_ptxas():
-                    ptxas.assemble(ptx.decode(), PTX_ARCH)
-                    counts["ptxas"] += 1
-                if spirv.find_spirv_val():
-                    spirv.validate(spv)
-                    counts["spirv-val"] += 1
-                runs = []
-                if pocl:
-                    runs.append(("pocl", run_spirv(case, spv)))
-                if gpu:
-                    runs.append(("gpu", run_ptx(case, ptx)))
-                for where, got in runs:
-                    counts[where] += 1
-                    diff = first_difference(want, got, case.m)
-                    if diff:
-                        bad += 1
-                        print(f"kernel seed {s}: {where} MISMATCH {diff}\n{case.mettle}",
-                              file=out)
-            except Exception as e:  # noqa: BLE001
-                bad += 1
-                print(f"kernel seed {s}: FAILED {e}\n{case.mettle}", file=out)
-    print(f"difftest --kernels: {len(seeds)} kernels, {counts}, {bad} failing", file=out)
+            for opt in ("O0", "O"):
+                try:
+                    want = reference(case, work)
+                    ptx, spv = build(case, work, "ptx", opt), build(case, work, "spirv", opt)
+                    if ptxas.find_ptxas():
+                        ptxas.assemble(ptx.decode(), PTX_ARCH)
+                        counts["ptxas"] += 1
+                    if spirv.find_spirv_val():
+                        spirv.validate(spv)
+                        counts["spirv-val"] += 1
+                    runs = []
+                    if pocl:
+                        runs.append(("pocl", run_spirv(case, spv)))
+                    if gpu:
+                        runs.append(("gpu", run_ptx(case, ptx)))
+                    for where, got in runs:
+                        counts[where] += 1
+                        diff = first_difference(want, got, case.m)
+                        if diff:
+                            bad += 1
+                            print(f"kernel seed {s} -{opt}: {where} MISMATCH {diff}\n"
+                                  f"{case.mettle}", file=out)
+                except Exception as e:  # noqa: BLE001
+                    bad += 1
+                    print(f"kernel seed {s} -{opt}: FAILED {e}", file=out)
+                    small = reduce_failure(case, e, opt, work)
+                    print(f"reduced:\n{small.mettle}", file=out, flush=True)
+    print(f"difftest --kernels: {len(seeds)} kernels at -O0 and -O, runs {counts}, "
+          f"{bad} failing", file=out)
     return 1 if bad else 0

@@ -83,6 +83,7 @@ class KernelGen(Gen):
 
 @dataclass
 class KernelCase:
+    """`parts` (helpers, body statements, outputs) is what `render` made it from."""
     seed: int
     mettle: str             # the kernel module
     c: str                  # the CPU reference program (prints n*m lines)
@@ -90,6 +91,7 @@ class KernelCase:
     inputs: list            # [(buffer name, dtype, [values])]
     n: int                  # work items
     m: int                  # outputs per work item
+    parts: tuple = ()
 
 
 def _values(rng: random.Random, t: str, n: int) -> list:
@@ -125,14 +127,20 @@ def generate_kernel(seed: int, n: int = 2 * BLOCK) -> KernelCase:
         scope.add("var", name, t, None)
     body += [g.stmt(scope, 2, 0, False) for _ in range(r.randint(4, 10))]
     outs = [(nm, t, extra) for kind, nm, t, extra in scope.all() if kind in ("var", "const")]
-    m = len(outs)
+    return render(seed, [f for f, _ in g.helpers], body, outs, inputs, n)
+
+
+def render(seed: int, helpers: list, body: list, outs: list, inputs: list,
+           n: int) -> KernelCase:
+    """The kernel module and its C reference from the generated pieces (the reducer
+    re-renders after each deletion)."""
     from .program import Var
+    m = len(outs)
 
     def out_expr(nm, t, cv):
         v = Var(nm, t, cv)
         return Call("f2i", [v], "int64") if is_float(t) else v
     kname = f"dk{seed}"
-    helpers = [f for f, _ in g.helpers]
     params = "out: int64*, " + ", ".join(f"{b}: {t}*" for b, t, _ in inputs) + ", n: int32"
     mk = ["fn f2i(x: float64) -> int64 {",
           "    if (x > -1000000000000000.0 && x < 1000000000000000.0) { return (int64)x; }",
@@ -160,7 +168,23 @@ def generate_kernel(seed: int, n: int = 2 * BLOCK) -> KernelCase:
     for nm, t, cv in outs:
         ck.append(f"        print_int({out_expr(nm, t, cv).c()}); newline();")
     ck += ["    }", "    return 0;", "}"]
-    return KernelCase(seed, "\n".join(mk) + "\n", "\n".join(ck) + "\n", kname, inputs, n, m)
+    case = KernelCase(seed, "\n".join(mk) + "\n", "\n".join(ck) + "\n", kname, inputs, n, m)
+    case.parts = (helpers, body, outs)
+    return case
+
+
+def reduce_kernel(case: KernelCase, interesting) -> tuple[KernelCase, int]:
+    """Delete statements of the kernel body and its helpers while `interesting(case)`."""
+    from .program import Program
+    from .reduce import reduce_program
+    helpers, body, outs = case.parts
+    holder = Program(case.seed, [], list(helpers) + [Function("body", [], "void", body)])
+
+    def as_case(p):
+        return render(case.seed, p.functions[:-1], p.functions[-1].body, outs, case.inputs,
+                      case.n)
+    small, checks = reduce_program(holder, lambda p: interesting(as_case(p)))
+    return as_case(small), checks
 
 
 def main(seeds, args) -> int:

@@ -67,7 +67,24 @@ class ExprMixin:
         self.b.store(p, self.rvalue(e, t))
 
     def zero_fill(self, p, t: Type) -> None:
-        self.b.memcpy(p, self._const_global(t, []), t.size)
+        """A local array or struct without initializer starts zeroed, on every target: host
+        code copies from a zero constant; device code stores zero field by field (a SPIR-V
+        kernel cannot read a constant global through a generic pointer)."""
+        if not self.device:
+            self.b.memcpy(p, self._const_global(t, []), t.size)
+            return
+        if isinstance(t, StructType):
+            full = self.ctx.structs.full(t)
+            if full is not t:
+                p = self.b.bitcast(p, ptr(full, p.type.space))
+            for i, (_, ft) in enumerate(full.fields):
+                self.zero_fill(self.b.fieldptr(p, i), ft)
+        elif isinstance(t, ArrayType):
+            first = self.b.elemptr(p)
+            for k in range(t.count):
+                self.zero_fill(self.b.ptradd(first, self.b.const(I64, k)), t.elem)
+        else:
+            self.b.store(p, self.b.const(t, 0.0 if t.is_float else 0))
 
     # ---------------------------------------------------------------- constants
     def lookup(self, name: str):
