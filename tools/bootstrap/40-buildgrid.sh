@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs BuildGrid (a REAPI server) into the git-ignored .bootstrap/buildgrid/ virtualenv,
-# for the remote-cache demonstration (tools/remote_cache/demo.py, tests/rules/).
+# for the remote-cache demonstration (tools/remote/cache_demo.py, exec_demo.py, tests/rules/).
 #
 # Why a separate venv and not the lockfile: BuildGrid is a server the demo starts as a
 # process (bgd), never imported by our code or tests, and it brings grpc/SQLAlchemy/... pins
