@@ -35,6 +35,7 @@ class CompileKernelRequest:
     tensor_tuple_budget: Optional[int]
     validate: bool
     spirv_target_env: str
+    fp_contract: bool = True  # False: --fp-contract=off
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,8 @@ def compile_argv(req: CompileKernelRequest, source: str, stdlib_root: str) -> Tu
         argv += ["--ptx-version", req.ptx_version]
     if req.tensor_tuple_budget:
         argv += ["--gpu-tensor-tuple-budget", str(req.tensor_tuple_budget)]
+    if not req.fp_contract:
+        argv.append("--fp-contract=off")
     return tuple(argv)
 
 

@@ -20,9 +20,10 @@ from pants.engine.unions import UnionRule
 
 from toolchain.rules.compile_kernel import CompiledKernel, CompileKernelRequest
 from toolchain.rules.target_types import (GpuVariantSelectTarget, MettleFormatField,
-                                          MettleGpuArchField, MettleKernelTarget,
-                                          MettleOptimizeField, MettlePtxVersionField,
-                                          MettleSourceField, MettleSpirvTargetEnvField,
+                                          MettleFpContractField, MettleGpuArchField,
+                                          MettleKernelTarget, MettleOptimizeField,
+                                          MettlePtxVersionField, MettleSourceField,
+                                          MettleSpirvTargetEnvField,
                                           MettleTensorTupleBudgetField, MettleValidateField)
 
 EXTENSIONS = {"ptx": "ptx", "spirv": "spv"}
@@ -46,6 +47,7 @@ def compile_request(tgt: Target, output_stem: str,
         tensor_tuple_budget=(tgt[MettleTensorTupleBudgetField].value if budget is None
                              else int(budget)),
         validate=tgt[MettleValidateField].value,
+        fp_contract=tgt[MettleFpContractField].value,
         spirv_target_env=tgt[MettleSpirvTargetEnvField].value,
     )
 

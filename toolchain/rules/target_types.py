@@ -82,6 +82,14 @@ class MettleOptimizeField(BoolField):
     help = "Compile with `-O` (the optimizer); `False` compiles the unoptimized IR."
 
 
+class MettleFpContractField(BoolField):
+    alias = "fp_contract"
+    default = True
+    help = ("Let float multiply-add pairs fuse into FMA on the GPU (the compiler's default); "
+            "`False` compiles with `--fp-contract=off`: every f32/f64 add/sub/mul rounded "
+            "separately, bit-reproducible.")
+
+
 class MettleHostTargetField(StringField):
     alias = "target"
     valid_choices = ("x86_64-linux", "aarch64-linux", "x86_64-windows")
@@ -145,6 +153,7 @@ class MettleKernelTarget(Target):
         MettleGpuArchField,
         MettleFormatField,
         MettleOptimizeField,
+        MettleFpContractField,
         MettlePtxVersionField,
         MettleTensorTupleBudgetField,
         MettleValidateField,
