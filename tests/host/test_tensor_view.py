@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import struct
 import subprocess
 
 import pytest
 
 from toolchain.providers.cuda.fake import build as fake_build
+from toolchain.providers.cuda.fake import tensor_map as fake_map
 
 from .cross import build_for, normalized_driver_log, run_on, why_not_runnable
 from .support import build, run
@@ -113,12 +113,8 @@ def _fields(line: str) -> dict[str, str]:
 
 def _expected_image(element, extents, strides, tiles, steps) -> bytes:
     """Bytes 8..127 of the fake's map for these arguments."""
-    rank = len(extents)
-    pad = lambda v, n: list(v) + [0] * (n - len(v))  # noqa: E731
     box = [t * s for t, s in zip(tiles, steps)]
-    return (struct.pack("<II", element, rank) + struct.pack("<5Q", *pad(extents, 5))
-            + struct.pack("<5I", *pad(box, 5)) + struct.pack("<5I", *pad(steps, 5))
-            + struct.pack("<4Q", *pad(strides, 4)))
+    return fake_map.image(0, element, extents, strides, box, steps)[8:]
 
 
 def _run(exe, driver, log, extra=None, target="x86_64-linux"):

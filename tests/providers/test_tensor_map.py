@@ -5,22 +5,18 @@ without the element size, box = tile * element stride, no interleave/swizzle/L2,
 and device_view uploads exactly that map, at the requested offset."""
 from __future__ import annotations
 
-import struct
-
 import pytest
 
 from toolchain.providers.cuda import driver, tensor_map
+from toolchain.providers.cuda.fake import tensor_map as fake_map
 
 F32_3D = dict(element="f32", extents=(40, 7, 3), strides=(4, 192, 1344), tiles=(8, 4, 2),
               element_strides=(1, 2, 3))
 
 
 def _image(base, dtype, extents, strides, tiles, element_strides) -> bytes:
-    pad = lambda v, n: list(v) + [0] * (n - len(v))  # noqa: E731
     box = [t * e for t, e in zip(tiles, element_strides)]
-    return (struct.pack("<QII", base, dtype, len(extents)) + struct.pack("<5Q", *pad(extents, 5))
-            + struct.pack("<5I", *pad(box, 5)) + struct.pack("<5I", *pad(element_strides, 5))
-            + struct.pack("<4Q", *pad(strides[1:], 4)))
+    return fake_map.image(base, dtype, extents, strides[1:], box, element_strides)
 
 
 def test_encode_tiled_passes_the_prescribed_geometry(fake_driver):
