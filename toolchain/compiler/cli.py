@@ -276,7 +276,7 @@ def _compile(source: str, opts, fmt: str) -> int:
             return 1
     if opts.profile:
         for phase, secs in result.timings.items():
-            print(f"{phase:>10}: {secs * 1000:8.2f} ms", file=sys.stderr)
+            print(f"{phase:>22}: {secs * 1000:8.2f} ms", file=sys.stderr)
     return 0
 
 

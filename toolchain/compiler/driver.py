@@ -100,7 +100,8 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
         module.opt_level = 1      # host backends allocate registers in optimised modules
         timer.run("optimize", optimize, module, gpu=gpu, target_info=_target_info(opts),
                   options=OptOptions(verify_each=opts.verify_each,
-                                     dump_after=frozenset(opts.dump_ir_after)))
+                                     dump_after=frozenset(opts.dump_ir_after),
+                                     timings=timer.phases if opts.profile else None))
     ir_text = format_module(module) if opts.dump_ir else None
     data, objects = timer.run("codegen", _generate, module, opts)
     explain = module.remarks.format() if opts.explain else None

@@ -14,6 +14,7 @@ one file plus one `Pass(...)` row, placed in PIPELINE.
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Callable, TextIO
 
@@ -69,6 +70,7 @@ class OptOptions:
     dump_stream: TextIO | None = None              # default: sys.stderr
     pipeline: tuple[str, ...] | None = None        # tests run single passes
     extra: dict = field(default_factory=dict)
+    timings: dict | None = None                    # --profile: "opt.PASS" -> seconds
 
 
 def optimize(module: Module, *, gpu: bool, target_info=None, options: OptOptions | None = None,
@@ -140,9 +142,14 @@ def run_pipeline(fn, names, analyses: Analyses, opts: OptOptions) -> bool:
             continue
         name = entry
         p = PASSES[name]
+        t0 = time.perf_counter() if opts.timings is not None else 0.0
         for r in p.requires:
             analyses.get(r)
-        if p.run(fn, analyses):
+        did = p.run(fn, analyses)
+        if opts.timings is not None:
+            key = f"opt.{name}"
+            opts.timings[key] = opts.timings.get(key, 0.0) + time.perf_counter() - t0
+        if did:
             changed = True
             analyses.after_pass(p.invalidates)
             if opts.verify_each:
