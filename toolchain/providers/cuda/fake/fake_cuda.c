@@ -652,8 +652,7 @@ static const char *tensor_map_invalid(int dtype, unsigned rank, uint64_t base,
 /* Records its arguments and fills the 128-byte map with them, little-endian: base (u64, at 0),
  * dtype and rank (u32, 8 and 12), dims[5] (u64, 16), box[5] (u32, 56), elementStrides[5]
  * (u32, 76), strides[4] (u64, 96); unused slots are zero (tensor_map.py builds the same bytes
- * in Python). Invalid geometry returns
- * CUDA_ERROR_INVALID_VALUE with "invalid=<rule>" in the log line. */
+ * in Python). Invalid geometry returns CUDA_ERROR_INVALID_VALUE with "invalid=<rule>" logged. */
 CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *base,
                                 const uint64_t *dims, const uint64_t *strides,
                                 const uint32_t *box, const uint32_t *estr, int interleave,
