@@ -214,6 +214,23 @@ def check_record_only(tmp: Path) -> None:
     assert result.exit_code == 0 and marker.exists() and record["executed"]
 
 
+def check_refuses_another_platform(tmp: Path) -> None:
+    fake = FakeCas()
+    command = re_pb2.Command(arguments=["/bin/true"])
+    command.platform.properties.add(name="gpu", value="sm_90a")
+    action = re_pb2.Action(command_digest=fake.put_message(command),
+                           input_root_digest=directory(fake))
+    payload = any_pb2.Any()
+    payload.Pack(action)
+    worker = make_worker(tmp / "w5", fake, "--property", "gpu=none")
+    try:
+        worker.execute(payload)
+    except cas_mod.ActionError as e:
+        assert "needs {'gpu': 'sm_90a'}" in str(e)
+    else:
+        raise AssertionError("a gpu=none worker ran a gpu=sm_90a action")
+
+
 def check_escaping_paths_fail_the_action(tmp: Path) -> None:
     fake = FakeCas()
     root = directory(fake)
@@ -226,7 +243,8 @@ def check_escaping_paths_fail_the_action(tmp: Path) -> None:
 def main_checks() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for check in (check_runs_an_action, check_missing_output_and_failure,
-                      check_record_only, check_escaping_paths_fail_the_action):
+                      check_record_only, check_refuses_another_platform,
+                      check_escaping_paths_fail_the_action):
             sub = Path(tmp) / check.__name__
             sub.mkdir()
             check(sub)

@@ -2,7 +2,8 @@
 input roots with nested directories, executables, symlinks and a ByteStream-sized blob are
 materialised; outputs (files, directory trees with symlinks, big blobs) come back as an
 ActionResult; a failing or escaping action fails, the record-only mode runs nothing it
-matches. The checks live in remote_worker_check.py and run on BuildGrid's interpreter
+matches, and an action for another platform (e.g. gpu=sm_90a on a gpu=none worker) is
+refused. The checks live in remote_worker_check.py and run on BuildGrid's interpreter
 (grpc + protos); skipped when tools/bootstrap/40-buildgrid.sh has not installed it."""
 from __future__ import annotations
 
@@ -23,5 +24,5 @@ def test_worker_reapi_layer():
                           timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for name in ("runs_an_action", "missing_output_and_failure", "record_only",
-                 "escaping_paths_fail_the_action"):
+                 "refuses_another_platform", "escaping_paths_fail_the_action"):
         assert f"ok: check_{name}" in proc.stdout

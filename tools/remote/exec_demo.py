@@ -10,12 +10,13 @@ usage: exec_demo.py [--bgd PATH] [--work DIR]
    `--tag=gpu test tests/gpu::`; once Pants reports the hardware-test actions waiting, the
    worker `gpu` (gpu=sm_90a, --record-only on Pants' pytest shim) joins: it runs the setup
    actions of the test environment and records, without executing, each pytest run;
-3. clone B elsewhere (same commit), another empty local store: `package //app:host`;
+3. meanwhile (once A's package is cached) clone B elsewhere at the same commit, with another
+   empty local store, runs `package //app:host`;
 4. passes (exit 0) only when
    - every Mettle action (compile, link, ptxas/spirv-val) of A executed on `plain`, none
      locally, and every action any worker saw carried that worker's `gpu` property;
    - while no GPU worker existed the tests waited (Pants listed them as waiting) and `plain`
-     took none; every hardware test was then leased by `gpu` (recorded, not run) and
+     took none of them; every hardware test was then leased by `gpu` (recorded, not run) and
      `./pants test` failed saying so;
    - the packaged outputs equal, byte for byte, the same compiler commands run here, locally,
      and A's and B's outputs are identical;
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -136,12 +138,12 @@ def run(bgd: Path, work: Path) -> int:
         a_clone = make_clone(root, work / "a" / "checkout")
         a_pkg = logged(work / "a-package.log", run_pants(a_clone, *flags, *PACKAGE, env=env))
         plain_pkg = grid.records("plain")
-        # No GPU worker yet: the hardware tests must wait (Pants says so), not run on plain.
+        # No GPU worker yet: the hardware tests must wait (Pants says so), not run on plain
+        # (check_placement: every lease carried its worker's own `gpu` value).
         waited = {}
         give_up = time.monotonic() + WAIT_S
 
         def gpu_arrives():
-            waited["plain leases"] = len(grid.records("plain"))
             grid.add_worker("gpu", GPU, record_only=PYTEST_MARK)
 
         def waiting(line: str) -> bool:
@@ -150,15 +152,17 @@ def run(bgd: Path, work: Path) -> int:
                 return True
             return time.monotonic() > give_up
 
-        a_test = run_pants_watching(a_clone, *flags, *GPU_TEST, log=work / "a-test.log",
-                                    env=env, when=waiting, then=gpu_arrives)
-        grid.check_workers()
-        plain_a, gpu_a = grid.records("plain"), grid.records("gpu")
-        env = {"PANTS_LOCAL_STORE_DIR": str(work / "store-b")}
+        # Checkout B needs only A's package in the cache: it builds while A's tests wait.
         b_clone = make_clone(root, work / "b" / "elsewhere", like=a_clone)
-        b_pkg = logged(work / "b-package.log", run_pants(b_clone, *flags, *PACKAGE, env=env))
+        b_env = {"PANTS_LOCAL_STORE_DIR": str(work / "store-b")}
+        with ThreadPoolExecutor(1) as pool:
+            b_future = pool.submit(run_pants, b_clone, *flags, *PACKAGE, env=b_env)
+            a_test = run_pants_watching(a_clone, *flags, *GPU_TEST, log=work / "a-test.log",
+                                        env=env, when=waiting, then=gpu_arrives)
+            b_pkg = logged(work / "b-package.log", b_future.result())
         grid.check_workers()
-        plain_b = grid.records("plain")[len(plain_a):]
+        gpu_a = grid.records("gpu")
+        plain_b = grid.records("plain")[len(plain_pkg):]  # A's tests lease nothing on plain
         check_placement(grid, problems)
 
     # A: every action of the package ran on `plain`, the Mettle ones included; none here.
@@ -183,8 +187,8 @@ def run(bgd: Path, work: Path) -> int:
     # Hardware tests: waited while no GPU worker existed; then leased by `gpu` only,
     # recorded, never run; ./pants test says so.
     numbers.append(f"A: with no gpu worker, Pants listed as waiting: {waited.get('message')!r}")
-    if "message" not in waited or waited.get("plain leases") != len(plain_a):
-        problems.append(f"no wait for a GPU worker was seen (or plain took work): {waited}")
+    if "message" not in waited:
+        problems.append("Pants listed no hardware-test action as waiting for a GPU worker")
     tests_a = [r for r in gpu_a if is_test_run(r)]
     numbers.append(f"A: {len(tests_a)} hardware test runs recorded (not run) by gpu, "
                    f"{len(gpu_a) - len(tests_a)} setup actions of the gpu environment "

@@ -6,10 +6,11 @@ any number of test workers (tools/remote/worker.py).
 usage: grid.py [--work DIR] [--worker NAME:K=V,K=V[:RECORD_ONLY_REGEX]]...
        (serves until interrupted; default: one worker "plain" with gpu=none)
 
-Invariants: everything lives under the work directory (database, logs, worker sandboxes)
-except the database socket, which goes in a short /tmp directory because Unix socket paths
-are limited to 107 bytes; PostgreSQL refuses to run as root, so as root it runs as the
-`postgres` user (or `nobody`). stop() ends every process it started, on every exit path.
+Invariants: logs and worker sandboxes live under the work directory; the database and its
+socket live in a short /tmp/mettle-pg-* directory, removed by stop(), because Unix socket
+paths are limited to 107 bytes and because PostgreSQL refuses to run as root: as root it runs
+as the `postgres` user (or `nobody`), which cannot enter a root-only work directory (pytest's
+tmp_path). stop() ends every process it started, on every exit path.
 """
 from __future__ import annotations
 
@@ -123,8 +124,8 @@ class Grid:
         if bindir is None:
             raise GridError("no PostgreSQL server (initdb); install Debian's postgresql")
         user = self._db_user()
-        data = self.work / "pgdata"
         self.socket_dir = Path(tempfile.mkdtemp(prefix="mettle-pg-"))
+        data = self.socket_dir / "data"
         data.mkdir()
         if user:
             uid = pwd.getpwnam(user).pw_uid

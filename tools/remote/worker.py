@@ -51,7 +51,8 @@ from buildgrid._protos.google.devtools.remoteworkers.v1test2 import (  # pants: 
     bots_pb2, bots_pb2_grpc, worker_pb2)  # pants: no-infer-dep
 
 from tools.remote.cas import Cas, ResultBuilder  # noqa: E402
-from tools.remote.sandbox import ActionError, prepare_outputs, run, scan_output  # noqa: E402
+from tools.remote.sandbox import (ActionError, inside, prepare_outputs, run,  # noqa: E402
+                                  scan_output)
 
 # The server long-polls UpdateBotSession; the worker asks again at least this often.
 POLL_TIMEOUT_S = 20
@@ -103,11 +104,17 @@ class Worker:
             payload.Unpack(digest)
             action = self.cas.message(digest, re_pb2.Action)
         command = self.cas.message(action.command_digest, re_pb2.Command)
+        platform = self.platform_of(command, action)
+        mine = dict(self.props)
+        wrong = {k: v for k, v in platform.items() if k in mine and mine[k] != v}
+        if wrong:
+            # The scheduler should never send it; refusing keeps the hardware promise anyway.
+            raise ActionError(f"action needs {wrong}, this worker has {mine}")
         record = {"worker": self.args.name,
                   "action": hashlib.sha256(action.SerializeToString()).hexdigest(),
                   "argv": list(command.arguments),
                   "env": {e.name: e.value for e in command.environment_variables},
-                  "platform": self.platform_of(command, action),
+                  "platform": platform,
                   "executed": not self.record_only(command)}
         result = re_pb2.ActionResult()
         result.execution_metadata.worker = self.args.name
@@ -129,7 +136,7 @@ class Worker:
         sandbox = self.work / "actions" / uuid.uuid4().hex
         try:
             self.cas.materialize(action.input_root_digest, sandbox)
-            cwd = sandbox / command.working_directory if command.working_directory else sandbox
+            cwd = inside(sandbox, command.working_directory)
             paths = list(command.output_paths) or [*command.output_files,
                                                    *command.output_directories]
             prepare_outputs(cwd, paths)
