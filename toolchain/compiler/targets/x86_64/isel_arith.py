@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ...ir.module import Const
 from ...ir.types import FloatType, IntType, Type
-from .isel_values import ice
+from .isel_values import const_bits, ice
 from .operands import Imm, Sym
 from .regs import AL, CL, EAX, ECX, EDX, RAX, RBP, RCX, RDX, XMM0, XMM1
 
@@ -31,6 +31,19 @@ def _sse(t: Type) -> str:
     return "ss" if t.size == 4 else "sd"
 
 
+def imm32(v) -> Imm | None:
+    """A constant whose 64-bit register image is a sign-extended imm32, as an immediate."""
+    if not isinstance(v, Const) or v.type.is_float:
+        return None
+    bits = const_bits(v) & (1 << 64) - 1
+    signed = bits - (1 << 64) if bits >> 63 else bits
+    return Imm(signed) if -(1 << 31) <= signed < (1 << 31) else None
+
+
+_INVERSE_CC = {"e": "ne", "ne": "e", "l": "ge", "ge": "l", "le": "g", "g": "le", "b": "ae",
+               "ae": "b", "be": "a", "a": "be"}
+
+
 class ArithMixin:
     def op_binary(self, ins) -> None:
         a, b = ins.operands
@@ -39,8 +52,21 @@ class ArithMixin:
             return
         e = self.asm.emit
         self.load_bits(a, RAX)
-        self.load_bits(b, RCX)
         op = ins.op
+        imm = imm32(b)
+        if imm is not None and op in _INT_OPS:      # a constant operand is an immediate
+            if op == "mul":
+                e("imul", RAX, RAX, imm)
+            else:
+                e(_INT_OPS[op], RAX, imm)
+            self.store_bits(ins, RAX)
+            return
+        if imm is not None and op in ("shl", "shr"):
+            count = Imm(imm.value & (ins.type.bits - 1))
+            e("shl" if op == "shl" else "sar" if _signed(ins.type) else "shr", RAX, count)
+            self.store_bits(ins, RAX)
+            return
+        self.load_bits(b, RCX)
         if op in _INT_OPS:
             e(_INT_OPS[op], RAX, RCX)
         elif op in ("div", "rem"):
@@ -102,9 +128,14 @@ class ArithMixin:
             self._float_cmp(pred, a, b)
         else:
             self.load_bits(a, RAX)
-            self.load_bits(b, RCX)
-            e("cmp", RAX, RCX)
+            imm = imm32(b)
+            if imm is None:
+                self.load_bits(b, RCX)
+            e("cmp", RAX, imm or RCX)
             cc = (_SIGNED_CC if _signed(a.type) else _UNSIGNED_CC)[pred]
+            if self.fuses_with_branch(ins):   # the next cbr jumps on the flags instead
+                self.flags = (ins, cc)
+                return
             e("set" + cc, AL)
         e("movzx", EAX, AL)
         self.store_bits(ins, RAX, raw=True)

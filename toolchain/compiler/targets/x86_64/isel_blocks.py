@@ -24,7 +24,8 @@ class BlockMixin:
         for i, block in enumerate(fn.blocks):
             self.next_block = fn.blocks[i + 1] if i + 1 < len(fn.blocks) else None
             self.asm.label(self.labels[id(block)])
-            for ins in block.instrs:
+            for k, ins in enumerate(block.instrs):
+                self.next_ins = block.instrs[k + 1] if k + 1 < len(block.instrs) else None
                 self.instr(ins)
 
     def instr(self, ins) -> None:

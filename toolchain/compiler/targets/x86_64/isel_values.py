@@ -57,6 +57,9 @@ class ValueMixin:
     frame: Frame
     module: object
     regs: dict = {}      # id(value) -> register, from regalloc.allocate (empty: all slots)
+    # (value, register, code offset, label count) right after store_bits: a load of that
+    # value into that register at the same offset, with no label in between, is redundant
+    _just_stored: tuple | None = None
 
     def slot(self, v, disp: int = 0, size: int | None = None) -> Mem:
         return Mem(RBP, disp=self.frame.offset(v) + disp, size=size)
@@ -91,6 +94,8 @@ class ValueMixin:
         elif is_alloca(v):
             e("lea", reg, self.slot(v))
         elif isinstance(v, (Param, Instr, Local)):
+            if self._just_stored == (id(v), reg, self.asm.offset, len(self.asm.labels)):
+                return   # the previous instruction stored this very register
             e("mov", reg, self.loc(v))
         else:
             raise ice(f"cannot load operand {v!r}")
@@ -111,6 +116,7 @@ class ValueMixin:
         if not raw:
             normalize(self.asm, ins.type, reg)
         self.asm.emit("mov", self.loc(ins), reg)
+        self._just_stored = (id(ins), reg, self.asm.offset, len(self.asm.labels))
 
     def store_xmm(self, ins, x: Reg) -> None:
         if ins.type.size == 4:
