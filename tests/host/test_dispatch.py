@@ -159,7 +159,9 @@ def test_vadd_app_without_gpu(vadd_app, tmp_path):
 def test_vadd_app_detects_wrong_results(vadd_app, fake_driver, tmp_path):
     """A driver that launches nothing leaves c zeroed: the CPU check must catch it."""
     env = fake_env(fake_driver, tmp_path / "log.txt")
-    env["METTLE_FAKE_CUDA_CELLS"] = "8,8,8,8"   # cells the fake's vadd refuses to compute
+    # a 2-byte count cell: a layout the fake's vadd refuses to compute (it accepts 4- and
+    # 8-byte counts, and an 8-byte read of the 4-byte n cell could see zeros beyond it)
+    env["METTLE_FAKE_CUDA_CELLS"] = "8,8,8,2"
     out = run(vadd_app / "vadd", env)
     assert out.returncode == 1 and out.stdout.startswith("vadd: mismatch at ")
 
