@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from tools.difftest.kernel_runs import reference
+from tools.difftest.kernel_runs import build, first_difference, reference
 from tools.difftest.kernels import generate_kernel
 from tools.difftest.runner import cc_path
 
@@ -37,6 +37,23 @@ def expected(case) -> tuple[list[int] | None, str]:
     assert stored["source"] == source_digest(case), \
         "the generator changed: rerun with METTLE_BLESS=1 where gcc exists"
     return None, stored["values"]
+
+
+def random_kernel_failures(kind: str, opt: str, run) -> list[str]:
+    """Build every seed's kernel as `kind` at `opt`, `run(case, binary)` it, and describe
+    each one whose outputs differ from the C reference."""
+    failures = []
+    with tempfile.TemporaryDirectory() as d:
+        for seed in SEEDS:
+            if (seed, opt) in KNOWN:
+                continue
+            case = generate_kernel(seed)
+            want, want_digest = expected(case)
+            got = run(case, build(case, d, kind, opt))
+            if digest(got) != want_digest:
+                diff = first_difference(want, got, case.m) if want else "digest differs"
+                failures.append(f"seed {seed} -{opt}: {diff}\n{case.mettle}")
+    return failures
 
 
 def bless() -> None:

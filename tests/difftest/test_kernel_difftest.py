@@ -8,10 +8,10 @@ import tempfile
 
 import pytest
 
-from tests.difftest.kernel_cases import KNOWN, SEEDS, digest, expected
+from tests.difftest.kernel_cases import KNOWN, SEEDS, random_kernel_failures
 from tests.support import ptxas, spirv
 from tests.support.opencl import opencl_available
-from tools.difftest.kernel_runs import PTX_ARCH, build, first_difference, run_spirv
+from tools.difftest.kernel_runs import PTX_ARCH, build, run_spirv
 from tools.difftest.kernels import generate_kernel
 
 
@@ -34,15 +34,5 @@ def test_random_kernels_on_pocl_match_c(opt):
     ok, why = opencl_available()
     if not ok:
         pytest.skip(why)
-    failures = []
-    with tempfile.TemporaryDirectory() as d:
-        for seed in SEEDS:
-            if (seed, opt) in KNOWN:
-                continue
-            case = generate_kernel(seed)
-            want, want_digest = expected(case)
-            got = run_spirv(case, build(case, d, "spirv", opt))
-            if digest(got) != want_digest:
-                diff = first_difference(want, got, case.m) if want else "digest differs"
-                failures.append(f"seed {seed} -{opt}: {diff}\n{case.mettle}")
+    failures = random_kernel_failures("spirv", opt, run_spirv)
     assert not failures, "\n".join(failures[:3])

@@ -5,15 +5,12 @@ scalar kernels run as PTX on a CUDA GPU against the CPU reference. Skips without
 """
 from __future__ import annotations
 
-import tempfile
-
 import pytest
 
-from tests.difftest.kernel_cases import KNOWN, SEEDS, digest, expected
+from tests.difftest.kernel_cases import random_kernel_failures
 from tests.difftest.narrow_kernels import BLOCK, EXPRS, N, NARROW, inputs, oracle, source
 from toolchain.providers.cuda import driver
-from tools.difftest.kernel_runs import build, compile_mettle_emit, first_difference, run_ptx
-from tools.difftest.kernels import generate_kernel
+from tools.difftest.kernel_runs import compile_mettle_emit, run_ptx
 
 np = pytest.importorskip("numpy")
 pytestmark = pytest.mark.gpu
@@ -49,17 +46,7 @@ def test_narrow_ops_on_gpu(tmp_path, t):
 
 @pytest.mark.parametrize("opt", ["O0", "O"])
 def test_random_kernels_on_gpu_match_c(opt):
-    failures = []
-    with tempfile.TemporaryDirectory() as d:
-        for seed in SEEDS:
-            if (seed, opt) in KNOWN:
-                continue
-            case = generate_kernel(seed)
-            want, want_digest = expected(case)
-            got = run_ptx(case, build(case, d, "ptx", opt))
-            if digest(got) != want_digest:
-                diff = first_difference(want, got, case.m) if want else "digest differs"
-                failures.append(f"seed {seed} -{opt}: {diff}\n{case.mettle}")
+    failures = random_kernel_failures("ptx", opt, run_ptx)
     assert not failures, "\n".join(failures[:3])
 
 

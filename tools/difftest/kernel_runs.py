@@ -37,16 +37,7 @@ def build(case: KernelCase, workdir: str, kind: str, opt: str = "O0") -> bytes:
 
 
 def compile_mettle_emit(src: str, out: str, kind: str, flags: list[str]):
-    from toolchain.compiler import cli
-    import contextlib
-    import io
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(err):
-            rc = cli.main([f"--emit-{kind}", src, "-o", out, *flags])
-    except Exception as e:  # noqa: BLE001  a crash is a finding
-        return 99, f"compiler crashed: {type(e).__name__}: {e}"
-    return rc, err.getvalue()
+    return compile_mettle([f"--emit-{kind}", src, "-o", out, *flags])
 
 
 def decode(raw: bytes, n: int, m: int) -> list[int]:

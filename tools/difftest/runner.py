@@ -74,13 +74,13 @@ def run_c(c_src: str, workdir: str, name: str = "ref") -> Outcome:
     return _run([exe])
 
 
-def compile_mettle(src: str, out: str, args: tuple[str, ...]) -> tuple[int, str]:
+def compile_mettle(argv: list[str]) -> tuple[int, str]:
     """Run the CLI in this process; returns (exit status, diagnostics)."""
     from toolchain.compiler import cli
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(err):
-            rc = cli.main(["--build", src, "-o", out, *args])
+            rc = cli.main(argv)
     except SystemExit as e:           # argparse refusing a flag
         rc = e.code if isinstance(e.code, int) else 2
     except Exception as e:            # noqa: BLE001  a compiler crash is a finding
@@ -94,7 +94,8 @@ def run_mettle(m_src: str, workdir: str, target: HostTarget, opt: str,
     exe = os.path.join(workdir, f"{name}.{target.name}.{opt}{target.exe_suffix}")
     with open(src, "w") as f:
         f.write(m_src)
-    rc, diag = compile_mettle(src, exe, (*target.cli_args, *OPT_LEVELS[opt]))
+    rc, diag = compile_mettle(["--build", src, "-o", exe, *target.cli_args,
+                               *OPT_LEVELS[opt]])
     if rc != 0:
         crashed = rc == 99 or "Traceback" in diag or "internal error" in diag
         return Outcome("compiler-crash" if crashed else "compile-error", detail=diag[-2000:])
