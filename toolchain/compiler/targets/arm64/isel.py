@@ -18,6 +18,7 @@ from .abi_aapcs64 import layout
 from .isel_arith import A, ArithMixin
 from .isel_call import CallMixin, reserve_call_space
 from .isel_mem import MemMixin
+from .encodings import invert
 from .isel_values import ValueMixin, ice
 from .operands import Imm, Mem, Sym
 from .regs import FP, LR, SP, X
@@ -74,6 +75,14 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
 
     def op_cbr(self, ins) -> None:
         then, other = ins.targets
+        cc = self.take_flags(ins.operands[0])
+        if cc is not None:   # b.cond on the compare's flags (invert: the exact negation)
+            if then is self.next_block:
+                self.asm.emit("b." + invert(cc), Sym(self.labels[id(other)]))
+                return
+            self.asm.emit("b." + cc, Sym(self.labels[id(then)]))
+            self._jump(other)
+            return
         self.load_bits(ins.operands[0], A)
         if then is self.next_block:
             self.asm.emit("cbz", A, Sym(self.labels[id(other)]))

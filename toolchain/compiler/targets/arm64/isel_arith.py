@@ -9,7 +9,9 @@ float comparisons are false on NaN except `!=`, and float -> uint64 converts val
 """
 from __future__ import annotations
 
+from ...ir.module import Const
 from ...ir.types import IntType
+from ..x86_64.isel_values import const_bits
 from .isel_values import ice
 from .operands import Imm, Sym
 from .regs import D, IP0, S, X, XZR, w
@@ -25,6 +27,15 @@ _FLOAT_CC = {"eq": "eq", "ne": "ne", "lt": "mi", "le": "ls", "gt": "gt", "ge": "
 
 def _signed(t) -> bool:
     return isinstance(t, IntType) and t.signed
+
+
+def add_imm(v) -> int | None:
+    """A constant whose 64-bit image is within ±4095 (an add/sub/cmp immediate)."""
+    if not isinstance(v, Const) or v.type.is_float:
+        return None
+    bits = const_bits(v) & (1 << 64) - 1
+    signed = bits - (1 << 64) if bits >> 63 else bits
+    return signed if -4096 < signed < 4096 else None
 
 
 def fregs(t):
@@ -50,8 +61,15 @@ class ArithMixin:
             self.store_fp(ins, fa)
             return
         self.load_bits(a, A)
-        self.load_bits(b, B)
         op, signed = ins.op, _signed(ins.type)
+        imm = add_imm(b)
+        if imm is not None and op in ("add", "sub"):   # a small constant is an immediate
+            if imm < 0:
+                op, imm = ("sub" if op == "add" else "add"), -imm
+            e(op, A, A, Imm(imm))
+            self.store_bits(ins, A)
+            return
+        self.load_bits(b, B)
         if op in _INT_OPS:
             e(_INT_OPS[op], A, A, B)
         elif op == "div":
@@ -103,9 +121,16 @@ class ArithMixin:
             cc = _FLOAT_CC[pred]
         else:
             self.load_bits(a, A)
-            self.load_bits(b, B)
-            e("cmp", A, B)
+            imm = add_imm(b)
+            if imm is not None and imm >= 0:
+                e("cmp", A, Imm(imm))
+            else:
+                self.load_bits(b, B)
+                e("cmp", A, B)
             cc = (_SIGNED_CC if _signed(a.type) else _UNSIGNED_CC)[pred]
+        if self.fuses_with_branch(ins):   # the next cbr branches on the flags instead
+            self.flags = (ins, cc)
+            return
         e("cset", w(A), cc)
         self.store_bits(ins, A, raw=True)
 

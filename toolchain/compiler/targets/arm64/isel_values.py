@@ -31,6 +31,9 @@ def ice(msg: str):
 
 class ValueMixin:
     regs: dict = {}      # id(value) -> x19..x28 under -O (x86_64/regalloc.py); else slots
+    # (value, register, code offset, label count) right after `put`: reloading that value
+    # into that register at the same offset, with no label in between, is redundant
+    _just_stored: tuple | None = None
 
     # -- immediates and addresses ---------------------------------------------------------
     def mov_imm(self, reg: Reg, value: int) -> None:
@@ -128,6 +131,8 @@ class ValueMixin:
             self.symbol_address(v, reg)
         elif is_alloca(v):
             self.add_offset(reg, FP, self.off(v))
+        elif self._just_stored == (id(v), reg, self.asm.offset, len(self.asm.labels)):
+            return   # the previous instruction stored this very register
         elif id(v) in self.regs:
             self.asm.emit("mov", reg, self.regs[id(v)])
         elif isinstance(v, (Param, Instr, Local)):
@@ -167,6 +172,7 @@ class ValueMixin:
             self.asm.emit("mov", self.regs[id(v)], reg)
         else:
             self.store_mem(reg, FP, self.off(v), 8)
+        self._just_stored = (id(v), reg, self.asm.offset, len(self.asm.labels))
 
     def store_bits(self, ins, reg: Reg, raw: bool = False) -> None:
         if not raw:

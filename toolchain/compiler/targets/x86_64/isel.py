@@ -55,11 +55,6 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
         if lay.ret.kind == "memory":
             self.frame.sret = self.frame.alloc(8)
         self.labels = {id(b): self.asm.new_label("Lb") for b in fn.blocks}
-        self.use_count: dict[int, int] = {}
-        for ins in fn.instructions():
-            for o in ins.operands:
-                self.use_count[id(o)] = self.use_count.get(id(o), 0) + 1
-        self.flags = None    # (compare, condition) whose flags the next cbr uses
         self.asm.section(".text")
         self.asm.align(16)
         public = fn.linkage == "export" or fn.name == "main"
@@ -96,18 +91,10 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
         e("jne", Sym(loop))
 
     # -- control flow -----------------------------------------------------------------------
-    def fuses_with_branch(self, ins) -> bool:
-        """An integer compare whose only use is the cbr right after it sets flags only."""
-        nxt = self.next_ins
-        return nxt is not None and nxt.op == "cbr" and nxt.operands[0] is ins and \
-            self.use_count.get(id(ins), 0) == 1
-
     def op_cbr(self, ins) -> None:
         then, other = ins.targets
-        flags, self.flags = self.flags, None
-        if flags is not None and flags[0] is ins.operands[0]:
-            yes = flags[1]
-        else:
+        yes = self.take_flags(ins.operands[0])
+        if yes is None:
             self.load_bits(ins.operands[0], RAX)
             self.asm.emit("test", EAX, EAX)
             yes = "ne"
