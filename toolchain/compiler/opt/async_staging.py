@@ -103,8 +103,11 @@ def _rewrite(b, pairs, barrier: Instr) -> None:
 
 
 def run(fn, analyses) -> bool:
-    if not analyses.gpu or any(i.op in _ASYNC for i in fn.instructions()):
+    if not analyses.gpu:
         return False
+    ops = {i.op for b in fn.blocks for i in b.instrs}
+    if "gpu.barrier" not in ops or "store" not in ops or ops & set(_ASYNC):
+        return False                         # nothing to stage (and a cheap exit)
     sink = getattr(analyses.module, "remarks", None)
 
     def remarks(span, text):

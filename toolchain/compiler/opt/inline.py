@@ -104,14 +104,12 @@ def inline_call(fn: Function, call: Instr) -> None:
         after.instrs.insert(0, result)
     pos = fn.blocks.index(block) + 1
     fn.blocks[pos:pos] = copies + [after]
-    if result is not None:
-        for b in fn.blocks:
-            for ins in b.instrs:
-                if any(o is call for o in ins.operands):
-                    ins.operands = [result if o is call else o for o in ins.operands]
-    for b in fn.blocks:                       # successors' phis now come from `after`
-        for phi in b.phis:
-            phi.targets = [after if t is block else t for t in phi.targets]
+    for b in fn.blocks:                       # uses of the call read the result; the
+        for ins in b.instrs:                  # successors' phis now come from `after`
+            if result is not None and call in ins.operands:
+                ins.operands = [result if o is call else o for o in ins.operands]
+            if ins.op == "phi" and block in ins.targets:
+                ins.targets = [after if t is block else t for t in ins.targets]
 
 
 def _fresh(fn: Function, name: str) -> str:
@@ -123,23 +121,33 @@ def _fresh(fn: Function, name: str) -> str:
 
 
 def run(fn, analyses) -> bool:
-    if not any(i.op == "call" for i in fn.instructions()):
+    calls = [i for b in fn.blocks for i in b.instrs
+             if i.op == "call" and isinstance(i.operands[0], Function)]
+    if not calls:
         return False                          # compile time: no module scan without calls
     sites = _call_sites(analyses.module) if analyses.module is not None else {}
     sink = getattr(analyses.module, "remarks", None)
+    verdict: dict = {}                        # callee -> eligible, decided once per run
     changed = False
-    for _ in range(64):                       # bounded: each round inlines one call
-        call = next((i for i in fn.instructions() if i.op == "call"
-                     and isinstance(i.operands[0], Function)
-                     and _eligible(fn, i.operands[0], sites)), None)
-        if call is None:
+    for _ in range(4):                        # a copy may expose its callee's calls: bounded
+        todo = []
+        for call in calls:
+            callee = call.operands[0]
+            if callee not in verdict:
+                verdict[callee] = _eligible(fn, callee, sites)
+            if verdict[callee]:
+                todo.append(call)
+        if not todo:
             break
-        callee = call.operands[0]
-        size = _size(callee)
-        inline_call(fn, call)
-        if sink is not None:
-            why = "small" if size <= SIZE else "its only call site"
-            sink.add(fn.name, call.span, NAME, f"inlined call to {callee.name} "
-                                               f"({size} instructions, {why})")
+        for call in todo:
+            callee = call.operands[0]
+            size = _size(callee)
+            inline_call(fn, call)
+            if sink is not None:
+                why = "small" if size <= SIZE else "its only call site"
+                sink.add(fn.name, call.span, NAME, f"inlined call to {callee.name} "
+                                                   f"({size} instructions, {why})")
         changed = True
+        calls = [i for b in fn.blocks for i in b.instrs
+                 if i.op == "call" and isinstance(i.operands[0], Function)]
     return changed

@@ -1,7 +1,7 @@
 """iv-reduce: induction-variable strength reduction of array addresses.
 
-In a counted loop whose induction variable i steps by +1 under `i < n` (or by -1 under
-`i > n`), an address `ptradd(base, wide(i))` with a loop-invariant base is replaced by a
+In an innermost counted loop whose induction variable i steps by +1 under `i < n` (or by
+-1 under `i > n`), an address `ptradd(base, wide(i))` with a loop-invariant base is replaced by a
 pointer induction variable: `p = phi [base + wide(init), preheader], [p + step, latch]`.
 The body then bumps one pointer instead of recomputing base + i*size every iteration, and
 every address with the same base and index shares it.
@@ -88,15 +88,8 @@ def run(fn, analyses) -> bool:
         if sink is not None:
             sink.add(fn.name, span, NAME, text)
 
-    changed, done = False, set()
-    while True:                          # the loop nest changes under a rewrite: rescan
-        for lp in analyses.get("loops").innermost_first():
-            if lp.header in done:
-                continue
-            done.add(lp.header)
-            if _reduce(fn, lp, remarks):
-                analyses.invalidate("all")
-                changed = True
-                break
-        else:
-            return changed
+    changed = False
+    for lp in analyses.get("loops").innermost_first():
+        if not lp.children and _reduce(fn, lp, remarks):
+            changed = True
+    return changed

@@ -58,7 +58,7 @@ PIPELINE: tuple = (
     ("if-convert", ("simplify-cfg",)), "licm",
     ("unroll", ("simplify-cfg", "constfold", "gvn")),
     "async-staging", "tensor-residency", "iv-reduce",
-    ("unroll-runtime", ("simplify-cfg", "gvn")),
+    ("unroll-runtime", ("simplify-cfg",)),
     "dce", "simplify-cfg", "out-of-ssa",
 )
 

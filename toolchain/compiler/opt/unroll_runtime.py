@@ -133,27 +133,21 @@ def _fresh(used: set, name: str) -> str:
 
 
 def run(fn, analyses) -> bool:
+    """Every qualifying innermost loop of one loop analysis: a rewrite only adds blocks
+    outside the loops it touches, so the other innermost loops' facts stay exact."""
     sink = getattr(analyses.module, "remarks", None)
-    done: set = set()
     changed = False
-    while True:
-        for lp in analyses.get("loops").innermost_first():
-            if lp.header in done:
-                continue
-            done.add(lp.header)
-            factor, why = _factor(lp)
-            tc = None
-            if factor is not None:
-                tc, why = _shape(lp)
-            if factor is None or tc is None:
-                continue
-            done.add(unroll_runtime(fn, lp, tc, factor))
-            if sink is not None:
-                sink.add(fn.name, lp.header.terminator.span, NAME,
-                         f"loop unrolled x{factor} with a run-time trip count "
-                         "(main loop tests once per group, the original loop takes the rest)")
-            analyses.invalidate("all")
-            changed = True
-            break
-        else:
-            return changed
+    for lp in analyses.get("loops").innermost_first():
+        factor, _ = _factor(lp)
+        if factor is None:
+            continue
+        tc, _ = _shape(lp)
+        if tc is None:
+            continue
+        unroll_runtime(fn, lp, tc, factor)
+        if sink is not None:
+            sink.add(fn.name, lp.header.terminator.span, NAME,
+                     f"loop unrolled x{factor} with a run-time trip count "
+                     "(main loop tests once per group, the original loop takes the rest)")
+        changed = True
+    return changed
