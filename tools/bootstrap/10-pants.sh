@@ -19,6 +19,11 @@ source "$REPO_ROOT/tools/bootstrap/lib/debian_python39.sh"
 bootstrap_pip_env() {
   export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
   unset PIP_FIND_LINKS PIP_CONSTRAINT PIP_EXTRA_INDEX_URL PIP_INDEX_URL PIP_REQUIRE_VIRTUALENV
+  # Ignoring the host pip configuration must not drop its trust: pip's own CA bundle lacks
+  # the CA of a TLS-intercepting proxy, which the system bundle (pants.toml's) has.
+  if [[ -z "${PIP_CERT:-}" && -r /etc/ssl/certs/ca-certificates.crt ]]; then
+    export PIP_CERT=/etc/ssl/certs/ca-certificates.crt
+  fi
 }
 
 is_python39() {
