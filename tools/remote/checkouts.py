@@ -83,24 +83,26 @@ def run_pants(clone: Path, *args: str, env: dict | None = None) -> PantsRun:
 def run_pants_watching(clone: Path, *args: str, log: Path, env: dict | None = None,
                        when=None, then=None) -> PantsRun:
     """run_pants with the output going to `log` as it is written: once a line satisfies
-    `when(line)`, `then()` is called (once) while Pants keeps running."""
+    `when(line)` (asked at least once a second, with "" when nothing new came), `then()` is
+    called (once) while Pants keeps running."""
     start = time.monotonic()
     with open(log, "w") as out:
         proc = subprocess.Popen(_pants_argv(args), cwd=clone, env=_pants_env(env),
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-    seen = 0
+    reader, partial = open(log, errors="replace"), ""
     try:
         while proc.poll() is None:
             if time.monotonic() - start > PANTS_TIMEOUT_S:
                 raise subprocess.TimeoutExpired(proc.args, PANTS_TIMEOUT_S)
             if then is not None:
-                text = log.read_text(errors="replace")
-                if any(when(ln) for ln in text[seen:].splitlines()):
+                *lines, partial = (partial + reader.read()).split("\n")
+                # The empty line lets a time-based `when` fire while Pants prints nothing.
+                if any(when(ln) for ln in [*lines, ""]):
                     then()
                     then = None
-                seen = max(0, len(text) - 4096)  # a line may straddle two reads
             time.sleep(1)
     finally:
+        reader.close()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
