@@ -207,6 +207,8 @@ REFUSED = [
      "!= 0"),
     ("ballot_float", "  var s: uint32 = subgroup_ballot(1.5, 0);", "E0322", '1.5',
      "predicate of subgroup_ballot must be a bool, found float64", "!= 0"),
+    ("reduce_option", "  var s: uint32 = subgroup_reduce_max(n, order: relaxed);", "E0322",
+     'order', "takes no named options, found `order:`", "scope is the subgroup"),
     ("packed_f16", MMA + ", a_packing: packed);", "E0340", 'a_packing',
      "`a_packing: packed` packs sub-byte values, but A is f16", "sub-byte packing"),
     ("subbyte_i8", "  tensor_mma(u, u, f, f, shape: m16n16k16, a_type: i8, b_type: u8,\n"

@@ -24,10 +24,12 @@ def arch() -> str:
     return detect_local_arch() or "sm_90a"
 
 
-def run_case(run, case: NC.Case, **kw) -> None:
+def run_case(run, case: NC.Case, target: str | None = None, **kw) -> None:
+    """Run `case` compiled for `target` (default: the local GPU) against its oracle."""
     args = [Buffer(a[1], str(a[2].dtype), data=a[2], output=a[3]) if a[0] == "buf"
             else Scalar("uint32", a[1]) for a in case.args]
-    out = run(compile_ptx(case.source, arch()), case.kernel, case.grid, case.block, args, **kw)
+    out = run(compile_ptx(case.source, target or arch()), case.kernel, case.grid, case.block,
+              args, **kw)
     case.check(out)
 
 
@@ -111,3 +113,15 @@ def test_sparse_matmul_k_zero_and_partial_warp(gpu_run):
 def test_scaled_region_replays_exactly(gpu_run, at, bt, shape, mode, stype):
     run_case(gpu_run, NC.scaled_matmul(at, bt, shape, mode, stype, 37, 29, 101, warps=2,
                                        transpose=(False, True)))
+    run_case(gpu_run, NC.scaled_tile(at, bt, shape, mode, stype))
+
+
+# ---------------------------------------------------------------- replay on portable
+def test_fp8_and_sparse_replay_on_the_portable_profile(gpu_run):
+    """compute_75 has neither FP8 mma.sync nor mma.sp: the same cases as exact replay."""
+    for case in (NC.fp8_tile("e4m3", "e5m2", "m32n16k48", transpose=(True, False)),
+                 NC.fp8_matmul("e5m2", "e4m3", "m16n8k32", 35, 29, 70, warps=2),
+                 NC.sparse_tile("bf16", "m32n16k32", ("col", "row", "col", "row"),
+                                (True, False), invalid=True),
+                 NC.sparse_matmul("f16", "m16n16k16", 19, 23, 19, pad=5, invalid=True)):
+        run_case(gpu_run, case, target="portable")

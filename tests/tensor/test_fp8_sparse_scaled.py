@@ -151,14 +151,12 @@ def test_sparse_matmul_partial_warp_replays_exactly():
 
 # ---------------------------------------------------------------- refusals
 FP8_K16 = mma_source("k", "e4m3", "e5m2", "f32", "f32", "m16n8k16")
-SPARSE_TILE = mma_source("k", "f16", "f16", "f32", "f32", "m16n8k16", **META)
 
 
-# FP8 below sm_89 is exact replay now (test_replay_profiles.py); what stays refused:
+# FP8 below sm_89 and 2:4 below sm_80 replay exactly now (test_replay_profiles.py); what
+# stays refused: the m16n8k16 FP8 form on a profile that has the k32 one but not PTX 8.7.
 @pytest.mark.parametrize("src,arch,version,want", [
     (FP8_K16, "sm_90a", "8.4", "PTX ISA 8.7 and target sm_89"),
-    (SPARSE_TILE, "sm_75", None, "PTX ISA 7.1 and target sm_80"),
-    (SPARSE_TILE, "portable", None, "PTX ISA 7.1 and target sm_80"),
 ])
 def test_capability_refusals_name_isa_and_target(src, arch, version, want):
     d = refusal(src, arch, version)
@@ -250,9 +248,12 @@ SCALED_SRC = NC.scaled_tile("e4m3", "e4m3", "m16n8k32", "block32", "ue8m0").sour
 
 @pytest.mark.parametrize("arch,version", [("sm_90a", None), ("sm_121", None),
                                           ("sm_100a", None), ("sm_120a", "8.7")])
-def test_scaled_refusals_name_isa_and_arch_specific_target(arch, version):
-    d = refusal(SCALED_SRC, arch, version)
-    assert d.code == "E0504" and "PTX ISA 8.8 and target sm_120a or sm_121a" in d.message
+def test_scaled_tiles_replay_off_sm120a_sm121a(ptxas, arch, version):
+    """Without the block-scaled mma.sync (PTX 8.8 sm_120a/sm_121a) a whole scaled tile is
+    the exact integer-decoding replay (test_replay_profiles.py runs it)."""
+    ptx = compile_ptx(SCALED_SRC, arch, version)
+    ptxas(ptx, arch)
+    assert "mma.sync" not in ptx
 
 
 def test_scaled_sm120a_assembles(ptxas):

@@ -84,3 +84,27 @@ def test_fp8_refusals_that_remain_on_portable(src, fragment):
         compile_ptx(src, "portable")
     d = info.value.diagnostics[0]
     assert d.code == "E0505" and fragment in d.message and d.span is not None, d.message
+
+
+# ---------------------------------------------------------------- 2:4 and block-scaled
+@pytest.mark.parametrize("arch", ["portable", "sm_75"])
+def test_sparse_tiles_and_regions_replay_below_sm80(ptxas, arch):
+    """mma.sp needs PTX 7.1 / sm_80: below it structured 2:4 replays, walking the same
+    clamped masks as the native path (invalid masks included)."""
+    for case in (NC.sparse_tile("f16", "m16n8k16", invalid=True),
+                 NC.sparse_tile("bf16", "m32n16k32", ("col", "row", "col", "row"),
+                                (True, False), invalid=True),
+                 NC.sparse_matmul("bf16", "m16n16k16", 19, 23, 19, pad=5, warps=2,
+                                  invalid=True)):
+        ptxas(compile_ptx(case.source, arch), "sm_75")
+        assert "mma.sp" not in compile_ptx(case.source, arch)
+        run(case, arch)
+
+
+@pytest.mark.parametrize("at,bt,shape,mode,stype", [
+    ("e4m3", "e2m1", "m16n8k32", "block32", "ue8m0"),
+    ("e2m1", "e2m1", "m16n8k64", "block16", "ue4m3"),
+    ("e3m2", "e2m3", "m32n16k64", "block32", "ue8m0"),
+])
+def test_scaled_tiles_replay_on_sm90a(at, bt, shape, mode, stype):
+    run(NC.scaled_tile(at, bt, shape, mode, stype), "sm_90a")

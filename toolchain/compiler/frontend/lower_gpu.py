@@ -246,7 +246,11 @@ class GpuMixin:
         return self.b.convert(v, U32)
 
     def subgroup_call(self, e: A.Call, op: str):
-        self._options(e, set(), "E0322")
+        if e.named_args:
+            name, _, span = e.named_args[0]
+            raise self.fail("E0322", f"subgroup_{op} takes no named options, found "
+                            f"`{name}:`", span, help="subgroup collectives have no order or "
+                            "scope: the scope is the subgroup")
         b, sp = self.b, e.span
         if op in ("local_id", "size"):
             self._arity(e, 0, "E0322")

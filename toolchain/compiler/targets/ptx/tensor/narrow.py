@@ -9,8 +9,9 @@ native chunk; fragment loads are per element, so no alignment is needed) keeps t
 accumulators resident over all complete chunks and stores D once, then an exact
 cooperative replay extends D over the K remainder; everything else replays from C.
 FP8 replay decodes each byte exactly (fp8.load_decoded) and accumulates with f32 FMA; on a
-profile without FP8 mma.sync (below PTX 8.4 / sm_89) FP8 tiles and regions are that replay
-alone (replay.replaces_native);
+profile without the family's instruction (FP8 mma.sync below PTX 8.4 / sm_89, mma.sp below
+PTX 7.1 / sm_80, block-scaled off PTX 8.8 sm_120a/sm_121a) tiles and regions are that exact
+replay alone, with the same descriptor checks;
 sparse replay walks the same clamped masks as the native path (sparse.k_loop).
 Block-scaled regions are lowered by scaled_matmul.py (its own guard, native interior and
 scale-aware replay).
@@ -22,9 +23,14 @@ from . import fp8, scaled, sparse
 from .capabilities import ANY_PROFILE, refuse
 from .common import mat, operands
 from .mma_sync import SUB_M, SUB_N, add_origin, run_tile
+from .scaled_matmul import scale_mats, scaled_k_loop
 from .replay import (NEEDS, Region, native_region_pred, native_then_replay,
                      replaces_native, replay_tile)
 from .scaled_matmul import lower_scaled_matmul
+
+
+def _has_sparse(profile) -> bool:
+    return profile.at_least(sparse.ISA, sparse.SM)
 
 
 def claims(desc: T.TensorDesc) -> bool:
@@ -33,8 +39,25 @@ def claims(desc: T.TensorDesc) -> bool:
 
 def tile_lowering(desc: T.TensorDesc, profile, span):
     """Check capabilities now; return `run(em, ops)` that emits the whole tile."""
+    if desc.scaled and not scaled.has_target(profile):     # exact replay alone
+        kind = scaled.check(desc, profile, span, native=False)
+        k, block, stype = scaled.KINDS[kind][0], scaled.KINDS[kind][2], scaled.KINDS[kind][3]
+
+        def run_scaled_replay(em, ops):
+            replay_tile(em, desc, *(mat(em, desc, ops, w) for w in "abcd"), span,
+                        lambda g: scaled_k_loop(*scale_mats(em, desc, ops, g.K, block),
+                                                block, stype))
+        return run_scaled_replay
     if desc.scaled:
         return scaled.tile_lowering(desc, profile, span)
+    if desc.sparse and not _has_sparse(profile):            # exact replay alone
+        sparse.check(desc, ANY_PROFILE, span)
+
+        def run_sparse_replay(em, ops):
+            meta = sparse.meta_mat(em, ops, desc.k // 4)
+            replay_tile(em, desc, *(mat(em, desc, ops, w) for w in "abcd"), span,
+                        lambda g: sparse.k_loop(meta))
+        return run_sparse_replay
     if desc.sparse:
         sparse.check(desc, profile, span)
         chunks = [sparse.form(desc, profile)] * (desc.k // 16)
@@ -62,7 +85,7 @@ def tile_lowering(desc: T.TensorDesc, profile, span):
 def _matmul_plan(desc: T.TensorDesc, profile, span):
     """(native Form, sparse?) of a region, after the capability checks."""
     if desc.sparse:
-        sparse.check(desc, profile, span)
+        sparse.check(desc, profile if _has_sparse(profile) else ANY_PROFILE, span)
         if desc.k != 16:
             raise refuse(desc, "structured 2:4 regions take K=16 native chunks", span)
         return sparse.form(desc, profile), True
@@ -93,9 +116,9 @@ def lower_narrow_matmul(em, ins) -> None:
                    add_origin(em, C, g.row, g.col), add_origin(em, D, g.row, g.col)]
         tile_meta = sparse.Meta(add_origin(em, meta, g.row, 0)) if is_sparse else None
         run_tile(em, *origins, (desc.m // SUB_M, desc.n // SUB_N), (form, chunks), tile_meta)
-    if not is_sparse and replaces_native(desc, em.profile):   # no FP8 mma.sync here
+    if replaces_native(desc, em.profile) or is_sparse and not _has_sparse(em.profile):
         em.profile.require("exact cooperative tensor replay", *NEEDS, ins.span)
-        native_then_replay(em, g, "tms", None, form.k, native)
+        native_then_replay(em, g, "tms", None, form.k, native, k_loop)   # replay alone
         return
     native_then_replay(em, g, "tms", native_region_pred(em, g, form.k), form.k, native,
                        k_loop)

@@ -101,16 +101,19 @@ def native_then_replay(em, g: Region, tag: str, pred: str | None, k: int, native
     em.emit(f"bar.warp.sync {mask}")               # exit-ordered for the whole subgroup
 
 
-def replay_tile(em, desc, A: Mat, B: Mat, C: Mat, D: Mat, span) -> None:
+def replay_tile(em, desc, A: Mat, B: Mat, C: Mat, D: Mat, span, make_k_loop=None) -> None:
     """A whole tensor.mma tile by exact replay: the region at the origin with M, N, K the
-    tile's m, n, k (used where replaces_native holds)."""
+    tile's m, n, k (used where the profile lacks the native family). `make_k_loop(region)`
+    gives a family's own K loop (structured sparsity, block scaling)."""
     em.profile.require("exact cooperative tensor replay", *NEEDS, span)
     regs = []
     for v in (0, 0, desc.m, desc.n, desc.k):
         r = em.new("r")
         em.emit(f"mov.u32 {r}, {v}")
         regs.append(r)
-    native_then_replay(em, Region(desc, A, B, C, D, *regs), "tmma", None, desc.k, None)
+    g = Region(desc, A, B, C, D, *regs)
+    native_then_replay(em, g, "tmma", None, desc.k, None,
+                       make_k_loop(g) if make_k_loop else None)
 
 
 def load_value(em, fmt: str, m: Mat, addr: str) -> str:

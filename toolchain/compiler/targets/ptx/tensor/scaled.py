@@ -57,7 +57,9 @@ def _kind(desc: T.TensorDesc, span) -> str:
                  f"{modes[0]}/{stypes[0]} and {modes[1]}/{stypes[1]}", span)
 
 
-def check(desc: T.TensorDesc, profile, span) -> str:
+def check(desc: T.TensorDesc, profile, span, native: bool = True) -> str:
+    """The family of a tile after every check; `native=False` (a replayed tile) skips only
+    the target gate."""
     kind = _kind(desc, span)
     if (desc.accumulator_type, desc.result_type) != ("f32", "f32"):
         raise refuse(desc, "block-scaled MMA accumulates in f32 with an f32 result", span)
@@ -70,7 +72,8 @@ def check(desc: T.TensorDesc, profile, span) -> str:
     if m % SUB_M or n % SUB_N or desc.k % k or m * n // 32 > MAX_ACC_REGS:
         raise refuse(desc, f"{kind} tiles are exact grids of m16n8k{k} with at most "
                      f"{MAX_ACC_REGS * 32} outputs, found m{m}n{n}k{desc.k}", span)
-    require_target(kind, profile, span)
+    if native:
+        require_target(kind, profile, span)
     return kind
 
 
