@@ -10,9 +10,10 @@ opaque call results vary.
 Subgroup index (LANGUAGE.md §12.8): `thread.x / D` and `thread.x >> s` are subgroup-uniform
 when D is a positive multiple of the subgroup width W (a constant multiple of 32, or
 k * subgroup_size()) and s >= 5, through conversions to integers of >= 16 bits (narrower
-ones could wrap thread.x negative, where truncating division is not floor). Proof for a 1-D block: subgroups are formed from
-consecutive linear thread ids (PTX: warp w holds ids 32w..32w+31), and in a 1-D block the
-linear id is thread.x, so subgroup w holds thread.x in [wW, wW + W) and
+ones could wrap thread.x negative, where truncating division is not floor).
+Proof for a 1-D block: subgroups are formed from consecutive linear thread ids (PTX: warp
+w holds ids 32w..32w+31), and in a 1-D block the linear id is thread.x, so subgroup w holds
+thread.x in [wW, wW + W) and
 floor(thread.x / kW) = floor(w / k) is the same on every lane. With a constant divisor 32k
 (W = 32) this also holds for a partial final subgroup, whose ids are a prefix of that
 range. subgroup_size() is the live lane count r of the subgroup, so the `/ subgroup_size()`
