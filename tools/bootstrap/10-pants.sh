@@ -81,7 +81,10 @@ ensure_pex() {
   ensure_venv "$BOOT/pex-venv" "pex==$PEX_VERSION" "pex==$PEX_VERSION"
   # A fixed shebang keeps the file identical whichever 3.9 built it; Pants runs it as
   # `python pex ...`, so the shebang is never used to pick an interpreter.
-  "$BOOT/pex-venv/bin/pex" "pex==$PEX_VERSION" -c pex -o "$out.tmp" \
+  # pex runs pip --isolated (no environment, no config), so the CA bundle is passed on.
+  local -a cert=()
+  if [[ -n "${PIP_CERT:-}" ]]; then cert=(--cert "$PIP_CERT"); fi
+  "$BOOT/pex-venv/bin/pex" "${cert[@]}" "pex==$PEX_VERSION" -c pex -o "$out.tmp" \
     --python-shebang='/usr/bin/env python3' >&2
   mv "$out.tmp" "$out"
   # ./pants compares these with pants.toml's [pex-cli] known_versions on every run.
