@@ -48,8 +48,8 @@ def test_random_programs_agree_with_c():
     if cc_path() is None:
         pytest.skip("no C compiler (cc/gcc): tools/bootstrap installs gcc")
     r = subprocess.run([sys.executable, "-m", "tools.difftest", "--seeds", SEEDS,
-                        "--batch", "25"], cwd=REPO, capture_output=True, text=True,
-                       timeout=1500)
+                        "--batch", "30", "--jobs", "2"], cwd=REPO, capture_output=True,
+                       text=True, timeout=1700)
     print(r.stdout[-3000:], r.stderr[-2000:])
     assert r.returncode == 0, r.stdout[-20000:] + r.stderr[-3000:]
     assert "0 disagreeing" in r.stdout and "0 skipped" in r.stdout

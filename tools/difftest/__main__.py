@@ -45,6 +45,15 @@ def reduce_mismatch(prog, mismatch, targets_by_name, workdir):
     return reduce_program(prog, interesting)
 
 
+def _run_chunk(job):
+    """One batch (in a worker process with --jobs): {seed: (reference, mismatches)}."""
+    seeds, size, target_names, opts, workdir = job
+    os.makedirs(workdir, exist_ok=True)
+    targets = [t for t in TARGETS if t.name in target_names]
+    return check_batch([generate(s, size, prefix=f"q{s}_") for s in seeds], workdir,
+                       targets, opts)
+
+
 def report(s, prog, m, by_name, work, a) -> None:
     print(f"seed {s}: MISMATCH {m.summary()}", flush=True)
     if a.no_reduce:
@@ -78,6 +87,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-reduce", action="store_true")
     ap.add_argument("--batch", type=int, default=20,
                     help="programs per executable (each keeps its own main; default 20)")
+    ap.add_argument("--jobs", type=int, default=1, help="batches run in parallel processes")
     ap.add_argument("--show", action="store_true", help="print the programs, run nothing")
     ap.add_argument("--kernels", action="store_true", help="random scalar kernels instead")
     a = ap.parse_args(argv)
@@ -109,9 +119,17 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="difftest-") as work:
         progs = {s: generate(s, a.size, prefix=f"q{s}_") for s in seeds}
         order = list(seeds)
-        for start in range(0, len(order), a.batch):
-            chunk = [progs[s] for s in order[start:start + a.batch]]
-            for s, (ref, bad) in check_batch(chunk, work, targets, opts).items():
+        chunks = [order[i:i + a.batch] for i in range(0, len(order), a.batch)]
+        jobs = [(c, a.size, [t.name for t in targets], opts, os.path.join(work, f"b{k}"))
+                for k, c in enumerate(chunks)]
+        if a.jobs > 1:
+            from concurrent.futures import ProcessPoolExecutor
+            with ProcessPoolExecutor(a.jobs) as pool:
+                results = list(pool.map(_run_chunk, jobs))
+        else:
+            results = map(_run_chunk, jobs)
+        for res in results:
+            for s, (ref, bad) in res.items():
                 if ref.kind != "ok":     # a generator bug, not a compiler one: reported
                     print(f"seed {s}: the C oracle failed ({ref.kind}): "
                           f"{ref.detail[:500]}", flush=True)

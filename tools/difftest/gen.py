@@ -293,6 +293,10 @@ class Gen:
 
     def stmt(self, scope: Scope, depth: int, in_loop: int, allow_impure: bool):
         r = self.rng
+        if allow_impure and r.random() < 0.12:
+            p = self.pair(scope)
+            if p is not None:
+                return p
         k = r.random()
         if k < 0.2:
             return self.decl(scope)
@@ -454,9 +458,24 @@ class Gen:
             v = r.choice(INT_LITS)
             scope.add("const", name, t, wrap(v, t))
             return Decl(name, t, Lit(v), const=True)
-        init = self.value_for(scope, t, 3)
+        if is_int(t) and r.random() < 0.3:      # an edge value: -1, 255, INT_MIN, ...
+            init = Lit(r.choice(INT_LITS))
+        else:
+            init = self.value_for(scope, t, 3)
         scope.add("var", name, t, None)
         return Decl(name, t, init)
+
+    def pair(self, scope: Scope):
+        """`print(a OP b)` on two typed variables: every operator meets every type pair
+        (promotion, signedness, widening), which nested random expressions reach rarely."""
+        r = self.rng
+        vs = [it for it in scope.all() if it[0] in ("var", "ro") and is_int(it[2])]
+        if len(vs) < 2:
+            return None
+        (_, an, at, _), (_, bn, bt, _) = r.sample(vs, 2)
+        a, b = Var(an, at), Var(bn, bt)
+        op = r.choice(["+", "-", "*", "&", "|", "^"] + CMPS)
+        return Print(Bin(op, a, b, "int32" if op in CMPS else arith(at, bt)))
 
     # ------------------------------------------------------------ top level
     def make_struct(self) -> Struct:
