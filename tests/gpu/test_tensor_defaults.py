@@ -183,3 +183,36 @@ def test_fp8_region_replays_on_portable(gpu_run):
     untouched = np.ones(out.size, bool)
     untouched[O.index("row", ldd, r, cc)] = False
     assert np.isnan(out[untouched]).all()
+
+
+LD64_EPILOGUE = """kernel ep(d: float32*, bias: float32*, ldbias: uint64) {
+  tensor_epilogue(d, shape: m16n16, element_type: f32, bias_mode: matrix, bias: bias,
+                  ldbias: ldbias, beta: 1.0);
+}
+"""
+
+
+def _ld64_run(gpu_run, ldbias: int, checks: bool):
+    import os
+    import tempfile
+
+    from toolchain.compiler.driver import Options, compile_file
+    with tempfile.TemporaryDirectory(prefix="mettle-ld64-") as tmp:
+        opts = Options(emit="ptx", gpu_arch=detect_local_arch() or "sm_90a", gpu_checks=checks)
+        ptx = compile_file(os.path.join(tmp, "k.mettle"), opts,
+                           source_text=LD64_EPILOGUE).data.decode()
+    d = np.arange(256, dtype=np.float32)
+    bias = laid_out(np.full((16, 16), 0.5, np.float32), "row", 20, np.nan)
+    return gpu_run(ptx, "ep", 1, 32, [Buffer("d", "float32", data=d, output=True),
+                                      Buffer("bias", "float32", data=bias),
+                                      Scalar("uint64", ldbias)])["d"]
+
+
+def test_uint64_leading_dimension_rule(gpu_run):
+    """A 64-bit runtime leading dimension: in range it is used as is; above 2^32 - 1 the
+    low 32 bits are used, and with --gpu-checks the kernel traps (docs/language_rules.md)."""
+    want = np.arange(256, dtype=np.float32) + 0.5
+    np.testing.assert_array_equal(_ld64_run(gpu_run, 20, checks=True), want)
+    np.testing.assert_array_equal(_ld64_run(gpu_run, (1 << 32) + 20, checks=False), want)
+    with pytest.raises(AssertionError, match="failed"):
+        _ld64_run(gpu_run, (1 << 32) + 20, checks=True)
