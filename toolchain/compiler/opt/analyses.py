@@ -10,7 +10,10 @@ A pass declares which of these it may invalidate (`"cfg"` = preds, domtree, loop
 out. A pass that only sometimes edits the CFG (licm making a preheader, simplify-cfg when
 it merged or deleted blocks) declares less and sets `analyses.cfg_changed` when it did.
 Besides the cache, `Analyses` carries what passes read but never recompute: the module,
-its remarks collector, whether the code is GPU code, and the target's facts.
+its remarks collector, whether the code is GPU code, and the target's facts. `shared` is one
+dict for a whole `optimize()` run (all functions): a pass keeps per-function facts about
+the other functions there, under its name, as `{Function: fact}`; the manager drops a
+function's entries once its pipeline has run (only the function being optimized changes).
 """
 from __future__ import annotations
 
@@ -41,8 +44,9 @@ class TargetInfo:
 
 class Analyses:
     def __init__(self, fn: Function, module: Module | None = None, gpu: bool = False,
-                 target: TargetInfo | None = None):
+                 target: TargetInfo | None = None, shared: dict | None = None):
         self.fn = fn
+        self.shared = {} if shared is None else shared
         self.module = module
         self.gpu = gpu
         self.target = target or TargetInfo()

@@ -16,7 +16,7 @@ from .fold import fold
 
 
 def run(fn, analyses) -> bool:
-    uses: UseMap = analyses.get("uses")
+    uses: UseMap | None = None         # built on the first rewrite (most runs make none)
     # every rewrite below needs a constant operand, except phis and selects of one value
     work = [i for b in fn.blocks for i in b.instrs
             if i.op in ("phi", "select") or any(o.__class__ is Const for o in i.operands)]
@@ -29,6 +29,7 @@ def run(fn, analyses) -> bool:
         new = _simplify(ins)
         if new is None or new is ins:
             continue
+        uses = uses or analyses.get("uses")
         users = list(dict.fromkeys(uses.uses(ins)))
         uses.replace_all(ins, new)
         uses.erase(ins, dead)

@@ -12,13 +12,14 @@ from ..ir.module import Instr, UseMap, sweep_blocks
 
 
 def run(fn, analyses) -> bool:
-    uses: UseMap = analyses.get("uses")
+    uses: UseMap | None = None         # built on the first rewrite (most runs make none)
     changed = False
     dead: set = set()
     for b in fn.blocks:
         for ins in b.instrs:
             src = _copy_source(ins)
             if src is not None and src is not ins:
+                uses = uses or analyses.get("uses")
                 uses.replace_all(ins, src)
                 uses.erase(ins, dead)
                 changed = True
@@ -28,6 +29,7 @@ def run(fn, analyses) -> bool:
                 continue
             web, sources = _web(phi)
             if len(sources) == 1:
+                uses = uses or analyses.get("uses")
                 v = next(iter(sources.values()))
                 for p in web:
                     uses.replace_all(p, v)

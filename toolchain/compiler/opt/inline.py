@@ -27,7 +27,18 @@ def _size(fn: Function) -> int:
     return sum(len(b.instrs) for b in fn.blocks)
 
 
-def _reaches(callee: Function, target: Function) -> bool:
+def _callees(f: Function, cache: dict) -> list:
+    """The functions `f` calls, one entry per call. `cache` holds the lists of functions
+    other than the one being optimized (the manager drops an entry when its function's
+    pipeline has run: only that function changes meanwhile)."""
+    got = cache.get(f)
+    if got is None:
+        got = cache[f] = [i.operands[0] for b in f.blocks for i in b.instrs
+                          if i.op == "call" and isinstance(i.operands[0], Function)]
+    return got
+
+
+def _reaches(callee: Function, target: Function, cache: dict) -> bool:
     seen, stack = set(), [callee]
     while stack:
         f = stack.pop()
@@ -36,21 +47,19 @@ def _reaches(callee: Function, target: Function) -> bool:
         if f in seen:
             continue
         seen.add(f)
-        stack.extend(i.operands[0] for i in f.instructions()
-                     if i.op == "call" and isinstance(i.operands[0], Function))
+        stack.extend(_callees(f, cache))
     return False
 
 
-def _call_sites(module) -> dict:
+def _call_sites(module, fn: Function, calls: list, cache: dict) -> dict:
     count: dict = {}
     for f in module.functions.values():
-        for i in f.instructions():
-            if i.op == "call" and isinstance(i.operands[0], Function):
-                count[i.operands[0]] = count.get(i.operands[0], 0) + 1
+        for c in ([i.operands[0] for i in calls] if f is fn else _callees(f, cache)):
+            count[c] = count.get(c, 0) + 1
     return count
 
 
-def _eligible(caller: Function, callee: Function, sites: dict) -> bool:
+def _eligible(caller: Function, callee: Function, sites: dict, cache: dict) -> bool:
     if callee.is_extern or callee.is_kernel or not callee.blocks or callee is caller:
         return False
     if any(not (p.type.is_scalar or p.type.is_ptr) for p in callee.params):
@@ -59,7 +68,7 @@ def _eligible(caller: Function, callee: Function, sites: dict) -> bool:
         return False
     if any(i.op == "phi" for i in callee.instructions()):
         return False                         # not in slot form (should not happen)
-    if _reaches(callee, caller):
+    if _reaches(callee, caller, cache):
         return False
     return _size(callee) <= SIZE or sites.get(callee, 0) == 1
 
@@ -125,7 +134,10 @@ def run(fn, analyses) -> bool:
              if i.op == "call" and isinstance(i.operands[0], Function)]
     if not calls:
         return False                          # compile time: no module scan without calls
-    sites = _call_sites(analyses.module) if analyses.module is not None else {}
+    cache = analyses.shared.setdefault(NAME, {})
+    cache.pop(fn, None)                       # fn is the one function changing now
+    sites = _call_sites(analyses.module, fn, calls, cache) if analyses.module is not None \
+        else {}
     sink = getattr(analyses.module, "remarks", None)
     verdict: dict = {}                        # callee -> eligible, decided once per run
     changed = False
@@ -134,7 +146,7 @@ def run(fn, analyses) -> bool:
         for call in calls:
             callee = call.operands[0]
             if callee not in verdict:
-                verdict[callee] = _eligible(fn, callee, sites)
+                verdict[callee] = _eligible(fn, callee, sites, cache)
             if verdict[callee]:
                 todo.append(call)
         if not todo:

@@ -39,8 +39,8 @@ PASSES = {p.name: p for p in (
     Pass("subgroup-width", subgroup_width.run, ("loops",), "all"),
     Pass("mem2reg", mem2reg.run, ("domtree",), ("uses",)),
     Pass("simplify-cfg", simplify_cfg.run, (), ("uses",)),    # sets cfg_changed
-    Pass("constfold", constfold.run, ("uses",), ()),        # keeps its UseMap exact
-    Pass("copyprop", copyprop.run, ("uses",), ()),
+    Pass("constfold", constfold.run, (), ()),     # asks for "uses" when it first rewrites
+    Pass("copyprop", copyprop.run, (), ()),       # and keeps that UseMap exact
     Pass("gvn", gvn.run, ("domtree", "preds"), ("uses",)),
     Pass("if-convert", if_convert.run, ("preds",), "all"),
     Pass("licm", licm.run, ("loops",), ("uses",)),            # sets cfg_changed
@@ -80,9 +80,12 @@ def optimize(module: Module, *, gpu: bool, target_info=None, options: OptOptions
     target = TargetInfo.from_any(target_info)
     functions = _functions(module, gpu)
     changed = False
+    shared: dict = {}                      # module facts kept across functions (analyses.py)
     for fn in functions:
         changed |= run_pipeline(fn, opts.pipeline or PIPELINE,
-                                Analyses(fn, module, gpu, target), opts)
+                                Analyses(fn, module, gpu, target, shared), opts)
+        for facts in shared.values():
+            facts.pop(fn, None)
     return changed
 
 
