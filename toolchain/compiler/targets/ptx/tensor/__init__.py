@@ -5,8 +5,8 @@ cooperative scalar replay), matmul.py (tensor.matmul regions), epilogue.py
 (tensor.epilogue), resident.py (accumulators kept across the optimizer's tensor chains and
 K loops), wgmma_split.py (workgroup-scope regions: wgmma.py with tma.py and mbarrier.py on
 sm_90a, split subgroup regions elsewhere), transfer.py (tensor_transfer_workgroup: exact
-replay, TMA with a view); the mma.sync families: narrow.py (routing +
-their regions), frag.py (fragment maps and loads), mma_sync.py (m16n8 tile grids), fp8.py (E4M3/E5M2),
+replay, TMA with a view); the mma.sync families: narrow.py (routing + their regions),
+frag.py (fragment maps and loads), mma_sync.py (m16n8 tile grids), fp8.py (E4M3/E5M2),
 sparse.py (structured 2:4 mma.sp), scaled.py (block-scaled, sm_120a/121a).
 `LOWER` joins the PTX op table in emitter.py.
 """
