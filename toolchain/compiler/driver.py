@@ -102,6 +102,12 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                   options=OptOptions(verify_each=opts.verify_each,
                                      dump_after=frozenset(opts.dump_ir_after),
                                      timings=timer.phases if opts.profile else None))
+    else:
+        from .opt.manager import OptOptions, honour_directives
+        timer.run("optimize", honour_directives, module, gpu=gpu,
+                  target_info=_target_info(opts),
+                  options=OptOptions(verify_each=opts.verify_each,
+                                     dump_after=frozenset(opts.dump_ir_after)))
     ir_text = format_module(module) if opts.dump_ir else None
     data, objects = timer.run("codegen", _generate, module, opts)
     explain = module.remarks.format() if opts.explain else None

@@ -78,6 +78,10 @@ def _try(fn, head, preds, remarks) -> bool:
     head.instrs[-1] = Instr("br", VOID, [], {}, [merge], term.span, head)
     for arm in arms:
         fn.blocks.remove(arm)
+        del preds[arm]
+    preds[merge] = [p for p in preds[merge] if p not in arms]
+    if head not in preds[merge]:
+        preds[merge].append(head)
     remarks(term.span or getattr(cond, "span", None), f"branch on {cond.op if isinstance(cond, Instr) else 'value'} "
                        f"converted to {len(merge.phis)} select(s)")
     return True
@@ -90,14 +94,12 @@ def run(fn, analyses) -> bool:
         if sink is not None:
             sink.add(fn.name, span, NAME, text)
 
+    preds = {b: list(ps) for b, ps in analyses.get("preds").items()}
     changed = False
     progress = True
-    while progress:
+    while progress:                     # a conversion can expose an outer one: repeat
         progress = False
-        preds = analyses.get("preds")
         for b in list(fn.blocks):
-            if _try(fn, b, preds, remarks):
-                analyses.invalidate("all")
+            if b in preds and _try(fn, b, preds, remarks):
                 progress = changed = True
-                break
     return changed

@@ -31,7 +31,15 @@ def _full_block(k: Function, width: int) -> bool:
 
 
 def _partial_reach(module, width: int) -> set:
-    """Functions reachable from a kernel whose launch may leave a subgroup partial."""
+    """Functions reachable from a kernel whose launch may leave a subgroup partial (computed
+    once per module and width: the pass runs once per function)."""
+    cache = module.__dict__.setdefault("_partial_subgroup_reach", {})
+    if width not in cache:
+        cache[width] = _walk_partial(module, width)
+    return cache[width]
+
+
+def _walk_partial(module, width: int) -> set:
     reach: set = set()
     stack = [k for k in module.kernels() if not _full_block(k, width)]
     while stack:
