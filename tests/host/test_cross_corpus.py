@@ -28,7 +28,21 @@ def _int_casts() -> str:
     return test_arith.PRINTF + "fn main() -> int32 {\n" + body + "\n    return 0;\n}\n"
 
 
+# Addresses of imported functions: through the GOT / import address table in code, and as
+# a data word the loader relocates (a PLT entry or Windows import thunk).
+IMPORTED_FUNCTION_POINTERS = """
+extern fn puts(s: cstring) -> int32;
+var HOOK: fn(cstring) -> int32 = puts;
+fn main() -> int32 {
+    var g: fn(cstring) -> int32 = puts;
+    g("through the GOT or the IAT");
+    HOOK("through a data pointer");
+    return 5;
+}
+"""
+
 CORPUS = {
+    "imported_function_pointers": IMPORTED_FUNCTION_POINTERS,
     "recursion": test_programs.RECURSION,
     "structs": test_programs.STRUCTS,
     "pointers": test_programs.POINTERS,
