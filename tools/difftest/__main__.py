@@ -1,7 +1,7 @@
 """`python3 -m tools.difftest`: run seeded random programs against the C oracle.
 
-    python3 -m tools.difftest --seeds 0:200              # the suite's bounded batch
-    python3 -m tools.difftest --seeds 1000:21000 --size 3 --out difftest-out   # a long run
+    python3 -m tools.difftest --seeds 0:300 --jobs 2     # the suite's bounded batch
+    python3 -m tools.difftest --seeds 1000:21000 --size 3 --jobs 2 --out difftest-out
     python3 -m tools.difftest --seeds 42 --show           # print one program (Mettle and C)
     python3 -m tools.difftest --kernels --seeds 0:50      # scalar kernels: PTX (ptxas) + SPIR-V
 

@@ -1,24 +1,28 @@
 """Seeded random host programs (LANGUAGE §2-§5 host subset) that are free of undefined
 behaviour in both Mettle and C (with -fwrapv), so any output difference is a bug.
 
-Covered: every integer width and both float types in mixed arithmetic, literals of every
-literal type, casts, shifts, comparisons, `&&`/`||`/`!`, local consts, arrays (indices are
-masked in bounds), structs by value and by pointer, helpers with up to 12 mixed parameters,
-bounded recursion, `for .. in` and `while` loops, if/else, compound assignment, float
-values printed through `f2i` (a guarded float-to-int64). Rules that keep C defined:
-divisors are `(e & 255) + 1`, shift amounts are masked below the promoted width, a helper
-that writes through a pointer is called only as a whole statement (operand order is
-unspecified in both languages), float-to-int conversion only goes through `f2i`.
+Covered: every integer width and both float types in mixed arithmetic (and every operator
+on pairs of typed variables), literals of every literal type and spelling (decimal, hex,
+binary, char), casts, shifts, comparisons, `&&`/`||`/`!`, local consts and globals (scalars
+and arrays), arrays, structs (with array and nested struct fields) by value, by pointer and
+returned by value, void helpers writing through pointers to the caller's variables, helpers
+with up to 12 mixed parameters, bounded recursion, `for .. in` (typed, inclusive), C `for`
+and `while` loops with `break`/`continue`, `switch` with ranges and fall-through, pointer
+arithmetic and byte differences, `sizeof`, if/else-if, compound assignment, float values
+printed through `f2i` (a guarded float-to-int64). Rules that keep C defined: divisors are
+`(e & 255) + 1`, shift amounts are masked below the promoted width, a helper that writes
+through a pointer is called only as a whole statement (operand order is unspecified in both
+languages), float-to-int conversion only goes through `f2i`.
 """
 from __future__ import annotations
 
 import random
 
-from .model import FLOATS, INTS, arith, bits, is_float, is_int, literal_type, promote, wrap
+from .model import FLOATS, INTS, arith, bits, is_float, is_int, promote, wrap
 from .program import (AddrOf, Assign, Bin, Call, Case, Cast, CFor, Decl, Deref, ExprStmt,
-                      Field, FieldIndex,
-                      ForRange, Function, If, Index, Jump, Lit, Print, Program, PtrDiff,
-                      PtrRead, Return, SizeOf, Struct, Switch, Un, Var, While)
+                      Field, FieldIndex, ForRange, Function, If, Index, Jump, Lit, Print,
+                      Program, PtrDiff, PtrRead, Return, SizeOf, Struct, Switch, Un, Var,
+                      While)
 
 INT_LITS = [0, 1, 2, 3, 5, 7, 9, 31, 100, 127, 128, 200, 255, 256, 1000, 32767, 32768, 65535,
             65536, 100000, 2147483647, 2147483648, 3000000000, 4294967295, 4294967296,

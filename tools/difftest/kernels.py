@@ -14,8 +14,8 @@ import random
 from dataclasses import dataclass
 
 from .gen import Gen, Scope
-from .model import C_NAMES, FLOATS, INTS, is_float
-from .program import C_PRELUDE, Call, Decl, Expr, Function, Lit
+from .model import C_NAMES, FLOATS, INTS, is_float, wrap
+from .program import C_PRELUDE, Call, Decl, Expr, Function, Lit, Return, Var
 
 TYPES = list(INTS) + list(FLOATS)
 DTYPES = {"int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
@@ -43,7 +43,6 @@ class KernelGen(Gen):
         t = self.scalar_type()
         name = self.fresh("v")
         if self.rng.random() < 0.1 and t in INTS:
-            from .model import wrap
             v = self.rng.choice([1, 7, 255, -1, 65536, 3000000000, -129])
             scope.add("const", name, t, wrap(v, t))
             return Decl(name, t, Lit(v), const=True)
@@ -61,7 +60,6 @@ class KernelGen(Gen):
         items = [it for it in scope.all() if it[0] == "var"]
         if not items:
             return None
-        from .program import Var
         _, name, t, _ = self.rng.choice(items)
         return Var(name, t)
 
@@ -76,7 +74,6 @@ class KernelGen(Gen):
             scope.add("ro", f"p{i}", t, None)
         ret = self.scalar_type()
         body = [self.stmt(Scope(scope), 1, 0, False) for _ in range(r.randint(0, 3))]
-        from .program import Return
         body.append(Return(self.value_for(scope, ret, 3)))
         self.helpers.append((Function(name, params, ret, body), True))
 
@@ -134,7 +131,6 @@ def render(seed: int, helpers: list, body: list, outs: list, inputs: list,
            n: int) -> KernelCase:
     """The kernel module and its C reference from the generated pieces (the reducer
     re-renders after each deletion)."""
-    from .program import Var
     m = len(outs)
 
     def out_expr(nm, t, cv):

@@ -3,8 +3,10 @@
 Binary arithmetic uses typesys.arith_result (integer promotion to int32, then the wider
 operand type; an untyped integer literal brings literal_type, a float literal adopts the
 other float type). Shifts have the promoted type of the left operand alone, as in C.
-`p + n` / `p - n` scale by the element (ptradd), `p1 - p2` is the byte difference as int64. `>>` is arithmetic or logical by the operand's signedness (the IR
-`shr` takes it from the type). `/` or `%` by a constant 0 is M0116.
+`p + n` / `p - n` scale by the element (ptradd), `p1 - p2` is the byte difference as int64.
+`>>` is arithmetic or logical by the operand's signedness (the IR `shr` takes it from the
+type). `/` or `%` by a constant 0 is M0116. Comparisons and `&&`/`||` of constants fold
+exactly (lower_expr._FOLDABLE), like constant arithmetic.
 """
 from __future__ import annotations
 
