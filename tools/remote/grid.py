@@ -124,7 +124,7 @@ class Grid:
         if bindir is None:
             raise GridError("no PostgreSQL server (initdb); install Debian's postgresql")
         user = self._db_user()
-        self.socket_dir = Path(tempfile.mkdtemp(prefix="mettle-pg-"))
+        self.socket_dir = Path(tempfile.mkdtemp(prefix="mettle-pg-", dir="/tmp"))
         data = self.socket_dir / "data"
         data.mkdir()
         if user:
