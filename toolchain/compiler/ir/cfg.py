@@ -17,19 +17,20 @@ def reverse_postorder(fn: Function) -> list[Block]:
     """Blocks reachable from the entry, in reverse postorder (successor order kept)."""
     if not fn.blocks:
         return []
-    seen = {fn.blocks[0]}
+    entry = fn.blocks[0]
+    seen = {entry}
     order: list[Block] = []
-    stack: list[tuple[Block, list, int]] = [(fn.blocks[0], successors(fn.blocks[0]), 0)]
+    stack = [(entry, iter(successors(entry)))]
     while stack:
-        blk, succ, i = stack.pop()
-        if i < len(succ):
-            stack.append((blk, succ, i + 1))
-            nxt = succ[i]
+        blk, it = stack[-1]
+        for nxt in it:                       # resume this block's successors
             if nxt not in seen:
                 seen.add(nxt)
-                stack.append((nxt, successors(nxt), 0))
+                stack.append((nxt, iter(successors(nxt))))
+                break
         else:
             order.append(blk)
+            stack.pop()
     order.reverse()
     return order
 

@@ -35,8 +35,10 @@ def _edges(fn) -> list:
 def _round(fn) -> bool:
     changed = False
     for b in fn.blocks:
-        term = b.terminator
-        if term is None or term.op != "cbr":
+        if not b.instrs:
+            continue
+        term = b.instrs[-1]                     # (the `terminator` property is slower)
+        if term.op != "cbr":
             continue
         c = term.operands[0]
         then, other = term.targets
@@ -78,7 +80,7 @@ def _round(fn) -> bool:
         if len(ps) != 1:
             continue
         p = ps[0]
-        if p is b or p in merged or p.terminator is None or p.terminator.op != "br":
+        if p is b or p in merged or not p.instrs or p.instrs[-1].op != "br":
             continue
         for phi in b.phis:                      # one predecessor: one arm
             repl[phi] = phi.operands[0]
