@@ -312,3 +312,24 @@ CHECK: setp.eq.s32
 CHECK-NEXT: @{{%p[0-9]+}} trap;
 """)
     assert "trap" not in emit(K.build_debug())
+
+
+def test_value_used_in_a_block_emitted_before_its_definition(ptxas):
+    """After -O moves code, a block listed earlier may use a value defined in a later-listed
+    block that dominates it: the use gets the value's register ahead of time and the
+    definition writes that register."""
+    m, b, f = K.start("fwd", [("x", K.g(K.F32))], (32, 1, 1))
+    uses, defs = b.append_block(f, "uses"), b.append_block(f, "defs")
+    b.br(defs)
+    b.position_at_end(defs)
+    v = b.add(b.load(f.params[0]), b.const(K.F32, 1.0))
+    b.br(uses)
+    b.position_at_end(uses)
+    b.store(f.params[0], v)
+    b.ret()
+    text = emit(m, "sm_90a")
+    stored = re.search(r"// uses\n\tst\.global\.f32 \[%rd\d+\], (%f\d+);", text)
+    assert stored, text
+    assert re.search(r"// defs\n(.*\n)*\tadd\.f32 " + re.escape(stored.group(1)) + ", ",
+                     text), text
+    ptxas(text, "sm_90a")

@@ -118,6 +118,7 @@ class FnEmitter:
         self.decls: list[str] = []            # function-scope .local arrays
         self.vals: dict[int, str] = {}
         self.imms: dict[int, str] = {}        # IR values known to be an immediate
+        self.forward: set[int] = set()        # values used before their definition
         self.local_regs: dict[int, str] = {}
         self.alias_gets, self.absorbed = _analyze(fn)
         self.labels = {id(b): f"$L__BB{i}" for i, b in enumerate(fn.blocks)}
@@ -165,16 +166,29 @@ class FnEmitter:
         self.emit(line)
 
     def define(self, ins: Instr, reg: str) -> str:
+        """`ins`'s value is (already) in `reg`. A value used before this point (see
+        `forward`) is copied into the register its earlier uses read."""
+        if id(ins) in self.forward:
+            pre = self.vals[id(ins)]
+            if pre != reg:
+                self.op(f"mov.{_mov_suffix(ins.type)}", pre, reg)
+            return pre
         self.vals[id(ins)] = reg
         return reg
 
     def result(self, ins: Instr) -> str:
-        """A fresh register for `ins`, recorded as its value."""
+        """A fresh register for `ins` (the one its earlier uses read, for a forward
+        reference), recorded as its value; the caller writes it."""
+        if id(ins) in self.forward:
+            return self.vals[id(ins)]
         return self.define(ins, self.new_t(ins.type))
 
     def define_imm(self, ins: Instr, imm: str) -> None:
         """`ins` is the constant `imm`: used as an immediate where PTX takes one, moved
         into a fresh register where it needs a register."""
+        if id(ins) in self.forward:
+            self.op(f"mov.{_mov_suffix(ins.type)}", self.vals[id(ins)], imm)
+            return
         self.imms[id(ins)] = imm
 
     def val(self, v: Any) -> str:
@@ -207,6 +221,13 @@ class FnEmitter:
         if isinstance(v, Function):
             raise error("E0505", f"the address of function `{v.name}` cannot be taken in "
                         "device code (PTX has no indirect calls here)", getattr(v, "span", None))
+        if isinstance(v, Instr) and v.block is not None and v.block.function is self.fn:
+            # Used in a block emitted before the one defining it (possible after -O moves
+            # code; SSA dominance still guarantees the definition runs first): give it its
+            # register now, and the definition writes that register (define/result).
+            r = self.vals[id(v)] = self.new_t(v.type)
+            self.forward.add(id(v))
+            return r
         raise error("E0900", f"PTX backend: value {v!r} used before its definition")
 
     def local_reg(self, loc: Local) -> str:
@@ -254,3 +275,7 @@ class FnEmitter:
                 prefix, decl = regs.CLASSES[c]
                 out.append(f"\t.reg {decl} \t{prefix}<{self.counts[c] + 1}>;")
         return out
+
+
+def _mov_suffix(t: Type) -> str:
+    return "pred" if isinstance(t, BoolType) else regs.bits(t)
