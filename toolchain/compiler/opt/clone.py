@@ -32,14 +32,17 @@ def clone_blocks(fn, blocks: list[Block], vmap: dict, suffix: str,
             nb.instrs.append(c)
             vmap[ins] = c
             pending.append(c)
+    get = vmap.get
     for c in pending:                 # after every copy exists: forward references (phis)
-        c.operands = [vmap.get(o, o) if _mappable(o) else o for o in c.operands]
+        ops = c.operands              # (the copy's own list)
+        for k, o in enumerate(ops):
+            try:
+                r = get(o, _NONE)
+            except TypeError:         # an unhashable operand is never mapped
+                continue
+            if r is not _NONE:
+                ops[k] = r
     return [bmap[b] for b in blocks], bmap
 
 
-def _mappable(o) -> bool:
-    try:
-        hash(o)
-    except TypeError:
-        return False
-    return True
+_NONE = object()
