@@ -1,7 +1,7 @@
 """Small CFG edits shared by passes (no pass calls another pass; they share these)."""
 from __future__ import annotations
 
-from ..ir.cfg import reverse_postorder
+from ..ir.cfg import successors
 from ..ir.module import Block, Const, Function, Instr, UseMap, replace_all_uses_with
 from ..ir.types import FloatType, Type
 
@@ -31,7 +31,17 @@ def remove_phi_arm(block: Block, pred: Block, uses: UseMap | None = None) -> Non
 
 def remove_unreachable(fn: Function) -> bool:
     """Delete blocks the entry cannot reach, and their phi arms in reachable blocks."""
-    live = set(reverse_postorder(fn))
+    if not fn.blocks:
+        return False
+    live = {fn.blocks[0]}                      # reachability only: no order needed
+    stack = [fn.blocks[0]]
+    while stack:
+        for s in successors(stack.pop()):
+            if s not in live:
+                live.add(s)
+                stack.append(s)
+    if len(live) == len(fn.blocks):
+        return False
     dead = [b for b in fn.blocks if b not in live]
     if not dead:
         return False

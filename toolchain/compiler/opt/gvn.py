@@ -156,8 +156,10 @@ def run(fn, analyses) -> bool:
     if replace:
         for b in fn.blocks:                  # phis (and unreachable code) name values
             for ins in b.instrs:             # from anywhere: settle the rest
-                if any(isinstance(o, Instr) and o in replace for o in ins.operands):
-                    ins.operands = [_final(replace, o) for o in ins.operands]
+                ops = ins.operands
+                for k, o in enumerate(ops):
+                    if o.__class__ is Instr and o in replace:
+                        ops[k] = _final(replace, o)
         loads = sum(1 for i in replace if i.op == "load")
         what = f"{len(replace)} repeated computation{'s' if len(replace) != 1 else ''}"
         analyses.remark(fn.span, "gvn", f"reused earlier values for {what}" +
