@@ -235,7 +235,8 @@ def _print_target(ns, fmt: str) -> int:
     from .targets import for_options
     from types import SimpleNamespace
     emit = ns.emit or ("ptx" if ns.gpu_arch or ns.ptx_version else "obj")
-    opts = SimpleNamespace(emit=emit, gpu_arch=ns.gpu_arch, ptx_version=ns.ptx_version)
+    opts = SimpleNamespace(emit=emit, gpu_arch=ns.gpu_arch, ptx_version=ns.ptx_version,
+                           host_target=HOST_TARGETS[ns.target or native_target()])
     try:
         resolved = for_options(opts).resolve(opts)
     except CompileError as e:
