@@ -1,8 +1,9 @@
 """The optimizer pipeline: the only place that sets pass order (STYLE.md §2).
 
 Each pass is one module with `run(fn, analyses) -> bool` (True iff the IR changed), listed
-in PASSES with the analyses it requires (built before it runs) and the ones it
-invalidates when it changes something. The manager owns the analyses cache, verification
+in PASSES with the analyses it requires and the ones it invalidates when it changes
+something. A pass asks for what it requires (`analyses.get`) when it first needs it, so one
+that has nothing to do on a function builds nothing (compile time). The manager owns the analyses cache, verification
 after every changing pass (`--verify-each`), and `--dump-ir=after:PASS|all` (the function
 printed to stderr under a `; after PASS: @fn` header). GPU `-O` runs over kernel-reachable
 functions only (gpu.md "Building"); host `-O` over every defined function.
@@ -146,9 +147,7 @@ def run_pipeline(fn, names, analyses: Analyses, opts: OptOptions) -> bool:
         name = entry
         p = PASSES[name]
         t0 = time.perf_counter() if opts.timings is not None else 0.0
-        for r in p.requires:
-            analyses.get(r)
-        did = p.run(fn, analyses)
+        did = p.run(fn, analyses)       # it asks for p.requires itself, when it needs them
         if opts.timings is not None:
             key = f"opt.{name}"
             opts.timings[key] = opts.timings.get(key, 0.0) + time.perf_counter() - t0
