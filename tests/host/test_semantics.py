@@ -40,12 +40,17 @@ fn main() -> int32 {
     var big: uint64 = 18446744073709551615;
     print_int((int64)(big >> 60)); newline();
     print_int(9223372036854775807); newline();
+    print_int(BIG); newline();                   // a top-level untyped const
+    print_int(G + BIG / 3); newline();
     return 0;
 }
+const BIG = 3000000000;
+var G: int64 = 4294967295;
 """
     assert _run(tmp_path, src, opt) == ["4294967295", "3000000000", "2147483648",
                                         str(2147483647 + 3000000000), "4000000001", "0",
-                                        "15", "9223372036854775807"]
+                                        "15", "9223372036854775807", "3000000000",
+                                        str(4294967295 + 1000000000)]
 
 
 @pytest.mark.parametrize("opt", OPT_LEVELS)
