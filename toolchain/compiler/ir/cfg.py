@@ -180,9 +180,14 @@ class DomTree:
         self.children: dict[Block, list[Block]] = {b: [] for b in self.rpo}
         for b in self.rpo[1:]:
             self.children[self.idom[b]].append(b)
-        # pre/post numbers of a DFS over the tree: a dominates b iff a's interval holds b's
-        self._pre: dict[Block, int] = {}
+        self._pre: dict[Block, int] | None = None     # numbered on first `dominates`
         self._post: dict[Block, int] = {}
+        self._frontier: dict[Block, list[Block]] | None = None
+
+    def _number(self) -> dict[Block, int]:
+        """Pre/post numbers of a DFS over the tree: a dominates b iff a's interval holds
+        b's (mem2reg and gvn never ask, so they are not computed up front)."""
+        self._pre = {}
         n = 0
         stack = [(self.rpo[0], 0)] if self.rpo else []
         while stack:
@@ -197,14 +202,15 @@ class DomTree:
             else:
                 self._post[b] = n
                 n += 1
-        self._frontier: dict[Block, list[Block]] | None = None
+        return self._pre
 
     def reachable(self, b: Block) -> bool:
         return b in self.index
 
     def dominates(self, a: Block, b: Block) -> bool:
         """a dominates b (reflexive)."""
-        pa, pb = self._pre.get(a), self._pre.get(b)
+        pre = self._pre if self._pre is not None else self._number()
+        pa, pb = pre.get(a), pre.get(b)
         if pa is None or pb is None:
             return False
         return pa <= pb and self._post[b] <= self._post[a]
@@ -214,7 +220,8 @@ class DomTree:
 
     def preorder(self) -> list[Block]:
         """Blocks in dominator-tree preorder (parents before children)."""
-        return sorted(self.rpo, key=self._pre.__getitem__)
+        pre = self._pre if self._pre is not None else self._number()
+        return sorted(self.rpo, key=pre.__getitem__)
 
     @property
     def frontier(self) -> dict[Block, list[Block]]:
