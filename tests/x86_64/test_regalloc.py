@@ -1,4 +1,4 @@
-"""Register allocation under -O (targets/x86_64/regalloc.py): intervals cover loops, no two
+"""Register allocation under -O (targets/common/regalloc.py): intervals cover loops, no two
 overlapping intervals share a register, loop values win registers, and optimised programs
 print what unoptimised ones print (x86-64 Linux, AArch64 under qemu, Windows x64 under
 Wine)."""
@@ -11,7 +11,7 @@ from tests.host.cross import build_for, run_on, why_not_runnable
 from toolchain.compiler.frontend.api import compile_to_ir
 from toolchain.compiler.opt.manager import optimize
 from toolchain.compiler.targets.x86_64.isel import ALLOCATABLE
-from toolchain.compiler.targets.x86_64.regalloc import (allocate, coalesce, intervals,
+from toolchain.compiler.targets.common.regalloc import (allocate, coalesce, intervals,
                                                         liveness, loop_depths)
 
 LOOP = """

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...ir.types import Type, align_up
-from ..x86_64.abi_sysv import flatten
+from ..common.host import flatten
 from .regs import INT_ARGS, X, Reg, fp
 
 INTEGER, FLOAT = "INTEGER", "FLOAT"

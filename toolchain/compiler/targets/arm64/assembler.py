@@ -1,4 +1,4 @@
-"""The AArch64 assembler: the x86-64 Assembler's section/label/symbol bookkeeping with
+"""The AArch64 assembler: the linker's ObjectBuilder (sections, labels, symbols) with
 AArch64 instruction words, fixups and relocations.
 
     asm = Assembler()
@@ -25,7 +25,7 @@ from ....linker.elf_consts import (EM_AARCH64, R_AARCH64_ABS64, R_AARCH64_ADD_AB
                                    R_AARCH64_LDST64_ABS_LO12_NC)
 from ....linker.objfile import ObjectFile, Reloc
 from ...diagnostics import error
-from ..x86_64.assembler import Assembler as _Base
+from ....linker.objbuilder import ObjectBuilder
 from .encodings import Fixup, encode
 
 RELOC_OF = {
@@ -47,21 +47,15 @@ class _Pending:
     fix: Fixup
 
 
-class Assembler(_Base):
+class Assembler(ObjectBuilder):
+    CODE_FILL = NOP.to_bytes(4, "little")
+
     def emit(self, mnemonic: str, *operands) -> int:
         word, fix = encode(mnemonic, *operands)
         if fix is not None:
             self.pending.append(_Pending(self.current.name, self.offset, fix))
         self._append(word.to_bytes(4, "little"))
         return word
-
-    def align(self, n: int) -> None:
-        self.current.align = max(self.current.align, n)
-        pad = (-self.offset) % n
-        if self.current.name == ".text":
-            self._append(NOP.to_bytes(4, "little") * (pad // 4))
-        else:
-            self._append(bytes(pad))
 
     def pointer(self, sym: str, addend: int = 0) -> None:
         """An 8-byte absolute address of `sym` (R_AARCH64_ABS64)."""

@@ -1,7 +1,7 @@
 """AArch64 instruction selection for one IR function (host code), into an Assembler.
 
 The x86-64 selector's design on AArch64: every IR value lives in a frame slot (the shared
-x86_64/frame.py plan), each instruction loads operands into scratch registers, computes and
+common/frame.py plan), each instruction loads operands into scratch registers, computes and
 stores. Frame: `stp x29, x30, [sp, #-16]!; mov x29, sp; sub sp, sp, #size`; slots lie below
 x29, the outgoing argument area at [sp, #0...]; sp stays 16-byte aligned and fixed until the
 epilogue (`mov sp, x29; ldp x29, x30, [sp], #16; ret`). A `br`/`cbr` to the next block
@@ -11,9 +11,9 @@ of their slots (`put`/`load_bits` see to it); the prologue saves the registers u
 from __future__ import annotations
 
 from ...ir.module import Function
-from ..x86_64 import regalloc
-from ..x86_64.frame import plan
-from ..x86_64.isel_blocks import BlockMixin
+from ..common import regalloc
+from ..common.frame import plan
+from ..common.isel_blocks import BlockMixin
 from .abi_aapcs64 import layout
 from .isel_arith import A, ArithMixin
 from .isel_call import CallMixin, reserve_call_space

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ...ir.module import Const
 from ...ir.types import IntType
-from ..x86_64.isel_values import const_bits
+from ..common.host import const_bits
 from .isel_values import ice
 from .operands import Imm, Sym
 from .regs import D, IP0, S, X, XZR, w

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from ...ir.module import Const, Function
 from ...ir.types import I32, I64
-from ..x86_64.isel_call import CallMixin as X86CallMixin
-from ..x86_64.isel_call import KERNEL_HANDLE, LAUNCH, LAUNCH_PARAMS, _Slot
+from ..common.host import KERNEL_HANDLE, LAUNCH, LAUNCH_PARAMS, RuntimeSymbolMixin
+from ..common.host import LaunchSlot as _Slot
 from .abi_aapcs64 import FLOAT, INTEGER, Layout, layout
 from .isel_arith import A
 from .operands import Mem, Sym
@@ -42,9 +42,7 @@ def reserve_call_space(frame, ins) -> None:
         frame.scratch[id(ins)] = (cells, array, frame.alloc(8))
 
 
-class CallMixin(X86CallMixin):
-    """AArch64 calls; `runtime_symbol` comes from the x86-64 mixin, every other method is
-    overridden here."""
+class CallMixin(RuntimeSymbolMixin):
     arg0, arg1, arg2 = X[0], X[1], X[2]
 
     def call_symbol(self, name: str) -> None:

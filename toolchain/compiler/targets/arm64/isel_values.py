@@ -11,8 +11,8 @@ from __future__ import annotations
 from ...diagnostics import error
 from ...ir.module import Const, Function, Global, Instr, Local, Param, Undef
 from ...ir.types import FloatType, IntType, Type
-from ..x86_64.frame import is_alloca
-from ..x86_64.isel_values import const_bits
+from ..common.frame import is_alloca
+from ..common.host import const_bits
 from .operands import Imm, Lo12, Mem, Page
 from .regs import FP, FPR, IP0, IP1, SP, XZR, Reg, w, x
 
@@ -30,7 +30,7 @@ def ice(msg: str):
 
 
 class ValueMixin:
-    regs: dict = {}      # id(value) -> x19..x28 under -O (x86_64/regalloc.py); else slots
+    regs: dict = {}      # id(value) -> x19..x28 under -O (common/regalloc.py); else slots
     # (value, register, code offset, label count) right after `put`: reloading that value
     # into that register at the same offset, with no label in between, is redundant
     _just_stored: tuple | None = None

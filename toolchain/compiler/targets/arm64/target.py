@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from ...ir.module import Module
 from ....linker.elf_writer import write_object
-from ..x86_64.isel_data import emit_globals
-from ..x86_64.target import _CStrings, _host_function, optimized
+from ..common.globals_data import emit_globals
+from ..common.host import CStrings, host_function, optimized
 from .assembler import Assembler
 from .isel import FunctionSelector
 
 
 def assemble_module(module: Module, allocate: bool = False) -> Assembler:
     asm = Assembler()
-    cstrings = _CStrings()
+    cstrings = CStrings()
     selector = FunctionSelector(asm, module, cstrings, allocate)
     for fn in module.functions.values():
-        if _host_function(fn):
+        if host_function(fn):
             selector.select(fn)
     emit_globals(asm, module)
     cstrings.emit(asm)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...ir.types import ArrayType, StructType, Type, align_up
+from ...ir.types import Type, align_up
+from ..common.host import flatten
 from .regs import FLOAT_ARGS, INT_ARGS, RAX, RDX, RSI, RDI, XMM0, XMM1, Reg
 
 INTEGER, SSE, MEMORY = "INTEGER", "SSE", "MEMORY"
@@ -29,21 +30,6 @@ C_ARGS = (RDI, RSI, RDX)        # memcpy/memset/kernel-handle argument registers
 SHADOW_SPACE = 0                # bytes the caller reserves below stack arguments
 CALLEE_SAVED_SCRATCH: tuple = ()  # scratch registers the ABI says a callee must preserve
 STACK_PROBE = False             # touch each page of a big frame in order (Windows guard page)
-
-
-def flatten(t: Type, base: int = 0) -> list[tuple[int, Type]]:
-    """(byte offset, scalar type) of every scalar inside `t`, in address order."""
-    if isinstance(t, StructType):
-        out = []
-        for (_, ft), off in zip(t.fields, t.offsets):
-            out += flatten(ft, base + off)
-        return out
-    if isinstance(t, ArrayType):
-        out = []
-        for i in range(t.count):
-            out += flatten(t.elem, base + i * t.elem.size)
-        return out
-    return [(base, t)]
 
 
 def classify(t: Type) -> list[str] | str:

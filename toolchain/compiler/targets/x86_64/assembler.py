@@ -36,11 +36,9 @@ from dataclasses import dataclass
 
 from ....linker.elf_consts import (R_X86_64_64, R_X86_64_GOTPCREL, R_X86_64_GOTPCRELX,
                                    R_X86_64_PC32, R_X86_64_PLT32, R_X86_64_REX_GOTPCRELX,
-                                   STB_GLOBAL, STB_LOCAL, STT_FUNC, STT_NOTYPE, STT_OBJECT,
-                                   SHT_NOBITS)
-from ....linker.objfile import (ObjectFile, Reloc, Section, Symbol, section_symbol,
-                                standard_section)
-from ...diagnostics import error
+                                   STB_LOCAL)
+from ....linker.objbuilder import ObjectBuilder
+from ....linker.objfile import Reloc
 from .emit import BRANCH, GOT, Encoded, encode
 from .operands import Operand
 
@@ -55,59 +53,9 @@ class _Pending:
     insn: Encoded
 
 
-class Assembler:
-    """Accumulates code and data per section; `finish` resolves fixups into an object."""
-
-    def __init__(self) -> None:
-        self.sections: dict[str, Section] = {}
-        self.labels: dict[str, tuple[str, int]] = {}  # name -> (section, offset)
-        self.symbols: dict[str, Symbol] = {}  # declared symbols (type, binding, size)
-        self.pending: list[_Pending] = []
-        self.current: Section = self.section(".text")
-        self._next_label = 0
-
-    # -- sections and symbols -------------------------------------------------------------
-    def section(self, name: str) -> Section:
-        if name not in self.sections:
-            self.sections[name] = standard_section(name)
-        self.current = self.sections[name]
-        return self.current
-
-    @property
-    def offset(self) -> int:
-        return self.current.size
-
-    def new_label(self, hint: str = "L") -> str:
-        self._next_label += 1
-        return f".{hint}{self._next_label}"
-
-    def label(self, name: str) -> None:
-        if name in self.labels:
-            raise error("E0900", f"internal compiler error: label '{name}' defined twice")
-        self.labels[name] = (self.current.name, self.offset)
-        if name in self.symbols:
-            self.symbols[name].section, self.symbols[name].value = self.current.name, self.offset
-
-    def declare(self, name: str, kind: int = STT_NOTYPE, local: bool = False) -> Symbol:
-        """Declare the type/binding of a symbol defined here (now or later) or imported."""
-        sym = self.symbols.setdefault(name, Symbol(name, None))
-        sym.type, sym.bind = kind, STB_LOCAL if local else STB_GLOBAL
-        if name in self.labels:
-            sym.section, sym.value = self.labels[name]
-        return sym
-
-    def function(self, name: str, local: bool = False) -> None:
-        self.declare(name, STT_FUNC, local)
-        self.label(name)
-
-    def data_symbol(self, name: str, local: bool = False, align: int = 8) -> None:
-        self.align(align)
-        self.declare(name, STT_OBJECT, local)
-        self.label(name)
-
-    def end_symbol(self, name: str) -> None:
-        section, start = self.labels[name]
-        self.symbols[name].size = self.sections[section].size - start
+class Assembler(ObjectBuilder):
+    """x86-64 instructions into an ObjectBuilder (module docstring: the contract)."""
+    CODE_FILL = b"\x90"   # nop padding in code
 
     # -- code and data ----------------------------------------------------------------------
     def emit(self, mnemonic: str, *operands: Operand) -> Encoded:
@@ -119,51 +67,10 @@ class Assembler:
         self._append(insn.data)
         return insn
 
-    def _append(self, data: bytes) -> None:
-        if self.current.type == SHT_NOBITS:
-            if any(data):
-                raise error("E0900", f"internal compiler error: data in {self.current.name}")
-            self.current.nobits_size += len(data)
-        else:
-            self.current.data += data
-
-    def ascii(self, data: bytes) -> None:
-        self._append(bytes(data))
-
-    def int(self, value: int, size: int) -> None:
-        self._append((value & ((1 << 8 * size) - 1)).to_bytes(size, "little"))
-
-    def reserve(self, size: int) -> None:
-        self._append(bytes(size))
-
-    def align(self, n: int) -> None:
-        self.current.align = max(self.current.align, n)
-        fill = b"\x90" if self.current.name == ".text" else b"\0"  # nop padding in code
-        self._append(fill * ((-self.offset) % n))
-
     def pointer(self, sym: str, addend: int = 0) -> None:
         """An 8-byte absolute address of `sym` (R_X86_64_64)."""
         self.current.relocs.append(Reloc(self.offset, R_X86_64_64, sym, addend))
         self._append(bytes(8))
-
-    # -- finishing ----------------------------------------------------------------------------
-    def finish(self) -> ObjectFile:
-        for p in self.pending:
-            self._resolve(p)
-        for sec in self.sections.values():
-            sec.relocs = [self._localise(r) for r in sec.relocs]
-        used = {r.symbol for s in self.sections.values() for r in s.relocs}
-        obj = ObjectFile(sections=dict(self.sections))
-        obj.symbols = [section_symbol(n) for n in self.sections]
-        obj.symbols += [s for s in self.symbols.values() if s.defined or s.name in used]
-        known = {s.name for s in obj.symbols}
-        for name in sorted(used - known):
-            if name in self.labels:  # a local label reached through the GOT
-                section, offset = self.labels[name]
-                obj.symbols.append(Symbol(name, section, offset, 0, STB_LOCAL))
-            else:  # an external symbol
-                obj.symbols.append(Symbol(name, None))
-        return obj
 
     def _resolve(self, p: _Pending) -> None:
         target = self.labels.get(p.sym)

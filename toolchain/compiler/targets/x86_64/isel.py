@@ -21,10 +21,11 @@ page or more and saves rsi/rdi (callee-saved there, scratch here) in frame slots
 from __future__ import annotations
 
 from ...ir.module import Function
-from . import abi_sysv, regalloc
-from .frame import plan
+from ..common import regalloc
+from ..common.frame import plan
+from ..common.isel_blocks import BlockMixin
+from . import abi_sysv
 from .isel_arith import _INVERSE_CC, ArithMixin
-from .isel_blocks import BlockMixin
 from .isel_call import CallMixin, reserve_call_space
 from .isel_mem import MemMixin
 from .isel_values import ValueMixin, ice
@@ -91,6 +92,9 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
         e("jne", Sym(loop))
 
     # -- control flow -----------------------------------------------------------------------
+    def branch_target(self, label: str):
+        return Sym(label)
+
     def op_cbr(self, ins) -> None:
         then, other = ins.targets
         yes = self.take_flags(ins.operands[0])

@@ -15,18 +15,17 @@ mtlc_gpu_kernel_handle("K") first.
 from __future__ import annotations
 
 from ...ir.module import Const, Function
-from ...ir.types import I32, I64, ptr
+from ...ir.types import I32, I64
 from . import abi_sysv
 from .abi_sysv import INTEGER, SHADOW, SSE, Layout
-from .frame import Frame
+from ..common.frame import Frame
+from ..common.host import (KERNEL_HANDLE, LAUNCH, LAUNCH_PARAMS, LaunchSlot as _Slot,
+                           RuntimeSymbolMixin)
 from .isel_mem import store_scalar
 from .isel_values import normalize
 from .operands import Imm, Mem, Sym
 from .regs import EAX, R10, RAX, RBP, RSP, resize
 
-LAUNCH = "mtlc_gpu_launch_checked"
-KERNEL_HANDLE = "mtlc_gpu_kernel_handle"
-LAUNCH_PARAMS = [I64, I32, I32, I32, I32, I32, I32, I32, I64, ptr(I64), I32]
 
 
 def reserve_call_space(frame: Frame, ins, abi=abi_sysv) -> None:
@@ -50,7 +49,7 @@ def _call_layout(ins, abi=abi_sysv) -> Layout:
     return abi.layout([a.type for a in args], ins.type)
 
 
-class CallMixin:
+class CallMixin(RuntimeSymbolMixin):
     def _set_up_args(self, lay: Layout, args: list, sret=None, copies=None) -> None:
         """Copies for by-reference aggregates and stack arguments first (a big copy calls
         memcpy), then the hidden result pointer, then INTEGER, SSE and SHADOW registers."""
@@ -217,15 +216,4 @@ class CallMixin:
                 e("mov", dest, reg)
         e("mov", EAX, Imm(0))
         e("call", Sym(self.runtime_symbol(LAUNCH)))
-
-    def runtime_symbol(self, name: str) -> str:
-        fn = self.module.functions.get(name)
-        return fn.symbol if fn is not None else name
-
-
-class _Slot:
-    """An rbp-relative scratch location used as a launch argument (its value or address)."""
-
-    def __init__(self, offset: int, lea: bool = False) -> None:
-        self.offset, self.lea = offset, lea
 

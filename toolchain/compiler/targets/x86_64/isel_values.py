@@ -14,24 +14,14 @@ from ...diagnostics import error
 from ...ir.module import Const, Function, Global, Instr, Local, Param, Undef
 from ...ir.types import FloatType, IntType, Type
 from .assembler import Assembler
-from .frame import Frame, is_alloca
+from ..common.frame import Frame, is_alloca
+from ..common.host import const_bits
 from .operands import Imm, Mem, Sym, rip
 from .regs import R11, RAX, RBP, Reg, resize
 
 
 def ice(msg: str):
     return error("E0900", f"internal compiler error (x86-64): {msg}")
-
-
-def const_bits(c: Const) -> int:
-    """The 64-bit register image of a scalar constant."""
-    t, v = c.type, c.value
-    if isinstance(t, FloatType):
-        fmt = "<f" if t.bits == 32 else "<d"
-        return int.from_bytes(struct.pack(fmt, float(v)), "little")
-    if isinstance(t, IntType):
-        return t.wrap(int(v))
-    return int(v or 0)
 
 
 def normalize(asm: Assembler, t: Type, reg: Reg) -> None:

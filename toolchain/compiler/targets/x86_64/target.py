@@ -9,35 +9,13 @@ Output is deterministic: functions, globals and string constants in module order
 """
 from __future__ import annotations
 
-from ...ir import ops as O
-from ...ir.module import Function, Module
+from ...ir.module import Module
 from ....linker.elf_writer import write_object
 from . import abi_sysv
 from .assembler import Assembler
 from .isel import FunctionSelector
-from .isel_data import emit_globals
-
-
-def _host_function(fn: Function) -> bool:
-    if fn.is_kernel or fn.is_extern:
-        return False
-    return all(O.OPS[i.op].where != "device" for i in fn.instructions())
-
-
-class _CStrings:
-    """Private NUL-terminated strings the selector needs (kernel names for typed launch)."""
-
-    def __init__(self) -> None:
-        self.labels: dict[bytes, str] = {}
-
-    def __call__(self, data: bytes) -> str:
-        return self.labels.setdefault(data, f".Lkname{len(self.labels)}")
-
-    def emit(self, asm: Assembler) -> None:
-        asm.section(".rodata")
-        for data, label in self.labels.items():
-            asm.label(label)
-            asm.ascii(data + b"\0")
+from ..common.globals_data import emit_globals
+from ..common.host import CStrings as _CStrings, host_function as _host_function, optimized
 
 
 def assemble_module(module: Module, abi=abi_sysv, allocate: bool = False) -> Assembler:
@@ -53,14 +31,9 @@ def assemble_module(module: Module, abi=abi_sysv, allocate: bool = False) -> Ass
     return asm
 
 
-def optimized(module: Module, release: bool) -> bool:
-    """-O or -r: the driver marks an optimised module (`module.opt_level`)."""
-    return release or getattr(module, "opt_level", 0) > 0
-
-
 def emit_object(module: Module, release: bool = False) -> bytes:
     """The ELF relocatable object for the host part of `module`."""
     return write_object(assemble_module(module, allocate=optimized(module, release)).finish())
 
 
-__all__ = ["emit_object", "assemble_module"]
+__all__ = ["emit_object", "assemble_module", "optimized"]

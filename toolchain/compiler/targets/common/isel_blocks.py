@@ -1,4 +1,4 @@
-"""What the slot-per-value host selectors (x86-64 here, AArch64 in targets/arm64) share:
+"""What the slot-per-value host selectors (targets/x86_64, targets/arm64) share:
 operation dispatch, block layout and unconditional branches.
 
 A selector mixes this in and sets JUMP (its unconditional branch mnemonic); `ice` raises the
@@ -8,7 +8,6 @@ label; a branch to the block laid out next falls through.
 """
 from __future__ import annotations
 
-from .operands import Sym
 
 BINARY = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "min", "max")
 CASTS = ("bitcast", "ptrtoint", "inttoptr", "addrspacecast")
@@ -46,7 +45,7 @@ class BlockMixin:
             self.asm.emit(self.JUMP, self.branch_target(self.labels[id(block)]))
 
     def branch_target(self, label: str):
-        return Sym(label)
+        raise NotImplementedError   # the target's symbol operand for `label`
 
     def op_br(self, ins) -> None:
         self._jump(ins.targets[0])

@@ -1,4 +1,5 @@
-"""Module globals -> .data / .rodata / .bss, with R_X86_64_64 for address initialisers.
+"""Module globals -> .data / .rodata / .bss; address initialisers are the target assembler's
+8-byte absolute relocations (`asm.pointer`: R_X86_64_64, R_AARCH64_ABS64).
 
 Placement: no initialiser -> .bss; initialised constants without addresses -> .rodata;
 everything else -> .data (a constant holding addresses stays writable so imported targets can
@@ -13,7 +14,6 @@ import struct
 
 from ...ir.module import Function, Global, Module
 from ...ir.types import FloatType, IntType
-from .assembler import Assembler
 
 
 def _image(g: Global) -> tuple[bytearray, list[tuple[int, str]]]:
@@ -37,7 +37,8 @@ def _image(g: Global) -> tuple[bytearray, list[tuple[int, str]]]:
     return data, pointers
 
 
-def emit_globals(asm: Assembler, module: Module) -> None:
+def emit_globals(asm, module: Module) -> None:
+    """Into a target's assembler (`section`, `data_symbol`, `ascii`, `pointer`, ...)."""
     for g in module.globals.values():
         if g.linkage == "import":
             continue
