@@ -20,8 +20,9 @@ from .edit import remove_phi_arm, remove_unreachable
 def run(fn, analyses) -> bool:
     changed = False
     blocks, edges = len(fn.blocks), _edges(fn)
-    while _round(fn):
-        changed = True
+    first = True
+    while _round(fn, first):
+        changed, first = True, False
     if changed and (len(fn.blocks) != blocks or _edges(fn) != edges):
         analyses.cfg_changed = True        # otherwise only phis went: the CFG stands
     return changed
@@ -32,7 +33,10 @@ def _edges(fn) -> list:
         b.instrs for b in fn.blocks) else []
 
 
-def _round(fn) -> bool:
+def _round(fn, first: bool) -> bool:
+    """One sweep of every rewrite. Only a folded branch makes a block unreachable (merges
+    and phi replacements keep reachability), so after the first round the unreachable
+    walk runs only when this round folded one."""
     changed = False
     for b in fn.blocks:
         if not b.instrs:
@@ -54,7 +58,7 @@ def _round(fn) -> bool:
             remove_phi_arm(keep, b)            # two arms from b became one edge
         b.instrs[-1] = Instr("br", VOID, [], {}, [keep], term.span, b)
         changed = True
-    if remove_unreachable(fn):
+    if (first or changed) and remove_unreachable(fn):
         changed = True
     preds = block_predecessors(fn)
     repl: dict = {}                             # phi -> the value replacing it
