@@ -1,6 +1,7 @@
 """Compile-speed benchmark (a script, not a test): how long one `mettle --emit-ptx` takes.
 
     python3 bench/compile_speed.py [--runs N] [--json out.json] [--venv DIR] [files...]
+    python3 bench/compile_speed.py --in-process-only [files...]   # in process and -O ratio
 
 For each kernel file (default: bench/kernels/typical200.mettle, a typical 200-line file):
 
@@ -10,7 +11,9 @@ For each kernel file (default: bench/kernels/typical200.mettle, a typical 200-li
 - whole process from the source tree: `python3 -m toolchain.compiler`, with byte code
   cached in a temporary directory, beside `python3 -c pass`;
 - in process: `driver.compile_file` after one warm-up, with its per-phase split, and the
-  CPU time of importing the compiler in a fresh process.
+  CPU time of importing the compiler in a fresh process;
+- in process, `-O` against plain: alternating runs, minimum CPU time of each and their
+  ratio (issue 18: at most 1.3). `--in-process-only` skips the whole-process runs.
 
 Whole-process runs alternate with their baseline (A B A B ...) and report the median wall
 time and the median CPU time (user + sys, from wait4); on a shared machine CPU time is the
@@ -106,6 +109,25 @@ def in_process(path: str, runs: int) -> dict:
             "phases_ms": {k: round(statistics.median(v) * 1000, 2) for k, v in phases.items()}}
 
 
+def optimize_ratio(path: str, runs: int) -> dict:
+    """In process, `-O` against the same compile without it: alternating runs, the minimum
+    CPU time of each (the steadiest figure on a shared machine). Issue 18's target is a
+    ratio of at most 1.3."""
+    from toolchain.compiler.driver import Options, compile_file
+    plain = Options(emit="ptx", gpu_arch="sm_90a")
+    opt = Options(emit="ptx", gpu_arch="sm_90a", optimize=True)
+    compile_file(path, plain)
+    compile_file(path, opt)
+    a, b = [], []
+    for _ in range(runs):
+        for opts, xs in ((plain, a), (opt, b)):
+            c0 = time.process_time()
+            compile_file(path, opts)
+            xs.append(time.process_time() - c0)
+    return {"plain_cpu_ms": round(min(a) * 1000, 2), "O_cpu_ms": round(min(b) * 1000, 2),
+            "ratio": round(min(b) / min(a), 2), "runs": runs}
+
+
 def import_cpu_ms(python: str, env: dict, runs: int) -> float:
     """Median CPU time of importing the PTX compile path in a fresh process."""
     code = f"import time; t = time.process_time(); {IMPORTS}; print(time.process_time() - t)"
@@ -122,6 +144,8 @@ def main() -> int:
     ap.add_argument("--json", default="compile_speed.json")
     ap.add_argument("--venv", help="keep (and reuse) the pip-installed venv here")
     ap.add_argument("--no-install", action="store_true", help="skip the pip-installed runs")
+    ap.add_argument("--in-process-only", action="store_true",
+                    help="skip every whole-process run (in-process figures and -O ratio only)")
     args = ap.parse_args()
     files = [os.path.abspath(f) for f in args.files] or DEFAULT_FILES
     report: dict = {"python": sys.version.split()[0], "files": []}
@@ -129,7 +153,7 @@ def main() -> int:
     src_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     pyc = tempfile.mkdtemp(prefix="mettle-bench-pyc-")
     src_env.update(PYTHONPATH=ROOT, PYTHONPYCACHEPREFIX=pyc)
-    venv_dir = None if args.no_install else installed_venv(args.venv)
+    venv_dir = None if args.no_install or args.in_process_only else installed_venv(args.venv)
     out = os.path.join(tempfile.mkdtemp(prefix="mettle-bench-out-"), "k.ptx")
 
     for path in files:
@@ -141,9 +165,11 @@ def main() -> int:
             row["installed"] = paired([os.path.join(venv_dir, "bin", "mettle"), *flags],
                                       [vpy, "-c", "pass"], args.runs, src_env, ROOT)
             row["installed"]["import_cpu_ms"] = import_cpu_ms(vpy, src_env, 7)
-        row["source"] = paired([sys.executable, "-m", "toolchain.compiler", *flags],
-                               [sys.executable, "-c", "pass"], args.runs, src_env, ROOT)
+        if not args.in_process_only:
+            row["source"] = paired([sys.executable, "-m", "toolchain.compiler", *flags],
+                                   [sys.executable, "-c", "pass"], args.runs, src_env, ROOT)
         row["in_process"] = in_process(path, max(args.runs, 10))
+        row["optimize"] = optimize_ratio(path, max(args.runs, 10))
         report["files"].append(row)
 
     print(f"{'file':<22} {'how':<22} {'wall ms':>8} {'cpu ms':>7} "
@@ -160,6 +186,10 @@ def main() -> int:
         phases = ", ".join(f"{k} {v:.1f}" for k, v in ip["phases_ms"].items())
         print(f"{name:<22} {'in process':<22} {ip['wall_ms']:>8.1f} {ip['cpu_ms']:>7.1f}"
               f"   phases: {phases}")
+        o = row["optimize"]
+        print(f"{name:<22} {'in process, -O / plain':<22} {'':>8} {o['O_cpu_ms']:>7.1f}"
+              f"   plain {o['plain_cpu_ms']:.1f} cpu ms (min of {o['runs']}), "
+              f"-O/plain {o['ratio']:.2f} (target <= 1.3)")
         if "installed" in row:
             print(f"{name:<22} {'imports (fresh process)':<22} {'':>8} "
                   f"{row['installed']['import_cpu_ms']:>7.1f}")
