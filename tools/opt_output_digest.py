@@ -5,9 +5,10 @@ leave the output byte-identical).
     python3 tools/opt_output_digest.py --check /tmp/opt-before [extra files/dirs]
 
 Every `.mettle` under tests/data, tests/spirv_emit/data, tests/difftest/data, bench, examples
-and app (plus the extra files or directories given) is compiled in process with -O: files with
-a kernel to PTX (sm_90a) and to SPIR-V, host programs (no kernel) to IR (`--dump-ir`). A file that does
-not compile records its diagnostics instead, so a changed error counts as a difference too.
+and app (plus the extra files or directories given) is compiled in process with -O: files
+with a kernel to PTX (sm_90a) and to SPIR-V, host programs (no kernel) to IR (`--dump-ir`).
+A file that does not compile records its diagnostics instead, so a changed error counts as a
+difference too.
 `--root` picks the checkout whose compiler runs (the baseline can come from `git archive`);
 file names are recorded relative to the current directory's corpus.
 """

@@ -3,8 +3,9 @@
 Each pass is one module with `run(fn, analyses) -> bool` (True iff the IR changed), listed
 in PASSES with the analyses it requires and the ones it invalidates when it changes
 something. A pass asks for what it requires (`analyses.get`) when it first needs it, so one
-that has nothing to do on a function builds nothing (compile time). The manager owns the analyses cache, verification
-after every changing pass (`--verify-each`), and `--dump-ir=after:PASS|all` (the function
+that has nothing to do on a function builds nothing (compile time). The manager owns the
+analyses cache, verification after every changing pass (`--verify-each`), and
+`--dump-ir=after:PASS|all` (the function
 printed to stderr under a `; after PASS: @fn` header). GPU `-O` runs over kernel-reachable
 functions only (gpu.md "Building"); host `-O` over every defined function.
 
