@@ -5,9 +5,9 @@ in PASSES with the analyses it requires and the ones it invalidates when it chan
 something. A pass asks for what it requires (`analyses.get`) when it first needs it, so one
 that has nothing to do on a function builds nothing (compile time). The manager owns the
 analyses cache, verification after every changing pass (`--verify-each`), and
-`--dump-ir=after:PASS|all` (the function
-printed to stderr under a `; after PASS: @fn` header). GPU `-O` runs over kernel-reachable
-functions only (gpu.md "Building"); host `-O` over every defined function.
+`--dump-ir=after:PASS|all` (the function printed to stderr under a `; after PASS: @fn`
+header). GPU `-O` runs over kernel-reachable functions only (gpu.md "Building"); host `-O`
+over every defined function.
 
 The pipeline starts with mem2reg (locals -> SSA) and ends with out-of-SSA (phis -> locals),
 so the backends consume the same local.get/local.set IR they always did. Adding a pass is
