@@ -16,45 +16,51 @@ from .edit import remove_unreachable, zero
 
 
 def run(fn, analyses) -> bool:
-    candidates = _promotable(fn)
+    candidates, upward = _promotable(fn)
     if not candidates:
         return False
     dom: DomTree = analyses.get("domtree")
     if len(dom.rpo) != len(fn.blocks) and remove_unreachable(fn):
         analyses.invalidate("all")
         dom = analyses.get("domtree")
-    _rename(fn, dom, candidates, _place_phis(fn, dom, candidates))
+        upward = _upward(dom.rpo)               # gets of the deleted blocks no longer count
+    _rename(fn, dom, candidates, _place_phis(dom, candidates, upward))
     fn.locals = [l for l in fn.locals if l not in candidates]
     return True
 
 
-def _promotable(fn) -> dict[Local, list]:
+def _promotable(fn) -> tuple[dict[Local, list], set[Local]]:
+    """(promotable local -> its writing blocks, the locals some block reads before writing
+    them): one walk over the instructions."""
     ok = {l: [] for l in fn.locals if l.type.is_scalar}
+    upward: set[Local] = set()
     if not ok:
-        return ok
+        return ok, upward
     for b in fn.blocks:
+        written: set[Local] = set()
         for ins in b.instrs:
             op = ins.op
             if op == "local.set":
                 loc = ins.operands[0]
+                written.add(loc)
                 if loc in ok:
                     ok[loc].append(b)
                 if ins.operands[1].__class__ is Local:
                     ok.pop(ins.operands[1], None)
-            elif op != "local.get":
+            elif op == "local.get":
+                if ins.operands[0] not in written:
+                    upward.add(ins.operands[0])
+            else:
                 for o in ins.operands:
                     if o.__class__ is Local:
                         ok.pop(o, None)                 # another op reads the slot itself
-    return ok
+    return ok, upward
 
 
-def _place_phis(fn, dom: DomTree, cands: dict[Local, list]) -> dict:
-    """Insert empty phis (arms filled by _rename); returns block -> [(phi, local)]."""
-    df = dom.frontier
-    placed: dict = {}
-    # locals whose every get follows a set in the same block need no phis at all
+def _upward(blocks) -> set[Local]:
+    """The locals some block of `blocks` reads (local.get) before writing them."""
     upward: set[Local] = set()
-    for b in dom.rpo:
+    for b in blocks:
         written: set[Local] = set()
         for ins in b.instrs:
             op = ins.op
@@ -62,6 +68,14 @@ def _place_phis(fn, dom: DomTree, cands: dict[Local, list]) -> dict:
                 written.add(ins.operands[0])
             elif op == "local.get" and ins.operands[0] not in written:
                 upward.add(ins.operands[0])
+    return upward
+
+
+def _place_phis(dom: DomTree, cands: dict[Local, list], upward: set[Local]) -> dict:
+    """Insert empty phis (arms filled by _rename); returns block -> [(phi, local)]. Locals
+    whose every get follows a set in the same block (not in `upward`) need no phis."""
+    df = dom.frontier
+    placed: dict = {}
     for loc, def_blocks in cands.items():
         if loc not in upward:
             continue
