@@ -34,7 +34,7 @@ def test_actions_execute_on_matching_workers_and_a_second_clone_hits_the_cache(t
         [sys.executable, str(ROOT / "tools/remote/exec_demo.py"), "--bgd", str(BGD),
          "--work", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=1500)
-    print(proc.stdout)  # the measured numbers: pytest -s or ./pants test --test-output=all
+    print(proc.stdout)  # the numbers: `./pants test tests/rules/remote_exec_test.py -- -s`
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-8000:]
     out = proc.stdout
     assert "PASS: Mettle actions executed on the plain worker" in out
