@@ -5,7 +5,8 @@ leave the output byte-identical).
     python3 tools/opt_output_digest.py --check /tmp/opt-before [extra files/dirs]
 
 Every `.mettle` under tests/data, tests/spirv_emit/data, tests/difftest/data, bench, examples
-and app (plus the extra files or directories given) is compiled in process with -O: files
+and app, the programs embedded as strings in tests/host (`fn main(`, the std-using host
+programs), and the extra files or directories given, is compiled in process with -O: files
 with a kernel to PTX (sm_90a) and to SPIR-V, host programs (no kernel) to IR (`--dump-ir`).
 A file that does not compile records its diagnostics instead, so a changed error counts as a
 difference too.
@@ -36,6 +37,29 @@ def corpus(extra: list[str]) -> list[str]:
     return sorted(out)
 
 
+def test_programs(out_dir: str) -> list[str]:
+    """The Mettle programs written as string constants in tests/host (the std-using host
+    programs, each with a `fn main(`), saved as files under `out_dir`."""
+    import ast
+    paths = []
+    for dirpath, _, names in os.walk(os.path.join(ROOT, "tests", "host")):
+        for n in sorted(names):
+            if not n.endswith(".py"):
+                continue
+            with open(os.path.join(dirpath, n), encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            k = 0
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                        and "fn main(" in node.value:
+                    path = os.path.join(out_dir, f"{n[:-3]}_{k}.mettle")
+                    with open(path, "w", encoding="utf-8") as f:
+                        f.write(node.value)
+                    paths.append(path)
+                    k += 1
+    return paths
+
+
 def outputs(path: str) -> dict[str, str]:
     """kind -> the -O output text (or the error) of one file."""
     got = {"ptx": _one(path, emit="ptx", gpu_arch="sm_90a")}
@@ -64,13 +88,19 @@ def main() -> int:
     mode.add_argument("--save", metavar="DIR")
     mode.add_argument("--check", metavar="DIR")
     ap.add_argument("--root", default=ROOT, help="checkout whose compiler runs")
+    ap.add_argument("--no-test-programs", action="store_true",
+                    help="leave out the host programs embedded in tests/host")
     ap.add_argument("extra", nargs="*")
     a = ap.parse_args()
     sys.path.insert(0, os.path.abspath(a.root))
-    files = corpus(a.extra)
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="opt-digest-")
+    embedded = [] if a.no_test_programs else test_programs(tmp)
+    files = corpus(a.extra) + embedded
     result = {}
     for p in files:
-        name = os.path.relpath(p, ROOT)
+        name = ("tests/host:" + os.path.basename(p)) if p in embedded \
+            else os.path.relpath(p, ROOT)
         result[name] = {k: hashlib.sha256(v.encode()).hexdigest() for k, v in
                         outputs(p).items()}
     if a.save:
