@@ -96,6 +96,11 @@ def cli(seeds, args, out) -> int:
     """Offline checks always; PoCL and GPU runs where available. Exit 1 on any mismatch."""
     from tests.support import ptxas, spirv
     from tests.support.opencl import opencl_available
+    from .runner import cc_path
+    if cc_path() is None:
+        print("difftest --kernels: no C compiler (cc/gcc) for the CPU reference; "
+              "tests/difftest/test_kernels_gpu.py works without one", file=out)
+        return 2
     pocl = opencl_available()[0]
     gpu = False
     try:
