@@ -55,7 +55,7 @@ MARKER = ("Run mettle", "Run ptxas", "Run spirv-val")
 PACKAGE = ("package", "//app:host")
 GPU_TEST = ("--tag=gpu", "test", "tests/gpu::")
 OUTPUTS = ("app/host", "app/kernels.ptx")
-# Pants lists actions waiting longer than 30 s as `  NN.NNs\tScheduling: <description>`.
+# Under `Long running tasks:` Pants lists a waiting action as `  NN.NNs\tScheduling: <desc>`.
 _WAITING_RE = re.compile(r"^\s+\d+\.\d+s\s+Scheduling: ")
 # Pants lists a task first after ~60 s of waiting; give up on the message this much later.
 WAIT_S = 150
