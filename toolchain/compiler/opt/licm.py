@@ -23,6 +23,8 @@ _TRAPPING = ("div", "rem")
 def run(fn, analyses) -> bool:
     changed = False
     loops = analyses.get("loops")
+    if not loops.loops:
+        return False                       # no loop: no dominator tree to build
     dom = analyses.get("domtree")
     for lp in loops.innermost_first():
         if _hoist(fn, lp, dom, analyses):
