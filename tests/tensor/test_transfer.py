@@ -28,7 +28,7 @@ def test_every_case_assembles_on_every_profile(tmp_path, ptxas, case, arch):
         assert ("cp.async.bulk.tensor" in ptx) == native
         if native:
             assert f"cp.async.bulk.tensor.{case.rank}d.shared::cluster.global.tile" in ptx
-            assert (f"cp.async.bulk.tensor.{case.rank}d.global.shared::cta.tile" in ptx) \
+            assert (f"cp.async.bulk.tensor.{case.rank}d.global.shared::cta.bulk_group" in ptx) \
                 == (not strided)
             assert "mbarrier.arrive.expect_tx" in ptx
             assert "fence.proxy.tensormap::generic.acquire.gpu" in ptx

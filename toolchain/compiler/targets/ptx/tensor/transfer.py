@@ -137,7 +137,7 @@ def _tma_store(em, desc, view: str, wg: str, coords: list[str]) -> None:
     p, skip = _thread0(em)
     em.emit(f"@{p} bra {skip}")
     em.emit(f"fence.proxy.tensormap::generic.acquire.gpu [{view}], 128")
-    em.emit(f"cp.async.bulk.tensor.{desc.rank}d.global.shared::cta.tile.bulk_group "
+    em.emit(f"cp.async.bulk.tensor.{desc.rank}d.global.shared::cta.bulk_group "
             f"[{view}, {_coord_list(coords)}], [{src}]")
     em.emit("cp.async.bulk.commit_group")
     em.emit("cp.async.bulk.wait_group 0")
