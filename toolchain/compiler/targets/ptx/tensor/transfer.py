@@ -12,7 +12,9 @@ A load writes zero for an element outside [0, extent_d) in any dimension; a stor
 Native TMA (PTX 8.3 / sm_90 and newer, with a `view` operand, on eligible geometry): the
 view is a host-encoded CUtensorMap (tiled, no interleave, no swizzle, box = tile *
 element_stride, the descriptor's element strides). At run time a null view, a view not
-64-byte aligned or a workgroup address not 128-byte aligned falls back to the replay. Load:
+64-byte aligned or a workgroup address not 128-byte aligned falls back to the replay, and so
+does a store whose box crosses the tensor's edge (measured: an illegal instruction on the
+H200 for such bulk stores; the replay discards the outside elements exactly). Load:
 thread 0 acquires the map through the tensor-map proxy, initializes a compiler-owned
 mbarrier, publishes the initialization to the async proxy, issues the tensor copy, arrives
 expecting the tile's bytes, waits for the phase and invalidates the barrier. Store: every
@@ -63,6 +65,8 @@ def lower_transfer(em, ins) -> None:
         view = em.reg(ops["view"])
         fallback, done = label(em, "ttx_replay"), label(em, "ttx_done")
         ok = _aligned(em, view, wg)
+        if not desc.loads:
+            em.emit(f"and.pred {ok}, {ok}, {_box_inside(em, desc, coords)}")
         em.raw(f"\t// mtlc.tensor_transfer native (TMA), replay when view/alignment fail")
         em.emit(f"@!{ok} bra {fallback}")
         (_tma_load if desc.loads else _tma_store)(em, desc, view, wg, coords)
@@ -84,6 +88,23 @@ def _aligned(em, view: str, wg: str) -> str:
     em.emit(f"setp.eq.u64 {p}, {a}, 0")
     em.emit(f"setp.ne.u64 {q}, {view}, 0")
     em.emit(f"and.pred {p}, {p}, {q}")
+    return p
+
+
+def _box_inside(em, desc, coords: list[str]) -> str:
+    """A predicate: the whole box lies inside the tensor. The H200 raised an illegal
+    instruction for bulk tensor stores whose box crossed the tensor's edge, so a store takes
+    the copy engine only when nothing needs discarding (the replay discards exactly)."""
+    p = em.new("p")
+    em.emit(f"setp.eq.u32 {p}, 0, 0")
+    for d, c in enumerate(coords):
+        w, q = em.new("rd"), em.new("p")
+        em.emit(f"cvt.s64.s32 {w}, {c}")
+        em.emit(f"setp.ge.s64 {q}, {w}, 0")
+        em.emit(f"and.pred {p}, {p}, {q}")
+        em.emit(f"add.s64 {w}, {w}, {desc.tiles[d] * desc.element_strides[d]}")
+        em.emit(f"setp.le.s64 {q}, {w}, {desc.extents[d]}")
+        em.emit(f"and.pred {p}, {p}, {q}")
     return p
 
 
