@@ -18,8 +18,16 @@ from .fold import fold
 def run(fn, analyses) -> bool:
     uses: UseMap | None = None         # built on the first rewrite (most runs make none)
     # every rewrite below needs a constant operand, except phis and selects of one value
-    work = [i for b in fn.blocks for i in b.instrs
-            if i.op in ("phi", "select") or any(o.__class__ is Const for o in i.operands)]
+    work = []
+    for b in fn.blocks:
+        for i in b.instrs:
+            if i.op == "phi" or i.op == "select":
+                work.append(i)
+                continue
+            for o in i.operands:
+                if o.__class__ is Const:
+                    work.append(i)
+                    break
     changed = False
     dead: set = set()
     while work:

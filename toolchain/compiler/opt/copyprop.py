@@ -40,10 +40,14 @@ def run(fn, analyses) -> bool:
     return changed
 
 
+_CASTS = frozenset(("convert", "bitcast", "addrspacecast"))
+
+
 def _copy_source(ins: Instr):
     op, ops = ins.op, ins.operands
-    if op in ("convert", "bitcast", "addrspacecast") and ops[0].type == ins.type:
-        return ops[0]
+    if op in _CASTS:
+        t = ops[0].type
+        return ops[0] if t is ins.type or t == ins.type else None   # `is`: skip a deep ==
     if op == "select" and ops[1] is ops[2]:
         return ops[1]
     return None
