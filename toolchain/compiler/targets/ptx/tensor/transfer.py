@@ -13,8 +13,9 @@ Native TMA (PTX 8.3 / sm_90 and newer, with a `view` operand, on eligible geomet
 view is a host-encoded CUtensorMap (tiled, no interleave, no swizzle, box = tile *
 element_stride, the descriptor's element strides). At run time a null view, a view not
 64-byte aligned or a workgroup address not 128-byte aligned falls back to the replay, and so
-does a store whose box crosses the tensor's edge (measured: an illegal instruction on the
-H200 for such bulk stores; the replay discards the outside elements exactly). Load:
+does a store whose box crosses the tensor's edge, and a load of rank 4 or 5 that does
+(measured: illegal instructions on the H200 for such bulk copies; the replay zero-fills and
+discards exactly). Load:
 thread 0 acquires the map through the tensor-map proxy, initializes a compiler-owned
 mbarrier, publishes the initialization to the async proxy, issues the tensor copy, arrives
 expecting the tile's bytes, waits for the phase and invalidates the barrier. Store: every
@@ -29,6 +30,10 @@ from .common import label, operands
 _BITS = {1: "b8", 2: "b16", 4: "b32", 8: "b64"}
 _CLASS = {1: "rs", 2: "rs", 4: "r", 8: "rd"}
 MAX_BOX = 256
+# Measured on the H200: bulk tensor loads whose box crosses the tensor's edge zero-fill
+# correctly up to rank 3 (ranks 1-3 tested, negative coordinates included); a rank-5 load
+# across the edge raised an illegal instruction (in-bounds rank 4 and 5 boxes are fine).
+OOB_LOAD_MAX_RANK = 3
 
 
 def native_eligible(desc) -> str | None:
@@ -65,7 +70,7 @@ def lower_transfer(em, ins) -> None:
         view = em.reg(ops["view"])
         fallback, done = label(em, "ttx_replay"), label(em, "ttx_done")
         ok = _aligned(em, view, wg)
-        if not desc.loads:
+        if not desc.loads or desc.rank > OOB_LOAD_MAX_RANK:
             em.emit(f"and.pred {ok}, {ok}, {_box_inside(em, desc, coords)}")
         em.raw(f"\t// mtlc.tensor_transfer native (TMA), replay when view/alignment fail")
         em.emit(f"@!{ok} bra {fallback}")
