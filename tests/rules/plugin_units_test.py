@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -19,7 +20,7 @@ PROBE = r'''
 import json, sys
 from pants.engine.addresses import Address
 from toolchain.rules import target_types as tt
-from toolchain.rules.compile_kernel import ptxas_arch
+from toolchain.rules.compile_kernel import print_target_argv, ptxas_arch_of
 from toolchain.rules.variants import candidate_name, winner
 addr = Address("pkg", target_name="t")
 def err(fn, *a):
@@ -35,7 +36,8 @@ out = {
   "arch_bad": err(tt.MettleGpuArchField.compute_value, sys.argv[4], addr),
   "budget_bad": err(tt.MettleTensorTupleBudgetField.compute_value, 5000, addr),
   "one_variant": err(tt.VariantsField.compute_value, ["optimize=true"], addr),
-  "ptxas": [ptxas_arch(a or None) for a in sys.argv[5].split("|")],
+  "argv": list(print_target_argv("sm_90a", "8.4")),
+  "ptxas": [ptxas_arch_of(t.encode()) for t in json.loads(sys.argv[5])],
   "name": candidate_name(3, sys.argv[1]),
   "winner": winner({"entries": {"a": {"selection": "v1"}, "b": {"selection": "v1"}}}, "x"),
   "split": err(winner, {"entries": {"a": {"selection": "v0", "reason": "r0"},
@@ -52,10 +54,18 @@ def probe(*args: str) -> dict:
     return json.loads(proc.stdout)
 
 
+def print_target(arch: str) -> str:
+    """The compiler's --print-target output, as the compile rule's process gets it."""
+    proc = subprocess.run([sys.executable, "-m", "toolchain.compiler", "--print-target",
+                           "--gpu-arch", arch], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
 def test_plugin_helpers():
-    archs = "sm_90a|compute_75|sm_52|sm_9x"                # the registry resolves each
+    targets = json.dumps([print_target(a) for a in ("sm_90a", "compute_75", "sm_52")])
     out = probe("tensor_tuple_budget=8,gpu_arch=sm_121a", "tensor_tuple_budget=many",
-                "gb10", "sm90", archs)
+                "gb10", "sm90", targets)
     assert out["variant"] == [["gpu_arch", "sm_121a"], ["tensor_tuple_budget", "8"]]
     assert "is not an integer in 0..4096" in out["bad_variant"]
     assert out["arch_ok"] == "gb10"
@@ -63,7 +73,8 @@ def test_plugin_helpers():
                                       "target pkg:t is 'sm90'")
     assert "expected 0..4096" in out["budget_bad"]
     assert "needs at least two variants" in out["one_variant"]
-    assert out["ptxas"] == ["sm_90a", "sm_75", None, None]
+    assert out["ptxas"] == ["sm_90a", "sm_75", None]       # sm_52: ptxas 13 refuses it
+    assert out["argv"] == ["--print-target", "--gpu-arch", "sm_90a", "--ptx-version", "8.4"]
     assert out["name"] == "v3_tensor_tuple_budget-8-gpu_arch-sm_121a"
     assert out["winner"] == "v1"
     assert "a: v0 (r0); b: none (tie)" in out["split"]

@@ -7,6 +7,7 @@ PTX, spirv-val for SPIR-V) is separate, so a cached compile never re-runs for a 
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -45,17 +46,17 @@ class CompiledKernel:
     ptxas_arch: Optional[str] = None   # `ptxas --gpu-name` for PTX; None: nothing checks it
 
 
-def ptxas_arch(gpu_arch: str, ptx_version: Optional[str] = None) -> Optional[str]:
-    """The `--gpu-name` that checks PTX compiled for `gpu_arch`, as the compiler's target
-    registry resolves it (compute_NN assembles for sm_NN; ptxas 13 refuses targets below
-    sm_75), or None when ptxas cannot assemble it or the arch does not resolve (the compile
-    action reports that one)."""
-    from toolchain.compiler.diagnostics import CompileError
-    from toolchain.compiler.targets import resolve_target
-    try:
-        return resolve_target("ptx", gpu_arch, ptx_version).ptxas_arch
-    except CompileError:
-        return None
+def print_target_argv(gpu_arch: str, ptx_version: Optional[str] = None) -> Tuple[str, ...]:
+    """The compiler's own answer to "what does this arch resolve to" (`mettle --print-target`
+    prints the registry's JSON): the plugin never re-derives target facts or re-parses
+    `.target` out of PTX, and it runs the compiler as a process, never imports it."""
+    argv = ("--print-target", "--gpu-arch", gpu_arch)
+    return argv + (("--ptx-version", ptx_version) if ptx_version else ())
+
+
+def ptxas_arch_of(print_target_stdout: bytes) -> Optional[str]:
+    """`ptxas --gpu-name` from --print-target's JSON (None: ptxas cannot assemble it)."""
+    return json.loads(print_target_stdout.decode()).get("ptxas_arch")
 
 
 def compile_argv(req: CompileKernelRequest, source: str, stdlib_root: str) -> Tuple[str, ...]:
@@ -98,9 +99,14 @@ async def compile_kernel(req: CompileKernelRequest, compiler: MettleCompiler) ->
         description=(f"Run mettle compile {inputs.entry} -> {req.output_name} "
                      f"({req.gpu_arch})"),
         level=LogLevel.INFO))
-    kernel = CompiledKernel(result.output_digest, req.output_name,
-                            ptxas_arch(req.gpu_arch, req.ptx_version)
-                            if req.fmt == "ptx" else None)
+    arch = None
+    if req.fmt == "ptx":                # cached per arch: an edited kernel does not re-run it
+        target = await Get(ProcessResult, VenvPexProcess(
+            compiler.pex, argv=print_target_argv(req.gpu_arch, req.ptx_version),
+            extra_env=TOOL_ENV, description=f"Resolve the PTX target {req.gpu_arch}",
+            level=LogLevel.DEBUG))
+        arch = ptxas_arch_of(target.stdout)
+    kernel = CompiledKernel(result.output_digest, req.output_name, arch)
     if req.validate and req.fmt == "spirv":
         await Get(KernelChecked, SpirvCheck(kernel, req.spirv_target_env))
     elif req.validate:
