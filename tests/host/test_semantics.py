@@ -313,3 +313,24 @@ fn main() -> int32 {
 }
 """
     assert _run(tmp_path, src, opt) == ["0", "0", "4", "1"]
+
+
+@pytest.mark.parametrize("opt", OPT_LEVELS)
+def test_float_constant_division_by_zero_is_ieee(tmp_path, opt):
+    """Found by tools/difftest (seed 3193, size 2): `g - (65536.0 / K)` with a const K that
+    is 0 did not compile ("float to int8 needs a cast": the unfoldable constant was lowered
+    in its int8 neighbour's type). A float constant divided by zero folds to IEEE inf/NaN."""
+    src = """import "std/io";
+var g: int8 = 31;
+fn main() -> int32 {
+    const K: int32 = 0;
+    var v: float64 = (g - (65536.0 / K)) + g;
+    var w: float64 = -1.5 / K;
+    var nan: float64 = 0.0 / K;
+    print_int((int64)(v < -1.0e300)); newline();
+    print_int((int64)(w < -1.0e300)); newline();
+    print_int((int64)(nan != nan)); newline();
+    return 0;
+}
+"""
+    assert _run(tmp_path, src, opt) == ["1", "1", "1"]

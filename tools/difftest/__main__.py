@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import re
 import sys
 import tempfile
 import time
@@ -31,6 +32,11 @@ def parse_seeds(text: str) -> range:
     return range(int(text), int(text) + 1)
 
 
+def _code(outcome) -> str:
+    m = re.search(r"error\[(\w+)\]|exit status -?\d+", outcome.detail)
+    return m.group(0) if m else ""
+
+
 def reduce_mismatch(prog, mismatch, targets_by_name, workdir):
     target = targets_by_name[mismatch.target]
 
@@ -39,8 +45,8 @@ def reduce_mismatch(prog, mismatch, targets_by_name, workdir):
         if ref.kind != "ok":
             return False
         got = run_mettle(p.mettle(), workdir, target, mismatch.opt, "red")
-        if mismatch.got.kind != "ok":
-            return got.kind == mismatch.got.kind
+        if mismatch.got.kind != "ok":        # the same failure: kind and diagnostic code
+            return got.kind == mismatch.got.kind and _code(got) == _code(mismatch.got)
         return got.kind == "ok" and got.stdout != ref.stdout
     return reduce_program(prog, interesting)
 

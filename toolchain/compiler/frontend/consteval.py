@@ -8,6 +8,8 @@ is a Python number for folded consts) or None. A constant division by zero raise
 """
 from __future__ import annotations
 
+import math
+
 from . import ast as A
 from .scope import VarSym
 from .typesys import BUILTIN_TYPES
@@ -76,6 +78,14 @@ def const_value(e: A.Expr, lookup):
     return NOT_CONST
 
 
+def _ieee_div_by_zero(a: float, b: float) -> float:
+    """IEEE 754: x / ±0 is ±inf with the sign of x times the sign of the zero; 0/0 is NaN.
+    (Giving up on it left the constant to be lowered in its context's integer type.)"""
+    if a == 0 or math.isnan(a):
+        return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
 def _binary(e: A.Binary, lookup):
     a = const_value(e.left, lookup)
     if a is NOT_CONST:
@@ -96,6 +106,8 @@ def _binary(e: A.Binary, lookup):
     if e.op in ("/", "%"):
         if b == 0 and not is_float:
             raise ConstDivZero(e.right.span)
+        if b == 0 and e.op == "/":
+            return _ieee_div_by_zero(float(a), float(b))
         if b == 0:
             return NOT_CONST
         if is_float:
