@@ -28,9 +28,11 @@ class TargetInfo:
     """What a target tells the optimizer. `subgroup_width` is None when it varies or is
     unknown. Built from the target registry's object or a plain dict (`from_any`)."""
 
-    def __init__(self, subgroup_width: int | None = None, name: str | None = None):
+    def __init__(self, subgroup_width: int | None = None, name: str | None = None,
+                 unrolls_loops: bool = False):
         self.subgroup_width = subgroup_width
         self.name = name
+        self.unrolls_loops = unrolls_loops      # the backend's assembler unrolls (ptxas)
 
     @classmethod
     def from_any(cls, info) -> "TargetInfo":
@@ -39,7 +41,8 @@ class TargetInfo:
         if isinstance(info, TargetInfo):
             return info
         get = info.get if isinstance(info, dict) else (lambda k, d=None: getattr(info, k, d))
-        return cls(get("subgroup_width", None), get("name", None))
+        return cls(get("subgroup_width", None), get("name", None),
+                   bool(get("unrolls_loops", False)))
 
 
 class Analyses:
