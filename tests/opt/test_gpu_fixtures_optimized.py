@@ -16,6 +16,12 @@ from pathlib import Path
 
 import pytest
 
+# The modules this file reaches by name, imported so Pants' dependency inference puts
+# them in the test sandbox too.
+import tests.spirv_emit.test_execute  # noqa: F401
+import tests.spirv_emit.test_frontend_fixtures  # noqa: F401
+import tests.spirv_emit.test_gpu_suite_opencl  # noqa: F401
+
 from tests.support.spirv import run_tool, validate
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.driver import Options, compile_file

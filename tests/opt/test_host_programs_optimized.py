@@ -14,6 +14,13 @@ import inspect
 
 import pytest
 
+# The modules this file reaches by name, imported so Pants' dependency inference puts
+# them in the test sandbox too.
+import tests.host.test_arith  # noqa: F401
+import tests.host.test_convert  # noqa: F401
+import tests.host.test_isel_ir  # noqa: F401
+import tests.host.test_programs  # noqa: F401
+
 from tests.host import support
 
 MODULES = ("tests.host.test_programs", "tests.host.test_arith", "tests.host.test_convert")

@@ -105,6 +105,8 @@ def local_replay(clone: Path, records: list, work: Path) -> dict:
         if "./mettle.pex_pex_shim.sh" not in argv:
             continue
         args = argv[argv.index("./mettle.pex_pex_shim.sh") + 1:]
+        if "-o" not in args:
+            continue                    # `--print-target` (the ptxas arch): no output file
         target = work / "local" / args[args.index("-o") + 1]
         target.parent.mkdir(parents=True, exist_ok=True)
         args[args.index("-o") + 1] = str(target)
