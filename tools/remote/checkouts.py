@@ -23,6 +23,7 @@ from pathlib import Path
 OVERLAY = ("toolchain/rules", "app/BUILD", "pants.toml", "tests/rules", "tools/remote", "BUILD",
            "tests/gpu/BUILD")
 _SPAWNED_RE = re.compile(r'spawned local process as .*? description: "([^"]*)"')
+_CANCELED_RE = re.compile(r"\[INFO\] Canceled: (.*)$", re.M)
 PANTS_TIMEOUT_S = 900
 
 
@@ -67,8 +68,13 @@ class PantsRun:
 
     def spawned(self, prefix=("",)) -> list:
         """Descriptions of the processes this run executed locally (not cache hits) that
-        start with `prefix` (a string or a tuple of strings)."""
-        return [d for d in _SPAWNED_RE.findall(self.log) if d.startswith(prefix)]
+        start with `prefix` (a string or a tuple of strings). Pants may start an action
+        locally while it still looks it up in the remote cache and cancel it when the hit
+        arrives (under load the lookup outlasts its speculation delay): a spawn whose
+        workunit was then canceled produced nothing and is not counted."""
+        canceled = set(_CANCELED_RE.findall(self.log))
+        return [d for d in _SPAWNED_RE.findall(self.log)
+                if d.startswith(prefix) and d not in canceled]
 
 
 def run_pants(clone: Path, *args: str, env: dict | None = None) -> PantsRun:
