@@ -22,14 +22,10 @@ from __future__ import annotations
 from ..ir.module import Const, Instr
 from ..ir.ops import OPS
 from ..ir.types import I32, VOID
+from .edit import publication_barrier
 
 NAME = "async-staging"
 _ASYNC = ("async.copy", "async.commit", "async.wait")
-
-
-def _publication(ins: Instr) -> bool:
-    return ins.op == "gpu.barrier" and ins.attrs.get("order") in ("acq_rel", "seq_cst") \
-        and "workgroup" in ins.attrs.get("regions", ())
 
 
 def _space(v) -> str | None:
@@ -67,13 +63,13 @@ def _stage_block(b, uses, remarks) -> bool:
                 remarks(ins.span, "staging not formed: another store before the barrier")
                 return False
             continue
-        if _publication(ins):
+        if publication_barrier(ins):
             if not pairs:
                 return False
             _rewrite(b, pairs, ins)
-            remarks(pairs[0][1].span or ins.span, f"{len(pairs)} global->workgroup load/store pair(s) "
-                                      "staged as one async-copy group (commit after the "
-                                      "last copy, wait before the barrier)")
+            remarks(pairs[0][1].span or ins.span,
+                    f"{len(pairs)} global->workgroup load/store pair(s) staged as one "
+                    "async-copy group (commit after the last copy, wait before the barrier)")
             return True
         if pairs and ins.op == "gpu.barrier":
             remarks(ins.span, "staging not formed: the barrier is not an acq_rel/seq_cst "
@@ -108,11 +104,8 @@ def run(fn, analyses) -> bool:
     ops = {i.op for b in fn.blocks for i in b.instrs}
     if "gpu.barrier" not in ops or "store" not in ops or ops & set(_ASYNC):
         return False                         # nothing to stage (and a cheap exit)
-    sink = getattr(analyses.module, "remarks", None)
-
     def remarks(span, text):
-        if sink is not None:
-            sink.add(fn.name, span, NAME, text)
+        analyses.remark(span, NAME, text)
 
     uses = _uses(fn)
     changed = False

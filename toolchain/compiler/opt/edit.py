@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..ir.cfg import successors
 from ..ir.module import Block, Const, Function, Instr, UseMap, replace_all_uses_with
 from ..ir.types import FloatType, Type
+from .gvn import PURE
 
 
 def zero(t: Type) -> Const:
@@ -52,6 +53,30 @@ def remove_unreachable(fn: Function) -> bool:
     fn.blocks = [b for b in fn.blocks if b in live]
     # values of dead blocks may still be named by phis of other dead blocks only
     return True
+
+
+def fresh_block_name(fn: Function, stem: str) -> str:
+    """`stem`, or `stem.N` with the first N no block of `fn` is named."""
+    used = {b.name for b in fn.blocks}
+    out, n = stem, 1
+    while out in used:
+        out, n = f"{stem}.{n}", n + 1
+    return out
+
+
+def speculation_safe(ins: Instr) -> bool:
+    """Whether `ins` may run where its block would not have: a pure op, except an integer
+    div/rem whose divisor may be zero or -1 (they trap on x86-64)."""
+    if ins.op in ("div", "rem") and ins.type.is_int:
+        d = ins.operands[1]
+        return isinstance(d, Const) and d.value not in (0, -1)
+    return ins.op in PURE
+
+
+def publication_barrier(ins: Instr) -> bool:
+    """An acq-rel/seq-cst workgroup barrier: what publishes staged workgroup data."""
+    return ins.op == "gpu.barrier" and ins.attrs.get("order") in ("acq_rel", "seq_cst") \
+        and "workgroup" in ins.attrs.get("regions", ())
 
 
 def redirect(term: Instr, old: Block, new: Block) -> None:

@@ -11,22 +11,12 @@ what lets ptxas unroll and schedule loads ahead (softmax's `if (x > m) { m = x; 
 """
 from __future__ import annotations
 
-from ..ir.module import Const, Instr
+from ..ir.module import Instr
 from ..ir.types import VOID
-from .gvn import PURE
+from .edit import speculation_safe
 
 NAME = "if-convert"
 ARM_LIMIT = 6
-_TRAPPING = ("div", "rem")
-
-
-def _safe(ins: Instr) -> bool:
-    if ins.op not in PURE:
-        return False
-    if ins.op in _TRAPPING and ins.type.is_int:
-        d = ins.operands[1]
-        return isinstance(d, Const) and d.value not in (0, -1)
-    return True
 
 
 def _arm(block, head, preds) -> bool:
@@ -35,10 +25,10 @@ def _arm(block, head, preds) -> bool:
     term = block.terminator
     return preds[block] == [head] and term is not None and term.op == "br" \
         and len(block.instrs) - 1 <= ARM_LIMIT \
-        and not block.phis and all(_safe(i) for i in block.instrs[:-1])
+        and not block.phis and all(speculation_safe(i) for i in block.instrs[:-1])
 
 
-def _try(fn, head, preds, remarks) -> bool:
+def _try(fn, head, preds, analyses) -> bool:
     term = head.terminator
     if term is None or term.op != "cbr":
         return False
@@ -82,24 +72,19 @@ def _try(fn, head, preds, remarks) -> bool:
     preds[merge] = [p for p in preds[merge] if p not in arms]
     if head not in preds[merge]:
         preds[merge].append(head)
-    remarks(term.span or getattr(cond, "span", None), f"branch on {cond.op if isinstance(cond, Instr) else 'value'} "
-                       f"converted to {len(merge.phis)} select(s)")
+    what = cond.op if isinstance(cond, Instr) else "value"
+    analyses.remark(term.span or getattr(cond, "span", None), NAME,
+                    f"branch on {what} converted to {len(merge.phis)} select(s)")
     return True
 
 
 def run(fn, analyses) -> bool:
-    sink = getattr(analyses.module, "remarks", None)
-
-    def remarks(span, text):
-        if sink is not None:
-            sink.add(fn.name, span, NAME, text)
-
     preds = {b: list(ps) for b, ps in analyses.get("preds").items()}
     changed = False
     progress = True
     while progress:                     # a conversion can expose an outer one: repeat
         progress = False
         for b in list(fn.blocks):
-            if b in preds and _try(fn, b, preds, remarks):
+            if b in preds and _try(fn, b, preds, analyses):
                 progress = changed = True
     return changed

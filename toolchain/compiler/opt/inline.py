@@ -17,6 +17,7 @@ from __future__ import annotations
 from ..ir.module import Block, Function, Instr, Local
 from ..ir.types import VOID
 from .clone import clone_blocks
+from .edit import fresh_block_name
 
 NAME = "inline"
 SIZE = 48
@@ -77,7 +78,7 @@ def inline_call(fn: Function, call: Instr) -> None:
     callee: Function = call.operands[0]
     block = call.block
     at = block.instrs.index(call)
-    after = Block(_fresh(fn, f"{block.name}.after.{callee.name}"), function=fn)
+    after = Block(fresh_block_name(fn, f"{block.name}.after.{callee.name}"), function=fn)
     for ins in block.instrs[at + 1:]:
         ins.block = after
         after.instrs.append(ins)
@@ -121,24 +122,20 @@ def inline_call(fn: Function, call: Instr) -> None:
                 ins.targets = [after if t is block else t for t in ins.targets]
 
 
-def _fresh(fn: Function, name: str) -> str:
-    used = {b.name for b in fn.blocks}
-    out, n = name, 1
-    while out in used:
-        out, n = f"{name}.{n}", n + 1
-    return out
+def _calls(fn: Function) -> list[Instr]:
+    """The direct calls in `fn`, in block order."""
+    return [i for b in fn.blocks for i in b.instrs
+            if i.op == "call" and isinstance(i.operands[0], Function)]
 
 
 def run(fn, analyses) -> bool:
-    calls = [i for b in fn.blocks for i in b.instrs
-             if i.op == "call" and isinstance(i.operands[0], Function)]
+    calls = _calls(fn)
     if not calls:
         return False                          # compile time: no module scan without calls
     cache = analyses.shared.setdefault(NAME, {})
     cache.pop(fn, None)                       # fn is the one function changing now
     sites = _call_sites(analyses.module, fn, calls, cache) if analyses.module is not None \
         else {}
-    sink = getattr(analyses.module, "remarks", None)
     verdict: dict = {}                        # callee -> eligible, decided once per run
     changed = False
     for _ in range(4):                        # a copy may expose its callee's calls: bounded
@@ -155,11 +152,9 @@ def run(fn, analyses) -> bool:
             callee = call.operands[0]
             size = _size(callee)
             inline_call(fn, call)
-            if sink is not None:
-                why = "small" if size <= SIZE else "its only call site"
-                sink.add(fn.name, call.span, NAME, f"inlined call to {callee.name} "
-                                                   f"({size} instructions, {why})")
+            why = "small" if size <= SIZE else "its only call site"
+            analyses.remark(call.span, NAME, f"inlined call to {callee.name} "
+                                             f"({size} instructions, {why})")
         changed = True
-        calls = [i for b in fn.blocks for i in b.instrs
-                 if i.op == "call" and isinstance(i.operands[0], Function)]
+        calls = _calls(fn)
     return changed

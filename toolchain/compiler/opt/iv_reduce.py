@@ -15,7 +15,7 @@ wrap past the bound; ptxas strength-reduces those itself).
 from __future__ import annotations
 
 from ..ir.cfg import ensure_preheader
-from ..ir.module import Const, Instr
+from ..ir.module import Const, Instr, replace_all_uses_with
 from ..ir.types import I64
 
 NAME = "iv-reduce"
@@ -68,25 +68,16 @@ def _reduce(fn, lp, remarks) -> bool:
         phi.operands.append(nxt)
         phi.targets.append(latch)
         for x in uses:
-            _replace(fn, x, phi)
-        remarks(uses[0].span or header.terminator.span, f"address of {len(uses)} access(es) strength-reduced to a "
-                              f"pointer stepping by {tc.step} element(s) per iteration")
+            replace_all_uses_with(fn, x, phi)
+        remarks(uses[0].span or header.terminator.span,
+                f"address of {len(uses)} access(es) strength-reduced to a pointer stepping "
+                f"by {tc.step} element(s) per iteration")
     return True
 
 
-def _replace(fn, old, new) -> None:
-    for b in fn.blocks:
-        for ins in b.instrs:
-            if any(o is old for o in ins.operands):
-                ins.operands = [new if o is old else o for o in ins.operands]
-
-
 def run(fn, analyses) -> bool:
-    sink = getattr(analyses.module, "remarks", None)
-
     def remarks(span, text):
-        if sink is not None:
-            sink.add(fn.name, span, NAME, text)
+        analyses.remark(span, NAME, text)
 
     changed = False
     for lp in analyses.get("loops").innermost_first():

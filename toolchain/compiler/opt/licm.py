@@ -15,9 +15,7 @@ from __future__ import annotations
 from ..ir import ops as O
 from ..ir.cfg import ensure_preheader
 from ..ir.module import Const, Instr
-from .gvn import PURE
-
-_TRAPPING = ("div", "rem")
+from .edit import speculation_safe
 
 
 def run(fn, analyses) -> bool:
@@ -43,12 +41,7 @@ def _folds_into_access(ins: Instr) -> bool:
 
 
 def _safe(ins: Instr) -> bool:
-    if _folds_into_access(ins):
-        return False
-    if ins.op in _TRAPPING and ins.type.is_int:
-        d = ins.operands[1]
-        return isinstance(d, Const) and d.value not in (0, -1)
-    return ins.op in PURE
+    return not _folds_into_access(ins) and speculation_safe(ins)
 
 
 def _hoist(fn, lp, dom, analyses) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..ir.module import Block, Const, Function, Instr
 from ..ir.types import BOOL, U32, VOID
 from .clone import clone_blocks
+from .edit import fresh_block_name
 
 NAME = "subgroup-width"
 _STATIC = ("alloca", "gpu.alloc")
@@ -74,23 +75,17 @@ def _strides_by_size(fn, analyses) -> bool:
     return False
 
 
-def _fold(fn, width: int) -> int:
-    n = 0
-    for b in fn.blocks:
+def _fold(blocks, width: int) -> int:
+    """Replace each subgroup.size in `blocks` by the constant `width` (every use of one is
+    in the same blocks: the function, or the versioned copy); returns how many."""
+    sizes = {i: Const(i.type, width) for b in blocks for i in b.instrs
+             if i.op == "subgroup.size"}
+    for b in blocks:
+        b.instrs = [i for i in b.instrs if i not in sizes]
         for ins in b.instrs:
-            if ins.op == "subgroup.size":
-                _replace(fn, ins, Const(ins.type, width))
-                n += 1
-    for b in fn.blocks:
-        b.instrs = [i for i in b.instrs if i.op != "subgroup.size"]
-    return n
-
-
-def _replace(fn, old, new) -> None:
-    for b in fn.blocks:
-        for ins in b.instrs:
-            if any(o is old for o in ins.operands):
-                ins.operands = [new if o is old else o for o in ins.operands]
+            if any(o in sizes for o in ins.operands):
+                ins.operands = [sizes.get(o, o) for o in ins.operands]
+    return len(sizes)
 
 
 def _version(fn, width: int) -> None:
@@ -98,12 +93,8 @@ def _version(fn, width: int) -> None:
     statics = [i for i in entry.instrs if i.op in _STATIC]
     vmap = {s: s for s in statics}
     copies, _ = clone_blocks(fn, fn.blocks, vmap, ".w32", skip=frozenset(statics))
-    for b in copies:
-        for ins in b.instrs:
-            if ins.op == "subgroup.size":
-                _replace_in(copies, ins, Const(ins.type, width))
-        b.instrs = [i for i in b.instrs if i.op != "subgroup.size"]
-    head = Block(_fresh(fn, "entry.width"), function=fn)
+    _fold(copies, width)
+    head = Block(fresh_block_name(fn, "entry.width"), function=fn)
     for s in statics:
         entry.instrs.remove(s)
         s.block = head
@@ -114,21 +105,6 @@ def _version(fn, width: int) -> None:
     fn.blocks[:] = [head] + copies + fn.blocks
 
 
-def _replace_in(blocks, old, new) -> None:
-    for b in blocks:
-        for ins in b.instrs:
-            if any(o is old for o in ins.operands):
-                ins.operands = [new if o is old else o for o in ins.operands]
-
-
-def _fresh(fn, name: str) -> str:
-    used = {b.name for b in fn.blocks}
-    out, n = name, 1
-    while out in used:
-        out, n = f"{name}.{n}", n + 1
-    return out
-
-
 def run(fn, analyses) -> bool:
     width = analyses.target.subgroup_width
     if not width or not analyses.gpu or analyses.module is None:
@@ -136,20 +112,17 @@ def run(fn, analyses) -> bool:
     if fn.attrs.get("subgroup_versioned") or \
             not any(i.op == "subgroup.size" for i in fn.instructions()):
         return False
-    sink = getattr(analyses.module, "remarks", None)
     if fn not in _partial_reach(analyses.module, width):
-        n = _fold(fn, width)
-        if sink is not None:
-            sink.add(fn, fn.span, NAME, f"subgroup_size() is the constant {width} ({n} use(s)):"
-                     f" every launch that reaches this function runs whole {width}-lane "
-                     "subgroups (declared block volume a multiple of it)")
+        n = _fold(fn.blocks, width)
+        analyses.remark(fn.span, NAME, f"subgroup_size() is the constant {width} ({n} use(s)):"
+                        f" every launch that reaches this function runs whole {width}-lane "
+                        "subgroups (declared block volume a multiple of it)")
         return True
     if not _strides_by_size(fn, analyses):
         return False
     _version(fn, width)
     fn.attrs["subgroup_versioned"] = True
-    if sink is not None:
-        sink.add(fn, fn.span, NAME, f"versioned on subgroup_size() == {width}: a loop strides "
-                 "by the subgroup size and the launch may leave a subgroup partial; the "
-                 f"{width}-lane copy has a constant stride, the other keeps exact semantics")
+    analyses.remark(fn.span, NAME, f"versioned on subgroup_size() == {width}: a loop strides "
+                    "by the subgroup size and the launch may leave a subgroup partial; the "
+                    f"{width}-lane copy has a constant stride, the other keeps exact semantics")
     return True

@@ -32,6 +32,7 @@ from ..ir.cfg import ensure_preheader, split_edge
 from ..ir.module import Const, Instr
 from ..ir.ops import OPS
 from ..ir.types import VOID
+from .edit import publication_barrier
 from .gvn import PURE
 
 NAME = "tensor-residency"
@@ -157,12 +158,6 @@ def _loops(fn, analyses, groups: _Groups, remarks, refused: set) -> bool:
     return False
 
 
-def _publication(ins: Instr) -> bool:
-    """An acq-rel/seq-cst workgroup barrier: the handoff that publishes a staged tile."""
-    return ins.op == "gpu.barrier" and ins.attrs.get("order") in ("acq_rel", "seq_cst") \
-        and "workgroup" in ins.attrs.get("regions", ())
-
-
 def _chains(fn, groups: _Groups, remarks) -> bool:
     """Straight-line groups in one block: links separated by pure scalar work (a chain) or
     by exactly one async completion followed by one publication barrier (a pipeline)."""
@@ -201,7 +196,7 @@ def _chains(fn, groups: _Groups, remarks) -> bool:
             elif _pure(ins) and ins.op not in ("br", "cbr"):
                 continue                        # scalar work between links is allowed
             elif chain and ((ins.op == "async.wait" and not seps) or
-                            (_publication(ins) and [s.op for s in seps] == ["async.wait"])):
+                            (publication_barrier(ins) and [s.op for s in seps] == ["async.wait"])):
                 seps.append(ins)
             else:
                 flush()                         # an observable instruction ends the group
@@ -322,12 +317,9 @@ def run(fn, analyses) -> bool:
     if not analyses.gpu or not any(i.op == "tensor.mma" for i in fn.instructions()):
         return False
     groups = _Groups(fn)
-    module = analyses.module
-    sink = getattr(module, "remarks", None)
 
     def remarks(ins, text):
-        if sink is not None:
-            sink.add(fn.name, ins.span, NAME, text)
+        analyses.remark(ins.span, NAME, text)
 
     changed, refused = False, set()
     while _loops(fn, analyses, groups, remarks, refused):

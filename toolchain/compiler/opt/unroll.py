@@ -21,6 +21,7 @@ from ..ir.cfg import ensure_preheader
 from ..ir.module import Instr
 from ..ir.types import VOID
 from .clone import clone_blocks
+from .edit import redirect
 
 NAME = "unroll"
 AUTO_TRIPS = 8
@@ -82,9 +83,9 @@ def unroll_fully(fn, lp, trips: int) -> None:
         h.instrs[-1] = Instr("br", VOID, [], {}, [exit_ if last else bmap[inner]],
                              term.span, h)
         if prev_latch is None:
-            _retarget(pre, header, h)
+            redirect(pre.terminator, header, h)
         else:                                  # the copied back edge still names its copy
-            _retarget(prev_latch, prev_header, h)
+            redirect(prev_latch.terminator, prev_header, h)
         if not last:
             prev_latch, prev_header = bmap[latch], h
             current = {p: vmap.get(incoming[p][latch], incoming[p][latch]) for p in phis}
@@ -108,14 +109,8 @@ def unroll_fully(fn, lp, trips: int) -> None:
     fn.blocks[pos:pos] = copies
 
 
-def _retarget(block, old, new) -> None:
-    term = block.terminator
-    term.targets = [new if t is old else t for t in term.targets]
-
-
 def run(fn, analyses) -> bool:
     changed = False
-    sink = getattr(analyses.module, "remarks", None)
     refused: set = set()
     while True:
         for lp in analyses.get("loops").innermost_first():
@@ -126,14 +121,12 @@ def run(fn, analyses) -> bool:
             span = lp.header.terminator.span
             if why:
                 refused.add(lp.header)
-                if hint is not None and sink is not None:
-                    sink.add(fn.name, span, NAME, f"@unroll({hint}) loop not unrolled: {why}")
+                if hint is not None:
+                    analyses.remark(span, NAME, f"@unroll({hint}) loop not unrolled: {why}")
                 continue
             unroll_fully(fn, lp, trips)
-            if sink is not None:
-                how = f"@unroll({hint})" if hint is not None else "automatically"
-                sink.add(fn.name, span, NAME, f"loop unrolled fully ({trips} iterations, "
-                                              f"{how})")
+            how = f"@unroll({hint})" if hint is not None else "automatically"
+            analyses.remark(span, NAME, f"loop unrolled fully ({trips} iterations, {how})")
             analyses.invalidate("all")
             changed = True
             break

@@ -26,6 +26,7 @@ from ..ir.cfg import ensure_preheader
 from ..ir.module import Block, Const, Instr
 from ..ir.types import BOOL, I64, VOID
 from .clone import clone_blocks
+from .edit import fresh_block_name, redirect
 
 NAME = "unroll-runtime"
 BODY_LIMIT = 40
@@ -77,9 +78,8 @@ def unroll_runtime(fn, lp, tc, factor: int) -> Block:
     phis = header.phis
     incoming = {p: dict(zip(p.targets, p.operands)) for p in phis}
     span = header.terminator.span
-    used = {b.name for b in fn.blocks}
-    main = Block(_fresh(used, f"{header.name}.by{factor}"), function=fn)
-    rest = Block(_fresh(used, f"{header.name}.rest"), function=fn)
+    main = Block(fresh_block_name(fn, f"{header.name}.by{factor}"), function=fn)
+    rest = Block(fresh_block_name(fn, f"{header.name}.rest"), function=fn)
     main_phis = {}
     for p in phis:
         mp = Instr("phi", p.type, [incoming[p][pre]], {}, [pre], p.span, main)
@@ -103,13 +103,13 @@ def unroll_runtime(fn, lp, tc, factor: int) -> Block:
         h = bmap[header]
         h.instrs[-1] = Instr("br", VOID, [], {}, [bmap[inner]], span, h)
         if prev_latch is not None:
-            _retarget(prev_latch, prev_header, h)
+            redirect(prev_latch.terminator, prev_header, h)
         else:
             main.instrs.append(Instr("cbr", VOID, [ok], {}, [h, rest], span, main))
         prev_latch, prev_header = bmap[latch], h
         current = {p: vmap.get(incoming[p][latch], incoming[p][latch]) for p in phis}
         copies.extend(new)
-    _retarget(prev_latch, prev_header, main)          # the main loop's back edge
+    redirect(prev_latch.terminator, prev_header, main)    # the main loop's back edge
     for p in phis:
         mp = main_phis[p]
         mp.operands.append(current[p])
@@ -117,23 +117,10 @@ def unroll_runtime(fn, lp, tc, factor: int) -> Block:
         p.operands = [main_phis[p] if t is pre else v for v, t in zip(p.operands, p.targets)]
         p.targets = [rest if t is pre else t for t in p.targets]
     rest.instrs.append(Instr("br", VOID, [], {}, [header], span, rest))
-    _retarget(pre, header, main)
+    redirect(pre.terminator, header, main)
     pos = fn.blocks.index(header)
     fn.blocks[pos:pos] = [main] + copies + [rest]
     return main
-
-
-def _retarget(block, old, new) -> None:
-    term = block.terminator
-    term.targets = [new if t is old else t for t in term.targets]
-
-
-def _fresh(used: set, name: str) -> str:
-    out, n = name, 1
-    while out in used:
-        out, n = f"{name}.{n}", n + 1
-    used.add(out)
-    return out
 
 
 def run(fn, analyses) -> bool:
@@ -141,7 +128,6 @@ def run(fn, analyses) -> bool:
     outside the loops it touches, so the other innermost loops' facts stay exact."""
     if analyses.target.unrolls_loops:
         return False            # ptxas does it (measured: same loads in flight, less PTX)
-    sink = getattr(analyses.module, "remarks", None)
     changed = False
     for lp in analyses.get("loops").innermost_first():
         factor, _ = _factor(lp)
@@ -151,9 +137,8 @@ def run(fn, analyses) -> bool:
         if tc is None:
             continue
         unroll_runtime(fn, lp, tc, factor)
-        if sink is not None:
-            sink.add(fn.name, lp.header.terminator.span, NAME,
-                     f"loop unrolled x{factor} with a run-time trip count "
-                     "(main loop tests once per group, the original loop takes the rest)")
+        analyses.remark(lp.header.terminator.span, NAME,
+                        f"loop unrolled x{factor} with a run-time trip count "
+                        "(main loop tests once per group, the original loop takes the rest)")
         changed = True
     return changed
