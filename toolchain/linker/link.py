@@ -79,15 +79,18 @@ def _load_libraries(names: list[str], dirs: list[str], arch: Arch) -> list[Share
     return libs
 
 
-def _read_inputs(objects: list[bytes | ObjectFile]) -> list[ObjectFile]:
+def read_inputs(objects: list[bytes | ObjectFile], reader=read_object,
+                failure: type[Exception] = ElfError) -> list[ObjectFile]:
+    """Objects as ObjectFiles: bytes go through `reader` (ELF here, COFF for the PE linker);
+    a `failure` it raises becomes E0600."""
     out = []
     for i, o in enumerate(objects):
         if isinstance(o, ObjectFile):
             out.append(o)
             continue
         try:
-            out.append(read_object(bytes(o), f"<input {i}>"))
-        except ElfError as e:
+            out.append(reader(bytes(o), f"<input {i}>"))
+        except failure as e:
             raise error("E0600", f"cannot read input object: {e}") from None
     return out
 
@@ -105,7 +108,7 @@ def link(objects: list[bytes | ObjectFile], libraries: list[str], output: str | 
     """Link `objects` against libc (+ `libraries`) into an executable; see the module doc.
     The target machine (x86-64 or AArch64) is the one the objects are built for."""
     extra, dirs, runpath = parse_link_args(list(link_args))
-    objs = _read_inputs(objects)
+    objs = read_inputs(objects)
     arch = _arch_of(objs)
     if not any(s.name == "_start" and s.defined and not s.is_local
                for o in objs for s in o.symbols):

@@ -31,7 +31,7 @@ from .coff import (IMAGE_FILE_MACHINE_AMD64, IMAGE_REL_AMD64_ADDR32NB, IMAGE_REL
                    IMAGE_REL_AMD64_REL32, IMP_PREFIX, CoffError, read_coff)
 from .dynamic import PLT_ENTRY_SIZE, plt_entry
 from .elf_consts import SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS, STB_WEAK, STT_SECTION
-from .link import parse_link_args, write_output
+from .link import parse_link_args, read_inputs, write_output
 from .objfile import ObjectFile, Symbol
 from .pe_imports import ALIASES, BUILTIN, KERNEL32, UCRT
 from .pe_reader import PeError, dll_exports
@@ -69,15 +69,7 @@ def _load_dlls(names: list[str], dirs: list[str]) -> dict[str, frozenset[str]]:
 
 
 def _read_inputs(objects) -> list[ObjectFile]:
-    out = []
-    for i, o in enumerate(objects):
-        if isinstance(o, ObjectFile):
-            out.append(o)
-            continue
-        try:
-            out.append(read_coff(bytes(o), f"<input {i}>"))
-        except CoffError as e:
-            raise error("E0600", f"cannot read input object: {e}") from None
+    out = read_inputs(objects, read_coff, CoffError)
     for o in out:
         if o.machine != IMAGE_FILE_MACHINE_AMD64:
             raise error("E0600", f"{o.name}: not an x64 COFF object")
