@@ -3,6 +3,7 @@
 #
 #   OUT=/tmp/out bash tools/gpu/device_session.sh main     # benchmarks + suite twice
 #   OUT=/tmp/out bash tools/gpu/device_session.sh extra    # sanitizers + workgroup GEMM
+#   OUT=/tmp/out bash tools/gpu/device_session.sh verify   # app/example/difftest/Hopper + sanitizers
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -60,6 +61,24 @@ if [ "$MODE" = extra ]; then
   wait
   step "workgroup GEMM"
   timeout 200 python3 bench/gemm.py --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
+fi
+
+if [ "$MODE" = verify ]; then
+  # what the suite's file list above leaves out: the app and example programs, the kernel
+  # differential tests, the Hopper GEMM's hardware tests; then sanitizers and the GEMM bench
+  step "app, examples, difftest kernels, Hopper GEMM tests"
+  timeout 200 $PYTEST -rfEs app/test_gemm_app.py examples/gemm/test_gemm_example.py \
+      > "$OUT/suite_app.txt" 2>&1 &
+  timeout 200 $PYTEST -rfE tests/difftest/test_kernels_gpu.py > "$OUT/suite_difftest.txt" 2>&1 &
+  timeout 200 $PYTEST -rfE tests/gpu/test_gemm_hopper.py > "$OUT/suite_hopper.txt" 2>&1 &
+  wait
+  step "sanitizers on the -O and tensor forms"
+  new="tests/gpu/test_residency.py tests/gpu/test_async_staging.py tests/gpu/test_transfer.py
+       tests/gpu/test_subgroup_versioning.py $(ls tests/gpu/test_fused_bias*.py 2>/dev/null)"
+  for tool in memcheck racecheck; do
+    METTLE_GPU_SANITIZER=$tool timeout 200 $PYTEST $new > "$OUT/sanitizer_$tool.txt" 2>&1 &
+  done
+  wait
 fi
 
 step "summary"
