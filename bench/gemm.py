@@ -125,6 +125,18 @@ def bench_shape(torch, dev, gemms, fmt, m, n, k, reps, subgroup):
     return row
 
 
+def once(torch, dev, bn, m, n, k) -> int:
+    """One launch of the f16 kernel and one torch.matmul of the same shape (profilers)."""
+    a = torch.randn(m, k, device="cuda").half()
+    bt = torch.randn(n, k, device="cuda").half()
+    c = torch.randn(m, n, device="cuda")
+    d = torch.empty_like(c)
+    H.Gemm(dev, "f16", bn=bn).launcher(a, bt, c, d, m, n, k)()
+    torch.matmul(a, bt.t())
+    torch.cuda.synchronize()
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", default="gemm.json")
@@ -134,6 +146,8 @@ def main() -> int:
     ap.add_argument("--no-bench", action="store_true")
     ap.add_argument("--small", action="store_true", help="--check on small shapes only")
     ap.add_argument("--subgroup", action="store_true")
+    ap.add_argument("--once", default="",
+                    help="MxNxK: one f16 launch of ours, then torch.matmul (for ncu)")
     ap.add_argument("--shapes", default="")
     ap.add_argument("--cluster", type=int, default=0, help="override wgmma.CLUSTER")
     ap.add_argument("--bn", type=int, default=H.BN, help="region width (64..256)")
@@ -158,6 +172,8 @@ def main() -> int:
     if args.no_bench:
         return 0
     dev = driver.Device(0)
+    if args.once:
+        return once(torch, dev, args.bn, *(int(x) for x in args.once.split("x")))
     gemms = {fmt: H.Gemm(dev, fmt, bn=args.bn) for fmt in ("f16", "bf16")}
     shapes = SHAPES if not args.shapes else \
         [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
