@@ -1,25 +1,38 @@
-"""Register allocation over live intervals (linear-scan intervals, priority assignment) of
-a function's scalar values, for the slot-per-value selectors under -O.
+"""Register allocation over live ranges with holes (linear-scan ranges, priority assignment)
+of a function's scalar values, for the slot-per-value selectors under -O.
 
     assignment = allocate(fn, registers)     # {id(value): register}
+    assignment = allocate(fn, callee_saved, volatile=(r8, r9), float_registers=xmms,
+                          clobbers=lambda ins: ins.op == "call", entry_clobbers={r8})
 
 Candidates: parameters, `Local`s and instruction results of scalar type (not aggregates,
-not allocas). Liveness is computed over the IR's blocks (a `local.set` defines its Local, a
-`local.get` uses it); a value's interval runs from its first definition (or the start of a
-block it is live into) to its last use (or the end of a block it is live out of), so loop-
-carried values cover their loops. A `local.get` result shares its Local's interval and
-register when the Local is not written while the result is live (`coalesce`), which keeps
-loop variables in one register. Candidates are taken in decreasing spill cost (uses and
-definitions weighted 8^loop depth) per unit of interval length, each into the first
-register none of whose intervals overlaps its own (the rest keep their stack slots), so a
-value never shares a register with a live one.
+not allocas). Instruction k (block order) has a use point 2k, where it reads its operands,
+and a def point 2k+1, where it writes its result; parameters are written at point -1 (the
+prologue). Liveness is computed over the IR's blocks (a `local.set` defines its Local, a
+`local.get` uses it), and a value's live range is the exact set of points where it holds
+a value still needed: a loop-carried value covers its loop, a Local is free between its last
+read and its next write. So an operand that dies at an instruction may share a register with
+that instruction's result: the selectors read every operand before writing the result.
 
-The registers given are callee-saved ones the selector never uses as scratch, so calls
-(including the selector's own memcpy/memset) preserve them; the selector saves those it
-uses in the prologue and restores them before returning. A register-allocated value keeps
-the canonical slot form (frame.py) in its register.
+Coalescing: a `local.get` result joins its Local when the Local is not written while the
+result is live; then a `local.set` source joins its Local when their ranges do not meet
+(hottest copies first). Loop variables thus live in one register and their copies vanish.
+Groups are taken in decreasing spill cost (uses and definitions weighted 8^loop depth) per
+live point, each into the first register of its class (floats into `float_registers` when
+given, else with the integers) that holds nothing live at any of its points; the rest keep
+their stack slots.
+
+`volatile` registers (listed before the callee-saved ones so leaf code needs no saves) are
+only given to groups not live at the use point of an instruction for which `clobbers(ins)`
+holds (calls, and whatever the selector implements with a call). `entry_clobbers` lists
+registers a parameter may not take (the prologue reads argument registers in order).
+The callee-saved registers given are ones the selector never uses as scratch; the selector
+saves those it uses in the prologue. A register-allocated value keeps the canonical slot
+form (frame.py) in its register.
 """
 from __future__ import annotations
+
+from bisect import bisect_left
 
 from ...ir.module import Function, Instr, Local, Param
 
@@ -42,27 +55,23 @@ def _uses_defs(ins) -> tuple[list, list]:
     return uses, ([ins] if _candidate(ins) else [])
 
 
-def intervals(fn: Function) -> dict[int, tuple[int, int, object]]:
-    """{id(value): (start, end, value)} over instruction positions in block order."""
-    return liveness(fn)[0]
-
-
-def liveness(fn: Function):
-    """(intervals, {id(block): live-out set of value ids})."""
-    pos, first, last = 0, {}, {}
+def _block_sets(fn: Function):
     block_use, block_def, succs = {}, {}, {}
     for block in fn.blocks:
-        first[id(block)] = pos
         uses, defs = set(), set()
         for ins in block.instrs:
             u, d = _uses_defs(ins)
             uses |= {id(v) for v in u if id(v) not in defs}
             defs |= {id(v) for v in d}
-            pos += 1
-        last[id(block)] = pos - 1
         block_use[id(block)], block_def[id(block)] = uses, defs
         term = block.instrs[-1] if block.instrs else None
         succs[id(block)] = [id(t) for t in (term.targets if term is not None else [])]
+    return block_use, block_def, succs
+
+
+def live_sets(fn: Function) -> dict[int, set[int]]:
+    """{id(block): ids of the values live out of it}."""
+    block_use, block_def, succs = _block_sets(fn)
     live_in = {id(b): set() for b in fn.blocks}
     live_out = {id(b): set() for b in fn.blocks}
     changed = True
@@ -74,32 +83,67 @@ def liveness(fn: Function):
             inn = block_use[b] | (out - block_def[b])
             if out != live_out[b] or inn != live_in[b]:
                 live_out[b], live_in[b], changed = out, inn, True
-    span: dict[int, list] = {}
+    return live_out
 
-    def touch(v, p: int) -> None:
-        s = span.setdefault(id(v), [p, p, v])
-        s[0], s[1] = min(s[0], p), max(s[1], p)
 
-    values = {}
-    for p_ in fn.params:
-        if _candidate(p_):
-            touch(p_, -1)
+def live_ranges(fn: Function, live_out=None):
+    """({id(value): sorted disjoint [(first, last)] points}, {id(value): value})."""
+    live_out = live_sets(fn) if live_out is None else live_out
+    values = {id(p): p for p in fn.params if _candidate(p)}
+    segs: dict[int, list[list[int]]] = {k: [[-1, -1]] for k in values}
     pos = 0
     for block in fn.blocks:
-        for ins in block.instrs:
+        first = 2 * pos
+        pos += len(block.instrs)
+        end = 2 * pos - 1
+        open_at: dict[int, int] = {k: end for k in live_out[id(block)]}
+        for k, ins in zip(range(pos - 1, -1, -1), reversed(block.instrs)):
             u, d = _uses_defs(ins)
-            for v in u + d:
+            for v in d:
                 values[id(v)] = v
-                touch(v, pos)
-            pos += 1
-    values.update({id(p_): p_ for p_ in fn.params})
-    for block in fn.blocks:
-        b = id(block)
-        for key in live_in[b]:
-            touch(values[key], first[b])
-        for key in live_out[b]:
-            touch(values[key], last[b])
-    return {k: (s[0], s[1], s[2]) for k, s in span.items()}, live_out
+                last = open_at.pop(id(v), 2 * k + 1)
+                segs.setdefault(id(v), []).append([2 * k + 1, last])
+            for v in u:
+                values[id(v)] = v
+                open_at.setdefault(id(v), 2 * k)
+        for key, last in open_at.items():
+            segs.setdefault(key, []).append([first, last])
+    return {k: _merge(s) for k, s in segs.items() if k in values}, values
+
+
+def _merge(segs: list[list[int]]) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for s, e in sorted(segs):
+        if out and s <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def overlaps(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] < b[j][0]:
+            i += 1
+        elif b[j][1] < a[i][0]:
+            j += 1
+        else:
+            return True
+    return False
+
+
+def intervals(fn: Function) -> dict[int, tuple[int, int, object]]:
+    """{id(value): (first point, last point, value)}: the hull of each live range."""
+    ranges, values = live_ranges(fn)
+    return {k: (r[0][0], r[-1][1], values[k]) for k, r in ranges.items()}
+
+
+def liveness(fn: Function):
+    """(intervals, {id(block): live-out set of value ids})."""
+    live_out = live_sets(fn)
+    ranges, values = live_ranges(fn, live_out)
+    return {k: (r[0][0], r[-1][1], values[k]) for k, r in ranges.items()}, live_out
 
 
 def coalesce(fn: Function, live_out) -> dict[int, int]:
@@ -154,27 +198,96 @@ def weights(fn: Function) -> dict[int, float]:
     return w
 
 
-def allocate(fn: Function, registers) -> dict[int, object]:
-    """{id(value): register}: groups (a Local with the local.get results coalesced into it,
-    else one value) in decreasing spill cost per unit of interval length each take the first
-    register none of whose intervals overlaps theirs."""
-    ivs, live_out = liveness(fn)
+class _Groups:
+    """Union-find over value ids, each root holding its members' merged live range."""
+
+    def __init__(self, ranges) -> None:
+        self.parent = {k: k for k in ranges}
+        self.range = dict(ranges)
+
+    def find(self, k: int) -> int:
+        while self.parent[k] != k:
+            self.parent[k] = self.parent[self.parent[k]]
+            k = self.parent[k]
+        return k
+
+    def union(self, a: int, b: int, check: bool) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb or (check and overlaps(self.range[ra], self.range[rb])):
+            return
+        self.parent[rb] = ra
+        self.range[ra] = _merge([list(s) for s in self.range[ra] + self.range.pop(rb)])
+
+
+def groups(fn: Function):
+    """({root id: member ids}, {root id: merged live range}, {id: value}) after coalescing
+    (see the module docstring)."""
+    live_out = live_sets(fn)
+    ranges, values = live_ranges(fn, live_out)
+    g = _Groups(ranges)
+    for r, loc in coalesce(fn, live_out).items():
+        if r in ranges and loc in ranges:
+            g.union(loc, r, check=False)
+    depth = loop_depths(fn)
+    copies = [(-depth[id(b)], ins) for b in fn.blocks for ins in b.instrs
+              if ins.op == "local.set" and id(ins.operands[1]) in ranges
+              and id(ins.operands[0]) in ranges]
+    for _, ins in sorted(copies, key=lambda c: c[0]):
+        loc, v = ins.operands
+        if loc.type.is_float == v.type.is_float:
+            g.union(id(loc), id(v), check=True)
+    out: dict[int, list[int]] = {}
+    for k in ranges:
+        out.setdefault(g.find(k), []).append(k)
+    return out, g.range, values
+
+
+def _clobber_points(fn: Function, clobbers) -> list[int]:
+    pts, k = [], 0
+    for block in fn.blocks:
+        for ins in block.instrs:
+            if clobbers(ins):
+                pts.append(2 * k)
+            k += 1
+    return pts
+
+
+def _live_at_any(rng, points: list[int]) -> bool:
+    for s, e in rng:
+        i = bisect_left(points, s)
+        if i < len(points) and points[i] <= e:
+            return True
+    return False
+
+
+def allocate(fn: Function, registers, volatile=(), float_registers=(),
+             clobbers=None, entry_clobbers=()) -> dict[int, object]:
+    """{id(value): register} (see the module docstring). `registers` are callee-saved
+    integer registers; `volatile` caller-saved integer ones; `float_registers` caller-saved
+    float ones (with none, floats take integer registers, as bits)."""
+    members, ranges, values = groups(fn)
     w = weights(fn)
-    alias = coalesce(fn, live_out)
-    groups: dict[int, list[int]] = {}
-    for key in ivs:
-        groups.setdefault(alias.get(key, key) if alias.get(key) in ivs else key, []).append(key)
-    span = {g: (min(ivs[k][0] for k in ks), max(ivs[k][1] for k in ks))
-            for g, ks in groups.items()}
-    cost = {g: sum(w.get(k, 0.0) for k in ks) for g, ks in groups.items()}
-    order = sorted(groups, key=lambda g: (-cost[g] / (span[g][1] - span[g][0] + 1), span[g]))
-    taken: dict[object, list[tuple[int, int]]] = {r: [] for r in registers}
+    points = _clobber_points(fn, clobbers) if clobbers is not None else []
+    cost = {g: sum(w.get(k, 0.0) for k in ks) for g, ks in members.items()}
+    size = {g: sum(e - s + 1 for s, e in ranges[g]) for g in members}
+    order = sorted(members, key=lambda g: (-cost[g] / size[g], ranges[g][0]))
+    taken: dict[object, list[tuple[int, int]]] = {}
     out: dict[int, object] = {}
     for g in order:
-        start, end = span[g]
-        for reg in registers:
-            if all(end < s or e < start for s, e in taken[reg]):
-                taken[reg].append((start, end))
-                out.update({k: reg for k in groups[g]})
+        rng = ranges[g]
+        is_float = values[g].type.is_float
+        has_param = any(isinstance(values[k], Param) for k in members[g])
+        across_call = _live_at_any(rng, points)
+        if is_float and float_registers:
+            pool = () if across_call else float_registers
+        else:
+            pool = (() if across_call else tuple(volatile)) + tuple(registers)
+        for reg in pool:
+            if has_param and reg in entry_clobbers:
+                continue
+            busy = taken.setdefault(reg, [])
+            if not overlaps(busy, rng):
+                taken[reg] = _merge([list(s) for s in busy + rng])
+                out.update({k: reg for k in members[g]})
                 break
     return out
