@@ -18,77 +18,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...diagnostics import error
-from ...ir.module import Const, Function, Global, Instr, Local, Param, Undef
+from ...ir.module import Const, Function, Global, Instr, Local, Param, Undef, UseMap
 from ...ir.types import BoolType, Type
-from . import regs
+from . import lower_memory, regs
 from .instr import LABEL, OP, Addr, PtxInstr
 from .parse import parse_statement
 
 LOCAL_OPS = ("local.get", "local.set")
-
-
-def _analyze(fn: Function) -> tuple[set[int], set[int]]:
-    """(alias gets, absorbed instructions) of `fn`, from one pass over every operand:
-    - alias gets: ids of `local.get`s that may name the local's register directly (module
-      doc): used only in their own block, and before the next `local.set` of that local;
-    - absorbed: i32 -> i64 converts used only as scaled ptradd indices (every ptradd reads
-      the 32-bit source with mul.wide instead, lower_memory.wide_source), and constant-offset
-      address instructions whose every use is the address of a load/store (folded into
-      `[base+imm]` by lower_memory.address, whose base conditions this mirrors exactly).
-    Neither is emitted."""
-    last_use: dict[int, int] = {}                  # id(get) -> last position in its block
-    escapes: set[int] = set()                      # gets used outside their own block
-    used: dict[int, Instr] = {}                    # absorption candidates with a use
-    bad: set[int] = set()                          # ... with a use they cannot fold into
-    for b in fn.blocks:
-        for pos, ins in enumerate(b.instrs):
-            k = -1
-            for o in ins.operands:
-                k += 1
-                if type(o) is not Instr:
-                    continue
-                oop = o.op
-                if oop == "local.get":
-                    if o.block is not b:
-                        escapes.add(id(o))
-                    last_use[id(o)] = pos
-                elif oop == "convert":
-                    used[id(o)] = o
-                    if not (k == 1 and ins.op == "ptradd"
-                            and ins.operands[0].type.pointee.size > 1):
-                        bad.add(id(o))
-                elif oop in _OFFSET_OPS:
-                    used[id(o)] = o
-                    if not (k == 0 and ins.op in ("load", "store")):
-                        bad.add(id(o))
-    alias: set[int] = set()
-    for b in fn.blocks:
-        open_gets: dict[int, list[Instr]] = {}
-        for pos, ins in enumerate(b.instrs):
-            if ins.op == "local.get" and id(ins) not in escapes:
-                open_gets.setdefault(id(ins.operands[0]), []).append(ins)
-            elif ins.op == "local.set":
-                for g in open_gets.pop(id(ins.operands[0]), []):
-                    if last_use.get(id(g), -1) < pos:
-                        alias.add(id(g))
-        for gets in open_gets.values():
-            alias.update(id(g) for g in gets)
-    absorbed = set()
-    for key, ins in used.items():
-        if key in bad:
-            continue
-        if ins.op == "convert":
-            src = ins.operands[0]
-            if src.type.is_int and src.type.bits == 32 and ins.type.is_int \
-                    and ins.type.bits == 64 and not isinstance(src, Const) \
-                    and not (isinstance(src, Instr) and id(src) in alias):
-                absorbed.add(key)
-        elif _const_offset_op(ins):
-            base = ins.operands[0]
-            if not isinstance(base, (Const, Global)) and \
-                    not (isinstance(base, Instr) and id(base) in alias):
-                absorbed.add(key)
-    return alias, absorbed
 
 
 _OFFSET_OPS = ("fieldptr", "ptradd", "byteadd")
@@ -97,6 +33,90 @@ _OFFSET_OPS = ("fieldptr", "ptradd", "byteadd")
 def _const_offset_op(ins: Instr) -> bool:
     return ins.op == "fieldptr" or (ins.op in ("ptradd", "byteadd")
                                     and isinstance(ins.operands[1], Const))
+
+
+def _alias_gets(fn: Function, uses: UseMap) -> set[Instr]:
+    """The `local.get`s that may name their local's register directly (module doc): every
+    use is in the get's own block, before the next `local.set` of that local."""
+    alias: set[Instr] = set()
+    for b in fn.blocks:
+        pos: dict[Instr, int] = {}
+        open_gets: dict[Local, list[Instr]] = {}
+        for p, ins in enumerate(b.instrs):
+            pos[ins] = p
+            if ins.op == "local.get":
+                open_gets.setdefault(ins.operands[0], []).append(ins)
+            elif ins.op == "local.set":
+                for g in open_gets.pop(ins.operands[0], ()):
+                    if all(u.block is b and pos.get(u, p) < p for u in uses.uses(g)):
+                        alias.add(g)
+        for gets in open_gets.values():
+            alias.update(g for g in gets if all(u.block is b for u in uses.uses(g)))
+    return alias
+
+
+def _absorbed(fn: Function, uses: UseMap, alias: set[Instr]) -> set[Instr]:
+    """Instructions whose every use folds them into an isel pattern, so they are not
+    emitted on their own (lower_memory):
+    - an i32 -> i64 convert read only as a scaled index: a `ptradd` index over elements
+      wider than a byte, or a `mul` by a constant (index-scale's shared `i * size`); each
+      reads the 32-bit source with mul.wide (lower_memory.wide_source);
+    - a constant-offset address whose every use is the address of a load/store (folded into
+      `[base+imm]` by lower_memory.address, whose base conditions this mirrors)."""
+    out: set[Instr] = set()
+    for b in fn.blocks:
+        for ins in b.instrs:
+            users = uses.uses(ins)
+            if not users:
+                continue
+            if ins.op == "convert":
+                src = ins.operands[0]
+                if src.type.is_int and src.type.bits == 32 and ins.type.is_int \
+                        and ins.type.bits == 64 and not isinstance(src, Const) \
+                        and src not in alias \
+                        and all(_scales(u, ins, uses) for u in users):
+                    out.add(ins)
+            elif ins.op in _OFFSET_OPS and _const_offset_op(ins):
+                base = ins.operands[0]
+                if not isinstance(base, (Const, Global)) and base not in alias \
+                        and all(u.op in ("load", "store") and u.operands[0] is ins
+                                and ins not in u.operands[1:] for u in users):
+                    out.add(ins)
+    return out
+
+
+def _patterns(fn: Function, uses: UseMap, alias: set[Instr]) -> dict[Instr, Callable]:
+    """Instructions lowered by an isel pattern instead of their op's table entry: a byte
+    offset `mul i64 ..., C` read only by `byteadd`s (index-scale's shared `i * size`) is
+    mul.wide of the 32-bit source of a widened index (not a mutable local), else shl.b64
+    for a power of two, as lower_memory.scaled_index does for a lone ptradd."""
+    out: dict[Instr, Callable] = {}
+    for b in fn.blocks:
+        for ins in b.instrs:
+            if ins.op != "mul" or not _offset_only(ins, uses):
+                continue
+            w = lower_memory.wide_factor(ins)
+            if w is not None and w[0].operands[0] not in alias:
+                out[ins] = lower_memory.lower_mul_wide
+            elif lower_memory.pow2_factor(ins) is not None:
+                out[ins] = lower_memory.lower_mul_pow2
+    return out
+
+
+def _offset_only(ins: Instr, uses: UseMap) -> bool:
+    users = uses.uses(ins)
+    return bool(users) and all(u.op == "byteadd" and u.operands[0] is not ins
+                               for u in users)
+
+
+def _scales(user: Instr, index: Instr, uses: UseMap) -> bool:
+    """Whether `user` reads `index` only as an index it scales (see `_absorbed`)."""
+    a, b = user.operands[0], user.operands[1] if len(user.operands) > 1 else None
+    if user.op == "ptradd":
+        return a is not index and b is index and a.type.pointee.size > 1
+    if user.op == "mul":
+        return lower_memory.wide_factor(user) is not None and _offset_only(user, uses)
+    return False
 
 
 class FnEmitter:
@@ -120,10 +140,13 @@ class FnEmitter:
         self.imms: dict[int, str] = {}        # IR values known to be an immediate
         self.forward: set[int] = set()        # values used before their definition
         self.local_regs: dict[int, str] = {}
-        self.alias_gets, self.absorbed = _analyze(fn)
+        uses = UseMap(fn)
+        self.alias_gets = _alias_gets(fn, uses)           # local.gets naming the register
+        self.absorbed = _absorbed(fn, uses, self.alias_gets)   # emitted by their users
+        self.patterns = _patterns(fn, uses, self.alias_gets)      # instr -> isel pattern
         self.labels = {id(b): f"$L__BB{i}" for i, b in enumerate(fn.blocks)}
         self.next_block = None
-        self.block_cache: dict = {}           # per-block memo of derived values (CSE)
+        self.block_cache: dict = {}           # per-block memo of special-register reads
         self.uniq = 0
 
     # ---- registers and operands ------------------------------------------------------
@@ -254,18 +277,18 @@ class FnEmitter:
 
     def lower_body(self) -> None:
         blocks = self.fn.blocks
-        table, absorbed = self.table, self.absorbed
+        table, absorbed, patterns = self.table, self.absorbed, self.patterns
         for i, b in enumerate(blocks):
             self.next_block = blocks[i + 1] if i + 1 < len(blocks) else None
             self.label(self.labels[id(b)], b.name)
             self.block_cache = {}
             for ins in b.instrs:
                 try:
-                    handler = table[ins.op]
+                    handler = patterns.get(ins) or table[ins.op]
                 except KeyError:
                     raise error("E0505", f"operation {ins.op} cannot be emitted as PTX",
                                 ins.span) from None
-                if id(ins) not in absorbed:
+                if ins not in absorbed:
                     handler(self, ins)
 
     def reg_decls(self) -> list[str]:

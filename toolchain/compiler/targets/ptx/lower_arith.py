@@ -50,7 +50,7 @@ def _note_contraction(em, ins: Instr) -> None:
 
 def mutable(em, v) -> bool:
     """True when `v`'s register is a local's register (it may be overwritten later)."""
-    return isinstance(v, Instr) and id(v) in em.alias_gets
+    return isinstance(v, Instr) and v in em.alias_gets
 
 
 def alias_or_mov(em, ins: Instr, src) -> None:

@@ -80,7 +80,7 @@ def lower_call(em, ins: Instr) -> None:
 
 def lower_local_get(em, ins: Instr) -> None:
     src = em.local_reg(ins.operands[0])
-    if id(ins) in em.alias_gets:
+    if ins in em.alias_gets:
         em.define(ins, src)
         return
     dst = em.result(ins)

@@ -4,8 +4,10 @@ Every pointer is a 64-bit register (%rd) holding an address of its IR space's PT
 global -> .global, workgroup -> .shared, private -> .local, constant -> .const, and generic
 -> generic addressing (no space qualifier). Address arithmetic stays 64-bit: `ptradd` of a
 sign/zero-extended 32-bit index uses `mul.wide.s32/.u32` on the narrow value (what nvcc
-emits), power-of-two strides use `shl.b64`, and constant offsets (constant-index ptradd,
-constant byteadd, fieldptr) fold into the `[reg+imm]` operand of the load or store.
+emits; `mul i64 (convert x), C` from opt/index_scale.py is the same pattern), power-of-two
+strides use `shl.b64`, and constant offsets (constant-index ptradd, constant byteadd,
+fieldptr) fold into the `[reg+imm]` operand of the load or store. Which instructions fold
+into their users is decided from the IR's use lists (function._absorbed).
 bool is one byte in memory: loaded with ld.u8 then setp, stored via selp and st.u8.
 """
 from __future__ import annotations
@@ -102,27 +104,66 @@ def wide_source(em, index, size: int):
     return None
 
 
+def wide_factor(ins: Instr):
+    """(convert, factor) when `ins` is `mul i64 (convert i32 -> i64 x), C` and C fits x's
+    32-bit signedness, so `mul.wide` of x by C computes it exactly (the product of two
+    32-bit values fits in 64 bits); else None. index-scale writes such muls."""
+    if ins.op != "mul" or not isinstance(ins.type, IntType) or ins.type.bits != 64:
+        return None
+    a, b = ins.operands
+    if isinstance(a, Const):
+        a, b = b, a
+    if not (isinstance(b, Const) and isinstance(a, Instr) and a.op == "convert"):
+        return None
+    src = a.operands[0]
+    if not isinstance(src.type, IntType) or src.type.bits != 32 or isinstance(src, Const):
+        return None
+    lo, hi = (-(1 << 31), 1 << 31) if src.type.signed else (0, 1 << 32)
+    c = int(b.value)
+    return (a, c) if lo <= c < hi else None
+
+
+def pow2_factor(ins: Instr) -> int | None:
+    """k when `ins` is `mul i64 x, 2**k` (k >= 1) with a non-constant x, else None."""
+    if ins.op != "mul" or not isinstance(ins.type, IntType) or ins.type.bits != 64:
+        return None
+    a, b = ins.operands
+    if isinstance(a, Const):
+        a, b = b, a
+    if not isinstance(b, Const) or isinstance(a, Const):
+        return None
+    c = int(b.value) & ((1 << 64) - 1)
+    return c.bit_length() - 1 if c > 1 and c & (c - 1) == 0 else None
+
+
+def lower_mul_wide(em, ins: Instr) -> None:
+    """The isel pattern for `wide_factor` muls (function.FnEmitter picks it)."""
+    conv, c = wide_factor(ins)
+    src = conv.operands[0]
+    em.op(f"mul.wide.{'s' if src.type.signed else 'u'}32", em.result(ins), em.reg(src), str(c))
+
+
+def lower_mul_pow2(em, ins: Instr) -> None:
+    """`mul i64 x, 2**k` -> shl.b64 (ptxas gives a 64-bit multiply more registers)."""
+    a = ins.operands[0] if not isinstance(ins.operands[0], Const) else ins.operands[1]
+    em.op("shl.b64", em.result(ins), em.reg(a), str(pow2_factor(ins)))
+
+
 def scaled_index(em, index, size: int) -> str:
     """64-bit byte offset `index * size` for an i64 index (mul.wide on a widened i32).
-
-    Offsets are cached per block (keyed by index value and size), so a[i], b[i], c[i]
-    share one multiply."""
+    Offsets shared by several addresses are one IR value under -O (opt/index_scale.py)."""
     src = wide_source(em, index, size)
-    key = ("wide", id(src), size) if src is not None else ("scaled", id(index), size)
-    if key in em.block_cache:
-        return em.block_cache[key]
     if src is not None:
         t = em.new("rd")
         em.op(f"mul.wide.{'s' if src.type.signed else 'u'}32", t, em.reg(src), str(size))
-    elif size == 1:
+        return t
+    if size == 1:
         return em.reg(index)
+    r, t = em.reg(index), em.new("rd")
+    if size & (size - 1) == 0:
+        em.op("shl.b64", t, r, str(size.bit_length() - 1))
     else:
-        r, t = em.reg(index), em.new("rd")
-        if size & (size - 1) == 0:
-            em.op("shl.b64", t, r, str(size.bit_length() - 1))
-        else:
-            em.op("mul.lo.s64", t, r, str(size))
-    em.block_cache[key] = t
+        em.op("mul.lo.s64", t, r, str(size))
     return t
 
 
