@@ -14,7 +14,8 @@ Model: registers hold raw bit patterns (ints); memory is one flat little-endian 
 with buffers at 256-byte aligned addresses (address 0 is never valid); every thread of a
 block runs until it blocks at a collective (mma, bar.warp.sync, bar.sync) or exits; a warp
 collective runs when every live lane of the warp waits at the same instruction.
-`activemask` is the warp's live-lane mask. Warp MMAs are evaluated from the PTX ISA
+`activemask` is the warp's live-lane mask. Workgroup (`.shared`) arrays get fresh zeroed
+memory per block; `cp.async` copies complete at once (commit and wait are no-ops). Warp MMAs are evaluated from the PTX ISA
 fragment equations written out independently below (not imported from the compiler), in
 float64 and rounded to f32: exact for the exactly representable inputs the tests use.
 """
@@ -66,6 +67,14 @@ def parse(ptx, kernel: str):
         elif ins.kind == OP:
             code.append((ins.guard, ins.negated, ins.name, list(ins.dsts + ins.srcs)))
     return list(fn.params), code, labels
+
+
+def shared_symbols(ptx, kernel: str) -> dict[str, int]:
+    """Workgroup (`.shared`) byte arrays of the module and of `kernel`: name -> size."""
+    module = ptx if isinstance(ptx, PtxModule) else parse_module(ptx)
+    decls = list(module.decls) + list(module.function(kernel).decls)
+    return {m.group(1): int(m.group(2)) for d in decls
+            for m in [re.search(r"\.shared\s.*?\.b8\s+(\w+)\[(\d+)\]", d)] if m}
 
 
 class Memory:
@@ -124,6 +133,8 @@ class Thread:
             if t not in self.regs:
                 raise SimError(f"read of undefined register {t}")
             return self.regs[t]
+        if t in self.sim.shared:                     # a workgroup array's address
+            return self.sim.shared[t]
         if t.startswith("0f"):
             return int(t[2:], 16)
         if t.startswith("-"):
@@ -355,6 +366,7 @@ class Sim:
 
     def __init__(self, ptx, kernel: str):
         self.params, self.code, self.labels = parse(ptx, kernel)
+        self.shared_sizes, self.shared = shared_symbols(ptx, kernel), {}
         self.steps = 0
         self.mmas = 0                   # warp MMAs executed (native paths taken)
 
@@ -393,6 +405,8 @@ class Sim:
         self.threads = [Thread(self, (x, y, z), (z * by + y) * bx + x, ctaid)
                         for z in range(bz) for y in range(by) for x in range(bx)]
         self.threads.sort(key=lambda t: t.lin)
+        self.shared = {name: self.mem.alloc(f"{name}@{ctaid}", np.zeros(size, np.uint8))
+                       for name, size in self.shared_sizes.items()}     # fresh per block
         while True:
             for th in self.threads:
                 while not th.done and th.wait is None:
@@ -474,6 +488,12 @@ class Sim:
         elif base == "selp":
             pick = ops[1] if th.val(ops[3]) else ops[2]
             th.regs[ops[0]] = th.val(pick) & ((1 << _WIDTH[parts[-1]]) - 1)
+        elif op.startswith("cp.async."):
+            # sequential execution: a copy completes at once, so commit/wait are no-ops
+            if op.startswith(("cp.async.ca.", "cp.async.cg.")):
+                size = th.val(ops[2])
+                for i in range(size):
+                    self.mem.store(th.addr(ops[0]) + i, 1, self.mem.load(th.addr(ops[1]) + i, 1))
         elif base == "activemask":
             th.regs[ops[0]] = sum(1 << t.lane for t in self._warp(th))
         else:

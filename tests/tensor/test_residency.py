@@ -153,14 +153,27 @@ def test_bias_free_epilogue_is_fused_onto_the_resident_tile(tmp_path, ptxas, cas
     ptxas(ptx, "sm_90a")
 
 
-def test_bias_epilogue_and_replay_keep_the_memory_operation(tmp_path, ptxas):
+def test_bias_epilogue_on_wmma_and_replay_keep_the_memory_operation(tmp_path, ptxas):
+    """A bias needs the accumulator's coordinates; stable WMMA's are opaque, so the resident
+    group stores D where the fused epilogue sits (once: the commit stores nothing more) and
+    the complete memory operation follows. A replayed group runs the memory operation too."""
     opts, params = EPILOGUES["bias"]
     ptx, explain = compile_source(tmp_path, with_epilogue(opts, extra_params=params))
-    assert "tensor epilogue not fused: a bias" in explain
-    assert "mtlc.tensor_epilogue" not in ptx and "st.global.f32" in ptx
+    body = entry(ptx, "gemm_ep")
+    assert "tensor epilogue fused onto group 0" in explain
+    assert "ptx: tensor epilogue on group 0: complete memory operation (a bias needs " \
+        "fragment coordinates and stable WMMA's are opaque; D stored first)" in explain
+    assert "mtlc.tensor_epilogue memory group=0: a bias needs fragment coordinates" in body
+    assert body.count("wmma.store.d") == 1 and body.count("wmma.load.c") == 1
+    assert body.index("wmma.store.d") < body.index("mtlc.tensor_epilogue") \
+        < body.index("st.global.f32")
+    ptxas(ptx, "sm_90a")
     opts, params = EPILOGUES["relu_alpha"]
     ptx, explain = compile_source(tmp_path, with_epilogue(opts, extra_params=params),
                                   budget=16)
     body = entry(ptx, "gemm_ep")      # fused in the IR, but the group replays: memory op
-    assert "mtlc.tensor_epilogue" not in body and "st.global.f32" in body
+    assert "mtlc.tensor_epilogue memory group=0: the group replays" in body
+    assert "mtlc.tensor_epilogue fused" not in body and "st.global.f32" in body
+    assert "tensor epilogue on group 0: complete memory operation (the group replays" \
+        in explain
     ptxas(ptx, "sm_90a")

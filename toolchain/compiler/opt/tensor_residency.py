@@ -215,7 +215,9 @@ def _links(prev: Instr, ins: Instr) -> bool:
 
 def _epilogue_compatible(ep: Instr, commit: Instr) -> str | None:
     """Why `ep` cannot act on the group's accumulator (None: it can), gpu.md's rules: same D,
-    M/N, result format, layout, stride and scope; stable WMMA keeps bias-free epilogues."""
+    M/N, result format, layout, stride and scope. A bias is the backend's call: it needs
+    the accumulator's coordinates, which some register families do not expose (PTX's stable
+    WMMA then stores D first and runs the complete operation)."""
     d, m = ep.attrs["desc"], commit.attrs["desc"]
     er, cr = _roles(ep), _roles(commit)
     if not _same(er["d"], cr["d"]):
@@ -226,8 +228,6 @@ def _epilogue_compatible(ep: Instr, commit: Instr) -> str | None:
         return "a different layout or scope"
     if d.ld != m.ldd or not _same(er.get("ldd"), cr.get("ldd")):
         return "a different stride"
-    if d.bias_mode != "none":
-        return "a bias (stable WMMA's fragment coordinates are opaque)"
     if m.result_type != "f32":
         return "a non-f32 result"
     return None

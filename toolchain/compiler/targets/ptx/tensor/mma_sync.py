@@ -10,10 +10,16 @@ runtime loop of >= 1 chunks whose A/B/metadata pointers advance one chunk per tr
 
 Every operand keeps one pointer; subtile and element positions are static deltas whose
 byte offsets are memoised (frag.Offsets) and computed before a runtime loop starts.
+
+The accumulator coordinate mapping is backend-owned (frag.ACC_F32): register r of subtile
+(i, j) of a lane holds logical (16*i + groupID + 8*(r >> 1), 8*j + 2*threadID_in_group +
+(r & 1)). `Acc` is such a grid kept resident across a group of updates (resident.py): its
+updates pass it as `res`, which skips the C load and the D store, and a fused epilogue
+(epilogue.py) addresses bias elements with the same mapping (`acc_offsets`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .common import Mat, add_addr, label, linear, offset_terms, scale_bytes
 from .frag import (ACC_F32, FragSpec, Lane, Offsets, element_addrs, lane_base, lane_ids,
@@ -48,6 +54,46 @@ class Operand:
         self.em.emit(f"add.s64 {self.ptr}, {self.ptr}, {step}")
 
 
+@dataclass
+class Acc:
+    """A lane's resident accumulator grid: gm x gn tuples of four f32 registers."""
+    lane: Lane
+    grid: tuple[int, int]
+    regs: list = field(default_factory=list)     # [i][j] -> 4 registers (ACC_F32 order)
+
+
+def acc_offsets(em, lane: Lane, m: Mat, grid: tuple[int, int]) -> tuple[str, list]:
+    """(this lane's base address in `m`, [i][j] -> the byte offsets of its four accumulator
+    elements): the m16n8 coordinate mapping applied to any matrix view (C, D, a bias).
+    Offsets are ints or registers, equal whenever the elements' addresses are equal."""
+    offs = Offsets(em, m)
+    base = lane_base(em, ACC_F32, lane, m, m.base)
+    gm, gn = grid
+    return base, [[[offs.get(SUB_M * i + dr, SUB_N * j + dc) for dr, dc in ACC_F32.elems]
+                   for j in range(gn)] for i in range(gm)]
+
+
+def load_c(em, lane: Lane, C: Mat, grid: tuple[int, int]) -> Acc:
+    base, offs = acc_offsets(em, lane, C, grid)
+    return Acc(lane, grid, [[load_acc(em, C.space, [add_addr(em, base, o) for o in sub])
+                             for sub in row] for row in offs])
+
+
+def store_d(em, acc: Acc, D: Mat) -> None:
+    base, offs = acc_offsets(em, acc.lane, D, acc.grid)
+    for row, regs_row in zip(offs, acc.regs):
+        for sub, regs in zip(row, regs_row):
+            store_acc(em, D.space, [add_addr(em, base, o) for o in sub], regs)
+
+
+def tuple_pressure(grid: tuple[int, int], a_regs: int, b_regs: int, words: int = 0) -> int:
+    """Logical registers per lane of a resident grid (resident.py's model): the f32
+    accumulators, every row tile's held A fragment and one streamed B fragment, each with
+    its metadata/scale word when the family has one (`words` = 1)."""
+    gm, gn = grid
+    return gm * gn * len(ACC_F32.elems) + gm * (a_regs + words) + b_regs + words
+
+
 def _pointer(em, spec: FragSpec, lane: Lane, m: Mat) -> Operand:
     ptr = em.new("rd")
     em.emit(f"mov.u64 {ptr}, {lane_base(em, spec, lane, m, m.base)}")
@@ -61,28 +107,15 @@ def _tuple(regs: list[str]) -> str:
 class Tile:
     """The resident state of one logical tile (see the module docstring)."""
 
-    def __init__(self, em, A: Mat, B: Mat, grid: tuple[int, int], first: Form, meta=None):
+    def __init__(self, em, A: Mat, B: Mat, grid: tuple[int, int], first: Form, meta=None,
+                 lane: Lane | None = None):
         self.em, self.grid, self.meta = em, grid, meta
-        self.lane = lane_ids(em)
+        self.lane = lane or lane_ids(em)
         self.a = _pointer(em, first.a, self.lane, A)
         self.b = _pointer(em, first.b, self.lane, B)
         if meta is not None:
             meta.bind(em, self.lane)
         self.acc: list[list[list[str]]] = []
-
-    def load_c(self, C: Mat) -> None:
-        gm, gn = self.grid
-        c = Operand(self.em, C, lane_base(self.em, ACC_F32, self.lane, C, C.base))
-        self.acc = [[load_acc(self.em, C.space, c.addrs(ACC_F32, SUB_M * i, SUB_N * j))
-                     for j in range(gn)] for i in range(gm)]
-
-    def store_d(self, D: Mat) -> None:
-        gm, gn = self.grid
-        d = Operand(self.em, D, lane_base(self.em, ACC_F32, self.lane, D, D.base))
-        for i in range(gm):
-            for j in range(gn):
-                store_acc(self.em, D.space, d.addrs(ACC_F32, SUB_M * i, SUB_N * j),
-                          self.acc[i][j])
 
     def chunk(self, form: Form, a_col: int, b_row: int, group: int) -> None:
         """One K chunk at static deltas from the current pointers; A fragments (and
@@ -110,12 +143,14 @@ class Tile:
             self.meta.prewarm(self.em, gm)
 
 
-def run_tile(em, A: Mat, B: Mat, C: Mat, D: Mat, grid: tuple[int, int], chunks,
-             meta=None) -> None:
-    """D = A*B + C over one logical tile (see the module docstring)."""
+def run_tile(em, A: Mat, B: Mat, C: Mat | None, D: Mat | None, grid: tuple[int, int],
+             chunks, meta=None, res: Acc | None = None) -> None:
+    """D = A*B + C over one logical tile (see the module docstring); with a resident `res`
+    the update accumulates into its registers and neither C nor D is touched."""
     forms = chunks if isinstance(chunks, list) else [chunks[0]]
-    tile = Tile(em, A, B, grid, forms[0], meta)
-    tile.load_c(C)
+    tile = Tile(em, A, B, grid, forms[0], meta, res.lane if res else None)
+    acc = res or load_c(em, tile.lane, C, grid)
+    tile.acc = acc.regs
     if isinstance(chunks, list):
         a_col = b_row = 0
         for form in chunks:
@@ -136,7 +171,8 @@ def run_tile(em, A: Mat, B: Mat, C: Mat, D: Mat, grid: tuple[int, int], chunks,
         em.emit(f"sub.u32 {left}, {left}, 1")
         em.emit(f"setp.ne.u32 {more}, {left}, 0")
         em.emit(f"@{more} bra.uni {top}")
-    tile.store_d(D)
+    if res is None:
+        store_d(em, acc, D)
 
 
 def add_origin(em, m: Mat, row, col) -> Mat:

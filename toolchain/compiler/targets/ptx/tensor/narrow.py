@@ -18,11 +18,14 @@ scale-aware replay).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 from ....ir import tensor as T
 from . import fp8, scaled, sparse
 from .capabilities import ANY_PROFILE, refuse
 from .common import mat, operands
-from .mma_sync import SUB_M, SUB_N, add_origin, run_tile
+from .mma_sync import SUB_M, SUB_N, add_origin, run_tile, tuple_pressure
 from .scaled_matmul import scale_mats, scaled_k_loop
 from .replay import (NEEDS, Region, native_region_pred, native_then_replay,
                      replaces_native, replay_tile)
@@ -37,9 +40,56 @@ def claims(desc: T.TensorDesc) -> bool:
     return fp8.is_fp8(desc) or desc.sparse or desc.scaled
 
 
+@dataclass(frozen=True)
+class Native:
+    """A tile lowered with the native m16n8 instruction: `run(em, ops, res=None)` emits it
+    (with a resident mma_sync.Acc as `res`: accumulate into it, no C load, no D store);
+    `pressure` is its resident tuple pressure (mma_sync.tuple_pressure)."""
+    run: Callable
+    pressure: int
+
+
+def native_tile(desc: T.TensorDesc, profile, span) -> Native | None:
+    """The native m16n8 lowering of a tensor.mma tile, after the capability checks; None
+    when this profile lacks the family's instruction (tile_lowering replays it)."""
+    grid = (desc.m // SUB_M, desc.n // SUB_N)
+    if desc.scaled:
+        if not scaled.has_target(profile):
+            return None
+        kind = scaled.check(desc, profile, span)
+        a_spec, b_spec = scaled.KINDS[kind][4:6]
+        return Native(scaled.tile_lowering(desc, profile, span),
+                      tuple_pressure(grid, a_spec.regs, b_spec.regs, 1))
+    if desc.sparse:
+        if not _has_sparse(profile):
+            return None
+        sparse.check(desc, profile, span)
+        chunks = [sparse.form(desc, profile)] * (desc.k // 16)
+
+        def run_sparse(em, ops, res=None):
+            A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
+            meta = sparse.Meta(sparse.meta_mat(em, ops, desc.k // 4))
+            run_tile(em, A, B, C, D, grid, chunks, meta, res)
+        return Native(run_sparse, tuple_pressure(grid, chunks[0].a.regs,
+                                                 chunks[0].b.regs, 1))
+    if replaces_native(desc, profile):
+        return None
+    fp8.check(desc, profile, span, matmul=False)
+    forms = fp8.tile_forms(desc)
+
+    def run_fp8(em, ops, res=None):
+        A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
+        run_tile(em, A, B, C, D, grid, forms, None, res)
+    return Native(run_fp8, tuple_pressure(grid, forms[0].a.regs, forms[0].b.regs))
+
+
 def tile_lowering(desc: T.TensorDesc, profile, span):
-    """Check capabilities now; return `run(em, ops)` that emits the whole tile."""
-    if desc.scaled and not scaled.has_target(profile):     # exact replay alone
+    """Check capabilities now; return `run(em, ops)` that emits the whole tile: native
+    (native_tile) or, on a profile without the family's instruction, exact replay."""
+    native = native_tile(desc, profile, span)
+    if native is not None:
+        return native.run
+    if desc.scaled:                                    # exact replay alone
         kind = scaled.check(desc, profile, span, native=False)
         k, block, stype = scaled.KINDS[kind][0], scaled.KINDS[kind][2], scaled.KINDS[kind][3]
 
@@ -48,9 +98,7 @@ def tile_lowering(desc: T.TensorDesc, profile, span):
                         lambda g: scaled_k_loop(*scale_mats(em, desc, ops, g.K, block),
                                                 block, stype))
         return run_scaled_replay
-    if desc.scaled:
-        return scaled.tile_lowering(desc, profile, span)
-    if desc.sparse and not _has_sparse(profile):            # exact replay alone
+    if desc.sparse:                                    # exact replay alone
         sparse.check(desc, ANY_PROFILE, span)
 
         def run_sparse_replay(em, ops):
@@ -58,28 +106,11 @@ def tile_lowering(desc: T.TensorDesc, profile, span):
             replay_tile(em, desc, *(mat(em, desc, ops, w) for w in "abcd"), span,
                         lambda g: sparse.k_loop(meta))
         return run_sparse_replay
-    if desc.sparse:
-        sparse.check(desc, profile, span)
-        chunks = [sparse.form(desc, profile)] * (desc.k // 16)
+    fp8.check(desc, ANY_PROFILE, span, matmul=False)   # no FP8 mma.sync: exact replay
 
-        def run_sparse(em, ops):
-            A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
-            meta = sparse.Meta(sparse.meta_mat(em, ops, desc.k // 4))
-            run_tile(em, A, B, C, D, (desc.m // SUB_M, desc.n // SUB_N), chunks, meta)
-        return run_sparse
-    if replaces_native(desc, profile):              # no FP8 mma.sync: exact replay
-        fp8.check(desc, ANY_PROFILE, span, matmul=False)
-
-        def run_replay(em, ops):
-            replay_tile(em, desc, *(mat(em, desc, ops, w) for w in "abcd"), span)
-        return run_replay
-    fp8.check(desc, profile, span, matmul=False)
-    forms = fp8.tile_forms(desc)
-
-    def run_fp8(em, ops):
-        A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
-        run_tile(em, A, B, C, D, (desc.m // SUB_M, desc.n // SUB_N), forms)
-    return run_fp8
+    def run_replay(em, ops):
+        replay_tile(em, desc, *(mat(em, desc, ops, w) for w in "abcd"), span)
+    return run_replay
 
 
 def _matmul_plan(desc: T.TensorDesc, profile, span):

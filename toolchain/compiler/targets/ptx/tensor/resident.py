@@ -12,15 +12,23 @@ group. Here PTX decides, once per group at the begin, between:
 
 The decision uses the inspectable tuple-pressure model of gpu.md: accumulator plus held and
 streamed fragment registers per lane against the budget (64 logical registers before sm_90,
-96 from sm_90; `--gpu-tensor-tuple-budget=N` overrides it, 0 restores the default). Only
-stable-WMMA families qualify; mma.sync families (FP8, sparse, block-scaled) replay.
+96 from sm_90; `--gpu-tensor-tuple-budget=N` overrides it, 0 restores the default). Both
+register families qualify: stable WMMA (opaque fragments) and the direct m16n8 `mma.sync`
+families (FP8, structured 2:4, block-scaled; mma_sync.Acc, a backend-owned coordinate
+mapping) where the profile has their native instruction; elsewhere those replay.
 Each decision is annotated in the PTX as `// mtlc.tensor_<kind> resident|replay ...`.
+A `tensor.epilogue` the optimizer fused onto a group is lowered by epilogue.py, on the
+registers (`Group`) or, when it needs coordinates WMMA does not have, after `store_now`.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .capabilities import select_wmma
-from .common import mat, operands
-from .narrow import claims
+from .common import Mat, mat, operands
+from .frag import lane_ids
+from .mma_sync import SUB_M, SUB_N, Acc, load_c, store_d
+from .narrow import claims, native_tile
 from .wmma import load_frag, run_grid_on, store_frag, sub_addrs
 
 
@@ -29,11 +37,41 @@ def default_budget(profile) -> int:
 
 
 def tuple_pressure(plan) -> int:
-    """Logical registers per lane a resident group holds: the accumulator tuples plus the
-    held (smaller) side's fragments and one streamed fragment (wmma._chunk's schedule)."""
+    """Logical registers per lane a resident WMMA group holds: the accumulator tuples plus
+    the held (smaller) side's fragments and one streamed fragment (wmma._chunk's schedule).
+    The m16n8 model is mma_sync.tuple_pressure."""
     gm, gn = plan.grid
     side = max(plan.a_regs, plan.b_regs)
     return gm * gn * plan.d_regs + min(gm, gn) * side + side
+
+
+@dataclass
+class Group:
+    """A resident group: `wmma` (plan, acc = [i][j] fragment registers, coordinates opaque)
+    or `m16n8` (native = narrow.Native, acc = mma_sync.Acc). `stored`: D is already in
+    memory (store_now), so the commit stores nothing."""
+    family: str
+    desc: object                  # the updates' TensorDesc
+    acc: object
+    plan: object = None
+    native: object = None
+    stored: bool = False
+
+    def registers(self) -> list[str]:
+        rows = self.acc.regs if self.family == "m16n8" else self.acc
+        return [r for row in rows for sub in row for r in sub]
+
+    def store(self, em, D: Mat) -> None:
+        if self.family == "m16n8":
+            store_d(em, self.acc, D)
+            return
+        gm, gn = self.plan.grid
+        pm, pn, _ = self.plan.shape
+        addrs = sub_addrs(em, D, [(i * pm, j * pn) for i in range(gm) for j in range(gn)])
+        for i in range(gm):
+            for j in range(gn):
+                store_frag(em, self.plan, D, addrs[i * gn + j], self.desc.result_type,
+                           self.acc[i][j])
 
 
 def _groups(em) -> dict:
@@ -43,7 +81,12 @@ def _groups(em) -> dict:
     return groups
 
 
-def _remark(em, ins, text: str) -> None:
+def group_state(em, group) -> Group | None:
+    """The resident state of `group` (None: it replays, or no such group)."""
+    return _groups(em).get(group) if group is not None else None
+
+
+def remark(em, ins, text: str) -> None:
     """An `--explain` line for the backend half of the decision (em.module is the PTX
     module emitter, whose .module is the IR module)."""
     remarks = getattr(getattr(em.module, "module", None), "remarks", None)
@@ -54,97 +97,67 @@ def _remark(em, ins, text: str) -> None:
 def lower_begin(em, ins) -> None:
     desc, group, kind = ins.attrs["desc"], ins.attrs["group"], ins.attrs.get("kind", "loop")
     budget = em.tensor_tuple_budget or default_budget(em.profile)
-    why = None
-    plan = None
+    why = need = plan = native = None
     if claims(desc):
-        why = "mma.sync family (resident only for stable WMMA)"
+        native = native_tile(desc, em.profile, ins.span)
+        if native is None:
+            why = f"no native m16n8 instruction for this family on {em.profile.target}"
+        else:
+            need = native.pressure
     elif desc.accumulator_type != desc.result_type:
         why = "accumulator and result formats differ"
     else:
         plan = select_wmma(desc, em.profile, ins.span)
         need = tuple_pressure(plan)
-        if need > budget:
-            why = f"tuple pressure {need} > budget {budget}"
+    if why is None and need > budget:
+        why = f"tuple pressure {need} > budget {budget}"
     if why is not None:
         _groups(em)[group] = None
         em.raw(f"\t// mtlc.tensor_{kind} replay group={group}: {why}")
-        _remark(em, ins, f"tensor_{kind} group {group}: replay ({why})")
+        remark(em, ins, f"tensor_{kind} group {group}: replay ({why})")
         return
     C = mat(em, desc, operands(ins), "c")
-    gm, gn = plan.grid
-    pm, pn, _ = plan.shape
-    addrs = sub_addrs(em, C, [(i * pm, j * pn) for i in range(gm) for j in range(gn)])
-    acc = [[load_frag(em, plan, "c", C, addrs[i * gn + j], desc.accumulator_type)
-            for j in range(gn)] for i in range(gm)]
-    _groups(em)[group] = (plan, acc)
-    em.raw(f"\t// mtlc.tensor_{kind} resident group={group} tuple={tuple_pressure(plan)} "
-           f"budget={budget}")
-    _remark(em, ins, f"tensor_{kind} group {group}: resident (C loaded once, D stored once; "
-            f"tuple pressure {tuple_pressure(plan)} <= budget {budget})")
+    if native is not None:
+        grid = (desc.m // SUB_M, desc.n // SUB_N)
+        state = Group("m16n8", desc, load_c(em, lane_ids(em), C, grid), native=native)
+    else:
+        gm, gn = plan.grid
+        pm, pn, _ = plan.shape
+        addrs = sub_addrs(em, C, [(i * pm, j * pn) for i in range(gm) for j in range(gn)])
+        state = Group("wmma", desc, [[load_frag(em, plan, "c", C, addrs[i * gn + j],
+                                          desc.accumulator_type)
+                                for j in range(gn)] for i in range(gm)], plan=plan)
+    _groups(em)[group] = state
+    how = " m16n8" if native is not None else ""
+    em.raw(f"\t// mtlc.tensor_{kind} resident{how} group={group} tuple={need} budget={budget}")
+    remark(em, ins, f"tensor_{kind} group {group}: resident{how} (C loaded once, D stored "
+           f"once; tuple pressure {need} <= budget {budget})")
 
 
-def resident_group(em, ins):
-    """(plan, accumulator tuples) when `ins` is an update of a resident group, else None."""
+def resident_group(em, ins) -> Group | None:
+    """The resident group `ins` updates, else None."""
     res = ins.attrs.get("residency")
-    if not res:
-        return None
-    return _groups(em).get(res[0])
+    return group_state(em, res[0]) if res else None
 
 
-def lower_update(em, ins, state) -> None:
+def lower_update(em, ins, state: Group) -> None:
     """One resident update: A and B fragments of every K chunk into the group's tuple."""
-    plan, acc = state
     desc, ops = ins.attrs["desc"], operands(ins)
+    if state.family == "m16n8":
+        state.native.run(em, ops, state.acc)
+        return
     A, B = mat(em, desc, ops, "a"), mat(em, desc, ops, "b")
-    run_grid_on(em, plan, desc, A, B, acc, plan.chunks)
+    run_grid_on(em, state.plan, desc, A, B, state.acc, state.plan.chunks)
+
+
+def store_now(em, state: Group, D: Mat) -> None:
+    """Store a resident group's D at this point (the commit then stores nothing)."""
+    state.store(em, D)
+    state.stored = True
 
 
 def lower_commit(em, ins) -> None:
-    state = _groups(em).get(ins.attrs["group"])
-    if state is None:
+    state = group_state(em, ins.attrs["group"])
+    if state is None or state.stored:
         return
-    plan, acc = state
-    desc = ins.attrs["desc"]
-    D = mat(em, desc, operands(ins), "d")
-    gm, gn = plan.grid
-    pm, pn, _ = plan.shape
-    addrs = sub_addrs(em, D, [(i * pm, j * pn) for i in range(gm) for j in range(gn)])
-    for i in range(gm):
-        for j in range(gn):
-            store_frag(em, plan, D, addrs[i * gn + j], desc.result_type, acc[i][j])
-
-
-def lower_fused_epilogue(em, ins) -> bool:
-    """A `tensor.epilogue` the optimizer fused onto a group (attrs["fused"]): when the group
-    is resident, apply alpha, ReLU or clamp to every accumulator register, in the memory
-    path's exact order (t = alpha*t rounded; ordered t < 0 -> +0; t < lo -> lo, t > hi ->
-    hi), before the commit's one store. Returns False (the caller runs the complete memory
-    operation) when the group replays."""
-    group = ins.attrs.get("fused")
-    state = _groups(em).get(group) if group is not None else None
-    if state is None:
-        return False
-    _, acc = state
-    ops = operands(ins)
-    desc = ins.attrs["desc"]
-    alpha = em.reg(ops["alpha"]) if "alpha" in ops else None
-    lo = em.reg(ops["clamp_min"]) if desc.activation == "clamp" else None
-    hi = em.reg(ops["clamp_max"]) if desc.activation == "clamp" else None
-    zero = "0f00000000"
-    for row in acc:
-        for regs in row:
-            for r in regs:
-                if alpha is not None:
-                    em.emit(f"mul.rn.f32 {r}, {alpha}, {r}")
-                p = em.new("p")
-                if desc.activation == "relu":
-                    em.emit(f"setp.lt.f32 {p}, {r}, {zero}")
-                    em.emit(f"selp.f32 {r}, {zero}, {r}, {p}")
-                elif desc.activation == "clamp":
-                    em.emit(f"setp.lt.f32 {p}, {r}, {lo}")
-                    em.emit(f"selp.f32 {r}, {lo}, {r}, {p}")
-                    em.emit(f"setp.gt.f32 {p}, {r}, {hi}")
-                    em.emit(f"selp.f32 {r}, {hi}, {r}, {p}")
-    em.raw(f"\t// mtlc.tensor_epilogue fused on resident group={group}")
-    _remark(em, ins, f"tensor epilogue applied to group {group}'s registers before its store")
-    return True
+    state.store(em, mat(em, ins.attrs["desc"], operands(ins), "d"))

@@ -27,9 +27,8 @@ from ....ir import tensor as T
 from ..lower_memory import SPACE
 from .capabilities import refuse
 from .common import Mat, add_addr, label, linear, mat, offset_terms
-from .frag import (A8_K32, ACC_F32, B8_K32, FragSpec, lane_base, lane_ids, load_acc,
-                   make_spec, store_acc)
-from .mma_sync import MAX_ACC_REGS, SUB_M, SUB_N, Operand
+from .frag import A8_K32, B8_K32, FragSpec, lane_ids, make_spec
+from .mma_sync import MAX_ACC_REGS, SUB_M, SUB_N, Acc, Operand, load_c, store_d
 
 MX = ("e4m3", "e5m2", "e2m3", "e3m2", "e2m1")
 BITS = {"e4m3": 8, "e5m2": 8, "e2m3": 6, "e3m2": 6, "e2m1": 4}
@@ -96,8 +95,8 @@ def require_target(kind: str, profile, span, what: str = "block-scaled MMA") -> 
 def tile_lowering(desc: T.TensorDesc, profile, span):
     kind = check(desc, profile, span)
 
-    def run(em, ops):
-        _tile(em, desc, kind, ops)
+    def run(em, ops, res=None):
+        _tile(em, desc, kind, ops, res)
     return run
 
 
@@ -193,27 +192,27 @@ def _scale_word(em, mt: Mat, picks: list[tuple[str, int, int]]) -> str:
     return _pack4(em, vals)
 
 
-def _tile(em, desc: T.TensorDesc, kind: str, ops: dict) -> None:
+def _tile(em, desc: T.TensorDesc, kind: str, ops: dict, res=None) -> None:
     block = KINDS[kind][2]
     A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
     SA, SB = _scale_mat(em, desc, ops, "a", block), _scale_mat(em, desc, ops, "b", block)
-    run_scaled(em, desc, kind, (A, B, C, D, SA, SB), desc.k // KINDS[kind][0])
+    run_scaled(em, desc, kind, (A, B, C, D, SA, SB), desc.k // KINDS[kind][0], res=res)
 
 
 def run_scaled(em, desc: T.TensorDesc, kind: str, mats, chunks: int | str,
-               origin: tuple = (0, 0)) -> None:
+               origin: tuple = (0, 0), res: Acc | None = None) -> None:
     """D = C + scaled A*B over `chunks` K chunks of one desc.m x desc.n tile: an int unrolls
     them (a whole tensor_mma tile), a u32 register (>= 1) loops at run time, advancing the
     A/B element indices by one chunk and the scale bases by `vec` blocks per trip.
     `origin` (row, col) is the tile's logical origin: it offsets A's rows, B's columns and
-    the scale tables; C and D must already be views at that origin."""
+    the scale tables; C and D must already be views at that origin. With a resident `res`
+    (mma_sync.Acc) the chunks accumulate into its registers; C and D are not touched."""
     k, vec, block, stype, a_spec, b_spec = KINDS[kind]
     A, B, C, D, SA, SB = mats
-    lane = lane_ids(em)
     gm, gn = desc.m // SUB_M, desc.n // SUB_N
-    c_op = Operand(em, C, lane_base(em, ACC_F32, lane, C, C.base))
-    acc = [[load_acc(em, C.space, c_op.addrs(ACC_F32, SUB_M * i, SUB_N * j))
-            for j in range(gn)] for i in range(gm)]
+    lane = res.lane if res else lane_ids(em)
+    whole = res or load_c(em, lane, C, (gm, gn))
+    acc = whole.regs
     sa_own, sa_other, sb = _scale_bases(em, lane, SA, SB, origin)
     a_st = _Stream(em, A, a_spec, lane, desc.a_type, kind, (origin[0], 0))
     b_st = _Stream(em, B, b_spec, lane, desc.b_type, kind, (0, origin[1]))
@@ -248,10 +247,8 @@ def run_scaled(em, desc: T.TensorDesc, kind: str, mats, chunks: int | str,
         em.emit(f"sub.u32 {trip}, {trip}, 1")
         em.emit(f"setp.ne.u32 {p}, {trip}, 0")
         em.emit(f"@{p} bra.uni {top}")
-    d_op = Operand(em, D, lane_base(em, ACC_F32, lane, D, D.base))
-    for i in range(gm):
-        for j in range(gn):
-            store_acc(em, D.space, d_op.addrs(ACC_F32, SUB_M * i, SUB_N * j), acc[i][j])
+    if res is None:
+        store_d(em, whole, D)
 
 
 def _scale_bases(em, lane, SA: Mat, SB: Mat, origin: tuple = (0, 0)) -> tuple[str, str, str]:
