@@ -41,7 +41,7 @@ def gpu_args(case) -> list:
 
 
 @pytest.mark.parametrize("row", [pytest.param(r, id=FB.case_id(r)) for r in FB.MATRIX])
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, 2], ids=["seed1", "seed2"])
 def test_fused_bias_against_replay_plain_and_oracle(gpu_run, tmp_path, row, seed):
     if row[0] not in families():
         pytest.skip(f"{row[0]} has no native m16n8 instruction on {arch()}")

@@ -55,8 +55,13 @@ if [ "$MODE" = extra ]; then
   step "sanitizers on the new forms"
   new="tests/gpu/test_residency.py tests/gpu/test_async_staging.py tests/gpu/test_transfer.py
        tests/gpu/test_subgroup_versioning.py"
+  # (test_residency.py holds the 3-stage pipeline case; fused-bias m16n8 epilogues: a
+  # loop, the 3-stage pipeline and a 2:4 loop, each fused/replayed/plain)
+  fused='seed1 and (fp8-loop-row- or fp8-pipeline or sparse-loop-matrix)'
   for tool in memcheck racecheck; do
     METTLE_GPU_SANITIZER=$tool timeout 150 $PYTEST $new > "$OUT/sanitizer_$tool.txt" 2>&1 &
+    METTLE_GPU_SANITIZER=$tool timeout 150 $PYTEST tests/gpu/test_fused_bias.py -k "$fused" \
+      > "$OUT/sanitizer_${tool}_fused_bias.txt" 2>&1 &
   done
   wait
   step "workgroup GEMM"
