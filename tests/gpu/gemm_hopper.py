@@ -15,14 +15,15 @@ from tests.tensor.wgmma_kernels import BM, BN, gemm_source, grid, native_launch 
 
 class Gemm:
     """A compiled GEMM bound to torch tensors: a (M x K row-major), bt (N x K row-major, i.e.
-    B column-major with ldb = K), c and d (M x N row-major f32, leading dimension ldd)."""
+    B column-major with ldb = K), c (M x N row-major f32) and d (M x N row-major, `out`:
+    f32, f16 or bf16; leading dimension ldd)."""
 
     def __init__(self, dev, fmt: str, arch: str = "sm_90a", ptx: str | None = None,
-                 bm: int = BM, bn: int = BN):
-        self.ptx = ptx or compile_ptx(gemm_source(fmt, bm, bn), arch)
+                 bm: int = BM, bn: int = BN, out: str = "f32"):
+        self.ptx = ptx or compile_ptx(gemm_source(fmt, bm, bn, out=out), arch)
         self.fn = dev.load_ptx(self.ptx).function("gemm")
-        self.bm, self.bn = bm, bn
-        self.threads, self.shared = native_launch(fmt, bm, bn)
+        self.bm, self.bn, self.out = bm, bn, out
+        self.threads, self.shared = native_launch(fmt, bm, bn, out)
         from toolchain.compiler.targets.ptx.tensor import wgmma
         self.cluster = wgmma.CLUSTER
 
@@ -37,23 +38,36 @@ class Gemm:
         return lambda: self.fn.launch((g, 1, 1), (th, 1, 1), args, shared=sh)
 
 
+def torch_dtype(torch, fmt: str):
+    return {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[fmt]
+
+
+# relative error bound per D format against the fp32 oracle rounded once to D's format:
+# only elements whose f32 sums (another order) straddle a rounding boundary differ, by one
+# unit; a truncating or double rounding would be off in about half the elements
+# (~2.8e-4 in f16, ~2.2e-3 in bf16)
+TOLERANCE = {"f32": 1e-4, "f16": 2e-4, "bf16": 1.5e-3}
+
+
 def check(torch, dev, gemm: Gemm, fmt: str, m: int, n: int, k: int, pad: int = 8,
           **launch) -> float:
     """Run one GEMM on fresh random data with poisoned, padded D; return the relative
     error against torch fp32 (inf when any in-range element is unwritten or padding was
-    touched)."""
+    touched). For an f16/bf16 result, the error against the fp32 oracle rounded once to
+    that format is returned (so a missed or doubled rounding shows)."""
     dtype = torch.float16 if fmt == "f16" else torch.bfloat16
     a = torch.randn(m, k + pad, device="cuda").to(dtype)[:, :k]
     bt = torch.randn(n, k + pad, device="cuda").to(dtype)[:, :k]
     c = torch.randn(m, n + pad, device="cuda")[:, :n]
-    dfull = torch.full((m, n + pad), float("nan"), device="cuda")
+    dfull = torch.full((m, n + pad), float("nan"), device="cuda",
+                       dtype=torch_dtype(torch, gemm.out))
     d = dfull[:, :n]
     gemm.launcher(a, bt, c, d, m, n, k, **launch)()
     torch.cuda.synchronize()
-    ref = c + a.float() @ bt.float().t()
+    ref = (c + a.float() @ bt.float().t()).to(d.dtype).float()
     if torch.isnan(d).any() or not torch.isnan(dfull[:, n:]).all():
         return float("inf")
-    return ((d - ref).norm() / ref.norm()).item()
+    return ((d.float() - ref).norm() / ref.norm()).item()
 
 
 # ---------------------------------------------------------------- tensor-map probe

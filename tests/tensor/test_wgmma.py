@@ -159,3 +159,74 @@ def test_epilogue_loads_a_batch_of_c_before_storing_d():
     epilogue = text[text.index("wgmma.wait_group.sync.aligned 0"):]
     head = epilogue[:epilogue.index("st.global.v2.f32")]
     assert head.count("ld.global.v2.f32") == wgmma.EPILOGUE_BATCH == 32
+
+
+@pytest.mark.parametrize("fmt", ["f16", "bf16"])
+def test_rounded_result_native_epilogue(ptxas_path, fmt):
+    """An f16/bf16 D (f32 accumulator, C f32): the epilogue adds C in f32 and rounds each
+    pair once (cvt.rn.<fmt>x2.f32, x in the low half) into one 4-byte store; the native
+    predicate asks D for 4-byte alignment only; no spills at the 168-register cap."""
+    text = compile_ptx(gemm_source(fmt, out=fmt), "sm_90a")
+    epilogue = text[text.index("wgmma.wait_group.sync.aligned 0"):]
+    pair = re.search(r"add\.f32 (%f\d+), \1, %f\d+;\s+add\.f32 (%f\d+), \2, %f\d+;.*?"
+                     rf"cvt\.rn\.{fmt}x2\.f32 (%r\d+), \2, \1;\s+@%p\d+ st\.global\.b32 "
+                     r"\[%rd\d+\], \3;\s+cvt\.rn\." + fmt + r"\.f32 (%rs\d+), \1;\s+"
+                     r"@%p\d+ st\.global\.b16 \[%rd\d+\], \4;", epilogue, re.S)
+    assert pair, epilogue[:3000]
+    assert epilogue.index("ld.global.v2.f32") < pair.start()
+    assert "st.global.v2.f32" not in epilogue and "st.global.f32" not in epilogue
+    assert epilogue.count("st.global.b32") == 2 * 32           # 2 row halves x 32 pairs
+    usage = _usage(ptxas_path, text, "sm_90a")
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in usage, usage
+    assert "warning" not in usage.lower(), usage
+
+
+@pytest.mark.parametrize("fmt", ["f16", "bf16"])
+@pytest.mark.parametrize("arch", ["sm_121a", "portable"])
+def test_rounded_result_splits_into_exact_replay(ptxas, fmt, arch):
+    """The same f16/bf16-result source on the other profiles: the subgroup regions have no
+    WMMA form with an f32 accumulator and a 16-bit D, so they replay exactly (f32 fma
+    over K from C, one rounding into D); before sm_80 bf16 is rounded in integer
+    arithmetic (nearest-even on bit 16, NaN made quiet)."""
+    text = compile_ptx(gemm_source(fmt, out=fmt), arch)
+    assert "wgmma" not in text and "wmma" not in text and "fma.rn.f32" in text
+    if fmt == "bf16" and arch == "portable":
+        assert "cvt.rn.bf16" not in text
+        filecheck(text, "CHECK: setp.nan.f32\nCHECK: add.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, "
+                  "32767;\nCHECK: or.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 4194304;\n"
+                  "CHECK: st.global.b16\n")
+    else:
+        filecheck(text, f"CHECK: cvt.rn.{fmt}.f32\nCHECK-NEXT: st.global.b16\n")
+    ptxas(text, {"portable": "sm_75"}.get(arch, arch))
+
+
+def test_rounded_result_of_other_families_is_still_refused():
+    src = gemm_source("f16").replace("input_type: f16", "input_type: i8").replace(
+        "a: uint16*, b: uint16*", "a: int8*, b: int8*").replace(
+        "c: float32*, d: float32*", "c: int32*, d: uint16*").replace(
+        "output_type: f32", "accumulator_type: i32, result_type: f16")
+    with pytest.raises(CompileError) as exc:
+        compile_ptx(src, "sm_90a")
+    d = exc.value.diagnostics[0]
+    assert d.code == "E0505" and "reduced-precision results are refused" in d.message
+
+
+def test_producer_prefetches_c_into_l2():
+    """PREFETCH_C_AHEAD chunks before the end of K the producer names each in-range row of
+    the region's C (16-byte-aligned inside) to L2; with 0 it does not."""
+    text = compile_ptx(gemm_source("f16"), "sm_90a")
+    filecheck(text, f"""
+CHECK: cp.async.bulk.tensor.2d
+CHECK: sub.u32 {{{{%r[0-9]+}}}}, {{{{%r[0-9]+}}}}, {wgmma.PREFETCH_C_AHEAD};
+CHECK: min.u32 {{{{%r[0-9]+}}}}, {{{{%r[0-9]+}}}}, 256;
+CHECK: min.u32 {{{{%r[0-9]+}}}}, {{{{%r[0-9]+}}}}, 128;
+CHECK: and.b64 {{{{%rd[0-9]+}}}}, {{{{%rd[0-9]+}}}}, -16;
+CHECK: cp.async.bulk.prefetch.L2.global [{{{{%rd[0-9]+}}}}], {{{{%r[0-9]+}}}};
+CHECK: wgmma.mma_async
+""")
+    assert text.count("cp.async.bulk.prefetch.L2") == 1
+
+
+def test_prefetch_can_be_turned_off(monkeypatch):
+    monkeypatch.setattr(wgmma, "PREFETCH_C_AHEAD", 0)
+    assert "prefetch" not in compile_ptx(gemm_source("f16"), "sm_90a")

@@ -7,11 +7,16 @@ BM, BN = 128, 256
 GROUP = 8                                  # row tiles per L2 group of the tile order
 
 
-def gemm_source(fmt: str = "f16", bm: int = BM, bn: int = BN, group: int = GROUP) -> str:
+def gemm_source(fmt: str = "f16", bm: int = BM, bn: int = BN, group: int = GROUP,
+                out: str = "f32") -> str:
     """The whole GEMM: one workgroup per bm x bn region of D = A*B + C, tiles visited in
-    groups of `group` row tiles (each column sweep reuses those A rows from L2)."""
+    groups of `group` row tiles (each column sweep reuses those A rows from L2). `out`:
+    D's format (f32, or f16/bf16 rounded once from the f32 sum; C stays f32)."""
+    dty = "float32" if out == "f32" else "uint16"
+    types = "output_type: f32" if out == "f32" else \
+        f"accumulator_type: f32, result_type: {out}"
     return f"""\
-kernel gemm(a: uint16*, b: uint16*, c: float32*, d: float32*,
+kernel gemm(a: uint16*, b: uint16*, c: float32*, d: {dty}*,
             m: uint32, n: uint32, k: uint32,
             lda: uint32, ldb: uint32, ldc: uint32, ldd: uint32) {{
   var tiles_m: uint32 = (m + {bm - 1}) / {bm};
@@ -24,7 +29,7 @@ kernel gemm(a: uint16*, b: uint16*, c: float32*, d: float32*,
   var row: uint32 = (first + t % rows) * {bm};
   var column: uint32 = (t / rows) * {bn};
   tensor_matmul(a, b, c, d, row, column, m, n, k,
-                shape: m{bm}n{bn}k64, input_type: {fmt}, output_type: f32,
+                shape: m{bm}n{bn}k64, input_type: {fmt}, {types},
                 a_layout: row, b_layout: col, scope: workgroup,
                 lda: lda, ldb: ldb, ldc: ldc, ldd: ldd);
 }}
@@ -38,10 +43,11 @@ def grid(m: int, n: int, bm: int = BM, bn: int = BN, cluster: int = 2) -> int:
     return (tiles + cluster - 1) // cluster * cluster
 
 
-def native_launch(fmt: str = "f16", bm: int = BM, bn: int = BN) -> tuple[int, int]:
+def native_launch(fmt: str = "f16", bm: int = BM, bn: int = BN,
+                  out: str = "f32") -> tuple[int, int]:
     """(work-items per workgroup, dynamic shared bytes) of the native sm_90a path."""
     from toolchain.compiler.ir.tensor import TensorDesc
     from toolchain.compiler.targets.ptx.tensor import wgmma
-    desc = TensorDesc(bm, bn, 64, fmt, fmt, "f32", "f32", b_layout="col",
+    desc = TensorDesc(bm, bn, 64, fmt, fmt, "f32", out, b_layout="col",
                       scope="workgroup")
     return wgmma.threads(desc), wgmma.shared_bytes(desc)

@@ -139,8 +139,31 @@ def load_value(em, fmt: str, m: Mat, addr: str) -> str:
 
 
 def store_value(em, fmt: str, m: Mat, addr: str, value: str) -> None:
+    if fmt in ("f16", "bf16"):               # an f32 result rounded once (workgroup regions)
+        h = em.new("rs")
+        if fmt == "f16" or em.profile.at_least((7, 0), 80):
+            em.emit(f"cvt.rn.{fmt}.f32 {h}, {value}")
+        else:
+            _bf16_rne(em, h, value)
+        em.emit(f"st{m.space}.b16 [{addr}], {h}")
+        return
     em.emit(f"st{m.space}.{ {'f32': 'f32', 'f64': 'f64', 'i32': 's32'}[fmt]} [{addr}], "
             f"{value}")
+
+
+def _bf16_rne(em, h: str, value: str) -> None:
+    """cvt.rn.bf16.f32 before sm_80: round the f32 bits to nearest-even on bit 16; a NaN
+    keeps its sign and top payload bits, made quiet."""
+    b, t, nan = em.new("r"), em.new("r"), em.new("p")
+    em.emit(f"mov.b32 {b}, {value}")
+    em.emit(f"setp.nan.f32 {nan}, {value}, {value}")
+    em.emit(f"shr.u32 {t}, {b}, 16")
+    em.emit(f"and.b32 {t}, {t}, 1")
+    em.emit(f"add.u32 {t}, {t}, 32767")
+    em.emit(f"add.u32 {t}, {b}, {t}")
+    em.emit(f"@{nan} or.b32 {t}, {b}, 4194304")
+    em.emit(f"shr.u32 {t}, {t}, 16")
+    em.emit(f"cvt.u16.u32 {h}, {t}")
 
 
 def fma(em, fmt: str, acc: str, a: str, b: str, rounding: str = "default") -> None:

@@ -9,8 +9,8 @@ One workgroup computes one BM x BN output region (BM = 64 * consumers, BN = desc
   they wait on full, issue BK/16 `wgmma.mma_async m64nBNk16` from shared-memory descriptors,
   commit, wait for the previous group and release that group's stage (empty arrive);
 - the epilogue adds C and stores D straight from the accumulators with per-element M/N
-  predicates (row-major C/D, 8-byte pairs), EPILOGUE_BATCH pairs of C loaded before
-  their D stores.
+  predicates (row-major C/D, pairs of columns), EPILOGUE_BATCH pairs of C loaded before
+  their D stores; an f16/bf16 result is rounded once from the f32 sum (C stays f32).
 Out-of-range A/B elements are zero-filled by the copy engine, so M/N/K tails are exact.
 
 With CLUSTER = 2 (experimental, off by default: docs/gemm.md), workgroups run in clusters
@@ -40,6 +40,8 @@ SMEM_LIMIT = 227 * 1024                   # opt-in dynamic shared memory per wor
 SHAPES_N = (64, 128, 192, 256)
 EPILOGUE_BATCH = 32                       # C pairs loaded before their D stores (1: one
 #                                           pair per round trip, the first measured form)
+PREFETCH_C_AHEAD = 8                      # K chunks before the end at which the producer
+#                                           asks L2 for C (0: never)
 CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
 #                                           experimental: docs/gemm.md "Status")
 
@@ -68,7 +70,7 @@ def shared_bytes(desc) -> int:
 def supported(desc) -> bool:
     """Whether wgmma can run this descriptor natively (otherwise split regions only)."""
     return (desc.a_type == desc.b_type and desc.a_type in ("f16", "bf16")
-            and desc.accumulator_type == desc.result_type == "f32"
+            and desc.accumulator_type == "f32" and desc.result_type in ("f32", "f16", "bf16")
             and desc.m == 128 and desc.n in SHAPES_N and desc.k == BK
             and desc.stored_layout("a") == "row" and desc.stored_layout("b") == "col"
             and desc.c_layout == desc.d_layout == "row")
@@ -94,7 +96,8 @@ def native_pred(em, g, ntid: str) -> str:
     em.emit(f"setp.ge.and.u32 {ok}, {t}, {shared_bytes(desc)}, {ok}")
     em.emit(f"mov.u32 {t}, %smid")
     em.emit(f"setp.lt.and.u32 {ok}, {t}, {tma.SLOTS}, {ok}")
-    for m, align, ld_mask in ((g.A, 15, 7), (g.B, 15, 7), (g.C, 7, 1), (g.D, 7, 1)):
+    d_align = 7 if desc.result_type == "f32" else 3         # one D pair: 8 or 4 bytes
+    for m, align, ld_mask in ((g.A, 15, 7), (g.B, 15, 7), (g.C, 7, 1), (g.D, d_align, 1)):
         lo = em.new("r")
         em.emit(f"cvt.u32.u64 {lo}, {m.base}")
         em.emit(f"and.b32 {lo}, {lo}, {align}")
@@ -282,12 +285,68 @@ def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes,
         em.emit(f"add.u32 {dst_h}, {dst_b}, {half * 128}")
         tma.load_2d(em, dst_h, slot_b, k0, col2, fb)
         em.raw(f"{alone}:")
+    if PREFETCH_C_AHEAD:
+        _prefetch_c(em, g, kb, nk)
     _advance(em, kb, s, ph, S)
     em.emit(f"add.u32 {k0}, {k0}, {BK}")
     em.emit(f"bra.uni {top}")
     em.raw(f"{done}:")
     em.emit("bar.warp.sync -1")
     em.emit(f"setmaxnreg.inc.sync.aligned.u32 {ENTRY_REGS}")
+
+
+def _prefetch_c(em, g, kb, nk) -> None:
+    """When the copy of K chunk max(nk - PREFETCH_C_AHEAD, 0) is issued, ask L2 for this
+    region's rows of C (the 16-byte-aligned inside of each row's in-range bytes, so no
+    byte outside C is named): the epilogue's C loads then find L2, and C's DRAM traffic
+    overlaps the main loop instead of following it. A hint: exactness never depends on it."""
+    desc = g.desc
+    at, p, skip = em.new("r"), em.new("p"), label(em, "wg_pf_skip")
+    em.emit(f"sub.u32 {at}, {nk}, {PREFETCH_C_AHEAD}")
+    em.emit(f"setp.gt.u32 {p}, {nk}, {PREFETCH_C_AHEAD}")
+    em.emit(f"selp.u32 {at}, {at}, 0, {p}")
+    em.emit(f"setp.ne.u32 {p}, {kb}, {at}")
+    em.emit(f"@{p} bra {skip}")
+    cols, rows, r, addr, end = (em.new("r"), em.new("r"), em.new("r"), em.new("rd"),
+                                em.new("rd"))
+    em.emit(f"sub.u32 {cols}, {g.N}, {g.col}")              # native: col < 2^31, N > 0
+    em.emit(f"setp.gt.s32 {p}, {cols}, 0")
+    em.emit(f"@!{p} bra {skip}")
+    em.emit(f"min.u32 {cols}, {cols}, {desc.n}")
+    em.emit(f"sub.u32 {rows}, {g.M}, {g.row}")
+    em.emit(f"setp.gt.s32 {p}, {rows}, 0")
+    em.emit(f"@!{p} bra {skip}")
+    em.emit(f"min.u32 {rows}, {rows}, {desc.m}")
+    ld = g.C.ld if isinstance(g.C.ld, str) else _imm(em, g.C.ld)
+    em.emit(f"mad.wide.u32 {addr}, {g.row}, {ld}, 0")
+    w = em.new("rd")
+    em.emit(f"cvt.u64.u32 {w}, {g.col}")
+    em.emit(f"add.s64 {addr}, {addr}, {w}")
+    em.emit(f"shl.b64 {addr}, {addr}, 2")
+    base = em.new("rd")
+    em.emit(f"cvta.to.global.u64 {base}, {g.C.base}")
+    em.emit(f"add.s64 {addr}, {addr}, {base}")
+    pitch, nbytes = em.new("rd"), em.new("rd")
+    em.emit(f"mul.wide.u32 {pitch}, {ld}, 4")
+    em.emit(f"mul.wide.u32 {nbytes}, {cols}, 4")
+    em.emit(f"mov.u32 {r}, 0")
+    top = label(em, "wg_pf")
+    lo, hi, size = em.new("rd"), em.new("rd"), em.new("rd")
+    em.raw(f"{top}:")
+    em.emit(f"add.s64 {lo}, {addr}, 15")
+    em.emit(f"and.b64 {lo}, {lo}, -16")
+    em.emit(f"add.s64 {hi}, {addr}, {nbytes}")
+    em.emit(f"and.b64 {hi}, {hi}, -16")
+    em.emit(f"sub.s64 {size}, {hi}, {lo}")
+    em.emit(f"setp.gt.s64 {p}, {size}, 0")
+    sz = em.new("r")
+    em.emit(f"cvt.u32.u64 {sz}, {size}")
+    em.emit(f"@{p} cp.async.bulk.prefetch.L2.global [{lo}], {sz}")
+    em.emit(f"add.s64 {addr}, {addr}, {pitch}")
+    em.emit(f"add.u32 {r}, {r}, 1")
+    em.emit(f"setp.lt.u32 {p}, {r}, {rows}")
+    em.emit(f"@{p} bra {top}")
+    em.raw(f"{skip}:")
 
 
 def _advance(em, kb, s, ph, S) -> None:
@@ -402,6 +461,8 @@ def _epilogue(em, g, wtid, wg, acc) -> None:
     em.emit(f"cvta.to.global.u64 {cbase}, {g.C.base}")
     em.emit(f"cvta.to.global.u64 {dbase}, {g.D.base}")
     ldc, ldd = (m.ld if isinstance(m.ld, str) else _imm(em, m.ld) for m in (g.C, g.D))
+    rt = desc.result_type
+    dshift = 2 if rt == "f32" else 1                       # log2 bytes of a D element
 
     def cols(j: int) -> tuple[str, str]:
         """(both columns of pair j in range, only the first): made where they are used,
@@ -418,12 +479,12 @@ def _epilogue(em, g, wtid, wg, acc) -> None:
         skip = label(em, "wg_epi_skip")
         em.emit(f"@!{prow} bra {skip}")
         ca, da = em.new("rd"), em.new("rd")
-        for base, ld, out in ((cbase, ldc, ca), (dbase, ldd, da)):
+        for base, ld, out, shift in ((cbase, ldc, ca, 2), (dbase, ldd, da, dshift)):
             em.emit(f"mul.wide.u32 {out}, {row}, {ld}")
             w = em.new("rd")
             em.emit(f"cvt.u64.u32 {w}, {c0}")
             em.emit(f"add.s64 {out}, {out}, {w}")
-            em.emit(f"shl.b64 {out}, {out}, 2")
+            em.emit(f"shl.b64 {out}, {out}, {shift}")
             em.emit(f"add.s64 {out}, {out}, {base}")
         pairs = desc.n // 8
         for j0 in range(0, pairs, EPILOGUE_BATCH):
@@ -442,10 +503,22 @@ def _epilogue(em, g, wtid, wg, acc) -> None:
                 u, v = cv[j]
                 em.emit(f"add.f32 {x}, {x}, {u}")
                 em.emit(f"add.f32 {y}, {y}, {v}")
-                pb, po = cols(j)
-                em.emit(f"@{pb} st.global.v2.f32 [{da}+{32 * j}], {{{x}, {y}}}")
-                em.emit(f"@{po} st.global.f32 [{da}+{32 * j}], {x}")
+                _store_pair(em, rt, *cols(j), f"{da}+{8 * j << dshift}", x, y)
         em.raw(f"{skip}:")
+
+
+def _store_pair(em, rt: str, pb: str, po: str, addr: str, x: str, y: str) -> None:
+    """D[c], D[c+1] = x, y (both when `pb`, only the first when `po`), rounded once to
+    an f16/bf16 result (cvt.rn, like the replay's store)."""
+    if rt == "f32":
+        em.emit(f"@{pb} st.global.v2.f32 [{addr}], {{{x}, {y}}}")
+        em.emit(f"@{po} st.global.f32 [{addr}], {x}")
+        return
+    w, h = em.new("r"), em.new("rs")
+    em.emit(f"cvt.rn.{rt}x2.f32 {w}, {y}, {x}")            # x in the low half: column c
+    em.emit(f"@{pb} st.global.b32 [{addr}], {w}")
+    em.emit(f"cvt.rn.{rt}.f32 {h}, {x}")
+    em.emit(f"@{po} st.global.b16 [{addr}], {h}")
 
 
 def _imm(em, v: int) -> str:

@@ -9,6 +9,9 @@ The workgroup computes one desc.m x desc.n region with gpu.md's exact region sem
   round-robin; each runs today's subgroup lowering (matmul.py: WMMA interior, exact replay
   at the edges), so every profile computes the same function.
 A region that is not a multiple of 16 in M and N is refused (E0505) on every profile.
+An f16/bf16 result of f16/bf16 inputs with an f32 accumulator (C f32, D rounded once) has
+no subgroup WMMA form: its split regions are the exact cooperative replay (replay.py, f32
+accumulation, one rounding), on every profile alike.
 """
 from __future__ import annotations
 
@@ -18,8 +21,9 @@ from ....ir.module import Param
 from ....ir.types import U32
 from . import wgmma
 from .capabilities import refuse
-from .common import label, operands
+from .common import label, mat, operands
 from .matmul import lower_matmul
+from .replay import NEEDS, Region, replay
 
 SUB_M, SUB_N = 32, 64                # under the native path's 168-register cap: no spills
 TENSORMAP_ISA = (8, 3)                 # tensormap.replace
@@ -35,6 +39,14 @@ class _SubRegion:
         roles = ins.attrs["roles"]
         self.operands = [row if r == "row" else col if r == "column" else v
                          for r, v in zip(roles, ins.operands)]
+
+
+def rounded_result(desc) -> bool:
+    """f16/bf16 inputs, f32 accumulator, f16/bf16 result: D = round(C + A*B) once."""
+    return (desc.a_type == desc.b_type and desc.a_type in ("f16", "bf16")
+            and desc.accumulator_type == "f32" and desc.result_type in ("f16", "bf16")
+            and not (desc.sparse or desc.scaled) and desc.math == "multiply_add"
+            and desc.rounding == "default")
 
 
 def _sub(n: int, want: int) -> int:
@@ -89,8 +101,6 @@ def lower_any_matmul(em, ins) -> None:
     tid, ntid = _linear_ids(em)
     end = label(em, "wgm_end")
     if native_available(em, desc):
-        from .common import mat
-        from .replay import Region
         mats = [mat(em, desc, ops, w) for w in "abcd"]
         if all(m.space in ("", ".global") for m in mats):
             g = Region(desc, *mats, *(em.reg(ops[k]) for k in
@@ -131,7 +141,12 @@ def _split(em, ins, desc, sub, ops, tid, ntid, end) -> None:
     em.emit(f"rem.u32 {c}, {i}, {gn}")
     em.emit(f"mad.lo.u32 {r}, {r}, {sub.m}, {em.reg(ops['row'])}")
     em.emit(f"mad.lo.u32 {c}, {c}, {sub.n}, {em.reg(ops['column'])}")
-    lower_matmul(em, _SubRegion(ins, sub, _reg_param(em, r, "row"),
-                                _reg_param(em, c, "column")))
+    if rounded_result(desc):
+        em.profile.require("exact cooperative tensor replay", *NEEDS, ins.span)
+        mats = [mat(em, sub, ops, w) for w in "abcd"]
+        replay(em, Region(sub, *mats, r, c, *(em.reg(ops[k]) for k in "mnk")), 0, False)
+    else:
+        lower_matmul(em, _SubRegion(ins, sub, _reg_param(em, r, "row"),
+                                    _reg_param(em, c, "column")))
     em.emit(f"add.u32 {i}, {i}, {nw}")
     em.emit(f"bra.uni {top}")
