@@ -145,6 +145,9 @@ def test_profile_without_the_native_family_replays(tmp_path, ptxas):
     (lambda s: s.replace("layout: row, ldd: ldc", "layout: col, ldd: ldc"),
      "a different layout or scope"),
     (lambda s: s.replace("ldd: ldc,\n", "ldd: ldb,\n"), "a different stride"),
+    (lambda s: s.replace("ldd: ldc,\n", "ldd: 21,\n"), "a different stride"),
+    (lambda s: s.replace("activation: relu", "scope: workgroup, activation: relu"),
+     "a different layout or scope"),
 ])
 def test_incompatible_epilogues_keep_the_complete_memory_operation(tmp_path, change, why):
     src = change(FB.source("fp8", "loop", "column"))
