@@ -154,12 +154,15 @@ class DomTree:
         if self.rpo:
             idom[0] = 0
         changed = True
+        retreating = False          # an edge to an earlier block in RPO (a cycle)
         while changed:
             changed = False
             for i in range(1, len(self.rpo)):
                 new = -1
                 for p in self.preds[self.rpo[i]]:
                     j = index.get(p, -1)
+                    if j >= i:
+                        retreating = True
                     if j < 0 or idom[j] < 0:
                         continue
                     if new < 0:
@@ -175,6 +178,8 @@ class DomTree:
                 if idom[i] != new:
                     idom[i] = new
                     changed = True
+            if not retreating:      # acyclic: every block saw all its predecessors
+                break
         self.idom: dict[Block, Block | None] = {
             b: (self.rpo[idom[i]] if i else None) for i, b in enumerate(self.rpo)}
         self.children: dict[Block, list[Block]] = {b: [] for b in self.rpo}

@@ -12,8 +12,12 @@ from ..ir.module import Block, Instr
 
 
 def clone_blocks(fn, blocks: list[Block], vmap: dict, suffix: str,
-                 skip: frozenset = frozenset()) -> tuple[list[Block], dict]:
-    used = {b.name for b in fn.blocks}
+                 skip: frozenset = frozenset(), used: set | None = None
+                 ) -> tuple[list[Block], dict]:
+    """`used`: the block names of `fn`, when the caller keeps that set (it gains the
+    copies' names); by default it is collected here."""
+    if used is None:
+        used = {b.name for b in fn.blocks}
     bmap: dict[Block, Block] = {}
     for b in blocks:
         name, n = f"{b.name}{suffix}", 1

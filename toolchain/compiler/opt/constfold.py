@@ -17,17 +17,22 @@ from .fold import fold
 
 def run(fn, analyses) -> bool:
     uses: UseMap | None = None         # built on the first rewrite (most runs make none)
-    # every rewrite below needs a constant operand, except phis and selects of one value
+    # every rewrite below needs a constant operand, except phis and selects of one value:
+    # all operands constant (folding) or an integer identity's op. The rest are reached
+    # only as users of a rewritten value (the same order of rewrites, fewer no-op tries).
     work = []
     for b in fn.blocks:
         for i in b.instrs:
-            if i.op == "phi" or i.op == "select":
+            op = i.op
+            if op == "phi" or op == "select":
                 work.append(i)
                 continue
+            n = 0
             for o in i.operands:
                 if o.__class__ is Const:
-                    work.append(i)
-                    break
+                    n += 1
+            if n and (n == len(i.operands) or op in _IDENTITY_OPS):
+                work.append(i)
     changed = False
     dead: set = set()
     while work:
@@ -87,6 +92,9 @@ def _same_const(a: Const, b: Const) -> bool:
         fmt = "<d"
         return struct.pack(fmt, a.value) == struct.pack(fmt, b.value)
     return a.value == b.value
+
+
+_IDENTITY_OPS = frozenset(("add", "or", "xor", "sub", "shl", "shr", "mul", "and", "div"))
 
 
 def _is(v, n: int) -> bool:

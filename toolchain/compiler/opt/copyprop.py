@@ -17,6 +17,8 @@ def run(fn, analyses) -> bool:
     dead: set = set()
     for b in fn.blocks:
         for ins in b.instrs:
+            if ins.op not in _CANDIDATES:          # (most instructions: no call)
+                continue
             src = _copy_source(ins)
             if src is not None and src is not ins:
                 uses = uses or analyses.get("uses")
@@ -25,7 +27,7 @@ def run(fn, analyses) -> bool:
                 changed = True
     for b in fn.blocks:
         for phi in b.phis:
-            if phi in dead:
+            if phi in dead or _two_sources(phi):
                 continue
             web, sources = _web(phi)
             if len(sources) == 1:
@@ -41,6 +43,20 @@ def run(fn, analyses) -> bool:
 
 
 _CASTS = frozenset(("convert", "bitcast", "addrspacecast"))
+_CANDIDATES = _CASTS | {"select"}
+
+
+def _two_sources(phi: Instr) -> bool:
+    """Whether the phi's own arms already name two values other than phis (the web then
+    has two sources; most phis, checked without walking the web)."""
+    first = None
+    for v in phi.operands:
+        if v.__class__ is not Instr or v.op != "phi":
+            if first is None:
+                first = v
+            elif v is not first:
+                return True
+    return False
 
 
 def _copy_source(ins: Instr):

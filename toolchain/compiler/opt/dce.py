@@ -15,30 +15,39 @@ _ROOTS = frozenset(n for n, i in O.OPS.items() if i.terminator or i.effects)
 
 def run(fn, analyses) -> bool:
     read: set[Local] = set()
-    instrs = [ins for b in fn.blocks for ins in b.instrs]
-    for ins in instrs:
-        op = ins.op
-        if op == "local.get":
-            read.add(ins.operands[0])
-        elif op != "local.set":
-            for o in ins.operands:
-                if o.__class__ is Local:
-                    read.add(o)
     roots = _ROOTS
     live: set[Instr] = set()
     work: list[Instr] = []
-    for ins in instrs:
-        op = ins.op
-        if op in roots and not (op == "local.set" and ins.operands[0] not in read):
-            live.add(ins)
-            work.append(ins)
+    sets: list[Instr] = []               # roots only if their local is read: decided below
+    count = 0
+    for b in fn.blocks:
+        count += len(b.instrs)
+        for ins in b.instrs:
+            op = ins.op
+            if op == "local.get":
+                read.add(ins.operands[0])
+            elif op == "local.set":
+                sets.append(ins)
+                continue
+            else:
+                for o in ins.operands:
+                    if o.__class__ is Local:
+                        read.add(o)
+            if op in roots:
+                live.add(ins)
+                work.append(ins)
+    if "local.set" in roots:
+        for ins in sets:
+            if ins.operands[0] in read:
+                live.add(ins)
+                work.append(ins)
     while work:
         for o in work.pop().operands:
             if o.__class__ is Instr and o not in live:
                 live.add(o)
                 work.append(o)
     changed = False
-    if len(live) != len(instrs):
+    if len(live) != count:
         for b in fn.blocks:
             keep = [ins for ins in b.instrs if ins in live]
             if len(keep) != len(b.instrs):

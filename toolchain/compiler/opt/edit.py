@@ -55,9 +55,11 @@ def remove_unreachable(fn: Function) -> bool:
     return True
 
 
-def fresh_block_name(fn: Function, stem: str) -> str:
-    """`stem`, or `stem.N` with the first N no block of `fn` is named."""
-    used = {b.name for b in fn.blocks}
+def fresh_block_name(fn: Function, stem: str, used: set | None = None) -> str:
+    """`stem`, or `stem.N` with the first N no block of `fn` is named (`used`: those
+    names, when the caller keeps them)."""
+    if used is None:
+        used = {b.name for b in fn.blocks}
     out, n = stem, 1
     while out in used:
         out, n = f"{stem}.{n}", n + 1

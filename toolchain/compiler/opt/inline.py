@@ -74,11 +74,47 @@ def _eligible(caller: Function, callee: Function, sites: dict, cache: dict) -> b
     return _size(callee) <= SIZE or sites.get(callee, 0) == 1
 
 
-def inline_call(fn: Function, call: Instr) -> None:
+class _Edits:
+    """What a run's inlines leave for one final walk of the caller (compile time: one walk,
+    not one per call): call -> the `local.get` of its result, the (block, continuation)
+    splits in order (phi predecessors move), and the caller's block names."""
+
+    def __init__(self, fn: Function):
+        self.result: dict = {}
+        self.moved: list = []
+        self.used = {b.name for b in fn.blocks}
+
+    def apply(self, fn: Function) -> None:
+        result, moved = self.result, self.moved
+        for b in fn.blocks:
+            for ins in b.instrs:
+                if result:
+                    for o in ins.operands:
+                        if o.__class__ is Instr and o in result:
+                            ins.operands = [result.get(o, o) if o.__class__ is Instr else o
+                                            for o in ins.operands]
+                            break
+                if moved and ins.op == "phi":
+                    ins.targets = [self._last(t) for t in ins.targets]
+
+    def _last(self, t: Block) -> Block:
+        for old, new in self.moved:
+            if t is old:
+                t = new
+        return t
+
+
+def inline_call(fn: Function, call: Instr, edits: _Edits | None = None) -> None:
+    """Inline one call. With `edits` (a run inlining several), rewriting the call's users
+    and the successors' phis waits for `edits.apply`."""
+    own = edits is None
+    if own:
+        edits = _Edits(fn)
     callee: Function = call.operands[0]
     block = call.block
     at = block.instrs.index(call)
-    after = Block(fresh_block_name(fn, f"{block.name}.after.{callee.name}"), function=fn)
+    after = Block(fresh_block_name(fn, f"{block.name}.after.{callee.name}", edits.used),
+                  function=fn)
     for ins in block.instrs[at + 1:]:
         ins.block = after
         after.instrs.append(ins)
@@ -89,10 +125,11 @@ def inline_call(fn: Function, call: Instr) -> None:
         fn.locals.append(new)
         vmap[loc] = new
     ret_slot = None
-    if callee.ret != VOID:
+    if callee.ret is not VOID and callee.ret != VOID:
         ret_slot = Local(callee.ret, f"{callee.name}.ret")
         fn.locals.append(ret_slot)
-    copies, _ = clone_blocks(fn, callee.blocks, vmap, f".{callee.name}")
+    copies, _ = clone_blocks(fn, callee.blocks, vmap, f".{callee.name}", used=edits.used)
+    edits.used.add(after.name)
     entry = fn.blocks[0]
     for b in copies:
         for ins in list(b.instrs):
@@ -108,18 +145,15 @@ def inline_call(fn: Function, call: Instr) -> None:
                                       term.span, b))
             b.instrs.append(Instr("br", VOID, [], {}, [after], term.span, b))
     block.instrs.append(Instr("br", VOID, [], {}, [copies[0]], call.span, block))
-    result = None
     if ret_slot is not None:
         result = Instr("local.get", callee.ret, [ret_slot], {}, [], call.span, after)
         after.instrs.insert(0, result)
+        edits.result[call] = result           # uses of the call read the result
     pos = fn.blocks.index(block) + 1
     fn.blocks[pos:pos] = copies + [after]
-    for b in fn.blocks:                       # uses of the call read the result; the
-        for ins in b.instrs:                  # successors' phis now come from `after`
-            if result is not None and call in ins.operands:
-                ins.operands = [result if o is call else o for o in ins.operands]
-            if ins.op == "phi" and block in ins.targets:
-                ins.targets = [after if t is block else t for t in ins.targets]
+    edits.moved.append((block, after))     # the successors' phis now come from `after`
+    if own:
+        edits.apply(fn)
 
 
 def _calls(fn: Function) -> list[Instr]:
@@ -137,6 +171,7 @@ def run(fn, analyses) -> bool:
     sites = _call_sites(analyses.module, fn, calls, cache) if analyses.module is not None \
         else {}
     verdict: dict = {}                        # callee -> eligible, decided once per run
+    edits = _Edits(fn)
     changed = False
     for _ in range(4):                        # a copy may expose its callee's calls: bounded
         todo = []
@@ -151,10 +186,12 @@ def run(fn, analyses) -> bool:
         for call in todo:
             callee = call.operands[0]
             size = _size(callee)
-            inline_call(fn, call)
+            inline_call(fn, call, edits)
             why = "small" if size <= SIZE else "its only call site"
             analyses.remark(call.span, NAME, f"inlined call to {callee.name} "
                                              f"({size} instructions, {why})")
         changed = True
         calls = _calls(fn)
+    if changed:
+        edits.apply(fn)
     return changed
