@@ -169,3 +169,5 @@ def test_bypassed_epilogue_label_keeps_the_memory_operation(tmp_path):
     r = compile_case(tmp_path, src, optimize=True)
     body = _entry(r.data.decode())
     assert "mtlc.tensor_epilogue fused" not in body and "tep_e" in body
+    assert "tensor epilogue not fused: the epilogue's block is also reached around the " \
+        "commit" in r.explain

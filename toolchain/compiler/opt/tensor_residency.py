@@ -306,6 +306,12 @@ def _next_epilogue(b, commit: Instr, preds) -> tuple[Instr | None, str]:
                                   if any(i.op == "tensor.epilogue" for i in nxt.instrs) else "")
                 block, start = nxt, 0
                 break
+            if ins.op == "br":              # a second jump is not followed: say why
+                nxt = ins.targets[0]
+                if any(i.op == "tensor.epilogue" for i in nxt.instrs):
+                    return None, ("the epilogue's block is also reached around the commit"
+                                  if preds.get(nxt, []) != [block] else
+                                  "the epilogue is more than one jump after the commit")
             if not _pure(ins):
                 return None, ""
         else:
