@@ -27,13 +27,27 @@ from ..common.isel_blocks import BlockMixin
 from . import abi_sysv
 from .isel_arith import _INVERSE_CC, ArithMixin
 from .isel_call import CallMixin, reserve_call_space
-from .isel_mem import MemMixin
+from .isel_mem import MemMixin, folds_into_access
 from .isel_values import ValueMixin, ice
 from .operands import Imm, Mem, Sym
-from .regs import EAX, R11, R12, R13, R14, R15, RAX, RBP, RBX, RSP
+from .regs import (EAX, R8, R9, R10, R11, R12, R13, R14, R15, RAX, RBP, RBX, RDI, RSI, RSP,
+                   XMMS, resize)
 
 # Callee-saved in both SysV and Win64 and never a selector scratch register (regalloc.py).
 ALLOCATABLE = (RBX, R12, R13, R14, R15)
+# Touched by the selector only where it calls or moves aggregate bytes (argument set-up,
+# indirect target, memcpy/memset, inline copies): values live across no such instruction
+# may use them (rsi/rdi are callee-saved on Win64, which the prologue saves anyway).
+VOLATILE = (R8, R9, R10, RSI, RDI)
+XMM_ALLOCATABLE = tuple(XMMS[8:16])   # SysV: all xmm are caller-saved; xmm0/1 are scratch
+
+
+def calls_out(ins) -> bool:
+    """Whether the selection of `ins` may call (or set up arguments in r8/r9/xmm0-7):
+    calls, launches, and anything moving aggregate bytes (a big copy calls memcpy)."""
+    return ins.op in ("call", "call_indirect", "gpu.launch", "memcpy") or \
+        ins.type.is_aggregate or any(o.type.is_aggregate for o in ins.operands
+                                     if getattr(o, "type", None) is not None)
 
 
 class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
@@ -48,7 +62,8 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
         abi = self.abi
         self.frame = plan(fn, lambda frame, ins: reserve_call_space(frame, ins, abi))
         self.frame.need_outgoing(abi.SHADOW_SPACE)
-        self.regs = regalloc.allocate(fn, ALLOCATABLE) if self.allocate else {}
+        self.regs = self._allocate(fn) if self.allocate else {}
+        self.folded = self._folded(fn)
         used = [r for r in ALLOCATABLE if r in self.regs.values()]
         self.saved = [(reg, self.frame.alloc(8))
                       for reg in (*abi.CALLEE_SAVED_SCRATCH, *used)]
@@ -56,6 +71,8 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
         if lay.ret.kind == "memory":
             self.frame.sret = self.frame.alloc(8)
         self.labels = {id(b): self.asm.new_label("Lb") for b in fn.blocks}
+        self.fn, self.tail_ret = fn, None
+        self.body_label = self.asm.new_label("Lbody")
         self.asm.section(".text")
         self.asm.align(16)
         public = fn.linkage == "export" or fn.name == "main"
@@ -63,6 +80,29 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
         self._prologue(fn, lay)
         self.emit_blocks(fn)
         self.asm.end_symbol(fn.symbol)
+
+    def _allocate(self, fn: Function) -> dict:
+        abi = self.abi
+        entry = set(abi.INT_ARGS)        # the prologue reads argument registers in order
+        if any(p.type.is_aggregate for p in fn.params) or \
+                any(size > 256 for _, size in self.frame.zeroed):
+            entry |= set(VOLATILE) | set(XMM_ALLOCATABLE)   # memcpy/memset in the prologue
+        floats = XMM_ALLOCATABLE if abi.NAME == "sysv" else ()   # Win64: xmm6-15 are saved
+        return regalloc.allocate(fn, ALLOCATABLE, volatile=VOLATILE, float_registers=floats,
+                                 clobbers=calls_out, entry_clobbers=entry)
+
+    def _folded(self, fn: Function) -> set[int]:
+        """ids of the ptradds that become the next load/store's address (isel_mem)."""
+        uses: dict[int, int] = {}
+        for ins in fn.instructions():
+            for o in ins.operands:
+                uses[id(o)] = uses.get(id(o), 0) + 1
+        out = set()
+        for block in fn.blocks:
+            for ins, nxt in zip(block.instrs, block.instrs[1:]):
+                if folds_into_access(ins, nxt, uses.get(id(ins), 0)):
+                    out.add(id(ins))
+        return out
 
     def _prologue(self, fn: Function, lay) -> None:
         e = self.asm.emit
@@ -77,6 +117,7 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
         self.save_params(fn, lay)
         for off, size in self.frame.zeroed:
             self.zero(RBP, off, size)
+        self.asm.label(self.body_label)    # where a tail self-call jumps (isel_call.py)
 
     def _probe(self, size: int) -> None:
         """Touch each page below rsp in order (Windows commits the stack one guard page at a
@@ -99,8 +140,11 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
         then, other = ins.targets
         yes = self.take_flags(ins.operands[0])
         if yes is None:
-            self.load_bits(ins.operands[0], RAX)
-            self.asm.emit("test", EAX, EAX)
+            reg = self.gpr(ins.operands[0])
+            if reg is None:
+                self.load_bits(ins.operands[0], RAX)
+                reg = RAX
+            self.asm.emit("test", resize(reg, 32), resize(reg, 32))
             yes = "ne"
         if then is self.next_block:
             self.asm.emit("j" + _INVERSE_CC[yes], Sym(self.labels[id(other)]))

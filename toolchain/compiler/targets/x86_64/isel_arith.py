@@ -9,10 +9,12 @@ follow C on NaN: `!=` is true, every other predicate false.
 """
 from __future__ import annotations
 
-from ...ir.module import Const
+from ...ir.module import Const, Undef
 from ...ir.types import FloatType, IntType, Type
-from .isel_values import const_bits, ice
+from .isel_values import const_bits, ice, imm32
 from .operands import Imm, Sym
+from .regs import Reg
+from .operands import Mem
 from .regs import AL, CL, EAX, ECX, EDX, RAX, RBP, RCX, RDX, XMM0, XMM1
 
 _INT_OPS = {"add": "add", "sub": "sub", "mul": "imul", "and": "and", "or": "or",
@@ -31,15 +33,6 @@ def _sse(t: Type) -> str:
     return "ss" if t.size == 4 else "sd"
 
 
-def imm32(v) -> Imm | None:
-    """A constant whose 64-bit register image is a sign-extended imm32, as an immediate."""
-    if not isinstance(v, Const) or v.type.is_float:
-        return None
-    bits = const_bits(v) & (1 << 64) - 1
-    signed = bits - (1 << 64) if bits >> 63 else bits
-    return Imm(signed) if -(1 << 31) <= signed < (1 << 31) else None
-
-
 _INVERSE_CC = {"e": "ne", "ne": "e", "l": "ge", "ge": "l", "le": "g", "g": "le", "b": "ae",
                "ae": "b", "be": "a", "a": "be"}
 
@@ -50,26 +43,16 @@ class ArithMixin:
         if ins.type.is_float:
             self._float_binary(ins, a, b)
             return
+        op = ins.op
+        if op in ("div", "rem") and self._divide_by_constant(ins, a, b):
+            return
+        if op in _INT_OPS or (op in ("shl", "shr") and imm32(b) is not None):
+            self._two_address(ins, a, b)
+            return
         e = self.asm.emit
         self.load_bits(a, RAX)
-        op = ins.op
-        imm = imm32(b)
-        if imm is not None and op in _INT_OPS:      # a constant operand is an immediate
-            if op == "mul":
-                e("imul", RAX, RAX, imm)
-            else:
-                e(_INT_OPS[op], RAX, imm)
-            self.store_bits(ins, RAX)
-            return
-        if imm is not None and op in ("shl", "shr"):
-            count = Imm(imm.value & (ins.type.bits - 1))
-            e("shl" if op == "shl" else "sar" if _signed(ins.type) else "shr", RAX, count)
-            self.store_bits(ins, RAX)
-            return
         self.load_bits(b, RCX)
-        if op in _INT_OPS:
-            e(_INT_OPS[op], RAX, RCX)
-        elif op in ("div", "rem"):
+        if op in ("div", "rem"):
             if _signed(ins.type):
                 e("cqo")
                 e("idiv", RCX)
@@ -90,13 +73,110 @@ class ArithMixin:
             raise ice(f"unknown binary op {op}")
         self.store_bits(ins, RAX)
 
+    def _two_address(self, ins, a, b) -> None:
+        """add/sub/mul/and/or/xor, or a shift by a constant, computed in the result's own
+        register when it has one (`dst op= b`, b a register, imm32 or slot), else in rax."""
+        e, op = self.asm.emit, ins.op
+        dst = self.gpr(ins)
+        if op in ("add", "mul", "and", "or", "xor") and dst is not None and \
+                self.gpr(b) == dst != self.gpr(a):
+            a, b = b, a                       # commutative: keep dst's own operand first
+        work = dst if dst is not None and self.gpr(b) != dst else RAX
+        imm = imm32(b)
+        if op in ("shl", "shr"):
+            self.load_bits(a, work)
+            e("shl" if op == "shl" else "sar" if _signed(ins.type) else "shr", work,
+              Imm(imm.value & (ins.type.bits - 1)))
+        elif op == "mul" and imm is not None:
+            src = self.source(a)
+            if not isinstance(src, (Reg, Mem)):
+                self.load_bits(a, work)
+                src = work
+            e("imul", work, src, imm)
+        else:
+            src = self.source(b)
+            if src is None or isinstance(src, Imm) and op == "mul":
+                self.load_bits(b, RCX)
+                src = RCX
+            self.load_bits(a, work)
+            e(_INT_OPS[op], work, src)
+        self.store_bits(ins, work)
+
+    def _divide_by_constant(self, ins, a, b) -> bool:
+        """Division and remainder by a constant as a multiply by its reciprocal (Hacker's
+        Delight ch. 10; operands are canonical 64-bit, so one sequence serves every width).
+        Divisors 0, +-1 and beyond 2^63 keep the div instruction (and its trap)."""
+        if not isinstance(b, Const) or not isinstance(ins.type, IntType):
+            return False
+        signed = _signed(ins.type)
+        bits = const_bits(b) & (1 << 64) - 1
+        d = bits - (1 << 64) if signed and bits >> 63 else bits
+        if not 2 <= abs(d) < (1 << 63):
+            return False
+        e = self.asm.emit
+        self.load_bits(a, RCX)                 # n stays in rcx
+        if signed:
+            m, shift = signed_magic(d)
+            e("mov", RAX, Imm(m))
+            e("imul", RCX)                     # rdx = high 64 bits of n * m (signed)
+            if d > 0 and m < 0:
+                e("add", RDX, RCX)
+            elif d < 0 and m > 0:
+                e("sub", RDX, RCX)
+            if shift:
+                e("sar", RDX, Imm(shift))
+            e("mov", RAX, RDX)
+            e("shr", RAX, Imm(63))
+            e("add", RDX, RAX)                 # round toward zero: +1 when negative
+            q = RDX
+        elif d & (d - 1) == 0:
+            e("mov", RDX, RCX)
+            e("shr", RDX, Imm(d.bit_length() - 1))
+            q = RDX
+        else:
+            m, shift, wide = unsigned_magic(d)
+            e("mov", RAX, Imm(m))
+            e("mul", RCX)                      # rdx = high 64 bits of n * m
+            if wide:                           # m has 65 bits: add n back without overflow
+                e("mov", RAX, RCX)
+                e("sub", RAX, RDX)
+                e("shr", RAX, Imm(1))
+                e("add", RDX, RAX)
+                shift -= 1
+            if shift:
+                e("shr", RDX, Imm(shift))
+            q = RDX
+        if ins.op == "rem":                    # n - q * d
+            imm = imm32(b) if signed else (Imm(d) if d < (1 << 31) else None)
+            if imm is not None:
+                e("imul", RDX, q, imm)
+            else:
+                e("mov", RAX, Imm(bits))
+                e("imul", RDX, RAX)
+            e("mov", RAX, RCX)
+            e("sub", RAX, RDX)
+            q = RAX
+        self.store_bits(ins, q)
+        return True
+
     def _float_binary(self, ins, a, b) -> None:
         if ins.op not in _SSE_OPS:
             raise ice(f"{ins.op} on {ins.type}")
-        self.load_xmm(a, XMM0)
-        self.load_xmm(b, XMM1)
-        self.asm.emit(_SSE_OPS[ins.op] + _sse(ins.type), XMM0, XMM1)
-        self.store_xmm(ins, XMM0)
+        dst = self.xmm(ins)
+        if ins.op in ("add", "mul") and dst is not None and self.xmm(b) == dst != self.xmm(a):
+            a, b = b, a                       # commutative (IEEE add/mul are)
+        work = dst if dst is not None and self.xmm(b) != dst else XMM0
+        src = self.xmm(b)
+        if src is None:
+            if self.gpr(b) is None and not isinstance(b, (Const, Undef)) and \
+                    self.frame.has(b):
+                src = self.slot(b)
+            else:
+                self.load_xmm(b, XMM1)
+                src = XMM1
+        self.load_xmm(a, work)
+        self.asm.emit(_SSE_OPS[ins.op] + _sse(ins.type), work, src)
+        self.store_xmm(ins, work)
 
     def op_neg(self, ins) -> None:
         e = self.asm.emit
@@ -127,11 +207,15 @@ class ArithMixin:
         if a.type.is_float:
             self._float_cmp(pred, a, b)
         else:
-            self.load_bits(a, RAX)
-            imm = imm32(b)
-            if imm is None:
+            lhs = self.gpr(a)
+            if lhs is None:
+                self.load_bits(a, RAX)
+                lhs = RAX
+            rhs = self.source(b)
+            if rhs is None:
                 self.load_bits(b, RCX)
-            e("cmp", RAX, imm or RCX)
+                rhs = RCX
+            e("cmp", lhs, rhs)
             cc = (_SIGNED_CC if _signed(a.type) else _UNSIGNED_CC)[pred]
             if self.fuses_with_branch(ins):   # the next cbr jumps on the flags instead
                 self.flags = (ins, cc)
@@ -202,8 +286,9 @@ class ArithMixin:
         elif frm.is_float:
             self._float_to_int(ins, src, to)
         else:  # int/bool -> int: operands are canonical, so re-extending is the conversion
-            self.load_bits(src, RAX)
-            self.store_bits(ins, RAX)
+            reg = self.gpr(ins) or RAX
+            self.load_bits(src, reg)
+            self.store_bits(ins, reg)
 
     def _to_bool(self, ins, src) -> None:
         e = self.asm.emit
@@ -282,3 +367,43 @@ def _zero(t: Type):
 def _two63(t: Type):
     return Const(t, float(1 << 63))
 
+
+
+def unsigned_magic(d: int) -> tuple[int, int, bool]:
+    """(m, s, wide) with floor(n / d) == (n * m) >> (64 + s) for every 64-bit n, 2 <= d <
+    2^63 not a power of two; `wide` when m needs 65 bits (Granlund-Montgomery)."""
+    for s in range(64):
+        m = -(-(1 << (64 + s)) // d)
+        if m * d - (1 << (64 + s)) <= (1 << s):
+            if m < (1 << 64):
+                return m, s, False
+            break
+    s = (d - 1).bit_length()
+    return -(-(1 << (64 + s)) // d) - (1 << 64), s, True
+
+
+def signed_magic(d: int) -> tuple[int, int]:
+    """(M, s) for signed division by d, 2 <= |d| < 2^63 (Hacker's Delight fig. 10-1):
+    q = (mulhs(n, M) [+ n if d > 0 > M] [- n if d < 0 < M]) >> s, plus 1 when negative."""
+    two63 = 1 << 63
+    ad = abs(d)
+    t = two63 + (1 if d < 0 else 0)
+    anc = t - 1 - t % ad
+    p = 63
+    q1, r1 = divmod(two63, anc)
+    q2, r2 = divmod(two63, ad)
+    while True:
+        p += 1
+        q1, r1 = 2 * q1, 2 * r1
+        if r1 >= anc:
+            q1, r1 = q1 + 1, r1 - anc
+        q2, r2 = 2 * q2, 2 * r2
+        if r2 >= ad:
+            q2, r2 = q2 + 1, r2 - ad
+        delta = ad - r2
+        if not (q1 < delta or (q1 == delta and r1 == 0)):
+            break
+    m = (q2 + 1) & ((1 << 64) - 1)
+    if d < 0:
+        m = (-m) & ((1 << 64) - 1)
+    return (m - (1 << 64) if m >> 63 else m), p - 64

@@ -93,9 +93,30 @@ class CallMixin(RuntimeSymbolMixin):
         if target is None:
             self.load_bits(ins.operands[0], R10)
             target = R10
-        self.asm.emit("mov", EAX, Imm(lay.sse_count))
+        callee = ins.operands[0]
+        if not (isinstance(callee, Function) and not callee.is_extern):
+            self.asm.emit("mov", EAX, Imm(lay.sse_count))   # al: a varargs callee reads it
         self.asm.emit("call", target)
         self._store_result(ins, lay)
+
+    def _tail_self_call(self, ins, lay: Layout) -> bool:
+        """`ret f(args)` inside f: the arguments go to the parameters' homes and control
+        jumps back to the body (a loop instead of a frame per call). Only for register
+        arguments and a frame with nothing the prologue zeroes (allocas keep their memory)."""
+        fn, nxt = self.fn, self.next_ins
+        if ins.operands[0] is not fn or nxt is None or nxt.op != "ret" or \
+                list(nxt.operands) != ([ins] if ins.type.size else []) or \
+                self.use_count.get(id(ins), 0) != (1 if ins.type.size else 0):
+            return False
+        if self.frame.zeroed or lay.stack_bytes or lay.ret.kind == "memory" or \
+                any(a.byref or a.stack is not None for a in lay.args) or \
+                any(p.type.is_aggregate for p in fn.params):
+            return False
+        self._set_up_args(lay, ins.operands[1:])
+        self.save_params(fn, lay)
+        self.asm.emit("jmp", Sym(self.body_label))
+        self.tail_ret = nxt
+        return True
 
     def _store_result(self, ins, lay: Layout) -> None:
         if lay.ret.kind != "regs":
@@ -111,6 +132,9 @@ class CallMixin(RuntimeSymbolMixin):
 
     def op_call(self, ins) -> None:
         fn: Function = ins.operands[0]
+        if self.allocate and fn is self.fn and self._tail_self_call(
+                ins, self.abi.layout([a.type for a in ins.operands[1:]], ins.type)):
+            return
         self._emit_call(ins, Sym(fn.symbol), ins.operands[1:])
 
     def op_call_indirect(self, ins) -> None:
@@ -131,6 +155,8 @@ class CallMixin(RuntimeSymbolMixin):
                     e("mov" if cls == INTEGER else "movsd", self.slot(p, 8 * k), reg)
                 elif cls == INTEGER:
                     self._canonical_param(p, reg)
+                elif self.xmm(p) is not None:
+                    e("movaps", self.xmm(p), reg)
                 elif id(p) in self.regs:
                     e("movd" if p.type.size == 4 else "movq",
                       resize(self.regs[id(p)], p.type.size * 8), reg)
@@ -157,10 +183,12 @@ class CallMixin(RuntimeSymbolMixin):
 
     def _canonical_param(self, p, reg) -> None:
         normalize(self.asm, p.type, reg)
-        self.asm.emit("mov", self.loc(p), reg)
+        self.put_bits(p, reg)
 
     def op_ret(self, ins) -> None:
         e = self.asm.emit
+        if self.tail_ret is ins:     # after a tail self-call's jump: unreachable
+            return
         if ins.operands:
             v = ins.operands[0]
             lay = self.abi.layout([], v.type)

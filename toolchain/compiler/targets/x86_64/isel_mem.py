@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from ...ir.module import Undef
 from ...ir.types import IntType, StructType, Type
+from ..common.frame import is_alloca
+from .isel_values import imm32
 from .operands import Imm, Mem
-from .regs import RAX, RBP, RCX, RDI, RSI, resize
+from .regs import RAX, RBP, RCX, RDI, RDX, RSI, resize
 
 
 def load_scalar(asm, t: Type, reg, mem: Mem) -> None:
@@ -33,16 +35,64 @@ def store_scalar(asm, size: int, mem: Mem, reg) -> None:
     asm.emit("mov", mem, resize(reg, size * 8))
 
 
+def folds_into_access(ins, nxt, uses: int) -> bool:
+    """A `ptradd` used only as the address of the scalar load/store right after it becomes
+    that access's [base + index*scale] operand (its operands are still in place there: no
+    instruction runs in between)."""
+    if ins.op != "ptradd" or nxt is None or uses != 1 or nxt.operands[0] is not ins:
+        return False
+    if nxt.op == "load":
+        return not nxt.type.is_aggregate
+    return nxt.op == "store" and not nxt.operands[1].type.is_aggregate and \
+        nxt.operands[1] is not ins
+
+
 class MemMixin:
+    def address(self, p) -> Mem:
+        """The memory operand for pointer `p`: a folded ptradd as [base + index*scale + disp]
+        (base in its register or rcx, index in its register or rdx), an alloca as its frame
+        area, else [p] with p in its register or rcx."""
+        if is_alloca(p):
+            return self.slot(p)
+        if id(p) in self.folded:
+            base_v, idx = p.operands
+            size = max(base_v.type.pointee.size, 1)
+            base = self.gpr(base_v)
+            if base is None:
+                self.load_bits(base_v, RCX)
+                base = RCX
+            imm = imm32(idx)
+            if imm is not None and -(1 << 31) <= imm.value * size < (1 << 31):
+                return Mem(base, disp=imm.value * size)
+            index = self.gpr(idx)
+            if index is None or size not in (1, 2, 4, 8):
+                self.load_bits(idx, RDX)
+                index = RDX
+            if size not in (1, 2, 4, 8):
+                self.asm.emit("imul", RDX, RDX, Imm(size))
+                size = 1
+            return Mem(base, index, size)
+        base = self.gpr(p)
+        if base is None:
+            self.load_bits(p, RCX)
+            base = RCX
+        return Mem(base)
+
     def op_load(self, ins) -> None:
         p = ins.operands[0]
         if ins.type.is_aggregate:
             self.load_bits(p, RSI)
             self.copy(RBP, self.frame.offset(ins), RSI, 0, ins.type.size)
             return
-        self.load_bits(p, RCX)
-        load_scalar(self.asm, ins.type, RAX, Mem(RCX))
-        self.asm.emit("mov", self.loc(ins), RAX)
+        mem = self.address(p)
+        x = self.xmm(ins)
+        if x is not None:
+            self.asm.emit("movss" if ins.type.size == 4 else "movsd", x, mem)
+            return
+        dst = self.gpr(ins) or RAX
+        load_scalar(self.asm, ins.type, dst, mem)
+        if dst is RAX:
+            self.put_bits(ins, RAX)
 
     def op_store(self, ins) -> None:
         p, v = ins.operands
@@ -53,19 +103,47 @@ class MemMixin:
             else:
                 self.copy(RDI, 0, RBP, self.frame.offset(v), v.type.size)
             return
-        self.load_bits(p, RCX)
-        self.load_bits(v, RAX)
-        store_scalar(self.asm, v.type.size, Mem(RCX), RAX)
+        mem = self.address(p)
+        size = v.type.size
+        x = self.xmm(v)
+        if x is not None:
+            self.asm.emit("movss" if size == 4 else "movsd", mem, x)
+            return
+        imm = imm32(v)
+        if imm is not None and (size == 8 or -(1 << 31) <= imm.value < (1 << 31)):
+            bits = imm.value & ((1 << (8 * size)) - 1) if size < 8 else imm.value
+            self.asm.emit("mov", mem.sized(8 * size), Imm(bits))
+            return
+        reg = self.gpr(v)
+        if reg is None:
+            self.load_bits(v, RAX)
+            reg = RAX
+        store_scalar(self.asm, size, mem, reg)
 
     def op_ptradd(self, ins) -> None:
+        if id(ins) in self.folded:
+            return      # the next load/store addresses through it (address above)
         p, idx = ins.operands
         size = max(p.type.pointee.size, 1)  # pointer-to-void steps bytes, as in GNU C
-        self.load_bits(p, RAX)
-        self.load_bits(idx, RCX)
-        if size != 1:
-            self.asm.emit("imul", RCX, RCX, Imm(size))
-        self.asm.emit("add", RAX, RCX)
-        self.store_bits(ins, RAX, raw=True)
+        dst = self.gpr(ins) or RAX
+        base = self.gpr(p)
+        if base is None:
+            self.load_bits(p, RAX)
+            base = RAX
+        imm = imm32(idx)
+        if imm is not None and -(1 << 31) <= imm.value * size < (1 << 31):
+            self.asm.emit("lea", dst, Mem(base, disp=imm.value * size))
+            self.put_bits(ins, dst)
+            return
+        index = self.gpr(idx)
+        if index is None or size not in (1, 2, 4, 8):
+            self.load_bits(idx, RCX)
+            index = RCX
+            if size not in (1, 2, 4, 8):
+                self.asm.emit("imul", RCX, RCX, Imm(size))
+                size = 1
+        self.asm.emit("lea", dst, Mem(base, index, size))
+        self.put_bits(ins, dst)
 
     def op_byteadd(self, ins) -> None:
         p, off = ins.operands
@@ -92,8 +170,7 @@ class MemMixin:
         if loc.type.is_aggregate:
             self.copy(RBP, self.frame.offset(ins), RBP, self.frame.offset(loc), loc.type.size)
             return
-        self.asm.emit("mov", RAX, self.loc(loc))
-        self.asm.emit("mov", self.loc(ins), RAX)
+        self.copy_value(ins, loc)
 
     def op_local_set(self, ins) -> None:
         loc, v = ins.operands
@@ -104,8 +181,7 @@ class MemMixin:
                 self.copy(RBP, self.frame.offset(loc), RBP, self.frame.offset(v),
                           loc.type.size)
             return
-        self.load_bits(v, RAX)
-        self.asm.emit("mov", self.loc(loc), RAX)
+        self.copy_value(loc, v)
 
     def op_memcpy(self, ins) -> None:
         dst, src = ins.operands

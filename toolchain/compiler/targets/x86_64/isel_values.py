@@ -17,11 +17,20 @@ from .assembler import Assembler
 from ..common.frame import Frame, is_alloca
 from ..common.host import const_bits
 from .operands import Imm, Mem, Sym, rip
-from .regs import R11, RAX, RBP, Reg, resize
+from .regs import GPR, R11, RAX, RBP, XMM, XMM0, Reg, resize
 
 
 def ice(msg: str):
     return error("E0900", f"internal compiler error (x86-64): {msg}")
+
+
+def imm32(v) -> Imm | None:
+    """A constant whose 64-bit register image is a sign-extended imm32, as an immediate."""
+    if not isinstance(v, Const) or v.type.is_float:
+        return None
+    bits = const_bits(v) & (1 << 64) - 1
+    signed = bits - (1 << 64) if bits >> 63 else bits
+    return Imm(signed) if -(1 << 31) <= signed < (1 << 31) else None
 
 
 def normalize(asm: Assembler, t: Type, reg: Reg) -> None:
@@ -58,6 +67,34 @@ class ValueMixin:
         """Where scalar `v` lives: its register under -O (regalloc.py), else its slot."""
         return self.regs.get(id(v)) or self.slot(v)
 
+    def gpr(self, v) -> Reg | None:
+        """The general-purpose register holding `v`, if any."""
+        r = self.regs.get(id(v))
+        return r if r is not None and r.kind == GPR else None
+
+    def xmm(self, v) -> Reg | None:
+        """The xmm register holding float `v`, if any."""
+        r = self.regs.get(id(v))
+        return r if r is not None and r.kind == XMM else None
+
+    def source(self, v) -> Reg | Imm | Mem | None:
+        """`v` as a 64-bit integer source operand without a load (register, imm32 or its
+        slot), or None when it must be loaded first."""
+        if isinstance(v, Const) and not v.type.is_float:
+            return imm32(v)
+        r = self.regs.get(id(v))
+        if r is not None:
+            return r if r.kind == GPR else None
+        if isinstance(v, (Param, Instr, Local)) and not is_alloca(v) and \
+                self.frame.has(v):
+            return self.slot(v)
+        return None
+
+    def mov(self, dst: Reg, src: Reg) -> None:
+        """Register-to-register copy of 64 bits (nothing when they are the same)."""
+        if dst != src:
+            self.asm.emit("mov", dst, src)
+
     def symbol_address(self, v, reg: Reg) -> None:
         imported = (isinstance(v, Global) and v.linkage == "import") or \
             (isinstance(v, Function) and v.is_extern)
@@ -86,36 +123,83 @@ class ValueMixin:
         elif isinstance(v, (Param, Instr, Local)):
             if self._just_stored == (id(v), reg, self.asm.offset, len(self.asm.labels)):
                 return   # the previous instruction stored this very register
-            e("mov", reg, self.loc(v))
+            src = self.regs.get(id(v))
+            if src is not None and src.kind == XMM:   # canonical: f32 bits zero-extended
+                if v.type.size == 4:
+                    e("movd", resize(reg, 32), src)
+                else:
+                    e("movq", reg, src)
+            elif src is not None:
+                self.mov(reg, src)
+            else:
+                e("mov", reg, self.slot(v))
         else:
             raise ice(f"cannot load operand {v!r}")
 
     def load_xmm(self, v, x: Reg) -> None:
         """Load float `v` into xmm register `x` (low 4 or 8 bytes)."""
+        src = self.regs.get(id(v))
         if isinstance(v, (Const, Undef)):
+            if isinstance(v, Undef) or const_bits(v) == 0:
+                self.asm.emit("xorps", x, x)
+                return
             self.load_bits(v, R11)
             self.asm.emit("movq", x, R11)
-        elif id(v) in self.regs:
-            self.asm.emit("movq", x, self.regs[id(v)])
+        elif src is not None and src.kind == XMM:
+            if src != x:
+                self.asm.emit("movaps", x, src)
+        elif src is not None:
+            self.asm.emit("movq", x, src)
         else:
             mn = "movss" if v.type.size == 4 else "movsd"
             self.asm.emit(mn, x, self.slot(v))
+
+    def put_bits(self, ins, reg: Reg) -> None:
+        """Write canonical 64-bit `reg` to `ins`'s register or slot."""
+        dst = self.regs.get(id(ins))
+        if dst is not None and dst.kind == XMM:
+            self.asm.emit("movq", dst, reg)
+        elif dst is not None:
+            self.mov(dst, reg)
+        else:
+            self.asm.emit("mov", self.slot(ins), reg)
+        self._just_stored = (id(ins), reg, self.asm.offset, len(self.asm.labels))
 
     def store_bits(self, ins, reg: Reg, raw: bool = False) -> None:
         """Store 64-bit `reg` to the result slot of `ins`, normalising unless `raw`."""
         if not raw:
             normalize(self.asm, ins.type, reg)
-        self.asm.emit("mov", self.loc(ins), reg)
-        self._just_stored = (id(ins), reg, self.asm.offset, len(self.asm.labels))
+        self.put_bits(ins, reg)
 
     def store_xmm(self, ins, x: Reg) -> None:
-        if ins.type.size == 4:
-            self.asm.emit("movd", resize(R11, 32), x)
-            self.asm.emit("mov", self.loc(ins), R11)
-        elif id(ins) in self.regs:
-            self.asm.emit("movq", self.regs[id(ins)], x)
+        dst = self.regs.get(id(ins))
+        if dst is not None and dst.kind == XMM:
+            if dst != x:
+                self.asm.emit("movaps", dst, x)
+        elif ins.type.size == 4:
+            if dst is not None:
+                self.asm.emit("movd", resize(dst, 32), x)
+            else:
+                self.asm.emit("movd", resize(R11, 32), x)
+                self.asm.emit("mov", self.slot(ins), R11)
+        elif dst is not None:
+            self.asm.emit("movq", dst, x)
         else:
             self.asm.emit("movsd", self.slot(ins), x)
+
+    def copy_value(self, dst, v) -> None:
+        """Scalar `v` into `dst`'s location (local.get / local.set): register to register
+        directly, floats through xmm0, the rest through rax."""
+        if self.regs.get(id(dst)) is not None and self.regs.get(id(dst)) == self.regs.get(id(v)):
+            return
+        if dst.type.is_float and (self.xmm(dst) is not None or self.xmm(v) is not None):
+            x = self.xmm(v) or self.xmm(dst) or XMM0
+            self.load_xmm(v, x)
+            self.store_xmm(dst, x)
+            return
+        reg = self.gpr(v) if self.gpr(v) is not None else (self.gpr(dst) or RAX)
+        self.load_bits(v, reg)
+        self.put_bits(dst, reg)
 
     # -- aggregate bytes ------------------------------------------------------------------
     def copy(self, dst: Reg, dst_disp: int, src: Reg, src_disp: int, size: int) -> None:
