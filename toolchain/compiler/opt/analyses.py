@@ -5,9 +5,11 @@ Registered analyses (all per function, rebuilt lazily after a pass invalidates t
   domtree  dominator tree + dominance frontiers  (ir/cfg.DomTree)
   loops    the loop nest                         (ir/cfg.LoopInfo)
   uses     value -> using instructions           (ir/module.UseMap)
+  pointers alignment and no-alias facts         (opt/pointer_facts.PointerFacts)
 A pass declares which of these it may invalidate (`"cfg"` = preds, domtree, loops;
 `"all"` = everything); a pass that keeps a `UseMap` exact while it edits may leave "uses"
-out. A pass that only sometimes edits the CFG (licm making a preheader, simplify-cfg when
+out. `pointers` memoizes facts about values, so it is dropped after every pass that
+changed something, whatever the pass declares. A pass that only sometimes edits the CFG (licm making a preheader, simplify-cfg when
 it merged or deleted blocks) declares less and sets `analyses.cfg_changed` when it did.
 Besides the cache, `Analyses` carries what passes read but never recompute: the module,
 its remarks collector, whether the code is GPU code, and the target's facts. `shared` is one
@@ -19,9 +21,10 @@ from __future__ import annotations
 
 from ..ir.cfg import DomTree, LoopInfo, block_predecessors, successors
 from ..ir.module import Function, Module, UseMap
+from .pointer_facts import PointerFacts
 
 CFG = ("preds", "domtree", "loops")
-ALL = CFG + ("uses",)
+ALL = CFG + ("uses", "pointers")
 
 
 class TargetInfo:
@@ -72,6 +75,8 @@ class Analyses:
             return LoopInfo(self.fn, self.get("domtree"))
         if name == "uses":
             return UseMap(self.fn)
+        if name == "pointers":
+            return PointerFacts(self.fn)
         raise KeyError(f"unknown analysis {name!r}")
 
     def invalidate(self, names=ALL) -> None:
@@ -85,6 +90,7 @@ class Analyses:
         """The manager's invalidation after a changing pass. A pass listed as keeping the
         CFG analyses may still edit the CFG sometimes; it then sets `cfg_changed`."""
         self.invalidate(invalidates)
+        self._cache.pop("pointers", None)
         if self.cfg_changed:
             self.invalidate("all")
             self.cfg_changed = False

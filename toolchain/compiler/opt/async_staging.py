@@ -4,8 +4,8 @@
 In one block, each pair `v = load src; store dst, v` qualifies when every legality condition
 is proved:
 - provenance: `src` points to global memory and `dst` to workgroup memory (pointer spaces);
-- width: the element is 4 or 8 bytes (a native transaction size; typed pointers are
-  naturally aligned, so the transaction is aligned too);
+- width and alignment: the element is 4 or 8 bytes (a native transaction size) and the
+  `pointers` analysis proves both addresses aligned to it;
 - single use: the store is the load's only use;
 - straight-line control: the pairs and the barrier are in one basic block;
 - publication: a later acq-rel/seq-cst workgroup barrier in that block;
@@ -33,16 +33,7 @@ def _space(v) -> str | None:
     return t.space if t is not None and t.is_ptr else None
 
 
-def _uses(fn) -> dict:
-    count: dict = {}
-    for ins in fn.instructions():
-        for o in ins.operands:
-            if isinstance(o, Instr):
-                count[o] = count.get(o, 0) + 1
-    return count
-
-
-def _stage_block(b, uses, remarks) -> bool:
+def _stage_block(b, uses, facts, remarks) -> bool:
     pairs: list[tuple[Instr, Instr]] = []
     pending_loads: dict = {}
     for ins in b.instrs:
@@ -51,14 +42,17 @@ def _stage_block(b, uses, remarks) -> bool:
             continue
         if ins.op == "store":
             dst, v = ins.operands
-            if v in pending_loads and _space(dst) == "workgroup" and uses.get(v) == 1:
+            if v in pending_loads and _space(dst) == "workgroup" and len(uses.uses(v)) == 1:
                 size = v.type.size
-                if size in (4, 8):
+                aligned = min(facts.align(dst), facts.align(v.operands[0])) >= size
+                if size in (4, 8) and aligned:
                     pairs.append((v, ins))
                     del pending_loads[v]
                     continue
                 remarks(ins.span, f"staging not formed: a {size}-byte element (native "
-                                  "async copies move 4, 8 or 16 bytes)")
+                                  "async copies move 4, 8 or 16 bytes)" if size not in (4, 8)
+                        else f"staging not formed: a {size}-byte element not known to be "
+                        f"{size}-byte aligned")
             if pairs:
                 remarks(ins.span, "staging not formed: another store before the barrier")
                 return False
@@ -107,8 +101,8 @@ def run(fn, analyses) -> bool:
     def remarks(span, text):
         analyses.remark(span, NAME, text)
 
-    uses = _uses(fn)
+    uses, facts = analyses.get("uses"), analyses.get("pointers")
     changed = False
     for b in fn.blocks:
-        changed |= _stage_block(b, uses, remarks)
+        changed |= _stage_block(b, uses, facts, remarks)
     return changed

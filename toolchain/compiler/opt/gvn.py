@@ -8,8 +8,10 @@ numbered like any other value.
 
 Loads are numbered inside one block, and along a chain of blocks each entered only from
 its immediate dominator, until the next instruction that may write memory or synchronise
-(any op with the `effects` flag: stores, calls, atomics, barriers, async copies, tensor
-ops): loads never merge across a memory effect.
+(any op with the `effects` flag: calls, atomics, barriers, async copies, tensor ops) or a
+store that may overwrite them: a plain store forgets only the loads the `pointers`
+analysis cannot prove disjoint from it (another address space, another allocation, the
+same base at non-overlapping constant offsets).
 
 Never numbered: anything reading lane state or memory besides plain loads (subgroup.*,
 local.get, atomics), allocations (each gpu.alloc/alloca is a distinct object), phis, and
@@ -103,6 +105,7 @@ def run(fn, analyses) -> bool:
     tnum = _TypeNumbers()
     preds = analyses.get("preds")
     end_loads: dict = {}
+    facts = None
     table: dict = {}
     replace: dict[Instr, object] = {}
     changed = False
@@ -132,6 +135,10 @@ def run(fn, analyses) -> bool:
             avail = k = None                    # the table this value is numbered in
             if op == "load":
                 avail, k = loads, ("load", tnum(ins.type), ins.operands[0])
+            elif op == "store":
+                if loads:
+                    facts = facts or analyses.get("pointers")
+                    _kill_aliased(loads, facts, ins)
             elif op in _EFFECTS:
                 loads.clear()
             elif op in PURE:
@@ -165,6 +172,15 @@ def run(fn, analyses) -> bool:
         analyses.remark(fn.span, "gvn", f"reused earlier values for {what}" +
                         (f" ({loads} of them loads)" if loads else ""))
     return changed
+
+
+def _kill_aliased(loads: dict, facts, store: Instr) -> None:
+    """Forget the available loads `store` may overwrite (analyses' pointer facts)."""
+    p, v = store.operands
+    size = v.type.size
+    for k, load in list(loads.items()):
+        if not facts.disjoint(load.operands[0], load.type.size, p, size):
+            del loads[k]
 
 
 def _final(replace, v):

@@ -5,7 +5,9 @@ and it is safe to execute even when the loop body would not have run:
 - pure and speculation-safe ops (gvn.PURE minus integer div/rem, which trap on x86-64
   for a zero divisor; they move only with a nonzero constant divisor other than -1);
 - loads, only when the loop is a counted loop (`Loop.trip_count()`), contains no
-  instruction with memory effects (store, call, atomic, barrier, async copy, tensor op),
+  instruction with memory effects other than plain stores (no call, atomic, barrier,
+  async copy, tensor op), every store provably writes other bytes (the `pointers`
+  analysis: another space or allocation, or other constant offsets of the same base),
   the pointer is invariant, and the load runs on every iteration that completes (its
   block dominates every exiting block) or the loop is known to run at least once.
 A preheader is created when the loop lacks one. Each hoist is an `--explain` remark.
@@ -40,12 +42,23 @@ def _folds_into_access(ins: Instr) -> bool:
         and all(isinstance(o, Const) for o in ins.operands[1:])
 
 
+def _untouched(load: Instr, stores: list, facts) -> bool:
+    """No store of the loop may write the invariant load's bytes (a store's address may
+    vary per iteration; `disjoint` compares base objects, spaces and, for one base with
+    the same dynamic part, constant offsets, which then are the same every iteration)."""
+    p, size = load.operands[0], load.type.size
+    return all(facts.disjoint(p, size, s.operands[0], s.operands[1].type.size)
+               for s in stores)
+
+
 def _safe(ins: Instr) -> bool:
     return not _folds_into_access(ins) and speculation_safe(ins)
 
 
 def _hoist(fn, lp, dom, analyses) -> bool:
-    has_effects = any(O.OPS[i.op].effects for b in lp.blocks for i in b.instrs)
+    stores = [i for b in lp.blocks for i in b.instrs if i.op == "store"]
+    has_effects = any(O.OPS[i.op].effects and i.op != "store"
+                      for b in lp.blocks for i in b.instrs)
     loads_ok = False
     if not has_effects:
         tc = lp.trip_count()
@@ -64,6 +77,8 @@ def _hoist(fn, lp, dom, analyses) -> bool:
             if ins.op == "load":
                 if not loads_ok or not (runs_once or all(dom.dominates(b, e)
                                                          for e in lp.exiting)):
+                    continue
+                if stores and not _untouched(ins, stores, analyses.get("pointers")):
                     continue
             elif not _safe(ins):
                 continue

@@ -9,7 +9,8 @@
 - Locals and allocas are Function-storage OpVariables in the entry block.
 - gpu.alloc workgroup -> a module-scope Workgroup array variable (one per op, 16-byte
   aligned for vec.load4); gpu.alloc private -> a Function-storage array in the kernel's
-  entry block (per work-item storage; see types_map.py for why not Private).
+  entry block (per work-item storage; see types_map.py for why not Private), also
+  decorated 16-byte aligned: the IR promises every gpu.alloc that (opt/pointer_facts.py).
 - gpu.dynamic_shared -> the kernel's hidden Workgroup pointer parameter (emit.py), bitcast
   to each view's element type.
 - gpu.index -> the LocalInvocationId/WorkgroupId/WorkgroupSize/NumWorkgroups Input
@@ -121,6 +122,7 @@ def lower_gpu_alloc(em, ins) -> None:
             em.m.name(var, f"{em.fn.name}.{ins.attrs['name']}")
     else:
         var = em.temp_var(arr)
+        em.m.decorate(var, "Alignment", max(WORKGROUP_ALIGN, elem.align))
     em.define(ins, _first_element(em, var, ins))
 
 

@@ -1,0 +1,165 @@
+"""Alignment and no-alias facts about pointer values (the `pointers` analysis).
+
+Passes ask these through `analyses.get("pointers")` instead of reasoning locally:
+- `align(p)`: a power of two that p's address is known to be a multiple of;
+- `disjoint(p, psize, q, qsize)`: the `psize` bytes at p and the `qsize` bytes at q never
+  overlap (wherever both are evaluated in one straight-line stretch, or anywhere when
+  their addresses are loop-invariant: equal SSA values name equal numbers);
+- `parts(p)`: p as base object + the dynamic terms (value, scale) + a constant byte offset.
+
+Where the facts come from (the IR's promises, docs/optimizer.md "Pointer facts"):
+- a typed pointer is naturally aligned for its pointee (LANGUAGE.md: natural alignment;
+  the language has no way to form a misaligned typed pointer except through integer casts,
+  whose results it does not define);
+- `gpu.alloc` storage is at least 16-byte aligned on every target (PTX: workgroup arrays
+  .align >= 32, private .local arrays >= 16; SPIR-V: the variable's Alignment decoration);
+- address arithmetic keeps a known multiple: `ptradd p, i` adds size*i, whose alignment is
+  size times the power of two known to divide i (constants, `mul`/`shl` by constants,
+  `add`/`sub`/`and`, widening converts);
+- distinct objects do not overlap: two named address spaces other than `generic`, two
+  different `gpu.alloc`s / `alloca`s / globals / the dynamic workgroup arena (every
+  `gpu.dynamic_shared` view starts at that one arena), and (inside a kernel) a parameter
+  against storage the kernel allocates itself; one object's accesses at constant offsets with the
+  same dynamic part are compared byte by byte.
+"""
+from __future__ import annotations
+
+from ..ir.module import Const, Global, Instr, Param
+from ..ir.types import StructType
+
+BIG = 1 << 30                     # "any power of two": the multiple of a zero offset
+ALLOC_ALIGN = 16                  # every target's minimum for gpu.alloc storage
+_ADDR = ("ptradd", "byteadd", "fieldptr", "addrspacecast")
+_OBJECTS = ("gpu.alloc", "alloca", "gpu.dynamic_shared")   # the last: the launch's arena
+
+
+def low_bit(n: int) -> int:
+    """The largest power of two dividing n (BIG for 0)."""
+    n &= (1 << 64) - 1
+    return min(n & -n, BIG) if n else BIG
+
+
+class PointerFacts:
+    def __init__(self, fn):
+        self.fn = fn
+        self._parts: dict = {}
+        self._mult: dict = {}
+
+    # ---- decomposition ---------------------------------------------------------------
+    def parts(self, p) -> tuple:
+        """(base, terms, offset): p = base + sum(value * scale for terms) + offset bytes.
+        `terms` is a sorted tuple of (value, scale) keyed by value identity."""
+        got = self._parts.get(p)
+        if got is not None:
+            return got
+        terms: dict = {}
+        offset = 0
+        v = p
+        while isinstance(v, Instr) and v.op in _ADDR:
+            base = v.operands[0]
+            if v.op == "fieldptr":
+                st = base.type.pointee
+                if not isinstance(st, StructType):
+                    break
+                offset += st.offsets[v.attrs["index"]]
+            elif v.op in ("ptradd", "byteadd"):
+                idx = v.operands[1]
+                scale = max(base.type.pointee.size, 1) if v.op == "ptradd" else 1
+                if isinstance(idx, Const):
+                    offset += int(idx.value) * scale
+                else:
+                    terms[idx] = terms.get(idx, 0) + scale
+            v = base
+        key = tuple(sorted(((t, s) for t, s in terms.items() if s), key=lambda ts: id(ts[0])))
+        got = self._parts[p] = (v, key, offset)
+        return got
+
+    # ---- alignment -------------------------------------------------------------------
+    def align(self, p) -> int:
+        base, terms, offset = self.parts(p)
+        a = min(self._base_align(base), low_bit(offset))
+        for value, scale in terms:
+            a = min(a, low_bit(scale) * self.multiple(value))
+        return max(a, _natural(p))
+
+    def _base_align(self, base) -> int:
+        if isinstance(base, Instr) and base.op == "gpu.alloc":
+            return max(ALLOC_ALIGN, base.attrs["elem"].align)
+        if isinstance(base, Instr) and base.op == "alloca":
+            return max(base.attrs["type"].align, 1)
+        if isinstance(base, Global):
+            return max(base.value_type.align, 1)
+        return _natural(base)
+
+    def multiple(self, v) -> int:
+        """A power of two known to divide integer value v (1 when nothing is known)."""
+        if isinstance(v, Const):
+            return low_bit(int(v.value)) if isinstance(v.value, int) else 1
+        if not isinstance(v, Instr):
+            return 1
+        got = self._mult.get(v)
+        if got is None:
+            self._mult[v] = 1                   # a cycle through phis knows nothing
+            got = self._mult[v] = self._multiple(v)
+        return got
+
+    def _multiple(self, v: Instr) -> int:
+        op, ops = v.op, v.operands
+        if op == "mul":
+            return min(self.multiple(ops[0]) * self.multiple(ops[1]), BIG)
+        if op == "shl" and isinstance(ops[1], Const) and 0 <= int(ops[1].value) < v.type.bits:
+            return min(self.multiple(ops[0]) << int(ops[1].value), BIG)
+        if op in ("add", "sub", "min", "max", "select", "phi"):
+            vals = ops[1:] if op == "select" else ops
+            return min(self.multiple(o) for o in vals) if vals else 1
+        if op == "and":
+            return max(self.multiple(ops[0]), self.multiple(ops[1]))
+        if op == "convert" and ops[0].type.is_int and v.type.is_int \
+                and v.type.bits >= ops[0].type.bits:
+            return min(self.multiple(ops[0]), 1 << (ops[0].type.bits - 1))
+        return 1
+
+    # ---- aliasing --------------------------------------------------------------------
+    def disjoint(self, p, psize: int, q, qsize: int) -> bool:
+        sp, sq = _space(p), _space(q)
+        if sp and sq and sp != sq and "generic" not in (sp, sq):
+            return True
+        bp, tp, op = self.parts(p)
+        bq, tq, oq = self.parts(q)
+        if bp is bq or _same_arena(bp, bq):
+            return tp == tq and (op + psize <= oq or oq + qsize <= op)
+        return self._distinct_objects(bp, bq)
+
+    def _distinct_objects(self, a, b) -> bool:
+        ka, kb = _object_kind(a), _object_kind(b)
+        if ka and kb:
+            return True                         # two different allocations or globals
+        if self.fn.is_kernel:                   # host-given pointers never reach storage
+            local = _OBJECTS                    # the kernel allocates itself
+            return (ka in local and isinstance(b, Param)) or \
+                (kb in local and isinstance(a, Param))
+        return False
+
+
+def _natural(p) -> int:
+    """A typed pointer's own promise: its pointee's natural alignment."""
+    return max(getattr(getattr(p.type, "pointee", None), "align", 1), 1)
+
+
+def _space(p) -> str | None:
+    t = getattr(p, "type", None)
+    return getattr(t, "space", None)
+
+
+def _object_kind(v) -> str | None:
+    if isinstance(v, Global):
+        return "global"
+    if isinstance(v, Instr) and v.op in _OBJECTS:
+        return v.op
+    return None
+
+
+def _same_arena(a, b) -> bool:
+    """Every gpu.dynamic_shared view starts at the same launch-sized arena."""
+    return isinstance(a, Instr) and isinstance(b, Instr) and \
+        a.op == b.op == "gpu.dynamic_shared"
