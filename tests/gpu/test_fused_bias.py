@@ -37,7 +37,8 @@ def families() -> tuple[str, ...]:
 def gpu_args(case) -> list:
     kinds = {"u32": "uint32", "i32": "int32", "f32": "float32"}
     return [Buffer(a[1], str(a[2].dtype), data=a[2], output=a[3]) if a[0] == "buf"
-            else Scalar(kinds[a[0]], a[1]) for a in case.args]
+            else Scalar(kinds[a[0]], float(a[1]) if a[0] == "f32" else int(a[1]))
+            for a in case.args]
 
 
 @pytest.mark.parametrize("row", [pytest.param(r, id=FB.case_id(r)) for r in FB.MATRIX])

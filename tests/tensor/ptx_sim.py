@@ -71,10 +71,12 @@ def parse(ptx, kernel: str):
 
 def shared_symbols(ptx, kernel: str) -> dict[str, int]:
     """Workgroup (`.shared`) byte arrays of the module and of `kernel`: name -> size."""
-    module = ptx if isinstance(ptx, PtxModule) else parse_module(ptx)
-    decls = list(module.decls) + list(module.function(kernel).decls)
+    if isinstance(ptx, PtxModule):
+        decls = list(ptx.decls) + list(ptx.function(kernel).decls)
+    else:                               # text: every declaration line of the module
+        decls = ptx.splitlines()
     return {m.group(1): int(m.group(2)) for d in decls
-            for m in [re.search(r"\.shared\s.*?\.b8\s+(\w+)\[(\d+)\]", d)] if m}
+            for m in [re.search(r"^\s*\.shared\s.*?\.b8\s+(\w+)\[(\d+)\]", d)] if m}
 
 
 class Memory:
