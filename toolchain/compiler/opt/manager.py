@@ -23,8 +23,8 @@ from typing import Callable, TextIO
 from ..ir import Module, verify_function
 from ..ir.printer import format_function
 from . import (async_staging, constfold, copyprop, dce, gvn, if_convert, index_scale, inline,
-               iv_reduce, licm, mem2reg, out_of_ssa, simplify_cfg, subgroup_width,
-               tensor_residency, unroll, unroll_runtime)
+               iv_reduce, licm, load_ahead, mem2reg, out_of_ssa, simplify_cfg,
+               subgroup_width, tensor_residency, unroll, unroll_runtime)
 from .analyses import Analyses, TargetInfo
 
 
@@ -52,6 +52,7 @@ PASSES = {p.name: p for p in (
     Pass("tensor-residency", tensor_residency.run, ("loops",), "all"),
     Pass("iv-reduce", iv_reduce.run, ("loops",), "all"),
     Pass("unroll-runtime", unroll_runtime.run, ("loops",), "all"),
+    Pass("load-ahead", load_ahead.run, ("loops",), "all"),
     Pass("index-scale", index_scale.run, ("domtree",), ("uses",)),
     Pass("out-of-ssa", out_of_ssa.run, (), ("uses",)),
 )}
@@ -61,7 +62,7 @@ PIPELINE: tuple = (
     ("if-convert", ("simplify-cfg",)), "licm",
     ("unroll", ("simplify-cfg", "constfold", "gvn")),
     "async-staging", "tensor-residency", "iv-reduce",
-    ("unroll-runtime", ("simplify-cfg",)), "index-scale",
+    ("unroll-runtime", ("simplify-cfg",)), ("load-ahead", ("simplify-cfg",)), "index-scale",
     "dce", "simplify-cfg", "out-of-ssa",
 )
 

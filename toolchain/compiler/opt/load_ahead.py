@@ -1,0 +1,278 @@
+"""load-ahead: more loads in flight in the loops the assembler leaves (nearly) rolled.
+
+ptxas unrolls a counted loop of loads x4 by itself (so unroll-runtime skips targets with
+`unrolls_loops`), but SASS shows that it keeps a loop that also stores rolled, one
+iteration per trip (softmax's normalising pass, layer norm's output pass): each store waits
+for its own load and the next load cannot issue before that store, so a warp with one row
+has one load in flight. On the H200 (bench/plain_kernels.py, one subgroup per row) 16
+copies of a store loop and 8 of a load-only loop striding by the subgroup width, loads
+first, measured fastest (a load-only loop with another step keeps ptxas's own x4). On such
+targets this pass unrolls those loops with unroll-runtime's mechanism (a main loop of U
+copies that tests once per group; the original loop runs the rest), merges the copies into
+one block and moves every copy's loads, with the address arithmetic they read, above the
+rest of the group.
+
+For a loop that stores, that reorder is exact only if no store of a group writes bytes that
+a load moved above it reads. Every load and store address must advance by the same positive
+A bytes per iteration (base + i*size through ptradd/byteadd of a widened induction variable,
+or a pointer induction variable), so a store S and a load L keep one distance e = addr(S) -
+addr(L) for the whole loop. Moving L of copy j above S of copy i needs no overlap for
+k = j - i in kmin..U-1 (kmin 0 when S precedes L in the body, else 1): e <= A*kmin -
+width(S) or e >= A*(U-1) + width(L). The preheader computes e for every pair that may alias
+and the main loop runs only when all pass; otherwise the original loop does all the work
+(in-place updates such as `y = x` stay correct, just rolled). Values, rounding and the
+order of every float operation are unchanged: only loads move.
+"""
+from __future__ import annotations
+
+from ..ir.cfg import ensure_preheader
+from ..ir.module import Const, Instr
+from ..ir.types import BOOL, I64
+from .gvn import PURE
+from .unroll_runtime import BODY_LIMIT, _shape, unroll_runtime
+
+NAME = "load-ahead"
+STORE_FACTOR = 16         # measured on the H200 against 4 and 8 (docs/optimizer.md)
+LOAD_FACTOR = 8           # ptxas's own x4 and 16 measured slower
+_SPECIFIC = ("global", "workgroup", "private", "constant")
+
+
+def _kind(lp) -> tuple[str | None, str]:
+    """("store" | "load" | None, refusal reason) for a loop of one header + one body."""
+    if len(lp.blocks) != 2 or lp.latch is not lp.blocks[1] or \
+            any(i.op in ("load", "store") for i in lp.header.instrs):
+        return None, ""
+    ops = [i.op for b in lp.blocks for i in b.instrs if i.op not in ("phi", "br", "cbr")]
+    if "load" not in ops:
+        return None, ""
+    kind = "store" if "store" in ops else "load"
+    other = sorted({o for o in ops if o not in PURE and o not in ("load", "store")})
+    if other:
+        return None, f"the body also executes {other[0]}" if kind == "store" else ""
+    if len(ops) > BODY_LIMIT:
+        return None, f"the body has {len(ops)} instructions (limit {BODY_LIMIT})" \
+            if kind == "store" else ""
+    return kind, ""
+
+
+def _rates(lp, tc) -> dict:
+    """Per-iteration advance of the header phis that are induction variables: the counted
+    IV by its step, a pointer IV (`p = phi [..], [ptradd p, c]`) by c elements' bytes."""
+    rates = {tc.iv.phi: tc.step}
+    for phi in lp.header.phis:
+        if phi is tc.iv.phi or not phi.type.is_ptr:
+            continue
+        upd = [v for v, b in phi.incoming if lp.contains(b)]
+        if len(upd) == 1 and isinstance(upd[0], Instr) and upd[0].op == "ptradd" \
+                and upd[0].operands[0] is phi and isinstance(upd[0].operands[1], Const):
+            rates[phi] = upd[0].operands[1].value * phi.type.pointee.size
+    return rates
+
+
+def _advance(v, lp, rates, memo) -> int | None:
+    """How much `v` grows per iteration (bytes for pointers), exactly; None when unknown.
+    Only arithmetic that cannot wrap inside one group is followed: 64-bit integer adds,
+    subtractions and constant multiplies, widening of an induction variable, ptradd and
+    byteadd; anything loop-variant else (a load, a 32-bit sum) is not affine."""
+    if lp.is_invariant(v):
+        return 0
+    if v in rates:
+        return rates[v]
+    if v in memo:
+        return memo[v]
+    r = None
+    ops = v.operands
+    if v.op == "convert" and v.type.is_int and v.type.bits == 64 and ops[0] in rates \
+            and ops[0].type.is_int:
+        r = rates[ops[0]]
+    elif v.op in ("add", "sub") and v.type.is_int and v.type.bits == 64:
+        a, b = (_advance(o, lp, rates, memo) for o in ops)
+        if a is not None and b is not None:
+            r = a + b if v.op == "add" else a - b
+    elif v.op in ("mul", "shl") and v.type.is_int and v.type.bits == 64 \
+            and isinstance(ops[1], Const):
+        a = _advance(ops[0], lp, rates, memo)
+        if a is not None:
+            r = a * ops[1].value if v.op == "mul" else a << ops[1].value
+    elif v.op == "ptradd":
+        a, b = (_advance(o, lp, rates, memo) for o in ops)
+        if a is not None and b is not None:
+            r = a + b * v.type.pointee.size
+    elif v.op == "byteadd":
+        a, b = (_advance(o, lp, rates, memo) for o in ops)
+        if a is not None and b is not None:
+            r = a + b
+    memo[v] = r
+    return r
+
+
+def _may_alias(p, q) -> bool:
+    sp, sq = p.type.space, q.type.space
+    return sp == sq or sp not in _SPECIFIC or sq not in _SPECIFIC
+
+
+def _pairs(lp, tc):
+    """The (store, load, kmin) pairs to test, the common advance A, or a refusal reason."""
+    body = lp.blocks[1].instrs
+    rates, memo = _rates(lp, tc), {}
+    mems = [i for b in lp.blocks for i in b.instrs if i.op in ("load", "store")]
+    advance = None
+    for m in mems:
+        a = _advance(m.operands[0], lp, rates, memo)
+        if a is None:
+            return None, 0, f"the address of a {m.op} is not affine in the induction variable"
+        if advance is None:
+            advance = a
+        elif a != advance:
+            return None, 0, "the loads and stores do not advance by the same bytes per iteration"
+    if advance is None or advance <= 0:
+        return None, 0, "the addresses do not advance upwards"
+    pairs = []
+    order = {id(i): k for k, i in enumerate(body)}
+    for s in (i for i in mems if i.op == "store"):
+        for ld in (i for i in mems if i.op == "load"):
+            if _may_alias(s.operands[0], ld.operands[0]):
+                kmin = 0 if order.get(id(s), -1) < order.get(id(ld), -1) else 1
+                pairs.append((s, ld, kmin))
+    return pairs, advance, ""
+
+
+def _closure(ins, block_set) -> list:
+    """`ins` and the instructions of `block_set` it transitively reads, in no order."""
+    out, stack, seen = [], [ins], set()
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        out.append(v)
+        for o in v.operands:
+            if isinstance(o, Instr) and o.block in block_set and o.op != "phi":
+                stack.append(o)
+    return out
+
+
+def _at_entry(v, lp, pre, vmap):
+    """`v` as computed on the loop's first iteration: its in-loop arithmetic cloned into the
+    preheader with every header phi read as its incoming value."""
+    if lp.is_invariant(v):
+        return v
+    if v in vmap:
+        return vmap[v]
+    if v.op == "phi":
+        out = next(x for x, b in v.incoming if b is pre)
+    else:
+        c = v.clone()
+        c.operands = [_at_entry(o, lp, pre, vmap) for o in v.operands]
+        c.block = pre
+        pre.instrs.insert(len(pre.instrs) - 1, c)
+        out = c
+    vmap[v] = out
+    return out
+
+
+def _emit(pre, op, type_, operands, attrs=None, span=None):
+    ins = Instr(op, type_, list(operands), dict(attrs or {}), [], span, pre)
+    pre.instrs.insert(len(pre.instrs) - 1, ins)
+    return ins
+
+
+def _no_overlap_test(lp, pre, pairs, advance: int, factor: int):
+    """The preheader's bool: every (store, load) pair keeps its distance outside the window
+    in which the reorder would let a load overtake a store to the same bytes."""
+    vmap: dict = {}
+    ok = None
+    span = lp.header.terminator.span
+    for s, ld, kmin in pairs:
+        sa = _emit(pre, "ptrtoint", I64, [_at_entry(s.operands[0], lp, pre, vmap)], span=span)
+        la = _emit(pre, "ptrtoint", I64, [_at_entry(ld.operands[0], lp, pre, vmap)], span=span)
+        e = _emit(pre, "sub", I64, [sa, la], span=span)
+        below = _emit(pre, "cmp", BOOL, [e, Const(I64, advance * kmin - s.operands[1].type.size)],
+                      {"pred": "le"}, span)
+        above = _emit(pre, "cmp", BOOL, [e, Const(I64, advance * (factor - 1) + ld.type.size)],
+                      {"pred": "ge"}, span)
+        one = _emit(pre, "or", BOOL, [below, above], span=span)
+        ok = one if ok is None else _emit(pre, "and", BOOL, [ok, one], span=span)
+    return ok
+
+
+def _merge_copies(fn, main) -> object:
+    """unroll_runtime leaves the copies as a chain of blocks from main's cbr back to main;
+    make them one block (each ends in an unconditional branch to the next)."""
+    first = main.terminator.targets[0]
+    block, chain = first, []
+    while block is not main:
+        chain.append(block)
+        block = block.terminator.targets[0]
+    merged = first
+    instrs = []
+    for b in chain:
+        for ins in b.instrs[:-1]:
+            ins.block = merged
+            instrs.append(ins)
+    last = chain[-1].terminator
+    last.block = merged
+    merged.instrs = instrs + [last]
+    for phi in main.phis:
+        phi.targets = [merged if t is chain[-1] else t for t in phi.targets]
+    dead = set(chain[1:])
+    fn.blocks = [b for b in fn.blocks if b not in dead]
+    return merged
+
+
+def _loads_first(block) -> int:
+    """Move every load, with the arithmetic it reads, above the rest (stable order)."""
+    body = block.instrs[:-1]
+    members = {block}
+    hoist: set = set()
+    for ins in body:
+        if ins.op == "load":
+            hoist.update(id(x) for x in _closure(ins, members))
+    block.instrs = [i for i in body if id(i) in hoist] + \
+        [i for i in body if id(i) not in hoist] + [block.instrs[-1]]
+    return sum(1 for i in body if i.op == "load")
+
+
+def run(fn, analyses) -> bool:
+    if not (analyses.gpu and analyses.target.unrolls_loops):
+        return False            # elsewhere unroll-runtime unrolls these loops itself
+    changed = False
+    for lp in analyses.get("loops").innermost_first():
+        kind, why = _kind(lp)
+        span = lp.header.terminator.span
+        if kind is None:
+            if why:
+                analyses.remark(span, NAME, f"loop with stores left rolled: {why}")
+            continue
+        tc, _ = _shape(lp)
+        if tc is None:
+            continue
+        if kind == "load":
+            width = analyses.target.subgroup_width
+            if not width or tc.step % width:
+                continue        # ptxas's own x4 (only subgroup-strided rows were measured)
+            main = unroll_runtime(fn, lp, tc, LOAD_FACTOR)
+            loads = _loads_first(_merge_copies(fn, main))
+            analyses.remark(span, NAME, f"loop unrolled x{LOAD_FACTOR} with a run-time trip "
+                            f"count: the {loads} loads of a group issue first")
+            changed = True
+            continue
+        pairs, advance, why = _pairs(lp, tc)
+        if pairs is None:
+            analyses.remark(span, NAME, f"loop with stores left rolled: {why}")
+            continue
+        pre, _ = ensure_preheader(lp)
+        safe = _no_overlap_test(lp, pre, pairs, advance, STORE_FACTOR) if pairs else None
+        main = unroll_runtime(fn, lp, tc, STORE_FACTOR)
+        if safe is not None:
+            cbr = main.terminator
+            both = Instr("and", BOOL, [cbr.operands[0], safe], {}, [], span, main)
+            main.instrs.insert(len(main.instrs) - 1, both)
+            cbr.operands[0] = both
+        loads = _loads_first(_merge_copies(fn, main))
+        test = (f"; run-time test: {len(pairs)} store/load pair(s) do not overlap within a "
+                "group, else the original loop runs") if pairs else ""
+        analyses.remark(span, NAME, f"loop with stores unrolled x{STORE_FACTOR}: the {loads} "
+                        f"loads of a group issue before its stores{test}")
+        changed = True
+    return changed
