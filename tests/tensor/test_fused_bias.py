@@ -171,3 +171,15 @@ def test_bypassed_epilogue_label_keeps_the_memory_operation(tmp_path):
     assert "mtlc.tensor_epilogue fused" not in body and "tep_e" in body
     assert "tensor epilogue not fused: the epilogue's block is also reached around the " \
         "commit" in r.explain
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_121a"])
+def test_bf16_structured_sparse_group_fuses_a_matrix_bias(tmp_path, ptxas, arch):
+    src = FB.source("sparse", "loop", "matrix").replace("f16", "bf16")
+    r = compile_case(tmp_path, src, arch, optimize=True)
+    body = _entry(r.data.decode())
+    assert "m16n8k16.row.col.f32.bf16.bf16.f32" in body
+    assert "mtlc.tensor_epilogue fused on resident group=0 (m16n8 registers, matrix bias)" \
+        in body
+    assert body.count("st.global.f32") == 16 and "tep_e" not in body
+    ptxas(r.data.decode(), arch)
