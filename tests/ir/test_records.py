@@ -1,15 +1,19 @@
-"""`ir.records.dataclass` behaves as `dataclasses.dataclass` for the options the compiler
-uses, and the compiler's record classes are real dataclasses to the standard library."""
+"""`toolchain.records.dataclass` behaves as `dataclasses.dataclass` for the options the
+compiler uses, the compiler's record classes are real dataclasses to the standard library,
+and defining them does not import `dataclasses` (start-up time)."""
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import subprocess
+import sys
 from typing import Any, Optional
 
 import pytest
 
 from toolchain.compiler.frontend import ast as A
-from toolchain.compiler.ir import records, types
+from toolchain import records
+from toolchain.compiler.ir import types
 
 
 def make(decorator, options: dict):
@@ -76,3 +80,38 @@ def test_compiler_records_are_dataclasses():
         types.PtrType(types.I32, "global"))
     with pytest.raises(ValueError):
         types.PtrType(types.I32, "nowhere")                  # __post_init__ still runs
+
+
+def test_field_names_and_the_default_order_rule():
+    assert records.field_names(A.IntLit) == ("span", "ty", "value")
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default"):
+        @records.dataclass
+        class Bad:
+            a: int = 0
+            b: int
+
+
+def test_same_shaped_classes_keep_their_own_names_and_defaults():
+    @records.dataclass(frozen=True)
+    class P:
+        x: int
+        y: list = records.field(default_factory=list)
+
+    @records.dataclass(frozen=True)
+    class Q:
+        u: str
+        v: dict = records.field(default_factory=dict)
+    assert P.__init__.__code__ is not Q.__init__.__code__
+    assert (P(1), Q("a")) == (P(1, []), Q("a", {})) and repr(Q("a")).endswith("Q(u='a', v={})")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Q("a").u = "b"
+
+
+def test_defining_records_does_not_import_dataclasses():
+    code = ("import sys\n"
+            "from toolchain.compiler.frontend import ast\n"
+            "from toolchain.compiler.ir import module, types\n"
+            "print('dataclasses' in sys.modules, 'typing' in sys.modules)")
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                         check=True, cwd=records.__file__.rsplit("/toolchain/", 1)[0])
+    assert out.stdout.split() == ["False", "False"]

@@ -10,21 +10,24 @@ driver prints. Code ranges:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from collections import namedtuple
+
+from ..records import dataclass, field     # (start-up: neither dataclasses nor typing)
 
 MAX_ERRORS = 100
 
 
-class Span(NamedTuple):
-    """A source location. A tuple, because the lexer makes one per token and speed matters."""
-    file: str
-    line: int
-    col: int
-    length: int = 1
+# A source location: file (str), line, col, length (int, default 1). A tuple, because the
+# lexer makes one per token and speed matters. (collections.namedtuple, as typing.NamedTuple
+# would make it, without importing typing.)
+Span = namedtuple("Span", ("file", "line", "col", "length"), defaults=(1,))
 
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}"
+
+def _span_str(self) -> str:
+    return f"{self.file}:{self.line}:{self.col}"
+
+
+Span.__str__ = _span_str
 
 
 @dataclass

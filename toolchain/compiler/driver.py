@@ -8,7 +8,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from .ir.records import dataclass, field   # cheaper to define than dataclasses'
+from ..records import dataclass, field   # cheaper to define than dataclasses'
 
 from .diagnostics import CompileError, Diagnostic
 
@@ -103,15 +103,23 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                      dump_after=frozenset(opts.dump_ir_after),
                                      timings=timer.phases if opts.profile else None))
     else:
-        from .opt.manager import OptOptions, honour_directives
-        timer.run("optimize", honour_directives, module, gpu=gpu,
-                  target_info=_target_info(opts),
-                  options=OptOptions(verify_each=opts.verify_each,
-                                     dump_after=frozenset(opts.dump_ir_after)))
+        timer.run("optimize", _honour_directives, module, opts, gpu)
     ir_text = format_module(module) if opts.dump_ir else None
     data, objects = timer.run("codegen", _generate, module, opts)
     explain = module.remarks.format() if opts.explain else None
     return Result(data, warnings, ir_text, timer.phases, explain, objects)
+
+
+def _honour_directives(module, opts: Options, gpu: bool) -> None:
+    """Without -O only `@unroll(n)` loops run passes (opt.manager.honour_directives); the
+    optimizer is imported only for a module that has one (start-up: ~20 modules)."""
+    if not any(ins.op == "cbr" and ins.attrs.get("unroll")
+               for fn in module.functions.values() for ins in fn.instructions()):
+        return
+    from .opt.manager import OptOptions, honour_directives
+    honour_directives(module, gpu=gpu, target_info=_target_info(opts),
+                      options=OptOptions(verify_each=opts.verify_each,
+                                         dump_after=frozenset(opts.dump_ir_after)))
 
 
 def _target_info(opts: Options):

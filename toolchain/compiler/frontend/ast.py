@@ -17,8 +17,9 @@ Invariants (stable contract; changes are additive only):
 """
 from __future__ import annotations
 
-from ..ir.records import dataclass, field
-from typing import Any, NamedTuple, Optional
+from collections import namedtuple
+
+from ...records import dataclass, field      # (start-up: neither dataclasses nor typing)
 
 from ..diagnostics import Span
 
@@ -37,7 +38,7 @@ class TypeExpr(Node):
 @dataclass(eq=False)
 class NamedType(TypeExpr):
     name: str                       # int32, float64, string, bool, cstring, void, S, E ...
-    qualifier: Optional[str] = None  # `vec` in `vec.Vec` (an import alias)
+    qualifier: str | None = None     # `vec` in `vec.Vec` (an import alias)
 
 
 @dataclass(eq=False)
@@ -54,14 +55,14 @@ class ArrayType(TypeExpr):
 @dataclass(eq=False)
 class FnPtrType(TypeExpr):
     params: list[TypeExpr]
-    ret: Optional[TypeExpr]         # None means void
+    ret: TypeExpr | None            # None means void
     is_closure: bool = False        # `Fn(A) -> R` (later tier) vs thin `fn(A) -> R`
 
 
 # ---------------------------------------------------------------- expressions
 @dataclass(eq=False)
 class Expr(Node):
-    ty: Any = field(default=None, kw_only=True, compare=False, repr=False)
+    ty: object = field(default=None, kw_only=True, compare=False, repr=False)
 
 
 @dataclass(eq=False)
@@ -109,11 +110,9 @@ class Cast(Expr):
     expr: Expr
 
 
-class NamedArg(NamedTuple):
-    """`order: acq_rel` in a call; a tuple so `name, value, span = arg` works."""
-    name: str
-    value: Expr
-    span: Span
+# `order: acq_rel` in a call: name (str), value (Expr), span; a tuple so
+# `name, value, span = arg` works.
+NamedArg = namedtuple("NamedArg", ("name", "value", "span"))
 
 
 @dataclass(eq=False)
@@ -168,10 +167,7 @@ class ArrayRepeat(Expr):
     count: Expr
 
 
-class FieldInit(NamedTuple):
-    name: str
-    value: Expr
-    span: Span
+FieldInit = namedtuple("FieldInit", ("name", "value", "span"))   # name: str, value: Expr
 
 
 @dataclass(eq=False)
@@ -223,15 +219,15 @@ class VarDecl(Stmt):
     (`extern var v: T = "sym";`) and no init.
     """
     name: str
-    type: Optional[TypeExpr]
-    init: Optional[Expr]
+    type: TypeExpr | None
+    init: Expr | None
     is_const: bool = False
     storage: str = "none"
     is_global: bool = False
     exported: bool = False
     is_extern: bool = False
-    link_name: Optional[str] = None
-    internal_name: Optional[str] = None
+    link_name: str | None = None
+    internal_name: str | None = None
 
 
 @dataclass(eq=False)
@@ -244,25 +240,25 @@ class ConstDecl(VarDecl):
 class If(Stmt):
     cond: Expr
     then: Block
-    else_: Optional[Stmt] = None    # Block, If (flattened `else if`) or None
+    else_: Stmt | None = None       # Block, If (flattened `else if`) or None
 
 
 @dataclass(eq=False)
 class While(Stmt):
     cond: Expr
     body: Block
-    label: Optional[str] = None
+    label: str | None = None
     attrs: list[Attribute] = field(default_factory=list)
 
 
 @dataclass(eq=False)
 class For(Stmt):
     """C-style `for (init; cond; step) body`; each part may be None."""
-    init: Optional[Stmt]
-    cond: Optional[Expr]
-    step: Optional[Stmt]
+    init: Stmt | None
+    cond: Expr | None
+    step: Stmt | None
     body: Block
-    label: Optional[str] = None
+    label: str | None = None
     attrs: list[Attribute] = field(default_factory=list)
 
 
@@ -270,19 +266,16 @@ class For(Stmt):
 class ForRange(Stmt):
     """`for k in lo..hi` / `lo..=hi` (inclusive) / `for k: int64 in ...`."""
     var: str
-    type: Optional[TypeExpr]
+    type: TypeExpr | None
     lo: Expr
     hi: Expr
     inclusive: bool
     body: Block
-    label: Optional[str] = None
+    label: str | None = None
     attrs: list[Attribute] = field(default_factory=list)
 
 
-class CaseRange(NamedTuple):
-    """`case 3..9:` — inclusive on both ends."""
-    lo: Expr
-    hi: Expr
+CaseRange = namedtuple("CaseRange", ("lo", "hi"))   # `case 3..9:`, inclusive on both ends
 
 
 @dataclass(eq=False)
@@ -303,23 +296,23 @@ class Switch(Stmt):
     cases: list[SwitchCase]         # in source order (fall-through order)
 
     @property
-    def default(self) -> Optional[SwitchCase]:
+    def default(self) -> SwitchCase | None:
         return next((c for c in self.cases if c.is_default), None)
 
 
 @dataclass(eq=False)
 class Break(Stmt):
-    label: Optional[str] = None
+    label: str | None = None
 
 
 @dataclass(eq=False)
 class Continue(Stmt):
-    label: Optional[str] = None
+    label: str | None = None
 
 
 @dataclass(eq=False)
 class Return(Stmt):
-    value: Optional[Expr] = None
+    value: Expr | None = None
 
 
 @dataclass(eq=False)
@@ -335,16 +328,16 @@ class Dispatch(Stmt):
     named: bool
     grid: list[Expr] = field(default_factory=list)
     block: list[Expr] = field(default_factory=list)
-    shared: Optional[Expr] = None
-    stream: Optional[Expr] = None
-    work: Optional[Expr] = None
-    on_stream: Optional[Expr] = None
+    shared: Expr | None = None
+    stream: Expr | None = None
+    work: Expr | None = None
+    on_stream: Expr | None = None
 
 
 @dataclass(eq=False)
 class Barrier(Stmt):
     regions: list[str]              # subset of {"workgroup", "global"}, as written
-    order: Optional[str] = None     # acquire | release | acq_rel | seq_cst
+    order: str | None = None        # acquire | release | acq_rel | seq_cst
 
 
 # ---------------------------------------------------------------- declarations
@@ -363,16 +356,16 @@ class FnDecl(Stmt):
     """
     name: str
     params: list[Param]
-    ret: Optional[TypeExpr]         # None means void
-    body: Optional[Block]
+    ret: TypeExpr | None            # None means void
+    body: Block | None
     is_kernel: bool = False
-    kernel_block: Optional[tuple[int, int, int]] = None
-    kernel_per: Optional[str] = None
+    kernel_block: tuple[int, int, int] | None = None
+    kernel_per: str | None = None
     decorators: list[Attribute] = field(default_factory=list)
     exported: bool = False
     is_extern: bool = False
-    link_name: Optional[str] = None
-    internal_name: Optional[str] = None
+    link_name: str | None = None
+    internal_name: str | None = None
 
 
 @dataclass(eq=False)
@@ -393,13 +386,13 @@ class StructDecl(Stmt):
     name: str
     fields: list[StructField]
     exported: bool = False
-    internal_name: Optional[str] = None
+    internal_name: str | None = None
 
 
 @dataclass(eq=False)
 class EnumVariant(Node):
     name: str
-    value: Optional[Expr] = None
+    value: Expr | None = None
 
 
 @dataclass(eq=False)
@@ -407,21 +400,19 @@ class EnumDecl(Stmt):
     name: str
     variants: list[EnumVariant]
     exported: bool = False
-    internal_name: Optional[str] = None
+    internal_name: str | None = None
 
 
-class ImportName(NamedTuple):
-    name: str
-    span: Span
+ImportName = namedtuple("ImportName", ("name", "span"))     # name: str
 
 
 @dataclass(eq=False)
 class Import(Stmt):
     """`import "p";`, `import "p" as a;`, `import { x, y } from "p";`, `... if linux;`."""
     path: str
-    alias: Optional[str] = None
-    names: Optional[list[ImportName]] = None
-    guard: Optional[str] = None     # "linux" | "windows" | None
+    alias: str | None = None
+    names: list[ImportName] | None = None
+    guard: str | None = None        # "linux" | "windows" | None
 
 
 @dataclass(eq=False)

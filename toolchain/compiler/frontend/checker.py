@@ -43,9 +43,8 @@ docs/language_rules.md lists every GPU built-in rule with the code that enforces
 """
 from __future__ import annotations
 
-import dataclasses
-
 from . import ast as A
+from ...records import field_names
 from ..diagnostics import DiagnosticBag, Span as _Span
 from ..ir import Builder, IRTypeError, Module
 from ..ir.types import (I64, VOID, ArrayType, FnPtrType, PtrType, StructType, Type, ptr)
@@ -339,7 +338,7 @@ _LEAF_TYPES = frozenset((str, int, bool, float, bytes))   # field values that ho
 def _child_fields(cls: type) -> tuple[str, ...]:
     names = _CHILD_FIELDS.get(cls)
     if names is None:
-        names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in _NOT_CHILDREN)
+        names = tuple(n for n in field_names(cls) if n not in _NOT_CHILDREN)
         _CHILD_FIELDS[cls] = names
     return names
 

@@ -15,8 +15,7 @@ caught at statement level; lowering continues with the next statement.
 """
 from __future__ import annotations
 
-from ..ir.records import dataclass
-from typing import Optional
+from ...records import dataclass
 
 from . import ast as A
 from ..diagnostics import Diagnostic
@@ -33,9 +32,9 @@ from .scope import FnSym, Scope, VarSym
 
 @dataclass
 class LoopCtx:
-    label: Optional[str]
+    label: str | None
     brk: Block
-    cont: Optional[Block]           # None for a switch
+    cont: Block | None              # None for a switch
     broke: bool = False
 
 
@@ -47,7 +46,7 @@ class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin):
         self.fn = sym.fn
         self.decl: A.FnDecl = sym.decl
         self.scope = Scope(ctx.globals)
-        self.assigned: Optional[set[int]] = set()
+        self.assigned: set[int] | None = set()
         self.loops: list[LoopCtx] = []
         self.in_kernel = sym.is_kernel
         self.device = sym.is_kernel or (ctx.gpu and sym.name in ctx.device_fns)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from _sha1 import sha1   # hashlib.sha1's digest without loading OpenSSL (~3 ms a compile)
 import os
-from ..ir.records import dataclass, field
+from ...records import dataclass, field
 from pathlib import Path
 
 from . import ast as A

@@ -10,8 +10,7 @@ Invariant: scopes nest by blocks; lookup walks outward; shadowing in an inner bl
 """
 from __future__ import annotations
 
-from ..ir.records import dataclass, field
-from typing import Any, Optional
+from ...records import dataclass, field
 
 from ..diagnostics import Span
 from ..ir.types import Type
@@ -22,10 +21,10 @@ class VarSym:
     name: str
     type: Type
     kind: str                       # "local" | "param" | "global" | "const" | "gpu"
-    storage: Any = None
-    span: Optional[Span] = None
+    storage: object = None
+    span: Span | None = None
     needs_init: bool = False        # a scalar local declared without initializer
-    enum: Optional[str] = None      # enum name when declared with an enum type
+    enum: str | None = None         # enum name when declared with an enum type
     storage_class: str = "none"     # "workgroup" | "private" for gpu vars
     is_const: bool = False
     reported_uninit: bool = False
@@ -34,14 +33,14 @@ class VarSym:
 @dataclass(eq=False)
 class FnSym:
     name: str
-    decl: Any                       # ast.FnDecl
+    decl: object                    # ast.FnDecl
     params: list[Type]
     ret: Type
-    fn: Any = None                  # ir Function (None for extern kernels)
+    fn: object = None               # ir Function (None for extern kernels)
     is_kernel: bool = False
     is_extern: bool = False
-    ret_enum: Optional[str] = None
-    block_shape: Optional[tuple[int, int, int]] = None
+    ret_enum: str | None = None
+    block_shape: tuple[int, int, int] | None = None
     per_warp: bool = False
 
 
@@ -49,16 +48,16 @@ class FnSym:
 class TypeSym:
     name: str
     type: Type
-    enum: Optional[str] = None      # set for enums (type is I64)
+    enum: str | None = None         # set for enums (type is I64)
 
 
 @dataclass
 class Scope:
-    parent: Optional["Scope"] = None
-    names: dict[str, Any] = field(default_factory=dict)
+    parent: Scope | None = None
+    names: dict[str, object] = field(default_factory=dict)
 
-    def lookup(self, name: str) -> Any:
-        s: Optional[Scope] = self
+    def lookup(self, name: str) -> object:
+        s: Scope | None = self
         while s is not None:
             if name in s.names:
                 return s.names[name]

@@ -13,7 +13,7 @@ Every method checks its operand types when it builds (llvmlite-style) and raises
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
 
 from . import ops as O
 from .module import Block, Const, Function, Global, Instr, KernelDecl, Local, Module, Param
@@ -43,7 +43,7 @@ class Builder:
     def function(self, name: str, params: Sequence[tuple[str, Type]], ret: Type,
                  kind: str = "function", linkage: str = "internal",
                  link_name: str | None = None, block_shape=None, per_warp: bool = False,
-                 span: Any = None) -> Function:
+                 span: object = None) -> Function:
         _check(name not in self.module.functions, f"function @{name} already defined")
         _check(kind in ("function", "kernel", "extern"), f"bad function kind {kind}")
         if kind == "kernel":
@@ -68,7 +68,7 @@ class Builder:
         self.module.kernel_decls[name] = decl
         return decl
 
-    def global_var(self, name: str, value_type: Type, init: Any = None,
+    def global_var(self, name: str, value_type: Type, init: object = None,
                    constant: bool = False, space: str = "generic",
                    linkage: str = "internal", link_name: str | None = None) -> Global:
         _check(name not in self.module.globals, f"global @{name} already defined")
@@ -116,8 +116,8 @@ class Builder:
         return self.block is not None and self.block.terminator is not None
 
     # ---- emission core ---------------------------------------------------------------
-    def emit(self, op: str, type: Type, operands: Sequence[Any] = (), attrs=None,
-             targets: Sequence[Block] = (), span: Any = None) -> Instr:
+    def emit(self, op: str, type: Type, operands: Sequence[object] = (), attrs=None,
+             targets: Sequence[Block] = (), span: object = None) -> Instr:
         # The hottest builder path (once per instruction): the checks are spelled inline so
         # their messages are formatted only on failure. _TERMINATORS is Block.terminator's set.
         block = self.block
@@ -134,7 +134,7 @@ class Builder:
         return ins
 
     @staticmethod
-    def const(type: Type, value: Any) -> Const:
+    def const(type: Type, value: object) -> Const:
         if isinstance(type, IntType):
             _check(isinstance(value, int), f"int constant expected for {type}")
             value = type.wrap(value)
@@ -209,7 +209,8 @@ class Builder:
             return a
         return self.emit("addrspacecast", ptr(a.type.pointee, space), [a], span=span)
 
-    def phi(self, type: Type, incoming: Sequence[tuple[Any, Block]] = (), span=None) -> Instr:
+    def phi(self, type: Type, incoming: Sequence[tuple[object, Block]] = (),
+            span=None) -> Instr:
         """An SSA merge at the head of the current block (after its other phis): operand i
         arrives from block i of `incoming`. Arms may be added later with `add_incoming`."""
         for v, _ in incoming:
@@ -271,14 +272,14 @@ class Builder:
         return self.emit("memcpy", VOID, [dst, src], {"size": size}, span=span)
 
     # ---- calls -----------------------------------------------------------------------
-    def call(self, fn: Function, args: Sequence[Any], span=None) -> Instr:
+    def call(self, fn: Function, args: Sequence[object], span=None) -> Instr:
         _check(len(args) == len(fn.params), f"call @{fn.name}: {len(args)} args, "
                f"{len(fn.params)} params")
         for a, p in zip(args, fn.params):
             _check(a.type == p.type, f"call @{fn.name}: arg {p.name} {a.type} != {p.type}")
         return self.emit("call", fn.ret, [fn, *args], span=span)
 
-    def call_indirect(self, fp, args: Sequence[Any], span=None) -> Instr:
+    def call_indirect(self, fp, args: Sequence[object], span=None) -> Instr:
         _check(isinstance(fp.type, FnPtrType), "call_indirect needs a function pointer")
         return self.emit("call_indirect", fp.type.ret, [fp, *args], span=span)
 
@@ -377,8 +378,8 @@ class Builder:
         """Math/bit/packed/debug operations of the table (`math.sqrt`, `int.dp4a`, ...)."""
         return self.emit(op, type, operands, attrs, span=span)
 
-    def launch(self, handle, grid: Sequence[Any], block: Sequence[Any], shared, stream,
-               args: Sequence[Any], kernel: str | None = None, span=None) -> Instr:
+    def launch(self, handle, grid: Sequence[object], block: Sequence[object], shared, stream,
+               args: Sequence[object], kernel: str | None = None, span=None) -> Instr:
         _check(len(grid) == 3 and len(block) == 3, "launch needs 3-D grid and block")
         _check(len(args) <= 64, "launch takes at most 64 arguments")
         return self.emit("gpu.launch", VOID, [handle, *grid, *block, shared, stream, *args],
@@ -428,7 +429,7 @@ class Builder:
         return self.emit("tensor.mma", VOID, [a, b, c, d, *ops],
                          {"desc": desc, "roles": ("a", "b", "c", "d", *roles)}, span=span)
 
-    def tensor_matmul(self, desc, a, b, c, d, controls: Sequence[Any],
+    def tensor_matmul(self, desc, a, b, c, d, controls: Sequence[object],
                       named: dict | None = None, span=None) -> Instr:
         """One bounded output region: `controls` = (row, column, M, N, K), all u32. Every
         leading dimension is explicit: static in `desc` or a runtime u32 in `named`."""

@@ -8,7 +8,7 @@ simply not part of the device program.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ...records import dataclass   # (start-up: not the dataclasses module)
 
 from ..diagnostics import CompileError, Diagnostic, DiagnosticBag
 from . import ops as O

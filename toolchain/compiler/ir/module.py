@@ -18,8 +18,7 @@ Invariants (checked by `verify.verify_module`):
 """
 from __future__ import annotations
 
-from .records import dataclass, field
-from typing import Any
+from ...records import dataclass, field
 
 from .remarks import Remarks
 from .types import FnPtrType, PtrType, Type
@@ -33,7 +32,7 @@ class Value:
 class Const(Value):
     """A scalar constant: int, float, bool, or the null pointer (value 0)."""
     type: Type
-    value: Any
+    value: object
 
     def __repr__(self) -> str:
         return f"Const({self.type}, {self.value!r})"
@@ -62,17 +61,17 @@ class Local:
 class Instr(Value):
     op: str
     type: Type
-    operands: list[Any] = field(default_factory=list)
-    attrs: dict[str, Any] = field(default_factory=dict)
+    operands: list[object] = field(default_factory=list)
+    attrs: dict[str, object] = field(default_factory=dict)
     targets: list["Block"] = field(default_factory=list)
-    span: Any = None          # diagnostics.Span of the source construct, when known
+    span: object = None       # diagnostics.Span of the source construct, when known
     block: "Block | None" = None
 
     def __repr__(self) -> str:
         return f"Instr({self.op}, {self.type})"
 
     @property
-    def incoming(self) -> list[tuple[Any, "Block"]]:
+    def incoming(self) -> list[tuple[object, "Block"]]:
         """A phi's (value, predecessor) pairs."""
         return list(zip(self.operands, self.targets))
 
@@ -146,8 +145,8 @@ class Function(Value):
     link_name: str | None = None      # symbol name for externs
     block_shape: tuple[int, int, int] | None = None   # kernel(block = ...)
     per_warp: bool = False            # kernel(..., per = warp)
-    attrs: dict[str, Any] = field(default_factory=dict)
-    span: Any = None
+    attrs: dict[str, object] = field(default_factory=dict)
+    span: object = None
 
     @property
     def type(self) -> Type:  # type: ignore[override]
@@ -176,7 +175,7 @@ class Global(Value):
     (offset, Type, value) items where value is an int, float, Global or Function."""
     name: str
     value_type: Type
-    init: Any = None
+    init: object = None
     constant: bool = False
     space: str = "generic"
     linkage: str = "internal"         # "internal" | "export" | "import"
@@ -207,7 +206,7 @@ class UseMap:
     `add` and `drop` to keep it exact, or let the pass manager rebuild it."""
 
     def __init__(self, fn: "Function"):
-        self.users: dict[Any, list[Instr]] = {}
+        self.users: dict[object, list[Instr]] = {}
         for b in fn.blocks:
             for ins in b.instrs:
                 self.add(ins)

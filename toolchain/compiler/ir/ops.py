@@ -14,7 +14,7 @@ launch geometry are attributes here; no PTX or SPIR-V spelling appears in this l
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ...records import dataclass   # (start-up: not the dataclasses module)
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,8 @@ def _rows() -> list[OpInfo]:
           doc="128-bit load of 4 elements at src, stored to dst"),
         R("vec.store4", "dst src", effects=True, reads=True, where="device",
           doc="4 elements read from src, one 128-bit store to dst"),
+        R("vec.extract", "vector", doc="element attrs.index of a vec<N x T> value"),
+        R("vec.insert", "vector value", doc="the vector with element attrs.index replaced"),
         R("debug.print", "fmt args...", effects=True, where="device"),
         R("debug.assert", "cond", effects=True, where="device"),
         # GPU: cooperative tensor operations (descriptor in attrs.desc, ir/tensor.py;

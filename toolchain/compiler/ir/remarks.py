@@ -9,7 +9,7 @@ order, so the same compile always explains itself the same way.
 """
 from __future__ import annotations
 
-from .records import dataclass
+from ...records import dataclass
 
 
 @dataclass(frozen=True)

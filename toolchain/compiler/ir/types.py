@@ -7,7 +7,7 @@ of unknown space), `global`, `workgroup`, `private`, `constant`.
 """
 from __future__ import annotations
 
-from .records import dataclass
+from ...records import dataclass
 
 SPACES = ("generic", "global", "workgroup", "private", "constant")
 
@@ -39,6 +39,10 @@ class Type:
     @property
     def is_aggregate(self) -> bool:
         return isinstance(self, (ArrayType, StructType))
+
+    @property
+    def is_vector(self) -> bool:
+        return isinstance(self, VectorType)
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,27 @@ class ArrayType(Type):
     @property
     def align(self) -> int:  # type: ignore[override]
         return self.elem.align
+
+
+@dataclass(frozen=True)
+class VectorType(Type):
+    """`vec<N x T>`: N (2 or 4) int or float scalars moved as one unit, the value of one
+    combined load or store (opt/load_combine.py); aligned to its own size, like OpenCL's
+    vector types, so a `vec<4 x f32>` access is one 128-bit transaction. Neither scalar
+    nor aggregate: `vec.extract`/`vec.insert` reach its elements."""
+    elem: Type
+    count: int
+
+    def __str__(self) -> str:
+        return f"vec<{self.count} x {self.elem}>"
+
+    @property
+    def size(self) -> int:  # type: ignore[override]
+        return self.elem.size * self.count
+
+    @property
+    def align(self) -> int:  # type: ignore[override]
+        return self.size
 
 
 @dataclass(frozen=True)

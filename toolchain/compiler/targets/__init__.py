@@ -15,9 +15,9 @@ This module imports no backend; it must stay importable by the build rules (Pyth
 """
 from __future__ import annotations
 
-import importlib
-from dataclasses import asdict, dataclass, field  # noqa: F401  (asdict re-exported)
-from typing import Callable, Dict, Optional, Tuple
+from collections.abc import Callable
+
+from ...records import dataclass, field   # (start-up: neither dataclasses nor typing)
 
 
 @dataclass(frozen=True)
@@ -39,9 +39,9 @@ class Capabilities:
     wgmma: bool = False
     tma: bool = False
     cp_async: bool = False
-    subgroup_width: Optional[int] = None      # None: varies by device, or no subgroups
-    limits: Optional[Limits] = None
-    ptx_isa: Optional[Tuple[str, str]] = None  # (oldest, newest) ISA this arch accepts
+    subgroup_width: int | None = None         # None: varies by device, or no subgroups
+    limits: Limits | None = None
+    ptx_isa: tuple[str, str] | None = None     # (oldest, newest) ISA this arch accepts
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class TargetInfo:
     """What the optimizer may know about the target (opt/analyses.TargetInfo reads it)."""
     name: str
     gpu: bool
-    subgroup_width: Optional[int]
+    subgroup_width: int | None
     unrolls_loops: bool = False     # the backend's own assembler unrolls counted loops
 
 
@@ -57,9 +57,9 @@ class TargetInfo:
 class ResolvedTarget:
     target: str                   # registry name: "ptx", "spirv", "x86_64", ...
     gpu: bool
-    arch: Optional[str] = None    # PTX: the `.target` (sm_90a, compute_75)
-    isa: Optional[str] = None     # PTX: the `.version`
-    ptxas_arch: Optional[str] = None   # `ptxas --gpu-name` that checks it; None: cannot
+    arch: str | None = None       # PTX: the `.target` (sm_90a, compute_75)
+    isa: str | None = None        # PTX: the `.version`
+    ptxas_arch: str | None = None      # `ptxas --gpu-name` that checks it; None: cannot
     capabilities: Capabilities = field(default_factory=Capabilities)
 
     def info(self) -> TargetInfo:
@@ -70,15 +70,21 @@ class ResolvedTarget:
         return asdict(self)
 
 
+def asdict(record) -> dict:
+    """`dataclasses.asdict`, imported only when asked (`--print-target`, tests)."""
+    import dataclasses
+    return dataclasses.asdict(record)
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
-    emits: Tuple[str, ...]        # driver Options.emit kinds this target produces
+    emits: tuple[str, ...]        # driver Options.emit kinds this target produces
     gpu: bool
     # generate(module, opts) -> (artifact bytes, in-memory form or None); imports lazily
-    generate: Callable[[object, object], Tuple[bytes, object]]
+    generate: Callable[[object, object], tuple[bytes, object]]
     resolve: Callable[[object], ResolvedTarget]
-    subgroup_width: Optional[int] = None     # fixed for every arch of the target, or None
+    subgroup_width: int | None = None        # fixed for every arch of the target, or None
     # ptxas unrolls counted loops with a constant stride itself (4 loads in flight measured
     # on the H200), so the optimizer's unroll-runtime only grows PTX there (bench A/B)
     unrolls_loops: bool = False
@@ -88,7 +94,7 @@ class Target:
         return TargetInfo(self.name, self.gpu, self.subgroup_width, self.unrolls_loops)
 
 
-_REGISTRY: Dict[str, Target] = {}
+_REGISTRY: dict[str, Target] = {}
 HOST_DEFAULT = "x86_64"
 
 
@@ -97,7 +103,7 @@ def register(target: Target) -> Target:
     return target
 
 
-def names() -> Tuple[str, ...]:
+def names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
@@ -119,8 +125,8 @@ def for_options(opts) -> Target:
     return lookup(getattr(opts, "host_target", None) or HOST_DEFAULT)
 
 
-def resolve_target(name: str = "ptx", gpu_arch: Optional[str] = None,
-                   ptx_version: Optional[str] = None) -> ResolvedTarget:
+def resolve_target(name: str = "ptx", gpu_arch: str | None = None,
+                   ptx_version: str | None = None) -> ResolvedTarget:
     """Library form of `mettle --print-target` (raises CompileError on a bad arch)."""
     from types import SimpleNamespace
     return lookup(name).resolve(SimpleNamespace(gpu_arch=gpu_arch, ptx_version=ptx_version))
@@ -183,6 +189,7 @@ def host_target(name: str, emit_object: str) -> Target:
     """A host (CPU) target: `emit_object` ("package.module:function") takes
     `(module, release=...)` and returns an object file; `--build` links it."""
     def generate(module, opts):
+        import importlib
         mod, fn = emit_object.split(":")
         return getattr(importlib.import_module(mod), fn)(module, release=opts.release), None
     return Target(name, ("obj", "exe"), False, generate,

@@ -15,7 +15,7 @@ format text (the tensor package): it parses each line into the same objects.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
 
 from ...diagnostics import error
 from ...ir.module import Const, Function, Global, Instr, Local, Param, Undef, UseMap
@@ -27,12 +27,13 @@ from .parse import parse_statement
 LOCAL_OPS = ("local.get", "local.set")
 
 
-_OFFSET_OPS = ("fieldptr", "ptradd", "byteadd")
+_OFFSET_OPS = ("fieldptr", "ptradd", "byteadd", "bitcast")
 
 
 def _const_offset_op(ins: Instr) -> bool:
     return ins.op == "fieldptr" or (ins.op in ("ptradd", "byteadd")
-                                    and isinstance(ins.operands[1], Const))
+                                    and isinstance(ins.operands[1], Const)) or \
+        (ins.op == "bitcast" and ins.type.is_ptr and ins.operands[0].type.is_ptr)
 
 
 def _alias_gets(fn: Function, uses: UseMap) -> set[Instr]:
@@ -61,9 +62,22 @@ def _absorbed(fn: Function, uses: UseMap, alias: set[Instr]) -> set[Instr]:
     - an i32 -> i64 convert read only as a scaled index: a `ptradd` index over elements
       wider than a byte, or a `mul` by a constant (index-scale's shared `i * size`); each
       reads the 32-bit source with mul.wide (lower_memory.wide_source);
-    - a constant-offset address whose every use is the address of a load/store (folded into
-      `[base+imm]` by lower_memory.address, whose base conditions this mirrors)."""
+    - a constant-offset address (or a pointer bitcast: load-combine's vector view) whose
+      every use is the address of a load/store or another such absorbed address (folded
+      into `[base+imm]` by lower_memory.address, whose base conditions this mirrors)."""
     out: set[Instr] = set()
+    memo: dict[Instr, bool] = {}
+
+    def folds(ins: Instr) -> bool:
+        got = memo.get(ins)
+        if got is None:
+            memo[ins] = False
+            base = ins.operands[0]
+            users = uses.uses(ins)
+            got = memo[ins] = bool(users) and not isinstance(base, (Const, Global)) \
+                and base not in alias and all(_address_use(u, ins, folds) for u in users)
+        return got
+
     for b in fn.blocks:
         for ins in b.instrs:
             users = uses.uses(ins)
@@ -76,13 +90,15 @@ def _absorbed(fn: Function, uses: UseMap, alias: set[Instr]) -> set[Instr]:
                         and src not in alias \
                         and all(_scales(u, ins, uses) for u in users):
                     out.add(ins)
-            elif ins.op in _OFFSET_OPS and _const_offset_op(ins):
-                base = ins.operands[0]
-                if not isinstance(base, (Const, Global)) and base not in alias \
-                        and all(u.op in ("load", "store") and u.operands[0] is ins
-                                and ins not in u.operands[1:] for u in users):
-                    out.add(ins)
+            elif ins.op in _OFFSET_OPS and _const_offset_op(ins) and folds(ins):
+                out.add(ins)
     return out
+
+
+def _address_use(u: Instr, ins: Instr, folds) -> bool:
+    if u.op in ("load", "store"):
+        return u.operands[0] is ins and ins not in u.operands[1:]
+    return u.op in _OFFSET_OPS and u.operands[0] is ins and _const_offset_op(u) and folds(u)
 
 
 def _patterns(fn: Function, uses: UseMap, alias: set[Instr]) -> dict[Instr, Callable]:
@@ -122,7 +138,7 @@ def _scales(user: Instr, index: Instr, uses: UseMap) -> bool:
 class FnEmitter:
     """Emits one `.entry` or `.func`; `module` is the emitter.ModuleEmitter (names, decls)."""
 
-    def __init__(self, module: Any, fn: Function, table: dict[str, Callable]):
+    def __init__(self, module: object, fn: Function, table: dict[str, Callable]):
         self.module = module
         self.profile = module.profile
         self.gpu_checks = module.gpu_checks
@@ -214,7 +230,7 @@ class FnEmitter:
             return
         self.imms[id(ins)] = imm
 
-    def val(self, v: Any) -> str:
+    def val(self, v: object) -> str:
         """Operand text: an immediate for numeric constants, else a register."""
         if isinstance(v, Const) and not isinstance(v.type, BoolType):
             return regs.imm(v.type, v.value)
@@ -224,7 +240,7 @@ class FnEmitter:
             return self.imms[id(v)]
         return self.reg(v)
 
-    def reg(self, v: Any) -> str:
+    def reg(self, v: object) -> str:
         """Operand text that is always a register (constants and addresses materialized)."""
         r = self.vals.get(id(v))
         if r is not None and isinstance(v, (Instr, Param)):

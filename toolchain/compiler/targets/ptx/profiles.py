@@ -13,7 +13,7 @@ target, E0504 an operation needs a newer ISA/target (raised by `PtxProfile.requi
 from __future__ import annotations
 
 import re
-from ...ir.records import dataclass
+from ....records import dataclass
 
 from ...diagnostics import Span, error
 
