@@ -138,3 +138,24 @@ def test_a_tail_self_call_runs_in_constant_stack(tmp_path):
     exe = build(tmp_path, TAIL, "tail", ["-O"])
     out = run(exe)
     assert (out.returncode, out.stdout.split()) == (0, ["20000001", "1"]), out.stderr
+
+
+SEED12 = """
+import "std/io";
+struct S1 { f0: uint16; f1: float32; f2: uint64; a0: uint64[2]; }
+fn main() -> int32 {
+    var s8: S1;
+    var v9: float64 = ((float64)s8.a0[(18446744073709551615) & 1]);
+    var s10: S1;
+    print_int(s8.a0[(1) & 1]); newline();
+    return 0;
+}
+"""
+
+
+def test_difftest_seed12_a_ptradd_before_a_branch_compiles(tmp_path):
+    """Found by `python3 -m tools.difftest --seeds 0:150` (seed 12): address folding looked
+    at the operands of the instruction after a ptradd even when it had none (here the
+    alloca of `s10`: an internal error at -O)."""
+    out = run(build(tmp_path, SEED12, "seed12", ["-O"]))
+    assert (out.returncode, out.stdout.split()) == (0, ["0"]), out.stderr

@@ -11,8 +11,13 @@ block laid out next falls through; zero constants are `xor`.
 Invariants: rsp is 16-byte aligned after the prologue and never moves until `leave`; blocks
 are laid out in IR order, each starting at its own local label.
 
-Under -O (`allocate=True`), regalloc.py keeps the hottest scalar values in rbx/r12-r15
-instead of their slots (`loc(v)`); the prologue saves the registers used.
+Under -O (`allocate=True`), regalloc.py keeps the hottest scalar values in registers
+instead of their slots (`loc(v)`): rbx/r12-r15 (the prologue saves those used), r8-r10/
+rsi/rdi and, on SysV, xmm8-15 for values live across no call (`calls_out`). Handlers then
+compute in the result's register from operand registers (`gpr`/`xmm`/`source`), a ptradd
+feeding only the next load/store becomes its address (`folded`), and a tail self-call
+jumps to `body_label`. Every handler reads all its operands before writing its result, so
+a result may share a register with an operand that dies there (regalloc.py).
 
 The calling convention is a module (`abi_sysv` by default, `abi_win64` for Windows) with
 `layout` and the register roles the selector needs; Win64 adds a stack probe for frames of a

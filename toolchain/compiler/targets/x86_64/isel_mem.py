@@ -1,7 +1,7 @@
 """Selection of memory operations: load/store, address arithmetic, locals, memcpy.
 
 Scalar loads extend by the loaded type into the canonical slot form (frame.py); floats are
-moved as raw bits through a GPR. Aggregate loads/stores/local copies move bytes between the
+moved as raw bits through a GPR, or straight into/out of their xmm register under -O. Aggregate loads/stores/local copies move bytes between the
 pointed-to memory and the value's slot. `alloca` emits nothing: its area is reserved and
 zeroed by the prologue and its value is `lea` of that area wherever it is used.
 """
@@ -39,7 +39,8 @@ def folds_into_access(ins, nxt, uses: int) -> bool:
     """A `ptradd` used only as the address of the scalar load/store right after it becomes
     that access's [base + index*scale] operand (its operands are still in place there: no
     instruction runs in between)."""
-    if ins.op != "ptradd" or nxt is None or uses != 1 or nxt.operands[0] is not ins:
+    if ins.op != "ptradd" or nxt is None or nxt.op not in ("load", "store") or uses != 1 \
+            or nxt.operands[0] is not ins:
         return False
     if nxt.op == "load":
         return not nxt.type.is_aggregate
