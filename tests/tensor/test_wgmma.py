@@ -211,9 +211,10 @@ def test_rounded_result_of_other_families_is_still_refused():
     assert d.code == "E0505" and "reduced-precision results are refused" in d.message
 
 
-def test_producer_prefetches_c_into_l2():
+def test_producer_prefetches_c_into_l2(monkeypatch):
     """PREFETCH_C_AHEAD chunks before the end of K the producer names each in-range row of
-    the region's C (16-byte-aligned inside) to L2; with 0 it does not."""
+    the region's C (16-byte-aligned inside) to L2 (opt-in: off by default)."""
+    monkeypatch.setattr(wgmma, "PREFETCH_C_AHEAD", 8)
     text = compile_ptx(gemm_source("f16"), "sm_90a")
     filecheck(text, f"""
 CHECK: cp.async.bulk.tensor.2d
@@ -227,6 +228,6 @@ CHECK: wgmma.mma_async
     assert text.count("cp.async.bulk.prefetch.L2") == 1
 
 
-def test_prefetch_can_be_turned_off(monkeypatch):
-    monkeypatch.setattr(wgmma, "PREFETCH_C_AHEAD", 0)
+def test_prefetch_is_off_by_default():
+    assert wgmma.PREFETCH_C_AHEAD == 0
     assert "prefetch" not in compile_ptx(gemm_source("f16"), "sm_90a")

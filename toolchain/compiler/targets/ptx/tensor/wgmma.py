@@ -40,8 +40,9 @@ SMEM_LIMIT = 227 * 1024                   # opt-in dynamic shared memory per wor
 SHAPES_N = (64, 128, 192, 256)
 EPILOGUE_BATCH = 32                       # C pairs loaded before their D stores (1: one
 #                                           pair per round trip, the first measured form)
-PREFETCH_C_AHEAD = 8                      # K chunks before the end at which the producer
-#                                           asks L2 for C (0: never)
+PREFETCH_C_AHEAD = 0                      # K chunks before the end at which the producer
+#                                           asks L2 for C (0: never; 8 measured no gain,
+#                                           docs/gemm.md "Status")
 CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
 #                                           experimental: docs/gemm.md "Status")
 
