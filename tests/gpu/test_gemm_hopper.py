@@ -1,6 +1,7 @@
 """Hardware tests of the workgroup-scope tensor_matmul on sm_90a (docs/gemm.md): correctness
 against torch fp32 on M/N/K tails, random non-zero data, NaN-poisoned D with untouched
-padding, the split fallback on the same GPU, and the device-built tensor maps against the
+padding, f32 and f16/bf16 results (the 16-bit ones against the oracle rounded once), the
+split fallback on the same GPU, and the device-built tensor maps against the
 driver's encoder. Each check runs bench/gemm.py in its own process (a faulting kernel
 poisons its CUDA context); $METTLE_GPU_SANITIZER=memcheck|racecheck runs it under
 compute-sanitizer. Skips without torch, without a CUDA device, or on a GPU that is not
@@ -59,7 +60,8 @@ def _run(*args: str, timeout: int = 300) -> str:
 
 
 def test_small_tails_native_and_split():
-    """128x256x64, 300x520x200, 129x257x65 in f16 and bf16, native and split paths."""
+    """128x256x64, 300x520x200, 129x257x65 in f16 and bf16, f32 and 16-bit results,
+    native and split paths."""
     out = _run("--check", "--small", "--no-bench")
     assert "CHECK OK" in out, out
 
