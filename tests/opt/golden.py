@@ -1,7 +1,8 @@
 """IR-text golden tests of single passes, with a bless mode.
 
 Each `tests/opt/cases/NAME.ir` starts with `; passes: a, b` (the passes to run, in order)
-and holds a module in `--dump-ir` text. The result, printed, must equal
+and holds a module in `--dump-ir` text (a `; target: ptx` line runs the passes on GPU code
+for PTX). The result, printed, must equal
 `tests/opt/golden/NAME.ir`. `METTLE_BLESS=1 python3 -m pytest tests/opt/test_golden.py`
 (or `python3 tests/opt/golden.py --bless`) rewrites the golden files; review the diff in
 git before committing them. Value numbers are the printer's (definition order), never
@@ -26,6 +27,19 @@ def passes_of(text: str) -> list[str]:
     raise ValueError("a case needs a `; passes: ...` line")
 
 
+def analyses_args(text: str) -> dict:
+    """`; target: ptx` runs the passes on GPU code for PTX (the facts its registry entry
+    gives the optimizer); without it a case is host code for no particular target."""
+    from toolchain.compiler.opt.analyses import TargetInfo
+    for line in text.splitlines():
+        if line.startswith("; target:"):
+            name = line[len("; target:"):].strip()
+            if name != "ptx":
+                raise ValueError(f"unknown case target {name!r}")
+            return {"gpu": True, "target": TargetInfo(32, "ptx", True)}
+    return {}
+
+
 def run_case(path: Path) -> str:
     from toolchain.compiler.ir import format_module, verify_function
     from toolchain.compiler.ir.reader import parse_module
@@ -37,13 +51,14 @@ def run_case(path: Path) -> str:
         if not fn.blocks:
             continue
         verify_function(fn, ssa=True)
-        an = Analyses(fn, m)
+        an = Analyses(fn, m, **analyses_args(text))
         for name in passes_of(text):
             p = PASSES[name]
             if p.run(fn, an):
                 an.after_pass(p.invalidates)
             verify_function(fn, ssa=True)
-    header = "".join(l + "\n" for l in text.splitlines() if l.startswith("; passes:"))
+    header = "".join(l + "\n" for l in text.splitlines()
+                     if l.startswith(("; passes:", "; target:")))
     out = header + format_module(m)
     if len(m.remarks):
         out += "".join("; remark: " + l + "\n" for l in m.remarks.format().splitlines())
