@@ -50,14 +50,15 @@ def build_variants(dev, arch: str) -> dict:
     for name, kw in modes.items():
         ptx = compile_file(SOURCE, Options(emit="ptx", gpu_arch=arch, **kw)).data
         out[name] = dev.load_ptx(ptx.decode())
-    # A/B of one pass: the same -O pipeline without unroll-runtime (ptxas unrolls alone)
+    # A/B of one pass: the same -O pipeline without load-ahead (ptxas alone decides how
+    # far the row loops unroll), so one run gives the pass's before/after
     from toolchain.compiler.opt import manager
     saved = manager.PIPELINE
-    manager.PIPELINE = tuple(p for p in saved if not (p == "unroll-runtime" or (
-        isinstance(p, tuple) and p[0] == "unroll-runtime")))
+    manager.PIPELINE = tuple(p for p in saved if not (p == "load-ahead" or (
+        isinstance(p, tuple) and p[0] == "load-ahead")))
     try:
         ptx = compile_file(SOURCE, Options(emit="ptx", gpu_arch=arch, optimize=True)).data
-        out["-O no-unroll-rt"] = dev.load_ptx(ptx.decode())
+        out["-O no-load-ahead"] = dev.load_ptx(ptx.decode())
     finally:
         manager.PIPELINE = saved
     return out
@@ -73,7 +74,7 @@ def check_and_time(torch, name, launch, out, ref, reps, tol):
     return timed(torch, launch, reps)
 
 
-def row_peers(torch, kind, x, gamma, beta, reps):
+def row_peers(torch, kind, x, gamma, beta, reps, compiled_peer=True):
     """(label, ms) for torch eager, torch.compile and Triton on one row problem."""
     rows = []
     if kind == "softmax":
@@ -82,6 +83,8 @@ def row_peers(torch, kind, x, gamma, beta, reps):
         eager = lambda: torch.nn.functional.layer_norm(x, (x.shape[1],), gamma, beta, 1e-5)
     rows.append(("torch", timed(torch, eager, reps)))
     try:
+        if not compiled_peer:
+            raise RuntimeError("skipped (--quick)")
         compiled = torch.compile(eager)
         compiled()
         rows.append(("torch.compile", timed(torch, compiled, reps)))
@@ -97,7 +100,7 @@ def row_peers(torch, kind, x, gamma, beta, reps):
     return rows
 
 
-def bench_rows(torch, mods, rows_n, cols, reps):
+def bench_rows(torch, mods, rows_n, cols, reps, compiled_peer=True):
     x = torch.randn(rows_n, cols, device="cuda")
     y = torch.empty_like(x)
     gamma, beta = torch.randn(cols, device="cuda"), torch.randn(cols, device="cuda")
@@ -116,7 +119,7 @@ def bench_rows(torch, mods, rows_n, cols, reps):
             ms = check_and_time(torch, f"{label} {mode}", lambda: fn.launch(grid, 128, args),
                                 y, ref, reps, 1e-4)
             results.append((label, f"mettle {mode}", ms, nbytes / ms / 1e6, "GB/s"))
-        for peer, ms in row_peers(torch, kind, x, gamma, beta, reps):
+        for peer, ms in row_peers(torch, kind, x, gamma, beta, reps, compiled_peer):
             results.append((label, peer, ms, nbytes / ms / 1e6, "GB/s"))
     return results
 
@@ -180,7 +183,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", default="plain_kernels.json")
     ap.add_argument("--reps", type=int, default=30)
-    ap.add_argument("--quick", action="store_true", help="smaller problems, fewer peers")
+    ap.add_argument("--quick", action="store_true",
+                    help="no torch.compile peer (the slowest to build)")
     args = ap.parse_args()
     import torch
     torch.zeros(1, device="cuda")                 # torch's (primary) context first
@@ -190,7 +194,7 @@ def main() -> int:
     mods = build_variants(dev, arch)
     results = bench_streams(torch, mods, 1 << 26, args.reps)
     for rows_n, cols in ((65536, 1024), (16384, 4096)):
-        results += bench_rows(torch, mods, rows_n, cols, args.reps)
+        results += bench_rows(torch, mods, rows_n, cols, args.reps, not args.quick)
     results += bench_gemm(torch, mods, 4096, max(3, args.reps // 10))
     print(f"device: {dev.name} ({arch})")
     print(f"{'problem':<24} {'who':<22} {'ms':>9} {'rate':>9} {'vs torch':>9} {'vs estab':>9}")
