@@ -246,6 +246,9 @@ class DomTree:
         return self._frontier
 
 
+_UNKNOWN = object()
+
+
 class Loop:
     """A natural loop. `header` dominates every block; `latches` are the in-loop
     predecessors of the header (`latch` when there is exactly one); `blocks` lists the body
@@ -265,6 +268,7 @@ class Loop:
         self.exits: list[Block] = []
         self.exiting: list[Block] = []
         self.preheader: Block | None = None
+        self._trip = _UNKNOWN             # trip_count(), kept until the IR changes
 
     def __repr__(self) -> str:
         return f"Loop({self.header.name}, {len(self.blocks)} blocks)"
@@ -292,8 +296,11 @@ class Loop:
         return find_induction_variables(self)
 
     def trip_count(self) -> "TripCount | None":
-        """The counted-loop shape, when recognised (see `TripCount`)."""
-        return find_trip_count(self)
+        """The counted-loop shape, when recognised (see `TripCount`). Kept for the next
+        loop pass; the pass manager's `LoopInfo.forget_facts` drops it after a change."""
+        if self._trip is _UNKNOWN:
+            self._trip = find_trip_count(self)
+        return self._trip
 
 
 class LoopInfo:
@@ -352,6 +359,12 @@ class LoopInfo:
 
     def innermost_first(self) -> list[Loop]:
         return sorted(self.loops, key=lambda l: -l.depth)
+
+    def forget_facts(self) -> None:
+        """Drop what the loops derived from instructions (trip counts): the IR changed
+        while the loop nest stayed valid."""
+        for lp in self.loops:
+            lp._trip = _UNKNOWN
 
 
 def _fill_edges(lp: Loop, preds: dict[Block, list[Block]]) -> None:
@@ -449,10 +462,14 @@ def find_induction_variables(lp: Loop) -> list[InductionVariable]:
     for phi in lp.header.phis:
         if not phi.type.is_int or len(phi.operands) != 2:
             continue
-        inc = dict(zip(map(id, phi.targets), phi.operands))
-        upd = inc.get(id(latch))
-        others = [v for v, b in phi.incoming if b is not latch]
-        if len(others) != 1 or not isinstance(upd, Instr) or upd.op not in ("add", "sub"):
+        (v0, v1), (t0, t1) = phi.operands, phi.targets
+        if t0 is latch and t1 is not latch:     # one arm from the latch, one from outside
+            upd, init = v0, v1
+        elif t1 is latch and t0 is not latch:
+            upd, init = v1, v0
+        else:
+            continue
+        if not isinstance(upd, Instr) or upd.op not in ("add", "sub"):
             continue
         a, b = upd.operands
         step = None
@@ -461,7 +478,7 @@ def find_induction_variables(lp: Loop) -> list[InductionVariable]:
         elif b is phi and isinstance(a, Const) and upd.op == "add":
             step = a.value
         if step:
-            out.append(InductionVariable(phi, others[0], int(step), upd))
+            out.append(InductionVariable(phi, init, int(step), upd))
     return out
 
 

@@ -94,6 +94,9 @@ class Analyses:
         if self.cfg_changed:
             self.invalidate("all")
             self.cfg_changed = False
+        loops = self._cache.get("loops")
+        if loops is not None:                  # a kept loop nest forgets its trip counts
+            loops.forget_facts()
 
     def remark(self, span_or_line, pass_name: str, text: str) -> None:
         if self.module is not None:

@@ -41,28 +41,34 @@ _POINTER_ARITH = frozenset(("ptradd", "byteadd"))
 _EFFECTS = frozenset(n for n, i in O.OPS.items() if i.effects)
 
 
-class _TypeNumbers:
-    """Small ints for types, equal for equal types. Hashing a type walks its fields, so a
-    run hashes each distinct type object once and keys use the number instead."""
+def _type_numbers():
+    """A function giving small ints for types, equal for equal types. Hashing a type walks
+    its fields, so a run hashes each distinct type object once and keys use the number
+    instead (a closure: it is called for most keys)."""
+    by_object: dict[int, int] = {}       # id(type) -> number; types outlive a run
+    by_value: dict = {}
 
-    def __init__(self) -> None:
-        self.by_object: dict[int, int] = {}       # id(type) -> number; types outlive a run
-        self.by_value: dict = {}
-
-    def __call__(self, t) -> int:
-        n = self.by_object.get(id(t))
+    def tnum(t) -> int:
+        n = by_object.get(id(t))
         if n is None:
-            n = self.by_object[id(t)] = self.by_value.setdefault(t, len(self.by_value))
+            n = by_object[id(t)] = by_value.setdefault(t, len(by_value))
         return n
+    return tnum
+
+
+_CONST_KEYS = (int, bytes, tuple)        # what a constant operand's key is (bool is an int)
+_MINMAX = frozenset(("min", "max"))
+_EQ_NE = frozenset(("eq", "ne"))
 
 
 def key(ins: Instr, tnum=None):
     """The value number of a pure instruction. Types are numbered only where the operands
     do not already fix them (type hashing is the expensive part of a key)."""
-    tnum = tnum or _TypeNumbers()
+    tnum = tnum or _type_numbers()
     has_value = False
     ops = []
-    for o in ins.operands:
+    operands = ins.operands
+    for o in operands:
         if o.__class__ is Const:
             v = o.value
             ops.append(struct.pack("<d", v) if v.__class__ is float else v)
@@ -70,17 +76,21 @@ def key(ins: Instr, tnum=None):
             has_value = True
             ops.append(o)
     if not has_value:                       # all constants: their types tell them apart
-        ops = [(k, tnum(o.type)) for k, o in zip(ops, ins.operands)]
+        ops = [(k, tnum(o.type)) for k, o in zip(ops, operands)]
     op = ins.op
-    if len(ops) == 2 and (op in _COMMUTATIVE or (op in ("min", "max") and ins.type.is_int) or
-                          (op == "cmp" and ins.attrs.get("pred") in ("eq", "ne"))):
-        a, b = ops
-        if _order(b) < _order(a):
-            ops = [b, a]
     attrs = ins.attrs
+    if len(ops) == 2 and (op in _COMMUTATIVE or (op in _MINMAX and ins.type.is_int) or
+                          (op == "cmp" and attrs.get("pred") in _EQ_NE)):
+        a, b = ops
+        # a canonical order (only equality matters): constants first, by repr, then
+        # values by identity
+        ca, cb = isinstance(a, _CONST_KEYS), isinstance(b, _CONST_KEYS)
+        if (cb and not ca) or (ca and cb and repr(b) < repr(a)) or \
+                (not ca and not cb and id(b) < id(a)):
+            ops = [b, a]
     if attrs:
         try:
-            attrs = tuple(sorted(attrs.items()))
+            attrs = tuple(attrs.items()) if len(attrs) == 1 else tuple(sorted(attrs.items()))
             hash(attrs)
         except TypeError:
             return None
@@ -89,20 +99,15 @@ def key(ins: Instr, tnum=None):
     # the result type is fixed by any value operand of a same-typed op (or a compare),
     # and by the pointer operand of ptradd/byteadd
     if op in _POINTER_ARITH:
-        t = None if ins.operands[0].__class__ is not Const else tnum(ins.type)
+        t = None if operands[0].__class__ is not Const else tnum(ins.type)
     else:
         t = None if has_value and (op in _SAME_TYPE or op == "cmp") else tnum(ins.type)
     return (op, t, tuple(ops), attrs)
 
 
-def _order(k):
-    """A total order on operand keys, stable within one run (only equality matters)."""
-    return (0, repr(k)) if isinstance(k, (int, bytes, tuple, bool)) else (1, id(k))
-
-
 def run(fn, analyses) -> bool:
     dom = analyses.get("domtree")
-    tnum = _TypeNumbers()
+    tnum = _type_numbers()
     preds = analyses.get("preds")
     end_loads: dict = {}
     facts = None
@@ -161,8 +166,11 @@ def run(fn, analyses) -> bool:
         for c in reversed(dom.children[b]):
             stack.append(("enter", c))
     if replace:
-        for b in fn.blocks:                  # phis (and unreachable code) name values
-            for ins in b.instrs:             # from anywhere: settle the rest
+        # phis (and unreachable code) name values from anywhere: settle them. Any other
+        # use comes after its definition in the walk above (SSA), so it is rewritten.
+        reached = dom.index
+        for b in fn.blocks:
+            for ins in (b.instrs if b not in reached else b.phis):
                 ops = ins.operands
                 for k, o in enumerate(ops):
                     if o.__class__ is Instr and o in replace:

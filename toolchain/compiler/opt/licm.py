@@ -32,6 +32,10 @@ def run(fn, analyses) -> bool:
     return changed
 
 
+_EFFECTS_OP = {n: i.effects for n, i in O.OPS.items()}
+_UNSET = object()
+
+
 def _folds_into_access(ins: Instr) -> bool:
     """A constant offset from a private (stack) allocation: every access folds it into its
     addressing mode, so hoisting only lengthens a live range, and on PTX a hoisted
@@ -56,34 +60,42 @@ def _safe(ins: Instr) -> bool:
 
 
 def _hoist(fn, lp, dom, analyses) -> bool:
-    stores = [i for b in lp.blocks for i in b.instrs if i.op == "store"]
-    has_effects = any(O.OPS[i.op].effects and i.op != "store"
-                      for b in lp.blocks for i in b.instrs)
-    loads_ok = False
-    if not has_effects:
-        tc = lp.trip_count()
-        loads_ok = tc is not None
-        runs_once = tc is not None and tc.count is not None and tc.count >= 1
+    stores = []
+    has_effects = False
+    for b in lp.blocks:
+        for i in b.instrs:
+            if i.op == "store":
+                stores.append(i)
+            elif _EFFECTS_OP.get(i.op):
+                has_effects = True
+    tc = _UNSET                            # the trip count, found when a load asks
     moved: list[Instr] = []
     moved_set: set = set()
-
-    def invariant(v) -> bool:
-        return not (isinstance(v, Instr) and v.block in lp.block_set and v not in moved_set)
-
+    inside = lp.block_set
     for b in lp.blocks:
         for ins in b.instrs:
-            if ins.op == "phi" or not all(invariant(o) for o in ins.operands):
+            if ins.op == "phi":
                 continue
-            if ins.op == "load":
-                if not loads_ok or not (runs_once or all(dom.dominates(b, e)
-                                                         for e in lp.exiting)):
+            for o in ins.operands:         # hoistable: every operand is invariant
+                if o.__class__ is Instr and o.block in inside and o not in moved_set:
+                    break
+            else:
+                if ins.op == "load":
+                    if has_effects:
+                        continue
+                    if tc is _UNSET:
+                        tc = lp.trip_count()
+                    if tc is None:
+                        continue
+                    runs_once = tc.count is not None and tc.count >= 1
+                    if not (runs_once or all(dom.dominates(b, e) for e in lp.exiting)):
+                        continue
+                    if stores and not _untouched(ins, stores, analyses.get("pointers")):
+                        continue
+                elif not _safe(ins):
                     continue
-                if stores and not _untouched(ins, stores, analyses.get("pointers")):
-                    continue
-            elif not _safe(ins):
-                continue
-            moved.append(ins)
-            moved_set.add(ins)
+                moved.append(ins)
+                moved_set.add(ins)
     if not moved:
         return False
     pre, created = ensure_preheader(lp)
