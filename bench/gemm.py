@@ -200,7 +200,8 @@ def main() -> int:
     print(f"{'gemm':<22} {'mettle':>8} {'torch':>8} {'torch+C':>8} {'ratio':>6}"
           + ("  subgroup" if args.subgroup else ""))
     for r in rows:
-        print(f"{r['dtype']}->{r['out']} {r['shape']}".ljust(22) + f" {r['workgroup_tflops']:>8.1f} "
+        name = f"{r['dtype']}->{r['out']} {r['shape']}"
+        print(name.ljust(22) + f" {r['workgroup_tflops']:>8.1f} "
               f"{r['torch_tflops']:>8.1f} {r['torch_c_tflops']:>8.1f} {r['ratio']:>6.3f}"
               + (f"  {r['subgroup_tflops']:.1f}" if args.subgroup else ""))
     with open(args.json, "w", encoding="utf-8") as fh:
