@@ -104,6 +104,7 @@ class Machine:
         self.top = 16                                  # 0 is null
         self.fuel = fuel
         self.globals: dict[Global, int] = {}
+        self.objects: dict[Instr, int] = {}             # gpu.alloc storage, static
 
     def alloc(self, size: int, align: int = 8) -> int:
         self.top = (self.top + align - 1) // align * align
@@ -114,13 +115,25 @@ class Machine:
         return addr
 
     def load(self, t: Type, addr: int):
+        if t.is_vector:                    # one access of N elements: aligned to its size
+            self._check_vector(t, addr)
+            return tuple(self.load(t.elem, addr + k * t.elem.size) for k in range(t.count))
         size = struct.calcsize(_fmt(t))
         if addr <= 0 or addr + size > len(self.mem):
             raise Trap(f"load at {addr}")
         v = struct.unpack_from(_fmt(t), self.mem, addr)[0]
         return bool(v) if isinstance(t, BoolType) else v
 
+    def _check_vector(self, t: Type, addr: int) -> None:
+        if addr % t.align:
+            raise Trap(f"misaligned {t} access at {addr}")
+
     def store(self, t: Type, addr: int, v) -> None:
+        if t.is_vector:
+            self._check_vector(t, addr)
+            for k in range(t.count):
+                self.store(t.elem, addr + k * t.elem.size, v[k])
+            return
         size = struct.calcsize(_fmt(t))
         if addr <= 0 or addr + size > len(self.mem):
             raise Trap(f"store at {addr}")
@@ -165,6 +178,8 @@ class Machine:
         if isinstance(v, Const):
             return _norm(v.type, v.value) if v.type.is_scalar else v.value
         if isinstance(v, Undef):
+            if v.type.is_vector:
+                return (_norm(v.type.elem, 0),) * v.type.count
             return _norm(v.type, 0)
         if isinstance(v, Global):
             if v not in self.globals:
@@ -210,6 +225,17 @@ class Machine:
         if op == "alloca":
             at = ins.attrs["type"]
             return self.alloc(at.size, at.align or 1)
+        if op == "gpu.alloc":             # the IR's promise: 16-byte aligned storage
+            if ins not in self.objects:
+                elem = ins.attrs["elem"]
+                self.objects[ins] = self.alloc(elem.size * int(ins.attrs["count"]), 16)
+            return self.objects[ins]
+        if op == "vec.extract":
+            return a[0][ins.attrs["index"]]
+        if op == "vec.insert":
+            v = list(a[0])
+            v[ins.attrs["index"]] = a[1]
+            return tuple(v)
         if op == "load":
             return self.load(t, a[0])
         if op == "store":

@@ -21,7 +21,8 @@ import re
 from . import tensor as T
 from .module import (Block, Const, Function, Global, Instr, KernelDecl, Local, Module, Param,
                      Undef)
-from .types import SCALARS, VOID, ArrayType, FnPtrType, PtrType, StructType, Type
+from .types import (SCALARS, VOID, ArrayType, FnPtrType, PtrType, StructType, Type,
+                    VectorType)
 
 _NAME = re.compile(r"[A-Za-z0-9_.]+")
 _INT = re.compile(r"-?\d+$")
@@ -86,8 +87,14 @@ class _Cursor:
         return ast.literal_eval(text)
 
     # type = scalar | "void" | "ptr<" type ["," space] ">" | "[" N "x" type "]"
-    #      | "%" NAME | "fn(" [type {"," type}] ")" "->" type
+    #      | "vec<" N "x" type ">" | "%" NAME | "fn(" [type {"," type}] ")" "->" type
     def type(self) -> Type:
+        if self.eat("vec<"):
+            count = int(self.name())
+            self.expect("x")
+            elem = self.type()
+            self.expect(">")
+            return VectorType(elem, count)
         if self.eat("ptr<"):
             pointee = self.type()
             space = self.name() if self.eat(",") else "generic"

@@ -142,6 +142,14 @@ def _check_types(fn: Function, ins: Instr) -> None:
              "bad select types")
     elif op == "cbr":
         need(ops[0].type == BOOL, "condition is not bool")
+    elif op == "vec.extract":
+        vt = ops[0].type
+        need(vt.is_vector and vt.elem == ins.type and 0 <= ins.attrs.get("index", -1)
+             < vt.count, "bad vec.extract")
+    elif op == "vec.insert":
+        vt = ops[0].type
+        need(vt.is_vector and vt == ins.type and ops[1].type == vt.elem
+             and 0 <= ins.attrs.get("index", -1) < vt.count, "bad vec.insert")
     elif op == "load":
         need(ops[0].type.is_ptr and ops[0].type.pointee == ins.type, "bad load types")
     elif op == "store":

@@ -9,8 +9,9 @@ Registered analyses (all per function, rebuilt lazily after a pass invalidates t
 A pass declares which of these it may invalidate (`"cfg"` = preds, domtree, loops;
 `"all"` = everything); a pass that keeps a `UseMap` exact while it edits may leave "uses"
 out. `pointers` memoizes facts about values, so it is dropped after every pass that
-changed something, whatever the pass declares. A pass that only sometimes edits the CFG (licm making a preheader, simplify-cfg when
-it merged or deleted blocks) declares less and sets `analyses.cfg_changed` when it did.
+changed something, whatever the pass declares. A pass that only sometimes edits the CFG
+(licm making a preheader, simplify-cfg when it merged or deleted blocks) declares less
+and sets `analyses.cfg_changed` when it did.
 Besides the cache, `Analyses` carries what passes read but never recompute: the module,
 its remarks collector, whether the code is GPU code, and the target's facts. `shared` is one
 dict for a whole `optimize()` run (all functions): a pass keeps per-function facts about

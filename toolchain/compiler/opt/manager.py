@@ -23,7 +23,7 @@ from typing import Callable, TextIO
 from ..ir import Module, verify_function
 from ..ir.printer import format_function
 from . import (async_staging, constfold, copyprop, dce, gvn, if_convert, index_scale, inline,
-               iv_reduce, licm, load_ahead, mem2reg, out_of_ssa, simplify_cfg,
+               iv_reduce, licm, load_combine, load_ahead, mem2reg, out_of_ssa, simplify_cfg,
                subgroup_width, tensor_residency, unroll, unroll_runtime)
 from .analyses import Analyses, TargetInfo
 
@@ -53,6 +53,7 @@ PASSES = {p.name: p for p in (
     Pass("iv-reduce", iv_reduce.run, ("loops",), "all"),
     Pass("unroll-runtime", unroll_runtime.run, ("loops",), "all"),
     Pass("load-ahead", load_ahead.run, ("loops",), "all"),
+    Pass("load-combine", load_combine.run, (), ("uses",)),
     Pass("index-scale", index_scale.run, ("domtree",), ("uses",)),
     Pass("out-of-ssa", out_of_ssa.run, (), ("uses",)),
 )}
@@ -62,8 +63,8 @@ PIPELINE: tuple = (
     ("if-convert", ("simplify-cfg",)), "licm",
     ("unroll", ("simplify-cfg", "constfold", "gvn")),
     "async-staging", "tensor-residency", "iv-reduce",
-    ("unroll-runtime", ("simplify-cfg",)), ("load-ahead", ("simplify-cfg",)), "index-scale",
-    "dce", "simplify-cfg", "out-of-ssa",
+    ("unroll-runtime", ("simplify-cfg",)), ("load-ahead", ("simplify-cfg",)), "load-combine",
+    "index-scale", "dce", "simplify-cfg", "out-of-ssa",
 )
 
 

@@ -68,11 +68,32 @@ class PointerFacts:
                 if isinstance(idx, Const):
                     offset += int(idx.value) * scale
                 else:
-                    terms[idx] = terms.get(idx, 0) + scale
+                    term, k = self._index(idx)
+                    offset += k * scale
+                    terms[term] = terms.get(term, 0) + scale
             v = base
-        key = tuple(sorted(((t, s) for t, s in terms.items() if s), key=lambda ts: id(ts[0])))
+        key = tuple(sorted(((t, s) for t, s in terms.items() if s), key=_term_order))
         got = self._parts[p] = (v, key, offset)
         return got
+
+    def _index(self, idx) -> tuple:
+        """(term, k): the i64 index is term + k exactly. A widened `x + k` (the `a[i + 1]`
+        of source code) counts as widen(x) + k when x is a multiple of a power of two
+        above k >= 0: then x + k cannot wrap (the type's maximum is one below a multiple
+        of that power), so widening the sum adds k to the widened x."""
+        if isinstance(idx, Instr) and idx.op == "add" and isinstance(idx.operands[1], Const):
+            term, k = self._index(idx.operands[0])       # i64 arithmetic: exact mod 2**64
+            return term, k + int(idx.operands[1].value)
+        if isinstance(idx, Instr) and idx.op == "convert" and idx.operands[0].type.is_int:
+            x = idx.operands[0]
+            if x.type.bits >= idx.type.bits:
+                return idx, 0
+            if isinstance(x, Instr) and x.op == "add" and isinstance(x.operands[1], Const):
+                k = int(x.operands[1].value)
+                if 0 <= k < self.multiple(x.operands[0]):
+                    return ("widen", x.operands[0]), k
+            return ("widen", x), 0
+        return idx, 0
 
     # ---- alignment -------------------------------------------------------------------
     def align(self, p) -> int:
@@ -93,6 +114,8 @@ class PointerFacts:
 
     def multiple(self, v) -> int:
         """A power of two known to divide integer value v (1 when nothing is known)."""
+        if isinstance(v, tuple):                # ("widen", x): x widened keeps its zeros
+            return min(self.multiple(v[1]), 1 << (v[1].type.bits - 1))
         if isinstance(v, Const):
             return low_bit(int(v.value)) if isinstance(v.value, int) else 1
         if not isinstance(v, Instr):
@@ -139,6 +162,11 @@ class PointerFacts:
             return (ka in local and isinstance(b, Param)) or \
                 (kb in local and isinstance(a, Param))
         return False
+
+
+def _term_order(term_scale) -> int:
+    t = term_scale[0]
+    return id(t[1]) if isinstance(t, tuple) else id(t)
 
 
 def _natural(p) -> int:

@@ -9,14 +9,16 @@ strides use `shl.b64`, and constant offsets (constant-index ptradd, constant byt
 fieldptr) fold into the `[reg+imm]` operand of the load or store. Which instructions fold
 into their users is decided from the IR's use lists (function._absorbed).
 bool is one byte in memory: loaded with ld.u8 then setp, stored via selp and st.u8.
+A `vec<N x T>` value is N registers (an `instr.Vec`): loaded with ld.vN, stored with
+st.vN; vec.extract/vec.insert only rename registers.
 """
 from __future__ import annotations
 
 from ...diagnostics import error
-from ...ir.module import Const, Global, Instr
+from ...ir.module import Const, Global, Instr, Undef
 from ...ir.types import BoolType, IntType, StructType, Type
 from . import regs
-from .instr import Addr, label
+from .instr import Addr, Vec, label
 from .lower_arith import alias_or_mov, mutable
 
 SPACE = {"global": ".global", "workgroup": ".shared", "private": ".local", "generic": "",
@@ -38,6 +40,8 @@ def _const_offset(ins) -> int | None:
     if ins.op in ("ptradd", "byteadd") and isinstance(ins.operands[1], Const):
         scale = max(ins.type.pointee.size, 1) if ins.op == "ptradd" else 1
         return int(ins.operands[1].value) * scale
+    if ins.op == "bitcast" and ins.type.is_ptr and ins.operands[0].type.is_ptr:
+        return 0                               # a vector view of the same address
     return None
 
 
@@ -84,14 +88,47 @@ def store_from(em, t: Type, space: str, addr: Addr, value) -> None:
 
 def lower_load(em, ins: Instr) -> None:
     p = ins.operands[0]
+    if ins.type.is_vector:
+        t = ins.type
+        vals = Vec([em.new_t(t.elem) for _ in range(t.count)])
+        em.op(f"ld{space_of(p)}.v{t.count}.{regs.exact(t.elem)}", vals, address(em, p))
+        em.define(ins, vals)
+        return
     _check_scalar(ins.type, ins)
     load_into(em, em.result(ins), ins.type, space_of(p), address(em, p))
 
 
 def lower_store(em, ins: Instr) -> None:
     p, v = ins.operands
+    if v.type.is_vector:
+        em.effect(f"st{space_of(p)}.v{v.type.count}.{regs.exact(v.type.elem)}",
+                  address(em, p), _vector(em, v))
+        return
     _check_scalar(v.type, ins)
     store_from(em, v.type, space_of(p), address(em, p), v)
+
+
+def _vector(em, v) -> Vec:
+    """The element registers of a vector value (fresh ones for undef)."""
+    if isinstance(v, Undef):
+        return Vec([em.new_t(v.type.elem) for _ in range(v.type.count)])
+    return em.reg(v)
+
+
+def lower_vec_extract(em, ins: Instr) -> None:
+    """An element of a vector is its register: no instruction."""
+    em.define(ins, _vector(em, ins.operands[0]).regs[ins.attrs["index"]])
+
+
+def lower_vec_insert(em, ins: Instr) -> None:
+    vec, value = ins.operands
+    elems = list(_vector(em, vec).regs)
+    r = em.reg(value)
+    if mutable(em, value):                     # a local's register may change later
+        r = em.new_t(value.type)
+        em.op(f"mov.{regs.bits(value.type)}", r, em.reg(value))
+    elems[ins.attrs["index"]] = r
+    em.define(ins, Vec(elems))
 
 
 def wide_source(em, index, size: int):
@@ -268,4 +305,5 @@ LOWER = {
     "load": lower_load, "store": lower_store, "ptradd": lower_ptradd,
     "byteadd": lower_byteadd, "fieldptr": lower_fieldptr, "alloca": lower_alloca,
     "memcpy": lower_memcpy, "addrspacecast": lower_addrspacecast,
+    "vec.extract": lower_vec_extract, "vec.insert": lower_vec_insert,
 }

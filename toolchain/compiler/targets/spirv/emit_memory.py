@@ -18,6 +18,9 @@
 - ptrtoint/inttoptr go through 64 bits (OpConvertPtrToU/OpConvertUToPtr); addrspacecast
   uses OpPtrCastToGeneric / OpGenericCastToPtr (named -> named goes through Generic).
 - vec.load4/store4: one OpLoad/OpStore of a 4-vector with Aligned 16, 32-bit elements.
+- a load/store of an IR `vec<N x T>` is one OpLoad/OpStore of an OpTypeVector (Aligned to
+  the vector's size) through the bitcast vector pointer; vec.extract/vec.insert are
+  OpCompositeExtract/OpCompositeInsert.
 """
 from __future__ import annotations
 
@@ -209,7 +212,19 @@ def lower_vec_store4(em, ins) -> None:
     em.op("OpStore", em.op("OpBitcast", vptr, em.val(dst)), v, "Aligned", 16)
 
 
+def lower_vec_extract(em, ins) -> None:
+    em.define(ins, em.op("OpCompositeExtract", em.types.value(ins.type), em.val(ins.operands[0]),
+                         int(ins.attrs["index"])))
+
+
+def lower_vec_insert(em, ins) -> None:
+    vec, value = ins.operands
+    em.define(ins, em.op("OpCompositeInsert", em.types.value(ins.type), em.val(value),
+                         em.val(vec), int(ins.attrs["index"])))
+
+
 register({
+    "vec.extract": lower_vec_extract, "vec.insert": lower_vec_insert,
     "load": lower_load, "store": lower_store, "ptradd": lower_ptradd,
     "byteadd": lower_byteadd, "fieldptr": lower_fieldptr, "alloca": lower_alloca,
     "local.get": lower_local_get, "local.set": lower_local_set, "memcpy": lower_memcpy,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ...diagnostics import error
 from ...ir.types import (ArrayType, BoolType, FloatType, FnPtrType, IntType, PtrType,
-                         StructType, Type, VoidType)
+                         StructType, Type, VectorType, VoidType)
 from .module import Module
 
 STORAGE = {"global": "CrossWorkgroup", "workgroup": "Workgroup", "private": "Function",
@@ -83,6 +83,8 @@ class TypeMap:
             return self.pointer(t.pointee, t.space, span)
         if isinstance(t, ArrayType):
             return self.m.type_array(self.memory(t.elem, span), t.count)
+        if isinstance(t, VectorType):
+            return self.m.type_vector(self.memory(t.elem, span), t.count)
         if isinstance(t, StructType):
             return self._struct(t, span)
         if isinstance(t, FnPtrType):
