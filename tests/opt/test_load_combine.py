@@ -71,7 +71,8 @@ def program(seed: int) -> str:
             g.do(f"store {g.at(t, 'f32', space, base, r.randint(0, 3))}, {acc_f}")
         elif c < 0.9:                                      # stores that may combine
             for k in r.sample(range(4), 4):
-                g.do(f"store {g.at(t, 'f32', space, j4, k)}, {g.val(f'mul f32 {acc_f}, {k}.0:f32')}")
+                v = g.val(f"mul f32 {acc_f}, {k}.0:f32")
+                g.do(f"store {g.at(t, 'f32', space, j4, k)}, {v}")
         else:
             g.do(f"store {g.at(u, 'i64', space, j2, r.randint(0, 1))}, {acc_i}")
     out = g.val("ptradd ptr<i64> %p, 1:i64")
@@ -163,7 +164,8 @@ entry:
 """
     fn, m = _optimize(text, ["load-combine"])
     assert not any(ins.type.is_vector for ins in fn.instructions())
-    fixed = text.replace("%10 = ptradd ptr<f32, workgroup> %0, %j", "%10 = ptradd ptr<f32, workgroup> %0, 9:i64")
+    fixed = text.replace("%10 = ptradd ptr<f32, workgroup> %0, %j",
+                         "%10 = ptradd ptr<f32, workgroup> %0, 9:i64")
     fn, m = _optimize(fixed, ["load-combine"])
     vec = [ins for ins in fn.instructions() if ins.op == "load" and ins.type.is_vector]
     assert [str(v.type) for v in vec] == ["vec<2 x f32>"]    # t[4], t[5] past t[9]'s store
