@@ -59,6 +59,8 @@ class Analyses:
         self.target = target or TargetInfo()
         self._cache: dict[str, object] = {}
         self.cfg_changed = False      # set by a pass whose edits reached the CFG (below)
+        self._fixpoints: set[str] = set()     # passes that would find nothing to do now
+        self._kept: set[str] = set()          # ... that the pass just run left so
 
     def get(self, name: str):
         if name not in self._cache:
@@ -98,6 +100,24 @@ class Analyses:
         loops = self._cache.get("loops")
         if loops is not None:                  # a kept loop nest forgets its trip counts
             loops.forget_facts()
+        self._fixpoints &= self._kept
+        self._kept = set()
+
+    # Fixpoints (compile time): a pass that iterates until it finds nothing to do says so;
+    # it is skipped until a pass changes the function, unless that pass's edits cannot give
+    # it work (dce deleting unused values leaves simplify-cfg nothing new, say).
+    def at_fixpoint(self, name: str) -> bool:
+        return name in self._fixpoints
+
+    def reached_fixpoint(self, name: str, changed: bool) -> None:
+        """`name` ran until nothing was left to do (its own changes included)."""
+        self._fixpoints.add(name)
+        if changed:
+            self._kept.add(name)
+
+    def keep_fixpoint(self, name: str) -> None:
+        """Called by a pass that changed the function without giving `name` work."""
+        self._kept.add(name)
 
     def remark(self, span_or_line, pass_name: str, text: str) -> None:
         if self.module is not None:

@@ -61,4 +61,6 @@ def run(fn, analyses) -> bool:
         if unread:
             fn.locals = [l for l in fn.locals if l in read]
             changed = True
+    if changed:               # no terminator, edge or live phi changed: nothing to simplify
+        analyses.keep_fixpoint("simplify-cfg")
     return changed

@@ -61,6 +61,7 @@ def run(fn, analyses) -> bool:
     if shared:
         analyses.remark(fn.span, NAME, f"{addresses} array addresses share {shared} scaled "
                         f"index{'es' if shared != 1 else ''}")
+        analyses.keep_fixpoint("simplify-cfg")     # address arithmetic only: no CFG edit
     return bool(shared)
 
 

@@ -29,6 +29,8 @@ def run(fn, analyses) -> bool:
     for lp in loops.innermost_first():
         if _hoist(fn, lp, dom, analyses):
             changed = True
+    if changed and not analyses.cfg_changed:   # moved pure values only: no new block
+        analyses.keep_fixpoint("simplify-cfg")
     return changed
 
 

@@ -17,26 +17,30 @@ from ..ir.types import VOID
 from .edit import remove_phi_arm, remove_unreachable
 
 
+NAME = "simplify-cfg"
+
+
 def run(fn, analyses) -> bool:
-    changed = False
-    blocks, edges = len(fn.blocks), _edges(fn)
+    if analyses.at_fixpoint(NAME):
+        return False                        # nothing changed that could give it work
+    changed = cfg = False
     first = True
-    while _round(fn, first):
-        changed, first = True, False
-    if changed and (len(fn.blocks) != blocks or _edges(fn) != edges):
+    while True:
+        did, edges = _round(fn, first)
+        if not did:
+            break
+        changed, first, cfg = True, False, cfg or edges
+    if cfg:
         analyses.cfg_changed = True        # otherwise only phis went: the CFG stands
+    analyses.reached_fixpoint(NAME, changed)
     return changed
 
 
-def _edges(fn) -> list:
-    return [id(t) for b in fn.blocks for t in b.instrs[-1].targets] if all(
-        b.instrs for b in fn.blocks) else []
-
-
-def _round(fn, first: bool) -> bool:
-    """One sweep of every rewrite. Only a folded branch makes a block unreachable (merges
-    and phi replacements keep reachability), so after the first round the unreachable
-    walk runs only when this round folded one."""
+def _round(fn, first: bool) -> tuple[bool, bool]:
+    """One sweep of every rewrite: (anything changed, an edge or block went). Only a
+    folded branch makes a block unreachable (merges and phi replacements keep
+    reachability), so after the first round the unreachable walk runs only when this round
+    folded one."""
     changed = False
     for b in fn.blocks:
         if not b.instrs:
@@ -60,6 +64,7 @@ def _round(fn, first: bool) -> bool:
         changed = True
     if (first or changed) and remove_unreachable(fn):
         changed = True
+    cfg = changed                               # (so far only folds and deletions)
     preds = block_predecessors(fn)
     repl: dict = {}                             # phi -> the value replacing it
     for b in fn.blocks:
@@ -98,13 +103,13 @@ def _round(fn, first: bool) -> bool:
                 phi.targets = [p if t is b else t for t in phi.targets]
             preds[s] = [p if x is b else x for x in preds[s]]
         merged.add(b)
-        changed = True
+        changed = cfg = True
     if merged:
         fn.blocks = [b for b in fn.blocks if b not in merged]
     if repl:
         _replace(fn, repl)
         changed = True
-    return changed
+    return changed, cfg
 
 
 def _replace(fn, repl: dict) -> None:
