@@ -86,12 +86,13 @@ def store_d(em, acc: Acc, D: Mat) -> None:
             store_acc(em, D.space, [add_addr(em, base, o) for o in sub], regs)
 
 
-def tuple_pressure(grid: tuple[int, int], a_regs: int, b_regs: int, words: int = 0) -> int:
+def tuple_pressure(grid: tuple[int, int], a_regs: int, b_regs: int, a_word: int = 0,
+                   b_word: int = 0) -> int:
     """Logical registers per lane of a resident grid (resident.py's model): the f32
     accumulators, every row tile's held A fragment and one streamed B fragment, each with
-    its metadata/scale word when the family has one (`words` = 1)."""
+    its metadata/scale word where the family has one (a_word/b_word = 1)."""
     gm, gn = grid
-    return gm * gn * len(ACC_F32.elems) + gm * (a_regs + words) + b_regs + words
+    return gm * gn * len(ACC_F32.elems) + gm * (a_regs + a_word) + b_regs + b_word
 
 
 def _pointer(em, spec: FragSpec, lane: Lane, m: Mat) -> Operand:

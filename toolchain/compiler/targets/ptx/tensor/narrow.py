@@ -59,7 +59,7 @@ def native_tile(desc: T.TensorDesc, profile, span) -> Native | None:
         kind = scaled.check(desc, profile, span)
         a_spec, b_spec = scaled.KINDS[kind][4:6]
         return Native(scaled.tile_lowering(desc, profile, span),
-                      tuple_pressure(grid, a_spec.regs, b_spec.regs, 1))
+                      tuple_pressure(grid, a_spec.regs, b_spec.regs, 1, 1))
     if desc.sparse:
         if not _has_sparse(profile):
             return None
@@ -71,7 +71,7 @@ def native_tile(desc: T.TensorDesc, profile, span) -> Native | None:
             meta = sparse.Meta(sparse.meta_mat(em, ops, desc.k // 4))
             run_tile(em, A, B, C, D, grid, chunks, meta, res)
         return Native(run_sparse, tuple_pressure(grid, chunks[0].a.regs,
-                                                 chunks[0].b.regs, 1))
+                                                 chunks[0].b.regs, a_word=1))
     if replaces_native(desc, profile):
         return None
     fp8.check(desc, profile, span, matmul=False)
