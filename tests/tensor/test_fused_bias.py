@@ -183,3 +183,21 @@ def test_bf16_structured_sparse_group_fuses_a_matrix_bias(tmp_path, ptxas, arch)
         in body
     assert body.count("st.global.f32") == 16 and "tep_e" not in body
     ptxas(r.data.decode(), arch)
+
+
+@pytest.mark.parametrize("fam,form", [("fp8", "loop"), ("fp8", "pipeline"),
+                                      ("sparse", "chain"), ("scaled", "loop")])
+def test_m16n8_group_without_epilogue_is_resident_and_exact(tmp_path, fam, form):
+    """The residency itself (no epilogue): C loaded once, D stored once, and the resident,
+    replayed and unoptimized PTX give the oracle's tile bit for bit."""
+    arch = "sm_121a" if fam == "scaled" else "sm_90a"
+    case = FB.case(fam, form, "none", activation="identity", alpha=False)
+    head, _, _ = case.source.partition("  tensor_epilogue(")
+    case.source = head + "}\n"
+    body = _entry(compile_case(tmp_path, case.source, arch, optimize=True).data.decode())
+    assert f"mtlc.tensor_{form} resident m16n8 group=0" in body
+    assert body.count("ld.global.f32") == 16 and body.count("st.global.f32") == 16
+    got = {mode: run_on_interpreter(tmp_path, case, arch, mode)[0] for mode in MODES}
+    for out in got.values():
+        case.check({"c": out})
+    assert got["fused"].tobytes() == got["replay"].tobytes() == got["plain"].tobytes()
