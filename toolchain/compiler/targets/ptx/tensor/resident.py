@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from .capabilities import select_wmma
 from .common import Mat, mat, operands
 from .frag import lane_ids
-from .mma_sync import SUB_M, SUB_N, Acc, load_c, store_d
+from .mma_sync import SUB_M, SUB_N, load_c, store_d
 from .narrow import claims, native_tile
 from .wmma import load_frag, run_grid_on, store_frag, sub_addrs
 
