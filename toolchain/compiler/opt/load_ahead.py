@@ -220,6 +220,34 @@ def _merge_copies(fn, main) -> object:
     return merged
 
 
+def _rebase(fn, lp, tc, main, block, factor: int) -> None:
+    """Address increments instead of recomputation: copy j's access k becomes copy 0's
+    address + j*A bytes (exact: the main loop's test keeps every copy's induction value
+    below the bound, so no copy's index wraps, and 64-bit address arithmetic is linear),
+    and the group advances the induction variable once. The copies' own index chains are
+    left to dce."""
+    originals = [i for i in lp.blocks[1].instrs if i.op in ("load", "store")]
+    rates, memo = _rates(lp, tc), {}
+    advance = [_advance(m.operands[0], lp, rates, memo) for m in originals]
+    mems = [i for i in block.instrs if i.op in ("load", "store")]
+    if not originals or len(mems) != factor * len(originals):
+        return
+    for n, m in enumerate(mems[len(originals):], len(originals)):
+        j, k = divmod(n, len(originals))
+        if not advance[k]:
+            continue
+        base = mems[k].operands[0]
+        at = Instr("byteadd", base.type, [base, Const(I64, j * advance[k])], {}, [], m.span,
+                   block)
+        block.instrs.insert(block.instrs.index(m), at)
+        m.operands[0] = at
+    iv = main.phis[lp.header.phis.index(tc.iv.phi)]
+    step = Instr("add", iv.type, [iv, Const(iv.type, factor * tc.step)], {}, [],
+                 block.terminator.span, block)
+    block.instrs.insert(len(block.instrs) - 1, step)
+    iv.operands[iv.targets.index(block)] = step
+
+
 def _loads_first(block) -> int:
     """Move every load, with the arithmetic it reads, above the rest (stable order)."""
     body = block.instrs[:-1]
@@ -252,7 +280,9 @@ def run(fn, analyses) -> bool:
             if not width or tc.step % width:
                 continue        # ptxas's own x4 (only subgroup-strided rows were measured)
             main = unroll_runtime(fn, lp, tc, LOAD_FACTOR)
-            loads = _loads_first(_merge_copies(fn, main))
+            group = _merge_copies(fn, main)
+            _rebase(fn, lp, tc, main, group, LOAD_FACTOR)
+            loads = _loads_first(group)
             analyses.remark(span, NAME, f"loop unrolled x{LOAD_FACTOR} with a run-time trip "
                             f"count: the {loads} loads of a group issue first")
             changed = True
@@ -269,7 +299,9 @@ def run(fn, analyses) -> bool:
             both = Instr("and", BOOL, [cbr.operands[0], safe], {}, [], span, main)
             main.instrs.insert(len(main.instrs) - 1, both)
             cbr.operands[0] = both
-        loads = _loads_first(_merge_copies(fn, main))
+        group = _merge_copies(fn, main)
+        _rebase(fn, lp, tc, main, group, STORE_FACTOR)
+        loads = _loads_first(group)
         test = (f"; run-time test: {len(pairs)} store/load pair(s) do not overlap within a "
                 "group, else the original loop runs") if pairs else ""
         analyses.remark(span, NAME, f"loop with stores unrolled x{STORE_FACTOR}: the {loads} "
