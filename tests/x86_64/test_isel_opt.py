@@ -159,3 +159,51 @@ def test_difftest_seed12_a_ptradd_before_a_branch_compiles(tmp_path):
     alloca of `s10`: an internal error at -O)."""
     out = run(build(tmp_path, SEED12, "seed12", ["-O"]))
     assert (out.returncode, out.stdout.split()) == (0, ["0"]), out.stderr
+
+
+EARLY = """
+import "std/io";
+fn fib(n: int64) -> int64 { if (n < 2) { return n; } return fib(n - 1) + fib(n - 2); }
+fn narrow(a: int8, b: int8) -> int8 {
+    if (a < b) { return a * b - 3; }
+    return narrow(a - 7, b) + 1;
+}
+fn wide(a: uint16, b: uint32) -> uint32 {
+    if (b == 0) { return b; }
+    return wide(a, b - 1) + (uint32)a;
+}
+fn fourth(a: int64, b: int64, c: int64, d: int64) -> int64 {
+    if (d == 3) { return d + a; }
+    return fourth(a, b, c, d - 1) * 2 + b - c;
+}
+fn sel(a: int64, b: int64) -> bool {
+    if (a > b) { return a - b > 10; }
+    return sel(a + 5, b);
+}
+fn main() -> int32 {
+    println_int(fib(20));
+    println_int((int64)narrow(100, -20));
+    println_int((int64)narrow(-128, 127));
+    println_int((int64)wide(65535, 70));
+    println_int(fourth(1, 2, 3, 9));
+    println_int((int64)sel(-30, 4));
+    println_int((int64)sel(3, 4));
+    return 0;
+}
+"""
+
+
+def test_an_early_exit_runs_before_the_prologue(tmp_path):
+    """fib's base case compares and returns on the argument register, before any frame; a
+    parameter arriving in a scratch register (rcx: `fourth`'s d) keeps the normal entry; the
+    programs print what -O0 prints."""
+    code, _, fn = _select(tmp_path, EARLY, "fib")
+    first = code.get(fn.symbol) or code["prologue"]
+    assert [mn for mn, _ in first[:2]] == ["cmp", "jge"] and ("ret", ()) in first, first
+    assert "push" not in [mn for mn, _ in first]       # the frame comes after (.Lslow)
+    code, _, fn = _select(tmp_path, EARLY, "fourth")
+    assert (code.get(fn.symbol) or code["prologue"])[0][0] == "push"
+    plain = run(build(tmp_path, EARLY, "early0"))
+    opt = run(build(tmp_path, EARLY, "early1", ["-O"]))
+    assert opt.returncode == plain.returncode == 0
+    assert opt.stdout == plain.stdout and len(opt.stdout.split()) == 7

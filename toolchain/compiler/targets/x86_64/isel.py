@@ -32,6 +32,7 @@ from ..common.isel_blocks import BlockMixin
 from . import abi_sysv
 from .isel_arith import _INVERSE_CC, ArithMixin
 from .isel_call import CallMixin, reserve_call_space
+from .isel_fastpath import FastPathMixin
 from .isel_mem import MemMixin, folds_into_access
 from .isel_values import ValueMixin, ice
 from .operands import Imm, Mem, Sym
@@ -55,7 +56,7 @@ def calls_out(ins) -> bool:
                                      if getattr(o, "type", None) is not None)
 
 
-class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
+class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin, FastPathMixin):
     ice = staticmethod(ice)
 
     def __init__(self, asm, module, cstring, abi=abi_sysv, allocate: bool = False) -> None:
@@ -82,6 +83,7 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
         self.asm.align(16)
         public = fn.linkage == "export" or fn.name == "main"
         self.asm.function(fn.symbol, local=not public)
+        self.fast_exit(fn, lay)
         self._prologue(fn, lay)
         self.emit_blocks(fn)
         self.asm.end_symbol(fn.symbol)
