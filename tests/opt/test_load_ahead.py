@@ -247,3 +247,18 @@ def test_ptx_issues_a_groups_loads_before_its_stores(tmp_path, ptxas):
            "overlap within a group, else the original loop runs" in out.explain.splitlines()
     assert "norm: line 8: load-ahead: loop unrolled x8 with a run-time trip count: the 8 " \
            "loads of a group issue first" in out.explain.splitlines()
+
+
+def test_a_generic_store_beside_a_global_load_is_left_rolled():
+    """A generic pointer may hold a workgroup address, whose distance to a global one
+    means nothing: no test can be formed, so the loop stays as it is."""
+    text = TEMPLATE.format(step=32, body="""\
+  %px = ptradd ptr<i32, global> %g, %w
+  %v = load i32 %px
+  %py = ptradd ptr<i32> %y, %w
+  store %py, %v""").replace("(%x: ptr<i32>,", "(%g: ptr<i32, global>, %x: ptr<i32>,")
+    m = parse_module(text)
+    fn = m.functions["f"]
+    assert not optimize(m, fn)
+    assert "load-ahead: loop with stores left rolled: a store and a load in different " \
+           "address spaces may alias" in m.remarks.format()

@@ -111,6 +111,11 @@ def _may_alias(p, q) -> bool:
     return sp == sq or sp not in _SPECIFIC or sq not in _SPECIFIC
 
 
+# A distance between addresses means something only within one address space (a generic
+# address of workgroup memory is not its workgroup address).
+_MIXED = "a store and a load in different address spaces may alias"
+
+
 def _pairs(lp, tc):
     """The (store, load, kmin) pairs to test, the common advance A, or a refusal reason."""
     body = lp.blocks[1].instrs
@@ -132,6 +137,8 @@ def _pairs(lp, tc):
     for s in (i for i in mems if i.op == "store"):
         for ld in (i for i in mems if i.op == "load"):
             if _may_alias(s.operands[0], ld.operands[0]):
+                if s.operands[0].type.space != ld.operands[0].type.space:
+                    return None, 0, _MIXED
                 kmin = 0 if order.get(id(s), -1) < order.get(id(ld), -1) else 1
                 pairs.append((s, ld, kmin))
     return pairs, advance, ""
