@@ -5,8 +5,9 @@ common/frame.py plan), each instruction loads operands into scratch registers, c
 stores. Frame: `stp x29, x30, [sp, #-16]!; mov x29, sp; sub sp, sp, #size`; slots lie below
 x29, the outgoing argument area at [sp, #0...]; sp stays 16-byte aligned and fixed until the
 epilogue (`mov sp, x29; ldp x29, x30, [sp], #16; ret`). A `br`/`cbr` to the next block
-falls through. Under -O, regalloc.py keeps the hottest scalar values in x19..x28 instead
-of their slots (`put`/`load_bits` see to it); the prologue saves the registers used.
+falls through. Under -O, regalloc.py keeps the hottest scalar values in x19..x28 (or x14/
+x15 when live across no call) instead of their slots (`put`/`load_bits` see to it); the
+prologue saves the callee-saved registers used.
 """
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ from .regs import FP, LR, SP, X
 
 MAX_FRAME = 1 << 24
 ALLOCATABLE = tuple(X[19:29])   # callee-saved, never selector scratch (regalloc.py)
+# Caller-saved and never touched by the selector except through calls (memcpy/memset
+# included): values live across no call may use them.
+VOLATILE = (X[14], X[15])
 
 
 class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
@@ -40,7 +44,7 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
         self.frame = plan(fn, reserve_call_space)
         if self.frame.size >= MAX_FRAME:
             raise ice(f"the frame of '{fn.name}' ({self.frame.size} bytes) exceeds 16 MiB")
-        self.regs = regalloc.allocate(fn, ALLOCATABLE) if self.allocate else {}
+        self.regs = self._allocate(fn) if self.allocate else {}
         self.saved = [(r, self.frame.alloc(8)) for r in ALLOCATABLE if r in self.regs.values()]
         lay = layout([p.type for p in fn.params], fn.ret)
         if lay.ret == "memory":
@@ -53,6 +57,14 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin):
         self._prologue(fn, lay)
         self.emit_blocks(fn)
         self.asm.end_symbol(fn.symbol)
+
+    def _allocate(self, fn: Function) -> dict:
+        entry = ()
+        if any(p.type.is_aggregate for p in fn.params) or \
+                any(size > 256 for _, size in self.frame.zeroed):
+            entry = VOLATILE                        # memcpy/memset in the prologue
+        return regalloc.allocate(fn, ALLOCATABLE, volatile=VOLATILE,
+                                 clobbers=regalloc.calls_out, entry_clobbers=entry)
 
     def _prologue(self, fn: Function, lay) -> None:
         e = self.asm.emit

@@ -242,6 +242,15 @@ def groups(fn: Function):
     return out, g.range, values
 
 
+def calls_out(ins) -> bool:
+    """Whether a slot-per-value selector may call while selecting `ins` (or set up call
+    arguments): calls, launches, and anything moving aggregate bytes (a big copy calls
+    memcpy). The usual `clobbers` predicate for `allocate`."""
+    return ins.op in ("call", "call_indirect", "gpu.launch", "memcpy") or \
+        ins.type.is_aggregate or any(o.type.is_aggregate for o in ins.operands
+                                     if getattr(o, "type", None) is not None)
+
+
 def _clobber_points(fn: Function, clobbers) -> list[int]:
     pts, k = [], 0
     for block in fn.blocks:

@@ -48,13 +48,6 @@ VOLATILE = (R8, R9, R10, RSI, RDI)
 XMM_ALLOCATABLE = tuple(XMMS[8:16])   # SysV: all xmm are caller-saved; xmm0/1 are scratch
 
 
-def calls_out(ins) -> bool:
-    """Whether the selection of `ins` may call (or set up arguments in r8/r9/xmm0-7):
-    calls, launches, and anything moving aggregate bytes (a big copy calls memcpy)."""
-    return ins.op in ("call", "call_indirect", "gpu.launch", "memcpy") or \
-        ins.type.is_aggregate or any(o.type.is_aggregate for o in ins.operands
-                                     if getattr(o, "type", None) is not None)
-
 
 class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin, FastPathMixin):
     ice = staticmethod(ice)
@@ -96,7 +89,7 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin, 
             entry |= set(VOLATILE) | set(XMM_ALLOCATABLE)   # memcpy/memset in the prologue
         floats = XMM_ALLOCATABLE if abi.NAME == "sysv" else ()   # Win64: xmm6-15 are saved
         return regalloc.allocate(fn, ALLOCATABLE, volatile=VOLATILE, float_registers=floats,
-                                 clobbers=calls_out, entry_clobbers=entry)
+                                 clobbers=regalloc.calls_out, entry_clobbers=entry)
 
     def _folded(self, fn: Function) -> set[int]:
         """ids of the ptradds that become the next load/store's address (isel_mem)."""
