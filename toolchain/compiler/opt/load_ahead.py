@@ -90,7 +90,7 @@ def _advance(v, lp, rates, memo) -> int | None:
         if a is not None and b is not None:
             r = a + b if v.op == "add" else a - b
     elif v.op in ("mul", "shl") and v.type.is_int and v.type.bits == 64 \
-            and isinstance(ops[1], Const):
+            and isinstance(ops[1], Const) and (v.op == "mul" or 0 <= ops[1].value < 32):
         a = _advance(ops[0], lp, rates, memo)
         if a is not None:
             r = a * ops[1].value if v.op == "mul" else a << ops[1].value
@@ -130,8 +130,8 @@ def _pairs(lp, tc):
             advance = a
         elif a != advance:
             return None, 0, "the loads and stores do not advance by the same bytes per iteration"
-    if advance is None or advance <= 0:
-        return None, 0, "the addresses do not advance upwards"
+    if advance is None or not 0 < advance < 1 << 24:
+        return None, 0, "the addresses do not advance upwards by less than 16 MiB"
     pairs = []
     order = {id(i): k for k, i in enumerate(body)}
     for s in (i for i in mems if i.op == "store"):
