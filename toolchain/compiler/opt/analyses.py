@@ -98,10 +98,12 @@ class Analyses:
             self.invalidate("all")
             self.cfg_changed = False
         loops = self._cache.get("loops")
-        if loops is not None:                  # a kept loop nest forgets its trip counts
+        if loops is not None and loops.loops:  # a kept loop nest forgets its trip counts
             loops.forget_facts()
-        self._fixpoints &= self._kept
-        self._kept = set()
+        if self._fixpoints:
+            self._fixpoints &= self._kept
+        if self._kept:
+            self._kept = set()
 
     # Fixpoints (compile time): a pass that iterates until it finds nothing to do says so;
     # it is skipped until a pass changes the function, unless that pass's edits cannot give

@@ -28,12 +28,14 @@ def clone_blocks(fn, blocks: list[Block], vmap: dict, suffix: str,
     pending: list[Instr] = []
     for b in blocks:
         nb = bmap[b]
+        out = nb.instrs
         for ins in b.instrs:
-            if ins in skip:
+            if skip and ins in skip:
                 continue
-            c = Instr(ins.op, ins.type, list(ins.operands), dict(ins.attrs),
-                      [bmap.get(t, t) for t in ins.targets], ins.span, nb)
-            nb.instrs.append(c)
+            attrs, targets = ins.attrs, ins.targets
+            c = Instr(ins.op, ins.type, list(ins.operands), attrs.copy() if attrs else {},
+                      [bmap.get(t, t) for t in targets] if targets else [], ins.span, nb)
+            out.append(c)
             vmap[ins] = c
             pending.append(c)
     get = vmap.get

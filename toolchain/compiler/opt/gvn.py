@@ -64,10 +64,21 @@ _EQ_NE = frozenset(("eq", "ne"))
 def key(ins: Instr, tnum=None):
     """The value number of a pure instruction. Types are numbered only where the operands
     do not already fix them (type hashing is the expensive part of a key)."""
+    operands = ins.operands
+    if len(operands) == 2 and not ins.attrs:       # the common shape, keyed directly: the
+        a, b = operands                             # same tuple as the general path below
+        if a.__class__ is not Const and b.__class__ is not Const:
+            op = ins.op
+            if op in _POINTER_ARITH:
+                return (op, None, (a, b), None)
+            if op in _SAME_TYPE:
+                if (op in _COMMUTATIVE or (op in _MINMAX and ins.type.is_int)) and \
+                        id(b) < id(a):
+                    return (op, None, (b, a), None)
+                return (op, None, (a, b), None)
     tnum = tnum or _type_numbers()
     has_value = False
     ops = []
-    operands = ins.operands
     for o in operands:
         if o.__class__ is Const:
             v = o.value

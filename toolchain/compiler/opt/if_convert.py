@@ -85,6 +85,7 @@ def run(fn, analyses) -> bool:
     while progress:                     # a conversion can expose an outer one: repeat
         progress = False
         for b in list(fn.blocks):
-            if b in preds and _try(fn, b, preds, analyses):
+            ins = b.instrs                  # only a block ending in cbr can be a head
+            if ins and ins[-1].op == "cbr" and b in preds and _try(fn, b, preds, analyses):
                 progress = changed = True
     return changed

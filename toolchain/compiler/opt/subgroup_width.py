@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..ir.module import Block, Const, Function, Instr
 from ..ir.types import BOOL, U32, VOID
 from .clone import clone_blocks
-from .edit import fresh_block_name
+from .edit import fresh_block_name, has_op
 
 NAME = "subgroup-width"
 _STATIC = ("alloca", "gpu.alloc")
@@ -109,8 +109,7 @@ def run(fn, analyses) -> bool:
     width = analyses.target.subgroup_width
     if not width or not analyses.gpu or analyses.module is None:
         return False
-    if fn.attrs.get("subgroup_versioned") or \
-            not any(i.op == "subgroup.size" for i in fn.instructions()):
+    if fn.attrs.get("subgroup_versioned") or not has_op(fn, "subgroup.size"):
         return False
     if fn not in _partial_reach(analyses.module, width):
         n = _fold(fn.blocks, width)
