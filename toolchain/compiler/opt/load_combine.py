@@ -19,7 +19,7 @@ scalars. Remark: `load-combine: 4 loads combined into one 16-byte vector load`.
 """
 from __future__ import annotations
 
-from ..ir.module import Const, Instr, Undef, replace_all_uses_with
+from ..ir.module import Const, Instr, Undef
 from ..ir.ops import OPS
 from ..ir.types import I64, PtrType, VectorType
 
@@ -29,14 +29,27 @@ NAME = "load-combine"
 def run(fn, analyses) -> bool:
     if not analyses.gpu:
         return False
-    if not any(i.op in ("load", "store") for b in fn.blocks for i in b.instrs):
-        return False
     facts = analyses.get("pointers")
+    replace: dict = {}                   # combined load -> its vec.extract
     changed = False
     for b in fn.blocks:
-        for kind in ("load", "store"):
-            while _combine_one(b, kind, facts, analyses):
-                changed = True
+        found: dict = {"load": [], "store": []}
+        for ins in b.instrs:
+            if ins.op in found:
+                acc = _access(ins, ins.op)
+                if acc is not None:
+                    found[ins.op].append((ins, acc))
+        for kind, accesses in found.items():
+            if len(accesses) > 1:
+                changed |= _combine_block(b, kind, accesses, facts, analyses, replace)
+    if replace:
+        for b in fn.blocks:
+            for ins in b.instrs:
+                ops = ins.operands
+                for i, o in enumerate(ops):
+                    r = replace.get(o)
+                    if r is not None:
+                        ops[i] = r
     return changed
 
 
@@ -53,39 +66,66 @@ def _access(ins, kind):
     return (p, t) if _elem_ok(t) and isinstance(p.type, PtrType) else None
 
 
-def _combine_one(b, kind, facts, analyses) -> bool:
+def _candidates(b, kind, accesses, facts, pos) -> list:
+    """Runs of members to combine, each member in at most one run; store runs never
+    overlap (each is checked against the block as it stands, its span untouched by the
+    others)."""
     groups: dict = {}
-    for pos, ins in enumerate(b.instrs):
-        acc = _access(ins, kind)
-        if acc is None:
-            continue
-        p, t = acc
+    for ins, (p, t) in accesses:
         base, terms, off = facts.parts(p)
-        groups.setdefault((base, terms, t, p.type.space), {}).setdefault(off, (pos, ins))
+        groups.setdefault((base, terms, t, p.type.space), {}).setdefault(off, ins)
+    out: list = []
+    taken: set = set()
+    spans: list = []
     for (_, _, t, _), by_off in groups.items():
-        if len(by_off) < 2:
-            continue
+        if len(by_off) < 2 or facts.run_align(next(iter(by_off.values())).operands[0]) < 8:
+            continue                     # no run of this base can be shown aligned
         for n in ((4, 2) if t.size == 4 else (2,)):
             for o in sorted(by_off):
-                run_ = [by_off.get(o + k * t.size) for k in range(n)]
-                if None in run_:
+                members = [by_off.get(o + k * t.size) for k in range(n)]
+                if None in members or taken.intersection(members):
                     continue
-                members = [ins for _, ins in run_]
                 if facts.align(members[0].operands[0]) < n * t.size:
                     continue
-                if not _movable(b, members, kind, facts):
+                span = (min(pos[m] for m in members), max(pos[m] for m in members))
+                if kind == "store" and any(a <= span[1] and span[0] <= z for a, z in spans):
                     continue
-                _rewrite(b, members, kind, t, n, facts)
-                analyses.remark(members[0].span or b.function.span, NAME,
-                                f"{n} {kind}s combined into one {n * t.size}-byte vector "
-                                f"{kind}")
-                return True
-    return False
+                if not _movable(b, members, kind, facts, pos):
+                    continue
+                out.append((members, t, n))
+                taken.update(members)
+                spans.append(span)
+    return out
 
 
-def _movable(b, members, kind, facts) -> bool:
-    """Whether the group may run as one access at its earliest load (latest store)."""
+def _combine_block(b, kind, accesses, facts, analyses, replace) -> bool:
     pos = {ins: i for i, ins in enumerate(b.instrs)}
+    runs = _candidates(b, kind, accesses, facts, pos)
+    if not runs:
+        return False
+    before: dict = {}                    # anchor -> instructions placed before it
+    gone: set = set()
+    for members, t, n in runs:
+        anchor, new = _rewrite(members, kind, t, n, facts, pos, replace)
+        before[anchor] = new
+        gone.update(members)
+        analyses.remark(members[0].span or b.function.span, NAME,
+                        f"{n} {kind}s combined into one {n * t.size}-byte vector {kind}")
+    out = []
+    for ins in b.instrs:
+        for new in before.get(ins, ()):
+            new.block = b
+            out.append(new)
+        if ins in gone:
+            ins.block = None
+        else:
+            out.append(ins)
+    b.instrs = out
+    return True
+
+
+def _movable(b, members, kind, facts, pos) -> bool:
+    """Whether the group may run as one access at its earliest load (latest store)."""
     first = min(pos[m] for m in members)
     last = max(pos[m] for m in members)
     mine = set(members)
@@ -116,45 +156,41 @@ def _size(m, kind) -> int:
     return (m.type if kind == "load" else m.operands[1].type).size
 
 
-def _vector_pointer(b, at: int, members, facts, vt, anchor) -> tuple[Instr, int]:
-    """Instructions computing the vector's address before index `at`, from `anchor`
-    (a member defined before that point); returns (pointer, instructions added)."""
+def _vector_pointer(members, facts, vt, anchor) -> list:
+    """Instructions computing the vector's address from `anchor` (a member whose pointer
+    is defined before the combined access): [optional byteadd, bitcast]."""
     p0 = members[0].operands[0]
     p = anchor.operands[0]
-    added = 0
+    out = []
     delta = facts.parts(p0)[2] - facts.parts(p)[2]
     if delta:
-        p = b.insert(at, Instr("byteadd", p.type, [p, Const(I64, delta)], {}, [],
-                               members[0].span))
-        added += 1
-    vp = b.insert(at + added, Instr("bitcast", PtrType(vt, p.type.space), [p], {}, [],
-                                    members[0].span))
-    return vp, added + 1
+        p = Instr("byteadd", p.type, [p, Const(I64, delta)], {}, [], members[0].span)
+        out.append(p)
+    out.append(Instr("bitcast", PtrType(vt, p.type.space), [p], {}, [], members[0].span))
+    return out
 
 
-def _rewrite(b, members, kind, t, n, facts) -> None:
+def _rewrite(members, kind, t, n, facts, pos, replace) -> tuple:
+    """(anchor, the instructions replacing the group before it); loads record their
+    extracts in `replace`."""
     vt = VectorType(t, n)
-    pos = {ins: i for i, ins in enumerate(b.instrs)}
+    span = members[0].span
     if kind == "load":
-        earliest = min(members, key=pos.__getitem__)
-        at = pos[earliest]
-        vp, k = _vector_pointer(b, at, members, facts, vt, earliest)
-        vec = b.insert(at + k, Instr("load", vt, [vp], {}, [], members[0].span))
+        anchor = min(members, key=pos.__getitem__)
+        new = _vector_pointer(members, facts, vt, anchor)
+        vec = Instr("load", vt, [new[-1]], {}, [], span)
+        new.append(vec)
         for i, m in enumerate(members):
-            ext = b.insert(at + k + 1 + i, Instr("vec.extract", t, [vec], {"index": i}, [],
-                                                 m.span))
-            replace_all_uses_with(b.function, m, ext)
-        for m in members:
-            m.erase()
-        return
-    latest = max(members, key=pos.__getitem__)
-    at = pos[latest]
-    vp, k = _vector_pointer(b, at, members, facts, vt, latest)
+            ext = Instr("vec.extract", t, [vec], {"index": i}, [], m.span)
+            new.append(ext)
+            replace[m] = ext
+        return anchor, new
+    anchor = max(members, key=pos.__getitem__)
+    new = _vector_pointer(members, facts, vt, anchor)
+    vp = new[-1]
     value = Undef(vt)
     for i, m in enumerate(members):
-        value = b.insert(at + k + i, Instr("vec.insert", vt, [value, m.operands[1]],
-                                           {"index": i}, [], m.span))
-    b.insert(at + k + n, Instr("store", members[0].type, [vp, value], {}, [],
-                               members[0].span))
-    for m in members:
-        m.erase()
+        value = Instr("vec.insert", vt, [value, m.operands[1]], {"index": i}, [], m.span)
+        new.append(value)
+    new.append(Instr("store", anchor.type, [vp, value], {}, [], span))
+    return anchor, new

@@ -97,11 +97,17 @@ class PointerFacts:
 
     # ---- alignment -------------------------------------------------------------------
     def align(self, p) -> int:
-        base, terms, offset = self.parts(p)
-        a = min(self._base_align(base), low_bit(offset))
+        a = min(self.run_align(p), low_bit(self.parts(p)[2]))
+        return max(a, _natural(p))
+
+    def run_align(self, p) -> int:
+        """The alignment of p's base plus dynamic part, before its constant offset: the
+        most any address of the same base and dynamic part can be shown to have."""
+        base, terms, _ = self.parts(p)
+        a = self._base_align(base)
         for value, scale in terms:
             a = min(a, low_bit(scale) * self.multiple(value))
-        return max(a, _natural(p))
+        return a
 
     def _base_align(self, base) -> int:
         if isinstance(base, Instr) and base.op == "gpu.alloc":
