@@ -60,34 +60,35 @@ class ArithMixin:
                 raise ice(f"{ins.op} on {ins.type}")
             self.store_fp(ins, fa)
             return
-        self.load_bits(a, A)
         op, signed = ins.op, _signed(ins.type)
+        dst = self.home(ins, A)          # operands are read before dst is written
+        na = self.gp(a, A)
         imm = add_imm(b)
         if imm is not None and op in ("add", "sub"):   # a small constant is an immediate
             if imm < 0:
                 op, imm = ("sub" if op == "add" else "add"), -imm
-            e(op, A, A, Imm(imm))
-            self.store_bits(ins, A)
+            e(op, dst, na, Imm(imm))
+            self.store_bits(ins, dst)
             return
-        self.load_bits(b, B)
+        nb = self.gp(b, B)
         if op in _INT_OPS:
-            e(_INT_OPS[op], A, A, B)
+            e(_INT_OPS[op], dst, na, nb)
         elif op == "div":
-            e("sdiv" if signed else "udiv", A, A, B)
+            e("sdiv" if signed else "udiv", dst, na, nb)
         elif op == "rem":
-            e("sdiv" if signed else "udiv", C, A, B)
-            e("msub", A, C, B, A)
+            e("sdiv" if signed else "udiv", C, na, nb)
+            e("msub", dst, C, nb, na)
         elif op in ("shl", "shr"):
             self.mov_imm(C, ins.type.bits - 1)
-            e("and", B, B, C)
-            e("lsl" if op == "shl" else "asr" if signed else "lsr", A, A, B)
+            e("and", B, nb, C)
+            e("lsl" if op == "shl" else "asr" if signed else "lsr", dst, na, B)
         elif op in ("min", "max"):
             cc = ("lt" if op == "min" else "gt") if signed else ("lo" if op == "min" else "hi")
-            e("cmp", A, B)
-            e("csel", A, A, B, cc)
+            e("cmp", na, nb)
+            e("csel", dst, na, nb, cc)
         else:
             raise ice(f"unknown binary op {op}")
-        self.store_bits(ins, A)
+        self.store_bits(ins, dst)
 
     def op_neg(self, ins) -> None:
         e = self.asm.emit
@@ -120,13 +121,12 @@ class ArithMixin:
             e("fcmp", fa, fb)
             cc = _FLOAT_CC[pred]
         else:
-            self.load_bits(a, A)
+            na = self.gp(a, A)
             imm = add_imm(b)
             if imm is not None and imm >= 0:
-                e("cmp", A, Imm(imm))
+                e("cmp", na, Imm(imm))
             else:
-                self.load_bits(b, B)
-                e("cmp", A, B)
+                e("cmp", na, self.gp(b, B))
             cc = (_SIGNED_CC if _signed(a.type) else _UNSIGNED_CC)[pred]
         if self.fuses_with_branch(ins):   # the next cbr branches on the flags instead
             self.flags = (ins, cc)
@@ -185,9 +185,11 @@ class ArithMixin:
             self.store_fp(ins, ft)
         elif frm.is_float:
             self._float_to_int(ins, src, to)
-        else:
-            self.load_bits(src, A)
-            self.store_bits(ins, A)
+        else:   # int/bool -> int: re-extending the canonical operand is the conversion
+            dst, reg = self.home(ins, A), self.gp(src, A)
+            if dst != reg:
+                e("mov", dst, reg)
+            self.store_bits(ins, dst)
 
     def _float_to_int(self, ins, src, to) -> None:
         e = self.asm.emit

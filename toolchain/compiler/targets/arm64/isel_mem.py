@@ -15,13 +15,14 @@ class MemMixin:
 
     def op_load(self, ins) -> None:
         p = ins.operands[0]
-        self.load_bits(p, B)
         if ins.type.is_aggregate:
+            self.load_bits(p, B)
             self.copy(FP, self.off(ins), B, 0, ins.type.size)
             return
         t = ins.type
-        self.load_mem(A, B, 0, t.size, isinstance(t, IntType) and t.signed)
-        self.put(ins, A)
+        base, dst = self.gp(p, B), self.home(ins, A)
+        self.load_mem(dst, base, 0, t.size, isinstance(t, IntType) and t.signed)
+        self.put(ins, dst)
 
     def op_store(self, ins) -> None:
         p, v = ins.operands
@@ -32,20 +33,20 @@ class MemMixin:
             else:
                 self.copy(X[12], 0, FP, self.off(v), v.type.size)
             return
-        self.load_bits(p, B)
-        self.load_bits(v, A)
-        self.store_mem(A, B, 0, v.type.size)
+        base = self.gp(p, B)
+        self.store_mem(self.gp(v, A), base, 0, v.type.size)
 
     def op_ptradd(self, ins) -> None:
         p, idx = ins.operands
         size = max(p.type.pointee.size, 1)  # pointer-to-void steps bytes, as in GNU C
-        self.load_bits(p, A)
-        self.load_bits(idx, B)
+        na, nb = self.gp(p, A), self.gp(idx, B)
         if size != 1:
             self.mov_imm(C, size)
-            self.asm.emit("mul", B, B, C)
-        self.asm.emit("add", A, A, B)
-        self.store_bits(ins, A, raw=True)
+            self.asm.emit("mul", B, nb, C)
+            nb = B
+        dst = self.home(ins, A)
+        self.asm.emit("add", dst, na, nb)
+        self.put(ins, dst)
 
     def op_byteadd(self, ins) -> None:
         p, off = ins.operands
@@ -70,8 +71,7 @@ class MemMixin:
         if loc.type.is_aggregate:
             self.copy(FP, self.off(ins), FP, self.off(loc), loc.type.size)
             return
-        self.load_bits(loc, A)
-        self.put(ins, A)
+        self.put(ins, self.gp(loc, A))
 
     def op_local_set(self, ins) -> None:
         loc, v = ins.operands
@@ -81,8 +81,7 @@ class MemMixin:
             else:
                 self.copy(FP, self.off(loc), FP, self.off(v), loc.type.size)
             return
-        self.load_bits(v, A)
-        self.put(loc, A)
+        self.put(loc, self.gp(v, A))
 
     def op_memcpy(self, ins) -> None:
         dst, src = ins.operands

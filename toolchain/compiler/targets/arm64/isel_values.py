@@ -166,10 +166,24 @@ class ValueMixin:
         elif isinstance(t, FloatType) and t.bits == 32:
             e("mov", w(reg), w(reg))
 
+    def gp(self, v, scratch: Reg) -> Reg:
+        """The register holding scalar `v`'s canonical bits: its own under -O, else
+        `scratch` after loading it there."""
+        reg = self.regs.get(id(v))
+        if reg is not None and isinstance(v, (Param, Instr, Local)) and not is_alloca(v):
+            return reg
+        self.load_bits(v, scratch)
+        return scratch
+
+    def home(self, v, scratch: Reg) -> Reg:
+        """Where to compute `v`'s result: its register under -O, else `scratch`."""
+        return self.regs.get(id(v)) or scratch
+
     def put(self, v, reg: Reg) -> None:
         """Write 64-bit `reg` (already canonical) to scalar `v`'s register or slot."""
         if id(v) in self.regs:
-            self.asm.emit("mov", self.regs[id(v)], reg)
+            if self.regs[id(v)] != reg:
+                self.asm.emit("mov", self.regs[id(v)], reg)
         else:
             self.store_mem(reg, FP, self.off(v), 8)
         self._just_stored = (id(v), reg, self.asm.offset, len(self.asm.labels))
