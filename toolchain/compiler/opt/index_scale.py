@@ -6,8 +6,10 @@ value) step over
 elements of the same size (> 1 byte), the multiply becomes one IR value,
 `%o = mul i64 %i, size`, placed in the nearest block dominating all of them (before the
 first of them there), and each `ptradd p, %i` becomes `byteadd p, %o`. This is the address
-CSE the PTX backend used to do privately per block; as a pass every target and `--dump-ir`
-see it, and it reaches across blocks (the dominator tree, not one block).
+CSE the PTX backend used to do privately per block; as a pass both GPU targets and
+`--dump-ir` see it, and it reaches across blocks (the dominator tree, not one block). Host
+code is left alone: x86-64 and arm64 fold the scale into their addressing mode
+(`[base + index*scale]`), so one shared multiply would only add instructions there.
 
 A lone `ptradd` stays as it is (nothing to share; backends fold its scale into their
 addressing: PTX `mul.wide`, x86-64 `imul`). Runs late, after the passes that recognise
@@ -23,6 +25,8 @@ NAME = "index-scale"
 
 
 def run(fn, analyses) -> bool:
+    if not analyses.gpu:
+        return False                     # host: [base + index*scale] folds the multiply
     groups: dict = {}
     for b in fn.blocks:
         for ins in b.instrs:
