@@ -1,8 +1,8 @@
 """A `mettle --emit-ptx` compile loads only what it uses (issue 14: fast start-up).
 
 Behavioural, not timed (bench/compile_speed.py times it): each case compiles in a fresh
-interpreter and lists the modules that importing the CLI and compiling added to
-`sys.modules` (whatever the interpreter loaded before, e.g. through site, is not counted).
+interpreter without `site` (a site-packages `.pth` file may import anything) and lists the
+modules that importing the CLI and compiling added to `sys.modules`.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ SLOW_STDLIB = ("dataclasses", "inspect", "typing", "pathlib", "platform", "impor
 
 def compile_imports(tmp_path: Path, *flags: str, source: Path = TYPICAL) -> list[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-c", PROBE, *flags, str(source), "-o",
+    proc = subprocess.run([sys.executable, "-S", "-c", PROBE, *flags, str(source), "-o",
                            str(tmp_path / "out.ptx")], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -28,15 +28,45 @@ from __future__ import annotations
 from _sha1 import sha1   # hashlib.sha1's digest without loading OpenSSL (~3 ms a compile)
 import os
 from ...records import dataclass, field
-from pathlib import Path
 
 from . import ast as A
 from ..diagnostics import CompileError, Diagnostic, DiagnosticBag, Span
 from .parser import parse_source
 
 TARGET_OS = "linux"
-REPO_STD = Path(__file__).resolve().parents[3] / "std"
-PACKAGED_STD = Path(__file__).resolve().parents[2] / "std"   # `pip install .` puts it here
+
+
+# Paths are strings spelled as pathlib spells them (display names in diagnostics and spans
+# come from them): `pathlib` itself costs every compile ~5 ms of imports (urllib.parse,
+# ipaddress, fnmatch, ntpath). Off POSIX, pathlib does the spelling.
+def _clean(path: str) -> str:
+    """str(PurePath(path)): no empty or `.` components, no trailing slash, "" -> "."."""
+    if os.sep != "/":
+        from pathlib import PurePath
+        return str(PurePath(path))
+    root = "//" if path[:2] == "//" and path[2:3] != "/" else "/" if path[:1] == "/" else ""
+    return root + "/".join(p for p in path.split("/") if p and p != ".") or "."
+
+
+def _join(base: str, rel: str) -> str:
+    """str(Path(base) / rel)."""
+    return _clean(rel if os.path.isabs(rel) else os.path.join(base, rel))
+
+
+def _parent(path: str) -> str:
+    """str(Path(path).parent) of a clean path."""
+    return _clean(os.path.dirname(path))
+
+
+def _has_suffix(path: str) -> bool:
+    """Path(path).suffix != "": the last component has a dot, not first or last."""
+    name = os.path.basename(_clean(path))
+    return 0 < name.rfind(".") < len(name) - 1
+
+
+_HERE = os.path.dirname(os.path.realpath(__file__))                   # .../frontend
+REPO_STD = _join(os.path.dirname(os.path.dirname(os.path.dirname(_HERE))), "std")
+PACKAGED_STD = _join(os.path.dirname(os.path.dirname(_HERE)), "std")   # `pip install .`
 
 
 @dataclass
@@ -69,62 +99,69 @@ class Program:
         return self.modules[-1]
 
 
-def stdlib_root(explicit: str | os.PathLike | None, cwd: Path) -> Path:
+def stdlib_root(explicit: str | os.PathLike | None, cwd: str) -> str:
     if explicit is not None:
-        return Path(explicit)
-    if REPO_STD.is_dir():
+        return _clean(os.fspath(explicit))
+    if os.path.isdir(REPO_STD):
         return REPO_STD
-    if PACKAGED_STD.is_dir():
+    if os.path.isdir(PACKAGED_STD):
         return PACKAGED_STD
-    return cwd / "stdlib"
+    return _join(cwd, "stdlib")
 
 
 def _with_ext(spec: str) -> str:
-    return spec if Path(spec).suffix else spec + ".mettle"
+    return spec if _has_suffix(spec) else spec + ".mettle"
 
 
-def _deps_roots(importer_dir: Path) -> list[tuple[str, Path]]:
+def _deps_roots(importer_dir: str) -> list[tuple[str, str]]:
     """(name, dir) pairs from mettle.deps files, nearest directory first."""
     roots = []
-    for d in [importer_dir, *importer_dir.parents]:
-        deps = d / "mettle.deps"
-        if not deps.is_file():
-            continue
-        try:
-            lines = deps.read_text("utf-8", "replace").splitlines()
-        except OSError:
-            continue
-        for line in lines:
+    d = importer_dir
+    while True:
+        deps = _join(d, "mettle.deps")
+        lines = None
+        if os.path.isfile(deps):
+            try:
+                with open(deps, encoding="utf-8", errors="replace") as f:
+                    lines = f.read().splitlines()
+            except OSError:
+                pass
+        for line in lines or ():
             name, eq, target = line.partition("=")
             if eq and name.strip() and not line.lstrip().startswith("#"):
-                roots.append((name.strip(), d / target.strip()))
-    return roots
+                roots.append((name.strip(), _join(d, target.strip())))
+        up = _parent(d)
+        if up == d:
+            return roots
+        d = up
 
 
-def candidates(spec: str, importer: Path, include_dirs, std_root: Path, cwd: Path,
-               target_os: str = TARGET_OS) -> list[Path]:
+def candidates(spec: str, importer: str, include_dirs, std_root: str, cwd: str,
+               target_os: str = TARGET_OS) -> list[str]:
     """Every path tried for `spec`, in lookup order (the first existing file wins)."""
     rel = _with_ext(spec)
-    if Path(spec).is_absolute():
-        return [Path(rel)]
-    out: list[Path] = []
+    if os.path.isabs(spec):
+        return [_clean(rel)]
+    out: list[str] = []
     if spec.startswith("std/"):
         rest = spec[4:]
-        if not Path(spec).suffix:
-            out.append(std_root / f"{rest}.{target_os}.mettle")
-        out.append(std_root / _with_ext(rest))
+        if not _has_suffix(spec):
+            out.append(_join(std_root, f"{rest}.{target_os}.mettle"))
+        out.append(_join(std_root, _with_ext(rest)))
     head, _, tail = rel.partition("/")
+    importer_dir = _parent(importer)
     if tail:
-        out += [root / tail for name, root in _deps_roots(importer.parent) if name == head]
-    out.append(importer.parent / rel)
-    out += [Path(d) / rel for d in include_dirs]
-    out.append(cwd / rel)
+        out += [_join(root, tail) for name, root in _deps_roots(importer_dir) if name == head]
+    out.append(_join(importer_dir, rel))
+    out += [_join(os.fspath(d), rel) for d in include_dirs]
+    out.append(_join(cwd, rel))
     return out
 
 
-def _read(path: Path, display: str, span: Span | None, bag: DiagnosticBag) -> str | None:
+def _read(path: str, display: str, span: Span | None, bag: DiagnosticBag) -> str | None:
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         bag.error("E0102", f"cannot read '{display}': {e.strerror}", span)
         return None
@@ -155,16 +192,16 @@ def _apply_visibility(mod: LoadedModule, is_entry: bool) -> None:
 class _Loader:
     """Depth-first loader; `order` receives modules in post-order (dependencies first)."""
 
-    def __init__(self, include_dirs, std_root: Path, cwd: Path, target_os: str):
+    def __init__(self, include_dirs, std_root: str, cwd: str, target_os: str):
         self.include_dirs = list(include_dirs)
         self.std_root, self.cwd, self.target_os = std_root, cwd, target_os
         self.bag = DiagnosticBag()
-        self.loaded: dict[Path, LoadedModule] = {}
-        self.active: list[Path] = []
+        self.loaded: dict[str, LoadedModule] = {}        # by real path
+        self.active: list[str] = []
         self.order: list[LoadedModule] = []
 
-    def load(self, path: Path, display: str, span: Span | None, is_entry: bool):
-        real = path.resolve()
+    def load(self, path: str, display: str, span: Span | None, is_entry: bool):
+        real = os.path.realpath(path)
         if real in self.loaded:
             return self.loaded[real]
         text = _read(path, display, span, self.bag)
@@ -175,7 +212,7 @@ class _Loader:
         except CompileError as e:
             self.bag.extend(e.diagnostics)
             return None
-        key = sha1(str(real).encode("utf-8")).hexdigest()[:8]
+        key = sha1(real.encode("utf-8")).hexdigest()[:8]
         mod = LoadedModule(display, tree, key)
         _apply_visibility(mod, is_entry)
         self.loaded[real] = mod
@@ -186,22 +223,22 @@ class _Loader:
         self.order.append(mod)
         return mod
 
-    def bind(self, mod: LoadedModule, importer: Path, imp: A.Import) -> None:
+    def bind(self, mod: LoadedModule, importer: str, imp: A.Import) -> None:
         if imp.guard is not None and imp.guard != self.target_os:
             return  # an off-target import is never looked up
         found = next((p for p in candidates(imp.path, importer, self.include_dirs,
                                              self.std_root, self.cwd, self.target_os)
-                      if p.is_file()), None)
+                      if os.path.isfile(p)), None)
         if found is None:
             self.bag.error("E0101", f"cannot find module '{imp.path}'", imp.span,
                            help="looked in the stdlib root, mettle.deps roots, the "
                                 "importing file's directory, -I dirs and the current dir")
             return
-        real = found.resolve()
+        real = os.path.realpath(found)
         if real in self.active:
             self.bag.warning("W0103", f"import cycle through '{imp.path}' skipped", imp.span)
             return
-        target = self.load(found, str(found), imp.span, False)
+        target = self.load(found, found, imp.span, False)
         if target is None:
             return
         if imp.alias is None and imp.names is None and any(
@@ -223,9 +260,8 @@ def load_program(entry_path: str | os.PathLike, include_dirs=(),
                  cwd: str | os.PathLike | None = None,
                  target_os: str = TARGET_OS) -> Program:
     """Load the entry file and all its imports; raise CompileError on any error."""
-    here = Path(cwd) if cwd is not None else Path.cwd()
+    here = _clean(os.fspath(cwd)) if cwd is not None else os.getcwd()
     loader = _Loader(include_dirs, stdlib_root(stdlib_dir, here), here, target_os)
-    entry = Path(entry_path)
-    loader.load(entry, str(entry_path), None, True)
+    loader.load(_clean(os.fspath(entry_path)), str(entry_path), None, True)
     loader.bag.raise_if_errors()
     return Program(loader.order, [d for d in loader.bag.items if d.severity == "warning"])

@@ -169,7 +169,7 @@ def _ptx_resolve(opts) -> ResolvedTarget:
 
 def _ptx_generate(module, opts):
     """(PTX text, the ptx.instr.PtxModule it was printed from)."""
-    from .ptx import lower_ptx
+    from .ptx.emitter import lower_ptx     # (not via ptx.__getattr__: no importlib)
     from .ptx.printer import format_module
     from .ptx.profiles import resolve_profile
     profile = resolve_profile(opts.gpu_arch, opts.ptx_version)
