@@ -39,16 +39,19 @@ def run(fn, analyses) -> bool:
     todo = [(k, us) for k, us in groups.items() if len(us) > 1]
     if not todo:
         return False
-    dom = analyses.get("domtree")
+    dom = None
     shared = addresses = 0
     for (_, size), users in todo:
-        users = [u for u in users if dom.reachable(u.block)]
-        if len(users) < 2:
-            continue
         home = users[0].block
-        for u in users[1:]:
-            while not dom.dominates(home, u.block):
-                home = dom.idom[home]
+        if any(u.block is not home for u in users):      # only then the dominator tree
+            dom = dom or analyses.get("domtree")
+            users = [u for u in users if dom.reachable(u.block)]
+            if len(users) < 2:
+                continue
+            home = users[0].block
+            for u in users[1:]:
+                while not dom.dominates(home, u.block):
+                    home = dom.idom[home]
         mine = set(users)
         first = next((u for u in home.instrs if u in mine), home.terminator)
         idx = users[0].operands[1]

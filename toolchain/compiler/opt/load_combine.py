@@ -57,13 +57,21 @@ def _elem_ok(t) -> bool:
     return (t.is_int or t.is_float) and t.size in (4, 8)
 
 
+_SPACES = ("workgroup", "private")      # where storage can be shown 16-byte aligned
+
+
 def _access(ins, kind):
-    """(pointer, element type) of a combinable access of `kind`, else None."""
+    """(pointer, element type) of a combinable access of `kind`, else None. Only workgroup
+    and private memory: a global or generic pointer is a parameter's or a global's, known
+    only to be naturally aligned (compile time: no fact-finding for accesses that could
+    never combine)."""
     if ins.op != kind:
         return None
     p = ins.operands[0]
     t = ins.type if kind == "load" else ins.operands[1].type
-    return (p, t) if _elem_ok(t) and isinstance(p.type, PtrType) else None
+    pt = p.type
+    return (p, t) if _elem_ok(t) and isinstance(pt, PtrType) and pt.space in _SPACES \
+        else None
 
 
 def _candidates(b, kind, accesses, facts, pos) -> list:
