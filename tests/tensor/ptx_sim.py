@@ -244,6 +244,10 @@ def _cvt(parts, th: Thread, ops) -> None:
         th.regs[d] = _fp8_pair(src[:4], v)
     elif (dst, src) == ("f32", "f16"):
         th.regs[d] = f32_bits(f16_val(v))
+    elif (dst, src) == ("f16", "f32") and "rn" in parts:      # numpy rounds to nearest even
+        th.regs[d] = int(np.float32(bits_f32(v)).astype(np.float16).view(np.uint16))
+    elif (dst, src) == ("bf16", "f32") and "rn" in parts:
+        th.regs[d] = _bf16_rne(v & M32)
     elif dst == "f32" and src in ("u32", "s32"):
         th.regs[d] = f32_bits(float(_signed(v, 32) if src == "s32" else v & M32))
     elif dst[0] in "us" and src[0] in "usb":
@@ -252,6 +256,14 @@ def _cvt(parts, th: Thread, ops) -> None:
         th.regs[d] = v & ((1 << db) - 1)
     else:
         raise SimError(f"unsupported cvt {'.'.join(parts)}")
+
+
+def _bf16_rne(b: int) -> int:
+    """f32 bits to bf16 rounded to nearest even (written out here, not the compiler's);
+    a NaN stays a NaN, made quiet."""
+    if (b >> 23) & 0xFF == 0xFF and b & 0x7FFFFF:
+        return (b >> 16) | 0x40
+    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
 
 
 def _bits_op(op: str, th: Thread, ops) -> None:

@@ -7,18 +7,46 @@ BM, BN = 128, 256
 GROUP = 8                                  # row tiles per L2 group of the tile order
 
 
+# Fused epilogues the tests and the benchmark exercise (docs/gemm.md "Fused epilogue"):
+# name -> tensor_matmul options. A kernel with an epilogue takes six more parameters,
+# always in this order: bias (D's storage type), ldbias, alpha, beta, lo, hi.
+EPILOGUES = {
+    "relu": "activation: relu",
+    "scale_clamp": "alpha: alpha, activation: clamp, clamp_min: lo, clamp_max: hi",
+    "row_bias": "bias_mode: row, bias: bias, alpha: alpha",
+    "col_bias_relu": "bias_mode: column, bias: bias, beta: beta, activation: relu",
+    "matrix_bias": "bias_mode: matrix, bias: bias, ldbias: ldbias, beta: beta",
+    "matrix_bias_col": "bias_mode: matrix, bias_layout: col, bias: bias, ldbias: ldbias, "
+                       "alpha: alpha, beta: beta, activation: clamp, clamp_min: lo, "
+                       "clamp_max: hi",
+}
+EPILOGUE_PARAMS = ("bias", "ldbias", "alpha", "beta", "lo", "hi")
+
+
+def epilogue_params(dty: str, epilogue: str | None) -> str:
+    if not epilogue:
+        return ""
+    return (f",\n            bias: {dty}*, ldbias: uint32, alpha: float32, beta: float32, "
+            "lo: float32, hi: float32")
+
+
+def epilogue_options(epilogue: str | None) -> str:
+    return f",\n                {EPILOGUES[epilogue]}" if epilogue else ""
+
+
 def gemm_source(fmt: str = "f16", bm: int = BM, bn: int = BN, group: int = GROUP,
-                out: str = "f32") -> str:
+                out: str = "f32", epilogue: str | None = None) -> str:
     """The whole GEMM: one workgroup per bm x bn region of D = A*B + C, tiles visited in
     groups of `group` row tiles (each column sweep reuses those A rows from L2). `out`:
-    D's format (f32, or f16/bf16 rounded once from the f32 sum; C stays f32)."""
+    D's format (f32, or f16/bf16 rounded once from the f32 sum; C stays f32).
+    `epilogue`: a name of EPILOGUES fused onto the region (None: none)."""
     dty = "float32" if out == "f32" else "uint16"
     types = "output_type: f32" if out == "f32" else \
         f"accumulator_type: f32, result_type: {out}"
     return f"""\
 kernel gemm(a: uint16*, b: uint16*, c: float32*, d: {dty}*,
             m: uint32, n: uint32, k: uint32,
-            lda: uint32, ldb: uint32, ldc: uint32, ldd: uint32) {{
+            lda: uint32, ldb: uint32, ldc: uint32, ldd: uint32{epilogue_params(dty, epilogue)}) {{
   var tiles_m: uint32 = (m + {bm - 1}) / {bm};
   var tiles_n: uint32 = (n + {bn - 1}) / {bn};
   var per_group: uint32 = {group} * tiles_n;
@@ -31,7 +59,7 @@ kernel gemm(a: uint16*, b: uint16*, c: float32*, d: {dty}*,
   tensor_matmul(a, b, c, d, row, column, m, n, k,
                 shape: m{bm}n{bn}k64, input_type: {fmt}, {types},
                 a_layout: row, b_layout: col, scope: workgroup,
-                lda: lda, ldb: ldb, ldc: ldc, ldd: ldd);
+                lda: lda, ldb: ldb, ldc: ldc, ldd: ldd{epilogue_options(epilogue)});
 }}
 """
 
@@ -51,3 +79,31 @@ def native_launch(fmt: str = "f16", bm: int = BM, bn: int = BN,
     desc = TensorDesc(bm, bn, 64, fmt, fmt, "f32", out, b_layout="col",
                       scope="workgroup")
     return wgmma.threads(desc), wgmma.shared_bytes(desc)
+
+
+def epilogue_oracle(epilogue: str | None, t, bias, alpha: float, beta: float, lo: float,
+                    hi: float):
+    """tensor_epilogue's arithmetic in float32 numpy, step by step (no contraction), on
+    the f32 sums `t` (M x N) with `bias` the logical bias (row: M, column: N, matrix:
+    M x N, already widened to float32); returns float32 before D's rounding."""
+    import numpy as np
+    if not epilogue:
+        return t
+    opts = EPILOGUES[epilogue]
+    f32 = np.float32
+    t = t.astype(f32)
+    with np.errstate(all="ignore"):
+        if "alpha:" in opts:
+            t = f32(alpha) * t
+        if "bias:" in opts:
+            b = bias.astype(f32)
+            if "beta:" in opts:
+                b = f32(beta) * b
+            b = b[:, None] if "bias_mode: row" in opts else b
+            t = t + b
+        if "relu" in opts:
+            t = np.where(t < 0, f32(0), t)
+        if "clamp" in opts:
+            t = np.where(t < f32(lo), f32(lo), t)
+            t = np.where(t > f32(hi), f32(hi), t)
+    return t.astype(f32)

@@ -4,9 +4,9 @@
 Every named option is parsed here and checked with a located diagnostic:
   E0340 a tensor_mma/tensor_matmul option (unknown, repeated, bad word, bad constant,
         inconsistent descriptor), E0341 tensor_matmul region controls,
-  E0342 a tensor_epilogue option, E0343 an operand whose type is not the format's
-        storage type (f16/bf16 uint16*, f32/tf32 float32*, f64 float64*, i8 int8*,
-        i32 int32*, everything else uint8*).
+  E0342 a tensor_epilogue option (or one fused on tensor_matmul),
+  E0343 an operand whose type is not the format's storage type (f16/bf16 uint16*,
+        f32/tf32 float32*, f64 float64*, i8 int8*, i32 int32*, everything else uint8*).
 Static options become descriptor fields; `lda`..`ldd`, `ldsa`/`ldsb`, `ldbias` may instead
 be runtime integers and the pointer/scalar options become operands. A runtime leading
 dimension is any integer of up to 64 bits; the descriptor carries it as u32 (gpu.md: "in
@@ -49,6 +49,10 @@ _EPI_WORDS = {"element_type": T.EPILOGUE_TYPES, "layout": T.LAYOUTS,
 _EPI_SCALARS = ("alpha", "beta", "clamp_min", "clamp_max")
 EPILOGUE_OPTIONS = {"shape", "m", "n", "ldd", "leading_dimension", "bias", "ldbias",
                     *_EPI_WORDS, *_EPI_SCALARS}
+# tensor_epilogue options a tensor_matmul fuses (docs/gemm.md "Fused epilogue"); the tile's
+# shape, element type, layout, stride and scope are the matmul's own
+_FUSED_WORDS = ("bias_mode", "bias_layout", "activation")
+FUSED_OPTIONS = {"bias", "ldbias", *_FUSED_WORDS, *_EPI_SCALARS}
 
 
 def tensor_call(lw, e: A.Call, name: str):
@@ -246,7 +250,14 @@ def _mma(lw, e: A.Call, matmul: bool):
         raise lw.fail("E0341" if matmul else "E0340", f"{what} takes {npos} positional "
                       f"arguments ({'A, B, C, D, row, column, M, N, K' if matmul else 'A, B, C, D'}"
                       f"), found {len(e.args)}", e.span)
-    opts = _options(lw, e, MMA_OPTIONS, "E0340")
+    if not matmul:
+        for name, _, span in e.named_args:
+            if name in FUSED_OPTIONS:
+                raise lw.fail("E0340", f"`{name}:` is a fused-epilogue option of "
+                              "tensor_matmul; a tensor_mma tile takes a separate "
+                              "tensor_epilogue", span)
+    opts = _options(lw, e, MMA_OPTIONS | (FUSED_OPTIONS if matmul else set()), "E0340")
+    fused = {k: opts.pop(k) for k in list(opts) if k in FUSED_OPTIONS}
     named: dict = {}
     desc = _descriptor(lw, e, opts, named)
     ptrs = [_pointer(lw, arg, T.storage_type(fmt), f"operand {role}", f"{fmt} storage")
@@ -263,7 +274,41 @@ def _mma(lw, e: A.Call, matmul: bool):
                           f"{what} have no default leading dimension)", e.span,
                           help=f"add `{key}: <stride>` (a constant or a uniform integer)")
     controls = [_control(lw, a) for a in e.args[4:]]
-    return lw.b.tensor_matmul(desc, *ptrs, controls, named, span=e.span)
+    epi = _fused(lw, e, desc, fused, named) if fused else None
+    return lw.b.tensor_matmul(desc, *ptrs, controls, named, span=e.span, epilogue=epi)
+
+
+def _fused(lw, e: A.Call, desc: T.TensorDesc, opts: dict, named: dict) -> T.EpilogueDesc:
+    """tensor_epilogue's options on a tensor_matmul region (E0342; bias pointer E0343):
+    the same words and scalars, the bias in the result's storage type."""
+    code, res = "E0342", desc.result_type
+    if res not in T.EPILOGUE_TYPES:
+        key = next(iter(opts))
+        raise lw.fail(code, f"epilogue options need a floating-point result (f16, bf16, f32 "
+                      f"or f64), found {res}", opts[key][1],
+                      help="an integer result has no fused epilogue")
+    words = {k: v for k in _FUSED_WORDS
+             for v in [_word(lw, opts, k, _EPI_WORDS[k], code)] if v is not None}
+    ldbias = _ld(lw, opts, "ldbias", code, named)
+    epi = T.matmul_epilogue(desc, ldbias=ldbias, **words)
+    if "bias" in opts:
+        named["bias"] = _pointer(lw, opts["bias"][0], T.storage_type(res), "`bias:`",
+                                 f"the {res} result's storage")
+    for key in _EPI_SCALARS:
+        if key in opts:
+            named[key] = _scalar(lw, opts[key][0], T.compute_type(res), key, res)
+    roles = tuple(r for r in (*T.MMA_ROLES, *T.MATMUL_EPILOGUE_ROLES) if r in named)
+    errs = T.validate_matmul_epilogue(desc, epi, roles)
+    if "bias_layout" in opts and epi.bias_mode != "matrix":
+        errs.append(("bias_layout", "`bias_layout:` is the layout of a matrix bias; it needs "
+                     f"`bias_mode: matrix`, not {epi.bias_mode}"))
+    if errs:
+        key, msg = errs[0]
+        raise lw.fail(code, msg, opts[key][1] if key in opts else e.span,
+                      help="the fused epilogue takes tensor_epilogue's options (bias_mode: "
+                      "row|column|matrix with bias:, alpha:, beta:, activation: relu|clamp "
+                      "with clamp_min:/clamp_max:); see docs/gemm.md")
+    return epi
 
 
 # ---------------------------------------------------------------- tensor_epilogue

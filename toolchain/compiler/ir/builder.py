@@ -430,22 +430,28 @@ class Builder:
                          {"desc": desc, "roles": ("a", "b", "c", "d", *roles)}, span=span)
 
     def tensor_matmul(self, desc, a, b, c, d, controls: Sequence[object],
-                      named: dict | None = None, span=None) -> Instr:
+                      named: dict | None = None, span=None, epilogue=None) -> Instr:
         """One bounded output region: `controls` = (row, column, M, N, K), all u32. Every
-        leading dimension is explicit: static in `desc` or a runtime u32 in `named`."""
+        leading dimension is explicit: static in `desc` or a runtime u32 in `named`.
+        `epilogue` (T.matmul_epilogue) fuses one; its operands are in `named` too."""
         from . import tensor as T
         named = dict(named or {})
         _check(len(controls) == 5 and all(v.type == U32 for v in controls),
                "tensor.matmul needs five u32 controls (row, column, M, N, K)")
-        ops, roles = self._tensor_named(desc, T.MMA_ROLES, named)
+        extra = T.MATMUL_EPILOGUE_ROLES if epilogue is not None else ()
+        ops, roles = self._tensor_named(desc, T.MMA_ROLES + extra, named)
         self._tensor_validate(T.validate_desc(desc, roles))
+        if epilogue is not None:
+            self._tensor_validate(T.validate_matmul_epilogue(desc, epilogue, roles))
         for ld in ("lda", "ldb", "ldc", "ldd"):
             _check(ld in roles or getattr(desc, ld) is not None,
                    f"tensor.matmul needs an explicit `{ld}`")
         self._tensor_ptrs(desc, a, b, c, d, named)
-        return self.emit("tensor.matmul", VOID, [a, b, c, d, *controls, *ops],
-                         {"desc": desc, "roles": ("a", "b", "c", "d", *T.MATMUL_CONTROLS,
-                                                  *roles)}, span=span)
+        attrs = {"desc": desc, "roles": ("a", "b", "c", "d", *T.MATMUL_CONTROLS, *roles)}
+        if epilogue is not None:
+            attrs["epilogue"] = epilogue
+        return self.emit("tensor.matmul", VOID, [a, b, c, d, *controls, *ops], attrs,
+                         span=span)
 
     def tensor_epilogue(self, desc, d, named: dict | None = None, span=None) -> Instr:
         """D = act(alpha*D + beta*bias) over one tile. Scalars (alpha, beta, clamp bounds)

@@ -42,6 +42,9 @@ ACTIVATIONS = ("identity", "relu", "clamp")
 MMA_ROLES = ("lda", "ldb", "ldc", "ldd", "metadata", "a_scale", "b_scale", "ldsa", "ldsb")
 MATMUL_CONTROLS = ("row", "column", "m", "n", "k")
 EPILOGUE_ROLES = ("bias", "alpha", "beta", "clamp_min", "clamp_max", "ldd", "ldbias")
+# A fused epilogue on tensor.matmul (attrs["epilogue"]): its runtime operands follow the
+# matmul's own roles; D's stride is the matmul's ldd
+MATMUL_EPILOGUE_ROLES = ("bias", "alpha", "beta", "clamp_min", "clamp_max", "ldbias")
 POINTER_ROLES = ("a", "b", "c", "d", "metadata", "a_scale", "b_scale", "bias")
 
 
@@ -229,4 +232,25 @@ def validate_epilogue(desc: EpilogueDesc, roles: tuple[str, ...]) -> list[tuple[
         v = getattr(desc, opt)
         if v is not None and v <= 0:
             errs.append((opt, f"`{opt}` must be positive, found {v}"))
+    return errs
+
+
+def matmul_epilogue(desc: TensorDesc, **words) -> EpilogueDesc:
+    """The fused epilogue of a tensor.matmul region: tensor_epilogue's arithmetic on the
+    region's in-range elements, in the result's format (f16/bf16 compute in f32), over D's
+    layout and stride. Its bias is a whole vector/matrix indexed by the *global* row and
+    column like C and D (so a matrix bias has no default `ldbias`)."""
+    return EpilogueDesc(desc.m, desc.n, desc.result_type, desc.d_layout, desc.ldd,
+                        scope=desc.scope, **words)
+
+
+def validate_matmul_epilogue(desc: TensorDesc, epi: EpilogueDesc,
+                             roles: tuple[str, ...]) -> list[tuple[str, str]]:
+    errs = validate_epilogue(epi, roles)
+    if desc.result_type not in EPILOGUE_TYPES:
+        errs.insert(0, ("result_type", "epilogue options need a floating-point result "
+                        f"(f16, bf16, f32 or f64), found {desc.result_type}"))
+    if epi.bias_mode == "matrix" and epi.ldbias is None and "ldbias" not in roles:
+        errs.append(("bias_mode", "a matrix bias of tensor_matmul needs an explicit "
+                     "`ldbias:` (whole matrices have no default leading dimension)"))
     return errs

@@ -32,6 +32,7 @@ from __future__ import annotations
 from . import mbarrier as mb
 from . import tma
 from .common import label
+from .wgmma_epilogue import NativeBias
 
 BK = 64                                   # K elements per stage: one 128-byte swizzle row
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
@@ -40,6 +41,9 @@ SMEM_LIMIT = 227 * 1024                   # opt-in dynamic shared memory per wor
 SHAPES_N = (64, 128, 192, 256)
 EPILOGUE_BATCH = 32                       # C pairs loaded before their D stores (1: one
 #                                           pair per round trip, the first measured form)
+# C pairs per batch with a fused epilogue, per bias mode: its scalars and a bias read per
+# pair share the consumer's registers; the largest batches ptxas 13.0 fits with no spills
+FUSED_BATCH = {"none": 16, "row": 16, "column": 16, "matrix": 8}
 PREFETCH_C_AHEAD = 0                      # K chunks before the end at which the producer
 #                                           asks L2 for C (0: never; 8 measured no gain,
 #                                           docs/gemm.md "Status")
@@ -163,9 +167,10 @@ def cluster_agree(em, g, tid: str, ok: str) -> tuple[str, str | None]:
     return native, share
 
 
-def lower_native(em, g, tid: str, end: str, share: str | None = None) -> None:
+def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None) -> None:
     """The whole native region for a workgroup of exactly threads(desc) work-items; `tid`
-    is the linear work-item id. Falls through to `end` with the workgroup reconverged."""
+    is the linear work-item id; `fused`: a wgmma_epilogue.Fused or None. Falls through to
+    `end` with the workgroup reconverged."""
     desc = g.desc
     S, nc, bn, bm = stages(desc), consumers(desc), desc.n, desc.m
     a_bytes, b_bytes = bm * BK * 2, bn * BK * 2
@@ -211,7 +216,7 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None) -> None:
     _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes, share)
     em.emit(f"bra.uni {join}")
     em.raw(f"{consumer}:")
-    _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes, share)
+    _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes, share, fused)
     em.raw(f"{join}:")
     if share:
         _cluster_sync(em)                    # no remote arrive or copy is still in flight
@@ -361,7 +366,7 @@ def _advance(em, kb, s, ph, S) -> None:
 
 
 def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes,
-              share) -> None:
+              share, fused) -> None:
     desc = g.desc
     bn = desc.n
     em.emit(f"setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGS}")
@@ -425,7 +430,7 @@ def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes,
     eb = em.new("r")
     em.emit(f"mad.lo.u32 {eb}, {prev}, 8, {empty}")
     _release(em, pb, eb, share, peer)
-    _epilogue(em, g, wtid, wg, acc)
+    _epilogue(em, g, wtid, wg, acc, fused)
     em.emit("bar.warp.sync -1")
     em.emit(f"setmaxnreg.dec.sync.aligned.u32 {ENTRY_REGS}")
 
@@ -441,9 +446,11 @@ def _release(em, pb, eb, share, peer) -> None:
         em.emit(f"@{both} mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{rb}]")
 
 
-def _epilogue(em, g, wtid, wg, acc) -> None:
+def _epilogue(em, g, wtid, wg, acc, fused) -> None:
     """D = C + acc for the in-range elements of this warpgroup's 64 rows (wgmma layout:
-    lane l of warp w holds rows w*16 + l/4 (+8), columns 8j + 2(l%4) (+1))."""
+    lane l of warp w holds rows w*16 + l/4 (+8), columns 8j + 2(l%4) (+1)), then the
+    fused epilogue (wgmma_epilogue.py) on those registers before D's rounding, in
+    smaller batches (FUSED_BATCH)."""
     desc = g.desc
     lane, warp, r0, c0 = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     em.emit(f"and.b32 {lane}, {wtid}, 31")
@@ -464,6 +471,8 @@ def _epilogue(em, g, wtid, wg, acc) -> None:
     ldc, ldd = (m.ld if isinstance(m.ld, str) else _imm(em, m.ld) for m in (g.C, g.D))
     rt = desc.result_type
     dshift = 2 if rt == "f32" else 1                       # log2 bytes of a D element
+    bias = NativeBias(em, fused) if fused is not None and fused.bias is not None else None
+    batch_size = EPILOGUE_BATCH if fused is None else FUSED_BATCH[fused.desc.bias_mode]
 
     def cols(j: int) -> tuple[str, str]:
         """(both columns of pair j in range, only the first): made where they are used,
@@ -487,23 +496,33 @@ def _epilogue(em, g, wtid, wg, acc) -> None:
             em.emit(f"add.s64 {out}, {out}, {w}")
             em.emit(f"shl.b64 {out}, {out}, {shift}")
             em.emit(f"add.s64 {out}, {out}, {base}")
+        if bias is not None:
+            bias.start_half(em, row, c0)
         pairs = desc.n // 8
-        for j0 in range(0, pairs, EPILOGUE_BATCH):
-            # all C loads of a batch before its D stores: C may alias D, so ptxas keeps
-            # a load after an earlier store, and one pair per round trip would leave
-            # the whole epilogue latency-bound
-            batch = range(j0, min(pairs, j0 + EPILOGUE_BATCH))
-            cv = {}
+        for j0 in range(0, pairs, batch_size):
+            # all C (and bias) loads of a batch before its D stores: C may alias D, so
+            # ptxas keeps a load after an earlier store, and one pair per round trip
+            # would leave the whole epilogue latency-bound
+            batch = range(j0, min(pairs, j0 + batch_size))
+            cv, bv = {}, {}
             for j in batch:
                 u, v = cv[j] = em.new("f"), em.new("f")
                 pb, po = cols(j)
                 em.emit(f"@{pb} ld.global.v2.f32 {{{u}, {v}}}, [{ca}+{32 * j}]")
                 em.emit(f"@{po} ld.global.f32 {u}, [{ca}+{32 * j}]")
+                if bias is not None and bias.per_pair:
+                    first = em.new("p")
+                    em.emit(f"or.pred {first}, {pb}, {po}")
+                    bv[j] = bias.load_pair(em, j, first, pb)
             for j in batch:
                 x, y = acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]
                 u, v = cv[j]
                 em.emit(f"add.f32 {x}, {x}, {u}")
                 em.emit(f"add.f32 {y}, {y}, {v}")
+                if fused is not None:
+                    bx, by = bias.scaled(em, bv.get(j)) if bias is not None else (None,) * 2
+                    fused.apply(em, x, None if bx is None else (lambda b=bx: b))
+                    fused.apply(em, y, None if by is None else (lambda b=by: b))
                 _store_pair(em, rt, *cols(j), f"{da}+{8 * j << dshift}", x, y)
         em.raw(f"{skip}:")
 

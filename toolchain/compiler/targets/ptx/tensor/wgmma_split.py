@@ -24,6 +24,7 @@ from .capabilities import refuse
 from .common import label, mat, operands
 from .matmul import lower_matmul
 from .replay import NEEDS, Region, replay
+from .wgmma_epilogue import Fused
 
 SUB_M, SUB_N = 32, 64                # under the native path's 168-register cap: no spills
 TENSORMAP_ISA = (8, 3)                 # tensormap.replace
@@ -87,17 +88,26 @@ def native_available(em, desc) -> bool:
             and wgmma.supported(desc) and fits and not _uses_dynamic_shared(em.fn))
 
 
+def _region(em, desc, ops, row: str, col: str) -> Region:
+    return Region(desc, *(mat(em, desc, ops, w) for w in "abcd"), row, col,
+                  *(em.reg(ops[k]) for k in "mnk"))
+
+
 def lower_any_matmul(em, ins) -> None:
-    """The tensor.matmul entry of the PTX op table: workgroup scope here, else matmul.py."""
-    if ins.attrs["desc"].scope != "workgroup":
+    """The tensor.matmul entry of the PTX op table: workgroup scope here, else matmul.py
+    (then a fused epilogue's memory pass over the region, wgmma_epilogue.py)."""
+    desc, ops = ins.attrs["desc"], operands(ins)
+    fused = Fused(em, ins) if "epilogue" in ins.attrs else None
+    if desc.scope != "workgroup":
         lower_matmul(em, ins)
+        if fused is not None:
+            fused.memory_pass(em, _region(em, desc, ops, em.reg(ops["row"]),
+                                          em.reg(ops["column"])))
         return
-    desc = ins.attrs["desc"]
     if desc.m % 16 or desc.n % 16:
         raise refuse(desc, "workgroup regions are split into 16-multiple subgroup regions; "
                      "M and N must be multiples of 16", ins.span)
     sub = replace(desc, scope="subgroup", m=_sub(desc.m, SUB_M), n=_sub(desc.n, SUB_N))
-    ops = operands(ins)
     tid, ntid = _linear_ids(em)
     end = label(em, "wgm_end")
     if native_available(em, desc):
@@ -108,10 +118,10 @@ def lower_any_matmul(em, ins) -> None:
             split = label(em, "wgm_split")
             ok, share = wgmma.cluster_agree(em, g, tid, wgmma.native_pred(em, g, ntid))
             em.emit(f"@!{ok} bra.uni {split}")
-            wgmma.lower_native(em, g, tid, end, share)
+            wgmma.lower_native(em, g, tid, end, share, fused)
             em.raw(f"{split}:")
             _entry_cap(em, wgmma.threads(desc))
-    _split(em, ins, desc, sub, ops, tid, ntid, end)
+    _split(em, ins, desc, sub, ops, tid, ntid, end, fused)
     em.raw(f"{end}:")
 
 
@@ -126,7 +136,7 @@ def _entry_cap(em, nthreads: int) -> None:
             dirs.append(d)
 
 
-def _split(em, ins, desc, sub, ops, tid, ntid, end) -> None:
+def _split(em, ins, desc, sub, ops, tid, ntid, end, fused) -> None:
     gm, gn = desc.m // sub.m, desc.n // sub.n
     i, nw, p = em.new("r"), em.new("r"), em.new("p")
     em.emit(f"shr.u32 {i}, {tid}, 5")
@@ -143,10 +153,12 @@ def _split(em, ins, desc, sub, ops, tid, ntid, end) -> None:
     em.emit(f"mad.lo.u32 {c}, {c}, {sub.n}, {em.reg(ops['column'])}")
     if rounded_result(desc):
         em.profile.require("exact cooperative tensor replay", *NEEDS, ins.span)
-        mats = [mat(em, sub, ops, w) for w in "abcd"]
-        replay(em, Region(sub, *mats, r, c, *(em.reg(ops[k]) for k in "mnk")), 0, False)
+        replay(em, _region(em, sub, ops, r, c), 0, False,
+               k_loop=fused.replay_k_loop() if fused is not None else None)
     else:
         lower_matmul(em, _SubRegion(ins, sub, _reg_param(em, r, "row"),
                                     _reg_param(em, c, "column")))
+        if fused is not None:
+            fused.memory_pass(em, _region(em, sub, ops, r, c))
     em.emit(f"add.u32 {i}, {i}, {nw}")
     em.emit(f"bra.uni {top}")

@@ -1,0 +1,259 @@
+"""The fused epilogue of tensor_matmul (docs/gemm.md "Fused epilogue"): the options, their
+diagnostics and the IR; on sm_90a the arithmetic on the wgmma accumulator registers (no
+memory pass, ptxas: no spills at the 168-register cap, every epilogue and D format); on
+the other profiles the split regions, run on the CPU PTX interpreter against a float32
+numpy oracle bit for bit on M/N/K tails with poisoned padding (f32 results: region then
+memory pass; f16/bf16: exact replay with the epilogue before the rounding; subgroup
+regions too); the same instruction sequence per element on both paths; SPIR-V refuses."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from tests.support import tensor_oracle as O
+from toolchain.compiler.diagnostics import CompileError
+from toolchain.compiler.frontend.api import compile_to_ir
+from toolchain.compiler.ir.printer import format_module
+from toolchain.compiler.ir.reader import parse_module
+from toolchain.compiler.targets.ptx.tensor import wgmma
+
+from . import narrow_cases as NC
+from .kernels import compile_ptx
+from .ptx_sim import Sim, f32_bits
+from .test_defaults import LAYOUTS, operands, ptx_of
+from .wgmma_kernels import EPILOGUES, epilogue_oracle, epilogue_options, epilogue_params, \
+    gemm_source
+
+ALPHA, BETA, LO, HI = 0.3, -1.5, -20.0, 30.0        # 0.3: inexact, so rounding is seen
+
+
+def _native(text: str) -> str:
+    """The sm_90a consumer's epilogue: from its last wgmma wait to its register release."""
+    start = text.index("wgmma.wait_group.sync.aligned 0")
+    return text[start:text.index("setmaxnreg.dec.sync.aligned.u32 168", start)]
+
+
+# ---------------------------------------------------------------- language surface
+def test_options_become_the_epilogue_attribute_and_read_back():
+    src = gemm_source("f16", epilogue="matrix_bias_col")
+    module, _ = compile_to_ir("g.mettle", gpu=True, source_text=src)
+    text = format_module(module)
+    line = next(x for x in text.splitlines() if "tensor.matmul" in x)
+    assert "epilogue=<m128n256 f32 row ld=None bias=matrix/col ldbias=None clamp " \
+           "workgroup>" in line, line
+    assert line.rstrip("}").endswith("bias, alpha, beta, clamp_min, clamp_max, ldbias)")
+    again = parse_module(text)
+    assert _matmul(again).attrs["epilogue"] == _matmul(module).attrs["epilogue"]
+
+
+def _matmul(module):
+    return next(i for f in module.functions.values() for i in f.instructions()
+                if i.op == "tensor.matmul")
+
+
+BAD = [
+    ("bias_mode: column, activation: relu", "E0342",
+     "`bias:` and a `bias_mode` other than none go together"),
+    ("bias: bias, activation: relu", "E0342", "`bias:` and a `bias_mode`"),
+    ("activation: clamp, clamp_min: lo", "E0342", "needs `clamp_min:` and `clamp_max:`"),
+    ("clamp_min: lo, clamp_max: hi", "E0342", "need `activation: clamp`"),
+    ("alpha: 2", "E0342", None),                                  # a literal adopts f32
+    ("alpha: ldbias", "E0342", "`alpha:` must be a float32"),
+    ("bias_mode: column, bias: a", "E0343", "`bias:` must be a float32*"),
+    ("bias_mode: matrix, bias: bias", "E0342", "needs an explicit `ldbias:`"),
+    ("bias_mode: row, bias: bias, ldbias: ldbias", "E0342", "needs `bias_mode: matrix`"),
+    ("bias_mode: row, bias: bias, bias_layout: col", "E0342", "needs `bias_mode: matrix`"),
+    ("activation: gelu", "E0342", "`activation:` must be one of identity, relu, clamp"),
+    ("element_type: f32", "E0340", "unknown option `element_type:`"),
+]
+
+
+@pytest.mark.parametrize("opts,code,message", BAD)
+def test_misuse_is_a_located_diagnostic(opts, code, message):
+    src = gemm_source("f16", epilogue="relu").replace("activation: relu", opts)
+    if message is None:                          # the accepted control case
+        compile_ptx(src, "sm_121a")
+        return
+    with pytest.raises(CompileError) as exc:
+        compile_ptx(src, "sm_121a")
+    d = exc.value.diagnostics[0]
+    assert d.code == code and message in d.message and d.span is not None, d
+
+
+def test_integer_result_and_tensor_mma_refuse_epilogue_options():
+    src = gemm_source("f16", epilogue="relu").replace("input_type: f16", "input_type: i8") \
+        .replace("a: uint16*, b: uint16*", "a: int8*, b: int8*") \
+        .replace("c: float32*, d: float32*", "c: int32*, d: int32*") \
+        .replace("output_type: f32", "output_type: i32")
+    with pytest.raises(CompileError) as exc:
+        compile_ptx(src, "sm_121a")
+    d = exc.value.diagnostics[0]
+    assert d.code == "E0342" and "floating-point result" in d.message and d.span
+    mma = """kernel k(a: uint16*, b: uint16*, c: float32*, d: float32*) {
+  tensor_mma(a, b, c, d, shape: m16n16k16, input_type: f16, output_type: f32,
+             activation: relu);
+}
+"""
+    with pytest.raises(CompileError) as exc:
+        compile_ptx(mma, "sm_121a")
+    d = exc.value.diagnostics[0]
+    assert d.code == "E0340" and "separate tensor_epilogue" in d.message and d.span
+
+
+def test_spirv_still_refuses_tensor_matmul(tmp_path):
+    from toolchain.compiler.driver import Options, compile_file
+    path = tmp_path / "g.mettle"
+    path.write_text(gemm_source("f16", epilogue="col_bias_relu"))
+    with pytest.raises(CompileError) as exc:
+        compile_file(str(path), Options(emit="spirv"), source_text=path.read_text())
+    d = exc.value.diagnostics[0]
+    assert d.code == "E0510" and "tensor_matmul" in d.message and d.span is not None
+
+
+# ---------------------------------------------------------------- sm_90a pipeline
+def test_native_epilogue_on_accumulator_registers():
+    """alpha, beta*bias (matrix, column-major, runtime ldbias), clamp: each pair adds C,
+    then mul.rn / add.rn / setp+selp on the accumulator registers and one store; the
+    bias is loaded with C before the batch's stores, under the columns' predicates;
+    no memory pass (no D load) in the pipeline."""
+    text = compile_ptx(gemm_source("f16", epilogue="matrix_bias_col"), "sm_90a")
+    native = _native(text)
+    pair = re.search(
+        r"@(%p\d+) ld\.global\.v2\.f32 \{(%f\d+), %f\d+\}, \[%rd\d+\];.*?"
+        r"or\.pred (%p\d+), \1, %p\d+;\s+mov\.f32 (%f\d+), 0f00000000;\s+"
+        r"@\3 ld\.global\.f32 \4, \[%rd\d+\];.*?"
+        r"@\1 ld\.global\.f32 %f\d+, \[%rd\d+\];.*?"
+        r"add\.f32 (%f\d+), \5, \2;.*?"
+        r"mul\.rn\.f32 (%f\d+), %f\d+, \4;.*?"
+        r"mul\.rn\.f32 \5, %f\d+, \5;\s+add\.rn\.f32 \5, \5, \6;\s+"
+        r"setp\.lt\.f32 (%p\d+), \5, %f\d+;\s+selp\.f32 \5, %f\d+, \5, \7;\s+"
+        r"setp\.gt\.f32 (%p\d+), \5, %f\d+;\s+selp\.f32 \5, %f\d+, \5, \8;.*?"
+        r"st\.global\.v2\.f32 \[%rd\d+\], \{\5, ", native, re.S)
+    assert pair, native[:4000]
+    assert "$L__wep_e" not in native and native.count("ld.global.v2.f32") == 64
+    assert native.count("st.global.v2.f32") == 64            # one store per pair: 2 x 32
+    head = native[:native.index("st.global.v2.f32")]
+    assert head.count("ld.global.v2.f32") == wgmma.FUSED_BATCH["matrix"]
+
+
+@pytest.mark.parametrize("epilogue", list(EPILOGUES))
+@pytest.mark.parametrize("fmt,out,bn", [("f16", "f32", 256), ("f16", "f16", 256),
+                                        ("bf16", "bf16", 256), ("bf16", "f32", 128)])
+def test_native_resources_no_spills(ptxas_path, epilogue, fmt, out, bn):
+    from .test_wgmma import _usage
+    text = compile_ptx(gemm_source(fmt, bn=bn, out=out, epilogue=epilogue), "sm_90a")
+    assert "wgmma.mma_async" in text and "mul.rn.f32" in text or "alpha" not in \
+        EPILOGUES[epilogue]
+    usage = _usage(ptxas_path, text, "sm_90a")
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in usage, usage
+    assert re.search(r"Used 168 registers", usage), usage
+    assert "warning" not in usage.lower(), usage
+
+
+def _element_ops(text: str, anchor: str) -> list[str]:
+    """The opcodes applied after `anchor` (the pipeline's C adds of a pair, the memory
+    pass's D load of one element) up to the store, register names dropped."""
+    i = text.index(anchor)
+    out = []
+    for line in text[i:].splitlines()[1:]:
+        op = line.strip().split(" ")[0]
+        if op.startswith(("st.", "@")) or op.startswith("cvt.rn"):
+            break
+        if op.startswith(("mul.rn", "add.rn", "setp.lt.f32", "setp.gt.f32", "selp.f32")):
+            out.append(op)
+    return out
+
+
+@pytest.mark.parametrize("epilogue", ["scale_clamp", "relu"])
+def test_native_and_split_paths_apply_the_same_instructions(epilogue):
+    """Bitwise agreement by construction: after the f32 value of an element exists (the
+    pipeline's C add, the split memory pass's D load), both paths apply the same
+    instructions in the same order (mul.rn/add.rn: no contraction into an FMA)."""
+    text = compile_ptx(gemm_source("f16", epilogue=epilogue), "sm_90a")
+    native = _native(text)
+    split = text[text.index("$L__wep_e"):]
+    one = _element_ops(split, "ld.global.f32")
+    assert one and _element_ops(native, "add.f32") == one * 2      # a pair: x, then y
+
+
+@pytest.mark.parametrize("arch", ["sm_121a", "sm_90", "portable"])
+@pytest.mark.parametrize("out", ["f32", "f16"])
+def test_other_profiles_split_and_assemble(ptxas, arch, out):
+    text = compile_ptx(gemm_source("f16", out=out, epilogue="col_bias_relu"), arch)
+    assert "wgmma" not in text and "setmaxnreg" not in text and "mul.rn.f32" in text
+    ptxas(text, {"portable": "sm_75"}.get(arch, arch))
+
+
+# ---------------------------------------------------------------- CPU interpreter
+def _source(out: str, epilogue: str, scope: str) -> str:
+    dty = "float32" if out == "f32" else "uint16"
+    types = "output_type: f32" if out == "f32" else \
+        f"accumulator_type: f32, result_type: {out}"
+    return f"""\
+kernel mm(a: uint16*, b: uint16*, c: float32*, d: {dty}*, m: uint32, n: uint32,
+          k: uint32, lda: uint32, ldb: uint32, ldc: uint32, ldd: uint32{
+              epilogue_params(dty, epilogue)}) {{
+  tensor_matmul(a, b, c, d, block.y * 64, block.x * 64, m, n, k, shape: m64n64k16,
+                input_type: f16, {types}, scope: {scope},
+                lda: lda, ldb: ldb, ldc: ldc, ldd: ldd{epilogue_options(epilogue)});
+}}
+"""
+
+
+def _bias(rng, epilogue: str, out: str, M: int, N: int):
+    """(logical float32 bias, stored buffer, ldbias) for the epilogue's bias mode."""
+    opts = EPILOGUES[epilogue]
+    mode = re.search(r"bias_mode: (\w+)", opts)
+    fmt = out
+    if mode is None:
+        return None, np.zeros(4, NC.CARRIER[fmt]), 1
+    shape = {"row": (M,), "column": (N,), "matrix": (M, N)}[mode.group(1)]
+    vals = (rng.integers(-40, 40, shape) / 4).astype(np.float32)
+    if mode.group(1) != "matrix":
+        return vals, NC.encode(fmt, vals), 1
+    layout = "col" if "bias_layout: col" in opts else "row"
+    buf, ld = NC.stored(fmt, vals, layout, False, 3)
+    return vals, buf, ld
+
+
+def _round(out: str, t: np.ndarray) -> np.ndarray:
+    if out == "f16":
+        return t.astype(np.float16).view(np.uint16)
+    if out == "bf16":
+        return O.to_bf16_bits(t)
+    return t.view(np.uint32)
+
+
+CASES = [("workgroup", out, e) for out in ("f32", "f16", "bf16") for e in EPILOGUES] + \
+    [("subgroup", "f32", e) for e in ("scale_clamp", "col_bias_relu", "matrix_bias_col")]
+
+
+@pytest.mark.parametrize("scope,out,epilogue", CASES)
+def test_split_regions_exact_against_the_oracle(scope, out, epilogue):
+    """M, N, K = 40, 70, 7: two 64x64 regions (one per workgroup or subgroup), each with
+    M and N tails; the sums are exact (small integers), so the epilogue's f32 steps and
+    D's one rounding must match the oracle bit for bit; D's padding stays poisoned."""
+    M, N, K = 40, 70, 7
+    rng = np.random.default_rng(hash((scope, out, epilogue)) % 2**32)
+    bufs, lds, sums = operands("f16", M, N, K, seed=int(rng.integers(1 << 30)))
+    bias, bbuf, ldbias = _bias(rng, epilogue, out, M, N)
+    want = _round(out, epilogue_oracle(epilogue, sums.astype(np.float32), bias, ALPHA,
+                                       BETA, LO, HI))
+    if out != "f32":
+        bufs["d"] = np.full(bufs["d"].size, NC.POISON["uint16"], np.uint16)
+    poison = bufs["d"].copy()
+    ptx = ptx_of(_source(out, epilogue, scope), "sm_121a", budget=1)   # replay (no WMMA
+    warps = 2 if scope == "workgroup" else 1                           # in the interpreter)
+    args = [("buf", w, bufs[w]) for w in "abcd"] + [("u32", v) for v in (M, N, K, *lds)]
+    args += [("buf", "bias", bbuf), ("u32", ldbias)] + \
+        [("u32", f32_bits(v)) for v in (ALPHA, BETA, LO, HI)]
+    mem = Sim(ptx, "mm").run((2, 1), 32 * warps, args)
+    got = mem.read("d")
+    raw = got.view(np.uint32) if out == "f32" else got
+    np.testing.assert_array_equal(O.logical(raw, M, N, LAYOUTS[3], lds[3]), want)
+    r, c = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
+    untouched = np.ones(got.size, bool)
+    untouched[O.index(LAYOUTS[3], lds[3], r, c)] = False
+    np.testing.assert_array_equal(got[untouched], poison[untouched])
