@@ -262,3 +262,44 @@ def test_a_generic_store_beside_a_global_load_is_left_rolled():
     assert not optimize(m, fn)
     assert "load-ahead: loop with stores left rolled: a store and a load in different " \
            "address spaces may alias" in m.remarks.format()
+
+
+def _random_body(r) -> str:
+    """1-3 loads and 1-2 stores in random order through %x/%y/%z at small constant element
+    offsets of the index, each store writing a sum of what was loaded so far (or i)."""
+    lines, loaded, n = ["  %w0 = convert i64 %i"], [], 0
+    ops = ["load"] * r.randint(1, 3) + ["store"] * r.randint(1, 2)
+    r.shuffle(ops)
+    for op in ops:
+        n += 1
+        base = r.choice(["%x", "%y", "%z"])
+        lines.append(f"  %o{n} = add i64 %w0, {r.randint(-3, 3)}:i64")
+        lines.append(f"  %p{n} = ptradd ptr<i32> {base}, %o{n}")
+        if op == "load":
+            lines.append(f"  %v{n} = load i32 %p{n}")
+            loaded.append(f"%v{n}")
+        else:
+            val = "%i"
+            for v in loaded:
+                lines.append(f"  %s{n}{v[1:]} = add i32 {val}, {v}")
+                val = f"%s{n}{v[1:]}"
+            lines.append(f"  store %p{n}, {val}")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_bodies_keep_their_results(seed):
+    import random
+    r = random.Random(seed)
+    body, step = _random_body(r), r.choice([1, 2, 32])
+    text = TEMPLATE.format(step=step, body=body).replace("  %w = convert i64 %i\n", "")
+    m = parse_module(text)
+    fn, original = m.functions["f"], parse_module(text).functions["f"]
+    if not optimize(m, fn):
+        pytest.skip("load-ahead left this body alone: " + m.remarks.format())
+    for _ in range(8):
+        d, d2 = r.randint(-70, 600), r.randint(-70, 600)
+        n, lane = r.choice([0, 9, 200, 700]), r.randint(0, 4)
+        want, _ = execute(original, d, d2, n, lane)
+        got, _ = execute(fn, d, d2, n, lane)
+        assert got == want, f"seed {seed}: d={d} d2={d2} n={n} lane={lane}\n{text}"
