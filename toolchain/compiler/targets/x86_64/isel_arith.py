@@ -83,6 +83,14 @@ class ArithMixin:
             a, b = b, a                       # commutative: keep dst's own operand first
         work = dst if dst is not None and self.gpr(b) != dst else RAX
         imm = imm32(b)
+        ra, rb = self.gpr(a), self.gpr(b)
+        if dst is not None and ra is not None and ra != dst and (
+                op == "add" and (rb is not None or imm is not None) or
+                op == "sub" and imm is not None and imm.value != -(1 << 31)):
+            disp = 0 if imm is None else imm.value if op == "add" else -imm.value
+            e("lea", dst, Mem(ra, None if imm is not None else rb, 1, disp))
+            self.store_bits(ins, dst)         # three-address add: no copy first
+            return
         if op in ("shl", "shr"):
             self.load_bits(a, work)
             e("shl" if op == "shl" else "sar" if _signed(ins.type) else "shr", work,
