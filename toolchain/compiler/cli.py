@@ -68,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="host machine for --emit-obj/--build (default: this machine's)")
     p.add_argument("--ptx-version", help="PTX ISA version M.m")
     p.add_argument("--gpu-tensor-tuple-budget", type=int, default=0, metavar="N")
+    p.add_argument("--gpu-wmma-staging", choices=("on", "off"), default="on",
+                   help="stage resident WMMA K-loop operands through shared memory "
+                   "(default on)")
     p.add_argument("--gpu-checks", action="store_true", help="emit gpu_assert traps")
     p.add_argument("--fp-contract", choices=("on", "off"), default="on",
                    help="GPU float multiply-add contraction (default on; off: every f32/f64 "
@@ -115,6 +118,7 @@ def _options(ns):
                    optimize=ns.optimize or bool(ns.dump_ir_after), release=ns.release,
                    gpu_arch=ns.gpu_arch, ptx_version=ns.ptx_version,
                    gpu_checks=ns.gpu_checks, tensor_tuple_budget=ns.gpu_tensor_tuple_budget,
+                   wmma_staging=ns.gpu_wmma_staging == "on",
                    fp_contract=ns.fp_contract == "on",
                    include_dirs=list(ns.include), stdlib_dir=ns.stdlib,
                    link_args=list(ns.link_arg), libraries=list(ns.libs),

@@ -26,6 +26,7 @@ class Options:
     ptx_version: str | None = None
     gpu_checks: bool = False
     tensor_tuple_budget: int = 0
+    wmma_staging: bool = True         # --gpu-wmma-staging=off: K loops load WMMA operands directly
     fp_contract: bool = True          # --fp-contract=off: every f32/f64 add/sub/mul `.rn`
     include_dirs: list[str] = field(default_factory=list)
     stdlib_dir: str | None = None

@@ -175,7 +175,8 @@ def _ptx_generate(module, opts):
     profile = resolve_profile(opts.gpu_arch, opts.ptx_version)
     objects = lower_ptx(module, profile, gpu_checks=opts.gpu_checks,
                         tensor_tuple_budget=opts.tensor_tuple_budget,
-                        fp_contract=getattr(opts, "fp_contract", True))
+                        fp_contract=getattr(opts, "fp_contract", True),
+                        wmma_staging=getattr(opts, "wmma_staging", True))
     return format_module(objects).encode(), objects
 
 

@@ -59,8 +59,10 @@ GLOBAL_SPACE = {"generic": ".global", "global": ".global", "constant": ".const",
 
 class ModuleEmitter:
     def __init__(self, module: Module, profile: PtxProfile, gpu_checks: bool,
-                 tensor_tuple_budget: int = 0, fp_contract: bool = True):
+                 tensor_tuple_budget: int = 0, fp_contract: bool = True,
+                 wmma_staging: bool = True):
         self.module = module
+        self.wmma_staging = wmma_staging      # --gpu-wmma-staging (tensor/staging.py)
         self.profile = profile
         self.gpu_checks = gpu_checks
         self.tensor_tuple_budget = tensor_tuple_budget
@@ -246,7 +248,8 @@ def _scalar_bytes(t, value) -> bytes:
 
 
 def lower_ptx(module: Module, profile: PtxProfile, *, gpu_checks: bool = False,
-              tensor_tuple_budget: int = 0, fp_contract: bool = True) -> PtxModule:
+              tensor_tuple_budget: int = 0, fp_contract: bool = True,
+              wmma_staging: bool = True) -> PtxModule:
     """The device program of `module` as PTX instruction objects for `profile`.
 
     `tensor_tuple_budget` (0..4096, 0 = the backend default) caps the registers per lane a
@@ -254,7 +257,7 @@ def lower_ptx(module: Module, profile: PtxProfile, *, gpu_checks: bool = False,
     `fp_contract` (LANGUAGE.md §12.7): True leaves f32/f64 add/sub/mul without `.rn`, so
     ptxas may fuse multiply-add pairs; False rounds every one separately."""
     return ModuleEmitter(module, profile, gpu_checks, tensor_tuple_budget,
-                         fp_contract).lower()
+                         fp_contract, wmma_staging).lower()
 
 
 def emit_ptx(module: Module, profile: PtxProfile, *, gpu_checks: bool = False,

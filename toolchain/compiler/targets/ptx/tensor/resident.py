@@ -29,6 +29,7 @@ from .common import Mat, mat, operands
 from .frag import lane_ids
 from .mma_sync import SUB_M, SUB_N, load_c, store_d
 from .narrow import claims, native_tile
+from .staging import Stage, prepare, run_update, why_not
 from .wmma import load_frag, run_grid_on, store_frag, sub_addrs
 
 
@@ -56,6 +57,7 @@ class Group:
     plan: object = None
     native: object = None
     stored: bool = False
+    stage: Stage | None = None    # staged operand loads (staging.py), else direct
 
     def registers(self) -> list[str]:
         rows = self.acc.regs if self.family == "m16n8" else self.acc
@@ -132,6 +134,23 @@ def lower_begin(em, ins) -> None:
     em.raw(f"\t// mtlc.tensor_{kind} resident{how} group={group} tuple={need} budget={budget}")
     remark(em, ins, f"tensor_{kind} group {group}: resident{how} (C loaded once, D stored "
            f"once; tuple pressure {need} <= budget {budget})")
+    if plan is not None:
+        _stage(em, ins, state, kind, group)
+
+
+def _stage(em, ins, state: Group, kind: str, group) -> None:
+    """Decide staged vs direct operand loads for a resident WMMA group (staging.py)."""
+    why = why_not(em, state.plan, state.desc)
+    if why is not None:
+        em.raw(f"\t// mtlc.tensor_{kind} direct group={group}: {why}")
+        remark(em, ins, f"tensor_{kind} group {group}: operands loaded directly ({why})")
+        return
+    state.stage = prepare(em)
+    em.raw(f"\t// mtlc.tensor_{kind} staged group={group}: 16-byte pieces through a "
+           "warp-private .shared slot; direct loads when misaligned")
+    remark(em, ins, f"tensor_{kind} group {group}: operands staged through shared memory "
+           "(one 16-byte load per lane per tile, wmma.load from .shared; a run-time "
+           "alignment test falls back to direct loads)")
 
 
 def resident_group(em, ins) -> Group | None:
@@ -147,7 +166,7 @@ def lower_update(em, ins, state: Group) -> None:
         state.native.run(em, ops, state.acc)
         return
     A, B = mat(em, desc, ops, "a"), mat(em, desc, ops, "b")
-    run_grid_on(em, state.plan, desc, A, B, state.acc, state.plan.chunks)
+    run_update(em, state.stage, state.plan, desc, A, B, state.acc, state.plan.chunks)
 
 
 def store_now(em, state: Group, D: Mat) -> None:
