@@ -49,7 +49,8 @@ def test_k_loop_reads_c_once_and_writes_d_once(tmp_path, ptxas, name, src, line)
     body = entry(ptx, name)
     assert body.count("wmma.load.c") == 1 and body.count("wmma.store.d") == 1
     assert "mtlc.tensor_loop resident group=0" in body
-    assert body.count("wmma.mma.sync") == 1          # one update in the loop body
+    # one update in the loop body; staging.py versions it (staged + direct fallback)
+    assert body.count("wmma.mma.sync") == 1 + ("mtlc.tensor_loop staged group=0" in body)
     assert not any("wmma.load.c" in b for b in blocks_with(body, "wmma.mma.sync"))
     assert f"{name}: line {line}: tensor-residency: tensor_loop group 0 formed" in explain
     assert "ptx: tensor_loop group 0: resident" in explain
