@@ -2,6 +2,7 @@
 
     python3 bench/gemm.py [--json gemm.json] [--reps 10] [--probe] [--check] [--no-bench]
                           [--subgroup] [--out f32,f16] [--shapes MxNxK,...]
+                          [--epilogue all|NAME,...]
 
 The default kernel is the workgroup-scope region (tests/gpu/gemm_hopper.gemm_source: one
 workgroup per 128x256 region of D = A*B + C, f16 or bf16 A row-major and B column-major,
@@ -15,6 +16,10 @@ TFLOP/s counts 2*M*N*K. `torch` is torch.matmul(a, b) in the input dtype (f16/bf
 no C: the ratio's denominator); `torch+C` is torch.add(c, torch.matmul(a, b), out=d), our
 contract (f32 C in, f32 D out) in two torch calls.
 --probe compares the device-built tensor maps with cuTensorMapEncodeTiled's bytes.
+--epilogue (names of tests/tensor/wgmma_kernels.EPILOGUES, or all): --check also checks
+each fused epilogue on EPI_CHECKS (random data against the torch oracle, and pipeline vs
+split path bit for bit on small-integer data), and the timing gains a column for the
+first named epilogue (`+epi`: the same GEMM with it fused).
 """
 from __future__ import annotations
 
@@ -37,6 +42,8 @@ SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (16384, 10
           (5000, 3000, 4104))
 CHECKS = ((128, 256, 64), (300, 520, 200), (129, 257, 65), (1000, 1000, 1000),
           (64, 64, 0), (4096, 4096, 4096), (5000, 3000, 4104))
+EPI_CHECKS = ((128, 256, 64), (300, 520, 200), (129, 257, 65), (64, 64, 0),
+              (1000, 1000, 1000))
 
 
 def probe(torch) -> int:
@@ -69,9 +76,23 @@ def configs(outs: list[str]) -> list[tuple[str, str]]:
     return [(f, f if o == "f16" else o) for o in outs for f in ("f16", "bf16")]
 
 
-def check(torch, outs) -> int:
-    dev = driver.Device(0)
+def check_epilogues(torch, dev, outs, names, shapes) -> int:
     bad = 0
+    for fmt, out in configs(outs):
+        for name in names:
+            g = H.Gemm(dev, fmt, out=out, epilogue=name)
+            for m, n, k in shapes:
+                err, same = H.check_epilogue(torch, g, fmt, m, n, k)
+                print(f"check {fmt}->{out} +{name} {m}x{n}x{k}: rel err {err:.3g}, "
+                      f"pipeline = split = oracle on integers: {same}", flush=True)
+                bad += not (err < H.TOLERANCE[out] and same)
+    return bad
+
+
+def check(torch, outs, epilogues=()) -> int:
+    dev = driver.Device(0)
+    bad = check_epilogues(torch, dev, outs, epilogues, EPI_CHECKS[:4] if len(CHECKS) <= 3
+                          else EPI_CHECKS) if epilogues else 0
     for fmt, out in configs(outs):
         g = H.Gemm(dev, fmt, out=out)
         tol, what = H.TOLERANCE[out], f"{fmt}->{out}"
@@ -99,7 +120,7 @@ def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
     return lambda: fn.launch(grid, 128, args)
 
 
-def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup):
+def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=None):
     dtype = torch.float16 if fmt == "f16" else torch.bfloat16
     a = torch.randn(m, k, device="cuda").to(dtype)
     bt = torch.randn(n, k, device="cuda").to(dtype)
@@ -107,6 +128,13 @@ def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup):
     d = torch.empty(m, n, device="cuda", dtype=H.torch_dtype(torch, out))
     ref = (c + a.float() @ bt.float().t()).to(d.dtype).float()
     runs = {"workgroup": gemms[fmt, out].launcher(a, bt, c, d, m, n, k)}
+    refs = {}
+    if epi_gemms:
+        g = epi_gemms[fmt, out]
+        epi = H.Epilogue(torch, g.epilogue, out, m, n)
+        runs["epilogue"] = g.launcher(a, bt, c, d, m, n, k, epi=epi)
+        refs["epilogue"] = epi.apply(torch, c + a.float() @ bt.float().t()) \
+            .to(d.dtype).float()
     if subgroup and out == "f32":
         runs["subgroup"] = subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k)
     flop = 2.0 * m * n * k
@@ -116,7 +144,8 @@ def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup):
         d.fill_(float("nan"))
         run()
         torch.cuda.synchronize()
-        err = ((d.float() - ref).norm() / ref.norm()).item()
+        want = refs.get(name, ref)
+        err = ((d.float() - want).norm() / want.norm()).item()
         if not err < H.TOLERANCE[out]:
             raise SystemExit(f"{name} {fmt} {m}x{n}x{k}: result differs from torch "
                              f"(rel err {err})")
@@ -164,6 +193,8 @@ def main() -> int:
     ap.add_argument("--prefetch-ahead", type=int, default=-1,
                     help="override wgmma.PREFETCH_C_AHEAD (0: no L2 prefetch of C)")
     ap.add_argument("--bn", type=int, default=H.BN, help="region width (64..256)")
+    ap.add_argument("--epilogue", default="",
+                    help="fused epilogues to check and time (names or all)")
     ap.add_argument("--epilogue-batch", type=int, default=0,
                     help="override wgmma.EPILOGUE_BATCH (1: the first measured epilogue)")
     args = ap.parse_args()
@@ -178,12 +209,14 @@ def main() -> int:
     if args.prefetch_ahead >= 0:
         wgmma.PREFETCH_C_AHEAD = args.prefetch_ahead
     outs = args.out.split(",")
+    epilogues = list(H.EPILOGUES) if args.epilogue == "all" else \
+        [e for e in args.epilogue.split(",") if e]
     if args.probe:
         return probe(torch)
     if args.small:
         global CHECKS
         CHECKS = CHECKS[:3]
-    if args.check and check(torch, outs):
+    if args.check and check(torch, outs, epilogues):
         return 1
     if args.no_bench:
         return 0
@@ -194,16 +227,20 @@ def main() -> int:
     gemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o) for f, o in pairs}
     shapes = SHAPES if not args.shapes else \
         [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
-    rows = [bench_shape(torch, dev, gemms, f, o, *s, args.reps, args.subgroup)
+    epi_gemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, epilogue=epilogues[0])
+                 for f, o in pairs} if epilogues else None
+    rows = [bench_shape(torch, dev, gemms, f, o, *s, args.reps, args.subgroup, epi_gemms)
             for f, o in pairs for s in shapes]
     print(f"device: {dev.name}")
     print(f"{'gemm':<22} {'mettle':>8} {'torch':>8} {'torch+C':>8} {'ratio':>6}"
-          + ("  subgroup" if args.subgroup else ""))
+          + ("  subgroup" if args.subgroup else "")
+          + (f"  +{epilogues[0]}" if epilogues else ""))
     for r in rows:
         name = f"{r['dtype']}->{r['out']} {r['shape']}"
         print(name.ljust(22) + f" {r['workgroup_tflops']:>8.1f} "
               f"{r['torch_tflops']:>8.1f} {r['torch_c_tflops']:>8.1f} {r['ratio']:>6.3f}"
-              + (f"  {r['subgroup_tflops']:.1f}" if args.subgroup else ""))
+              + (f"  {r['subgroup_tflops']:.1f}" if args.subgroup else "")
+              + (f"  {r['epilogue_tflops']:.1f}" if epilogues else ""))
     with open(args.json, "w", encoding="utf-8") as fh:
         json.dump({"device": dev.name, "unit": "TFLOP/s", "results": rows}, fh, indent=2)
     return 0

@@ -10,28 +10,33 @@ from __future__ import annotations
 import ctypes
 
 from tests.tensor.kernels import compile_ptx
-from tests.tensor.wgmma_kernels import BM, BN, gemm_source, grid, native_launch  # noqa: F401
+from tests.tensor.wgmma_kernels import BM, BN, EPILOGUES, gemm_source, grid, \
+    native_launch  # noqa: F401
 
 
 class Gemm:
     """A compiled GEMM bound to torch tensors: a (M x K row-major), bt (N x K row-major, i.e.
     B column-major with ldb = K), c (M x N row-major f32) and d (M x N row-major, `out`:
-    f32, f16 or bf16; leading dimension ldd)."""
+    f32, f16 or bf16; leading dimension ldd). `epilogue`: a name of EPILOGUES fused onto
+    the region; its launch then passes an Epilogue's operands too."""
 
     def __init__(self, dev, fmt: str, arch: str = "sm_90a", ptx: str | None = None,
-                 bm: int = BM, bn: int = BN, out: str = "f32"):
-        self.ptx = ptx or compile_ptx(gemm_source(fmt, bm, bn, out=out), arch)
+                 bm: int = BM, bn: int = BN, out: str = "f32", epilogue: str | None = None):
+        self.ptx = ptx or compile_ptx(gemm_source(fmt, bm, bn, out=out, epilogue=epilogue),
+                                      arch)
         self.fn = dev.load_ptx(self.ptx).function("gemm")
-        self.bm, self.bn, self.out = bm, bn, out
+        self.bm, self.bn, self.out, self.epilogue = bm, bn, out, epilogue
         self.threads, self.shared = native_launch(fmt, bm, bn, out)
         from toolchain.compiler.targets.ptx.tensor import wgmma
         self.cluster = wgmma.CLUSTER
 
-    def launcher(self, a, bt, c, d, m, n, k, threads=None, shared=None):
+    def launcher(self, a, bt, c, d, m, n, k, threads=None, shared=None, epi=None):
         u32 = ctypes.c_uint32
         args = [ctypes.c_uint64(t.data_ptr()) for t in (a, bt, c, d)] + \
             [u32(m), u32(n), u32(k), u32(a.stride(0)), u32(bt.stride(0)),
              u32(c.stride(0)), u32(d.stride(0))]
+        if self.epilogue:
+            args += epi.args()
         g = grid(m, n, self.bm, self.bn, self.cluster)
         th = self.threads if threads is None else threads
         sh = self.shared if shared is None else shared
@@ -68,6 +73,102 @@ def check(torch, dev, gemm: Gemm, fmt: str, m: int, n: int, k: int, pad: int = 8
     if torch.isnan(d).any() or not torch.isnan(dfull[:, n:]).all():
         return float("inf")
     return ((d.float() - ref).norm() / ref.norm()).item()
+
+
+class Epilogue:
+    """The operands of a fused epilogue (tests/tensor/wgmma_kernels.EPILOGUES) on torch
+    buffers: a bias of the mode's shape in D's format (a matrix one padded, column-major
+    for `bias_layout: col`), alpha, beta and the clamp bounds; `apply` is the oracle
+    (tensor_epilogue's order, one float32 torch operation per step, so no contraction)."""
+
+    def __init__(self, torch, name: str | None, out: str, m: int, n: int, pad: int = 8,
+                 integers: bool = False):
+        self.name, self.opts = name, EPILOGUES.get(name or "", "")
+        self.alpha, self.beta, self.lo, self.hi = 0.75, -0.5, -3.0, 40.0
+        mode = next((w for w in ("row", "column", "matrix") if f"bias_mode: {w}"
+                     in self.opts), None)
+        shape = {"row": (m,), "column": (n,), "matrix": (m, n), None: (1,)}[mode]
+        vals = torch.randint(-8, 8, shape, device="cuda").float() if integers else \
+            torch.randn(shape, device="cuda")
+        self.bias = vals.to(torch_dtype(torch, out))          # its values as D's format
+        self.store, self.ldbias = self.bias, 1
+        if mode == "matrix":
+            col = "bias_layout: col" in self.opts
+            full = torch.full((n, m + pad) if col else (m, n + pad), float("nan"),
+                              device="cuda", dtype=self.bias.dtype)
+            view = full[:, :m] if col else full[:, :n]
+            view.copy_(self.bias.t() if col else self.bias)
+            self.store, self.ldbias = view, full.stride(0)
+        self.mode = mode
+
+    def args(self) -> list:
+        f32, u32 = ctypes.c_float, ctypes.c_uint32
+        return [ctypes.c_uint64(self.store.data_ptr()), u32(self.ldbias), f32(self.alpha),
+                f32(self.beta), f32(self.lo), f32(self.hi)]
+
+    def apply(self, torch, t):
+        """act(alpha*t + beta*bias) on the float32 sums t (M x N)."""
+        if "alpha:" in self.opts:
+            t = torch.mul(t, self.alpha)
+        if self.mode is not None:
+            b = self.bias.float()
+            if "beta:" in self.opts:
+                b = torch.mul(b, self.beta)
+            t = torch.add(t, b[:, None] if self.mode == "row" else b)
+        if "relu" in self.opts:
+            t = torch.where(t < 0, torch.zeros_like(t), t)
+        if "clamp" in self.opts:
+            t = torch.where(t < self.lo, torch.full_like(t, self.lo), t)
+            t = torch.where(t > self.hi, torch.full_like(t, self.hi), t)
+        return t
+
+
+def operands(torch, fmt: str, m: int, n: int, k: int, pad: int = 8, integers=False):
+    """a (M x K), bt (N x K), c (M x N f32), all padded views; small integers when
+    `integers` (every sum exact in f32, whatever the order)."""
+    dtype = torch.float16 if fmt == "f16" else torch.bfloat16
+
+    def rnd(rows, cols):
+        if integers:
+            return torch.randint(-2, 3, (rows, cols + pad), device="cuda").float()
+        return torch.randn(rows, cols + pad, device="cuda")
+    return (rnd(m, k).to(dtype)[:, :k], rnd(n, k).to(dtype)[:, :k],
+            (rnd(m, n) * (4 if integers else 1))[:, :n])
+
+
+def poisoned_d(torch, out: str, m: int, n: int, pad: int = 8):
+    full = torch.full((m, n + pad), float("nan"), device="cuda",
+                      dtype=torch_dtype(torch, out))
+    return full, full[:, :n]
+
+
+def check_epilogue(torch, gemm: Gemm, fmt: str, m: int, n: int, k: int) -> tuple[float, bool]:
+    """(relative error against the oracle on random data, whether the pipeline and the
+    split path (256 work-items) agree bit for bit with each other and with the oracle on
+    small-integer data, where every sum is exact). inf: an in-range element unwritten
+    or padding touched."""
+    a, bt, c = operands(torch, fmt, m, n, k)
+    epi = Epilogue(torch, gemm.epilogue, gemm.out, m, n)
+    full, d = poisoned_d(torch, gemm.out, m, n)
+    gemm.launcher(a, bt, c, d, m, n, k, epi=epi)()
+    torch.cuda.synchronize()
+    ref = epi.apply(torch, c + a.float() @ bt.float().t()).to(d.dtype).float()
+    err = float("inf") if torch.isnan(d).any() or not torch.isnan(full[:, n:]).all() else \
+        ((d.float() - ref).norm() / ref.norm()).item()
+    a, bt, c = operands(torch, fmt, m, n, k, integers=True)
+    epi = Epilogue(torch, gemm.epilogue, gemm.out, m, n, integers=True)
+    outs = []
+    for threads in (None, 256):
+        full, d = poisoned_d(torch, gemm.out, m, n)
+        gemm.launcher(a, bt, c, d, m, n, k, threads=threads, epi=epi)()
+        torch.cuda.synchronize()
+        outs.append((full, d))
+    ref = epi.apply(torch, c + a.float() @ bt.float().t()).to(outs[0][1].dtype)
+    bits = torch.int32 if gemm.out == "f32" else torch.int16
+    same = all(torch.isnan(f[:, n:]).all().item() and
+               torch.equal(d.contiguous().view(bits), ref.contiguous().view(bits))
+               for f, d in outs)
+    return err, same
 
 
 # ---------------------------------------------------------------- tensor-map probe

@@ -1,7 +1,8 @@
 """Hardware tests of the workgroup-scope tensor_matmul on sm_90a (docs/gemm.md): correctness
 against torch fp32 on M/N/K tails, random non-zero data, NaN-poisoned D with untouched
-padding, f32 and f16/bf16 results (the 16-bit ones against the oracle rounded once), the
-split fallback on the same GPU, and the device-built tensor maps against the
+padding, f32 and f16/bf16 results (the 16-bit ones against the oracle rounded once), every
+fused epilogue (docs/gemm.md "Fused epilogue") on both paths, the split fallback on the
+same GPU, and the device-built tensor maps against the
 driver's encoder. Each check runs bench/gemm.py in its own process (a faulting kernel
 poisons its CUDA context); $METTLE_GPU_SANITIZER=memcheck|racecheck runs it under
 compute-sanitizer. Skips without torch, without a CUDA device, or on a GPU that is not
@@ -64,6 +65,18 @@ def test_small_tails_native_and_split():
     native and split paths."""
     out = _run("--check", "--small", "--no-bench")
     assert "CHECK OK" in out, out
+
+
+def test_fused_epilogues_on_tails_native_and_split():
+    """Every fused epilogue (scale, ReLU, clamp, row/column/matrix bias, column-major
+    matrix bias with a padded runtime ldbias) with f32 and f16/bf16 results on 128x256x64,
+    300x520x200, 129x257x65 and K = 0: random data against the torch fp32 oracle in
+    tensor_epilogue's order, poisoned D with untouched padding, and the pipeline and the
+    split path (256 work-items) bit for bit equal to each other and to the oracle on
+    small-integer data (every sum exact)."""
+    out = _run("--check", "--small", "--no-bench", "--epilogue", "all", timeout=900)
+    assert "CHECK OK" in out, out
+    assert out.count("pipeline = split = oracle on integers: True") == 4 * 6 * 4, out
 
 
 def test_all_tails_and_large():

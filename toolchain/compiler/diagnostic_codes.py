@@ -196,7 +196,10 @@ whole-matrix operation needs explicit leading dimensions (`lda:` ... `ldd:`, plu
 `ldsb:` for block-scaled operands)."""),
     "E0342": ("bad tensor epilogue operand", """
 An epilogue operand (e.g. `alpha:`/`beta:` scale or bias) must have the epilogue's element
-type."""),
+type, and the options must fit together (`bias:` with a `bias_mode`, `clamp_min:` and
+`clamp_max:` with `activation: clamp`, `ldbias:`/`bias_layout:` for a matrix bias). The
+same rules hold for the fused-epilogue options of `tensor_matmul`, which also need a
+floating-point result and an explicit `ldbias:` for a matrix bias (docs/gemm.md)."""),
     "E0343": ("bad tensor operand pointer", """
 A tensor operand pointer has the wrong element type for its declared format (f16 data are
 `uint16*`, f32 data `float32*` and so on)."""),
