@@ -46,6 +46,8 @@ def build_variants(dev, arch: str) -> dict:
     modes = {"plain": {"optimize": False}, "-O": {"optimize": True}}
     if "fp_contract" in Options.__dataclass_fields__:
         modes["-O nocontract"] = {"optimize": True, "fp_contract": False}
+    if "wmma_staging" in Options.__dataclass_fields__:     # A/B of the K loop's staged loads
+        modes["-O no-staging"] = {"optimize": True, "wmma_staging": False}
     out = {}
     for name, kw in modes.items():
         ptx = compile_file(SOURCE, Options(emit="ptx", gpu_arch=arch, **kw)).data
@@ -162,7 +164,7 @@ def bench_gemm(torch, mods, size, reps):
     ref = c0 + a.float() @ b.float()
     tiles = (size // 16) * (size // 16)
     flop = 2.0 * size ** 3
-    results = []
+    results, outs = [], {}
     for mode, mod in mods.items():
         fn = mod.function("gemm_kloop")
         args = [ptr(a), ptr(b), ptr(c), i32(size), i32(size), i32(size)]
@@ -172,8 +174,12 @@ def bench_gemm(torch, mods, size, reps):
         err = ((c - ref).abs().max() / ref.abs().max()).item()
         if not err < 1e-3:
             raise SystemExit(f"gemm_kloop {mode}: differs from torch (max rel err {err})")
+        outs[mode] = c.clone()
         ms = timed(torch, lambda: fn.launch((tiles + 3) // 4, 128, args), reps)
         results.append((f"gemm_kloop {size}", f"mettle {mode}", ms, flop / ms / 1e9, "TFLOP/s"))
+    if "-O no-staging" in outs:         # same data, same MMAs: staging must be bitwise neutral
+        same = torch.equal(outs["-O"], outs["-O no-staging"])
+        print(f"gemm_kloop {size}: -O and -O no-staging bitwise {'equal' if same else 'DIFFER'}")
     ms = timed(torch, lambda: torch.matmul(a, b), reps)
     results.append((f"gemm_kloop {size}", "torch", ms, flop / ms / 1e9, "TFLOP/s"))
     return results
