@@ -1,0 +1,88 @@
+"""Hardware: WMMA operand staging (targets/ptx/tensor/staging.py) gives bitwise the direct
+loads' tiles and matches a float64 reference.
+
+Each kernel of tests/tensor/staging_kernels.py (run-time K loop with row-major f16 B and
+column-major bf16 B, a three-MMA chain) runs compiled with -O twice: staged (the default)
+and --gpu-wmma-staging=off (direct wmma.load from global). Random non-zero A/B (K with a
+tail past the last whole chunk), random C, and a NaN-poisoned pad after C that must stay
+untouched. Aligned strides take the staged form; a leading dimension that is not a multiple
+of 8 elements, or an A base 4 bytes off, must take the direct fallback (those break the
+WMMA alignment precondition of gpu.md; the direct form's 32-bit loads tolerate it on this
+hardware, which is what the fallback relies on) and give the same bits.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.gpu.harness import Buffer, Scalar
+from tests.tensor.staging_kernels import ALL, CASES
+from toolchain.compiler.driver import Options, compile_file
+from toolchain.compiler.targets.ptx.profiles import detect_local_arch
+
+PAD = 64                                    # poisoned f32 elements after C
+# name -> [(label, m, n, k, lda - k, ldb - (n or k), aoff)]; misaligned: lda or ldb = 4 mod 8
+SHAPES = {"kloop_f16_row": [("aligned", 48, 64, 100, 12, 0, 0),
+                            ("lda_misaligned", 48, 64, 100, 0, 0, 0),
+                            ("a_base_misaligned", 48, 64, 112, 8, 0, 2)],
+          "kloop_bf16_col": [("aligned", 32, 48, 80, 0, 16, 0),
+                             ("ldb_misaligned", 32, 48, 80, 0, 4, 0)],
+          "chain_f16_row": [("aligned", 32, 48, 48, 0, 0, 0),
+                            ("lda_misaligned", 32, 48, 48, 4, 0, 0)]}
+
+
+def _ptx(tmp_path, staging: bool) -> str:
+    path = tmp_path / f"staging_{staging}.mettle"
+    path.write_text(ALL)
+    arch = detect_local_arch() or "sm_90a"
+    return compile_file(str(path), Options(emit="ptx", gpu_arch=arch, optimize=True,
+                                           wmma_staging=staging)).data.decode()
+
+
+def _operand(rng, shape, fmt: str) -> tuple[np.ndarray, np.ndarray]:
+    """(uint16 carrier bits, float64 values) of random non-zero f16 or bf16 elements."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[x == 0] = 0.5
+    if fmt == "f16":
+        h = x.astype(np.float16)
+        h[h == 0] = 0.5
+        return h.view(np.uint16), h.astype(np.float64)
+    bits = (x.view(np.uint32) >> 16).astype(np.uint16)      # truncate to bf16
+    return bits, (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+@pytest.mark.parametrize("name,case", [(n, c) for n, cs in SHAPES.items() for c in cs],
+                         ids=[f"{n}-{c[0]}" for n, cs in SHAPES.items() for c in cs])
+def test_staged_equals_direct_and_reference(gpu_run, tmp_path, name, case):
+    label, m, n, k, lda_extra, ldb_extra, aoff = case
+    _, fmt, bl = CASES[name]
+    kk = (k // 16) * 16 if name.startswith("kloop") else 48     # the K the kernel consumes
+    lda = k + lda_extra
+    rng = np.random.default_rng(m * 1000 + k + lda_extra + aoff)
+    a_bits, a_val = _operand(rng, (aoff + m * lda,), fmt)
+    av = a_val[aoff:].reshape(m, lda)[:, :kk]
+    if bl == "row":
+        ldb = n + ldb_extra
+        b_bits, b_val = _operand(rng, (k * ldb,), fmt)
+        bv = b_val.reshape(k, ldb)[:kk, :n]
+    else:
+        ldb = k + ldb_extra
+        b_bits, b_val = _operand(rng, (n * ldb,), fmt)
+        bv = b_val.reshape(n, ldb)[:, :kk].T
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    want = av @ bv + c
+    tiles = (m // 16) * (n // 16)
+    got = {}
+    for staging in (True, False):
+        out = gpu_run(_ptx(tmp_path, staging), name, grid=(tiles + 3) // 4, block=128, args=[
+            Buffer("a", "uint16", data=a_bits), Buffer("b", "uint16", data=b_bits),
+            Buffer("c", "float32", size=m * n + PAD, data=c.ravel(), poison=np.nan,
+                   output=True),
+            Scalar("int32", m), Scalar("int32", n), Scalar("int32", k), Scalar("int32", lda),
+            Scalar("int32", ldb), Scalar("int32", aoff)])
+        res = out["c"]
+        assert np.isnan(res[m * n:]).all(), f"{name} {label}: the pad after C was written"
+        got[staging] = res[:m * n].reshape(m, n)
+        err = np.abs(got[staging] - want).max() / np.abs(want).max()
+        assert err < 1e-3, f"{name} {label} staging={staging}: max relative error {err}"
+    assert got[True].tobytes() == got[False].tobytes(), f"{name} {label}: staged != direct"
