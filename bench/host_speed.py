@@ -6,8 +6,9 @@ programs in C compiled by the system C compiler.
 Programs (bench/host/NAME.mettle and NAME.c): loops (64-bit integer LCG loop), matmul
 (160x160 float64, 12 times), sieve (Eratosthenes to 8M, 5 times), recursion (fib(32) and
 Ackermann). Each is built as Mettle -O0 and -O and as C -O0 and -O2 (`$CC`, default cc);
-the outputs must agree. Every executable runs `--runs` times (default 3) and reports its
-fastest CPU time (user + sys, from wait4; steadier than wall time on a shared machine). The
+the outputs must agree. Every executable runs `--runs` times (default 3), the four builds
+taking turns, and reports its fastest CPU time (user + sys, from wait4; steadier than wall
+time on a shared machine). The
 table gives Mettle -O's time and its ratio to gcc -O0 and -O2. `--target=aarch64-linux` runs
 under qemu (only relative numbers mean anything there) with $CC_AARCH64 (default
 aarch64-linux-gnu-gcc) for the C side.
@@ -64,13 +65,11 @@ def measure(names, runs: int, target: str) -> list[dict]:
                 make(exe)
                 exes[label] = exe
             times, outputs = {}, set()
-            for label, exe in exes.items():
-                best = None
-                for _ in range(runs):
+            for _ in range(runs):      # rounds over all builds: load changes hit them alike
+                for label, exe in exes.items():
                     t, text = cpu_time(prefix + [exe])
                     outputs.add(text)
-                    best = t if best is None else min(best, t)
-                times[label] = best
+                    times[label] = min(times.get(label, t), t)
             if len(outputs) != 1:
                 raise RuntimeError(f"{name}: the builds disagree: {sorted(outputs)}")
             rows.append({"program": name, **{k: round(v, 3) for k, v in times.items()},
