@@ -74,9 +74,62 @@ def test_a_copy_into_a_loop_variable_shares_its_register(tmp_path):
                 assert out[id(ins.operands[0])] is out[id(ins.operands[1])], ins
 
 
+# What -O keeps in xmm/volatile registers and folds into addresses: float32/float64 loop
+# accumulators, negation, running minimum/maximum, compares, selects and conversions of register values,
+# an array of 12-byte structs (index * 12 is not an x86 scale), narrow integer arrays,
+# division by constants, a float argument passed from a loop value (kept out of caller-saved
+# registers across the call), printf varargs.
+FLOAT_LOOPS = """
+import "std/mem";
+extern fn printf_f(fmt: cstring, v: float64) -> int32 = "printf";
+extern fn printf_i(fmt: cstring, v: int64) -> int32 = "printf";
+struct P { x: float32; y: int32; z: uint16; }
+fn half(v: float32) -> float32 { return v * 0.5; }
+fn main() -> int32 {
+    var ps: P* = (P*)malloc(12 * 40);
+    var bytes: uint8* = (uint8*)malloc(40);
+    var shorts: int16* = (int16*)malloc(80);
+    for i in 0..40 {
+        ps[i].x = (float32)i * 1.25 - 7.0;
+        ps[i].y = (int32)(i * i) - 300;
+        ps[i].z = (uint16)(i * 2000);
+        bytes[i] = (uint8)(i * 37);
+        shorts[i] = (int16)(i * 1000 - 20000);
+    }
+    var s32: float32 = 0.0;
+    var s64: float64 = 1.0;
+    var lo: float64 = 1000.0;
+    var hi: float32 = -1000.0;
+    var acc: int64 = 0;
+    var u: uint32 = 7;
+    for i in 0..40 {
+        var x: float32 = ps[i].x;
+        s32 = s32 + x * x - half(x);
+        s64 = s64 * 1.01 + (float64)x / 3.0;
+        var nx: float64 = -(float64)x;
+        if (nx < lo) { lo = nx; }
+        if (x > hi) { hi = x; }
+        if (x < 0.0) { acc = acc + (int64)(x * 4.0); } else { acc = acc - (int64)ps[i].z; }
+        var pick: float64 = nx;
+        if (x > 2.5) { pick = s64; }
+        acc = acc + (int64)pick + (int64)bytes[i] / 7 + (int64)shorts[i] % 10;
+        u = u * 2654435761 + (uint32)ps[i].y / 3;
+        acc = acc + (int64)(u % 1000) + (int64)(ps[i].y / -5);
+    }
+    printf_f("%.6f\n", (float64)s32);
+    printf_f("%.6f\n", s64);
+    printf_f("%.3f\n", lo);
+    printf_f("%.3f\n", (float64)hi);
+    printf_i("%lld\n", acc);
+    printf_i("%lld\n", (int64)u);
+    return 0;
+}
+"""
+
 PROGRAMS = {"recursion": test_programs.RECURSION, "structs": test_programs.STRUCTS,
             "pointers": test_programs.POINTERS, "control": test_programs.CONTROL,
-            "many_args": test_programs.MANY_ARGS, "strings": test_programs.STRINGS}
+            "many_args": test_programs.MANY_ARGS, "strings": test_programs.STRINGS,
+            "float_loops": FLOAT_LOOPS}
 
 
 @pytest.mark.parametrize("target", ["x86_64-linux", "aarch64-linux", "x86_64-windows"])
