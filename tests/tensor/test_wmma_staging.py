@@ -1,16 +1,17 @@
 """WMMA operand staging (targets/ptx/tensor/staging.py) on the CPU: PTX structure, the
-run-time versioning test, the conditions that keep the direct loads, the off switch, and
-ptxas (sm_90a, sm_80, sm_121a) with no spills. tests/gpu/test_wmma_staging.py runs the
-kernels and checks staged == direct == oracle bitwise on the device.
-
-The CPU PTX interpreter (tests/tensor/ptx_sim.py) models mma.sync fragments only, not the
-opaque WMMA fragments, so staged-vs-direct numerics are checked on the GPU only.
+run-time versioning test, the conditions that keep the direct loads, the off switch,
+ptxas (sm_90a, sm_80, sm_121a) with no spills, and staged == direct == oracle bitwise on
+the CPU PTX interpreter (tests/tensor/ptx_sim.py, extended below with a WMMA fragment
+model) including K tails and the misaligned fallbacks. tests/gpu/test_wmma_staging.py
+runs the same kernels on the device.
 """
 import re
 import subprocess
 
+import numpy as np
 import pytest
 
+from tests.tensor.ptx_sim import Sim, SimError, bf16_val, bits_f32, f16_val, f32_bits
 from tests.tensor.staging_kernels import ALL, CASES, kloop
 from toolchain.compiler import cli
 from toolchain.compiler.driver import Options, compile_file
@@ -121,3 +122,169 @@ def test_unoptimized_compile_is_unchanged(tmp_path):
     """Staging belongs to resident groups, which only -O forms."""
     ptx, _ = compile_src(tmp_path, kloop("k1"), optimize=False)
     assert _direct(entry(ptx, "k1"))
+
+
+# ---- staged vs direct on the CPU interpreter ---------------------------------------------
+# ptx_sim evaluates mma.sync fragments only. WMMA fragments are opaque (the same layout for
+# the load, the MMA and the store is the only contract), so this model gives them any
+# consistent layout: A/B lane l, register i of n (8 for f16, 4 for bf16) holds logical
+# elements 2p, 2p+1 (row-major 16x16 flat index), p = (l*n + i) % 128; C/D lane l,
+# register i holds element l*8+i.
+# Loads and stores go through memory with the instruction's layout and stride, so every
+# staged address (pieces, slots, stride 16) and the run-time fallback are exercised.
+
+
+def _elem_addr(base: int, layout: str, ld: int, r: int, c: int, size: int) -> int:
+    return base + ((r * ld + c) if layout == "row" else (c * ld + r)) * size
+
+
+def _slots(which: str, lane: int, i: int, n: int = 8) -> list[tuple[int, int]]:
+    if which == "c":
+        return [divmod(lane * 8 + i, 16)]
+    p = (lane * n + i) % 128
+    return [divmod(2 * p, 16), divmod(2 * p + 1, 16)]
+
+
+class WmmaSim(Sim):
+    def __init__(self, ptx, kernel):
+        super().__init__(ptx, kernel)
+        self.undefined = None
+        self.wmmas = {"staged": 0, "direct": 0}
+
+    def _step(self, th, *a):
+        guard, negated, op, ops = self.code[th.pc] if th.pc < len(self.code) else \
+            (None, False, "", [])
+        on = guard is None or bool(th.val(guard)) != negated
+        parts = op.split(".")
+        if not on or not (op.startswith("wmma.") or (parts[0] in ("ld", "st") and
+                                                      "v4" in parts)):
+            return super()._step(th, *a)
+        self.steps += 1
+        if op.startswith("wmma.mma"):
+            th.wait = op
+            return
+        th.pc += 1
+        if parts[0] == "ld":                      # ld.<space>.v4.u32 {r0..r3}, [addr]
+            at = th.addr(ops[1])
+            for j, r in enumerate(th.vec(ops[0])):
+                th.regs[r] = self.mem.load(at + 4 * j, 4)
+        elif parts[0] == "st":
+            at = th.addr(ops[0])
+            for j, r in enumerate(th.vec(ops[1])):
+                self.mem.store(at + 4 * j, 4, th.val(r))
+        elif op.startswith("wmma.load"):
+            which, layout = parts[2], parts[5]
+            size = 4 if which == "c" else 2
+            base, ld = th.addr(ops[1]), th.val(ops[2])
+            if which == "a":
+                self.wmmas["staged" if ".shared." in op else "direct"] += 1
+            regs = th.vec(ops[0])
+            for i, r in enumerate(regs):
+                v = 0
+                for h, (row, col) in enumerate(_slots(which, th.lane, i, len(regs))):
+                    v |= self.mem.load(_elem_addr(base, layout, ld, row, col, size), size) \
+                        << (16 * h)
+                th.regs[r] = v
+        elif op.startswith("wmma.store"):
+            layout, base, ld = parts[5], th.addr(ops[0]), th.val(ops[2])
+            for i, r in enumerate(th.vec(ops[1])):
+                (row, col), = _slots("c", th.lane, i)
+                self.mem.store(_elem_addr(base, layout, ld, row, col, 4), 4, th.val(r))
+        else:
+            raise SimError(f"unsupported {op}")
+
+    def _collective(self, live):
+        for th in live:
+            group = self._warp(th) if th.wait != "bar.sync" else live
+            if all(t.wait is not None and t.pc == th.pc for t in group):
+                op, ops = self.code[th.pc][2], self.code[th.pc][3]
+                if op.startswith("wmma.mma"):
+                    _wmma_mma(op, group, ops)
+                elif op.startswith("mma"):
+                    raise SimError("mma.sync in a WMMA test")
+                for t in group:
+                    t.wait, t.pc = None, t.pc + 1
+                return True
+        return False
+
+
+def _wmma_mma(op: str, lanes, ops) -> None:
+    if len(lanes) != 32:
+        raise SimError("wmma.mma with a partial warp")
+    half = bf16_val if ".bf16." in op else f16_val
+    d, a, b, c = (list(v.regs) for v in ops)
+    mats = {}
+    for name, regs in (("a", a), ("b", b)):
+        m = np.full((16, 16), np.nan)
+        for th in lanes:
+            for i, r in enumerate(regs):
+                for h, (row, col) in enumerate(_slots(name, th.lane, i, len(regs))):
+                    v = half((th.val(r) >> (16 * h)) & 0xFFFF)
+                    if not np.isnan(m[row, col]) and m[row, col] != v:   # f16: 2 copies
+                        raise SimError(f"lanes disagree on {name}[{row},{col}]: a load "
+                                       "read the slot before every piece was stored")
+                    m[row, col] = v
+        mats[name] = m
+    acc = np.zeros((16, 16))
+    for th in lanes:
+        for i, r in enumerate(c):
+            (row, col), = _slots("c", th.lane, i)
+            acc[row, col] = bits_f32(th.val(r))
+    out = (mats["a"] @ mats["b"] + acc).astype(np.float32)
+    for th in lanes:
+        for i, r in enumerate(d):
+            (row, col), = _slots("c", th.lane, i)
+            th.regs[r] = f32_bits(float(out[row, col]))
+
+
+def _exact_operand(rng, n: int, fmt: str):
+    """(uint16 bits, float64 values) of small non-zero integers (exact products and sums)."""
+    x = rng.integers(1, 4, n) * rng.choice([-1, 1], n)
+    if fmt == "f16":
+        h = x.astype(np.float16)
+        return h.view(np.uint16), h.astype(np.float64)
+    bits = (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    return bits, x.astype(np.float64)
+
+
+# (kernel, m, n, k, lda, ldb, aoff, staged?)
+SIM_CASES = [("kloop_f16_row", 32, 32, 40, 48, 32, 0, True),     # K tail: 2 whole chunks
+             ("kloop_f16_row", 32, 32, 40, 44, 32, 0, False),    # lda = 4 mod 8: fallback
+             ("kloop_f16_row", 32, 32, 48, 48, 32, 2, False),    # A base 4 bytes off
+             ("kloop_bf16_col", 32, 16, 48, 56, 52, 0, False),   # ldb = 4 mod 8
+             ("kloop_bf16_col", 32, 16, 48, 56, 64, 0, True),
+             ("chain_f16_row", 16, 32, 48, 48, 32, 0, True)]
+
+
+@pytest.mark.parametrize("case", SIM_CASES, ids=lambda c: f"{c[0]}-lda{c[4]}-ldb{c[5]}-off{c[6]}")
+def test_interpreter_staged_equals_direct_and_oracle(tmp_path, case):
+    name, m, n, k, lda, ldb, aoff, staged = case
+    _, fmt, bl = CASES[name]
+    kk = 48 if name.startswith("chain") else (k // 16) * 16
+    rng = np.random.default_rng(k + lda + ldb + aoff)
+    a_bits, a_val = _exact_operand(rng, aoff + m * lda, fmt)
+    b_bits, b_val = _exact_operand(rng, (k if bl == "row" else n) * ldb, fmt)
+    av = a_val[aoff:].reshape(m, lda)[:, :kk]
+    bv = b_val.reshape(k, ldb)[:kk, :n] if bl == "row" else b_val.reshape(n, ldb)[:, :kk].T
+    c = rng.integers(-8, 8, (m, n)).astype(np.float32)
+    want = (av @ bv + c).astype(np.float32)
+    outs = {}
+    for staging in (True, False):
+        path = tmp_path / f"s_{staging}.mettle"
+        path.write_text(ALL)
+        r = compile_file(str(path), Options(emit="ptx", gpu_arch="sm_90a", optimize=True,
+                                            wmma_staging=staging))
+        sim = WmmaSim(r.objects, name)
+        pad = np.full(m * n + 16, np.nan, np.float32)
+        pad[:m * n] = c.ravel()
+        tiles = (m // 16) * (n // 16)
+        mem = sim.run((tiles + 3) // 4, 128, [
+            ("buf", "a", a_bits), ("buf", "b", b_bits), ("buf", "c", pad), ("u32", m),
+            ("u32", n), ("u32", k), ("u32", lda), ("u32", ldb), ("u32", aoff)])
+        got = mem.read("c")
+        assert np.isnan(got[m * n:]).all()
+        outs[staging] = got[:m * n].reshape(m, n)
+        took = "staged" if staging and staged else "direct"
+        assert sim.wmmas[took] > 0 and sim.wmmas["staged" if took == "direct" else "direct"] \
+            == 0, (staging, sim.wmmas)
+    assert outs[True].tobytes() == outs[False].tobytes() == want.tobytes()
