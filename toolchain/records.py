@@ -99,45 +99,40 @@ def _std_dataclass(cls, options: dict):
     return dataclasses.dataclass(cls, **options)
 
 
-def _is_std_field(value) -> bool:
-    dc = sys.modules.get("dataclasses")      # loaded already if `value` is one of its Fields
-    return dc is not None and isinstance(value, dc.Field)
-
-
-def _as_field(value) -> _Field:
-    """A class attribute as a field: ours, a `dataclasses.Field` (tests use the standard
-    `field()` with this decorator) or a plain default."""
-    if isinstance(value, _Field):
+def _as_field(value, dc) -> _Field:
+    """One of ours for a `dataclasses.Field` (tests use the standard `field()` with this
+    decorator; `dc` is the dataclasses module, loaded since `value` is its Field)."""
+    if type(value) is _Field:
         return value
-    if _is_std_field(value):
-        dc = sys.modules["dataclasses"]
 
-        def own(v):
-            return MISSING if v is dc.MISSING else v
-        return _Field(own(value.default), own(value.default_factory), value.init,
-                      value.repr, value.hash, value.compare, value.metadata,
-                      own(value.kw_only))
-    return _Field(default=value)
+    def own(v):
+        return MISSING if v is dc.MISSING else v
+    return _Field(own(value.default), own(value.default_factory), value.init, value.repr,
+                  value.hash, value.compare, value.metadata, own(value.kw_only))
 
 
-def _own_fields(cls) -> list[_Field]:
+def _own_fields(cls, dc) -> list[_Field]:
+    """The fields `cls` declares; `dc` is the dataclasses module if something loaded it."""
     out = []
-    for name, type_ in cls.__dict__.get("__annotations__", {}).items():
-        default = cls.__dict__.get(name, MISSING)
-        f = _as_field(default)
-        f.name, f.type = name, type_
-        if f.kw_only is MISSING:
-            f.kw_only = False
-        if isinstance(default, _Field) or _is_std_field(default):
+    attrs = cls.__dict__
+    for name, type_ in attrs.get("__annotations__", {}).items():
+        default = attrs.get(name, MISSING)
+        if type(default) is _Field or dc is not None and isinstance(default, dc.Field):
+            f = _as_field(default, dc)
             if f.default is MISSING:
                 delattr(cls, name)           # as the standard library does
             else:
                 setattr(cls, name, f.default)
+        else:
+            f = _Field(default)
+        f.name, f.type = name, type_
+        if f.kw_only is MISSING:
+            f.kw_only = False
         out.append(f)
     return out
 
 
-def _base_fields(base) -> dict:
+def _base_fields(base, dc) -> dict:
     """The fields a base class contributes: a record's own, or a standard dataclass's."""
     own = base.__dict__.get("_record_fields")
     if own is not None:
@@ -147,24 +142,31 @@ def _base_fields(base) -> dict:
         return {}
     out = {}
     for name, f in real.items():
-        g = _as_field(f)
+        g = _as_field(f, dc)
         g.name, g.type = f.name, f.type
         out[name] = g
     return out
 
 
+_PARAMS: dict = {}   # (repr, eq, frozen) -> the shared __dataclass_params__
+
+
 def _process(cls, repr_: bool, eq: bool, frozen: bool):
+    dc = sys.modules.get("dataclasses")
     fields: dict[str, _Field] = {}
-    for base in reversed(cls.__mro__[1:]):
-        fields.update(_base_fields(base))
-    for f in _own_fields(cls):
+    for base in cls.__mro__[-2:0:-1]:       # bases, furthest first, without `object`
+        fields.update(_base_fields(base, dc))
+    for f in _own_fields(cls, dc):
         fields[f.name] = f
     all_fields = tuple(fields.values())
     cls._record_fields = fields
     cls.__dataclass_fields__ = _RealFields(cls)
     # Read by dataclasses when a standard dataclass subclasses this one (`.frozen`).
-    cls.__dataclass_params__ = SimpleNamespace(init=True, repr=repr_, eq=eq, order=False,
-                                               unsafe_hash=False, frozen=frozen)
+    params = _PARAMS.get((repr_, eq, frozen))
+    if params is None:
+        params = _PARAMS[repr_, eq, frozen] = SimpleNamespace(
+            init=True, repr=repr_, eq=eq, order=False, unsafe_hash=False, frozen=frozen)
+    cls.__dataclass_params__ = params
     cls.__match_args__ = tuple(f.name for f in all_fields if not f.kw_only)
     cls.__init__ = _make_init(cls, all_fields, frozen)
     cls._record_repr = tuple(f.name for f in all_fields if f.repr)
@@ -219,7 +221,7 @@ def _real_field(f: _Field, dc, named: bool = True):
     return real
 
 
-_INIT_CODE: dict = {}    # shape -> the code of an `__init__` with placeholder names
+_INIT_CODE: dict = {}    # shape -> (code with placeholder names, where the names go)
 
 
 def _make_init(cls, fields: tuple[_Field, ...], frozen: bool):
@@ -227,32 +229,33 @@ def _make_init(cls, fields: tuple[_Field, ...], frozen: bool):
     Compiling one small function per class was a fifth of the compiler's import time, so
     the code is compiled once per shape (which fields have a factory, which are keyword-
     only, frozen, `__post_init__`) with placeholder names and renamed for each class."""
-    post_init = hasattr(cls, "__post_init__")
-    _check_default_order(fields)
-    # Defaults live in __defaults__/__kwdefaults__, so only factories change the code.
-    shape = (tuple((_kind(f) == "factory", bool(f.kw_only)) for f in fields), frozen,
-             post_init)
-    code = _INIT_CODE.get(shape)
-    if code is None:
-        code = _INIT_CODE[shape] = _init_code(*shape)
-    rename = {_placeholder(i): f.name for i, f in enumerate(fields)}
-    code = code.replace(
-        co_varnames=tuple(rename.get(n, n) for n in code.co_varnames),
-        co_names=tuple(rename.get(n, n) for n in code.co_names),
-        co_consts=tuple(rename.get(c, c) if type(c) is str else c for c in code.co_consts))
     env = {"FACTORY": _FACTORY, "_setattr": object.__setattr__}
-    defaults, kw_defaults = [], {}
+    shape, names, defaults, kw_defaults = [], [], [], {}
+    seen_default = None
     for i, f in enumerate(fields):
-        kind = _kind(f)
-        if kind == "required":
+        names.append(f.name)
+        factory = f.default is MISSING and f.default_factory is not MISSING
+        shape.append((factory, f.kw_only))
+        if f.default is MISSING and not factory:
+            if seen_default is not None and not f.kw_only:
+                raise TypeError(f"non-default argument {f.name!r} follows default argument")
             continue
-        if kind == "factory":
+        if factory:
             env[f"_f{i}"] = f.default_factory
-        value = f.default if kind == "default" else _FACTORY
+        value = _FACTORY if factory else f.default
         if f.kw_only:
             kw_defaults[f.name] = value
         else:
+            seen_default = f
             defaults.append(value)
+    key = (tuple(shape), frozen, hasattr(cls, "__post_init__"))
+    template = _INIT_CODE.get(key)
+    if template is None:
+        template = _INIT_CODE[key] = _init_code(*key)
+    code, var_slots, name_slots, const_slots = template
+    code = code.replace(co_varnames=_renamed(code.co_varnames, var_slots, names),
+                        co_names=_renamed(code.co_names, name_slots, names),
+                        co_consts=_renamed(code.co_consts, const_slots, names))
     init = FunctionType(code, env, "__init__", tuple(defaults) or None)
     init.__kwdefaults__ = kw_defaults or None
     init.__qualname__ = f"{cls.__qualname__}.__init__"
@@ -261,31 +264,24 @@ def _make_init(cls, fields: tuple[_Field, ...], frozen: bool):
     return init
 
 
-def _kind(f: _Field) -> str:
-    return "default" if f.default is not MISSING else \
-        "factory" if f.default_factory is not MISSING else "required"
+def _renamed(items: tuple, slots: tuple, names: list) -> tuple:
+    if not slots:
+        return items
+    out = list(items)
+    for at, k in slots:
+        out[at] = names[k]
+    return tuple(out)
 
 
-def _placeholder(i: int) -> str:
-    return f"_record_field_{i}_"
-
-
-def _check_default_order(fields) -> None:
-    seen_default = None
-    for f in fields:
-        if f.kw_only:
-            continue
-        if _kind(f) != "required":
-            seen_default = f
-        elif seen_default is not None:
-            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+_PLACEHOLDER = "_record_field_%d_"
 
 
 def _init_code(kinds: tuple, frozen: bool, post_init: bool):
-    """The code object of `__init__` for one shape; field i is named `_placeholder(i)`."""
+    """The code of `__init__` for one shape, field i named `_PLACEHOLDER % i`, and for its
+    co_varnames, co_names and co_consts the (position, field index) of each placeholder."""
     params, kw_params, body = [], [], []
     for i, (factory, kw_only) in enumerate(kinds):
-        name = _placeholder(i)
+        name = _PLACEHOLDER % i
         if factory:
             body.append(f"  if {name} is FACTORY: {name} = _f{i}()")
         (kw_params if kw_only else params).append(name)
@@ -297,7 +293,13 @@ def _init_code(kinds: tuple, frozen: bool, post_init: bool):
     src = f"def __init__({signature}):\n" + ("\n".join(body) or "  pass") + "\n"
     env: dict = {}
     exec(src, env)                           # noqa: S102 - our own generated source
-    return env["__init__"].__code__
+    code = env["__init__"].__code__
+    index = {_PLACEHOLDER % i: i for i in range(len(kinds))}
+
+    def slots(items):
+        return tuple((at, index[x]) for at, x in enumerate(items)
+                     if type(x) is str and x in index)
+    return code, slots(code.co_varnames), slots(code.co_names), slots(code.co_consts)
 
 
 def _repr(self) -> str:

@@ -56,6 +56,8 @@ def test_emit_ptx_loads_neither_other_targets_nor_the_optimizer(tmp_path):
     assert under(mods, NOT_FOR_PTX) == []
     assert under(mods, (OPTIMIZER,)) == []
     assert under(mods, SLOW_STDLIB) == []
+    # PTX text parsing: only for lowerings that still format text (tensor operations)
+    assert "toolchain.compiler.targets.ptx.parse" not in mods
 
 
 def test_the_optimizer_loads_with_O_only(tmp_path):

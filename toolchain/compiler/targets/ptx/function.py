@@ -22,7 +22,6 @@ from ...ir.module import Const, Function, Global, Instr, Local, Param, Undef, Us
 from ...ir.types import BoolType, Type
 from . import lower_memory, regs
 from .instr import LABEL, OP, Addr, PtxInstr
-from .parse import parse_statement
 
 LOCAL_OPS = ("local.get", "local.set")
 
@@ -197,6 +196,7 @@ class FnEmitter:
     # parsed into a PtxInstr here, so every later stage (peepholes, printer, simulator)
     # sees objects only.
     def emit(self, line: str) -> None:
+        from .parse import parse_statement   # only text-emitting lowerings load the parser
         ins = parse_statement(line)
         self.compat.add(id(ins))
         self.body.append(ins)
