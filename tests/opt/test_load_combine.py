@@ -205,3 +205,23 @@ def test_vector_accesses_reach_ptx_and_spirv(tmp_path, ptxas):
     assert ".v4" not in plain and ".v2" not in plain
     spv = compile_file(str(path), Options(emit="spirv", optimize=True)).data
     spirv.validate(spv)
+
+
+def test_host_targets_reject_vectors():
+    """Only GPU code gets vectors; a hand-built host IR that uses one gets a diagnostic
+    (E0009), not a crash, from both host selectors."""
+    from toolchain.compiler.diagnostics import CompileError
+    from toolchain.compiler.targets.arm64 import target as arm64
+    from toolchain.compiler.targets.x86_64 import target as x86_64
+    text = """; module v
+function @f(%p: ptr<vec<4 x f32>>) -> f32 export {
+entry:
+  %0 = load vec<4 x f32> %p
+  %1 = vec.extract f32 %0 {index=2}
+  ret %1
+}
+"""
+    for t in (x86_64, arm64):
+        with pytest.raises(CompileError) as e:
+            t.emit_object(parse_module(text))
+        assert e.value.diagnostics[0].code == "E0009"

@@ -3,18 +3,33 @@ Same slot discipline as the x86-64 selector (see isel_values.py); `alloca` emits
 its area is zeroed by the prologue and its value is x29 + offset wherever it is used."""
 from __future__ import annotations
 
+from ...diagnostics import error
 from ...ir.module import Undef
 from ...ir.types import IntType, StructType
 from .isel_arith import A, B, C
 from .regs import FP, X
 
 
+def _no_vectors(ins):
+    """Vector values (`vec<N x T>`) come only from the GPU load combiner; host selection
+    has no lowering for them (an IR built by hand that uses one gets this diagnostic)."""
+    return error("E0009", f"{ins.op} of a vector type is not supported on host targets "
+                 "(vec<N x T> values are GPU-only)", ins.span)
+
+
 class MemMixin:
+    def op_vec_extract(self, ins) -> None:
+        raise _no_vectors(ins)
+
+    op_vec_insert = op_vec_extract
+
     def copy_value(self, dst_ins, v) -> None:
         self.copy(FP, self.off(dst_ins), FP, self.off(v), v.type.size)
 
     def op_load(self, ins) -> None:
         p = ins.operands[0]
+        if ins.type.is_vector:
+            raise _no_vectors(ins)
         if ins.type.is_aggregate:
             self.load_bits(p, B)
             self.copy(FP, self.off(ins), B, 0, ins.type.size)
@@ -26,6 +41,8 @@ class MemMixin:
 
     def op_store(self, ins) -> None:
         p, v = ins.operands
+        if v.type.is_vector:
+            raise _no_vectors(ins)
         if v.type.is_aggregate:
             self.load_bits(p, X[12])
             if isinstance(v, Undef):

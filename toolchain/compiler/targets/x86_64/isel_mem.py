@@ -7,6 +7,7 @@ zeroed by the prologue and its value is `lea` of that area wherever it is used.
 """
 from __future__ import annotations
 
+from ...diagnostics import error
 from ...ir.module import Undef
 from ...ir.types import IntType, StructType, Type
 from ..common.frame import is_alloca
@@ -48,7 +49,33 @@ def folds_into_access(ins, nxt, uses: int) -> bool:
         nxt.operands[1] is not ins
 
 
+def _no_vectors(ins):
+    """Vector values (`vec<N x T>`) come only from the GPU load combiner; host selection
+    has no lowering for them (an IR built by hand that uses one gets this diagnostic)."""
+    return error("E0009", f"{ins.op} of a vector type is not supported on host targets "
+                 "(vec<N x T> values are GPU-only)", ins.span)
+
+
+_SSE_FOLDS = ("add", "sub", "mul", "div", "min", "max")
+
+
+def folds_into_float_op(ins, nxt, uses: int) -> bool:
+    """A float load used only by the float add/sub/mul/div/min/max right after it becomes
+    that operation's memory operand (operand b; a only of add/mul, which commute)."""
+    if ins.op != "load" or nxt is None or uses != 1 or not ins.type.is_float or \
+            nxt.op not in _SSE_FOLDS or not nxt.type.is_float or len(nxt.operands) != 2:
+        return False
+    a, b = nxt.operands
+    return (b is ins and a is not ins) or (a is ins and b is not ins and
+                                           nxt.op in ("add", "mul"))
+
+
 class MemMixin:
+    def op_vec_extract(self, ins) -> None:
+        raise _no_vectors(ins)
+
+    op_vec_insert = op_vec_extract
+
     def address(self, p) -> Mem:
         """The memory operand for pointer `p`: a folded ptradd as [base + index*scale + disp]
         (base in its register or rcx, index in its register or rdx), an alloca as its frame
@@ -81,10 +108,14 @@ class MemMixin:
 
     def op_load(self, ins) -> None:
         p = ins.operands[0]
+        if ins.type.is_vector:
+            raise _no_vectors(ins)
         if ins.type.is_aggregate:
             self.load_bits(p, RSI)
             self.copy(RBP, self.frame.offset(ins), RSI, 0, ins.type.size)
             return
+        if id(ins) in self.folded:
+            return      # the next float operation reads the memory itself (isel_arith)
         mem = self.address(p)
         x = self.xmm(ins)
         if x is not None:
@@ -97,6 +128,8 @@ class MemMixin:
 
     def op_store(self, ins) -> None:
         p, v = ins.operands
+        if v.type.is_vector:
+            raise _no_vectors(ins)
         if v.type.is_aggregate:
             self.load_bits(p, RDI)
             if isinstance(v, Undef):
