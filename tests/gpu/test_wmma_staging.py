@@ -1,11 +1,11 @@
 """Hardware: WMMA operand staging (targets/ptx/tensor/staging.py) gives bitwise the direct
 loads' tiles and matches a float64 reference.
 
-Each kernel of tests/tensor/staging_kernels.py (run-time K loop with row-major f16 B and
-column-major bf16 B, a three-MMA chain) runs compiled with -O twice: staged (the default)
-and --gpu-wmma-staging=off (direct wmma.load from global). Random non-zero A/B (K with a
-tail past the last whole chunk), random C, and a NaN-poisoned pad after C that must stay
-untouched. Aligned strides take the staged form; a leading dimension that is not a multiple
+Each kernel of tests/tensor/staging_kernels.py (run-time K loops with row-major f16 B,
+column-major bf16 B and an m16n16k32 step of two WMMA chunks, a three-MMA chain) runs
+compiled with -O twice: staged (the default) and --gpu-wmma-staging=off (direct wmma.load
+from global). Random non-zero A/B (K with a tail past the last whole step), random C, and
+a NaN-poisoned pad after C that must stay untouched. Aligned strides take the staged form; a leading dimension that is not a multiple
 of 8 elements, or an A base 4 bytes off, must take the direct fallback (those break the
 WMMA alignment precondition of gpu.md; the direct form's 32-bit loads tolerate it on this
 hardware, which is what the fallback relies on) and give the same bits.
@@ -28,7 +28,9 @@ SHAPES = {"kloop_f16_row": [("aligned", 48, 64, 100, 12, 0, 0),
           "kloop_bf16_col": [("aligned", 32, 48, 80, 0, 16, 0),
                              ("ldb_misaligned", 32, 48, 80, 0, 4, 0)],
           "chain_f16_row": [("aligned", 32, 48, 48, 0, 0, 0),
-                            ("lda_misaligned", 32, 48, 48, 4, 0, 0)]}
+                            ("lda_misaligned", 32, 48, 48, 4, 0, 0)],
+          "kloop_k32_f16_col": [("aligned", 32, 64, 136, 0, 0, 0),
+                                ("ldb_misaligned", 32, 64, 136, 0, 4, 0)]}
 
 
 def _ptx(tmp_path, staging: bool) -> str:
@@ -56,7 +58,8 @@ def _operand(rng, shape, fmt: str) -> tuple[np.ndarray, np.ndarray]:
 def test_staged_equals_direct_and_reference(gpu_run, tmp_path, name, case):
     label, m, n, k, lda_extra, ldb_extra, aoff = case
     _, fmt, bl = CASES[name]
-    kk = (k // 16) * 16 if name.startswith("kloop") else 48     # the K the kernel consumes
+    ks = 32 if "k32" in name else 16
+    kk = (k // ks) * ks if name.startswith("kloop") else 48     # the K the kernel consumes
     lda = k + lda_extra
     rng = np.random.default_rng(m * 1000 + k + lda_extra + aoff)
     a_bits, a_val = _operand(rng, (aoff + m * lda,), fmt)

@@ -22,25 +22,27 @@ HEAD = """{kernel} {name}({params}) {{
   var ar: uint16* = a + (int64)aoff + (int64)(tm * 16) * (int64)lda;
 """
 
-B_TILE = {"row": "b + (int64)({kk} * 16) * (int64)ldb + (int64)(tn * 16)",
-          "col": "b + (int64)(tn * 16) * (int64)ldb + (int64)({kk} * 16)"}
+B_TILE = {"row": "b + (int64)({kk} * {ks}) * (int64)ldb + (int64)(tn * 16)",
+          "col": "b + (int64)(tn * 16) * (int64)ldb + (int64)({kk} * {ks})"}
 
-MMA = """tensor_mma(ar + (int64)({kk} * 16), {b},
-               acc, acc, shape: m16n16k16,
+MMA = """tensor_mma(ar + (int64)({kk} * {ks}), {b},
+               acc, acc, shape: m16n16k{ks},
                a_type: {fmt}, b_type: {fmt}, accumulator_type: f32, result_type: f32,
                a_layout: row, b_layout: {bl}, c_layout: row, d_layout: row,
                lda: (uint32)lda, ldb: (uint32)ldb, ldc: (uint32)n, ldd: (uint32)n);"""
 
 
-def _mma(kk: str, fmt: str, bl: str) -> str:
-    return MMA.format(kk=kk, b=B_TILE[bl].format(kk=kk), fmt=fmt, bl=bl)
+def _mma(kk: str, fmt: str, bl: str, ks: int = 16) -> str:
+    return MMA.format(kk=kk, b=B_TILE[bl].format(kk=kk, ks=ks), fmt=fmt, bl=bl, ks=ks)
 
 
-def kloop(name: str, fmt: str = "f16", b_layout: str = "row", block: bool = True) -> str:
-    """A run-time K loop over k / 16 chunks (columns past the last whole chunk unused)."""
+def kloop(name: str, fmt: str = "f16", b_layout: str = "row", block: bool = True,
+          ks: int = 16) -> str:
+    """A run-time K loop over k / ks steps of a m16n16k<ks> tensor_mma (ks / 16 WMMA chunks
+    each; columns past the last whole step unused)."""
     kernel = "kernel(block = 128)" if block else "kernel"
-    return HEAD.format(kernel=kernel, name=name, params=PARAMS) + f"""  for kk in 0..k / 16 {{
-    {_mma("kk", fmt, b_layout)}
+    return HEAD.format(kernel=kernel, name=name, params=PARAMS) + f"""  for kk in 0..k / {ks} {{
+    {_mma("kk", fmt, b_layout, ks)}
   }}
 }}
 """
@@ -56,5 +58,6 @@ def chain(name: str, fmt: str = "f16", b_layout: str = "row") -> str:
 # name -> (source, A/B format, B layout)
 CASES = {"kloop_f16_row": (kloop("kloop_f16_row"), "f16", "row"),
          "kloop_bf16_col": (kloop("kloop_bf16_col", "bf16", "col"), "bf16", "col"),
-         "chain_f16_row": (chain("chain_f16_row"), "f16", "row")}
+         "chain_f16_row": (chain("chain_f16_row"), "f16", "row"),
+         "kloop_k32_f16_col": (kloop("kloop_k32_f16_col", b_layout="col", ks=32), "f16", "col")}
 ALL = "\n".join(src for src, _, _ in CASES.values())

@@ -48,7 +48,7 @@ def test_staged_structure_and_ptxas(tmp_path, ptxas_path, arch):
     for name, (_, fmt, bl) in CASES.items():
         body = entry(ptx, name)
         kind = "chain" if name.startswith("chain") else "loop"
-        mmas = 3 if kind == "chain" else 1
+        mmas = 3 if kind == "chain" else (2 if "k32" in name else 1)   # WMMA chunks
         assert f"// mtlc.tensor_{kind} staged group=0" in body
         assert f"{name}: line" in explain and f"tensor_{kind} group 0: operands staged" in \
             explain
@@ -253,14 +253,17 @@ SIM_CASES = [("kloop_f16_row", 32, 32, 40, 48, 32, 0, True),     # K tail: 2 who
              ("kloop_f16_row", 32, 32, 48, 48, 32, 2, False),    # A base 4 bytes off
              ("kloop_bf16_col", 32, 16, 48, 56, 52, 0, False),   # ldb = 4 mod 8
              ("kloop_bf16_col", 32, 16, 48, 56, 64, 0, True),
-             ("chain_f16_row", 16, 32, 48, 48, 32, 0, True)]
+             ("chain_f16_row", 16, 32, 48, 48, 32, 0, True),
+             ("kloop_k32_f16_col", 16, 32, 72, 72, 72, 0, True),  # 2 chunks a step, tail
+             ("kloop_k32_f16_col", 16, 32, 64, 64, 68, 0, False)]
 
 
 @pytest.mark.parametrize("case", SIM_CASES, ids=lambda c: f"{c[0]}-lda{c[4]}-ldb{c[5]}-off{c[6]}")
 def test_interpreter_staged_equals_direct_and_oracle(tmp_path, case):
     name, m, n, k, lda, ldb, aoff, staged = case
     _, fmt, bl = CASES[name]
-    kk = 48 if name.startswith("chain") else (k // 16) * 16
+    ks = 32 if "k32" in name else 16
+    kk = 48 if name.startswith("chain") else (k // ks) * ks      # the K the kernel consumes
     rng = np.random.default_rng(k + lda + ldb + aoff)
     a_bits, a_val = _exact_operand(rng, aoff + m * lda, fmt)
     b_bits, b_val = _exact_operand(rng, (k if bl == "row" else n) * ldb, fmt)
