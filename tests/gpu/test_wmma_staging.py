@@ -5,10 +5,11 @@ Each kernel of tests/tensor/staging_kernels.py (run-time K loops with row-major 
 column-major bf16 B and an m16n16k32 step of two WMMA chunks, a three-MMA chain) runs
 compiled with -O twice: staged (the default) and --gpu-wmma-staging=off (direct wmma.load
 from global). Random non-zero A/B (K with a tail past the last whole step), random C, and
-a NaN-poisoned pad after C that must stay untouched. Aligned strides take the staged form; a leading dimension that is not a multiple
-of 8 elements, or an A base 4 bytes off, must take the direct fallback (those break the
-WMMA alignment precondition of gpu.md; the direct form's 32-bit loads tolerate it on this
-hardware, which is what the fallback relies on) and give the same bits.
+a NaN-poisoned pad after C that must stay untouched. Aligned strides take the staged
+form; a leading dimension that is not a multiple of 8 elements, or an A base 4 bytes off,
+takes the direct fallback (those break the WMMA alignment precondition of gpu.md; the
+direct form's 32-bit loads tolerate it on this hardware, which is what the fallback relies
+on) and must give the same bits.
 """
 from __future__ import annotations
 
