@@ -49,7 +49,8 @@ def test_staged_structure_and_ptxas(tmp_path, ptxas_path, arch):
         body = entry(ptx, name)
         kind = "chain" if name.startswith("chain") else "loop"
         mmas = 3 if kind == "chain" else (2 if "k32" in name else 1)   # WMMA chunks
-        assert f"// mtlc.tensor_{kind} staged group=0" in body
+        assert re.search(rf"// mtlc\.tensor_{kind} resident group=0 tuple=\d+ budget=\d+ "
+                         "staged$", body, re.M)
         assert f"{name}: line" in explain and f"tensor_{kind} group 0: operands staged" in \
             explain
         # one 16-byte piece of A and of B per lane and chunk, into this warp's slots
@@ -86,7 +87,8 @@ def test_off_switch_keeps_direct_loads(tmp_path, ptxas):
     ptx, explain = compile_src(tmp_path, kloop("k1"), wmma_staging=False)
     body = entry(ptx, "k1")
     assert _direct(body) and ".shared" not in ptx
-    assert "// mtlc.tensor_loop direct group=0: staging off (--gpu-wmma-staging=off)" in body
+    assert re.search(r"// mtlc\.tensor_loop resident group=0 .* direct: staging off "
+                     r"\(--gpu-wmma-staging=off\)$", body, re.M)
     assert "operands loaded directly (staging off" in explain
     assert body.count("wmma.mma.sync") == 1
     ptxas(ptx, "sm_90a")
@@ -101,7 +103,7 @@ def test_cli_flag(tmp_path):
         assert cli.main(["-i", str(src), "--emit-ptx", "-O", "--gpu-arch", "sm_90a",
                          f"--gpu-wmma-staging={flag}", "-o", str(out)]) == 0
         outs[flag] = out.read_text()
-    assert "staged group=0" in outs["on"] and "staged group=0" not in outs["off"]
+    assert " staged\n" in outs["on"] and " staged\n" not in outs["off"]
     assert cli.main(["-i", str(src), "--emit-ptx", "--gpu-wmma-staging=maybe"]) != 0
 
 
@@ -113,7 +115,7 @@ def test_conditions_that_keep_direct_loads(tmp_path, ptxas, why, src, kw):
     ptx, explain = compile_src(tmp_path, src, **kw)
     body = entry(ptx, "k1")
     assert _direct(body)
-    assert "// mtlc.tensor_loop direct group=0: " in body and why in body
+    assert re.search(rf"// mtlc\.tensor_loop resident group=0 .* direct: .*{why}", body)
     assert why in explain
     ptxas(ptx, kw.get("gpu_arch", "sm_90a"))
 

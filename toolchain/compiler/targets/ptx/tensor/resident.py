@@ -131,26 +131,25 @@ def lower_begin(em, ins) -> None:
                                 for j in range(gn)] for i in range(gm)], plan=plan)
     _groups(em)[group] = state
     how = " m16n8" if native is not None else ""
-    em.raw(f"\t// mtlc.tensor_{kind} resident{how} group={group} tuple={need} budget={budget}")
+    loads = _stage(em, ins, state, kind, group) if plan is not None else ""
+    em.raw(f"\t// mtlc.tensor_{kind} resident{how} group={group} tuple={need} "
+           f"budget={budget}{loads}")
     remark(em, ins, f"tensor_{kind} group {group}: resident{how} (C loaded once, D stored "
            f"once; tuple pressure {need} <= budget {budget})")
-    if plan is not None:
-        _stage(em, ins, state, kind, group)
 
 
-def _stage(em, ins, state: Group, kind: str, group) -> None:
-    """Decide staged vs direct operand loads for a resident WMMA group (staging.py)."""
+def _stage(em, ins, state: Group, kind: str, group) -> str:
+    """Staged or direct operand loads for a resident WMMA group (staging.py): the
+    annotation's suffix."""
     why = why_not(em, state.plan, state.desc)
     if why is not None:
-        em.raw(f"\t// mtlc.tensor_{kind} direct group={group}: {why}")
         remark(em, ins, f"tensor_{kind} group {group}: operands loaded directly ({why})")
-        return
+        return f" direct: {why}"
     state.stage = prepare(em)
-    em.raw(f"\t// mtlc.tensor_{kind} staged group={group}: 16-byte pieces through a "
-           "warp-private .shared slot; direct loads when misaligned")
     remark(em, ins, f"tensor_{kind} group {group}: operands staged through shared memory "
            "(one 16-byte load per lane per tile, wmma.load from .shared; a run-time "
            "alignment test falls back to direct loads)")
+    return " staged"
 
 
 def resident_group(em, ins) -> Group | None:
