@@ -18,9 +18,10 @@ Coalescing: a `local.get` result joins its Local when the Local is not written w
 result is live; then a `local.set` source joins its Local when their ranges do not meet
 (hottest copies first). Loop variables thus live in one register and their copies vanish.
 Groups are taken in decreasing spill cost (uses and definitions weighted 8^loop depth) per
-live point, each into the first register of its class (floats into `float_registers` when
-given, else with the integers) that holds nothing live at any of its points; the rest keep
-their stack slots.
+live point, each into the register of the result or first operand it is paired with when
+that is free (x86's two-address forms then need no copy), else into the first register of
+its class (floats into `float_registers` when given, else with the integers) that holds
+nothing live at any of its points; the rest keep their stack slots.
 
 `volatile` registers (listed before the callee-saved ones so leaf code needs no saves) are
 only given to groups not live at the use point of an instruction for which `clobbers(ins)`
@@ -251,6 +252,11 @@ def calls_out(ins) -> bool:
                                      if getattr(o, "type", None) is not None)
 
 
+# Operations a selector computes best in operand a's register (x86 two-address forms).
+_TWO_ADDRESS = ("add", "sub", "mul", "and", "or", "xor", "shl", "shr", "min", "max", "neg",
+                "not", "convert")
+
+
 def _clobber_points(fn: Function, clobbers) -> list[int]:
     pts, k = [], 0
     for block in fn.blocks:
@@ -270,11 +276,21 @@ def _live_at_any(rng, points: list[int]) -> bool:
 
 
 def allocate(fn: Function, registers, volatile=(), float_registers=(),
-             clobbers=None, entry_clobbers=()) -> dict[int, object]:
+             clobbers=None, entry_clobbers=(), folded=frozenset()) -> dict[int, object]:
     """{id(value): register} (see the module docstring). `registers` are callee-saved
     integer registers; `volatile` caller-saved integer ones; `float_registers` caller-saved
-    float ones (with none, floats take integer registers, as bits)."""
+    float ones (with none, floats take integer registers, as bits). `folded`: ids of
+    results the selector never materialises (folded into their single user right after
+    them), which need no register."""
     members, ranges, values = groups(fn)
+    root = {k: g for g, ks in members.items() for k in ks}
+    prefer: dict[int, list[int]] = {}     # two-address hint: a result likes operand a's reg
+    for ins in fn.instructions():
+        if ins.op in _TWO_ADDRESS and id(ins) in root and ins.operands and \
+                id(ins.operands[0]) in root:
+            r, a = root[id(ins)], root[id(ins.operands[0])]
+            prefer.setdefault(r, []).append(a)     # whichever is allocated second
+            prefer.setdefault(a, []).append(r)     # takes the other's register if free
     w = weights(fn)
     points = _clobber_points(fn, clobbers) if clobbers is not None else []
     cost = {g: sum(w.get(k, 0.0) for k in ks) for g, ks in members.items()}
@@ -283,6 +299,8 @@ def allocate(fn: Function, registers, volatile=(), float_registers=(),
     taken: dict[object, list[tuple[int, int]]] = {}
     out: dict[int, object] = {}
     for g in order:
+        if any(k in folded for k in members[g]):
+            continue
         rng = ranges[g]
         is_float = values[g].type.is_float
         has_param = any(isinstance(values[k], Param) for k in members[g])
@@ -291,7 +309,8 @@ def allocate(fn: Function, registers, volatile=(), float_registers=(),
             pool = () if across_call else float_registers
         else:
             pool = (() if across_call else tuple(volatile)) + tuple(registers)
-        for reg in pool:
+        hinted = [out[members[h][0]] for h in prefer.get(g, ()) if members[h][0] in out]
+        for reg in [r for r in hinted if r in pool] + list(pool):
             if has_param and reg in entry_clobbers:
                 continue
             busy = taken.setdefault(reg, [])

@@ -33,7 +33,7 @@ from . import abi_sysv
 from .isel_arith import _INVERSE_CC, ArithMixin
 from .isel_call import CallMixin, reserve_call_space
 from .isel_fastpath import FastPathMixin
-from .isel_mem import MemMixin, folds_into_access
+from .isel_mem import MemMixin, folds_into_access, folds_into_float_op
 from .isel_values import ValueMixin, ice
 from .operands import Imm, Mem, Sym
 from .regs import (EAX, R8, R9, R10, R11, R12, R13, R14, R15, RAX, RBP, RBX, RDI, RSI, RSP,
@@ -61,8 +61,8 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin, 
         abi = self.abi
         self.frame = plan(fn, lambda frame, ins: reserve_call_space(frame, ins, abi))
         self.frame.need_outgoing(abi.SHADOW_SPACE)
-        self.regs = self._allocate(fn) if self.allocate else {}
         self.folded = self._folded(fn)
+        self.regs = self._allocate(fn) if self.allocate else {}
         used = [r for r in ALLOCATABLE if r in self.regs.values()]
         self.saved = [(reg, self.frame.alloc(8))
                       for reg in (*abi.CALLEE_SAVED_SCRATCH, *used)]
@@ -89,10 +89,12 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin, 
             entry |= set(VOLATILE) | set(XMM_ALLOCATABLE)   # memcpy/memset in the prologue
         floats = XMM_ALLOCATABLE if abi.NAME == "sysv" else ()   # Win64: xmm6-15 are saved
         return regalloc.allocate(fn, ALLOCATABLE, volatile=VOLATILE, float_registers=floats,
-                                 clobbers=regalloc.calls_out, entry_clobbers=entry)
+                                 clobbers=regalloc.calls_out, entry_clobbers=entry,
+                                 folded=self.folded)
 
     def _folded(self, fn: Function) -> set[int]:
-        """ids of the ptradds that become the next load/store's address (isel_mem)."""
+        """ids of the ptradds that become the next load/store's address and of the float
+        loads that become the next float operation's memory operand (isel_mem)."""
         uses: dict[int, int] = {}
         for ins in fn.instructions():
             for o in ins.operands:
@@ -100,7 +102,8 @@ class FunctionSelector(BlockMixin, ValueMixin, ArithMixin, MemMixin, CallMixin, 
         out = set()
         for block in fn.blocks:
             for ins, nxt in zip(block.instrs, block.instrs[1:]):
-                if folds_into_access(ins, nxt, uses.get(id(ins), 0)):
+                if folds_into_access(ins, nxt, uses.get(id(ins), 0)) or \
+                        folds_into_float_op(ins, nxt, uses.get(id(ins), 0)):
                     out.add(id(ins))
         return out
 

@@ -171,8 +171,18 @@ class ArithMixin:
         if ins.op not in _SSE_OPS:
             raise ice(f"{ins.op} on {ins.type}")
         dst = self.xmm(ins)
-        if ins.op in ("add", "mul") and dst is not None and self.xmm(b) == dst != self.xmm(a):
+        if id(a) in self.folded:              # only commutative ops fold operand a
+            a, b = b, a
+        if ins.op in ("add", "mul") and dst is not None and self.xmm(b) == dst != self.xmm(a) \
+                and id(b) not in self.folded:
             a, b = b, a                       # commutative (IEEE add/mul are)
+        if id(b) in self.folded:              # the load right before: a memory operand
+            src = self.address(b.operands[0])
+            work = dst if dst is not None and self.xmm(a) != XMM0 else XMM0
+            self.load_xmm(a, work)
+            self.asm.emit(_SSE_OPS[ins.op] + _sse(ins.type), work, src)
+            self.store_xmm(ins, work)
+            return
         work = dst if dst is not None and self.xmm(b) != dst else XMM0
         src = self.xmm(b)
         if src is None:

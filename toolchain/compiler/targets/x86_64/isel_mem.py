@@ -56,6 +56,20 @@ def _no_vectors(ins):
                  "(vec<N x T> values are GPU-only)", ins.span)
 
 
+_SSE_FOLDS = ("add", "sub", "mul", "div", "min", "max")
+
+
+def folds_into_float_op(ins, nxt, uses: int) -> bool:
+    """A float load used only by the float add/sub/mul/div/min/max right after it becomes
+    that operation's memory operand (operand b; a only of add/mul, which commute)."""
+    if ins.op != "load" or nxt is None or uses != 1 or not ins.type.is_float or \
+            nxt.op not in _SSE_FOLDS or not nxt.type.is_float or len(nxt.operands) != 2:
+        return False
+    a, b = nxt.operands
+    return (b is ins and a is not ins) or (a is ins and b is not ins and
+                                           nxt.op in ("add", "mul"))
+
+
 class MemMixin:
     def op_vec_extract(self, ins) -> None:
         raise _no_vectors(ins)
@@ -100,6 +114,8 @@ class MemMixin:
             self.load_bits(p, RSI)
             self.copy(RBP, self.frame.offset(ins), RSI, 0, ins.type.size)
             return
+        if id(ins) in self.folded:
+            return      # the next float operation reads the memory itself (isel_arith)
         mem = self.address(p)
         x = self.xmm(ins)
         if x is not None:
