@@ -110,6 +110,8 @@ def test_cli_flag(tmp_path):
 @pytest.mark.parametrize("why,src,kw", [
     ("no declared kernel block shape", kloop("k1", block=False), {}),
     ("is below sm_80", kloop("k1"), {"gpu_arch": "sm_75"}),
+    ("32768-byte staging area is over 16384 bytes",
+     kloop("k1").replace("block = 128", "block = 1024"), {}),
 ])
 def test_conditions_that_keep_direct_loads(tmp_path, ptxas, why, src, kw):
     ptx, explain = compile_src(tmp_path, src, **kw)

@@ -1,22 +1,24 @@
 """Staged operand loads for resident stable-WMMA groups (K loops and chains, issue 18).
 
-`wmma.load.{a,b}...global.f16` of a 16x16 tile becomes eight 32-bit loads per lane whose
-warp-wide footprint spans eight rows, so eight 128-byte lines per instruction: the
-K-loop GEMM is bound by those L1 look-ups, not by loads in flight. Staged instead, each
-lane loads one 16-byte piece of the tile (row = lane>>1, half = lane&1) with one
-`ld.v4.u32`, stores it to its warp's private shared-memory slot (16 rows of 32 bytes),
-and the warp reads the fragment back with the same stable `wmma.load`, now from `.shared`
-with the dense stride 16. No fragment layout is assumed: the data and the MMAs are those
-of the direct form, so both give bitwise identical results.
+ptxas turns `wmma.load.{a,b}...global.f16` of a 16x16 tile into four 32-bit loads per lane
+(sm_90a SASS: LDG.E), each spanning eight rows, so eight 128-byte lines per instruction;
+the K-loop GEMM is thought to be bound by those L1 look-ups (gpu.md), not by loads in
+flight. Staged instead, each lane loads one 16-byte piece of the tile (row = lane>>1,
+half = lane&1) with one `ld.v4.u32`, stores it to its warp's private shared-memory slot
+(16 rows of 32 bytes), and the warp reads the fragment back with the same stable
+`wmma.load`, now from `.shared` with the dense stride 16 (SASS: LDG.E.128, STS.128, LDSM).
+No fragment layout is assumed: the data and the MMAs are those of the direct form, so both
+give bitwise identical results.
 
 Used when: `--gpu-wmma-staging` is on (the default), sm_80 or newer, the function is a
-kernel with a declared block shape (the static `.shared` area is warps x 2 x 512 bytes),
-the group is one f16/bf16 m16n16k16 physical tile per K chunk, and A and B are global
-(or generic) memory. Each update then tests at run time, uniformly for the warp (WMMA
-operands are warp-uniform), that both operand addresses are 16-byte aligned and both
-leading dimensions are multiples of 8 elements (16 bytes: the K advance keeps this);
-otherwise that update takes the direct loads. Two `bar.warp.sync` per chunk: before the
-slot is rewritten (the previous chunk's wmma.load is done) and before it is read.
+kernel with a declared block shape (the static `.shared` area is warps x 2 x 512 bytes, at
+most 16 KiB: 512 work-items), the group is one f16/bf16 m16n16k16 physical tile per K
+chunk, and A and B are global (or generic) memory. Each update then tests at run time,
+uniformly for the warp (WMMA operands are warp-uniform), that both operand addresses are
+16-byte aligned and both leading dimensions are multiples of 8 elements (16 bytes: the K
+advance keeps this); otherwise that update takes the direct loads. Two `bar.warp.sync` per
+chunk: before the slot is rewritten (the previous chunk's wmma.load is done) and before it
+is read.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from .common import Mat, add_addr, label, linear, offset_terms, scale_bytes
 from .wmma import load_frag, mma, run_grid_on
 
 SLOT = 512                         # one 16x16 16-bit tile: 16 rows of 32 bytes
+MAX_AREA = 16384                   # leaves >= 32 KiB of the 48 KiB static .shared to the kernel
 _SPACES = ("", ".global")          # operands worth staging (shared ones are already close)
 
 
@@ -48,26 +51,31 @@ def why_not(em, plan, desc) -> str | None:
         return f"{em.profile.target} is below sm_80"
     if not fn.is_kernel or not fn.block_shape:
         return "no declared kernel block shape for the shared staging slots"
+    if _size(fn) > MAX_AREA:
+        return f"a {_size(fn)}-byte staging area is over {MAX_AREA} bytes"
     if plan.family not in ("f16", "bf16") or tuple(plan.shape) != (16, 16, 16) or \
             tuple(plan.grid) != (1, 1):
         return "only one f16/bf16 m16n16k16 tile per chunk is staged"
     return None
 
 
-def _area(em) -> tuple[str, int]:
-    """This kernel's staging area (one per function): symbol and size in bytes."""
-    area = getattr(em, "wmma_stage_area", None)
-    if area is None:
-        x, y, z = em.fn.block_shape
-        size = (x * y * z + 31) // 32 * 2 * SLOT
-        area = em.wmma_stage_area = (em.module.shared_array(em.fn, "wmma_stage", size, 128),
-                                     size)
-    return area
+def _size(fn) -> int:
+    x, y, z = fn.block_shape
+    return (x * y * z + 31) // 32 * 2 * SLOT           # two slots per warp
+
+
+def _area(em) -> str:
+    """This kernel's staging area (one per function, shared by its groups)."""
+    sym = getattr(em, "wmma_stage_area", None)
+    if sym is None:
+        sym = em.wmma_stage_area = em.module.shared_array(em.fn, "wmma_stage",
+                                                          _size(em.fn), 128)
+    return sym
 
 
 def prepare(em) -> Stage:
     """This warp's slots and this lane's piece, computed once where C is loaded."""
-    sym, _ = _area(em)
+    sym = _area(em)
     x, y, z = em.fn.block_shape
     lin = em.new("r")                        # linear thread id; its warp is lin / 32
     em.emit(f"mov.u32 {lin}, %tid.x")
