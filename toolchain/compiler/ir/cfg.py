@@ -232,16 +232,21 @@ class DomTree:
     def frontier(self) -> dict[Block, list[Block]]:
         if self._frontier is None:
             df: dict[Block, list[Block]] = {b: [] for b in self.rpo}
+            idom, index = self.idom, self.index
             for b in self.rpo:
-                ps = [p for p in self.preds[b] if p in self.index]
+                ps = self.preds[b]
                 if len(ps) < 2:
                     continue
+                stop = idom[b]
+                seen: set = set()              # runners that have b already (and above)
                 for p in ps:
+                    if p not in index:
+                        continue
                     runner = p
-                    while runner is not None and runner is not self.idom[b]:
-                        if b not in df[runner]:
-                            df[runner].append(b)
-                        runner = self.idom[runner]
+                    while runner is not None and runner is not stop and runner not in seen:
+                        seen.add(runner)
+                        df[runner].append(b)
+                        runner = idom[runner]
             self._frontier = df
         return self._frontier
 
