@@ -133,6 +133,8 @@ class Thread:
             if special is not None:
                 return special
             if t not in self.regs:
+                if self.sim.undefined is not None:
+                    return self.sim.undefined
                 raise SimError(f"read of undefined register {t}")
             return self.regs[t]
         if t in self.sim.shared:                     # a workgroup array's address
@@ -196,6 +198,7 @@ def _arith(op: str, parts: list[str], th: Thread, ops: list[str]) -> None:
 
 _CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
         "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+_CMP.update(lo=_CMP["lt"], ls=_CMP["le"], hi=_CMP["gt"], hs=_CMP["ge"])   # unsigned forms
 
 
 def _setp(parts, th: Thread, ops) -> None:
@@ -235,7 +238,15 @@ def _fp8_pair(fmt: str, v: int) -> int:
     return int(lo) | int(hi) << 16
 
 
+def _f16_rne(b: int) -> int:
+    return int(np.float32(bits_f32(b)).astype(np.float16).view(np.uint16))
+
+
 def _cvt(parts, th: Thread, ops) -> None:
+    if parts[1:] in (["rn", "f16x2", "f32"], ["rn", "bf16x2", "f32"]):
+        one = _f16_rne if parts[2] == "f16x2" else _bf16_rne     # d, hi, lo: lo in bits 0-15
+        th.regs[ops[0]] = one(th.val(ops[2]) & M32) | one(th.val(ops[1]) & M32) << 16
+        return
     d, s = ops
     v = th.val(s)
     kinds = [p for p in parts[1:] if p not in ("rn", "rz", "rm", "rp", "sat")]
@@ -245,7 +256,7 @@ def _cvt(parts, th: Thread, ops) -> None:
     elif (dst, src) == ("f32", "f16"):
         th.regs[d] = f32_bits(f16_val(v))
     elif (dst, src) == ("f16", "f32") and "rn" in parts:      # numpy rounds to nearest even
-        th.regs[d] = int(np.float32(bits_f32(v)).astype(np.float16).view(np.uint16))
+        th.regs[d] = _f16_rne(v)
     elif (dst, src) == ("bf16", "f32") and "rn" in parts:
         th.regs[d] = _bf16_rne(v & M32)
     elif dst == "f32" and src in ("u32", "s32"):
@@ -378,7 +389,11 @@ class Sim:
     """Run `kernel` of `ptx` on `grid` x `block` with `args` (("buf", name, ndarray) or
     ("u32"/"u64", value)); returns the Memory (read output buffers by name)."""
 
-    def __init__(self, ptx, kernel: str):
+    def __init__(self, ptx, kernel: str, undefined: int | None = None):
+        """`undefined`: the value an unwritten register reads as (None: an error). The
+        sm_90a epilogue's predicated C loads leave out-of-range columns' registers
+        unwritten and compute on them without storing the result."""
+        self.undefined = undefined
         self.params, self.code, self.labels = parse(ptx, kernel)
         self.shared_sizes, self.shared = shared_symbols(ptx, kernel), {}
         self.steps = 0
@@ -478,9 +493,15 @@ class Sim:
             th.done = True
         elif base == "ld":
             self._ld(th, parts, ops)
+        elif base == "st" and isinstance(ops[1], Vec):          # st.v2/v4: consecutive
+            size = _WIDTH[parts[-1]] // 8
+            for i, r in enumerate(th.vec(ops[1])):
+                self.mem.store(th.addr(ops[0]) + i * size, size, th.val(r))
         elif base == "st":
             size = _WIDTH[parts[-1]] // 8
             self.mem.store(th.addr(ops[0]), size, th.val(ops[1]))
+        elif base == "cvta":                    # one flat address space here
+            th.regs[ops[0]] = th.val(ops[1])
         elif base == "mov" and parts[-1] == "pred":
             th.regs[ops[0]] = th.val(ops[1])
         elif base == "mov":
@@ -519,6 +540,10 @@ class Sim:
             return
         ty = parts[-1]
         bits = _WIDTH[ty]
+        if isinstance(ops[0], Vec):                              # ld.v2/v4: consecutive
+            for i, r in enumerate(th.vec(ops[0])):
+                th.regs[r] = self.mem.load(th.addr(ops[1]) + i * bits // 8, bits // 8)
+            return
         v = self.mem.load(th.addr(ops[1]), bits // 8)
         if ty.startswith("s"):
             v = _signed(v, bits) & M64

@@ -259,3 +259,86 @@ def test_split_regions_exact_against_the_oracle(scope, out, epilogue):
     untouched = np.ones(got.size, bool)
     untouched[O.index(LAYOUTS[3], lds[3], r, c)] = False
     np.testing.assert_array_equal(got[untouched], poison[untouched])
+
+
+# ---------------------------------------------------------------- the pipeline's epilogue
+def _fake_native(em, g, tid, end, share=None, fused=None):
+    """The sm_90a region with its copy engine and wgmma main loop replaced (the CPU
+    interpreter has neither): each consumer's accumulator register holds 3*row + column of
+    the element it stands for, placed by the wgmma m64nNk16 f32 layout written out here
+    (lane l of warp w of consumer warpgroup q: rows 64(q-1) + 16w + l/4 (+8), columns
+    8j + 2(l%4) (+1); register 4j + 2*half + e), then the real epilogue runs."""
+    wg, lane, warp, wtid = (em.new("r") for _ in range(4))
+    p = em.new("p")
+    em.emit(f"shr.u32 {wg}, {tid}, 7")
+    em.emit(f"setp.eq.u32 {p}, {wg}, 0")
+    em.emit(f"@{p} bra.uni {end}")                 # the producer warpgroup has no work
+    em.emit(f"and.b32 {wtid}, {tid}, 127")
+    em.emit(f"and.b32 {lane}, {wtid}, 31")
+    em.emit(f"shr.u32 {warp}, {wtid}, 5")
+    acc = []
+    for j in range(g.desc.n // 8):
+        for half in (0, 1):
+            for e in (0, 1):
+                r, c, t, f = em.new("r"), em.new("r"), em.new("r"), em.new("f")
+                em.emit(f"sub.u32 {r}, {wg}, 1")
+                em.emit(f"mad.lo.u32 {r}, {r}, 4, {warp}")            # 64(q-1) + 16w
+                em.emit(f"shl.b32 {r}, {r}, 4")
+                em.emit(f"shr.u32 {t}, {lane}, 2")
+                em.emit(f"add.u32 {r}, {r}, {t}")
+                em.emit(f"add.u32 {r}, {r}, {8 * half}")
+                em.emit(f"add.u32 {r}, {r}, {g.row}")
+                em.emit(f"and.b32 {c}, {lane}, 3")
+                em.emit(f"mad.lo.u32 {c}, {c}, 2, {8 * j + e}")
+                em.emit(f"add.u32 {c}, {c}, {g.col}")
+                em.emit(f"mad.lo.u32 {t}, {r}, 3, {c}")
+                em.emit(f"cvt.rn.f32.u32 {f}, {t}")
+                acc.append(f)
+    wgmma._epilogue(em, g, wtid, wg, acc, fused)
+    em.emit(f"bra.uni {end}")
+
+
+def _always(em, g, ntid):
+    p = em.new("p")
+    em.emit(f"setp.eq.u32 {p}, {ntid}, {wgmma.threads(g.desc)}")
+    return p
+
+
+@pytest.mark.parametrize("out,epilogue", [("f32", "matrix_bias_col"), ("f16", "row_bias"),
+                                          ("bf16", "col_bias_relu"),
+                                          ("f32", "matrix_bias"), ("f16", "scale_clamp")])
+def test_pipeline_epilogue_exact_on_the_interpreter(monkeypatch, out, epilogue):
+    """The sm_90a epilogue itself (C and bias addressing through the accumulator mapping,
+    batches, M/N predicates, the arithmetic, the rounded pair stores) on the CPU
+    interpreter, its main loop replaced by known accumulators (_fake_native): m128n64
+    regions over M x N = 150 x 70 (row and column tails), against the oracle bit for bit;
+    D's padding stays poisoned."""
+    monkeypatch.setattr(wgmma, "native_pred", _always)
+    monkeypatch.setattr(wgmma, "lower_native", _fake_native)
+    M, N, K = 150, 70, 0
+    rng = np.random.default_rng(len(epilogue) * 7 + len(out))
+    dty = "float32" if out == "f32" else "uint16"
+    ldc, ldd = N + 2, N + 4
+    cmat = rng.integers(-8, 8, (M, N)).astype(np.float32)
+    c = NC.store("f32", cmat, "row", ldc)
+    d = np.full((M - 1) * ldd + N + 8, NC.POISON[dty], dty)
+    poison = d.copy()
+    bias, bbuf, ldbias = _bias(rng, epilogue, out, M, N)
+    r, col = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
+    sums = (3 * r + col).astype(np.float32) + cmat
+    want = _round(out, epilogue_oracle(epilogue, sums, bias, ALPHA, BETA, LO, HI))
+    ptx = compile_ptx(gemm_source("f16", bn=64, out=out, epilogue=epilogue), "sm_90a")
+    assert "wgmma" not in ptx and "mul.rn.f32" in ptx or "alpha" not in EPILOGUES[epilogue]
+    tiles = 2 * 2                                         # ceil(150/128) x ceil(70/64)
+    args = [("buf", "a", np.zeros(8, np.uint16)), ("buf", "b", np.zeros(8, np.uint16)),
+            ("buf", "c", c), ("buf", "d", d)] + \
+        [("u32", v) for v in (M, N, K, 8, 8, ldc, ldd)] + \
+        [("buf", "bias", bbuf), ("u32", ldbias)] + \
+        [("u32", f32_bits(v)) for v in (ALPHA, BETA, LO, HI)]
+    mem = Sim(ptx, "gemm", undefined=f32_bits(float("nan"))).run((tiles, 1), 384, args)
+    got = mem.read("d")
+    raw = got.view(np.uint32) if out == "f32" else got
+    np.testing.assert_array_equal(O.logical(raw, M, N, "row", ldd), want)
+    untouched = np.ones(got.size, bool)
+    untouched[O.index("row", ldd, r, col)] = False
+    np.testing.assert_array_equal(got[untouched], poison[untouched])

@@ -11,6 +11,8 @@ One workgroup computes one BM x BN output region (BM = 64 * consumers, BN = desc
 - the epilogue adds C and stores D straight from the accumulators with per-element M/N
   predicates (row-major C/D, pairs of columns), EPILOGUE_BATCH pairs of C loaded before
   their D stores; an f16/bf16 result is rounded once from the f32 sum (C stays f32).
+  A fused epilogue (wgmma_epilogue.py) runs on those registers between the C add and
+  the store, its bias loaded with the batch's C.
 Out-of-range A/B elements are zero-filled by the copy engine, so M/N/K tails are exact.
 
 With CLUSTER = 2 (experimental, off by default: docs/gemm.md), workgroups run in clusters

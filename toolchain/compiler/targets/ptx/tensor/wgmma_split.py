@@ -12,6 +12,9 @@ A region that is not a multiple of 16 in M and N is refused (E0505) on every pro
 An f16/bf16 result of f16/bf16 inputs with an f32 accumulator (C f32, D rounded once) has
 no subgroup WMMA form: its split regions are the exact cooperative replay (replay.py, f32
 accumulation, one rounding), on every profile alike.
+A fused epilogue (attrs["epilogue"], wgmma_epilogue.py) runs on the pipeline's registers,
+inside that replay before the rounding, or as each subgroup's pass over its own f32/f64
+sub-region (and subgroup-scope region) once D is stored.
 """
 from __future__ import annotations
 
