@@ -17,7 +17,10 @@ For each kernel file (default: bench/kernels/typical200.mettle, a typical 200-li
 
 Whole-process runs alternate with their baseline (A B A B ...) and report the median wall
 time and the median CPU time (user + sys, from wait4); on a shared machine CPU time is the
-steadier figure. Results print as a table and go to JSON.
+steadier figure. `--instructions` also counts the instructions of one run of each command
+under valgrind's callgrind (the minimum of 3): a figure that does not move with the load of
+a shared machine, for A/B comparisons of start-up work. Results print as a table and go
+to JSON.
 """
 from __future__ import annotations
 
@@ -36,8 +39,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 DEFAULT_FILES = [os.path.join(ROOT, "bench", "kernels", "typical200.mettle")]
 PACKAGE_SOURCES = ("pyproject.toml", "setup.py", "README.md", "toolchain", "std")
+# What an --emit-ptx compile imports (the emitter and module loader load lazily).
 IMPORTS = ("import toolchain.compiler.cli, toolchain.compiler.driver, "
-           "toolchain.compiler.frontend.api, toolchain.compiler.targets.ptx")
+           "toolchain.compiler.frontend.api, toolchain.compiler.frontend.modules, "
+           "toolchain.compiler.targets.ptx.emitter")
 
 
 def run_once(cmd: list[str], env: dict, cwd: str) -> tuple[float, float]:
@@ -68,6 +73,21 @@ def paired(cmd: list[str], base: list[str], runs: int, env: dict, cwd: str) -> d
         return round(statistics.median(x[i] for x in xs) * 1000, 1)
     return {"wall_ms": med(a, 0), "cpu_ms": med(a, 1), "baseline_wall_ms": med(b, 0),
             "baseline_cpu_ms": med(b, 1), "runs": runs}
+
+
+def instructions_m(cmd: list[str], env: dict, cwd: str) -> float | None:
+    """Millions of instructions one run of `cmd` executes (callgrind, fixed hash seed, the
+    least of 3 runs), or None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    counts = []
+    for _ in range(3):
+        proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                               *cmd], env={**env, "PYTHONHASHSEED": "0"}, cwd=cwd,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        counts += [int(line.split()[-1].replace(",", "")) for line in proc.stderr.splitlines()
+                   if "Collected :" in line]
+    return round(min(counts) / 1e6, 1) if counts else None
 
 
 def installed_venv(path: str | None) -> str:
@@ -146,6 +166,8 @@ def main() -> int:
     ap.add_argument("--no-install", action="store_true", help="skip the pip-installed runs")
     ap.add_argument("--in-process-only", action="store_true",
                     help="skip every whole-process run (in-process figures and -O ratio only)")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count whole-process instructions under callgrind (load-free)")
     args = ap.parse_args()
     files = [os.path.abspath(f) for f in args.files] or DEFAULT_FILES
     report: dict = {"python": sys.version.split()[0], "files": []}
@@ -165,15 +187,25 @@ def main() -> int:
             row["installed"] = paired([os.path.join(venv_dir, "bin", "mettle"), *flags],
                                       [vpy, "-c", "pass"], args.runs, src_env, ROOT)
             row["installed"]["import_cpu_ms"] = import_cpu_ms(vpy, src_env, 7)
+            if args.instructions:
+                row["installed"]["instructions_m"] = instructions_m(
+                    [os.path.join(venv_dir, "bin", "mettle"), *flags], src_env, ROOT)
+                row["installed"]["baseline_instructions_m"] = instructions_m(
+                    [vpy, "-c", "pass"], src_env, ROOT)
         if not args.in_process_only:
             row["source"] = paired([sys.executable, "-m", "toolchain.compiler", *flags],
                                    [sys.executable, "-c", "pass"], args.runs, src_env, ROOT)
+            if args.instructions:
+                row["source"]["instructions_m"] = instructions_m(
+                    [sys.executable, "-m", "toolchain.compiler", *flags], src_env, ROOT)
+                row["source"]["baseline_instructions_m"] = instructions_m(
+                    [sys.executable, "-c", "pass"], src_env, ROOT)
         row["in_process"] = in_process(path, max(args.runs, 10))
         row["optimize"] = optimize_ratio(path, max(args.runs, 10))
         report["files"].append(row)
 
     print(f"{'file':<22} {'how':<22} {'wall ms':>8} {'cpu ms':>7} "
-          f"{'python -c pass wall/cpu':>24}")
+          f"{'python -c pass wall/cpu':>24}   (target: mettle <= 100 ms median)")
     for row in report["files"]:
         name = os.path.basename(row["file"])
         for how, key in (("pip-installed mettle", "installed"),
@@ -182,6 +214,9 @@ def main() -> int:
             if r:
                 print(f"{name:<22} {how:<22} {r['wall_ms']:>8.1f} {r['cpu_ms']:>7.1f} "
                       f"{r['baseline_wall_ms']:>15.1f} / {r['baseline_cpu_ms']:.1f}")
+                if r.get("instructions_m") is not None:
+                    print(f"{name:<22} {'  instructions (M)':<22} {r['instructions_m']:>8.1f} "
+                          f"{'':>7} {r['baseline_instructions_m']:>15.1f}")
         ip = row["in_process"]
         phases = ", ".join(f"{k} {v:.1f}" for k, v in ip["phases_ms"].items())
         print(f"{name:<22} {'in process':<22} {ip['wall_ms']:>8.1f} {ip['cpu_ms']:>7.1f}"
