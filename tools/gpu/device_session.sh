@@ -27,19 +27,20 @@ PYTEST="python3 -m pytest -q -p no:cacheprovider"
 MODE=${1:-main}
 if [ "$MODE" = main ]; then
 step "benchmarks"
-timeout 150 python3 bench/plain_kernels.py --reps 20 --json "$OUT/plain_kernels.json" \
-    > "$OUT/plain_kernels.txt" 2>&1
+timeout 150 python3 bench/plain_kernels.py --reps 20 ${QUICK:+--quick} \
+    --json "$OUT/plain_kernels.json" > "$OUT/plain_kernels.txt" 2>&1
 timeout 100 python3 bench/gpu_kernels.py --reps 20 --json "$OUT/gpu_kernels.json" \
     > "$OUT/gpu_kernels.txt" 2>&1
-timeout 60 python3 bench/transfer.py --json "$OUT/transfer.json" > "$OUT/transfer.txt" 2>&1
+[ -z "${QUICK:-}" ] && timeout 60 python3 bench/transfer.py --json "$OUT/transfer.json" \
+    > "$OUT/transfer.txt" 2>&1
 
 step "hardware suite: plain and -O --fp-contract=off, recorded"
-# three parts per mode, dealt largest file first so the parts take about as long
+# four parts per mode, dealt largest file first so the parts take about as long
 files=$(wc -l tests/gpu/test_*.py examples/*/test_*.py 2>/dev/null | grep -v " total$" |
         grep -v gemm_hopper | sort -rn | awk '{print $2}')
 for mode in plain-nocontract O-nocontract; do
-  for part in 0 1 2; do
-    set -- $(echo "$files" | awk -v p=$part 'NR % 3 == p')
+  for part in 0 1 2 3; do
+    set -- $(echo "$files" | awk -v p=$part 'NR % 4 == p')
     METTLE_GPU_OPT=$mode METTLE_GPU_RECORD="$OUT/rec_$mode.$part.jsonl" \
       timeout 330 $PYTEST -rfE "$@" > "$OUT/suite_$mode.$part.txt" 2>&1 &
   done
@@ -69,21 +70,26 @@ if [ "$MODE" = extra ]; then
 fi
 
 if [ "$MODE" = verify ]; then
-  # what the suite's file list above leaves out: the app and example programs, the kernel
-  # differential tests, the Hopper GEMM's hardware tests; then sanitizers and the GEMM bench
+  # what the suite's file list leaves out (the app and example programs, the kernel
+  # differential tests, the Hopper GEMM), the new forms under the sanitizers (a subset: the
+  # sanitizers are slow), and the workgroup GEMM's 16-bit-result rows
   step "app, examples, difftest kernels, Hopper GEMM tests"
-  timeout 200 $PYTEST -rfEs app/test_gemm_app.py examples/gemm/test_gemm_example.py \
+  timeout 150 $PYTEST -rfEs app/test_gemm_app.py examples/gemm/test_gemm_example.py \
       > "$OUT/suite_app.txt" 2>&1 &
-  timeout 200 $PYTEST -rfE tests/difftest/test_kernels_gpu.py > "$OUT/suite_difftest.txt" 2>&1 &
-  timeout 200 $PYTEST -rfE tests/gpu/test_gemm_hopper.py > "$OUT/suite_hopper.txt" 2>&1 &
-  wait
-  step "sanitizers on the -O and tensor forms"
-  new="tests/gpu/test_residency.py tests/gpu/test_async_staging.py tests/gpu/test_transfer.py
-       tests/gpu/test_subgroup_versioning.py $(ls tests/gpu/test_fused_bias*.py 2>/dev/null)"
+  timeout 150 $PYTEST -rfE tests/difftest/test_kernels_gpu.py > "$OUT/suite_difftest.txt" 2>&1 &
+  timeout 150 $PYTEST -rfE tests/gpu/test_gemm_hopper.py > "$OUT/suite_hopper.txt" 2>&1 &
+  fused='seed1 and (fp8-loop-row- or fp8-pipeline or sparse-loop-matrix)'
   for tool in memcheck racecheck; do
-    METTLE_GPU_SANITIZER=$tool timeout 200 $PYTEST $new > "$OUT/sanitizer_$tool.txt" 2>&1 &
+    METTLE_GPU_SANITIZER=$tool timeout 150 $PYTEST tests/gpu/test_residency.py \
+      tests/gpu/test_wmma_staging.py tests/gpu/test_load_ahead.py tests/gpu/test_load_combine.py \
+      > "$OUT/sanitizer_$tool.txt" 2>&1 &
+    METTLE_GPU_SANITIZER=$tool timeout 150 $PYTEST tests/gpu/test_fused_bias.py -k "$fused" \
+      > "$OUT/sanitizer_${tool}_fused_bias.txt" 2>&1 &
   done
   wait
+  step "workgroup GEMM, f32 and 16-bit results"
+  timeout 120 python3 bench/gemm.py --shapes 4096x4096x4096,8192x8192x8192 --out f32,f16 \
+      --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
 fi
 
 step "summary"
