@@ -132,7 +132,7 @@ def test_native_epilogue_on_accumulator_registers():
         r"setp\.gt\.f32 (%p\d+), \5, %f\d+;\s+selp\.f32 \5, %f\d+, \5, \8;.*?"
         r"st\.global\.v2\.f32 \[%rd\d+\], \{\5, ", native, re.S)
     assert pair, native[:4000]
-    assert "$L__wep_e" not in native and native.count("ld.global.v2.f32") == 64
+    assert "$L__trp_e" not in native and native.count("ld.global.v2.f32") == 64
     assert native.count("st.global.v2.f32") == 64            # one store per pair: 2 x 32
     head = native[:native.index("st.global.v2.f32")]
     assert head.count("ld.global.v2.f32") == wgmma.FUSED_BATCH["matrix"]
@@ -173,8 +173,9 @@ def test_native_and_split_paths_apply_the_same_instructions(epilogue):
     instructions in the same order (mul.rn/add.rn: no contraction into an FMA)."""
     text = compile_ptx(gemm_source("f16", epilogue=epilogue), "sm_90a")
     native = _native(text)
-    split = text[text.index("$L__wep_e"):]
-    one = _element_ops(split, "ld.global.f32")
+    split = text[text.index("setmaxnreg.dec.sync.aligned.u32 168"):]
+    loads = [m.start() for m in re.finditer(r"ld\.global\.f32", split)]
+    one = next(ops for i in loads if (ops := _element_ops(split[i:], "ld.global.f32")))
     assert one and _element_ops(native, "add.f32") == one * 2      # a pair: x, then y
 
 

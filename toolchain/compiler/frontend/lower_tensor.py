@@ -291,24 +291,34 @@ def _fused(lw, e: A.Call, desc: T.TensorDesc, opts: dict, named: dict) -> T.Epil
              for v in [_word(lw, opts, k, _EPI_WORDS[k], code)] if v is not None}
     ldbias = _ld(lw, opts, "ldbias", code, named)
     epi = T.matmul_epilogue(desc, ldbias=ldbias, **words)
+    _epilogue_operands(lw, opts, named, res, f"the {res} result's storage")
+    roles = tuple(r for r in (*T.MMA_ROLES, *T.MATMUL_EPILOGUE_ROLES) if r in named)
+    _epilogue_errors(lw, e, opts, T.validate_matmul_epilogue(desc, epi, roles), epi,
+                     lambda key: "the fused epilogue takes tensor_epilogue's options "
+                     "(bias_mode: row|column|matrix with bias:, alpha:, beta:, activation: "
+                     "relu|clamp with clamp_min:/clamp_max:); see docs/gemm.md")
+    return epi
+
+
+def _epilogue_operands(lw, opts: dict, named: dict, fmt: str, storage: str) -> None:
+    """The bias pointer (fmt's storage type) and the scalars (its compute type)."""
     if "bias" in opts:
-        named["bias"] = _pointer(lw, opts["bias"][0], T.storage_type(res), "`bias:`",
-                                 f"the {res} result's storage")
+        named["bias"] = _pointer(lw, opts["bias"][0], T.storage_type(fmt), "`bias:`",
+                                 storage)
     for key in _EPI_SCALARS:
         if key in opts:
-            named[key] = _scalar(lw, opts[key][0], T.compute_type(res), key, res)
-    roles = tuple(r for r in (*T.MMA_ROLES, *T.MATMUL_EPILOGUE_ROLES) if r in named)
-    errs = T.validate_matmul_epilogue(desc, epi, roles)
-    if "bias_layout" in opts and epi.bias_mode != "matrix":
+            named[key] = _scalar(lw, opts[key][0], T.compute_type(fmt), key, fmt)
+
+
+def _epilogue_errors(lw, e: A.Call, opts: dict, errs: list, desc, help_for) -> None:
+    """Raise the first epilogue error (E0342) at its option, with help_for(option)."""
+    if "bias_layout" in opts and desc.bias_mode != "matrix":
         errs.append(("bias_layout", "`bias_layout:` is the layout of a matrix bias; it needs "
-                     f"`bias_mode: matrix`, not {epi.bias_mode}"))
+                     f"`bias_mode: matrix`, not {desc.bias_mode}"))
     if errs:
         key, msg = errs[0]
-        raise lw.fail(code, msg, opts[key][1] if key in opts else e.span,
-                      help="the fused epilogue takes tensor_epilogue's options (bias_mode: "
-                      "row|column|matrix with bias:, alpha:, beta:, activation: relu|clamp "
-                      "with clamp_min:/clamp_max:); see docs/gemm.md")
-    return epi
+        raise lw.fail("E0342", msg, opts[key][1] if key in opts else e.span,
+                      help=help_for(key))
 
 
 # ---------------------------------------------------------------- tensor_epilogue
@@ -328,24 +338,13 @@ def _epilogue(lw, e: A.Call):
     ld = _ld(lw, opts, "ldd", code, named)
     ldbias = _ld(lw, opts, "ldbias", code, named)
     desc = T.EpilogueDesc(m, n, elem, ld=ld, ldbias=ldbias, **words)
-    st, ct = T.storage_type(elem), T.compute_type(elem)
-    d = _pointer(lw, e.args[0], st, "operand D", f"{elem} storage")
-    if "bias" in opts:
-        named["bias"] = _pointer(lw, opts["bias"][0], st, "`bias:`", f"{elem} storage")
-    for key in _EPI_SCALARS:
-        if key in opts:
-            named[key] = _scalar(lw, opts[key][0], ct, key, elem)
+    d = _pointer(lw, e.args[0], T.storage_type(elem), "operand D", f"{elem} storage")
+    _epilogue_operands(lw, opts, named, elem, f"{elem} storage")
     errs = T.validate_epilogue(desc, tuple(r for r in T.EPILOGUE_ROLES if r in named))
-    if "bias_layout" in opts and desc.bias_mode != "matrix":
-        errs.append(("bias_layout", "`bias_layout:` is the layout of a matrix bias; it needs "
-                     f"`bias_mode: matrix`, not {desc.bias_mode}"))
-    if errs:
-        key, msg = errs[0]
-        raise lw.fail(code, msg, opts[key][1] if key in opts else e.span,
-                      help="a row or column bias is a vector (no layout or leading "
-                      "dimension); use `bias_mode: matrix` for a matrix bias"
-                      if key in ("ldbias", "bias_layout") else
-                      "see the tensor_epilogue rules in docs/language_rules.md")
+    _epilogue_errors(lw, e, opts, errs, desc, lambda key: (
+        "a row or column bias is a vector (no layout or leading dimension); use "
+        "`bias_mode: matrix` for a matrix bias" if key in ("ldbias", "bias_layout") else
+        "see the tensor_epilogue rules in docs/language_rules.md"))
     return lw.b.tensor_epilogue(desc, d, named, span=e.span)
 
 

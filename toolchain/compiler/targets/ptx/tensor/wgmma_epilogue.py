@@ -23,9 +23,9 @@ rounding:
 """
 from __future__ import annotations
 
-from .common import Mat, elem_addr, label, live_lanes, operands
+from .common import Mat, elem_addr, operands
 from .epilogue import _apply, _bias_view, _scaled_bias
-from .replay import Region, _coords, _k_loop, load_value, store_value
+from .replay import Region, _k_loop, replay
 
 
 class Fused:
@@ -61,26 +61,14 @@ class Fused:
 
     def memory_pass(self, em, g: Region) -> None:
         """The subgroup re-reads its region's in-range D (exact f32/f64), applies the
-        epilogue and stores it; entry- and exit-ordered for the live lanes."""
+        epilogue and stores it: the replay loop with D as its start and the epilogue as
+        its K loop; entry- and exit-ordered for the live lanes."""
         assert self.fmt in ("f32", "f64"), "16-bit results take the epilogue in replay"
-        mask, rank, count = live_lanes(em)
+        mask = em.new("r")
+        em.emit(f"activemask.b32 {mask}")
         em.emit(f"bar.warp.sync {mask}")
-        e, p = em.new("r"), em.new("p")
-        em.emit(f"mov.u32 {e}, {rank}")
-        top, nxt, end = label(em, "wep_e"), label(em, "wep_next"), label(em, "wep_end")
-        em.raw(f"{top}:")
-        em.emit(f"setp.ge.u32 {p}, {e}, {g.desc.m * g.desc.n}")
-        em.emit(f"@{p} bra {end}")
-        gr, gc, ok = _coords(em, g, e)
-        em.emit(f"@!{ok} bra {nxt}")
-        addr = elem_addr(em, g.D, gr, gc)
-        t = load_value(em, self.fmt, g.D, addr)
-        self.apply_at(em, t, gr, gc)
-        store_value(em, self.fmt, g.D, addr, t)
-        em.raw(f"{nxt}:")
-        em.emit(f"add.u32 {e}, {e}, {count}")
-        em.emit(f"bra.uni {top}")
-        em.raw(f"{end}:")
+        replay(em, g, 0, init_from_d=True,
+               k_loop=lambda em, g, gr, gc, q0, t: self.apply_at(em, t, gr, gc))
         em.emit(f"bar.warp.sync {mask}")
 
 
