@@ -82,6 +82,15 @@ def test_misuse_is_a_located_diagnostic(opts, code, message):
     assert d.code == code and message in d.message and d.span is not None, d
 
 
+def test_a_varying_epilogue_operand_is_refused():
+    src = gemm_source("f16", epilogue="scale_clamp").replace(
+        "alpha: alpha", "alpha: (float32)thread.x")
+    with pytest.raises(CompileError) as exc:
+        compile_ptx(src, "sm_121a")
+    d = exc.value.diagnostics[0]
+    assert d.code == "E0414" and "`alpha`" in d.message and d.span is not None
+
+
 def test_integer_result_and_tensor_mma_refuse_epilogue_options():
     src = gemm_source("f16", epilogue="relu").replace("input_type: f16", "input_type: i8") \
         .replace("a: uint16*, b: uint16*", "a: int8*, b: int8*") \
