@@ -38,9 +38,10 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
-def _formatter(prog: str) -> argparse.HelpFormatter:
-    """argparse's formatter, sized as argparse would but without importing `shutil`:
-    argparse makes one per add_argument, and that import cost every compile a few ms."""
+def _formatter_class():
+    """argparse's formatter, sized as argparse would but without importing `shutil`, and
+    measured once per parser: argparse makes a formatter per add_argument (the import cost
+    every compile a few ms; asking the terminal each time, a hundred failed ioctls)."""
     try:
         width = int(os.environ["COLUMNS"])
     except (KeyError, ValueError):
@@ -48,12 +49,15 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
             width = os.get_terminal_size(sys.__stdout__.fileno()).columns
         except (AttributeError, ValueError, OSError):
             width = 80
-    return argparse.HelpFormatter(prog, width=width - 2)
+
+    def formatter(prog: str) -> argparse.HelpFormatter:
+        return argparse.HelpFormatter(prog, width=width - 2)
+    return formatter
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mettle", description="The Mettle compiler.", add_help=True,
-                formatter_class=_formatter)
+                formatter_class=_formatter_class())
     p.add_argument("file", nargs="?", help="the .mettle entry file")
     p.add_argument("-i", dest="input", help="the entry file (alternative spelling)")
     p.add_argument("-o", dest="output", help="output path (default: from the input name)")
