@@ -370,12 +370,10 @@ class ArithMixin:
         """Same-size reinterpretation (also ptrtoint/inttoptr/addrspacecast)."""
         src = ins.operands[0]
         self.load_bits(src, RAX)
-        if src.type.is_float and src.type.size == 4:
-            self.asm.emit("mov", EAX, EAX)
+        if (src.type.is_float and src.type.size == 4) or \
+                (ins.type.is_float and ins.type.size == 4):
+            self.asm.emit("mov", EAX, EAX)   # float32 bits: the upper half is zero
         self.store_bits(ins, RAX, raw=not ins.type.is_int and not ins.type.is_bool)
-        if ins.type.is_float and ins.type.size == 4:
-            self.asm.emit("mov", EAX, EAX)
-            self.asm.emit("mov", self.loc(ins), RAX)
 
 
 def _zero(t: Type):
