@@ -212,9 +212,10 @@ def _real_field(f: _Field, dc, named: bool = True):
     """The `dataclasses.Field` equal to one of ours."""
     def std(v):
         return dc.MISSING if v is MISSING else v
+    kw_only = {} if f.kw_only is MISSING else {"kw_only": f.kw_only}   # (none before 3.10)
     real = dc.field(default=std(f.default), default_factory=std(f.default_factory),
                     init=f.init, repr=f.repr, hash=f.hash, compare=f.compare,
-                    metadata=f.metadata, kw_only=std(f.kw_only))
+                    metadata=f.metadata, **kw_only)
     if named:
         real.name, real.type = f.name, f.type
         real._field_type = dc._FIELD         # what dataclasses.fields() filters on
