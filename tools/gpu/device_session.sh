@@ -4,6 +4,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh main     # benchmarks + suite twice
 #   OUT=/tmp/out bash tools/gpu/device_session.sh extra    # sanitizers + workgroup GEMM
 #   OUT=/tmp/out bash tools/gpu/device_session.sh verify   # app/example/difftest/Hopper + sanitizers
+#   OUT=/tmp/out bash tools/gpu/device_session.sh final    # main (quick) + verify in one call
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -24,35 +25,37 @@ t0=$SECONDS
 step() { echo "=== $* ($((SECONDS - t0)) s)"; }
 PYTEST="python3 -m pytest -q -p no:cacheprovider"
 
-MODE=${1:-main}
-if [ "$MODE" = main ]; then
-step "benchmarks"
-timeout 150 python3 bench/plain_kernels.py --reps 20 ${QUICK:+--quick} \
+benchmarks() {
+  step "benchmarks"
+  timeout 120 python3 bench/plain_kernels.py --reps 20 ${QUICK:+--quick} \
     --json "$OUT/plain_kernels.json" > "$OUT/plain_kernels.txt" 2>&1
-timeout 100 python3 bench/gpu_kernels.py --reps 20 --json "$OUT/gpu_kernels.json" \
+  timeout 80 python3 bench/gpu_kernels.py --reps 20 --json "$OUT/gpu_kernels.json" \
     > "$OUT/gpu_kernels.txt" 2>&1
-[ -z "${QUICK:-}" ] && timeout 60 python3 bench/transfer.py --json "$OUT/transfer.json" \
+  [ -z "${QUICK:-}" ] && timeout 60 python3 bench/transfer.py --json "$OUT/transfer.json" \
     > "$OUT/transfer.txt" 2>&1
+  return 0
+}
 
-step "hardware suite: plain and -O --fp-contract=off, recorded"
-# four parts per mode, dealt largest file first so the parts take about as long
-files=$(wc -l tests/gpu/test_*.py examples/*/test_*.py 2>/dev/null | grep -v " total$" |
+suite() {
+  step "hardware suite: plain and -O --fp-contract=off, recorded"
+  # four parts per mode, dealt largest file first so the parts take about as long
+  files=$(wc -l tests/gpu/test_*.py examples/*/test_*.py 2>/dev/null | grep -v " total$" |
         grep -v gemm_hopper | sort -rn | awk '{print $2}')
-for mode in plain-nocontract O-nocontract; do
+  for mode in plain-nocontract O-nocontract; do
   for part in 0 1 2 3; do
     set -- $(echo "$files" | awk -v p=$part 'NR % 4 == p')
     METTLE_GPU_OPT=$mode METTLE_GPU_RECORD="$OUT/rec_$mode.$part.jsonl" \
-      timeout 330 $PYTEST -rfE "$@" > "$OUT/suite_$mode.$part.txt" 2>&1 &
+      timeout 290 $PYTEST -rfE "$@" > "$OUT/suite_$mode.$part.txt" 2>&1 &
   done
-done
-wait
-cat "$OUT"/rec_plain-nocontract.*.jsonl > "$OUT/rec_plain.jsonl" 2>/dev/null
-cat "$OUT"/rec_O-nocontract.*.jsonl > "$OUT/rec_opt.jsonl" 2>/dev/null
-python3 tests/gpu/compare_records.py "$OUT/rec_plain.jsonl" "$OUT/rec_opt.jsonl" \
+  done
+  wait
+  cat "$OUT"/rec_plain-nocontract.*.jsonl > "$OUT/rec_plain.jsonl" 2>/dev/null
+  cat "$OUT"/rec_O-nocontract.*.jsonl > "$OUT/rec_opt.jsonl" 2>/dev/null
+  python3 tests/gpu/compare_records.py "$OUT/rec_plain.jsonl" "$OUT/rec_opt.jsonl" \
     --ignore atomics_u32:olds atomics_u64:counters > "$OUT/compare.txt" 2>&1
-fi
+}
 
-if [ "$MODE" = extra ]; then
+extra() {
   step "sanitizers on the new forms"
   new="tests/gpu/test_residency.py tests/gpu/test_async_staging.py tests/gpu/test_transfer.py
        tests/gpu/test_subgroup_versioning.py"
@@ -67,30 +70,44 @@ if [ "$MODE" = extra ]; then
   wait
   step "workgroup GEMM"
   timeout 200 python3 bench/gemm.py --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
-fi
+}
 
-if [ "$MODE" = verify ]; then
+verify_tests() {
   # what the suite's file list leaves out (the app and example programs, the kernel
   # differential tests, the Hopper GEMM), the new forms under the sanitizers (a subset: the
   # sanitizers are slow), and the workgroup GEMM's 16-bit-result rows
   step "app, examples, difftest kernels, Hopper GEMM tests"
-  timeout 150 $PYTEST -rfEs app/test_gemm_app.py examples/gemm/test_gemm_example.py \
+  timeout 290 $PYTEST -rfEs app/test_gemm_app.py examples/gemm/test_gemm_example.py \
       > "$OUT/suite_app.txt" 2>&1 &
-  timeout 150 $PYTEST -rfE tests/difftest/test_kernels_gpu.py > "$OUT/suite_difftest.txt" 2>&1 &
-  timeout 150 $PYTEST -rfE tests/gpu/test_gemm_hopper.py > "$OUT/suite_hopper.txt" 2>&1 &
+  timeout 290 $PYTEST -rfE tests/difftest/test_kernels_gpu.py > "$OUT/suite_difftest.txt" 2>&1 &
+  timeout 290 $PYTEST -rfE tests/gpu/test_gemm_hopper.py > "$OUT/suite_hopper.txt" 2>&1 &
   fused='seed1 and (fp8-loop-row- or fp8-pipeline or sparse-loop-matrix)'
   for tool in memcheck racecheck; do
-    METTLE_GPU_SANITIZER=$tool timeout 150 $PYTEST tests/gpu/test_residency.py \
+    METTLE_GPU_SANITIZER=$tool timeout 290 $PYTEST tests/gpu/test_residency.py \
       tests/gpu/test_wmma_staging.py tests/gpu/test_load_ahead.py tests/gpu/test_load_combine.py \
       > "$OUT/sanitizer_$tool.txt" 2>&1 &
-    METTLE_GPU_SANITIZER=$tool timeout 150 $PYTEST tests/gpu/test_fused_bias.py -k "$fused" \
+    METTLE_GPU_SANITIZER=$tool timeout 290 $PYTEST tests/gpu/test_fused_bias.py -k "$fused" \
       > "$OUT/sanitizer_${tool}_fused_bias.txt" 2>&1 &
   done
   wait
+}
+
+verify_gemm() {
   step "workgroup GEMM, f32 and 16-bit results"
-  timeout 120 python3 bench/gemm.py --shapes 4096x4096x4096,8192x8192x8192 --out f32,f16 \
+  timeout 90 python3 bench/gemm.py --shapes 4096x4096x4096,8192x8192x8192 --out f32,f16 \
       --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
-fi
+}
+
+MODE=${1:-main}
+case "$MODE" in
+  main) benchmarks; suite ;;
+  extra) extra ;;
+  verify) verify_tests; verify_gemm ;;
+  # the whole check in one call: benchmarks alone on the GPU, then every correctness
+  # run at once (none of them is timed), then the GEMM benchmark alone
+  final) QUICK=1 benchmarks; suite & verify_tests & wait; verify_gemm ;;
+  *) echo "usage: device_session.sh main|extra|verify|final" >&2; exit 2 ;;
+esac
 
 step "summary"
 for f in "$OUT"/suite_*.txt "$OUT"/sanitizer_*.txt; do
