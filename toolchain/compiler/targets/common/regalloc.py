@@ -33,7 +33,7 @@ form (frame.py) in its register.
 """
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 
 from ...ir.module import Function, Instr, Local, Param
 
@@ -267,6 +267,28 @@ def _clobber_points(fn: Function, clobbers) -> list[int]:
     return pts
 
 
+class _Busy:
+    """The disjoint points segments a register already holds, sorted: overlap tests and
+    insertions by bisection (allocation stays near-linear in big functions)."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def overlaps(self, rng) -> bool:
+        for s, e in rng:     # the last held segment starting at or before e is the only
+            i = bisect_right(self.starts, e) - 1       # candidate (they are disjoint)
+            if i >= 0 and self.ends[i] >= s:
+                return True
+        return False
+
+    def add(self, rng) -> None:
+        for s, e in rng:
+            i = bisect_right(self.starts, s)
+            self.starts.insert(i, s)
+            self.ends.insert(i, e)
+
+
 def _live_at_any(rng, points: list[int]) -> bool:
     for s, e in rng:
         i = bisect_left(points, s)
@@ -296,7 +318,7 @@ def allocate(fn: Function, registers, volatile=(), float_registers=(),
     cost = {g: sum(w.get(k, 0.0) for k in ks) for g, ks in members.items()}
     size = {g: sum(e - s + 1 for s, e in ranges[g]) for g in members}
     order = sorted(members, key=lambda g: (-cost[g] / size[g], ranges[g][0]))
-    taken: dict[object, list[tuple[int, int]]] = {}
+    taken: dict[object, _Busy] = {}
     out: dict[int, object] = {}
     for g in order:
         if any(k in folded for k in members[g]):
@@ -313,9 +335,9 @@ def allocate(fn: Function, registers, volatile=(), float_registers=(),
         for reg in [r for r in hinted if r in pool] + list(pool):
             if has_param and reg in entry_clobbers:
                 continue
-            busy = taken.setdefault(reg, [])
-            if not overlaps(busy, rng):
-                taken[reg] = _merge([list(s) for s in busy + rng])
+            busy = taken.setdefault(reg, _Busy())
+            if not busy.overlaps(rng):
+                busy.add(rng)
                 out.update({k: reg for k in members[g]})
                 break
     return out
