@@ -8,7 +8,6 @@ rbx/r12-r15 are never touched, so nothing callee-saved needs saving.
 """
 from __future__ import annotations
 
-import struct
 
 from ...diagnostics import error
 from ...ir.module import Const, Function, Global, Instr, Local, Param, Undef
