@@ -5,11 +5,11 @@ A failed compile writes no output file.
 """
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import sys
 
+from .cli_args import fast_parse
 from .diagnostics import CompileError, Diagnostic, SourceMap, render_json, render_text
 
 VERSION = "0.1.0"
@@ -33,12 +33,7 @@ class _UsageError(Exception):
     pass
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse would print usage and exit(2) itself
-        raise _UsageError(message)
-
-
-def _formatter_class():
+def _formatter_class(argparse):
     """argparse's formatter, sized as argparse would but without importing `shutil`, and
     measured once per parser: argparse makes a formatter per add_argument (the import cost
     every compile a few ms; asking the terminal each time, a hundred failed ioctls)."""
@@ -55,9 +50,17 @@ def _formatter_class():
     return formatter
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser():
+    """The whole command line (argparse.ArgumentParser); cli_args.fast_parse reads the
+    common lines without it."""
+    import argparse
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str):  # argparse would print usage and exit(2) itself
+            raise _UsageError(message)
+
     p = _Parser(prog="mettle", description="The Mettle compiler.", add_help=True,
-                formatter_class=_formatter_class())
+                formatter_class=_formatter_class(argparse))
     p.add_argument("file", nargs="?", help="the .mettle entry file")
     p.add_argument("-i", dest="input", help="the entry file (alternative spelling)")
     p.add_argument("-o", dest="output", help="output path (default: from the input name)")
@@ -225,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         return sub
     fmt = "json" if "--error-format=json" in argv else "text"
     try:
-        ns = build_parser().parse_args(_spell_dump_after(argv))
+        argv = _spell_dump_after(argv)
+        ns = fast_parse(argv) or build_parser().parse_args(argv)
         if ns.print_target:
             return _print_target(ns, fmt)
         source = ns.input or ns.file
