@@ -26,6 +26,8 @@ def clone_blocks(fn, blocks: list[Block], vmap: dict, suffix: str,
         used.add(name)
         bmap[b] = Block(name, function=fn)
     pending: list[Instr] = []
+    add = pending.append            # (locals: this loop runs per instruction per copy)
+    bget = bmap.get
     for b in blocks:
         nb = bmap[b]
         out = nb.instrs
@@ -34,10 +36,10 @@ def clone_blocks(fn, blocks: list[Block], vmap: dict, suffix: str,
                 continue
             attrs, targets = ins.attrs, ins.targets
             c = Instr(ins.op, ins.type, list(ins.operands), attrs.copy() if attrs else {},
-                      [bmap.get(t, t) for t in targets] if targets else [], ins.span, nb)
+                      [bget(t, t) for t in targets] if targets else [], ins.span, nb)
             out.append(c)
             vmap[ins] = c
-            pending.append(c)
+            add(c)
     get = vmap.get
     for c in pending:                 # after every copy exists: forward references (phis)
         ops = c.operands              # (the copy's own list)

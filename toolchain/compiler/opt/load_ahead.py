@@ -144,9 +144,13 @@ def _pairs(lp, tc):
     return pairs, advance, ""
 
 
-def _closure(ins, block_set) -> list:
-    """`ins` and the instructions of `block_set` it transitively reads, in no order."""
-    out, stack, seen = [], [ins], set()
+def _closure(ins, block_set, seen: set | None = None) -> list:
+    """`ins` and the instructions of `block_set` it transitively reads, in no order.
+    `seen` (ids), when given, is shared between calls: what an earlier call reached (and
+    so its whole closure) is neither walked nor returned again."""
+    out, stack = [], [ins]
+    if seen is None:
+        seen = set()
     while stack:
         v = stack.pop()
         if id(v) in seen:
@@ -239,6 +243,7 @@ def _rebase(fn, lp, tc, main, block, factor: int) -> None:
     mems = [i for i in block.instrs if i.op in ("load", "store")]
     if not originals or len(mems) != factor * len(originals):
         return
+    before: dict = {}           # id(access) -> its byteadd, placed in one rebuild below
     for n, m in enumerate(mems[len(originals):], len(originals)):
         j, k = divmod(n, len(originals))
         if not advance[k]:
@@ -246,26 +251,67 @@ def _rebase(fn, lp, tc, main, block, factor: int) -> None:
         base = mems[k].operands[0]
         at = Instr("byteadd", base.type, [base, Const(I64, j * advance[k])], {}, [], m.span,
                    block)
-        block.instrs.insert(block.instrs.index(m), at)
+        before[id(m)] = at
         m.operands[0] = at
+    if before:
+        out = []
+        for ins in block.instrs:
+            at = before.get(id(ins))
+            if at is not None:
+                out.append(at)
+            out.append(ins)
+        block.instrs = out
     iv = main.phis[lp.header.phis.index(tc.iv.phi)]
     step = Instr("add", iv.type, [iv, Const(iv.type, factor * tc.step)], {}, [],
                  block.terminator.span, block)
     block.instrs.insert(len(block.instrs) - 1, step)
     iv.operands[iv.targets.index(block)] = step
+    _drop_dead(block, main)
+
+
+def _drop_dead(block, main) -> None:
+    """Delete the pure arithmetic of `block` nobody reads any more (the copies' own index
+    chains, which dce deletes anyway): compile time, so that the reorder and the passes
+    before dce do not work through up to 15 dead chains. A value of the body is read only
+    in the body or by the phis of `main`, its one successor (SSA: the body dominates no
+    exit)."""
+    uses: dict = {}
+    for ins in block.instrs:
+        for o in ins.operands:
+            if isinstance(o, Instr):
+                uses[id(o)] = uses.get(id(o), 0) + 1
+    for phi in main.phis:
+        for o in phi.operands:
+            if isinstance(o, Instr):
+                uses[id(o)] = uses.get(id(o), 0) + 1
+    dead: set = set()
+    for ins in reversed(block.instrs):      # users come after their operands
+        if ins.op in PURE and not uses.get(id(ins)):
+            dead.add(id(ins))
+            for o in ins.operands:
+                if isinstance(o, Instr):
+                    uses[id(o)] -= 1
+    if dead:
+        for ins in block.instrs:
+            if id(ins) in dead:
+                ins.block = None
+        block.instrs = [i for i in block.instrs if id(i) not in dead]
 
 
 def _loads_first(block) -> int:
     """Move every load, with the arithmetic it reads, above the rest (stable order)."""
     body = block.instrs[:-1]
     members = {block}
-    hoist: set = set()
+    hoist: set = set()          # ids; one walk for all loads (the copies share chains)
+    loads = 0
     for ins in body:
         if ins.op == "load":
-            hoist.update(id(x) for x in _closure(ins, members))
+            loads += 1
+            if id(ins) not in hoist:
+                _closure(ins, members, hoist)
     block.instrs = [i for i in body if id(i) in hoist] + \
         [i for i in body if id(i) not in hoist] + [block.instrs[-1]]
-    return sum(1 for i in body if i.op == "load")
+    return loads
 
 
 def run(fn, analyses) -> bool:
