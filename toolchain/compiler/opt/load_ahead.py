@@ -274,28 +274,25 @@ def _drop_dead(block, main) -> None:
     chains, which dce deletes anyway): compile time, so that the reorder and the passes
     before dce do not work through up to 15 dead chains. A value of the body is read only
     in the body or by the phis of `main`, its one successor (SSA: the body dominates no
-    exit)."""
-    uses: dict = {}
-    for ins in block.instrs:
-        for o in ins.operands:
-            if isinstance(o, Instr):
-                uses[id(o)] = uses.get(id(o), 0) + 1
-    for phi in main.phis:
-        for o in phi.operands:
-            if isinstance(o, Instr):
-                uses[id(o)] = uses.get(id(o), 0) + 1
-    dead: set = set()
-    for ins in reversed(block.instrs):      # users come after their operands
-        if ins.op in PURE and not uses.get(id(ins)):
-            dead.add(id(ins))
-            for o in ins.operands:
-                if isinstance(o, Instr):
-                    uses[id(o)] -= 1
-    if dead:
+    exit), so marking from the body's other instructions and those phis finds the rest."""
+    pure = PURE
+    work = [i for i in block.instrs if i.op not in pure]
+    work.extend(o for phi in main.phis for o in phi.operands
+                if o.__class__ is Instr and o.block is block)
+    live = set(map(id, work))
+    while work:
+        for o in work.pop().operands:
+            if o.__class__ is Instr and o.block is block and id(o) not in live:
+                live.add(id(o))
+                work.append(o)
+    if len(live) != len(block.instrs):
+        keep = []
         for ins in block.instrs:
-            if id(ins) in dead:
+            if id(ins) in live:
+                keep.append(ins)
+            else:
                 ins.block = None
-        block.instrs = [i for i in block.instrs if id(i) not in dead]
+        block.instrs = keep
 
 
 def _loads_first(block) -> int:
