@@ -9,13 +9,10 @@ import gc
 import os
 import sys
 
-from .cli_args import fast_parse
+from .cli_args import HOST_TARGETS, fast_parse
 from .diagnostics import CompileError, Diagnostic, SourceMap, render_json, render_text
 
 VERSION = "0.1.0"
-# --target spelling -> host target registry name (targets/__init__.py)
-HOST_TARGETS = {"x86_64-linux": "x86_64", "aarch64-linux": "aarch64-linux",
-                "x86_64-windows": "x86_64-windows"}
 
 
 def native_target() -> str:

@@ -9,6 +9,9 @@ on generated command lines that both parsers give the same namespace.
 """
 from __future__ import annotations
 
+# --target spelling -> host target registry name (targets/__init__.py)
+HOST_TARGETS = {"x86_64-linux": "x86_64", "aarch64-linux": "aarch64-linux",
+                "x86_64-windows": "x86_64-windows"}
 # dest -> default, exactly build_parser()'s
 DEFAULTS = {
     "file": None, "input": None, "output": None, "emit": None, "optimize": False,
@@ -28,7 +31,7 @@ FLAGS = {"-O": "optimize", "-r": "release", "--release": "release",
 # options with one value: flag -> (dest, allowed values or None for any string)
 VALUES = {"-o": ("output", None), "-i": ("input", None), "--gpu-arch": ("gpu_arch", None),
           "--ptx-version": ("ptx_version", None), "--stdlib": ("stdlib", None),
-          "--target": ("target", ("x86_64-linux", "aarch64-linux", "x86_64-windows")),
+          "--target": ("target", tuple(HOST_TARGETS)),
           "--gpu-wmma-staging": ("gpu_wmma_staging", ("on", "off")),
           "--fp-contract": ("fp_contract", ("on", "off")),
           "--error-format": ("error_format", ("text", "json")),

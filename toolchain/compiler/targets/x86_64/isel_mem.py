@@ -83,23 +83,7 @@ class MemMixin:
         if is_alloca(p):
             return self.slot(p)
         if id(p) in self.folded:
-            base_v, idx = p.operands
-            size = max(base_v.type.pointee.size, 1)
-            base = self.gpr(base_v)
-            if base is None:
-                self.load_bits(base_v, RCX)
-                base = RCX
-            imm = imm32(idx)
-            if imm is not None and -(1 << 31) <= imm.value * size < (1 << 31):
-                return Mem(base, disp=imm.value * size)
-            index = self.gpr(idx)
-            if index is None or size not in (1, 2, 4, 8):
-                self.load_bits(idx, RDX)
-                index = RDX
-            if size not in (1, 2, 4, 8):
-                self.asm.emit("imul", RDX, RDX, Imm(size))
-                size = 1
-            return Mem(base, index, size)
+            return self.scaled(p, RCX, RDX)
         base = self.gpr(p)
         if base is None:
             self.load_bits(p, RCX)
@@ -157,27 +141,31 @@ class MemMixin:
     def op_ptradd(self, ins) -> None:
         if id(ins) in self.folded:
             return      # the next load/store addresses through it (address above)
-        p, idx = ins.operands
-        size = max(p.type.pointee.size, 1)  # pointer-to-void steps bytes, as in GNU C
         dst = self.gpr(ins) or RAX
+        self.asm.emit("lea", dst, self.scaled(ins, RAX, RCX))
+        self.put_bits(ins, dst)
+
+    def scaled(self, ptradd, base_scratch, index_scratch) -> Mem:
+        """[base + index*size] (or [base + disp] for a constant index) of a ptradd, with the
+        base and index in their registers or loaded into the scratch registers; an element
+        size that is no x86 scale is multiplied into the index scratch."""
+        p, idx = ptradd.operands
+        size = max(p.type.pointee.size, 1)  # pointer-to-void steps bytes, as in GNU C
         base = self.gpr(p)
         if base is None:
-            self.load_bits(p, RAX)
-            base = RAX
+            self.load_bits(p, base_scratch)
+            base = base_scratch
         imm = imm32(idx)
         if imm is not None and -(1 << 31) <= imm.value * size < (1 << 31):
-            self.asm.emit("lea", dst, Mem(base, disp=imm.value * size))
-            self.put_bits(ins, dst)
-            return
+            return Mem(base, disp=imm.value * size)
         index = self.gpr(idx)
         if index is None or size not in (1, 2, 4, 8):
-            self.load_bits(idx, RCX)
-            index = RCX
+            self.load_bits(idx, index_scratch)
+            index = index_scratch
             if size not in (1, 2, 4, 8):
-                self.asm.emit("imul", RCX, RCX, Imm(size))
+                self.asm.emit("imul", index_scratch, index_scratch, Imm(size))
                 size = 1
-        self.asm.emit("lea", dst, Mem(base, index, size))
-        self.put_bits(ins, dst)
+        return Mem(base, index, size)
 
     def op_byteadd(self, ins) -> None:
         p, off = ins.operands
