@@ -11,33 +11,39 @@ import ctypes
 
 from tests.tensor.kernels import compile_ptx
 from tests.tensor.wgmma_kernels import BM, BN, EPILOGUES, gemm_source, grid, \
-    native_launch  # noqa: F401
+    native_launch, persistent_grid  # noqa: F401
 
 
 class Gemm:
     """A compiled GEMM bound to torch tensors: a (M x K row-major), bt (N x K row-major, i.e.
     B column-major with ldb = K), c (M x N row-major f32) and d (M x N row-major, `out`:
     f32, f16 or bf16; leading dimension ldd). `epilogue`: a name of EPILOGUES fused onto
-    the region; its launch then passes an Epilogue's operands too."""
+    the region; its launch then passes an Epilogue's operands too. `persistent`: one
+    `persistent: 8` call over the whole of D, launched on persistent_grid workgroups (or
+    the launcher's `grid`)."""
 
     def __init__(self, dev, fmt: str, arch: str = "sm_90a", ptx: str | None = None,
-                 bm: int = BM, bn: int = BN, out: str = "f32", epilogue: str | None = None):
-        self.ptx = ptx or compile_ptx(gemm_source(fmt, bm, bn, out=out, epilogue=epilogue),
-                                      arch)
+                 bm: int = BM, bn: int = BN, out: str = "f32", epilogue: str | None = None,
+                 persistent: bool = False):
+        self.persistent = persistent
+        self.ptx = ptx or compile_ptx(gemm_source(fmt, bm, bn, out=out, epilogue=epilogue,
+                                                  persistent=persistent), arch)
         self.fn = dev.load_ptx(self.ptx).function("gemm")
         self.bm, self.bn, self.out, self.epilogue = bm, bn, out, epilogue
         self.threads, self.shared = native_launch(fmt, bm, bn, out)
         from toolchain.compiler.targets.ptx.tensor import wgmma
         self.cluster = wgmma.CLUSTER
 
-    def launcher(self, a, bt, c, d, m, n, k, threads=None, shared=None, epi=None):
+    def launcher(self, a, bt, c, d, m, n, k, threads=None, shared=None, epi=None,
+                 grid_x=None, ldc=None):
         u32 = ctypes.c_uint32
         args = [ctypes.c_uint64(t.data_ptr()) for t in (a, bt, c, d)] + \
             [u32(m), u32(n), u32(k), u32(a.stride(0)), u32(bt.stride(0)),
-             u32(c.stride(0)), u32(d.stride(0))]
+             u32(c.stride(0) if ldc is None else ldc), u32(d.stride(0))]
         if self.epilogue:
             args += epi.args()
-        g = grid(m, n, self.bm, self.bn, self.cluster)
+        g = grid_x or (persistent_grid(m, n, self.bm, self.bn) if self.persistent else
+                       grid(m, n, self.bm, self.bn, self.cluster))
         th = self.threads if threads is None else threads
         sh = self.shared if shared is None else shared
         return lambda: self.fn.launch((g, 1, 1), (th, 1, 1), args, shared=sh)

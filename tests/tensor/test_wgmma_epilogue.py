@@ -272,12 +272,13 @@ def test_split_regions_exact_against_the_oracle(scope, out, epilogue):
 
 
 # ---------------------------------------------------------------- the pipeline's epilogue
-def _fake_native(em, g, tid, end, share=None, fused=None):
+def _fake_native(em, g, tid, end, share=None, fused=None, tiles=None):
     """The sm_90a region with its copy engine and wgmma main loop replaced (the CPU
     interpreter has neither): each consumer's accumulator register holds 3*row + column of
     the element it stands for, placed by the wgmma m64nNk16 f32 layout written out here
     (lane l of warp w of consumer warpgroup q: rows 64(q-1) + 16w + l/4 (+8), columns
-    8j + 2(l%4) (+1); register 4j + 2*half + e), then the real epilogue runs."""
+    8j + 2(l%4) (+1); register 4j + 2*half + e), then the real epilogue runs. With
+    `tiles` (persistent), inside the consumers' real tile loop (wgmma._tile_loop)."""
     wg, lane, warp, wtid = (em.new("r") for _ in range(4))
     p = em.new("p")
     em.emit(f"shr.u32 {wg}, {tid}, 7")
@@ -286,6 +287,7 @@ def _fake_native(em, g, tid, end, share=None, fused=None):
     em.emit(f"and.b32 {wtid}, {tid}, 127")
     em.emit(f"and.b32 {lane}, {wtid}, 31")
     em.emit(f"shr.u32 {warp}, {wtid}, 5")
+    g, close = wgmma._tile_loop(em, g, tiles, "fake")
     acc = []
     for j in range(g.desc.n // 8):
         for half in (0, 1):
@@ -305,6 +307,7 @@ def _fake_native(em, g, tid, end, share=None, fused=None):
                 em.emit(f"cvt.rn.f32.u32 {f}, {t}")
                 acc.append(f)
     wgmma._epilogue(em, g, wtid, wg, acc, fused)
+    close()
     em.emit(f"bra.uni {end}")
 
 
@@ -314,10 +317,11 @@ def _always(em, g, ntid):
     return p
 
 
-@pytest.mark.parametrize("out,epilogue", [("f32", "matrix_bias_col"), ("f16", "row_bias"),
-                                          ("bf16", "col_bias_relu"),
-                                          ("f32", "matrix_bias"), ("f16", "scale_clamp")])
-def test_pipeline_epilogue_exact_on_the_interpreter(monkeypatch, out, epilogue):
+@pytest.mark.parametrize("out,epilogue,persistent", [
+    ("f32", "matrix_bias_col", False), ("f16", "row_bias", False),
+    ("bf16", "col_bias_relu", False), ("f32", "matrix_bias", False),
+    ("f16", "scale_clamp", False), ("f32", "matrix_bias", True), ("bf16", "row_bias", True)])
+def test_pipeline_epilogue_exact_on_the_interpreter(monkeypatch, out, epilogue, persistent):
     """The sm_90a epilogue itself (C and bias addressing through the accumulator mapping,
     batches, M/N predicates, the arithmetic, the rounded pair stores) on the CPU
     interpreter, its main loop replaced by known accumulators (_fake_native): m128n64
@@ -337,9 +341,12 @@ def test_pipeline_epilogue_exact_on_the_interpreter(monkeypatch, out, epilogue):
     r, col = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
     sums = (3 * r + col).astype(np.float32) + cmat
     want = _round(out, epilogue_oracle(epilogue, sums, bias, ALPHA, BETA, LO, HI))
-    ptx = compile_ptx(gemm_source("f16", bn=64, out=out, epilogue=epilogue), "sm_90a")
+    ptx = compile_ptx(gemm_source("f16", bn=64, out=out, epilogue=epilogue,
+                                  persistent=persistent), "sm_90a")
     assert "wgmma" not in ptx and "mul.rn.f32" in ptx or "alpha" not in EPILOGUES[epilogue]
     tiles = 2 * 2                                         # ceil(150/128) x ceil(70/64)
+    if persistent:                    # 3 workgroups over 4 tiles: one runs two of them,
+        tiles = 3                     # the ring state and origins carried between them
     args = [("buf", "a", np.zeros(8, np.uint16)), ("buf", "b", np.zeros(8, np.uint16)),
             ("buf", "c", c), ("buf", "d", d)] + \
         [("u32", v) for v in (M, N, K, 8, 8, ldc, ldd)] + \

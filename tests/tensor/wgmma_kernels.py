@@ -35,14 +35,28 @@ def epilogue_options(epilogue: str | None) -> str:
 
 
 def gemm_source(fmt: str = "f16", bm: int = BM, bn: int = BN, group: int = GROUP,
-                out: str = "f32", epilogue: str | None = None) -> str:
+                out: str = "f32", epilogue: str | None = None,
+                persistent: bool = False) -> str:
     """The whole GEMM: one workgroup per bm x bn region of D = A*B + C, tiles visited in
     groups of `group` row tiles (each column sweep reuses those A rows from L2). `out`:
     D's format (f32, or f16/bf16 rounded once from the f32 sum; C stays f32).
-    `epilogue`: a name of EPILOGUES fused onto the region (None: none)."""
+    `epilogue`: a name of EPILOGUES fused onto the region (None: none). `persistent`:
+    the same tile order as `persistent: group` on one call, for any grid (launch about
+    one workgroup per multiprocessor: persistent_grid)."""
     dty = "float32" if out == "f32" else "uint16"
     types = "output_type: f32" if out == "f32" else \
         f"accumulator_type: f32, result_type: {out}"
+    if persistent:
+        return f"""\
+kernel gemm(a: uint16*, b: uint16*, c: float32*, d: {dty}*,
+            m: uint32, n: uint32, k: uint32,
+            lda: uint32, ldb: uint32, ldc: uint32, ldd: uint32{epilogue_params(dty, epilogue)}) {{
+  tensor_matmul(a, b, c, d, 0, 0, m, n, k,
+                shape: m{bm}n{bn}k64, input_type: {fmt}, {types},
+                a_layout: row, b_layout: col, scope: workgroup, persistent: {group},
+                lda: lda, ldb: ldb, ldc: ldc, ldd: ldd{epilogue_options(epilogue)});
+}}
+"""
     return f"""\
 kernel gemm(a: uint16*, b: uint16*, c: float32*, d: {dty}*,
             m: uint32, n: uint32, k: uint32,
@@ -69,6 +83,15 @@ def grid(m: int, n: int, bm: int = BM, bn: int = BN, cluster: int = 2) -> int:
     runs in pairs; a spare workgroup's region is out of range and does nothing)."""
     tiles = ((m + bm - 1) // bm) * ((n + bn - 1) // bn)
     return (tiles + cluster - 1) // cluster * cluster
+
+
+SMS = 132                                  # H200 multiprocessors
+
+
+def persistent_grid(m: int, n: int, bm: int = BM, bn: int = BN, sms: int = SMS) -> int:
+    """Workgroups of a persistent launch: one per multiprocessor, fewer when there are
+    fewer tiles (at least one, so M = 0 or N = 0 still launches)."""
+    return max(1, min(sms, ((m + bm - 1) // bm) * ((n + bn - 1) // bn)))
 
 
 def native_launch(fmt: str = "f16", bm: int = BM, bn: int = BN,

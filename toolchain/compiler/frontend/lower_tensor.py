@@ -53,6 +53,9 @@ EPILOGUE_OPTIONS = {"shape", "m", "n", "ldd", "leading_dimension", "bias", "ldbi
 # shape, element type, layout, stride and scope are the matmul's own
 _FUSED_WORDS = ("bias_mode", "bias_layout", "activation")
 FUSED_OPTIONS = {"bias", "ldbias", *_FUSED_WORDS, *_EPI_SCALARS}
+# tensor_matmul only: `persistent: G` (a positive constant) tiles the whole area from the
+# origin to (M, N) over the grid's workgroups (docs/gemm.md "Persistent tile loop")
+MATMUL_ONLY = {"persistent"}
 
 
 def tensor_call(lw, e: A.Call, name: str):
@@ -187,6 +190,7 @@ def _types(lw, opts, at) -> tuple[str, str, str, str]:
 
 def _descriptor(lw, e: A.Call, opts, named) -> T.TensorDesc:
     code = "E0340"
+    persistent = _const(lw, opts, "persistent", code, 0)
     m, n, k = _shape(lw, opts, code, True, e.span)
     a_t, b_t, acc_t, res_t = _types(lw, opts, e.span)
     words = {key: _word(lw, opts, key, choices, code)
@@ -196,7 +200,8 @@ def _descriptor(lw, e: A.Call, opts, named) -> T.TensorDesc:
     lds = {key: _ld(lw, opts, key, code, named) for key in _LDS}
     desc = T.TensorDesc(m, n, k, a_t, b_t, acc_t, res_t, **words,
                         transpose_a=_bool(lw, opts, "transpose_a", code),
-                        transpose_b=_bool(lw, opts, "transpose_b", code), **lds)
+                        transpose_b=_bool(lw, opts, "transpose_b", code), **lds,
+                        persistent=persistent)
     for key in _PTRS:
         if key in opts:
             named[key] = _pointer(lw, opts[key][0], T.storage_type("u8"), f"`{key}:`",
@@ -221,6 +226,8 @@ _HELP = {
     "rounding": "leave `rounding:` out (default) for integer formats",
     "math": "b1 operands use `math: xor_popcount` or `and_popcount`; others multiply_add",
     "metadata": "structured sparsity and `metadata:` go together",
+    "persistent": "a persistent tile loop runs whole workgroups over the tiles: add "
+                  "`scope: workgroup` or drop `persistent:`",
 }
 
 
@@ -256,7 +263,8 @@ def _mma(lw, e: A.Call, matmul: bool):
                 raise lw.fail("E0340", f"`{name}:` is a fused-epilogue option of "
                               "tensor_matmul; a tensor_mma tile takes a separate "
                               "tensor_epilogue", span)
-    opts = _options(lw, e, MMA_OPTIONS | (FUSED_OPTIONS if matmul else set()), "E0340")
+    opts = _options(lw, e, MMA_OPTIONS | (FUSED_OPTIONS | MATMUL_ONLY if matmul else set()),
+                    "E0340")
     fused = {k: opts.pop(k) for k in list(opts) if k in FUSED_OPTIONS}
     named: dict = {}
     desc = _descriptor(lw, e, opts, named)

@@ -99,6 +99,10 @@ class TensorDesc:
     ldd: int | None = None
     ldsa: int | None = None
     ldsb: int | None = None
+    # tensor.matmul, workgroup scope: 0 = one region at (row, column); G > 0 = the whole
+    # area from (row, column) to (M, N) in grid-strided region tiles, grouped G row tiles
+    # at a time (docs/gemm.md "Persistent tile loop")
+    persistent: int = 0
 
     def __str__(self) -> str:
         default = TensorDesc(1, 1, 1, "", "", "", "")
@@ -200,6 +204,9 @@ def validate_desc(desc: TensorDesc, roles: tuple[str, ...]) -> list[tuple[str, s
         if mode == "none" and getattr(desc, f"{side}_scale_type") is not None:
             errs.append((f"{side}_scale_type", f"`{side}_scale_type` needs a "
                          f"`{side}_scale_mode`"))
+    if desc.persistent and desc.scope != "workgroup":
+        errs.append(("persistent", "`persistent:` tiles a workgroup-scope region; it needs "
+                     "`scope: workgroup`"))
     if desc.rounding != "default" and "i32" in (desc.accumulator_type, desc.result_type):
         errs.append(("rounding", f"`rounding: {desc.rounding}` has no meaning for integer "
                      "(i32) accumulation"))

@@ -31,10 +31,13 @@ and `.minnctapersm 1` so that `setmaxnreg` has the register cap it needs.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from . import mbarrier as mb
 from . import tma
 from .common import label
 from .wgmma_epilogue import NativeBias
+from .wgmma_persistent import open_loop
 
 BK = 64                                   # K elements per stage: one 128-byte swizzle row
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
@@ -118,6 +121,9 @@ def native_pred(em, g, ntid: str) -> str:
     em.emit(f"and.b32 {t}, {g.col}, 1")
     em.emit(f"setp.eq.and.u32 {ok}, {t}, 0, {ok}")
     em.emit(f"or.b32 {t}, {g.row}, {g.col}")
+    if desc.persistent:                      # every tile origin < M or N: TMA coordinates
+        em.emit(f"or.b32 {t}, {t}, {g.M}")
+        em.emit(f"or.b32 {t}, {t}, {g.N}")
     em.emit(f"setp.lt.and.u32 {ok}, {t}, 2147483648, {ok}")
     for extent in (g.M, g.N):                # a tensor map needs non-zero extents
         em.emit(f"setp.ne.and.u32 {ok}, {extent}, 0, {ok}")
@@ -169,10 +175,15 @@ def cluster_agree(em, g, tid: str, ok: str) -> tuple[str, str | None]:
     return native, share
 
 
-def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None) -> None:
+def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None,
+                 tiles=None) -> None:
     """The whole native region for a workgroup of exactly threads(desc) work-items; `tid`
-    is the linear work-item id; `fused`: a wgmma_epilogue.Fused or None. Falls through to
-    `end` with the workgroup reconverged."""
+    is the linear work-item id; `fused`: a wgmma_epilogue.Fused or None; `tiles`: a
+    wgmma_persistent.Tiles (persistent: the barriers and maps are set up once, then the
+    producer and the consumers each run the tile loop with the ring's stage and phase
+    carried from tile to tile, so the producer fills the ring with the next tile's chunks
+    while the consumers run this tile's epilogue), or None for the one region at g's
+    origin. Falls through to `end` with the workgroup reconverged."""
     desc = g.desc
     S, nc, bn, bm = stages(desc), consumers(desc), desc.n, desc.m
     a_bytes, b_bytes = bm * BK * 2, bn * BK * 2
@@ -215,10 +226,11 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     consumer, join = label(em, "wg_consumer"), label(em, "wg_join")
     em.emit(f"setp.ne.u32 {p}, {wg}, 0")
     em.emit(f"@{p} bra {consumer}")
-    _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes, share)
+    _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes, share, tiles)
     em.emit(f"bra.uni {join}")
     em.raw(f"{consumer}:")
-    _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes, share, fused)
+    _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes, share, fused,
+              tiles)
     em.raw(f"{join}:")
     if share:
         _cluster_sync(em)                    # no remote arrive or copy is still in flight
@@ -232,8 +244,17 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     em.emit(f"bra.uni {end}")
 
 
+def _tile_loop(em, g, tiles, name: str):
+    """Open one role's tile loop: (g at the tile's origin, close()). Without `tiles`,
+    g itself and a no-op close: one region."""
+    if tiles is None:
+        return g, lambda: None
+    row, col, close = open_loop(em, tiles, name)
+    return replace(g, row=row, col=col), close
+
+
 def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes,
-              share) -> None:
+              share, tiles=None) -> None:
     desc = g.desc
     em.emit(f"setmaxnreg.dec.sync.aligned.u32 {PRODUCER_REGS}")
     done, p = label(em, "wg_prod_done"), em.new("p")
@@ -260,6 +281,9 @@ def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes,
     tma.publish(em, [slot_a, slot_b])
     kb, s, ph, k0 = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     dst_a, dst_b, fb, eb = em.new("r"), em.new("r"), em.new("r"), em.new("r")
+    em.emit(f"mov.u32 {s}, 0")                       # the ring's position: carried across
+    em.emit(f"mov.u32 {ph}, 1")                      # tiles (first pass: empty is free)
+    g, close = _tile_loop(em, g, tiles, "wg_prod")
     if share:                                # this workgroup's half of the shared B box
         dst_h, col2, col_h, rank = em.new("r"), em.new("r"), em.new("r"), em.new("r")
         em.emit(f"add.u32 {col2}, {g.col}, {half}")
@@ -267,13 +291,12 @@ def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes,
         em.emit(f"mov.u32 {rank}, %cluster_ctarank")
         em.emit(f"mad.lo.u32 {col_h}, {rank}, {half}, {g.col}")
         em.emit("mov.u16 {}, 3".format(mask))
-    for r in (kb, s, k0):
+    for r in (kb, k0):
         em.emit(f"mov.u32 {r}, 0")
-    em.emit(f"mov.u32 {ph}, 1")                      # first pass: empty barriers are free
-    top = label(em, "wg_prod")
+    top, region_done = label(em, "wg_prod"), label(em, "wg_prod_region")
     em.raw(f"{top}:")
     em.emit(f"setp.ge.u32 {p}, {kb}, {nk}")
-    em.emit(f"@{p} bra {done}")
+    em.emit(f"@{p} bra {region_done}")
     em.emit(f"mad.lo.u32 {eb}, {s}, 8, {empty}")
     mb.wait(em, eb, ph, cluster=share is not None)
     em.emit(f"mad.lo.u32 {fb}, {s}, 8, {full}")
@@ -298,6 +321,8 @@ def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes,
     _advance(em, kb, s, ph, S)
     em.emit(f"add.u32 {k0}, {k0}, {BK}")
     em.emit(f"bra.uni {top}")
+    em.raw(f"{region_done}:")
+    close()
     em.raw(f"{done}:")
     em.emit("bar.warp.sync -1")
     em.emit(f"setmaxnreg.inc.sync.aligned.u32 {ENTRY_REGS}")
@@ -368,13 +393,11 @@ def _advance(em, kb, s, ph, S) -> None:
 
 
 def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes,
-              share, fused) -> None:
+              share, fused, tiles=None) -> None:
     desc = g.desc
     bn = desc.n
     em.emit(f"setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGS}")
     acc = [em.new("f") for _ in range(bn // 2)]
-    for r in acc:
-        em.emit(f"mov.f32 {r}, 0f00000000")
     one, p, leader = em.new("p"), em.new("p"), em.new("p")
     em.emit(f"setp.eq.u32 {one}, 0, 0")
     wtid = em.new("r")
@@ -391,8 +414,12 @@ def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes,
     da0, db0 = _desc_base(em, a_row), _desc_base(em, sb)
     kb, s, ph = em.new("r"), em.new("r"), em.new("r")
     prev, have_prev = em.new("r"), em.new("p")
-    for r in (kb, s, ph):
+    for r in (s, ph):                                      # carried across tiles
         em.emit(f"mov.u32 {r}, 0")
+    g, close = _tile_loop(em, g, tiles, "wg_cons")
+    for r in acc:
+        em.emit(f"mov.f32 {r}, 0f00000000")
+    em.emit(f"mov.u32 {kb}, 0")
     em.emit(f"setp.ne.u32 {have_prev}, 0, 0")
     da, db, fb, soff = em.new("rd"), em.new("rd"), em.new("r"), em.new("rd")
     ptx_t = desc.a_type
@@ -433,6 +460,7 @@ def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes,
     em.emit(f"mad.lo.u32 {eb}, {prev}, 8, {empty}")
     _release(em, pb, eb, share, peer)
     _epilogue(em, g, wtid, wg, acc, fused)
+    close()
     em.emit("bar.warp.sync -1")
     em.emit(f"setmaxnreg.dec.sync.aligned.u32 {ENTRY_REGS}")
 
@@ -476,13 +504,22 @@ def _epilogue(em, g, wtid, wg, acc, fused) -> None:
     bias = NativeBias(em, fused) if fused is not None and fused.bias is not None else None
     batch_size = EPILOGUE_BATCH if fused is None else FUSED_BATCH[fused.desc.bias_mode]
 
+    # columns left from this lane's pair 0, at most the region's width: one register the
+    # pair predicates compare with immediates (a column register per pair was what ptxas
+    # kept live, and spilled, across the persistent tile loop)
+    left, inside, wide = em.new("r"), em.new("p"), em.new("p")
+    em.emit(f"sub.u32 {left}, {g.N}, {c0}")
+    em.emit(f"setp.gt.u32 {inside}, {g.N}, {c0}")
+    em.emit(f"selp.u32 {left}, {left}, 0, {inside}")
+    em.emit(f"setp.gt.u32 {wide}, {left}, {desc.n}")
+    em.emit(f"selp.u32 {left}, {desc.n}, {left}, {wide}")
+
     def cols(j: int) -> tuple[str, str]:
         """(both columns of pair j in range, only the first): made where they are used,
-        so no predicate lives across a batch."""
-        cj, pb, po = em.new("r"), em.new("p"), em.new("p")
-        em.emit(f"add.u32 {cj}, {c0}, {8 * j + 1}")
-        em.emit(f"setp.lt.u32 {pb}, {cj}, {g.N}")
-        em.emit(f"setp.eq.u32 {po}, {cj}, {g.N}")
+        so no predicate lives across a batch. c0 + 8j + 1 < N is 8j + 1 < left."""
+        pb, po = em.new("p"), em.new("p")
+        em.emit(f"setp.gt.u32 {pb}, {left}, {8 * j + 1}")
+        em.emit(f"setp.eq.u32 {po}, {left}, {8 * j + 1}")
         return pb, po
     for half in (0, 1):
         row, prow = em.new("r"), em.new("p")
@@ -509,6 +546,10 @@ def _epilogue(em, g, wtid, wg, acc, fused) -> None:
             cv, bv = {}, {}
             for j in batch:
                 u, v = cv[j] = em.new("f"), em.new("f")
+                # defined on every path: a predicated load alone keeps the register's
+                # old value, which in a tile loop is live across the loop (ptxas spilled)
+                em.emit(f"mov.b32 {u}, 0")
+                em.emit(f"mov.b32 {v}, 0")
                 pb, po = cols(j)
                 em.emit(f"@{pb} ld.global.v2.f32 {{{u}, {v}}}, [{ca}+{32 * j}]")
                 em.emit(f"@{po} ld.global.f32 {u}, [{ca}+{32 * j}]")

@@ -27,7 +27,9 @@ from .capabilities import refuse
 from .common import label, mat, operands
 from .matmul import lower_matmul
 from .replay import NEEDS, Region, replay
+from .resident import remark
 from .wgmma_epilogue import Fused
+from .wgmma_persistent import Tiles, open_loop
 
 SUB_M, SUB_N = 32, 64                # under the native path's 168-register cap: no spills
 TENSORMAP_ISA = (8, 3)                 # tensormap.replace
@@ -84,11 +86,22 @@ def _uses_dynamic_shared(fn) -> bool:
     return any(i.op == "gpu.dynamic_shared" for b in fn.blocks for i in b.instrs)
 
 
-def native_available(em, desc) -> bool:
+def native_refusal(em, desc) -> str | None:
+    """Why the sm_90a pipeline cannot be compiled for this region (None: it can)."""
     p, shape = em.profile, em.fn.block_shape
-    fits = shape is None or shape[0] * shape[1] * shape[2] == wgmma.threads(desc)
-    return (p.sm == 90 and p.arch_specific and not p.virtual and p.isa >= TENSORMAP_ISA
-            and wgmma.supported(desc) and fits and not _uses_dynamic_shared(em.fn))
+    if not (p.sm == 90 and p.arch_specific and not p.virtual and p.isa >= TENSORMAP_ISA):
+        return f"{p.target} has no wgmma/TMA (sm_90a, PTX 8.3+)"
+    if not wgmma.supported(desc):
+        return "no wgmma form for this descriptor (docs/gemm.md: f16/bf16, m128, k64)"
+    if shape is not None and shape[0] * shape[1] * shape[2] != wgmma.threads(desc):
+        return f"the kernel declares a block other than {wgmma.threads(desc)} work-items"
+    if _uses_dynamic_shared(em.fn):
+        return "the kernel uses the launch-sized workgroup view itself"
+    return None
+
+
+def native_available(em, desc) -> bool:
+    return native_refusal(em, desc) is None
 
 
 def _region(em, desc, ops, row: str, col: str) -> Region:
@@ -110,22 +123,52 @@ def lower_any_matmul(em, ins) -> None:
     if desc.m % 16 or desc.n % 16:
         raise refuse(desc, "workgroup regions are split into 16-multiple subgroup regions; "
                      "M and N must be multiples of 16", ins.span)
-    sub = replace(desc, scope="subgroup", m=_sub(desc.m, SUB_M), n=_sub(desc.n, SUB_N))
+    sub = replace(desc, scope="subgroup", m=_sub(desc.m, SUB_M), n=_sub(desc.n, SUB_N),
+                  persistent=0)
     tid, ntid = _linear_ids(em)
     end = label(em, "wgm_end")
-    if native_available(em, desc):
+    row, col = em.reg(ops["row"]), em.reg(ops["column"])
+    tiles = Tiles(em, desc, row, col, em.reg(ops["m"]), em.reg(ops["n"])) \
+        if desc.persistent else None
+    why = native_refusal(em, desc)
+    if why is None:
         mats = [mat(em, desc, ops, w) for w in "abcd"]
         if all(m.space in ("", ".global") for m in mats):
             g = Region(desc, *mats, *(em.reg(ops[k]) for k in
                                       ("row", "column", "m", "n", "k")))
             split = label(em, "wgm_split")
-            ok, share = wgmma.cluster_agree(em, g, tid, wgmma.native_pred(em, g, ntid))
+            ok = wgmma.native_pred(em, g, ntid)
+            narrow = None
+            if tiles:                        # the pipeline's tile loop is u32 (Tiles)
+                narrow = Tiles(em, desc, row, col, g.M, g.N, wide=False)
+                narrow.fits_u32(em, ok)
+            ok, share = (ok, None) if tiles else wgmma.cluster_agree(em, g, tid, ok)
             em.emit(f"@!{ok} bra.uni {split}")
-            wgmma.lower_native(em, g, tid, end, share, fused)
+            wgmma.lower_native(em, g, tid, end, share, fused, narrow)
             em.raw(f"{split}:")
             _entry_cap(em, wgmma.threads(desc))
-    _split(em, ins, desc, sub, ops, tid, ntid, end, fused)
+        else:
+            why = "an operand is not in global memory"
+    if tiles:
+        remark(em, ins, _persistent_remark(desc, why))
+        t_row, t_col, close = open_loop(em, tiles, "wgm_split")
+        nxt = label(em, "wgm_split_next")
+        _split(em, ins, desc, sub, ops, tid, ntid, nxt, fused, t_row, t_col)
+        em.raw(f"{nxt}:")
+        close()
+    else:
+        _split(em, ins, desc, sub, ops, tid, ntid, end, fused, row, col)
     em.raw(f"{end}:")
+
+
+def _persistent_remark(desc, why: str | None) -> str:
+    order = f"{desc.m}x{desc.n} tiles in groups of {desc.persistent} row tiles, grid-strided"
+    if why is None:
+        return ("tensor_matmul: persistent pipeline: barriers and tensor maps set up once "
+                f"per workgroup, ring stage and phase carried across {order}; the producer "
+                "loads the next tile while the consumers run the epilogue (split regions "
+                "per tile when the launch does not fit)")
+    return f"tensor_matmul: persistent tile loop over split regions ({order}); no pipeline: {why}"
 
 
 def _entry_cap(em, nthreads: int) -> None:
@@ -139,7 +182,9 @@ def _entry_cap(em, nthreads: int) -> None:
             dirs.append(d)
 
 
-def _split(em, ins, desc, sub, ops, tid, ntid, end, fused) -> None:
+def _split(em, ins, desc, sub, ops, tid, ntid, end, fused, row: str, col: str) -> None:
+    """The region at (row, col) as subgroup regions the warps take round-robin; then
+    `end`."""
     gm, gn = desc.m // sub.m, desc.n // sub.n
     i, nw, p = em.new("r"), em.new("r"), em.new("p")
     em.emit(f"shr.u32 {i}, {tid}, 5")
@@ -152,8 +197,8 @@ def _split(em, ins, desc, sub, ops, tid, ntid, end, fused) -> None:
     r, c = em.new("r"), em.new("r")
     em.emit(f"div.u32 {r}, {i}, {gn}")
     em.emit(f"rem.u32 {c}, {i}, {gn}")
-    em.emit(f"mad.lo.u32 {r}, {r}, {sub.m}, {em.reg(ops['row'])}")
-    em.emit(f"mad.lo.u32 {c}, {c}, {sub.n}, {em.reg(ops['column'])}")
+    em.emit(f"mad.lo.u32 {r}, {r}, {sub.m}, {row}")
+    em.emit(f"mad.lo.u32 {c}, {c}, {sub.n}, {col}")
     if rounded_result(desc):
         em.profile.require("exact cooperative tensor replay", *NEEDS, ins.span)
         replay(em, _region(em, sub, ops, r, c), 0, False,

@@ -1,0 +1,139 @@
+"""The tile sequence of a persistent workgroup tensor.matmul (`persistent: G`, docs/gemm.md
+"Persistent tile loop"): the area from the origin (row, column) to (M, N) is cut into
+desc.m x desc.n tiles, numbered in groups of G row tiles (within a group, down the rows
+first, then across the columns: the group's A rows stay in L2 while it sweeps B), and
+workgroup w of W (linear ids over the whole grid) computes tiles w, w + W, w + 2W, ...
+
+Tile arithmetic is in u64: tiles_m * tiles_n and G * tiles_n may exceed 32 bits for
+extreme M and N, and a wrapped count would skip or repeat tiles. It runs once per tile.
+"""
+from __future__ import annotations
+
+from .common import label
+
+
+class Tiles:
+    """The tile loop of one persistent region. Only the tile counter lives across the loop:
+    the counts and the grid stride are recomputed from M, N, the origin and the special
+    registers wherever they are needed (a few divisions per tile are nothing against a
+    tile's K loop, and the pipeline's consumers have no registers to spare next to their
+    accumulators). `wide`: u64 arithmetic (the split path: exact for every M, N and
+    grid); otherwise u32, which the pipeline uses because ptxas makes a 64-bit division a
+    call whose saved registers spill next to the accumulators: its run-time predicate
+    then requires fits_u32 (else the split path runs, exact)."""
+
+    def __init__(self, em, desc, row: str, col: str, M: str, N: str, wide: bool = True):
+        self.desc, self.row0, self.col0, self.M, self.N = desc, row, col, M, N
+        self.t, self.c = ("u64", "rd") if wide else ("u32", "r")
+
+    def _count(self, em, origin: str, bound: str, size: int) -> str:
+        """ceil((bound - origin) / size), 0 when origin >= bound (no overflow: the
+        remaining extent minus one is divided)."""
+        left, p = em.new("r"), em.new("p")
+        em.emit(f"sub.u32 {left}, {bound}, {origin}")
+        em.emit(f"setp.gt.u32 {p}, {bound}, {origin}")
+        em.emit(f"add.u32 {left}, {left}, -1")
+        em.emit(f"div.u32 {left}, {left}, {size}")
+        em.emit(f"add.u32 {left}, {left}, 1")
+        em.emit(f"selp.u32 {left}, {left}, 0, {p}")
+        if self.c == "r":
+            return left
+        out = em.new("rd")
+        em.emit(f"cvt.u64.u32 {out}, {left}")
+        return out
+
+    def _counts(self, em) -> tuple[str, str]:
+        return (self._count(em, self.row0, self.M, self.desc.m),
+                self._count(em, self.col0, self.N, self.desc.n))
+
+    def fits_u32(self, em, ok: str) -> None:
+        """AND into `ok`: the tile count, G * tiles_n and the workgroup count are below
+        2^31, so u32 tile arithmetic is exact and t + stride never wraps (computed in u64
+        multiplications: no division, no call)."""
+        wide = Tiles(em, self.desc, self.row0, self.col0, self.M, self.N, wide=True)
+        tm, tn = wide._counts(em)
+        _, n = wide._grid_ids(em)
+        v = em.new("rd")
+        for x, y in ((tm, tn), (tn, None), (n, None)):
+            if y is None:
+                em.emit(f"mul.lo.u64 {v}, {x}, {self.desc.persistent if x == tn else 1}")
+            else:
+                em.emit(f"mul.lo.u64 {v}, {x}, {y}")
+            em.emit(f"setp.lt.and.u64 {ok}, {v}, 2147483648, {ok}")
+
+    def _grid_ids(self, em) -> tuple[str, str]:
+        """(linear workgroup id, workgroups in the grid)."""
+        ids = {}
+        for s in ("ctaid.x", "ctaid.y", "ctaid.z", "nctaid.x", "nctaid.y", "nctaid.z"):
+            r = em.new("r")
+            em.emit(f"mov.u32 {r}, %{s}")
+            if self.c == "rd":
+                w = em.new("rd")
+                em.emit(f"cvt.u64.u32 {w}, {r}")
+                r = w
+            ids[s] = r
+        w, n, t = em.new(self.c), em.new(self.c), self.t
+        em.emit(f"mad.lo.{t} {w}, {ids['ctaid.z']}, {ids['nctaid.y']}, {ids['ctaid.y']}")
+        em.emit(f"mad.lo.{t} {w}, {w}, {ids['nctaid.x']}, {ids['ctaid.x']}")
+        em.emit(f"mul.lo.{t} {n}, {ids['nctaid.x']}, {ids['nctaid.y']}")
+        em.emit(f"mul.lo.{t} {n}, {n}, {ids['nctaid.z']}")
+        return w, n
+
+    def start(self, em) -> str:
+        """A fresh tile counter at this workgroup's first tile."""
+        return self._grid_ids(em)[0]
+
+    def exit_if_done(self, em, t: str, done: str) -> None:
+        tm, tn = self._counts(em)
+        total, p = em.new(self.c), em.new("p")
+        em.emit(f"mul.lo.{self.t} {total}, {tm}, {tn}")
+        em.emit(f"setp.ge.{self.t} {p}, {t}, {total}")
+        em.emit(f"@{p} bra.uni {done}")
+
+    def advance(self, em, t: str) -> None:
+        em.emit(f"add.{self.t} {t}, {t}, {self._grid_ids(em)[1]}")
+
+    def origin(self, em, t: str) -> tuple[str, str]:
+        """(row, column) of tile t: group g = t / per_group holds row tiles
+        [g*G, min(g*G + G, tiles_m)); inside it, tile u = t % per_group is row u % rows,
+        column u / rows."""
+        G, ty = self.desc.persistent, self.t
+        tm, tn = self._counts(em)
+        per_group, first, rows, u, r, c = (em.new(self.c) for _ in range(6))
+        em.emit(f"mul.lo.{ty} {per_group}, {tn}, {G}")
+        em.emit(f"div.{ty} {first}, {t}, {per_group}")
+        em.emit(f"rem.{ty} {u}, {t}, {per_group}")
+        em.emit(f"mul.lo.{ty} {first}, {first}, {G}")
+        em.emit(f"sub.{ty} {rows}, {tm}, {first}")
+        few = em.new("p")
+        em.emit(f"setp.lt.{ty} {few}, {rows}, {G}")
+        em.emit(f"selp.{ty} {rows}, {rows}, {G}, {few}")
+        em.emit(f"rem.{ty} {r}, {u}, {rows}")
+        em.emit(f"add.{ty} {r}, {r}, {first}")
+        em.emit(f"div.{ty} {c}, {u}, {rows}")
+        row, col = em.new("r"), em.new("r")
+        for out, idx, size, base in ((row, r, self.desc.m, self.row0),
+                                     (col, c, self.desc.n, self.col0)):
+            if self.c == "rd":
+                em.emit(f"cvt.u32.u64 {out}, {idx}")      # idx * size < bound - base
+            else:
+                em.emit(f"mov.u32 {out}, {idx}")
+            em.emit(f"mad.lo.u32 {out}, {out}, {size}, {base}")
+        return row, col
+
+
+def open_loop(em, tiles: Tiles, name: str):
+    """Open `for t = first; t < total; t += step` at the current point: returns the tile's
+    (row, column) registers and close(), which emits the loop's back edge and exit. The
+    tile counter is a fresh register, so each warp role runs its own copy of the loop."""
+    t = tiles.start(em)
+    top, done = label(em, f"{name}_tile"), label(em, f"{name}_tiles_done")
+    em.raw(f"{top}:")
+    tiles.exit_if_done(em, t, done)
+    row, col = tiles.origin(em, t)
+
+    def close() -> None:
+        tiles.advance(em, t)
+        em.emit(f"bra.uni {top}")
+        em.raw(f"{done}:")
+    return row, col, close
