@@ -15,6 +15,11 @@ poisoned with NaN) before it is timed with CUDA events in the same process as to
 TFLOP/s counts 2*M*N*K. `torch` is torch.matmul(a, b) in the input dtype (f16/bf16 out,
 no C: the ratio's denominator); `torch+C` is torch.add(c, torch.matmul(a, b), out=d), our
 contract (f32 C in, f32 D out) in two torch calls.
+Every configuration is also timed as `persistent` (one `persistent: 8` call over the
+whole of D on min(tiles, 132) workgroups: docs/gemm.md "Persistent tile loop"), and for
+a 16-bit D as `pers/noC`: the persistent kernel on torch.matmul's own contract (D = A*B
+in the 16-bit type, no C: C is one row of zeros read with ldc = 0, so it costs no DRAM
+traffic; checked against A*B alone). `ratio` columns divide by `torch`.
 --probe compares the device-built tensor maps with cuTensorMapEncodeTiled's bytes.
 --epilogue (names of tests/tensor/wgmma_kernels.EPILOGUES, or all): --check also checks
 each fused epilogue on EPI_CHECKS (random data against the torch oracle, and pipeline vs
@@ -104,8 +109,31 @@ def check(torch, outs, epilogues=()) -> int:
             err = H.check(torch, dev, g, fmt, 300, 520, 200, **kw)
             print(f"check {what} split path ({label}) 300x520x200: rel err {err:.3g}")
             bad += not err < tol
+        bad += check_persistent(torch, dev, fmt, out)
     print("CHECK", "FAILED" if bad else "OK")
     return 1 if bad else 0
+
+
+# (M, N, K, grid): tails in M, N and K; tile counts that are not multiples of the grid
+# (9 tiles on 4 workgroups, 32 on 5, 8 on 3), more workgroups than tiles, K = 0
+PERSISTENT_CHECKS = ((300, 520, 200, 4), (129, 257, 65, 3), (1000, 1000, 1000, 5),
+                     (64, 64, 0, 2), (128, 256, 64, 7), (1000, 1000, 1000, 3))
+
+
+def check_persistent(torch, dev, fmt, out) -> int:
+    """The persistent kernel on tails, on the pipeline and the split path (256
+    work-items), plus 4096^3 on the default grid."""
+    g, tol, bad = H.Gemm(dev, fmt, out=out, persistent=True), H.TOLERANCE[out], 0
+    cases = [(m, n, k, {"grid_x": gx}) for m, n, k, gx in PERSISTENT_CHECKS] + \
+        [(300, 520, 200, {"grid_x": 4, "threads": 256}), (4096, 4096, 4096, {})]
+    if len(CHECKS) <= 3:                                   # --small
+        cases = cases[:2] + cases[-2:-1]
+    for m, n, k, kw in cases:
+        err = H.check(torch, dev, g, fmt, m, n, k, **kw)
+        print(f"check {fmt}->{out} persistent {m}x{n}x{k} {kw}: rel err {err:.3g}",
+              flush=True)
+        bad += not err < tol
+    return bad
 
 
 def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
@@ -120,7 +148,8 @@ def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
     return lambda: fn.launch(grid, 128, args)
 
 
-def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=None):
+def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=None,
+                pgemms=None):
     dtype = torch.float16 if fmt == "f16" else torch.bfloat16
     a = torch.randn(m, k, device="cuda").to(dtype)
     bt = torch.randn(n, k, device="cuda").to(dtype)
@@ -129,6 +158,12 @@ def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=
     ref = (c + a.float() @ bt.float().t()).to(d.dtype).float()
     runs = {"workgroup": gemms[fmt, out].launcher(a, bt, c, d, m, n, k)}
     refs = {}
+    if pgemms:
+        runs["persistent"] = pgemms[fmt, out].launcher(a, bt, c, d, m, n, k)
+        if out != "f32":                    # torch.matmul's contract: no C (a zero row)
+            zero = torch.zeros(1, n, device="cuda")
+            runs["noc"] = pgemms[fmt, out].launcher(a, bt, zero, d, m, n, k, ldc=0)
+            refs["noc"] = (a.float() @ bt.float().t()).to(d.dtype).float()
     if epi_gemms:
         g = epi_gemms[fmt, out]
         epi = H.Epilogue(torch, g.epilogue, out, m, n)
@@ -158,7 +193,9 @@ def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=
     dc = torch.empty_like(c)
     ms = timed(torch, lambda: torch.add(c, torch.matmul(a, b), out=dc), reps)
     row["torch_c_tflops"] = round(flop / ms / 1e9, 1)
-    row["ratio"] = round(row["workgroup_tflops"] / row["torch_tflops"], 3)
+    for name in runs:
+        key = "ratio" if name == "workgroup" else f"{name}_ratio"
+        row[key] = round(row[f"{name}_tflops"] / row["torch_tflops"], 3)
     print(row, flush=True)
     return row
 
@@ -195,6 +232,10 @@ def main() -> int:
     ap.add_argument("--bn", type=int, default=H.BN, help="region width (64..256)")
     ap.add_argument("--epilogue", default="",
                     help="fused epilogues to check and time (names or all)")
+    ap.add_argument("--check-persistent", action="store_true",
+                    help="check only the persistent kernel (every --out format)")
+    ap.add_argument("--no-persistent", action="store_true",
+                    help="leave out the persistent rows")
     ap.add_argument("--epilogue-batch", type=int, default=0,
                     help="override wgmma.EPILOGUE_BATCH (1: the first measured epilogue)")
     args = ap.parse_args()
@@ -216,7 +257,12 @@ def main() -> int:
     if args.small:
         global CHECKS
         CHECKS = CHECKS[:3]
-    if args.check and check(torch, outs, epilogues):
+    if args.check_persistent:
+        bad = sum(check_persistent(torch, driver.Device(0), f, o) for f, o in configs(outs))
+        print("CHECK", "FAILED" if bad else "OK")
+        if bad:
+            return 1
+    elif args.check and check(torch, outs, epilogues):
         return 1
     if args.no_bench:
         return 0
@@ -229,16 +275,25 @@ def main() -> int:
         [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     epi_gemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, epilogue=epilogues[0])
                  for f, o in pairs} if epilogues else None
-    rows = [bench_shape(torch, dev, gemms, f, o, *s, args.reps, args.subgroup, epi_gemms)
+    pgemms = None if args.no_persistent else \
+        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True) for f, o in pairs}
+    rows = [bench_shape(torch, dev, gemms, f, o, *s, args.reps, args.subgroup, epi_gemms,
+                        pgemms)
             for f, o in pairs for s in shapes]
     print(f"device: {dev.name}")
-    print(f"{'gemm':<22} {'mettle':>8} {'torch':>8} {'torch+C':>8} {'ratio':>6}"
+    print(f"{'gemm':<22} {'mettle':>8} {'persist':>8} {'pers/noC':>8} {'torch':>8} "
+          f"{'torch+C':>8} {'ratio':>6} {'r.pers':>6} {'r.noC':>6}"
           + ("  subgroup" if args.subgroup else "")
           + (f"  +{epilogues[0]}" if epilogues else ""))
+
+    def col(r, key, fmt):
+        return format(r[key], fmt) if key in r else "-"
     for r in rows:
         name = f"{r['dtype']}->{r['out']} {r['shape']}"
         print(name.ljust(22) + f" {r['workgroup_tflops']:>8.1f} "
-              f"{r['torch_tflops']:>8.1f} {r['torch_c_tflops']:>8.1f} {r['ratio']:>6.3f}"
+              f"{col(r, 'persistent_tflops', '.1f'):>8} {col(r, 'noc_tflops', '.1f'):>8} "
+              f"{r['torch_tflops']:>8.1f} {r['torch_c_tflops']:>8.1f} {r['ratio']:>6.3f} "
+              f"{col(r, 'persistent_ratio', '.3f'):>6} {col(r, 'noc_ratio', '.3f'):>6}"
               + (f"  {r['subgroup_tflops']:.1f}" if args.subgroup else "")
               + (f"  {r['epilogue_tflops']:.1f}" if epilogues else ""))
     with open(args.json, "w", encoding="utf-8") as fh:

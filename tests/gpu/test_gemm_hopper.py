@@ -79,6 +79,18 @@ def test_fused_epilogues_on_tails_native_and_split():
     assert out.count("pipeline = split = oracle on integers: True") == 4 * 6 * 4, out
 
 
+def test_persistent_tails_native_and_split():
+    """`persistent: 8` over the whole of D: M/N/K tails, tile counts that are not
+    multiples of the grid (9 tiles on 4 workgroups, 32 on 5 and on 3, 8 on 3), more
+    workgroups than tiles, K = 0, the split path (256 work-items) and 4096^3 on the
+    default grid, f16/bf16 with f32 and 16-bit results, against the torch fp32 oracle
+    with poisoned D and untouched padding (--small under a sanitizer: three cases)."""
+    small = ["--small"] if os.environ.get("METTLE_GPU_SANITIZER") else []
+    out = _run("--check-persistent", "--no-bench", *small, timeout=900)
+    assert "CHECK OK" in out, out
+    assert out.count(" persistent ") == 4 * (3 if small else 8), out
+
+
 def test_all_tails_and_large():
     """Adds 1000^3, K = 0 (D = C), 4096^3 and 5000x3000x4104."""
     if os.environ.get("METTLE_GPU_SANITIZER"):
