@@ -188,9 +188,11 @@ def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=
         ms = timed(torch, run, reps)
         row[f"{name}_tflops"] = round(flop / ms / 1e9, 1)
     b = bt.t()
+    print(f"# {fmt} {m}x{n}x{k} torch: time", flush=True)
     ms = timed(torch, lambda: torch.matmul(a, b), reps)
     row["torch_tflops"] = round(flop / ms / 1e9, 1)
     dc = torch.empty_like(c)
+    print(f"# {fmt} {m}x{n}x{k} torch+C: time", flush=True)
     ms = timed(torch, lambda: torch.add(c, torch.matmul(a, b), out=dc), reps)
     row["torch_c_tflops"] = round(flop / ms / 1e9, 1)
     for name in runs:
