@@ -23,8 +23,9 @@ from typing import Callable, TextIO
 from ..ir import Module, verify_function
 from ..ir.printer import format_function
 from . import (async_staging, constfold, copyprop, dce, gvn, if_convert, index_scale, inline,
-               iv_reduce, licm, load_combine, load_ahead, mem2reg, out_of_ssa, simplify_cfg,
-               subgroup_width, tensor_residency, unroll, unroll_runtime)
+               inline_recursive, iv_reduce, licm, load_combine, load_ahead, mem2reg, out_of_ssa,
+               simplify_cfg, subgroup_width, tail_recursion, tensor_residency, unroll,
+               unroll_runtime)
 from .analyses import Analyses, TargetInfo
 
 
@@ -37,7 +38,9 @@ class Pass:
 
 
 PASSES = {p.name: p for p in (
+    Pass("tail-recursion", tail_recursion.run, (), "all"),
     Pass("inline", inline.run, (), "all"),
+    Pass("inline-recursive", inline_recursive.run, (), "all"),
     Pass("subgroup-width", subgroup_width.run, ("loops",), "all"),
     Pass("mem2reg", mem2reg.run, ("domtree",), ("uses",)),
     Pass("simplify-cfg", simplify_cfg.run, (), ("uses",)),    # sets cfg_changed
@@ -59,7 +62,8 @@ PASSES = {p.name: p for p in (
 )}
 
 PIPELINE: tuple = (
-    "inline", "mem2reg", "subgroup-width", "simplify-cfg", "constfold", "copyprop", "gvn",
+    "tail-recursion", "inline", "inline-recursive", "mem2reg", "subgroup-width",
+    "simplify-cfg", "constfold", "copyprop", "gvn",
     ("if-convert", ("simplify-cfg",)), "licm",
     ("unroll", ("simplify-cfg", "constfold", "gvn")),
     "async-staging", "tensor-residency", "iv-reduce",

@@ -10,10 +10,16 @@ The path is the same IR selected again with another home for each value: paramet
 their argument registers (normalised in place, as the prologue would do anyway), results in
 r10/r11 (the handlers used are integer ones, whose scratch registers are rax/rcx/rdx).
 Parameters that arrive in a scratch register (rcx/rdx) rule the path out.
+
+A function whose tail recursion became a loop (opt/tail_recursion.py) enters through a
+block that only copies parameters and constants into the loop's slots and branches to the
+loop header; when that header is slot reads, then the compare and branch, the path is
+planned on the header, each read standing for the value its slot was just given (copies
+of the instructions with those operands; the slow path still runs the real entry).
 """
 from __future__ import annotations
 
-from ...ir.module import Const
+from ...ir.module import Const, Instr, Param
 from .abi_sysv import INTEGER
 from .isel_values import normalize
 from .operands import Sym
@@ -30,7 +36,7 @@ class FastPathMixin:
         plan = self._fast_plan(fn, lay)
         if plan is None:
             return
-        cmp, cbr, exit_block, homes = plan
+        cmp, cbr, taken_first, body, homes = plan
         saved_regs, self.regs = self.regs, homes
         for p in fn.params:
             if id(p) in homes:
@@ -39,9 +45,8 @@ class FastPathMixin:
         self.next_ins, self.flags, self.use_count = cbr, None, {id(cmp): 1}
         self.instr(cmp)
         cc = self.take_flags(cmp)
-        taken = cc if cbr.targets[0] is exit_block else _INVERSE[cc]
+        taken = cc if taken_first else _INVERSE[cc]
         self.asm.emit("j" + _INVERSE[taken], Sym(slow))
-        body = exit_block.instrs
         for k, ins in enumerate(body[:-1]):
             self.next_ins = body[k + 1]
             self.instr(ins)
@@ -55,7 +60,8 @@ class FastPathMixin:
     def _fast_plan(self, fn, lay):
         if not self.allocate or not fn.blocks or lay.ret.kind == "memory":
             return None
-        entry = fn.blocks[0].instrs
+        head, given = _through_copies(fn)
+        entry = head.instrs[len(given):]
         if len(entry) != 2 or entry[0].op != "cmp" or entry[1].op != "cbr" or \
                 entry[1].operands[0] is not entry[0] or entry[0].operands[0].type.is_float:
             return None
@@ -66,16 +72,21 @@ class FastPathMixin:
                     loc.regs[0][1] not in (RAX, RCX, RDX, R10, R11):
                 homes[id(p)] = loc.regs[0][1]
         for block in entry[1].targets:
-            if block is fn.blocks[0]:
+            if block is fn.blocks[0] or block is head:
                 continue
-            plan = self._fast_block(block, homes)
-            if plan is not None and all(self._known(o, plan) for o in entry[0].operands):
-                return entry[0], entry[1], block, plan
+            cmp, body = (_substituted([entry[0]], given)[0],
+                         _substituted(block.instrs, given)) if given \
+                else (entry[0], block.instrs)
+            cbr = Instr("cbr", entry[1].type, [cmp], {}, list(entry[1].targets)) \
+                if given else entry[1]
+            plan = self._fast_block(body, homes)
+            if plan is not None and all(self._known(o, plan) for o in cmp.operands):
+                return cmp, cbr, entry[1].targets[0] is block, body, plan
         return None
 
-    def _fast_block(self, block, homes):
-        """Homes for `block`'s values when it is pure integer code ending in `ret`."""
-        *body, ret = block.instrs or [None]
+    def _fast_block(self, instrs, homes):
+        """Homes for a block's values when it is pure integer code ending in `ret`."""
+        *body, ret = instrs or [None]
         if ret is None or ret.op != "ret" or len(body) > 2 or \
                 (ret.operands and ret.operands[0].type.is_float) or \
                 (ret.operands and ret.operands[0].type.is_aggregate):
@@ -94,3 +105,33 @@ class FastPathMixin:
     @staticmethod
     def _known(v, plan) -> bool:
         return isinstance(v, Const) or id(v) in plan
+
+
+def _through_copies(fn):
+    """(the block the path tests, {its leading slot reads: the value each stands for}).
+    The entry block itself with {}, unless it only sets slots to parameters or constants
+    and branches to a block that starts by reading exactly those slots."""
+    entry = fn.blocks[0]
+    *sets, br = entry.instrs or [None]
+    if br is None or br.op != "br" or br.targets[0] is entry or \
+            any(s.op != "local.set" or not isinstance(s.operands[1], (Param, Const))
+                for s in sets):
+        return entry, {}
+    value = {s.operands[0]: s.operands[1] for s in sets}
+    head, given = br.targets[0], {}
+    for ins in head.instrs:
+        if ins.op != "local.get" or ins.operands[0] not in value:
+            break
+        given[ins] = value[ins.operands[0]]
+    return (head, given) if given else (entry, {})
+
+
+def _substituted(instrs, given):
+    """Detached copies of `instrs` reading `given`'s values (and each other's copies)."""
+    out, new = [], dict(given)
+    for ins in instrs:
+        c = ins.clone()
+        c.operands = [new.get(o, o) if isinstance(o, Instr) else o for o in c.operands]
+        new[ins] = c
+        out.append(c)
+    return out
