@@ -26,10 +26,11 @@ order of every float operation are unchanged: only loads move.
 from __future__ import annotations
 
 from ..ir.cfg import ensure_preheader
-from ..ir.module import Const, Instr
-from ..ir.types import BOOL, I64
+from ..ir.module import Block, Const, Instr
+from ..ir.types import BOOL, I64, VOID
+from .edit import fresh_block_name
 from .gvn import PURE
-from .unroll_runtime import BODY_LIMIT, _shape, unroll_runtime
+from .unroll_runtime import BODY_LIMIT, _shape, close_main_loop, open_main_loop
 
 NAME = "load-ahead"
 STORE_FACTOR = 16         # measured on the H200 against 4 and 8 (docs/optimizer.md)
@@ -207,92 +208,119 @@ def _no_overlap_test(lp, pre, pairs, advance: int, factor: int):
     return ok
 
 
-def _merge_copies(fn, main) -> object:
-    """unroll_runtime leaves the copies as a chain of blocks from main's cbr back to main;
-    make them one block (each ends in an unconditional branch to the next)."""
-    first = main.terminator.targets[0]
-    block, chain = first, []
-    while block is not main:
-        chain.append(block)
-        block = block.terminator.targets[0]
-    merged = first
-    instrs = []
-    for b in chain:
-        for ins in b.instrs[:-1]:
-            ins.block = merged
-            instrs.append(ins)
-    last = chain[-1].terminator
-    last.block = merged
-    merged.instrs = instrs + [last]
-    for phi in main.phis:
-        phi.targets = [merged if t is chain[-1] else t for t in phi.targets]
-    dead = set(chain[1:])
-    fn.blocks = [b for b in fn.blocks if b not in dead]
-    return merged
-
-
-def _rebase(fn, lp, tc, main, block, factor: int) -> None:
-    """Address increments instead of recomputation: copy j's access k becomes copy 0's
-    address + j*A bytes (exact: the main loop's test keeps every copy's induction value
-    below the bound, so no copy's index wraps, and 64-bit address arithmetic is linear),
-    and the group advances the induction variable once. The copies' own index chains are
-    left to dce."""
-    originals = [i for i in lp.blocks[1].instrs if i.op in ("load", "store")]
+def _group(fn, lp, tc, factor: int, safe=None):
+    """Unroll `lp` into a main loop whose body is one block holding `factor` copies, built
+    directly in their final form; returns that block. The form is unroll_runtime's copies
+    merged into one block, with address increments instead of recomputation: copy j's
+    access k is copy 0's address + j*A bytes (exact: the main loop's test keeps every
+    copy's induction value below the bound, so no copy's index wraps, and 64-bit address
+    arithmetic is linear) and the group advances the induction variable once. What no
+    copy reads any more (the copies' own index chains, the header tests) is never built:
+    liveness is marked on the template (copy, instruction) pairs first, from the copies'
+    loads and stores and the values the main loop's phis take from the last copy."""
+    header, body = lp.header, lp.latch
+    frame = open_main_loop(fn, lp, tc, factor)
+    main, phis = frame.main, frame.phis
+    span = header.terminator.span
+    if safe is not None:
+        both = Instr("and", BOOL, [frame.ok, safe], {}, [], span, main)
+        main.instrs.append(both)
+        cond = both
+    else:
+        cond = frame.ok
+    group = Block(fresh_block_name(fn, f"{header.name}.r0"), function=fn)
+    main.instrs.append(Instr("cbr", VOID, [cond], {}, [group, frame.rest], span, main))
+    tmpl = header.instrs[len(phis):-1] + body.instrs[:-1]
+    pos = {t: n for n, t in enumerate(tmpl)}
+    nt = len(tmpl)
+    upd, main_phis = frame.latch_value, frame.main_phis
     rates, memo = _rates(lp, tc), {}
-    advance = [_advance(m.operands[0], lp, rates, memo) for m in originals]
-    mems = [i for i in block.instrs if i.op in ("load", "store")]
-    if not originals or len(mems) != factor * len(originals):
-        return
-    before: dict = {}           # id(access) -> its byteadd, placed in one rebuild below
-    for n, m in enumerate(mems[len(originals):], len(originals)):
-        j, k = divmod(n, len(originals))
-        if not advance[k]:
-            continue
-        base = mems[k].operands[0]
-        at = Instr("byteadd", base.type, [base, Const(I64, j * advance[k])], {}, [], m.span,
-                   block)
-        before[id(m)] = at
-        m.operands[0] = at
-    if before:
-        out = []
-        for ins in block.instrs:
-            at = before.get(id(ins))
-            if at is not None:
-                out.append(at)
-            out.append(ins)
-        block.instrs = out
-    iv = main.phis[lp.header.phis.index(tc.iv.phi)]
-    step = Instr("add", iv.type, [iv, Const(iv.type, factor * tc.step)], {}, [],
-                 block.terminator.span, block)
-    block.instrs.insert(len(block.instrs) - 1, step)
-    iv.operands[iv.targets.index(block)] = step
-    _drop_dead(block, main)
+    # access template position -> (k, its advance) for the rebased accesses
+    originals = [i for i in body.instrs if i.op in ("load", "store")]
+    rebased = {}
+    for k, m in enumerate(originals):
+        a = _advance(m.operands[0], lp, rates, memo)
+        if a:
+            rebased[pos[m]] = k, a
 
+    def source(j: int, o):
+        """Copy j's operand `o`: (copy, template position), or a value outside the group
+        (copy 0 reads the main loop's phis; a later copy its predecessor's latch values)."""
+        while o.__class__ is Instr:
+            n = pos.get(o)
+            if n is not None:
+                return j, n
+            mp = main_phis.get(o)
+            if mp is None or j == 0:
+                return o if mp is None else mp
+            j, o = j - 1, upd[o]
+        return o
 
-def _drop_dead(block, main) -> None:
-    """Delete the pure arithmetic of `block` nobody reads any more (the copies' own index
-    chains, which dce deletes anyway): compile time, so that the reorder and the passes
-    before dce do not work through up to 15 dead chains. A value of the body is read only
-    in the body or by the phis of `main`, its one successor (SSA: the body dominates no
-    exit), so marking from the body's other instructions and those phis finds the rest."""
-    pure = PURE
-    work = [i for i in block.instrs if i.op not in pure]
-    work.extend(o for phi in main.phis for o in phi.operands
-                if o.__class__ is Instr and o.block is block)
-    live = set(map(id, work))
+    live = bytearray(factor * nt)
+    work = []
+    for j in range(factor):
+        for n, t in enumerate(tmpl):
+            if t.op not in PURE:
+                live[j * nt + n] = 1
+                work.append((j, n))
+    for p in phis:
+        if p is not tc.iv.phi:
+            v = source(factor - 1, upd[p])
+            if v.__class__ is tuple and not live[v[0] * nt + v[1]]:
+                live[v[0] * nt + v[1]] = 1
+                work.append(v)
     while work:
-        for o in work.pop().operands:
-            if o.__class__ is Instr and o.block is block and id(o) not in live:
-                live.add(id(o))
-                work.append(o)
-    if len(live) != len(block.instrs):
-        keep = []
-        for ins in block.instrs:
-            if id(ins) in live:
-                keep.append(ins)
-            else:
-                ins.block = None
-        block.instrs = keep
+        j, n = work.pop()
+        ops = tmpl[n].operands
+        if j and n in rebased:          # the address is copy 0's address + j*A
+            v = source(0, ops[0])
+            ops = ops[1:]
+            if v.__class__ is tuple and not live[v[1]]:
+                live[v[1]] = 1
+                work.append(v)
+        for o in ops:
+            v = source(j, o)
+            if v.__class__ is tuple and not live[v[0] * nt + v[1]]:
+                live[v[0] * nt + v[1]] = 1
+                work.append(v)
+
+    built: list = [None] * (factor * nt)
+    out = group.instrs
+    for j in range(factor):
+        base = j * nt
+        for n, t in enumerate(tmpl):
+            if not live[base + n]:
+                continue
+            ops = []
+            for o in t.operands:
+                v = source(j, o)
+                ops.append(built[v[0] * nt + v[1]] if v.__class__ is tuple else v)
+            c = Instr(t.op, t.type, ops, t.attrs.copy() if t.attrs else {}, [], t.span, group)
+            if j and n in rebased:
+                k, a = rebased[n]
+                first = built[n].operands[0]
+                at = Instr("byteadd", first.type, [first, Const(I64, j * a)], {}, [], t.span,
+                           group)
+                out.append(at)
+                c.operands[0] = at
+            out.append(c)
+            built[base + n] = c
+    latch_br = body.terminator
+    iv = frame.main_phis[tc.iv.phi]
+    step = Instr("add", iv.type, [iv, Const(iv.type, factor * tc.step)], {}, [],
+                 latch_br.span, group)
+    out.append(step)
+    out.append(Instr("br", VOID, [], latch_br.attrs.copy() if latch_br.attrs else {}, [main],
+                     latch_br.span, group))
+    values = []
+    for p in phis:
+        if p is tc.iv.phi:
+            values.append(step)
+        else:
+            v = source(factor - 1, upd[p])
+            values.append(built[v[0] * nt + v[1]] if v.__class__ is tuple else v)
+    close_main_loop(fn, lp, frame, values, group, [group])
+    return group
 
 
 def _loads_first(block) -> int:
@@ -329,10 +357,7 @@ def run(fn, analyses) -> bool:
             width = analyses.target.subgroup_width
             if not width or tc.step % width:
                 continue        # ptxas's own x4 (only subgroup-strided rows were measured)
-            main = unroll_runtime(fn, lp, tc, LOAD_FACTOR)
-            group = _merge_copies(fn, main)
-            _rebase(fn, lp, tc, main, group, LOAD_FACTOR)
-            loads = _loads_first(group)
+            loads = _loads_first(_group(fn, lp, tc, LOAD_FACTOR))
             analyses.remark(span, NAME, f"loop unrolled x{LOAD_FACTOR} with a run-time trip "
                             f"count: the {loads} loads of a group issue first")
             changed = True
@@ -343,15 +368,7 @@ def run(fn, analyses) -> bool:
             continue
         pre, _ = ensure_preheader(lp)
         safe = _no_overlap_test(lp, pre, pairs, advance, STORE_FACTOR) if pairs else None
-        main = unroll_runtime(fn, lp, tc, STORE_FACTOR)
-        if safe is not None:
-            cbr = main.terminator
-            both = Instr("and", BOOL, [cbr.operands[0], safe], {}, [], span, main)
-            main.instrs.insert(len(main.instrs) - 1, both)
-            cbr.operands[0] = both
-        group = _merge_copies(fn, main)
-        _rebase(fn, lp, tc, main, group, STORE_FACTOR)
-        loads = _loads_first(group)
+        loads = _loads_first(_group(fn, lp, tc, STORE_FACTOR, safe))
         test = (f"; run-time test: {len(pairs)} store/load pair(s) do not overlap within a "
                 "group, else the original loop runs") if pairs else ""
         analyses.remark(span, NAME, f"loop with stores unrolled x{STORE_FACTOR}: the {loads} "

@@ -73,8 +73,46 @@ def _widen(v, block, span) -> object:
 def unroll_runtime(fn, lp, tc, factor: int) -> Block:
     """Transform `lp`; returns the new main loop's header."""
     header, latch = lp.header, lp.latch
-    pre, _ = ensure_preheader(lp)
+    frame = open_main_loop(fn, lp, tc, factor)
+    main, phis = frame.main, frame.phis
     inner = next(x for x in header.successors if lp.contains(x))
+    span = header.terminator.span
+    current = dict(frame.main_phis)
+    copies: list = []
+    prev_latch = prev_header = None
+    for j in range(factor):
+        vmap = dict(current)
+        new, bmap = clone_blocks(fn, lp.blocks, vmap, f".r{j}", skip=frozenset(phis))
+        h = bmap[header]
+        h.instrs[-1] = Instr("br", VOID, [], {}, [bmap[inner]], span, h)
+        if prev_latch is not None:
+            redirect(prev_latch.terminator, prev_header, h)
+        else:
+            main.instrs.append(Instr("cbr", VOID, [frame.ok], {}, [h, frame.rest], span, main))
+        prev_latch, prev_header = bmap[latch], h
+        current = {p: vmap.get(frame.latch_value[p], frame.latch_value[p]) for p in phis}
+        copies.extend(new)
+    redirect(prev_latch.terminator, prev_header, main)    # the main loop's back edge
+    close_main_loop(fn, lp, frame, [current[p] for p in phis], prev_latch, copies)
+    return main
+
+
+class MainLoop:
+    """The parts of a main loop under construction (`open_main_loop`): its header `main`
+    (phis, the group test `ok`; the caller adds the cbr to its copies and `rest`), the
+    `rest` block, the original header's phis, their main-loop phis, and the value each
+    phi takes from the latch."""
+
+    def __init__(self, pre, main, rest, phis, main_phis, latch_value, ok):
+        self.pre, self.main, self.rest, self.phis = pre, main, rest, phis
+        self.main_phis, self.latch_value, self.ok = main_phis, latch_value, ok
+
+
+def open_main_loop(fn, lp, tc, factor: int) -> MainLoop:
+    """The main loop's header: a phi per header phi (entered with the preheader's value)
+    and the test that U more iterations stay in range. Nothing is linked yet."""
+    header, latch = lp.header, lp.latch
+    pre, _ = ensure_preheader(lp)
     phis = header.phis
     incoming = {p: dict(zip(p.targets, p.operands)) for p in phis}
     span = header.terminator.span
@@ -94,33 +132,25 @@ def unroll_runtime(fn, lp, tc, factor: int) -> Block:
     bound = _widen(tc.bound, main, span)
     ok = Instr("cmp", BOOL, [ahead, bound], {"pred": tc.pred}, [], span, main)
     main.instrs.append(ok)
-    current = dict(main_phis)
-    copies: list = []
-    prev_latch = prev_header = None
-    for j in range(factor):
-        vmap = dict(current)
-        new, bmap = clone_blocks(fn, lp.blocks, vmap, f".r{j}", skip=frozenset(phis))
-        h = bmap[header]
-        h.instrs[-1] = Instr("br", VOID, [], {}, [bmap[inner]], span, h)
-        if prev_latch is not None:
-            redirect(prev_latch.terminator, prev_header, h)
-        else:
-            main.instrs.append(Instr("cbr", VOID, [ok], {}, [h, rest], span, main))
-        prev_latch, prev_header = bmap[latch], h
-        current = {p: vmap.get(incoming[p][latch], incoming[p][latch]) for p in phis}
-        copies.extend(new)
-    redirect(prev_latch.terminator, prev_header, main)    # the main loop's back edge
-    for p in phis:
-        mp = main_phis[p]
-        mp.operands.append(current[p])
-        mp.targets.append(prev_latch)
-        p.operands = [main_phis[p] if t is pre else v for v, t in zip(p.operands, p.targets)]
+    return MainLoop(pre, main, rest, phis, main_phis, {p: incoming[p][latch] for p in phis},
+                    ok)
+
+
+def close_main_loop(fn, lp, frame: MainLoop, values: list, last, blocks: list) -> None:
+    """Link a main loop whose copies (`blocks`, the last of them `last`, which branches
+    back to the main header and hands the phis `values`) are built: the original loop
+    becomes the rest loop, entered from `rest` with the main loop's values."""
+    header, pre, main, rest = lp.header, frame.pre, frame.main, frame.rest
+    for p, v in zip(frame.phis, values):
+        mp = frame.main_phis[p]
+        mp.operands.append(v)
+        mp.targets.append(last)
+        p.operands = [mp if t is pre else x for x, t in zip(p.operands, p.targets)]
         p.targets = [rest if t is pre else t for t in p.targets]
-    rest.instrs.append(Instr("br", VOID, [], {}, [header], span, rest))
+    rest.instrs.append(Instr("br", VOID, [], {}, [header], header.terminator.span, rest))
     redirect(pre.terminator, header, main)
     pos = fn.blocks.index(header)
-    fn.blocks[pos:pos] = [main] + copies + [rest]
-    return main
+    fn.blocks[pos:pos] = [main] + blocks + [rest]
 
 
 def run(fn, analyses) -> bool:
