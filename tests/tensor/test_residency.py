@@ -42,6 +42,17 @@ def replays_every_update(text: str) -> bool:
     return bool(mma) and all("wmma.load.c" in b and "wmma.store.d" in b for b in mma)
 
 
+def staged_mmas(body: str, kind: str, updates: int) -> int:
+    """wmma.mma count of a resident group of `updates` updates, by staging.py's form: direct
+    1 per update; synchronous staging 2 (staged + direct fallback); pipelined 3 (the pending
+    step's MMA, the direct fallback and the settle before it) plus the settle before the
+    store."""
+    form = re.search(rf"mtlc\.tensor_{kind} resident group=0 .*?( staged pipelined| staged"
+                     r"| direct)", body).group(1)
+    return {" direct": updates, " staged": 2 * updates,
+            " staged pipelined": 3 * updates + 1}[form]
+
+
 @pytest.mark.parametrize("name,src,line", [("kloop_for", FOR_LOOP, 11),
                                            ("kloop_while", WHILE_LOOP, 12)])
 def test_k_loop_reads_c_once_and_writes_d_once(tmp_path, ptxas, name, src, line):
@@ -50,8 +61,7 @@ def test_k_loop_reads_c_once_and_writes_d_once(tmp_path, ptxas, name, src, line)
     assert body.count("wmma.load.c") == 1 and body.count("wmma.store.d") == 1
     assert "mtlc.tensor_loop resident group=0" in body
     # one update in the loop body; staging.py versions it (staged + direct fallback)
-    staged = bool(re.search(r"mtlc\.tensor_loop resident group=0 .* staged$", body, re.M))
-    assert body.count("wmma.mma.sync") == 1 + staged
+    assert body.count("wmma.mma.sync") == staged_mmas(body, "loop", 1)
     assert not any("wmma.load.c" in b for b in blocks_with(body, "wmma.mma.sync"))
     assert f"{name}: line {line}: tensor-residency: tensor_loop group 0 formed" in explain
     assert "ptx: tensor_loop group 0: resident" in explain
@@ -71,8 +81,7 @@ def test_chain_of_three_connected_mmas(tmp_path, ptxas):
     ptx, explain = compile_source(tmp_path, CHAIN)
     body = entry(ptx, "chain3")
     assert body.count("wmma.load.c") == 1 and body.count("wmma.store.d") == 1
-    staged = bool(re.search(r"mtlc\.tensor_chain resident group=0 .* staged$", body, re.M))
-    assert body.count("wmma.mma.sync") == 3 * (1 + staged)
+    assert body.count("wmma.mma.sync") == staged_mmas(body, "chain", 3)
     assert "mtlc.tensor_chain resident group=0" in body
     assert "tensor_chain group 0 formed: 3 connected MMAs" in explain
     ptxas(ptx, "sm_90a")

@@ -14,6 +14,7 @@ import pytest
 from tests.tensor.ptx_sim import Sim, SimError, bf16_val, bits_f32, f16_val, f32_bits
 from tests.tensor.staging_kernels import ALL, CASES, kloop
 from toolchain.compiler import cli
+from toolchain.compiler.targets.ptx.tensor import staging as staging_mod
 from toolchain.compiler.driver import Options, compile_file
 
 
@@ -43,39 +44,99 @@ def no_spills(ptxas_path: str, ptx: str, arch: str, tmp_path) -> None:
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80", "sm_121a"])
-def test_staged_structure_and_ptxas(tmp_path, ptxas_path, arch):
+def test_staged_structure_and_ptxas(tmp_path, ptxas_path, arch, monkeypatch):
+    """The synchronous form (staging.PIPELINE off): ld.v4 -> st.shared.v4 -> wmma.load."""
+    monkeypatch.setattr(staging_mod, "PIPELINE", False)
     ptx, explain = compile_src(tmp_path, ALL, gpu_arch=arch)
     for name, (_, fmt, bl) in CASES.items():
         body = entry(ptx, name)
         kind = "chain" if name.startswith("chain") else "loop"
         mmas = 3 if kind == "chain" else (2 if "k32" in name else 1)   # WMMA chunks
         assert re.search(rf"// mtlc\.tensor_{kind} resident group=0 tuple=\d+ budget=\d+ "
-                         "staged$", body, re.M)
+                         "staged sync: pipelining off$", body, re.M)
         assert f"{name}: line" in explain and f"tensor_{kind} group 0: operands staged" in \
-            explain
+            explain and "not pipelined: pipelining off" in explain
         # one 16-byte piece of A and of B per lane and chunk, into this warp's slots
         assert body.count("ld.global.v4.u32") == 2 * mmas
         assert body.count("st.shared.v4.u32") == 2 * mmas
         assert body.count("bar.warp.sync -1") == 2 * mmas
-        staged_a = re.findall(rf"wmma\.load\.a\.sync\.aligned\.row\.m16n16k16\.shared\.{fmt} "
-                              r"\{[^}]*\}, \[%r\d+\], 16;", body)
-        staged_b = re.findall(rf"wmma\.load\.b\.sync\.aligned\.{bl}\.m16n16k16\.shared\.{fmt} "
-                              r"\{[^}]*\}, \[%r\d+\], 16;", body)
-        assert len(staged_a) == len(staged_b) == mmas
+        assert "cp.async" not in body
+        _staged_loads(body, fmt, bl, mmas)
         # the stores precede a sync that precedes the shared fragment loads
         first = body.index("st.shared.v4.u32")
         assert body.index("bar.warp.sync", first) < body.index(".shared." + fmt, first)
-        # versioned: a uniform alignment test picks the staged or the direct form
-        assert re.search(r"and\.b32 %r\d+, %r\d+, 15;", body)
-        assert re.search(r"and\.b32 %r\d+, %r\d+, 7;", body)
-        assert re.search(r"@%p\d+ bra\.uni \$L__wmma_direct\d+;", body)
-        assert body.count(f"wmma.load.a.sync.aligned.row.m16n16k16.global.{fmt}") == mmas
+        _versioned(body, fmt, mmas)
         assert body.count("wmma.mma.sync") == 2 * mmas
-        # the warp's slots: linear thread id / 32, two 512-byte slots per warp
-        assert re.search(r"shr\.u32 %r\d+, %r\d+, 5;", body)
         assert re.search(rf"mov\.u32 %r\d+, {name}_wmma_stage\d*;", body)
         assert re.search(rf"\.shared \.align 128 \.b8 {name}_wmma_stage\d*\[4096\];", ptx)
     no_spills(ptxas_path, ptx, arch, tmp_path)
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80", "sm_121a"])
+def test_pipelined_structure_and_ptxas(tmp_path, ptxas_path, arch):
+    """The default form: each chunk cp.async-copies its pieces into stage `buf`, then the
+    step copied before it (if any) is waited for and multiplied; the store settles the
+    last one."""
+    ptx, explain = compile_src(tmp_path, ALL, gpu_arch=arch)
+    for name, (_, fmt, bl) in CASES.items():
+        body = entry(ptx, name)
+        kind = "chain" if name.startswith("chain") else "loop"
+        mmas = 3 if kind == "chain" else (2 if "k32" in name else 1)   # WMMA chunks
+        assert re.search(rf"// mtlc\.tensor_{kind} resident group=0 tuple=\d+ budget=\d+ "
+                         "staged pipelined$", body, re.M)
+        assert f"tensor_{kind} group 0: operands staged through shared memory, pipelined" \
+            in explain
+        # A through L1, B through L2 only; no register round trip
+        assert body.count("cp.async.ca.shared.global") == mmas
+        assert body.count("cp.async.cg.shared.global") == mmas
+        assert "ld.global.v4.u32" not in body and "st.shared.v4.u32" not in body
+        assert body.count("cp.async.commit_group") == mmas
+        # each copy waits for all but the newest group; the store side and the direct
+        # fallback wait for all
+        updates = 3 if kind == "chain" else 1
+        assert body.count("cp.async.wait_group 1") == mmas
+        assert body.count("cp.async.wait_group 0") == 1 + updates
+        _staged_loads(body, fmt, bl, mmas + 1 + updates)
+        # the refill waits for the warp (stage read two steps ago), the MMA for the copies
+        for m in re.finditer(r"cp\.async\.commit_group;", body):
+            before = body[:body.rindex("cp.async.ca", 0, m.start())]
+            last_read = max(before.rfind("wmma.load.a"), before.rfind("wmma.load.b"), 0)
+            assert "bar.warp.sync -1" in before[last_read:]
+            after = body[m.end():]
+            assert after.index("cp.async.wait_group 1") < after.index("bar.warp.sync") < \
+                after.index("wmma.load.a")
+        # run-time state: the stage the next copy fills and whether a step is pending
+        assert re.search(r"xor\.b32 (%r\d+), \1, 1024;", body)
+        assert re.search(r"mov\.u32 %r\d+, 1;", body)
+        _versioned(body, fmt, mmas)
+        # each chunk: the pending step's MMA and the direct one; each update's direct path
+        # and the store settle a pending step first
+        assert body.count("wmma.mma.sync") == 2 * mmas + updates + 1
+        store = body.index("wmma.store.d")          # its block settles the last step first
+        block = body[body.rindex("$L__BB", 0, store):store]
+        assert re.search(r"cp\.async\.wait_group 0;.*wmma\.mma\.sync.*\$L__wmma_pipe_idle\d+:",
+                         block, re.S)
+        assert re.search(rf"mov\.u32 %r\d+, {name}_wmma_pipe\d*;", body)
+        assert re.search(rf"\.shared \.align 128 \.b8 {name}_wmma_pipe\d*\[8192\];", ptx)
+    no_spills(ptxas_path, ptx, arch, tmp_path)
+
+
+def _staged_loads(body: str, fmt: str, bl: str, n: int) -> None:
+    staged_a = re.findall(rf"wmma\.load\.a\.sync\.aligned\.row\.m16n16k16\.shared\.{fmt} "
+                          r"\{[^}]*\}, \[%r\d+\], 16;", body)
+    staged_b = re.findall(rf"wmma\.load\.b\.sync\.aligned\.{bl}\.m16n16k16\.shared\.{fmt} "
+                          r"\{[^}]*\}, \[%r\d+\], 16;", body)
+    assert len(staged_a) == len(staged_b) == n
+
+
+def _versioned(body: str, fmt: str, mmas: int) -> None:
+    """A uniform alignment test picks the staged or the direct form; the warp's slots are
+    linear thread id / 32."""
+    assert re.search(r"and\.b32 %r\d+, %r\d+, 15;", body)
+    assert re.search(r"and\.b32 %r\d+, %r\d+, 7;", body)
+    assert re.search(r"@%p\d+ bra\.uni \$L__wmma_direct\d+;", body)
+    assert body.count(f"wmma.load.a.sync.aligned.row.m16n16k16.global.{fmt}") == mmas
+    assert re.search(r"shr\.u32 %r\d+, %r\d+, 5;", body)
 
 
 def _direct(body: str) -> bool:
@@ -103,7 +164,7 @@ def test_cli_flag(tmp_path):
         assert cli.main(["-i", str(src), "--emit-ptx", "-O", "--gpu-arch", "sm_90a",
                          f"--gpu-wmma-staging={flag}", "-o", str(out)]) == 0
         outs[flag] = out.read_text()
-    assert " staged\n" in outs["on"] and " staged\n" not in outs["off"]
+    assert " staged pipelined\n" in outs["on"] and " staged" not in outs["off"]
     assert cli.main(["-i", str(src), "--emit-ptx", "--gpu-wmma-staging=maybe"]) != 0
 
 
@@ -120,6 +181,29 @@ def test_conditions_that_keep_direct_loads(tmp_path, ptxas, why, src, kw):
     assert re.search(rf"// mtlc\.tensor_loop resident group=0 .* direct: .*{why}", body)
     assert why in explain
     ptxas(ptx, kw.get("gpu_arch", "sm_90a"))
+
+
+_USER_ASYNC = """  workgroup var t: uint16[256];
+  async_copy_workgroup(&t[(int32)thread.x * 2], &a[(int32)thread.x * 2], 2, transaction: 4);
+  async_copy_commit();
+  async_copy_wait(0);
+  var tile: int32"""
+
+
+@pytest.mark.parametrize("why,src", [
+    ("another 32768-byte area would take staging over 16384 bytes",
+     kloop("k1").replace("block = 128", "block = 512")),
+    ("the function uses async copy groups itself",
+     kloop("k1").replace("  var tile: int32", _USER_ASYNC, 1)),
+])
+def test_conditions_that_keep_the_synchronous_form(tmp_path, ptxas, why, src):
+    ptx, explain = compile_src(tmp_path, src)
+    body = entry(ptx, "k1")
+    assert re.search(rf"// mtlc\.tensor_loop resident group=0 .* staged sync: {why}$", body,
+                     re.M)
+    assert f"not pipelined: {why}" in explain
+    assert "ld.global.v4.u32" in body and "cp.async.cg.shared.global" not in body
+    ptxas(ptx, "sm_90a")
 
 
 def test_unoptimized_compile_is_unchanged(tmp_path):
@@ -263,7 +347,7 @@ SIM_CASES = [("kloop_f16_row", 32, 32, 40, 48, 32, 0, True),     # K tail: 2 who
 
 
 @pytest.mark.parametrize("case", SIM_CASES, ids=lambda c: f"{c[0]}-lda{c[4]}-ldb{c[5]}-off{c[6]}")
-def test_interpreter_staged_equals_direct_and_oracle(tmp_path, case):
+def test_interpreter_staged_equals_direct_and_oracle(tmp_path, case, monkeypatch):
     name, m, n, k, lda, ldb, aoff, staged = case
     _, fmt, bl = CASES[name]
     ks = 32 if "k32" in name else 16
@@ -276,11 +360,13 @@ def test_interpreter_staged_equals_direct_and_oracle(tmp_path, case):
     c = rng.integers(-8, 8, (m, n)).astype(np.float32)
     want = (av @ bv + c).astype(np.float32)
     outs = {}
-    for staging in (True, False):
+    for staging, pipelined in ((True, True), (True, False), (False, False)):
+        monkeypatch.setattr(staging_mod, "PIPELINE", pipelined)
         path = tmp_path / f"s_{staging}.mettle"
         path.write_text(ALL)
         r = compile_file(str(path), Options(emit="ptx", gpu_arch="sm_90a", optimize=True,
                                             wmma_staging=staging))
+        assert ("staged pipelined" in r.data.decode()) == pipelined
         sim = WmmaSim(r.objects, name)
         pad = np.full(m * n + 16, np.nan, np.float32)
         pad[:m * n] = c.ravel()
@@ -290,8 +376,95 @@ def test_interpreter_staged_equals_direct_and_oracle(tmp_path, case):
             ("u32", n), ("u32", k), ("u32", lda), ("u32", ldb), ("u32", aoff)])
         got = mem.read("c")
         assert np.isnan(got[m * n:]).all()
-        outs[staging] = got[:m * n].reshape(m, n)
+        outs[staging, pipelined] = got[:m * n].reshape(m, n)
         took = "staged" if staging and staged else "direct"
         assert sim.wmmas[took] > 0 and sim.wmmas["staged" if took == "direct" else "direct"] \
             == 0, (staging, sim.wmmas)
-    assert outs[True].tobytes() == outs[False].tobytes() == want.tobytes()
+    assert {o.tobytes() for o in outs.values()} == {want.tobytes()}
+
+
+# ---- pipelined form: the accumulator's other readers and neighbours ----------------------
+TWO_TILES = """kernel(block = 128) two(a: uint16*, b: uint16*, c: float32*, m: int32, n: int32,
+                          k: int32) {
+  var tile: int32 = (int32)(block.x * 4 + thread.x / 32);
+  var tiles_n: int32 = n / 32;
+  if (tile >= (m / 16) * tiles_n) { return; }
+  var tm: int32 = tile / tiles_n;
+  var tn: int32 = tile % tiles_n;
+  var acc: float32* = c + (int64)(tm * 16) * (int64)n + (int64)(tn * 32);
+  var acc2: float32* = acc + (int64)16;
+  var ar: uint16* = a + (int64)(tm * 16) * (int64)k;
+  for kk in 0..k / 16 {
+    MMA(acc, 0)
+  }
+  for kk in 0..k / 16 {
+    MMA(acc2, 16)
+  }
+}
+"""
+_TWO_MMA = """tensor_mma(ar + (int64)(kk * 16),
+               b + (int64)(kk * 16) * (int64)n + (int64)(tn * 32 + {o}),
+               {acc}, {acc}, shape: m16n16k16,
+               a_type: f16, b_type: f16, accumulator_type: f32, result_type: f32,
+               a_layout: row, b_layout: row, c_layout: row, d_layout: row,
+               lda: (uint32)k, ldb: (uint32)n, ldc: (uint32)n, ldd: (uint32)n);"""
+
+
+def _two_tiles() -> str:
+    src = TWO_TILES.replace("MMA(acc, 0)", _TWO_MMA.format(acc="acc", o=0))
+    return src.replace("MMA(acc2, 16)", _TWO_MMA.format(acc="acc2", o=16))
+
+
+def _run_forms(tmp_path, monkeypatch, src, kernel, m, n, k, extra=()):
+    """C after `kernel` on the interpreter for the pipelined, synchronous and direct forms,
+    with the PTX of each."""
+    rng = np.random.default_rng(m + n + k)
+    a_bits, a_val = _exact_operand(rng, m * k, "f16")
+    b_bits, b_val = _exact_operand(rng, k * n, "f16")
+    c = rng.integers(-8, 8, (m, n)).astype(np.float32)
+    outs, ptxs = {}, {}
+    for staging, pipelined in ((True, True), (True, False), (False, False)):
+        monkeypatch.setattr(staging_mod, "PIPELINE", pipelined)
+        path = tmp_path / "k.mettle"
+        path.write_text(src)
+        r = compile_file(str(path), Options(emit="ptx", gpu_arch="sm_90a", optimize=True,
+                                            wmma_staging=staging))
+        sim = WmmaSim(r.objects, kernel)
+        pad = np.full(m * n + 16, np.nan, np.float32)
+        pad[:m * n] = c.ravel()
+        mem = sim.run(4, 128, [("buf", "a", a_bits), ("buf", "b", b_bits), ("buf", "c", pad),
+                               ("u32", m), ("u32", n), ("u32", k), *extra])
+        got = mem.read("c")
+        assert np.isnan(got[m * n:]).all()
+        outs[staging, pipelined] = got[:m * n].reshape(m, n)
+        ptxs[staging, pipelined] = r.data.decode()
+    want = (a_val.reshape(m, k) @ b_val.reshape(k, n) + c).astype(np.float32)
+    return outs, ptxs, want
+
+
+def test_interpreter_two_pipelined_groups(tmp_path, monkeypatch):
+    """Two K loops, two resident groups: each gets its own two-stage area (8 KiB each, 16 KiB
+    in all: the cap), so a step one group left pending can never share a slot with the
+    other's copies."""
+    outs, ptxs, want = _run_forms(tmp_path, monkeypatch, _two_tiles(), "two", 32, 64, 48)
+    body = entry(ptxs[True, True], "two")
+    assert body.count("staged pipelined") == 2
+    assert len(set(re.findall(r"mov\.u32 %r\d+, (two_wmma_pipe\w*);", body))) == 2
+    assert {o.tobytes() for o in outs.values()} == {want.tobytes()}
+
+
+def test_interpreter_fused_epilogue_reads_the_settled_tile(tmp_path, monkeypatch):
+    """A fused register epilogue reads the accumulator: the last copied step is multiplied
+    before it (Group.registers settles), so all three forms agree bitwise."""
+    from tests.tensor.residency_kernels import EPILOGUES, with_epilogue
+    opts, params = EPILOGUES["relu_alpha"]
+    outs, ptxs, want = _run_forms(tmp_path, monkeypatch,
+                                  with_epilogue(opts, extra_params=params), "gemm_ep", 32, 32,
+                                  48, extra=[("u32", f32_bits(-0.5))])
+    body = entry(ptxs[True, True], "gemm_ep")
+    assert "staged pipelined" in body and "mtlc.tensor_epilogue fused on resident" in body
+    fused = body.index("mtlc.tensor_epilogue fused")
+    assert body.index("cp.async.wait_group 0", fused) < body.index("mul.rn.f32", fused)
+    scaled = np.float32(-0.5) * want
+    relu = np.where(scaled < 0, np.float32(0), scaled)        # -0 stays -0, as selp keeps it
+    assert {o.tobytes() for o in outs.values()} == {relu.tobytes()}

@@ -29,7 +29,7 @@ from .common import Mat, mat, operands
 from .frag import lane_ids
 from .mma_sync import SUB_M, SUB_N, load_c, store_d
 from .narrow import claims, native_tile
-from .staging import Stage, prepare, run_update, why_not
+from .staging import Stage, pipeline_why_not, prepare, run_update, settle, why_not
 from .wmma import load_frag, run_grid_on, store_frag, sub_addrs
 
 
@@ -58,12 +58,19 @@ class Group:
     native: object = None
     stored: bool = False
     stage: Stage | None = None    # staged operand loads (staging.py), else direct
+    em: object = None             # the emitter, for settle() in registers() (whose callers
+                                  # read the registers without passing one)
 
     def registers(self) -> list[str]:
+        """The accumulator registers, complete: a pipelined step still pending is
+        multiplied first (staging.settle)."""
+        if self.em is not None:
+            settle(self.em, self.stage)
         rows = self.acc.regs if self.family == "m16n8" else self.acc
         return [r for row in rows for sub in row for r in sub]
 
     def store(self, em, D: Mat) -> None:
+        settle(em, self.stage)
         if self.family == "m16n8":
             store_d(em, self.acc, D)
             return
@@ -145,11 +152,19 @@ def _stage(em, ins, state: Group, kind: str, group) -> str:
     if why is not None:
         remark(em, ins, f"tensor_{kind} group {group}: operands loaded directly ({why})")
         return f" direct: {why}"
-    state.stage = prepare(em)
+    sync = pipeline_why_not(em)
+    state.stage = prepare(em, state.plan, state.desc, state.acc, sync is None)
+    state.em = em
+    if sync is None:
+        remark(em, ins, f"tensor_{kind} group {group}: operands staged through shared memory, "
+               "pipelined (two cp.async stages per warp: each update copies its step, "
+               "A cached in L1, B in L2 only, and multiplies the step copied before it; a "
+               "run-time alignment test falls back to direct loads)")
+        return " staged pipelined"
     remark(em, ins, f"tensor_{kind} group {group}: operands staged through shared memory "
            "(one 16-byte load per lane per tile, wmma.load from .shared; a run-time "
-           "alignment test falls back to direct loads)")
-    return " staged"
+           f"alignment test falls back to direct loads; not pipelined: {sync})")
+    return f" staged sync: {sync}"
 
 
 def resident_group(em, ins) -> Group | None:

@@ -19,6 +19,23 @@ uniformly for the warp (WMMA operands are warp-uniform), that both operand addre
 advance keeps this); otherwise that update takes the direct loads. Two `bar.warp.sync` per
 chunk: before the slot is rewritten (the previous chunk's wmma.load is done) and before it
 is read.
+
+Pipelined (the default where it fits): the lanes copy their pieces with `cp.async` (no
+register round trip) into one of two stages per warp, and each update runs the MMA of the
+step copied by the *previous* update while its own copies are in flight: update k issues
+step k into stage k%2, waits for step k-1 (`cp.async.wait_group 1`) and multiplies it;
+whoever reads the accumulator next (the group's store or a fused epilogue) first multiplies
+the last copied step (`settle`). Every MMA still runs once, in program order, on the same
+data, so results stay bitwise identical to the direct form. Two run-time registers carry the
+state across iterations: which stage the next copy fills, and whether a copied step awaits
+its MMA (a direct update settles it first). A is copied with `.ca` (kept in L1) and B with
+`.cg` (L2 only): with one subgroup per C tile and tiles numbered along a row, the subgroups
+of a workgroup read the same A tile and different B columns, so only A is re-read from L1
+(H200, plainperf2 probe call: 46.9 TFLOP/s against 35.7 with both `.cg` and 32.8 for the
+synchronous form; `.ca` for both measured 30.7 with three stages). A pipelined group has
+its own area (two 1 KiB stages per warp); the synchronous form is kept when the function
+already uses async copy groups (its wait counts are the user's), when a pipelined area would
+take the kernel's staging memory over MAX_AREA, or with PIPELINE off (benchmark A/B).
 """
 from __future__ import annotations
 
@@ -28,7 +45,10 @@ from .common import Mat, add_addr, label, linear, offset_terms, scale_bytes
 from .wmma import load_frag, mma, run_grid_on
 
 SLOT = 512                         # one 16x16 16-bit tile: 16 rows of 32 bytes
+STAGE = 2 * SLOT                   # A's and B's slot of one pipelined step
 MAX_AREA = 16384                   # leaves >= 32 KiB of the 48 KiB static .shared to the kernel
+PIPELINE = True                    # two-stage cp.async form where it fits (False: A/B runs)
+CACHE = {"a": "ca", "b": "cg"}     # cp.async cache level per operand (docstring)
 _SPACES = ("", ".global")          # operands worth staging (shared ones are already close)
 
 
@@ -40,6 +60,11 @@ class Stage:
     lane_b: str
     row: str                       # lane >> 1 (u32): the stored row this lane copies
     half: str                      # (lane & 1) * 16 (u64): its byte offset in the row
+    buf: str | None = None         # pipelined: byte offset (0 / STAGE) the next copy fills
+    pend: str | None = None        # pipelined: 1 while a copied step awaits its MMA
+    plan: object = None            # pipelined: what settle() multiplies with
+    desc: object = None
+    acc: object = None
 
 
 def why_not(em, plan, desc) -> str | None:
@@ -59,23 +84,46 @@ def why_not(em, plan, desc) -> str | None:
     return None
 
 
-def _size(fn) -> int:
+def _size(fn, stages: int = 1) -> int:
     x, y, z = fn.block_shape
-    return (x * y * z + 31) // 32 * 2 * SLOT           # two slots per warp
+    return (x * y * z + 31) // 32 * stages * STAGE     # one A and one B slot per stage
 
 
 def _area(em) -> str:
-    """This kernel's staging area (one per function, shared by its groups)."""
+    """This kernel's synchronous staging area (one per function, shared by its groups)."""
     sym = getattr(em, "wmma_stage_area", None)
     if sym is None:
         sym = em.wmma_stage_area = em.module.shared_array(em.fn, "wmma_stage",
                                                           _size(em.fn), 128)
+        _claim(em, _size(em.fn))
     return sym
 
 
-def prepare(em) -> Stage:
-    """This warp's slots and this lane's piece, computed once where C is loaded."""
-    sym = _area(em)
+def _claim(em, size: int) -> None:
+    em.wmma_stage_bytes = getattr(em, "wmma_stage_bytes", 0) + size
+
+
+def pipeline_why_not(em) -> str | None:
+    """Why a staged group keeps the synchronous form (None: it is pipelined)."""
+    if not PIPELINE:
+        return "pipelining off"
+    if any(i.op.startswith("async.") for b in em.fn.blocks for i in b.instrs):
+        return "the function uses async copy groups itself"
+    used = getattr(em, "wmma_stage_bytes", 0)
+    if used + _size(em.fn, 2) > MAX_AREA:
+        return f"another {_size(em.fn, 2)}-byte area would take staging over {MAX_AREA} bytes"
+    return None
+
+
+def prepare(em, plan, desc, acc, pipelined: bool) -> Stage:
+    """This warp's slots and this lane's piece, computed once where C is loaded; a pipelined
+    group gets its own two-stage area and its run-time state (stage 0 next, nothing
+    pending)."""
+    if pipelined:
+        sym = em.module.shared_array(em.fn, "wmma_pipe", _size(em.fn, 2), 128)
+        _claim(em, _size(em.fn, 2))
+    else:
+        sym = _area(em)
     x, y, z = em.fn.block_shape
     lin = em.new("r")                        # linear thread id; its warp is lin / 32
     em.emit(f"mov.u32 {lin}, %tid.x")
@@ -89,7 +137,7 @@ def prepare(em) -> Stage:
     half = em.new("rd")
     em.emit(f"shr.u32 {warp}, {lin}, 5")
     em.emit(f"mov.u32 {base}, {sym}")
-    em.emit(f"mad.lo.u32 {slot_a}, {warp}, {2 * SLOT}, {base}")
+    em.emit(f"mad.lo.u32 {slot_a}, {warp}, {(2 if pipelined else 1) * STAGE}, {base}")
     em.emit(f"add.u32 {slot_b}, {slot_a}, {SLOT}")
     em.emit(f"and.b32 {lane}, {lin}, 31")
     em.emit(f"shl.b32 {piece}, {lane}, 4")
@@ -98,7 +146,12 @@ def prepare(em) -> Stage:
     em.emit(f"shr.u32 {row}, {lane}, 1")
     em.emit(f"and.b32 {h}, {lane}, 1")
     em.emit(f"mul.wide.u32 {half}, {h}, 16")
-    return Stage(slot_a, slot_b, lane_a, lane_b, row, half)
+    st = Stage(slot_a, slot_b, lane_a, lane_b, row, half)
+    if pipelined:
+        st.buf, st.pend, st.plan, st.desc, st.acc = em.new("r"), em.new("r"), plan, desc, acc
+        em.emit(f"mov.u32 {st.buf}, 0")
+        em.emit(f"mov.u32 {st.pend}, 0")
+    return st
 
 
 def _static_ok(m: Mat) -> bool:
@@ -127,8 +180,9 @@ def _misaligned(em, A: Mat, B: Mat) -> str:
     return p
 
 
-def _piece(em, st: Stage, m: Mat, base: str) -> list[str]:
-    """This lane's 16 bytes of the stored 16x16 tile at `base` (row st.row, half st.half)."""
+def _src(em, st: Stage, m: Mat, base: str) -> str:
+    """The address of this lane's 16 bytes of the stored 16x16 tile whose lane-half address
+    is `base` (row st.row)."""
     off = em.new("rd")
     if isinstance(m.ld, int):
         em.emit(f"mul.wide.u32 {off}, {st.row}, {m.ld * 2}")
@@ -137,6 +191,12 @@ def _piece(em, st: Stage, m: Mat, base: str) -> list[str]:
         em.emit(f"shl.b64 {off}, {off}, 1")
     addr = em.new("rd")
     em.emit(f"add.s64 {addr}, {base}, {off}")
+    return addr
+
+
+def _piece(em, st: Stage, m: Mat, base: str) -> list[str]:
+    """This lane's 16 bytes of the stored 16x16 tile, loaded into registers."""
+    addr = _src(em, st, m, base)
     regs = [em.new("r") for _ in range(4)]
     em.emit(f"ld{m.space}.v4.u32 {{{', '.join(regs)}}}, [{addr}]")
     return regs
@@ -169,15 +229,73 @@ def _staged(em, st: Stage, plan, desc, A: Mat, B: Mat, acc, chunks: int) -> None
             desc.result_type)
 
 
+def _pipelined(em, st: Stage, plan, desc, A: Mat, B: Mat, chunks: int) -> None:
+    """Each K chunk: copy it into stage `buf`, multiply the step copied before it."""
+    if chunks > 1:
+        a_step = scale_bytes(em, linear(em, offset_terms(A, 0, 16)), A.bits)
+        b_step = scale_bytes(em, linear(em, offset_terms(B, 16, 0)), B.bits)
+    a, b = _lane_addr(em, st, A.base), _lane_addr(em, st, B.base)
+    for kk in range(chunks):
+        if kk:
+            a, b = add_addr(em, a, a_step), add_addr(em, b, b_step)
+        srcs = (_src(em, st, A, a), _src(em, st, B, b))
+        em.emit("bar.warp.sync -1")        # the stage refilled now was read two steps ago
+        for which, lane, src in zip("ab", (st.lane_a, st.lane_b), srcs):
+            dst = em.new("r")
+            em.emit(f"add.u32 {dst}, {lane}, {st.buf}")
+            em.emit(f"cp.async.{CACHE[which]}.shared.global [{dst}], [{src}], 16")
+        em.emit("cp.async.commit_group")
+        _multiply_pending(em, st, keep=1)
+        em.emit(f"mov.u32 {st.pend}, 1")
+        em.emit(f"xor.b32 {st.buf}, {st.buf}, {STAGE}")
+
+
+def _multiply_pending(em, st: Stage, keep: int) -> None:
+    """If a copied step awaits its MMA (the stage other than `buf`): wait until at most
+    `keep` copy groups are in flight, make every lane's pieces visible, multiply."""
+    idle = label(em, "wmma_pipe_idle")
+    p = em.new("p")
+    em.emit(f"setp.eq.u32 {p}, {st.pend}, 0")
+    em.emit(f"@{p} bra.uni {idle}")
+    em.emit(f"cp.async.wait_group {keep}")
+    em.emit("bar.warp.sync -1")
+    o, sa, sb = em.new("r"), em.new("r"), em.new("r")
+    em.emit(f"xor.b32 {o}, {st.buf}, {STAGE}")
+    em.emit(f"add.u32 {sa}, {st.slot_a}, {o}")
+    em.emit(f"add.u32 {sb}, {st.slot_b}, {o}")
+    plan, desc, acc = st.plan, st.desc, st.acc
+    af = load_frag(em, plan, "a", Mat(sa, ".shared", desc.stored_layout("a"), 16, 16), sa,
+                   desc.a_type)
+    bf = load_frag(em, plan, "b", Mat(sb, ".shared", desc.stored_layout("b"), 16, 16), sb,
+                   desc.b_type)
+    mma(em, plan, desc, acc[0][0], af, bf, acc[0][0], desc.accumulator_type,
+        desc.result_type)
+    em.raw(f"{idle}:")
+
+
+def settle(em, st: Stage | None) -> None:
+    """Before the accumulator is read (store, fused epilogue) or updated directly: the MMA
+    of the last copied step, if one is pending. A no-op for the synchronous form."""
+    if st is None or st.pend is None:
+        return
+    _multiply_pending(em, st, keep=0)
+    em.emit(f"mov.u32 {st.pend}, 0")
+
+
 def run_update(em, st: Stage | None, plan, desc, A: Mat, B: Mat, acc, chunks: int) -> None:
     """acc += A*B: staged when `st` is set and the run-time test passes, else direct."""
     if st is None or not (_static_ok(A) and _static_ok(B)):
+        settle(em, st)
         run_grid_on(em, plan, desc, A, B, acc, chunks)
         return
     direct, done = label(em, "wmma_direct"), label(em, "wmma_staged_end")
     em.emit(f"@{_misaligned(em, A, B)} bra.uni {direct}")
-    _staged(em, st, plan, desc, A, B, acc, chunks)
+    if st.pend is not None:
+        _pipelined(em, st, plan, desc, A, B, chunks)
+    else:
+        _staged(em, st, plan, desc, A, B, acc, chunks)
     em.emit(f"bra.uni {done}")
     em.raw(f"{direct}:")
+    settle(em, st)
     run_grid_on(em, plan, desc, A, B, acc, chunks)
     em.raw(f"{done}:")
