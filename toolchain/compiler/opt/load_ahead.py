@@ -29,6 +29,7 @@ from ..ir.cfg import ensure_preheader
 from ..ir.module import Block, Const, Instr
 from ..ir.types import BOOL, I64, VOID
 from .edit import fresh_block_name
+from . import reread
 from .gvn import PURE
 from .unroll_runtime import BODY_LIMIT, _shape, close_main_loop, open_main_loop
 
@@ -342,7 +343,7 @@ def _loads_first(block) -> int:
 def run(fn, analyses) -> bool:
     if not (analyses.gpu and analyses.target.unrolls_loops):
         return False            # elsewhere unroll-runtime unrolls these loops itself
-    changed = False
+    changed = reread.mark(fn, analyses) > 0       # before unrolling: copies inherit it
     for lp in analyses.get("loops").innermost_first():
         kind, why = _kind(lp)
         span = lp.header.terminator.span

@@ -86,16 +86,25 @@ def store_from(em, t: Type, space: str, addr: Addr, value) -> None:
         em.effect(f"st{space}.{regs.exact(t)}", addr, em.val(value))
 
 
+def _space_and_hint(p, ins: Instr) -> str:
+    """`.global.L1::evict_last` for a global load a later loop reads again (opt/reread.py:
+    keep its lines in L1), else the plain state space."""
+    space = space_of(p)
+    return space + ".L1::evict_last" if space == ".global" and ins.attrs.get("reread") \
+        else space
+
+
 def lower_load(em, ins: Instr) -> None:
     p = ins.operands[0]
     if ins.type.is_vector:
         t = ins.type
         vals = Vec([em.new_t(t.elem) for _ in range(t.count)])
-        em.op(f"ld{space_of(p)}.v{t.count}.{regs.exact(t.elem)}", vals, address(em, p))
+        em.op(f"ld{_space_and_hint(p, ins)}.v{t.count}.{regs.exact(t.elem)}", vals,
+              address(em, p))
         em.define(ins, vals)
         return
     _check_scalar(ins.type, ins)
-    load_into(em, em.result(ins), ins.type, space_of(p), address(em, p))
+    load_into(em, em.result(ins), ins.type, _space_and_hint(p, ins), address(em, p))
 
 
 def lower_store(em, ins: Instr) -> None:
