@@ -63,6 +63,29 @@ def build_variants(dev, arch: str) -> dict:
         out["-O no-load-ahead"] = dev.load_ptx(ptx.decode())
     finally:
         manager.PIPELINE = saved
+    out.update(_ab_modes(dev, arch))
+    return out
+
+
+def _ab_modes(dev, arch: str) -> dict:
+    """Before/after of this session's two -O decisions, in the same process: the reread
+    hint off (opt/reread.py: no .L1::evict_last on the row passes) and the K loop's staged
+    operands synchronous instead of pipelined (tensor/staging.py PIPELINE off)."""
+    out = {}
+    try:
+        from toolchain.compiler.opt import reread
+        from toolchain.compiler.targets.ptx.tensor import staging
+    except ImportError:                           # an older tree: no such switches
+        return out
+    for name, mod, attr, off in (("-O no-reread", reread, "mark", lambda fn, an: 0),
+                                 ("-O sync-staging", staging, "PIPELINE", False)):
+        saved = getattr(mod, attr)
+        setattr(mod, attr, off)
+        try:
+            ptx = compile_file(SOURCE, Options(emit="ptx", gpu_arch=arch, optimize=True)).data
+            out[name] = dev.load_ptx(ptx.decode())
+        finally:
+            setattr(mod, attr, saved)
     return out
 
 
@@ -177,9 +200,10 @@ def bench_gemm(torch, mods, size, reps):
         outs[mode] = c.clone()
         ms = timed(torch, lambda: fn.launch((tiles + 3) // 4, 128, args), reps)
         results.append((f"gemm_kloop {size}", f"mettle {mode}", ms, flop / ms / 1e9, "TFLOP/s"))
-    if "-O no-staging" in outs:         # same data, same MMAs: staging must be bitwise neutral
-        same = torch.equal(outs["-O"], outs["-O no-staging"])
-        print(f"gemm_kloop {size}: -O and -O no-staging bitwise {'equal' if same else 'DIFFER'}")
+    for other in ("-O no-staging", "-O sync-staging"):   # same data, same MMAs in order:
+        if other in outs:                                  # staging must be bitwise neutral
+            same = torch.equal(outs["-O"], outs[other])
+            print(f"gemm_kloop {size}: -O and {other} bitwise {'equal' if same else 'DIFFER'}")
     ms = timed(torch, lambda: torch.matmul(a, b), reps)
     results.append((f"gemm_kloop {size}", "torch", ms, flop / ms / 1e9, "TFLOP/s"))
     return results

@@ -5,8 +5,9 @@
    only what it wrote itself): in place, inside the window (the original loop runs), just
    past it (the unrolled group runs). The result must be the sequential one.
 2. The row kernels of bench/kernels/plain.mettle (softmax, layer norm: one subgroup per
-   row, stores after loads) at widths with partial groups and tails: -O gives bitwise the
-   output of the unoptimised compile under --fp-contract=off.
+   row, stores after loads) at widths with partial groups and tails: -O (with the reread
+   hint, .L1::evict_last, on the row passes) gives bitwise the output of the unoptimised
+   compile under --fp-contract=off.
 """
 from __future__ import annotations
 
@@ -70,6 +71,7 @@ def test_row_kernels_bitwise_equal_with_and_without_O(gpu_run, cols):
     outs = {}
     for optimize in (False, True):
         ptx = _ptx(PLAIN, optimize=optimize, fp_contract=False)
+        assert ("ld.global.L1::evict_last.f32" in ptx) == optimize   # opt/reread.py's hint
         sm = gpu_run(ptx, "softmax_plain", grid=grid, block=128, args=[
             Buffer("x", "float32", data=x), Buffer("y", "float32", rows * cols,
                                                    poison=np.nan, output=True),

@@ -3,8 +3,9 @@ loads' tiles and matches a float64 reference.
 
 Each kernel of tests/tensor/staging_kernels.py (run-time K loops with row-major f16 B,
 column-major bf16 B and an m16n16k32 step of two WMMA chunks, a three-MMA chain) runs
-compiled with -O twice: staged (the default) and --gpu-wmma-staging=off (direct wmma.load
-from global). Random non-zero A/B (K with a tail past the last whole step), random C, and
+compiled with -O three ways: staged and pipelined (the default: cp.async into two stages
+per warp, each update multiplying the step copied before it), staged synchronously
+(staging.PIPELINE off) and --gpu-wmma-staging=off (direct wmma.load from global). Random non-zero A/B (K with a tail past the last whole step), random C, and
 a NaN-poisoned pad after C that must stay untouched. Aligned strides take the staged
 form; a leading dimension that is not a multiple of 8 elements, or an A base 4 bytes off,
 takes the direct fallback (those break the WMMA alignment precondition of gpu.md; the
@@ -19,6 +20,7 @@ import pytest
 from tests.gpu.harness import Buffer, Scalar
 from tests.tensor.staging_kernels import ALL, CASES
 from toolchain.compiler.driver import Options, compile_file
+from toolchain.compiler.targets.ptx.tensor import staging as staging_mod
 from toolchain.compiler.targets.ptx.profiles import detect_local_arch
 
 PAD = 64                                    # poisoned f32 elements after C
@@ -34,12 +36,18 @@ SHAPES = {"kloop_f16_row": [("aligned", 48, 64, 100, 12, 0, 0),
                                 ("ldb_misaligned", 32, 64, 136, 0, 4, 0)]}
 
 
-def _ptx(tmp_path, staging: bool) -> str:
-    path = tmp_path / f"staging_{staging}.mettle"
+FORMS = (("pipelined", True, True), ("sync", True, False), ("direct", False, False))
+
+
+def _ptx(tmp_path, monkeypatch, form: str, staging: bool, pipelined: bool) -> str:
+    monkeypatch.setattr(staging_mod, "PIPELINE", pipelined)
+    path = tmp_path / f"staging_{form}.mettle"
     path.write_text(ALL)
     arch = detect_local_arch() or "sm_90a"
-    return compile_file(str(path), Options(emit="ptx", gpu_arch=arch, optimize=True,
-                                           wmma_staging=staging)).data.decode()
+    ptx = compile_file(str(path), Options(emit="ptx", gpu_arch=arch, optimize=True,
+                                          wmma_staging=staging)).data.decode()
+    assert ("staged pipelined" in ptx) == pipelined
+    return ptx
 
 
 def _operand(rng, shape, fmt: str) -> tuple[np.ndarray, np.ndarray]:
@@ -56,7 +64,7 @@ def _operand(rng, shape, fmt: str) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize("name,case", [(n, c) for n, cs in SHAPES.items() for c in cs],
                          ids=[f"{n}-{c[0]}" for n, cs in SHAPES.items() for c in cs])
-def test_staged_equals_direct_and_reference(gpu_run, tmp_path, name, case):
+def test_staged_equals_direct_and_reference(gpu_run, tmp_path, monkeypatch, name, case):
     label, m, n, k, lda_extra, ldb_extra, aoff = case
     _, fmt, bl = CASES[name]
     ks = 32 if "k32" in name else 16
@@ -77,8 +85,8 @@ def test_staged_equals_direct_and_reference(gpu_run, tmp_path, name, case):
     want = av @ bv + c
     tiles = (m // 16) * (n // 16)
     got = {}
-    for staging in (True, False):
-        out = gpu_run(_ptx(tmp_path, staging), name, grid=(tiles + 3) // 4, block=128, args=[
+    for form, staging, pipelined in FORMS:
+        out = gpu_run(_ptx(tmp_path, monkeypatch, form, staging, pipelined), name, grid=(tiles + 3) // 4, block=128, args=[
             Buffer("a", "uint16", data=a_bits), Buffer("b", "uint16", data=b_bits),
             Buffer("c", "float32", size=m * n + PAD, data=c.ravel(), poison=np.nan,
                    output=True),
@@ -86,7 +94,8 @@ def test_staged_equals_direct_and_reference(gpu_run, tmp_path, name, case):
             Scalar("int32", ldb), Scalar("int32", aoff)])
         res = out["c"]
         assert np.isnan(res[m * n:]).all(), f"{name} {label}: the pad after C was written"
-        got[staging] = res[:m * n].reshape(m, n)
-        err = np.abs(got[staging] - want).max() / np.abs(want).max()
-        assert err < 1e-3, f"{name} {label} staging={staging}: max relative error {err}"
-    assert got[True].tobytes() == got[False].tobytes(), f"{name} {label}: staged != direct"
+        got[form] = res[:m * n].reshape(m, n)
+        err = np.abs(got[form] - want).max() / np.abs(want).max()
+        assert err < 1e-3, f"{name} {label} {form}: max relative error {err}"
+    assert got["pipelined"].tobytes() == got["sync"].tobytes() == got["direct"].tobytes(), \
+        f"{name} {label}: the staged forms differ from direct"
