@@ -140,6 +140,8 @@ class Machine:
         struct.pack_into(_fmt(t), self.mem, addr, int(v) if isinstance(t, BoolType) else v)
 
     def call(self, fn: Function, args: list):
+        if fn.is_extern and fn.symbol in ("malloc", "calloc"):    # fresh zeroed storage
+            return self.alloc(int(args[0]) * (int(args[1]) if len(args) > 1 else 1), 16)
         env: dict = dict(zip(fn.params, args))
         slots: dict[Local, object] = {}
         block, prev = fn.blocks[0], None

@@ -25,7 +25,7 @@ from ..ir.printer import format_function
 from . import (async_staging, constfold, copyprop, dce, gvn, if_convert, index_scale, inline,
                inline_recursive, iv_reduce, licm, load_combine, load_ahead, mem2reg, out_of_ssa,
                simplify_cfg, subgroup_width, tail_recursion, tensor_residency, unroll,
-               unroll_runtime)
+               unroll_jam, unroll_runtime)
 from .analyses import Analyses, TargetInfo
 
 
@@ -51,6 +51,7 @@ PASSES = {p.name: p for p in (
     Pass("licm", licm.run, ("loops",), ("uses",)),            # sets cfg_changed
     Pass("dce", dce.run, (), ("uses",)),
     Pass("unroll", unroll.run, ("loops",), "all"),
+    Pass("unroll-jam", unroll_jam.run, ("loops",), "all"),
     Pass("async-staging", async_staging.run, (), ("uses",)),
     Pass("tensor-residency", tensor_residency.run, ("loops",), "all"),
     Pass("iv-reduce", iv_reduce.run, ("loops",), "all"),
@@ -64,7 +65,7 @@ PASSES = {p.name: p for p in (
 PIPELINE: tuple = (
     "tail-recursion", "inline", "inline-recursive", "mem2reg", "subgroup-width",
     "simplify-cfg", "constfold", "copyprop", "gvn",
-    ("if-convert", ("simplify-cfg",)), "licm",
+    ("if-convert", ("simplify-cfg",)), "licm", ("unroll-jam", ("simplify-cfg", "gvn")),
     ("unroll", ("simplify-cfg", "constfold", "gvn")),
     "async-staging", "tensor-residency", "iv-reduce",
     ("unroll-runtime", ("simplify-cfg",)), ("load-ahead", ("simplify-cfg",)), "load-combine",

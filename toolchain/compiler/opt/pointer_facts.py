@@ -18,7 +18,9 @@ Where the facts come from (the IR's promises, docs/optimizer.md "Pointer facts")
   `add`/`sub`/`and`, widening converts);
 - distinct objects do not overlap: two named address spaces other than `generic`, two
   different `gpu.alloc`s / `alloca`s / globals / the dynamic workgroup arena (every
-  `gpu.dynamic_shared` view starts at that one arena), and (inside a kernel) a parameter
+  `gpu.dynamic_shared` view starts at that one arena), the results of two different calls
+  of the C allocators (malloc, calloc: fresh storage, as C promises; seen through the
+  pointer cast the source writes), and (inside a kernel) a parameter
   against storage the kernel allocates itself; one object's accesses at constant offsets with the
   same dynamic part are compared byte by byte.
 """
@@ -163,6 +165,10 @@ class PointerFacts:
         ka, kb = _object_kind(a), _object_kind(b)
         if ka and kb:
             return True                         # two different allocations or globals
+        ra, rb = _allocated(a), _allocated(b)
+        if (ra is not None or rb is not None) and ra is not rb and \
+                (ra is not None or ka) and (rb is not None or kb):
+            return True                         # malloc'd storage against another object
         if self.fn.is_kernel:                   # host-given pointers never reach storage
             local = _OBJECTS                    # the kernel allocates itself
             return (ka in local and isinstance(b, Param)) or \
@@ -190,6 +196,19 @@ def _object_kind(v) -> str | None:
         return "global"
     if isinstance(v, Instr) and v.op in _OBJECTS:
         return v.op
+    return None
+
+
+_ALLOCATORS = ("malloc", "calloc")
+
+
+def _allocated(v):
+    """The C allocator call whose result `v` is (through pointer casts), else None."""
+    while isinstance(v, Instr) and v.op == "bitcast" and v.operands[0].type.is_ptr:
+        v = v.operands[0]
+    if isinstance(v, Instr) and v.op == "call" and getattr(v.operands[0], "is_extern", False) \
+            and v.operands[0].symbol in _ALLOCATORS:
+        return v
     return None
 
 
