@@ -1,6 +1,17 @@
 """Launch-shape experiment for the row softmax (a tuning script, not a test).
 
-    python3 bench/softmax_variants.py
+    python3 bench/softmax_variants.py           # tuned rows.mettle softmax, launch shapes
+    python3 bench/softmax_variants.py --plain   # plain.mettle -O row kernels: occupancy
+                                                # caps and store cache policies
+
+--plain times bench/kernels/plain.mettle's softmax_plain and layernorm_plain under -O at
+65536x1024 and 16384x4096, as compiled and as text variants of that PTX: streaming stores
+(`st.global.cs`, evict-first in L1 and L2, so the output does not push the rows being
+re-read out of L2) and launches with extra dynamic shared memory that hold the resident
+128-item blocks per SM down (14 / 12 / 10 blocks: 56 / 48 / 40 warps on an H200), alone
+and together. The probe call of docs/gpu.md found fewer warps faster at 1024 columns and
+slightly slower at 4096; these rows say whether a store policy gets the same without the
+cost.
 
 Builds variants of tests/data/gpu_suite/rows.mettle's softmax_rows by rewriting its launch
 shape (rows per block) and, for the "persistent" variant, wrapping the row body in a
@@ -54,12 +65,47 @@ def build(dev, src: str, arch: str):
     return dev.load_ptx(ptx).function("softmax_rows")
 
 
+CAPS = ((0, "64 warps"), (15 * 1024, "56 warps"), (18 * 1024, "48 warps"),
+        (22 * 1024, "40 warps"))          # dynamic shared bytes per 128-item block
+
+
+def _plain(torch, dev, arch: str) -> int:
+    src = os.path.join(ROOT, "bench", "kernels", "plain.mettle")
+    ptx = compile_file(src, Options(emit="ptx", gpu_arch=arch, optimize=True)).data.decode()
+    mods = {"-O": dev.load_ptx(ptx),
+            "-O st.cs": dev.load_ptx(ptx.replace("st.global.f32", "st.global.cs.f32"))}
+    i32, f32 = ctypes.c_int32, ctypes.c_float
+    for rows_n, cols in ((65536, 1024), (16384, 4096)):
+        x = torch.randn(rows_n, cols, device="cuda")
+        y = torch.empty_like(x)
+        g, b = torch.randn(cols, device="cuda"), torch.randn(cols, device="cuda")
+        refs = {"softmax": torch.softmax(x, dim=1),
+                "layernorm": torch.nn.functional.layer_norm(x, (cols,), g, b, 1e-5)}
+        for kind, ref in refs.items():
+            args = [ptr(x), ptr(y), i32(rows_n), i32(cols)] if kind == "softmax" else \
+                [ptr(x), ptr(y), ptr(g), ptr(b), i32(rows_n), i32(cols), f32(1e-5)]
+            for name, mod in mods.items():
+                f = mod.function(f"{kind}_plain")
+                for shared, label in CAPS:
+                    launch = lambda: f.launch((rows_n + 3) // 4, 128, args, shared=shared)
+                    y.fill_(float("nan"))
+                    launch()
+                    torch.cuda.synchronize()
+                    torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
+                    ms = timed(torch, launch, 20)
+                    print(f"{kind:<9} {rows_n}x{cols:<5} {name:<9} {label:<9} "
+                          f"{8 * x.numel() / ms / 1e6:7.0f} GB/s")
+    return 0
+
+
 def main() -> int:
     import torch
     torch.zeros(1, device="cuda")
     dev = driver.Device(0)
     major, minor = dev.compute_capability
     arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
+    if "--plain" in sys.argv[1:]:
+        return _plain(torch, dev, arch)
     sms = dev.attribute(16)                   # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
     text = open(SOURCE, encoding="utf-8").read()
     i32 = ctypes.c_int32
