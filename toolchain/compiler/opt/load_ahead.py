@@ -146,25 +146,6 @@ def _pairs(lp, tc):
     return pairs, advance, ""
 
 
-def _closure(ins, block_set, seen: set | None = None) -> list:
-    """`ins` and the instructions of `block_set` it transitively reads, in no order.
-    `seen` (ids), when given, is shared between calls: what an earlier call reached (and
-    so its whole closure) is neither walked nor returned again."""
-    out, stack = [], [ins]
-    if seen is None:
-        seen = set()
-    while stack:
-        v = stack.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
-        out.append(v)
-        for o in v.operands:
-            if isinstance(o, Instr) and o.block in block_set and o.op != "phi":
-                stack.append(o)
-    return out
-
-
 def _at_entry(v, lp, pre, vmap):
     """`v` as computed on the loop's first iteration: its in-loop arithmetic cloned into the
     preheader with every header phi read as its incoming value."""
@@ -232,112 +213,103 @@ def _group(fn, lp, tc, factor: int, safe=None):
     group = Block(fresh_block_name(fn, f"{header.name}.r0"), function=fn)
     main.instrs.append(Instr("cbr", VOID, [cond], {}, [group, frame.rest], span, main))
     tmpl = header.instrs[len(phis):-1] + body.instrs[:-1]
-    pos = {t: n for n, t in enumerate(tmpl)}
     nt = len(tmpl)
+    pos = {t: n for n, t in enumerate(tmpl)}
     upd, main_phis = frame.latch_value, frame.main_phis
+    # Each template operand, relative to its copy: (1, n) the copy's own value n, (2, p) the
+    # value header phi p has in that copy, (0, v) a value from outside the loop.
+    spec = [[(0, o) if o.__class__ is not Instr else (1, pos[o]) if o in pos
+             else (2, o) if o in main_phis else (0, o) for o in t.operands] for t in tmpl]
+
+    def resolve(carried: dict, base: int, o):
+        """A value of the copy at flat index `base` (its phis read `carried`): an int, the
+        flat index (copy * nt + position) of a value of the group, or an outside value."""
+        n = pos.get(o) if o.__class__ is Instr else None
+        if n is not None:
+            return base + n
+        return carried[o] if o.__class__ is Instr and o in carried else o
+
+    carried = [{p: main_phis[p] for p in phis}]       # copy j's phis: copy j-1's values
+    for j in range(1, factor + 1):
+        carried.append({p: resolve(carried[j - 1], (j - 1) * nt, upd[p]) for p in phis})
     rates, memo = _rates(lp, tc), {}
-    # access template position -> (k, its advance) for the rebased accesses
-    originals = [i for i in body.instrs if i.op in ("load", "store")]
-    rebased = {}
-    for k, m in enumerate(originals):
-        a = _advance(m.operands[0], lp, rates, memo)
-        if a:
-            rebased[pos[m]] = k, a
+    rebased = {}        # access template position -> its advance A (bytes per iteration)
+    for m in body.instrs:
+        if m.op in ("load", "store"):
+            a = _advance(m.operands[0], lp, rates, memo)
+            if a:
+                rebased[pos[m]] = a
 
-    def source(j: int, o):
-        """Copy j's operand `o`: (copy, template position), or a value outside the group
-        (copy 0 reads the main loop's phis; a later copy its predecessor's latch values)."""
-        while o.__class__ is Instr:
-            n = pos.get(o)
-            if n is not None:
-                return j, n
-            mp = main_phis.get(o)
-            if mp is None or j == 0:
-                return o if mp is None else mp
-            j, o = j - 1, upd[o]
-        return o
-
-    live = bytearray(factor * nt)
-    work = []
+    # Liveness and the loads' closures, one sweep from the last value back: every operand
+    # comes before its user in (copy, position) order. `refs` keeps each live value's
+    # operands for the build below.
+    size = factor * nt
+    live = bytearray(size)
+    hoist = bytearray(size)
+    roots = [n for n, t in enumerate(tmpl) if t.op not in PURE]
+    loads = [n for n, t in enumerate(tmpl) if t.op == "load"]
     for j in range(factor):
-        for n, t in enumerate(tmpl):
-            if t.op not in PURE:
-                live[j * nt + n] = 1
-                work.append((j, n))
+        for n in roots:
+            live[j * nt + n] = 1
+        for n in loads:
+            hoist[j * nt + n] = 1
+    last = carried[factor]
     for p in phis:
-        if p is not tc.iv.phi:
-            v = source(factor - 1, upd[p])
-            if v.__class__ is tuple and not live[v[0] * nt + v[1]]:
-                live[v[0] * nt + v[1]] = 1
-                work.append(v)
-    while work:
-        j, n = work.pop()
-        ops = tmpl[n].operands
-        if j and n in rebased:          # the address is copy 0's address + j*A
-            v = source(0, ops[0])
-            ops = ops[1:]
-            if v.__class__ is tuple and not live[v[1]]:
-                live[v[1]] = 1
-                work.append(v)
-        for o in ops:
-            v = source(j, o)
-            if v.__class__ is tuple and not live[v[0] * nt + v[1]]:
-                live[v[0] * nt + v[1]] = 1
-                work.append(v)
+        if p is not tc.iv.phi and last[p].__class__ is int:
+            live[last[p]] = 1
+    refs: list = [None] * size
+    for j in range(factor - 1, -1, -1):
+        base, cj = j * nt, carried[j]
+        for n in range(nt - 1, -1, -1):
+            f = base + n
+            if not live[f]:
+                continue
+            h = hoist[f]
+            rs = [base + x if kind == 1 else cj[x] if kind == 2 else x for kind, x in spec[n]]
+            refs[f] = rs
+            marks = rs
+            if j and n in rebased:          # the address is copy 0's address + j*A
+                kind, x = spec[n][0]
+                first = x if kind == 1 else main_phis[x] if kind == 2 else x
+                marks = [first] + rs[1:]
+            for r in marks:
+                if r.__class__ is int:
+                    live[r] = 1
+                    if h:
+                        hoist[r] = 1
 
-    built: list = [None] * (factor * nt)
-    out = group.instrs
+    built: list = [None] * size
+    up, down = [], []
     for j in range(factor):
         base = j * nt
-        for n, t in enumerate(tmpl):
-            if not live[base + n]:
+        for n in range(nt):
+            f = base + n
+            if not live[f]:
                 continue
-            ops = []
-            for o in t.operands:
-                v = source(j, o)
-                ops.append(built[v[0] * nt + v[1]] if v.__class__ is tuple else v)
+            t = tmpl[n]
+            out = up if hoist[f] else down
+            ops = [built[r] if r.__class__ is int else r for r in refs[f]]
             c = Instr(t.op, t.type, ops, t.attrs.copy() if t.attrs else {}, [], t.span, group)
             if j and n in rebased:
-                k, a = rebased[n]
                 first = built[n].operands[0]
-                at = Instr("byteadd", first.type, [first, Const(I64, j * a)], {}, [], t.span,
-                           group)
+                at = Instr("byteadd", first.type, [first, Const(I64, j * rebased[n])], {}, [],
+                           t.span, group)
                 out.append(at)
                 c.operands[0] = at
             out.append(c)
-            built[base + n] = c
+            built[f] = c
     latch_br = body.terminator
-    iv = frame.main_phis[tc.iv.phi]
+    iv = main_phis[tc.iv.phi]
     step = Instr("add", iv.type, [iv, Const(iv.type, factor * tc.step)], {}, [],
                  latch_br.span, group)
-    out.append(step)
-    out.append(Instr("br", VOID, [], latch_br.attrs.copy() if latch_br.attrs else {}, [main],
-                     latch_br.span, group))
-    values = []
-    for p in phis:
-        if p is tc.iv.phi:
-            values.append(step)
-        else:
-            v = source(factor - 1, upd[p])
-            values.append(built[v[0] * nt + v[1]] if v.__class__ is tuple else v)
+    down.append(step)
+    down.append(Instr("br", VOID, [], latch_br.attrs.copy() if latch_br.attrs else {}, [main],
+                      latch_br.span, group))
+    group.instrs = up + down
+    values = [step if p is tc.iv.phi else built[last[p]] if last[p].__class__ is int
+              else last[p] for p in phis]
     close_main_loop(fn, lp, frame, values, group, [group])
-    return group
-
-
-def _loads_first(block) -> int:
-    """Move every load, with the arithmetic it reads, above the rest (stable order)."""
-    body = block.instrs[:-1]
-    members = {block}
-    hoist: set = set()          # ids; one walk for all loads (the copies share chains)
-    loads = 0
-    for ins in body:
-        if ins.op == "load":
-            loads += 1
-            if id(ins) not in hoist:
-                _closure(ins, members, hoist)
-    block.instrs = [i for i in body if id(i) in hoist] + \
-        [i for i in body if id(i) not in hoist] + [block.instrs[-1]]
-    return loads
+    return group, factor * len(loads)
 
 
 def run(fn, analyses) -> bool:
@@ -358,7 +330,7 @@ def run(fn, analyses) -> bool:
             width = analyses.target.subgroup_width
             if not width or tc.step % width:
                 continue        # ptxas's own x4 (only subgroup-strided rows were measured)
-            loads = _loads_first(_group(fn, lp, tc, LOAD_FACTOR))
+            _, loads = _group(fn, lp, tc, LOAD_FACTOR)
             analyses.remark(span, NAME, f"loop unrolled x{LOAD_FACTOR} with a run-time trip "
                             f"count: the {loads} loads of a group issue first")
             changed = True
@@ -369,7 +341,7 @@ def run(fn, analyses) -> bool:
             continue
         pre, _ = ensure_preheader(lp)
         safe = _no_overlap_test(lp, pre, pairs, advance, STORE_FACTOR) if pairs else None
-        loads = _loads_first(_group(fn, lp, tc, STORE_FACTOR, safe))
+        _, loads = _group(fn, lp, tc, STORE_FACTOR, safe)
         test = (f"; run-time test: {len(pairs)} store/load pair(s) do not overlap within a "
                 "group, else the original loop runs") if pairs else ""
         analyses.remark(span, NAME, f"loop with stores unrolled x{STORE_FACTOR}: the {loads} "
