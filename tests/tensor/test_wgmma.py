@@ -231,3 +231,18 @@ CHECK: wgmma.mma_async
 def test_prefetch_is_off_by_default():
     assert wgmma.PREFETCH_C_AHEAD == 0
     assert "prefetch" not in compile_ptx(gemm_source("f16"), "sm_90a")
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_producer_takes_registers_back_only_after_the_join(persistent):
+    """setmaxnreg draws on one register pool per workgroup: the producer's warps re-increase
+    (to 168) only after the join barrier, which the consumers reach after decreasing
+    (from 232), so no producer warp can take back the registers the consumers' increase at
+    the start is waiting for (that race hung back-to-back launches)."""
+    text = compile_ptx(gemm_source("f16", persistent=persistent), "sm_90a")
+    dec, inc = "setmaxnreg.dec.sync.aligned.u32 40;", "setmaxnreg.inc.sync.aligned.u32 168;"
+    producer = text[text.index(dec):text.index(inc)]
+    assert producer.rstrip().endswith("bar.sync 0;"), producer[-300:]
+    cons_dec = text.index("setmaxnreg.dec.sync.aligned.u32 168;")
+    assert text[cons_dec:].split("\n", 2)[1].strip() == "bar.sync 0;"
+    assert text.count(inc) == 1 and text.count("setmaxnreg.inc.sync.aligned.u32 232;") == 1

@@ -227,21 +227,34 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     em.emit(f"setp.ne.u32 {p}, {wg}, 0")
     em.emit(f"@{p} bra {consumer}")
     _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes, share, tiles)
+    # The register pool: the producer takes its registers back only after the join,
+    # when the consumers have given theirs up. Its idle warps used to re-increase at
+    # once, and could win the pool from the consumers' own increase at the start, which
+    # then never succeeded: every warp waited for ever (an intermittent hang of
+    # back-to-back launches, docs/gemm.md "Status").
+    _join_sync(em, share)
+    em.emit(f"setmaxnreg.inc.sync.aligned.u32 {ENTRY_REGS}")
     em.emit(f"bra.uni {join}")
     em.raw(f"{consumer}:")
     _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes, share, fused,
               tiles)
+    _join_sync(em, share)
     em.raw(f"{join}:")
-    if share:
-        _cluster_sync(em)                    # no remote arrive or copy is still in flight
-    else:
-        em.emit("bar.sync 0")
     em.emit(f"setp.ne.u32 {p}, {tid}, 0")
     em.emit(f"@{p} bra {end}")
     for s in range(S):
         mb.inval(em, f"{full}+{8 * s}")
         mb.inval(em, f"{empty}+{8 * s}")
     em.emit(f"bra.uni {end}")
+
+
+def _join_sync(em, share) -> None:
+    """All work-items of the workgroup (both workgroups of a sharing pair: no remote
+    arrive or copy is still in flight); each role reaches it from its own code."""
+    if share:
+        _cluster_sync(em)
+    else:
+        em.emit("bar.sync 0")
 
 
 def _tile_loop(em, g, tiles, name: str):
@@ -325,7 +338,6 @@ def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes,
     close()
     em.raw(f"{done}:")
     em.emit("bar.warp.sync -1")
-    em.emit(f"setmaxnreg.inc.sync.aligned.u32 {ENTRY_REGS}")
 
 
 def _prefetch_c(em, g, kb, nk) -> None:
