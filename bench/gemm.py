@@ -33,6 +33,7 @@ import ctypes
 import json
 import os
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -75,10 +76,13 @@ def probe(torch) -> int:
     return 0
 
 
+FORMATS = ("f16", "bf16")
+
+
 def configs(outs: list[str]) -> list[tuple[str, str]]:
     """(input, D) formats: "f16" in --out means a 16-bit D of the input's own type
-    (f16->f16, bf16->bf16), as torch.matmul returns it."""
-    return [(f, f if o == "f16" else o) for o in outs for f in ("f16", "bf16")]
+    (f16->f16, bf16->bf16), as torch.matmul returns it; inputs in FORMATS' order."""
+    return [(f, f if o == "f16" else o) for o in outs for f in FORMATS]
 
 
 def check_epilogues(torch, dev, outs, names, shapes) -> int:
@@ -234,6 +238,11 @@ def main() -> int:
     ap.add_argument("--bn", type=int, default=H.BN, help="region width (64..256)")
     ap.add_argument("--epilogue", default="",
                     help="fused epilogues to check and time (names or all)")
+    ap.add_argument("--formats", default="f16,bf16",
+                    help="input formats, in the order they are timed")
+    ap.add_argument("--pause", type=float, default=0.0,
+                    help="seconds idle before each timed row (clocks recover from the "
+                    "previous row's power draw)")
     ap.add_argument("--check-persistent", action="store_true",
                     help="check only the persistent kernel (every --out format)")
     ap.add_argument("--no-persistent", action="store_true",
@@ -252,6 +261,8 @@ def main() -> int:
     if args.prefetch_ahead >= 0:
         wgmma.PREFETCH_C_AHEAD = args.prefetch_ahead
     outs = args.out.split(",")
+    global FORMATS
+    FORMATS = tuple(args.formats.split(","))
     epilogues = list(H.EPILOGUES) if args.epilogue == "all" else \
         [e for e in args.epilogue.split(",") if e]
     if args.probe:
@@ -279,9 +290,14 @@ def main() -> int:
                  for f, o in pairs} if epilogues else None
     pgemms = None if args.no_persistent else \
         {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True) for f, o in pairs}
-    rows = [bench_shape(torch, dev, gemms, f, o, *s, args.reps, args.subgroup, epi_gemms,
-                        pgemms)
-            for f, o in pairs for s in shapes]
+    rows = []
+    for f, o in pairs:
+        for shape in shapes:
+            if args.pause:
+                torch.cuda.synchronize()
+                time.sleep(args.pause)
+            rows.append(bench_shape(torch, dev, gemms, f, o, *shape, args.reps,
+                                    args.subgroup, epi_gemms, pgemms))
     print(f"device: {dev.name}")
     print(f"{'gemm':<22} {'mettle':>8} {'persist':>8} {'pers/noC':>8} {'torch':>8} "
           f"{'torch+C':>8} {'ratio':>6} {'r.pers':>6} {'r.noC':>6}"
