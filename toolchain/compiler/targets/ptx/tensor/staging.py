@@ -31,11 +31,12 @@ state across iterations: which stage the next copy fills, and whether a copied s
 its MMA (a direct update settles it first). A is copied with `.ca` (kept in L1) and B with
 `.cg` (L2 only): with one subgroup per C tile and tiles numbered along a row, the subgroups
 of a workgroup read the same A tile and different B columns, so only A is re-read from L1
-(H200, plainperf2 probe call: 46.9 TFLOP/s against 35.7 with both `.cg` and 32.8 for the
-synchronous form; `.ca` for both measured 30.7 with three stages). A pipelined group has
-its own area (two 1 KiB stages per warp); the synchronous form is kept when the function
-already uses async copy groups (its wait counts are the user's), when a pipelined area would
-take the kernel's staging memory over MAX_AREA, or with PIPELINE off (benchmark A/B).
+(H200, plainperf2 probe call, a hand-made prototype of this form on the 4096^3 K-loop GEMM:
+46.9 TFLOP/s against 35.7 with both `.cg` and 32.8 for the synchronous form; `.ca` for
+both measured 30.7 with three stages; bench/results/plain_probe_h200.txt). A pipelined
+group has its own area (two 1 KiB stages per warp); the synchronous form is kept when the
+function already uses async copy groups (its wait counts are the user's), when a pipelined
+area would take the kernel's staging memory over MAX_AREA, or with PIPELINE off (A/B runs).
 """
 from __future__ import annotations
 
