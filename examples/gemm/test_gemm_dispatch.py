@@ -1,7 +1,7 @@
 """The GEMM example's host against the logging fake CUDA driver (no GPU needed): `dispatch`
 raises the kernel's dynamic shared memory limit (std/gpu's launch) and launches one
-workgroup of 384 work-items per 128 x 256 region with the pipeline's shared bytes and the
-source's 11 arguments. The fake computes nothing, so the host's own check fails (exit 1):
+workgroup of 384 work-items per 128 x 256 region, at most 132 (the persistent kernel's
+grid), with the pipeline's shared bytes and the source's 11 arguments. The fake computes nothing, so the host's own check fails (exit 1):
 this test reads the driver log only."""
 from __future__ import annotations
 
