@@ -290,7 +290,24 @@ def main() -> int:
                  for f, o in pairs} if epilogues else None
     pgemms = None if args.no_persistent else \
         {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True) for f, o in pairs}
+    header = (f"{'gemm':<22} {'mettle':>8} {'persist':>8} {'pers/noC':>8} {'torch':>8} "
+              f"{'torch+C':>8} {'ratio':>6} {'r.pers':>6} {'r.noC':>6}"
+              + ("  subgroup" if args.subgroup else "")
+              + (f"  +{epilogues[0]}" if epilogues else ""))
+
+    def col(r, key, fmt):
+        return format(r[key], fmt) if key in r else "-"
+
+    def line(r) -> str:
+        name = f"{r['dtype']}->{r['out']} {r['shape']}"
+        return (name.ljust(22) + f" {r['workgroup_tflops']:>8.1f} "
+                f"{col(r, 'persistent_tflops', '.1f'):>8} {col(r, 'noc_tflops', '.1f'):>8} "
+                f"{r['torch_tflops']:>8.1f} {r['torch_c_tflops']:>8.1f} {r['ratio']:>6.3f} "
+                f"{col(r, 'persistent_ratio', '.3f'):>6} {col(r, 'noc_ratio', '.3f'):>6}"
+                + (f"  {r['subgroup_tflops']:.1f}" if args.subgroup else "")
+                + (f"  {r['epilogue_tflops']:.1f}" if epilogues else ""))
     rows = []
+    print("row: " + header, flush=True)   # each row as it is measured: a hang keeps them
     for f, o in pairs:
         for shape in shapes:
             if args.pause:
@@ -298,22 +315,11 @@ def main() -> int:
                 time.sleep(args.pause)
             rows.append(bench_shape(torch, dev, gemms, f, o, *shape, args.reps,
                                     args.subgroup, epi_gemms, pgemms))
+            print("row: " + line(rows[-1]), flush=True)
     print(f"device: {dev.name}")
-    print(f"{'gemm':<22} {'mettle':>8} {'persist':>8} {'pers/noC':>8} {'torch':>8} "
-          f"{'torch+C':>8} {'ratio':>6} {'r.pers':>6} {'r.noC':>6}"
-          + ("  subgroup" if args.subgroup else "")
-          + (f"  +{epilogues[0]}" if epilogues else ""))
-
-    def col(r, key, fmt):
-        return format(r[key], fmt) if key in r else "-"
+    print(header)
     for r in rows:
-        name = f"{r['dtype']}->{r['out']} {r['shape']}"
-        print(name.ljust(22) + f" {r['workgroup_tflops']:>8.1f} "
-              f"{col(r, 'persistent_tflops', '.1f'):>8} {col(r, 'noc_tflops', '.1f'):>8} "
-              f"{r['torch_tflops']:>8.1f} {r['torch_c_tflops']:>8.1f} {r['ratio']:>6.3f} "
-              f"{col(r, 'persistent_ratio', '.3f'):>6} {col(r, 'noc_ratio', '.3f'):>6}"
-              + (f"  {r['subgroup_tflops']:.1f}" if args.subgroup else "")
-              + (f"  {r['epilogue_tflops']:.1f}" if epilogues else ""))
+        print(line(r))
     with open(args.json, "w", encoding="utf-8") as fh:
         json.dump({"device": dev.name, "unit": "TFLOP/s", "results": rows}, fh, indent=2)
     return 0
