@@ -79,3 +79,27 @@ def test_gpu_code_keeps_its_recursion():
     for seed in range(8):
         m, fn = _fresh(seed)
         assert not _run(m, fn, ["tail-recursion", "inline-recursive"], gpu=True)
+
+
+def test_big_frame_arrays_are_not_copied_into_every_level():
+    """Eight copies of a 2400-byte array would make each real call's frame 19 KB."""
+    from toolchain.compiler.ir import I64, Builder, Module
+    from toolchain.compiler.ir.types import ArrayType
+    for count, inlined in ((300, False), (4, True)):
+        m = Module("frames")
+        b = Builder(m)
+        fn = b.function("walk", [("n", I64)], I64)
+        b.position_at_end(b.append_block(fn, "entry"))
+        arr = b.elemptr(b.alloca(ArrayType(I64, count), "buf"))
+        b.store(arr, fn.params[0])
+        base, rec = b.append_block(fn, "base"), b.append_block(fn, "rec")
+        b.cbr(b.cmp("le", fn.params[0], b.const(I64, 0)), base, rec)
+        b.position_at_end(base)
+        b.ret(b.load(arr))
+        b.position_at_end(rec)
+        c = b.call(fn, [b.sub(fn.params[0], b.const(I64, 1))])
+        b.ret(b.add(c, b.load(arr)))
+        ran = _run(m, fn, ["tail-recursion", "inline-recursive"])
+        assert ("inline-recursive" in ran) == inlined, count
+        assert "tail-recursion" not in ran          # a frame array: no loop either
+        assert [execute(fn, [v])[0] for v in (0, 3, 9)] == [0, 6, 45]
