@@ -181,3 +181,13 @@ def test_split_tile_loop_exact_on_tails(grid, origin):
     untouched = np.ones(out.size, bool)
     untouched[O.index(LAYOUTS[3], lds[3], r, c)] = False
     np.testing.assert_array_equal(out[untouched], poison[untouched])
+
+
+def test_persistent_never_pairs(monkeypatch):
+    """With the experimental pairing on (CLUSTER = 2) a persistent region still runs one
+    workgroup per tile sequence: no cluster shape (its grid need not be even), no
+    multicast."""
+    monkeypatch.setattr(wgmma, "CLUSTER", 2)
+    text = compile_ptx(gemm_source("f16", persistent=True), "sm_90a")
+    assert "reqnctapercluster" not in text and "multicast" not in text
+    assert "wgmma.mma_async" in text

@@ -146,7 +146,7 @@ def lower_any_matmul(em, ins) -> None:
             em.emit(f"@!{ok} bra.uni {split}")
             wgmma.lower_native(em, g, tid, end, share, fused, narrow)
             em.raw(f"{split}:")
-            _entry_cap(em, wgmma.threads(desc))
+            _entry_cap(em, wgmma.threads(desc), paired=tiles is None)
         else:
             why = "an operand is not in global memory"
     if tiles:
@@ -171,12 +171,14 @@ def _persistent_remark(desc, why: str | None) -> str:
     return f"tensor_matmul: persistent tile loop over split regions ({order}); no pipeline: {why}"
 
 
-def _entry_cap(em, nthreads: int) -> None:
-    """setmaxnreg needs a register cap at entry: .maxntid plus .minnctapersm 1."""
+def _entry_cap(em, nthreads: int, paired: bool = True) -> None:
+    """setmaxnreg needs a register cap at entry: .maxntid plus .minnctapersm 1 (and the
+    cluster shape when workgroups pair up; a persistent region never pairs)."""
     dirs = getattr(em, "entry_directives", None)
     if dirs is None:
         dirs = em.entry_directives = []
-    cluster = [f".reqnctapercluster {wgmma.CLUSTER}, 1, 1"] if wgmma.CLUSTER > 1 else []
+    cluster = [f".reqnctapercluster {wgmma.CLUSTER}, 1, 1"] \
+        if wgmma.CLUSTER > 1 and paired else []
     for d in (f".maxntid {nthreads}, 1, 1", ".minnctapersm 1", *cluster):
         if d not in dirs:
             dirs.append(d)
