@@ -136,14 +136,16 @@ def test_tensor_mma_has_no_persistent_option():
     assert "unknown option `persistent:`" in exc.value.diagnostics[0].message
 
 
-@pytest.mark.parametrize("arch,says", [
-    ("sm_90a", "persistent pipeline: barriers and tensor maps set up once"),
-    ("sm_121a", "persistent tile loop over split regions"),
+@pytest.mark.parametrize("arch,persistent,says", [
+    ("sm_90a", True, "persistent pipeline: barriers and tensor maps set up once"),
+    ("sm_121a", True, "persistent tile loop over split regions"),
+    ("sm_90a", False, "one region per workgroup, the sm_90a pipeline; not persistent"),
+    ("sm_121a", False, "one region per workgroup, split regions (sm_121a has no wgmma"),
 ])
-def test_explain_line(tmp_path, arch, says):
+def test_explain_line(tmp_path, arch, persistent, says):
     from toolchain.compiler.driver import Options, compile_file
     path = tmp_path / "g.mettle"
-    path.write_text(gemm_source("f16", persistent=True))
+    path.write_text(gemm_source("f16", persistent=persistent))
     res = compile_file(str(path), Options(emit="ptx", gpu_arch=arch, explain=True),
                        source_text=path.read_text())
     assert says in res.explain, res.explain

@@ -149,8 +149,8 @@ def lower_any_matmul(em, ins) -> None:
             _entry_cap(em, wgmma.threads(desc), paired=tiles is None)
         else:
             why = "an operand is not in global memory"
+    remark(em, ins, _persistent_remark(desc, why) if tiles else _region_remark(why))
     if tiles:
-        remark(em, ins, _persistent_remark(desc, why))
         t_row, t_col, close = open_loop(em, tiles, "wgm_split")
         nxt = label(em, "wgm_split_next")
         _split(em, ins, desc, sub, ops, tid, ntid, nxt, fused, t_row, t_col)
@@ -159,6 +159,12 @@ def lower_any_matmul(em, ins) -> None:
     else:
         _split(em, ins, desc, sub, ops, tid, ntid, end, fused, row, col)
     em.raw(f"{end}:")
+
+
+def _region_remark(why: str | None) -> str:
+    form = "the sm_90a pipeline" if why is None else f"split regions ({why})"
+    return (f"tensor_matmul: one region per workgroup, {form}; not persistent (no "
+            "`persistent:` option): each workgroup sets up and drains its own pipeline")
 
 
 def _persistent_remark(desc, why: str | None) -> str:
