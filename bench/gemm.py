@@ -137,7 +137,15 @@ def check_persistent(torch, dev, fmt, out) -> int:
         print(f"check {fmt}->{out} persistent {m}x{n}x{k} {kw}: rel err {err:.3g}",
               flush=True)
         bad += not err < tol
+    if len(CHECKS) > 3:
+        err = H.check(torch, dev, g, fmt, 4096, 4096, 4096, repeat=STRESS)
+        print(f"stress {fmt}->{out} persistent 4096^3 x{STRESS} back to back: rel err "
+              f"{err:.3g}", flush=True)
+        bad += not err < tol
     return bad
+
+
+STRESS = 200        # back-to-back launches: a race inside a launch shows as a hang
 
 
 def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):

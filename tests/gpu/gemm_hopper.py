@@ -61,11 +61,12 @@ TOLERANCE = {"f32": 1e-4, "f16": 2e-4, "bf16": 1.5e-3}
 
 
 def check(torch, dev, gemm: Gemm, fmt: str, m: int, n: int, k: int, pad: int = 8,
-          **launch) -> float:
-    """Run one GEMM on fresh random data with poisoned, padded D; return the relative
-    error against torch fp32 (inf when any in-range element is unwritten or padding was
-    touched). For an f16/bf16 result, the error against the fp32 oracle rounded once to
-    that format is returned (so a missed or doubled rounding shows)."""
+          repeat: int = 1, **launch) -> float:
+    """Run one GEMM (`repeat` launches back to back) on fresh random data with poisoned,
+    padded D; return the relative error against torch fp32 (inf when any in-range
+    element is unwritten or padding was touched). For an f16/bf16 result, the error
+    against the fp32 oracle rounded once to that format is returned (so a missed or
+    doubled rounding shows)."""
     dtype = torch.float16 if fmt == "f16" else torch.bfloat16
     a = torch.randn(m, k + pad, device="cuda").to(dtype)[:, :k]
     bt = torch.randn(n, k + pad, device="cuda").to(dtype)[:, :k]
@@ -73,7 +74,9 @@ def check(torch, dev, gemm: Gemm, fmt: str, m: int, n: int, k: int, pad: int = 8
     dfull = torch.full((m, n + pad), float("nan"), device="cuda",
                        dtype=torch_dtype(torch, gemm.out))
     d = dfull[:, :n]
-    gemm.launcher(a, bt, c, d, m, n, k, **launch)()
+    run = gemm.launcher(a, bt, c, d, m, n, k, **launch)
+    for _ in range(repeat):                 # back to back, one stream, then one sync
+        run()
     torch.cuda.synchronize()
     ref = (c + a.float() @ bt.float().t()).to(d.dtype).float()
     if torch.isnan(d).any() or not torch.isnan(dfull[:, n:]).all():
