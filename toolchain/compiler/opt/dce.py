@@ -19,23 +19,9 @@ def run(fn, analyses) -> bool:
     live: set[Instr] = set()
     work: list[Instr] = []
     sets: list[Instr] = []               # roots only if their local is read: decided below
-    count = 0
-    for b in fn.blocks:
-        count += len(b.instrs)
-        for ins in b.instrs:
-            op = ins.op
-            if op == "local.get":
-                read.add(ins.operands[0])
-            elif op == "local.set":
-                sets.append(ins)
-                continue
-            else:
-                for o in ins.operands:
-                    if o.__class__ is Local:
-                        read.add(o)
-            if op in roots:
-                live.add(ins)
-                work.append(ins)
+    count = _roots(fn, roots, live, work) if not fn.locals else None
+    if count is None:
+        count = _scan(fn, roots, read, live, work, sets)
     if "local.set" in roots:
         for ins in sets:
             if ins.operands[0] in read:
@@ -64,3 +50,48 @@ def run(fn, analyses) -> bool:
     if changed:               # no terminator, edge or live phi changed: nothing to simplify
         analyses.keep_fixpoint("simplify-cfg")
     return changed
+
+
+def _roots(fn, roots, live, work) -> int | None:
+    """A function without locals (SSA, before out-of-SSA) has no slot to read: only the
+    roots to find (compile time). None, with nothing found, if a slot op shows up."""
+    count = 0
+    for b in fn.blocks:
+        instrs = b.instrs
+        count += len(instrs)
+        for ins in instrs:
+            op = ins.op
+            if op in roots:
+                if op == "local.set":
+                    live.clear()
+                    work.clear()
+                    return None
+                live.add(ins)
+                work.append(ins)
+            elif op == "local.get":
+                live.clear()
+                work.clear()
+                return None
+    return count
+
+
+def _scan(fn, roots, read, live, work, sets) -> int:
+    """The roots, the locals something reads, and the local.sets (decided by the caller)."""
+    count = 0
+    for b in fn.blocks:
+        count += len(b.instrs)
+        for ins in b.instrs:
+            op = ins.op
+            if op == "local.get":
+                read.add(ins.operands[0])
+            elif op == "local.set":
+                sets.append(ins)
+                continue
+            else:
+                for o in ins.operands:
+                    if o.__class__ is Local:
+                        read.add(o)
+            if op in roots:
+                live.add(ins)
+                work.append(ins)
+    return count
