@@ -3,6 +3,14 @@
     python3 bench/softmax_variants.py           # tuned rows.mettle softmax, launch shapes
     python3 bench/softmax_variants.py --plain   # plain.mettle -O row kernels: occupancy
                                                 # caps and store cache policies
+    python3 bench/softmax_variants.py --policy-emit DIR   # (no GPU) write the policy
+    python3 bench/softmax_variants.py --policy DIR        # variants' PTX, then time them
+
+--policy-emit compiles plain.mettle -O with load-ahead's unroll factors and the reread hint
+varied and derives cache-policy text variants of the row kernels' PTX (streaming stores,
+last-pass loads evict-first, L2 eviction-priority policies); --policy checks each against
+torch (and bitwise against the committed -O) and times it, twice in opposite orders, at
+65536x1024 and 16384x4096, plus the grid-stride vadd and saxpy with streaming accesses.
 
 --plain times bench/kernels/plain.mettle's softmax_plain and layernorm_plain under -O at
 65536x1024 and 16384x4096, as compiled and as text variants of that PTX: streaming stores
@@ -99,6 +107,9 @@ def _plain(torch, dev, arch: str) -> int:
 
 
 def main() -> int:
+    if "--policy-emit" in sys.argv[1:]:
+        import policy_variants
+        return policy_variants.emit(sys.argv[sys.argv.index("--policy-emit") + 1])
     import torch
     torch.zeros(1, device="cuda")
     dev = driver.Device(0)
@@ -106,6 +117,9 @@ def main() -> int:
     arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
     if "--plain" in sys.argv[1:]:
         return _plain(torch, dev, arch)
+    if "--policy" in sys.argv[1:]:
+        import policy_variants
+        return policy_variants.time_all(torch, dev, sys.argv[sys.argv.index("--policy") + 1])
     sms = dev.attribute(16)                   # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
     text = open(SOURCE, encoding="utf-8").read()
     i32 = ctypes.c_int32
