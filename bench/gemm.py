@@ -11,7 +11,9 @@ lowered on sm_90a to the TMA + mbarrier + wgmma pipeline
 (docs/gemm.md). --subgroup adds the older one-warp-per-64x64-region kernel. Kernels are
 loaded through our ctypes driver binding into torch's primary context and launched on
 torch's buffers; every configuration is checked against torch in fp32 (random data, D
-poisoned with NaN) before it is timed with CUDA events in the same process as torch.
+poisoned with NaN) before it is timed with CUDA events in the same process as torch:
+every contender of a row (ours, torch, torch+C) gets one batch per round, 5 rounds
+interleaved, medians reported, so a clock change during the row reaches all of them.
 TFLOP/s counts 2*M*N*K. `torch` is torch.matmul(a, b) in the input dtype (f16/bf16 out,
 no C: the ratio's denominator); `torch+C` is torch.add(c, torch.matmul(a, b), out=d), our
 contract (f32 C in, f32 D out) in two torch calls.
@@ -42,7 +44,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from tests.gpu import gemm_hopper as H  # noqa: E402
 from tests.tensor.kernels import compile_ptx, matmul_source  # noqa: E402
 from toolchain.providers.cuda import driver  # noqa: E402
-from timing import timed  # noqa: E402
+from timing import timed_together  # noqa: E402
 
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (16384, 1024, 4096),
           (5000, 3000, 4104))
@@ -196,17 +198,14 @@ def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=
         if not err < H.TOLERANCE[out]:
             raise SystemExit(f"{name} {fmt} {m}x{n}x{k}: result differs from torch "
                              f"(rel err {err})")
-        print(f"# {fmt} {m}x{n}x{k} {name}: time", flush=True)
-        ms = timed(torch, run, reps)
-        row[f"{name}_tflops"] = round(flop / ms / 1e9, 1)
     b = bt.t()
-    print(f"# {fmt} {m}x{n}x{k} torch: time", flush=True)
-    ms = timed(torch, lambda: torch.matmul(a, b), reps)
-    row["torch_tflops"] = round(flop / ms / 1e9, 1)
     dc = torch.empty_like(c)
-    print(f"# {fmt} {m}x{n}x{k} torch+C: time", flush=True)
-    ms = timed(torch, lambda: torch.add(c, torch.matmul(a, b), out=dc), reps)
-    row["torch_c_tflops"] = round(flop / ms / 1e9, 1)
+    timed_runs = dict(runs)
+    timed_runs["torch"] = lambda: torch.matmul(a, b)
+    timed_runs["torch_c"] = lambda: torch.add(c, torch.matmul(a, b), out=dc)
+    print(f"# {fmt} {m}x{n}x{k}: time {', '.join(timed_runs)} interleaved", flush=True)
+    for name, ms in timed_together(torch, timed_runs, reps).items():
+        row[f"{name}_tflops"] = round(flop / ms / 1e9, 1)
     for name in runs:
         key = "ratio" if name == "workgroup" else f"{name}_ratio"
         row[key] = round(row[f"{name}_tflops"] / row["torch_tflops"], 3)

@@ -19,3 +19,28 @@ def timed(torch, fn, reps: int, warmup: int = 3) -> float:
         end.synchronize()
         batches.append(start.elapsed_time(end) / reps)
     return statistics.median(batches)
+
+
+def timed_together(torch, fns: dict, reps: int, rounds: int = 5, warmup: int = 3) -> dict:
+    """Median milliseconds per call of each of `fns`, timed in interleaved rounds.
+
+    Each round times one batch of `reps` calls of every function in turn, so a change of
+    clock or power state during the measurement (the H200 slows after a large GEMM and
+    recovers over seconds) reaches every contender alike instead of whichever ran first.
+    """
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    torch.cuda.synchronize()
+    batches = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(reps):
+                fn()
+            end.record()
+            end.synchronize()
+            batches[name].append(start.elapsed_time(end) / reps)
+    return {name: statistics.median(b) for name, b in batches.items()}
