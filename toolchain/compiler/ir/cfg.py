@@ -20,13 +20,17 @@ def reverse_postorder(fn: Function) -> list[Block]:
     entry = fn.blocks[0]
     seen = {entry}
     order: list[Block] = []
-    stack = [(entry, iter(successors(entry)))]
+    terms = TERMINATORS
+    ins = entry.instrs
+    stack = [(entry, iter(ins[-1].targets if ins and ins[-1].op in terms else ()))]
     while stack:
         blk, it = stack[-1]
         for nxt in it:                       # resume this block's successors
             if nxt not in seen:
                 seen.add(nxt)
-                stack.append((nxt, iter(successors(nxt))))
+                ins = nxt.instrs             # (successors() inlined: one call per block)
+                stack.append((nxt, iter(ins[-1].targets if ins and ins[-1].op in terms
+                                        else ())))
                 break
         else:
             order.append(blk)
@@ -35,13 +39,13 @@ def reverse_postorder(fn: Function) -> list[Block]:
     return order
 
 
-_TERMINATORS = frozenset(("br", "cbr", "ret", "unreachable"))
+TERMINATORS = frozenset(("br", "cbr", "ret", "unreachable"))   # the ops ending a block
 
 
 def successors(b: Block) -> list[Block]:
     """`b.successors` without the copy (callers must not mutate the list)."""
     ins = b.instrs
-    if ins and ins[-1].op in _TERMINATORS:
+    if ins and ins[-1].op in TERMINATORS:
         return ins[-1].targets
     return []
 
@@ -131,9 +135,12 @@ def block_predecessors(fn: Function) -> dict[Block, list[Block]]:
     """Each block's predecessors in block order; a block branching twice to the same
     successor (cbr c, x, x) appears twice."""
     preds: dict[Block, list[Block]] = {b: [] for b in fn.blocks}
+    terms = TERMINATORS
     for b in fn.blocks:
-        for s in successors(b):
-            preds[s].append(b)
+        ins = b.instrs                          # (successors() inlined: called per round)
+        if ins and ins[-1].op in terms:
+            for s in ins[-1].targets:
+                preds[s].append(b)
     return preds
 
 

@@ -26,6 +26,8 @@ def run(fn, analyses) -> bool:
                 uses.erase(ins, dead)
                 changed = True
     for b in fn.blocks:
+        if not b.instrs or b.instrs[0].op != "phi":
+            continue                    # (most blocks: no `phis` list built)
         for phi in b.phis:
             if phi in dead or _two_sources(phi):
                 continue

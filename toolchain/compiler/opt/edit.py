@@ -1,7 +1,7 @@
 """Small CFG edits shared by passes (no pass calls another pass; they share these)."""
 from __future__ import annotations
 
-from ..ir.cfg import successors
+from ..ir.cfg import TERMINATORS
 from ..ir.module import Block, Const, Function, Instr, UseMap, replace_all_uses_with
 from ..ir.types import FloatType, Type
 from .gvn import PURE
@@ -36,11 +36,14 @@ def remove_unreachable(fn: Function) -> bool:
         return False
     live = {fn.blocks[0]}                      # reachability only: no order needed
     stack = [fn.blocks[0]]
+    terms = TERMINATORS
     while stack:
-        for s in successors(stack.pop()):
-            if s not in live:
-                live.add(s)
-                stack.append(s)
+        ins = stack.pop().instrs               # (successors() inlined)
+        if ins and ins[-1].op in terms:
+            for s in ins[-1].targets:
+                if s not in live:
+                    live.add(s)
+                    stack.append(s)
     if len(live) == len(fn.blocks):
         return False
     dead = [b for b in fn.blocks if b not in live]

@@ -135,7 +135,7 @@ def _rename(fn, dom: DomTree, cands: dict[Local, list], placed: dict) -> None:
                         ops[k] = r
             keep.append(ins)
         b.instrs = keep
-        for s in successors(b):
+        for s in (successors(b) if placed else ()):
             for phi, loc in placed.get(s, ()):
                 phi.operands.append(current[loc][-1])
                 phi.targets.append(b)

@@ -20,9 +20,9 @@ def run(fn, analyses) -> bool:
     used = {l.name for l in fn.locals}
     n = 0
     for b in fn.blocks:
+        if not b.instrs or b.instrs[0].op != "phi":
+            continue                    # (most blocks: no `phis` list built)
         phis = b.phis
-        if not phis:
-            continue
         changed = True
         for phi in phis:
             name = f"phi.{n}"
