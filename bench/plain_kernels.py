@@ -68,17 +68,23 @@ def build_variants(dev, arch: str) -> dict:
 
 
 def _ab_modes(dev, arch: str) -> dict:
-    """Before/after of this session's two -O decisions, in the same process: the reread
-    hint off (opt/reread.py: no .L1::evict_last on the row passes) and the K loop's staged
-    operands synchronous instead of pipelined (tensor/staging.py PIPELINE off)."""
+    """Before/after of this session's -O decisions, in the same process: the reread hint
+    off (opt/reread.py: no .L1::evict_last on the row passes), its access policy flipped
+    (reread.STREAM: the rows' last pass ld.global.cs, their output st.global.cs) and the
+    K loop's staged operands synchronous instead of pipelined (tensor/staging.py PIPELINE
+    off)."""
     out = {}
     try:
         from toolchain.compiler.opt import reread
         from toolchain.compiler.targets.ptx.tensor import staging
     except ImportError:                           # an older tree: no such switches
         return out
-    for name, mod, attr, off in (("-O no-reread", reread, "mark", lambda fn, an: 0),
-                                 ("-O sync-staging", staging, "PIPELINE", False)):
+    modes = [("-O no-reread", reread, "mark", lambda fn, an: 0),
+             ("-O sync-staging", staging, "PIPELINE", False)]
+    if hasattr(reread, "STREAM"):
+        modes.append(("-O stream" if not reread.STREAM else "-O no-stream", reread, "STREAM",
+                      not reread.STREAM))
+    for name, mod, attr, off in modes:
         saved = getattr(mod, attr)
         setattr(mod, attr, off)
         try:

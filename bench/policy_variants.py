@@ -10,7 +10,8 @@ keeps the output and the rows' last reads from displacing rows still to be re-re
 win back the speed at any row length, with no occupancy limit. The variants:
 
   compile configs   load-ahead's store/load-only factors (16/8 committed, 8/8, 8/4, 4/4,
-                    16/4), reread hint (L1::evict_last on every pass of a re-read row) on
+                    16/4), reread hint (L1::evict_last on every pass of a re-read row) on,
+                    reread.STREAM off ("stcs+lastcs" is exactly what STREAM on compiles)
   stcs              the row kernels' stores st.global.cs (evict-first in L1 and L2)
   lastcs            the last pass's re-read loads ld.global.cs (the row's last use)
   noreread          no L1::evict_last on the passes before the last
@@ -63,14 +64,15 @@ EL = "ld.global.L1::evict_last.f32"
 def _compile(store: int, load: int) -> str:
     sys.path.insert(0, ROOT)
     from toolchain.compiler.driver import Options, compile_file
-    from toolchain.compiler.opt import load_ahead
-    saved = load_ahead.STORE_FACTOR, load_ahead.LOAD_FACTOR
+    from toolchain.compiler.opt import load_ahead, reread
+    saved = load_ahead.STORE_FACTOR, load_ahead.LOAD_FACTOR, getattr(reread, "STREAM", False)
     load_ahead.STORE_FACTOR, load_ahead.LOAD_FACTOR = store, load
+    reread.STREAM = False           # the text edits start from evict_last on every pass
     try:
         return compile_file(SOURCE, Options(emit="ptx", gpu_arch="sm_90a",
                                             optimize=True)).data.decode()
     finally:
-        load_ahead.STORE_FACTOR, load_ahead.LOAD_FACTOR = saved
+        load_ahead.STORE_FACTOR, load_ahead.LOAD_FACTOR, reread.STREAM = saved
 
 
 def _entries(ptx: str) -> dict:
@@ -133,8 +135,13 @@ def _apply(ptx: str, names, editor, edits) -> str:
 
 
 def _regs(path: str) -> dict:
-    log = subprocess.run(["ptxas", "-arch=sm_90a", "-v", path, "-o", os.devnull],
-                         capture_output=True, text=True, check=True).stderr
+    """ptxas's register counts (the timing run reads the loaded module's, so a machine
+    without ptxas on PATH can emit too)."""
+    try:
+        log = subprocess.run(["ptxas", "-arch=sm_90a", "-v", path, "-o", os.devnull],
+                             capture_output=True, text=True, check=True).stderr
+    except FileNotFoundError:
+        return {}
     return {m.group(1): int(m.group(2)) for m in re.finditer(
         r"entry function '(\w+)'.*?Used (\d+) registers", log, re.S)}
 
@@ -152,8 +159,7 @@ def emit(out_dir: str) -> int:
         regs = _regs(path)
         manifest["rows"].append({"name": name, "file": os.path.basename(path),
                                  "shared": shared, "regs": regs})
-        print(f"{name:<24} {os.path.basename(path)} "
-              f"softmax {regs['softmax_plain']} layernorm {regs['layernorm_plain']} regs")
+        print(f"{name:<24} {os.path.basename(path)} {regs}")
     for name, edits in STREAM_VARIANTS:
         ptx = _apply(base["s16l8"], STREAMS, _edit_stream, edits)
         path = os.path.join(out_dir, f"streams_{name.replace('+', '_')}.ptx")
@@ -176,6 +182,8 @@ def time_all(torch, dev, out_dir: str, reps: int = 30) -> int:
         manifest = json.load(fh)
     mods = {v["file"]: dev.load_ptx(open(os.path.join(out_dir, v["file"])).read())
             for v in manifest["rows"] + manifest["streams"]}
+    for v in manifest["rows"]:
+        v["regs"] = {k: mods[v["file"]].function(k).num_regs for k in ROWS}
     problems = []
     for rows_n, cols in ((65536, 1024), (16384, 4096)):
         x = torch.randn(rows_n, cols, device="cuda")
@@ -233,7 +241,7 @@ def _print_rows(manifest, problems, table, ok):
             label = f"{kind} {rows_n}x{cols}"
             key = (v["name"], label)
             r = table.get(key, [])
-            regs = v["regs"][f"{kind}_plain"]
+            regs = v["regs"].get(f"{kind}_plain", "?")
             print(f"{v['name']:<24} {label:<20} {regs:>10}  {ok.get(key, '-'):<5} " +
                   "  ".join(f"{x:6.0f}" for x in r))
 

@@ -6,8 +6,9 @@
    past it (the unrolled group runs). The result must be the sequential one.
 2. The row kernels of bench/kernels/plain.mettle (softmax, layer norm: one subgroup per
    row, stores after loads) at widths with partial groups and tails: -O (with the reread
-   hint, .L1::evict_last, on the row passes) gives bitwise the output of the unoptimised
-   compile under --fp-contract=off.
+   hint, .L1::evict_last, on the row passes; and with opt/reread.py's STREAM policy, .cs
+   on the last pass and the output) gives bitwise the output of the unoptimised compile
+   under --fp-contract=off.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 
 from tests.gpu.harness import Buffer, Scalar
 from toolchain.compiler.driver import Options, compile_file
+from toolchain.compiler.opt import reread
 from toolchain.compiler.opt.load_ahead import STORE_FACTOR
 from toolchain.compiler.targets.ptx.profiles import detect_local_arch
 
@@ -38,6 +40,17 @@ kernel(block = 32) shift(x: float32*, base: int32, d: int32, n: int32) {
 def _ptx(path, **kw) -> str:
     opts = Options(emit="ptx", gpu_arch=detect_local_arch() or "sm_90a", **kw)
     return compile_file(str(path), opts).data.decode()
+
+
+def _stream_ptx(stream: bool, **kw) -> str:
+    """plain.mettle's PTX with opt/reread.py's access policy (last reads and output stores
+    evict-first) switched on or off."""
+    saved = reread.STREAM
+    reread.STREAM = stream
+    try:
+        return _ptx(PLAIN, **kw)
+    finally:
+        reread.STREAM = saved
 
 
 WINDOW = 32 * (STORE_FACTOR - 1)          # elements: 32..WINDOW run the original loop
@@ -69,9 +82,10 @@ def test_row_kernels_bitwise_equal_with_and_without_O(gpu_run, cols):
     beta = rng.standard_normal(cols).astype(np.float32)
     grid = (rows + 3) // 4
     outs = {}
-    for optimize in (False, True):
-        ptx = _ptx(PLAIN, optimize=optimize, fp_contract=False)
+    for optimize, stream in ((False, False), (True, False), (True, True)):
+        ptx = _stream_ptx(stream, optimize=optimize, fp_contract=False)
         assert ("ld.global.L1::evict_last.f32" in ptx) == optimize   # opt/reread.py's hint
+        assert ("ld.global.cs.f32" in ptx and "st.global.cs.f32" in ptx) == stream
         sm = gpu_run(ptx, "softmax_plain", grid=grid, block=128, args=[
             Buffer("x", "float32", data=x), Buffer("y", "float32", rows * cols,
                                                    poison=np.nan, output=True),
@@ -81,7 +95,8 @@ def test_row_kernels_bitwise_equal_with_and_without_O(gpu_run, cols):
                                                    poison=np.nan, output=True),
             Buffer("gamma", "float32", data=gamma), Buffer("beta", "float32", data=beta),
             Scalar("int32", rows), Scalar("int32", cols), Scalar("float32", 1e-5)])["y"]
-        outs[optimize] = (sm, ln)
-    for plain, opt in zip(outs[False], outs[True]):
+        outs[optimize, stream] = (sm, ln)
+    for plain, opt, streamed in zip(outs[False, False], outs[True, False], outs[True, True]):
         assert not np.isnan(plain).any()
         assert np.array_equal(plain.view(np.uint32), opt.view(np.uint32))
+        assert np.array_equal(plain.view(np.uint32), streamed.view(np.uint32))

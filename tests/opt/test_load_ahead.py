@@ -305,3 +305,85 @@ def test_random_bodies_keep_their_results(seed):
         want, _ = execute(original, d, d2, n, lane)
         got, _ = execute(fn, d, d2, n, lane)
         assert got == want, f"seed {seed}: d={d} d2={d2} n={n} lane={lane}\n{text}"
+
+
+# opt/reread.py's access policy (STREAM, off by default until timed on the H200): the last
+# loop to read a re-read base reads it evict-first, output stores stream.
+BRANCHES = """\
+kernel(block = 32) pick(x: float32*, y: float32*, n: int32, flag: int32) {
+  var lane: int32 = (int32)subgroup_local_id();
+  var s: float32 = 0.0;
+  if (flag > 0) {
+    for (var c: int32 = lane; c < n; c += 32) { s = s + x[c]; }
+  } else {
+    for (var c: int32 = lane; c < n; c += 32) { s = s - x[c]; }
+  }
+  for (var c: int32 = lane; c < n; c += 32) { y[c] = x[c] * s; }
+  for (var k: int32 = 0; k < 4; k += 1) {
+    for (var c: int32 = lane; c < n; c += 32) { y[c] = x[c] + y[c]; }
+    for (var c: int32 = lane; c < n; c += 32) { s = s + y[c]; }
+  }
+  y[lane] = s;
+}
+"""
+
+
+def _policy_ptx(tmp_path, source, stream, explain=False):
+    from toolchain.compiler.driver import Options, compile_file
+    from toolchain.compiler.opt import reread
+    src = tmp_path / "k.mettle"
+    src.write_text(source)
+    saved = reread.STREAM
+    reread.STREAM = stream
+    try:
+        return compile_file(str(src), Options(emit="ptx", gpu_arch="sm_90a", optimize=True,
+                                              explain=explain))
+    finally:
+        reread.STREAM = saved
+
+
+def test_stream_policy_marks_the_last_pass_and_the_output(tmp_path, ptxas):
+    """ROWS: the max loop keeps the reread hint; the second loop is the row's last read
+    (evict-first) and its stores go to a base no loop reads (streaming)."""
+    out = _policy_ptx(tmp_path, ROWS, True, explain=True)
+    ptx = out.data.decode()
+    ptxas(ptx, "sm_90a")
+    blocks = ptx.split("$L__BB")
+    group = next(b for b in blocks if b.count("st.global.cs.f32") == U)
+    assert group.count("ld.global.cs.f32") == U and "evict_last" not in group
+    assert any(b.count("ld.global.L1::evict_last.f32") == load_ahead.LOAD_FACTOR
+               for b in blocks)
+    assert "ld.global.f32" not in ptx and "st.global.f32" not in ptx
+    lines = out.explain.splitlines()
+    assert "norm: line 8: load-ahead: 1 load(s) marked reread: another loop reads the same " \
+           "base (kept in L1 on PTX)" in lines
+    assert "norm: line 12: load-ahead: 1 load(s) marked last read: no loop reads the base " \
+           "after this one (evict-first on PTX)" in lines
+    assert "norm: line 12: load-ahead: 1 store(s) marked streaming: no loop reads their " \
+           "base, and the function re-reads rows (evict-first on PTX)" in lines
+    # off (the default): every pass keeps the reread hint, stores stay plain
+    off = _policy_ptx(tmp_path, ROWS, False).data.decode()
+    assert ".cs." not in off and "st.global.f32" in off
+
+
+def test_stream_policy_needs_no_later_reader(tmp_path, ptxas):
+    """Loops in two branches before the third: the third is the last read of x only if no
+    loop reading x can follow it; the nest after it re-reads x (and y) every outer trip, so
+    nothing there is a last read, and y, read by a loop, is no streaming output."""
+    out = _policy_ptx(tmp_path, BRANCHES, True, explain=True)
+    ptx = out.data.decode()
+    ptxas(ptx, "sm_90a")
+    assert ".cs." not in ptx
+    text = "\n".join(out.explain.splitlines())
+    assert "last read" not in text and "streaming" not in text
+    nest = BRANCHES[:BRANCHES.index("  for (var k")] + "  y[lane] = s;\n}\n"
+    out = _policy_ptx(tmp_path, nest, True, explain=True)
+    lines = out.explain.splitlines()
+    assert "pick: line 9: load-ahead: 1 load(s) marked last read: no loop reads the base " \
+           "after this one (evict-first on PTX)" in lines
+    for line in (5, 7):
+        assert f"pick: line {line}: load-ahead: 1 load(s) marked reread: another loop reads " \
+               "the same base (kept in L1 on PTX)" in lines
+    assert "pick: line 9: load-ahead: 1 store(s) marked streaming: no loop reads their " \
+           "base, and the function re-reads rows (evict-first on PTX)" in lines
+    ptxas(out.data.decode(), "sm_90a")

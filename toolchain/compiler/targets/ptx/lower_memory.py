@@ -87,11 +87,15 @@ def store_from(em, t: Type, space: str, addr: Addr, value) -> None:
 
 
 def _space_and_hint(p, ins: Instr) -> str:
-    """`.global.L1::evict_last` for a global load a later loop reads again (opt/reread.py:
-    keep its lines in L1), else the plain state space."""
+    """The state space with opt/reread.py's cache priority: `.global.L1::evict_last` for a
+    global load a later loop reads again (keep its lines in L1), `.global.cs` (evict-first
+    in L1 and L2) for a row's last read and for a store no loop of the kernel reads back."""
     space = space_of(p)
-    return space + ".L1::evict_last" if space == ".global" and ins.attrs.get("reread") \
-        else space
+    if space != ".global" or not ins.attrs:
+        return space
+    if ins.attrs.get("reread"):
+        return space + ".L1::evict_last"
+    return space + ".cs" if ins.attrs.get("last_read") or ins.attrs.get("stream") else space
 
 
 def lower_load(em, ins: Instr) -> None:
@@ -110,11 +114,11 @@ def lower_load(em, ins: Instr) -> None:
 def lower_store(em, ins: Instr) -> None:
     p, v = ins.operands
     if v.type.is_vector:
-        em.effect(f"st{space_of(p)}.v{v.type.count}.{regs.exact(v.type.elem)}",
+        em.effect(f"st{_space_and_hint(p, ins)}.v{v.type.count}.{regs.exact(v.type.elem)}",
                   address(em, p), _vector(em, v))
         return
     _check_scalar(v.type, ins)
-    store_from(em, v.type, space_of(p), address(em, p), v)
+    store_from(em, v.type, _space_and_hint(p, ins), address(em, p), v)
 
 
 def _vector(em, v) -> Vec:
