@@ -20,7 +20,8 @@ Where the facts come from (the IR's promises, docs/optimizer.md "Pointer facts")
   different `gpu.alloc`s / `alloca`s / globals / the dynamic workgroup arena (every
   `gpu.dynamic_shared` view starts at that one arena), the results of two different calls
   of the C allocators (malloc, calloc: fresh storage, as C promises; seen through the
-  pointer cast the source writes), and (inside a kernel) a parameter
+  pointer cast the source writes, address arithmetic and pointer phis), and (inside a
+  kernel) a parameter
   against storage the kernel allocates itself; one object's accesses at constant offsets with the
   same dynamic part are compared byte by byte.
 """
@@ -202,14 +203,35 @@ def _object_kind(v) -> str | None:
 _ALLOCATORS = ("malloc", "calloc")
 
 
-def _allocated(v):
-    """The C allocator call whose result `v` is (through pointer casts), else None."""
-    while isinstance(v, Instr) and v.op == "bitcast" and v.operands[0].type.is_ptr:
+def _allocated(v, seen=None):
+    """The C allocator call whose storage `v` points into, else None: through pointer
+    casts, address arithmetic (which stays in its object, as for every object here) and
+    phis whose every arm leads to that one call (a pointer induction variable)."""
+    while isinstance(v, Instr) and (v.op in ("ptradd", "byteadd") or
+                                    v.op == "bitcast" and v.operands[0].type.is_ptr):
         v = v.operands[0]
-    if isinstance(v, Instr) and v.op == "call" and getattr(v.operands[0], "is_extern", False) \
-            and v.operands[0].symbol in _ALLOCATORS:
-        return v
-    return None
+    if not isinstance(v, Instr):
+        return None
+    if v.op == "call":
+        f = v.operands[0]
+        return v if getattr(f, "is_extern", False) and f.symbol in _ALLOCATORS else None
+    if v.op != "phi":
+        return None
+    seen = set() if seen is None else seen
+    if v in seen:
+        return _CYCLE                         # the arm coming back round the loop
+    seen.add(v)
+    found = None
+    for o in v.operands:
+        got = _allocated(o, seen)
+        if got is None or (got is not _CYCLE and found is not None and got is not found):
+            return None
+        if got is not _CYCLE:
+            found = got
+    return found
+
+
+_CYCLE = object()
 
 
 def _same_arena(a, b) -> bool:
