@@ -9,8 +9,8 @@ facts know) filled from %p and %x, then
                          may read what the first copy's store wrote: jamming must refuse) }
 
 with random index arithmetic, bounds from the parameters or constants (some negative or
-empty), an extra load before the inner loop, sometimes a longer inner body, and a checksum of C (and A) returned, so
-every store is observable. The IV types are i32 or i64. The module's name ends in the
+empty), an extra load before the inner loop, sometimes a longer inner body, and a
+checksum of C (and A) returned, so every store is observable. The IV types are i32 or i64. The module's name ends in the
 array the nest stores into (`nest7_intoA`).
 """
 from __future__ import annotations

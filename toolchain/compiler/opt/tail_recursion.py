@@ -17,10 +17,12 @@ site's); sites with another OP stay calls. A site also clears the function's own
 a call starts with fresh (zero) slots, and a path may read one before writing it (mem2reg
 and dce drop the clearing wherever nothing reads it).
 
-Not done: functions with aggregate locals (no zero constant to clear them with), GPU code (device_program refuses recursion after the optimizer, so looping a
-device helper at -O would accept a program -O0 refuses), and functions with frame slots
-(alloca): a callee may read the caller's slot through a pointer argument, and a loop
-would reuse that slot while the value is still wanted.
+Not done: functions with aggregate locals or parameters (no zero constant to clear them
+with; struct copies stay the backends' business); GPU code (device_program refuses
+recursion after the optimizer, so looping a device helper at -O would accept a program
+-O0 refuses); functions with frame slots (alloca): a callee may read the caller's slot
+through a pointer argument, and a loop would reuse that slot while the value is still
+wanted.
 """
 from __future__ import annotations
 
@@ -75,9 +77,10 @@ def run(fn: Function, analyses) -> bool:
         analyses.remark(sites[0][1].span, NAME, "tail self-call kept: the function has "
                         "frame slots a callee may still be reading")
         return False
-    if any(not loc.type.is_scalar for loc in fn.locals):
+    if any(not loc.type.is_scalar for loc in fn.locals) or \
+            any(not p.type.is_scalar for p in fn.params):
         analyses.remark(sites[0][1].span, NAME, "tail self-call kept: the function has "
-                        "aggregate locals")
+                        "aggregate locals or parameters")
         return False
     accum = next((op.op for _, _, op in sites if op is not None), None)
     sites = [s for s in sites if s[2] is None or s[2].op == accum]
