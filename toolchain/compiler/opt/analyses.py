@@ -17,6 +17,8 @@ its remarks collector, whether the code is GPU code, and the target's facts. `sh
 dict for a whole `optimize()` run (all functions): a pass keeps per-function facts about
 the other functions there, under its name, as `{Function: fact}`; the manager drops a
 function's entries once its pipeline has run (only the function being optimized changes).
+The manager's own entry, "calls", holds each GPU function's direct calls as its call-graph
+walk found them (valid for the function being optimized while `edits` is 0).
 """
 from __future__ import annotations
 
@@ -61,6 +63,7 @@ class Analyses:
         self.cfg_changed = False      # set by a pass whose edits reached the CFG (below)
         self._fixpoints: set[str] = set()     # passes that would find nothing to do now
         self._kept: set[str] = set()          # ... that the pass just run left so
+        self.edits = 0                # passes that changed the function so far
 
     def get(self, name: str):
         if name not in self._cache:
@@ -92,6 +95,7 @@ class Analyses:
     def after_pass(self, invalidates) -> None:
         """The manager's invalidation after a changing pass. A pass listed as keeping the
         CFG analyses may still edit the CFG sometimes; it then sets `cfg_changed`."""
+        self.edits += 1
         self.invalidate(invalidates)
         self._cache.pop("pointers", None)
         if self.cfg_changed:

@@ -21,6 +21,7 @@ from .edit import fresh_block_name
 
 NAME = "inline"
 SIZE = 48
+_KNOWN = "calls"          # the cache's entry for the manager's call lists (not a Function)
 _STATIC = ("alloca", "gpu.alloc")
 
 
@@ -34,8 +35,10 @@ def _callees(f: Function, cache: dict) -> list:
     pipeline has run: only that function changes meanwhile)."""
     got = cache.get(f)
     if got is None:
-        got = cache[f] = [i.operands[0] for b in f.blocks for i in b.instrs
-                          if i.op == "call" and isinstance(i.operands[0], Function)]
+        known = cache.get(_KNOWN, {}).get(f)        # the manager's walk (f unchanged)
+        got = cache[f] = [i.operands[0] for i in known] if known is not None else \
+            [i.operands[0] for b in f.blocks for i in b.instrs
+             if i.op == "call" and isinstance(i.operands[0], Function)]
     return got
 
 
@@ -163,11 +166,13 @@ def _calls(fn: Function) -> list[Instr]:
 
 
 def run(fn, analyses) -> bool:
-    calls = _calls(fn)
+    known = analyses.shared.get("calls", {})   # the manager's call-graph walk
+    calls = list(known[fn]) if analyses.edits == 0 and fn in known else _calls(fn)
     if not calls:
         return False                          # compile time: no module scan without calls
     cache = analyses.shared.setdefault(NAME, {})
     cache.pop(fn, None)                       # fn is the one function changing now
+    cache[_KNOWN] = known
     sites = _call_sites(analyses.module, fn, calls, cache) if analyses.module is not None \
         else {}
     verdict: dict = {}                        # callee -> eligible, decided once per run
@@ -191,6 +196,8 @@ def run(fn, analyses) -> bool:
             analyses.remark(call.span, NAME, f"inlined call to {callee.name} "
                                              f"({size} instructions, {why})")
         changed = True
+        if not any(_callees(call.operands[0], cache) for call in todo):
+            break       # the copies hold no calls: what is left was refused above
         calls = _calls(fn)
     if changed:
         edits.apply(fn)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, TextIO
 
 from ..ir import Module, verify_function
+from ..ir.module import Function
 from ..ir.printer import format_function
 from . import (async_staging, constfold, copyprop, dce, gvn, if_convert, index_scale, inline,
                inline_recursive, iv_reduce, licm, load_combine, load_ahead, mem2reg, out_of_ssa,
@@ -88,9 +89,9 @@ def optimize(module: Module, *, gpu: bool, target_info=None, options: OptOptions
     """Run the pipeline over `module` in place; True iff anything changed."""
     opts = options or OptOptions(verify_each=verify_each)
     target = TargetInfo.from_any(target_info)
-    functions = _functions(module, gpu)
+    shared: dict = {"calls": {}}           # module facts kept across functions (analyses.py)
+    functions = _functions(module, gpu, shared["calls"])
     changed = False
-    shared: dict = {}                      # module facts kept across functions (analyses.py)
     for fn in functions:
         changed |= run_pipeline(fn, opts.pipeline or PIPELINE,
                                 Analyses(fn, module, gpu, target, shared), opts)
@@ -118,10 +119,11 @@ def honour_directives(module: Module, *, gpu: bool, target_info=None,
     return changed
 
 
-def _functions(module: Module, gpu: bool) -> list:
+def _functions(module: Module, gpu: bool, calls: dict | None = None) -> list:
     """GPU: the kernels and the helpers they reach (callees first); host: every defined
     function. The device verifiers (device_program) run later, in the backend; a call graph
-    walk is all the optimizer needs."""
+    walk is all the optimizer needs. GPU: `calls` gets each function's direct calls, in
+    block order, as the walk finds them (inline reads them while a function is unchanged)."""
     if not gpu:
         return [f for f in module.functions.values() if not f.is_extern]
     order: list = []
@@ -129,12 +131,17 @@ def _functions(module: Module, gpu: bool) -> list:
 
     def visit(fn) -> None:
         seen.add(fn)
+        found = []
         for b in fn.blocks:                 # (plain loops: faster than fn.instructions())
             for ins in b.instrs:
                 if ins.op == "call":
                     callee = ins.operands[0]
+                    if isinstance(callee, Function):
+                        found.append(ins)
                     if callee not in seen and not callee.is_extern and not callee.is_kernel:
                         visit(callee)
+        if calls is not None:
+            calls[fn] = found
         order.append(fn)
     for k in module.kernels():
         if k not in seen:
