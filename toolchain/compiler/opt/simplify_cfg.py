@@ -26,21 +26,27 @@ def run(fn, analyses) -> bool:
     changed = cfg = False
     first = True
     while True:
-        did, edges = _round(fn, first)
+        did, edges, replaced = _round(fn, first)
         if not did:
             break
         changed, first, cfg = True, False, cfg or edges
+        if not replaced:
+            break       # only replaced values can give the next round work (_round)
     if cfg:
         analyses.cfg_changed = True        # otherwise only phis went: the CFG stands
     analyses.reached_fixpoint(NAME, changed)
     return changed
 
 
-def _round(fn, first: bool) -> tuple[bool, bool]:
-    """One sweep of every rewrite: (anything changed, an edge or block went). Only a
-    folded branch makes a block unreachable (merges and phi replacements keep
-    reachability), so after the first round the unreachable walk runs only when this round
-    folded one."""
+def _round(fn, first: bool) -> tuple[bool, bool, bool]:
+    """One sweep of every rewrite: (anything changed, an edge or block went, a phi was
+    replaced). Only a folded branch makes a block unreachable (merges and phi replacements
+    keep reachability), so after the first round the unreachable walk runs only when this
+    round folded one. A round leaves work for another only through the values it
+    substituted for phis (a branch condition that became constant, a phi whose arms became
+    one value): folds and deletions precede the phi scan, and the merges see every block
+    with its predecessors kept current, so without a replacement the next round would
+    change nothing."""
     changed = False
     for b in fn.blocks:
         if not b.instrs:
@@ -109,7 +115,7 @@ def _round(fn, first: bool) -> tuple[bool, bool]:
     if repl:
         _replace(fn, repl)
         changed = True
-    return changed, cfg
+    return changed, cfg, bool(repl)
 
 
 def _replace(fn, repl: dict) -> None:
