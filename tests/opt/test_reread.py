@@ -63,6 +63,14 @@ b.end:
 
 
 def _marked(src: str) -> tuple[int, list[bool]]:
+    reread.STREAM, saved = False, reread.STREAM      # the policy: tests/opt/test_load_ahead.py
+    try:
+        return _mark_all(src)
+    finally:
+        reread.STREAM = saved
+
+
+def _mark_all(src: str) -> tuple[int, list[bool]]:
     m = parse_module(src)
     fn = m.functions["f"]
     n = reread.mark(fn, Analyses(fn, m, gpu=True, target=PTX))
@@ -83,13 +91,14 @@ def test_one_loop_marks_nothing():
     assert n == 0 and not any(flags)
 
 
-def test_ptx_prints_the_hint_on_the_row_passes(tmp_path, ptxas):
+def test_ptx_prints_the_hint_on_the_row_passes(tmp_path, ptxas, monkeypatch):
     """bench/kernels/plain.mettle under -O: softmax's three passes over the row read x with
     the hint, layer norm's two as well (gamma/beta, read in one loop, are not); without
     -O nothing is marked."""
     from toolchain.compiler.driver import Options, compile_file
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     src = os.path.join(root, "bench", "kernels", "plain.mettle")
+    monkeypatch.setattr(reread, "STREAM", False)
     out = compile_file(src, Options(emit="ptx", gpu_arch="sm_90a", optimize=True,
                                     explain=True))
     ptx = out.data.decode()
