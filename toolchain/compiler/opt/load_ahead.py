@@ -241,8 +241,14 @@ def _group(fn, lp, tc, factor: int, safe=None):
                 rebased[pos[m]] = a
 
     # Liveness and the loads' closures, one sweep from the last value back: every operand
-    # comes before its user in (copy, position) order. `refs` keeps each live value's
-    # operands for the build below.
+    # comes before its user in (copy, position) order. Per position, the operands that
+    # are the copy's own values (offsets) and the phis it reads; a rebased access reads
+    # copy 0's address instead of its own.
+    own = [[x for kind, x in sp if kind == 1] for sp in spec]
+    via = [[x for kind, x in sp if kind == 2] for sp in spec]
+    own_r = {n: [x for kind, x in spec[n][1:] if kind == 1] for n in rebased}
+    via_r = {n: [x for kind, x in spec[n][1:] if kind == 2] for n in rebased}
+    first0 = {n: spec[n][0][1] for n in rebased if spec[n][0][0] == 1}
     size = factor * nt
     live = bytearray(size)
     hoist = bytearray(size)
@@ -257,7 +263,6 @@ def _group(fn, lp, tc, factor: int, safe=None):
     for p in phis:
         if p is not tc.iv.phi and last[p].__class__ is int:
             live[last[p]] = 1
-    refs: list = [None] * size
     for j in range(factor - 1, -1, -1):
         base, cj = j * nt, carried[j]
         for n in range(nt - 1, -1, -1):
@@ -265,14 +270,21 @@ def _group(fn, lp, tc, factor: int, safe=None):
             if not live[f]:
                 continue
             h = hoist[f]
-            rs = [base + x if kind == 1 else cj[x] if kind == 2 else x for kind, x in spec[n]]
-            refs[f] = rs
-            marks = rs
             if j and n in rebased:          # the address is copy 0's address + j*A
-                kind, x = spec[n][0]
-                first = x if kind == 1 else main_phis[x] if kind == 2 else x
-                marks = [first] + rs[1:]
-            for r in marks:
+                lo, vo = own_r[n], via_r[n]
+                x = first0.get(n)
+                if x is not None:
+                    live[x] = 1
+                    if h:
+                        hoist[x] = 1
+            else:
+                lo, vo = own[n], via[n]
+            for x in lo:
+                live[base + x] = 1
+                if h:
+                    hoist[base + x] = 1
+            for p in vo:
+                r = cj[p]
                 if r.__class__ is int:
                     live[r] = 1
                     if h:
@@ -281,14 +293,15 @@ def _group(fn, lp, tc, factor: int, safe=None):
     built: list = [None] * size
     up, down = [], []
     for j in range(factor):
-        base = j * nt
+        base, cj = j * nt, carried[j]
         for n in range(nt):
             f = base + n
             if not live[f]:
                 continue
             t = tmpl[n]
             out = up if hoist[f] else down
-            ops = [built[r] if r.__class__ is int else r for r in refs[f]]
+            ops = [built[base + x] if kind == 1 else x if kind == 0 else
+                   built[cj[x]] if cj[x].__class__ is int else cj[x] for kind, x in spec[n]]
             c = Instr(t.op, t.type, ops, t.attrs.copy() if t.attrs else {}, [], t.span, group)
             if j and n in rebased:
                 first = built[n].operands[0]
