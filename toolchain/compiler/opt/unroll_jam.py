@@ -31,26 +31,31 @@ from .edit import fresh_block_name, speculation_safe
 NAME = "unroll-jam"
 BODY_LIMIT = 40
 SMALL_BODY = 16                 # an inner latch this small is jammed x4 (else x2)
+MAX_NESTS = 8                   # jammed nests per function (compile time, code size)
 
 
 def run(fn, analyses) -> bool:
     if analyses.gpu:
         return False
-    loops = analyses.get("loops")
+    done: set = set()           # headers of jammed loops and of the loops finishing them
     changed = False
-    for outer in list(loops.loops):
-        if len(outer.children) != 1:
-            continue
-        shape = _shape(outer, analyses)
-        if shape is None:
-            continue
+    for _ in range(MAX_NESTS):
+        for outer in analyses.get("loops").loops:
+            if len(outer.children) != 1 or outer.header in done:
+                continue
+            shape = _shape(outer, analyses)
+            if shape is not None:
+                break
+        else:
+            break
         factor = 4 if len(shape[3].instrs) <= SMALL_BODY else 2
-        _jam(fn, outer, *shape, factor)
+        done.add(outer.header)
+        done.add(_jam(fn, outer, *shape, factor))
         analyses.remark(outer.header.terminator.span, NAME,
                         f"ran the outer loop {factor} iterations at a time around its "
                         "inner loop")
         changed = True
-        break                               # the loop nest changed: one per run
+        analyses.invalidate("all")          # the next nest is found in a fresh loop nest
     return changed
 
 
@@ -129,7 +134,8 @@ def _dead_phis(fn, uses) -> set:
     return {p for p in phis if p not in live}
 
 
-def _jam(fn, outer, tc, pre, ih, il, post, itc, factor: int) -> None:
+def _jam(fn, outer, tc, pre, ih, il, post, itc, factor: int):
+    """Build the jammed loop in front of `outer`; returns its header."""
     head, j = outer.header, tc.iv.phi
     span = head.terminator.span
     preheader, _ = ensure_preheader(outer)
@@ -201,6 +207,7 @@ def _jam(fn, outer, tc, pre, ih, il, post, itc, factor: int) -> None:
                         for v, t in zip(phi.operands, phi.targets)]
     at = fn.blocks.index(head)
     fn.blocks[at:at] = [h2, p2, ih2, il2, e2]
+    return h2
 
 
 def _copy(instrs, block, vmap) -> None:
