@@ -19,8 +19,10 @@ Whole-process runs alternate with their baseline (A B A B ...) and report the me
 time and the median CPU time (user + sys, from wait4); on a shared machine CPU time is the
 steadier figure. `--instructions` also counts the instructions of one run of each command
 under valgrind's callgrind (the minimum of 3): a figure that does not move with the load of
-a shared machine, for A/B comparisons of start-up work. Results print as a table and go
-to JSON.
+a shared machine, for A/B comparisons of start-up work; with it the in-process -O/plain
+comparison also gets the instructions of one compile each (a child compiling 1 + 2 times
+minus one compiling once) and their ratio, the noise-free form of issue 18's measure.
+Results print as a table and go to JSON.
 """
 from __future__ import annotations
 
@@ -75,19 +77,47 @@ def paired(cmd: list[str], base: list[str], runs: int, env: dict, cwd: str) -> d
             "baseline_cpu_ms": med(b, 1), "runs": runs}
 
 
-def instructions_m(cmd: list[str], env: dict, cwd: str) -> float | None:
+def instructions_m(cmd: list[str], env: dict, cwd: str, repeat: int = 3) -> float | None:
     """Millions of instructions one run of `cmd` executes (callgrind, fixed hash seed, the
-    least of 3 runs), or None without valgrind."""
+    least of `repeat` runs), or None without valgrind."""
     if shutil.which("valgrind") is None:
         return None
     counts = []
-    for _ in range(3):
+    for _ in range(repeat):
         proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
                                *cmd], env={**env, "PYTHONHASHSEED": "0"}, cwd=cwd,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         counts += [int(line.split()[-1].replace(",", "")) for line in proc.stderr.splitlines()
                    if "Collected :" in line]
     return round(min(counts) / 1e6, 1) if counts else None
+
+
+# One child process: a warm-up compile, then N more (plain or -O, sm_90a PTX, in process).
+_COMPILES = ("import sys; sys.path.insert(0, {root!r}); "
+             "from toolchain.compiler.driver import Options, compile_file; "
+             "o = Options(emit='ptx', gpu_arch='sm_90a', optimize={opt}); "
+             "[compile_file({path!r}, o) for _ in range(1 + {n})]")
+
+
+def optimize_instructions(path: str) -> dict | None:
+    """Millions of instructions of one in-process compile, plain and -O, and their ratio:
+    callgrind counts of a child that compiles 1 + 2 times minus one that compiles once (the
+    start-up and warm-up cancel). Load-free, so small A/B changes show; None without
+    valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    got = {}
+    for key, opt in (("plain_instructions_m", False), ("O_instructions_m", True)):
+        counts = []
+        for n in (0, 2):
+            code = _COMPILES.format(root=ROOT, opt=opt, path=path, n=n)
+            m = instructions_m([sys.executable, "-c", code], dict(os.environ), ROOT, repeat=1)
+            if m is None:
+                return None
+            counts.append(m)
+        got[key] = round((counts[1] - counts[0]) / 2, 1)
+    got["ratio"] = round(got["O_instructions_m"] / got["plain_instructions_m"], 3)
+    return got
 
 
 def installed_venv(path: str | None) -> str:
@@ -202,6 +232,8 @@ def main() -> int:
                     [sys.executable, "-c", "pass"], src_env, ROOT)
         row["in_process"] = in_process(path, max(args.runs, 10))
         row["optimize"] = optimize_ratio(path, max(args.runs, 10))
+        if args.instructions:
+            row["optimize"]["instructions"] = optimize_instructions(path)
         report["files"].append(row)
 
     print(f"{'file':<22} {'how':<22} {'wall ms':>8} {'cpu ms':>7} "
@@ -225,6 +257,11 @@ def main() -> int:
         print(f"{name:<22} {'in process, -O / plain':<22} {'':>8} {o['O_cpu_ms']:>7.1f}"
               f"   plain {o['plain_cpu_ms']:.1f} cpu ms (min of {o['runs']}), "
               f"-O/plain {o['ratio']:.2f} (target <= 1.3)")
+        oi = o.get("instructions")
+        if oi:
+            print(f"{name:<22} {'  instructions (M)':<22} {oi['O_instructions_m']:>16.1f}"
+                  f"   plain {oi['plain_instructions_m']:.1f} per compile, "
+                  f"-O/plain {oi['ratio']:.3f}")
         if "installed" in row:
             print(f"{name:<22} {'imports (fresh process)':<22} {'':>8} "
                   f"{row['installed']['import_cpu_ms']:>7.1f}")
