@@ -88,6 +88,8 @@ verify_tests() {
       > "$OUT/sanitizer_$tool.txt" 2>&1 &
     METTLE_GPU_SANITIZER=$tool timeout 290 $PYTEST tests/gpu/test_fused_bias.py -k "$fused" \
       > "$OUT/sanitizer_${tool}_fused_bias.txt" 2>&1 &
+    METTLE_GPU_SANITIZER=$tool timeout 290 $PYTEST tests/gpu/test_gemm_hopper.py \
+      -k "small or persistent" > "$OUT/sanitizer_${tool}_gemm_hopper.txt" 2>&1 &
   done
   wait
 }
