@@ -69,9 +69,12 @@ class _FunctionState:
                                            shape[0] * shape[1] * shape[2] % 32 == 0)
         self.order = reverse_postorder(fn)
         self.ipdom = immediate_postdominators(fn)
+        self.swept = False                # lane_x and width are complete after one sweep
 
 
 def _value_rank(st: _FunctionState, v) -> int:
+    if v.__class__ is Instr:                    # (most operands: one test)
+        return st.rank.get(id(v), WORKGROUP)
     if isinstance(v, (Const, Global, Function)):
         return WORKGROUP
     if isinstance(v, Param):
@@ -120,14 +123,18 @@ def _track_width(st: _FunctionState, ins: Instr) -> None:
         st.width.add(id(ins))
 
 
-def _instr_rank(st: _FunctionState, ins: Instr) -> int:
+def _instr_rank(st: _FunctionState, ins: Instr, first: bool = True) -> int:
+    """`first`: the first sweep, which finds the thread.x and subgroup-width values (they
+    follow from operands that dominate, so from values the RPO sweep has already seen:
+    later sweeps would find the same sets)."""
     op = ins.op
-    _track_width(st, ins)
+    if first:
+        _track_width(st, ins)
     if op == "gpu.alloc":
         return WORKGROUP if ins.attrs.get("space") == "workgroup" else VARYING
     if op == "gpu.index":
         if ins.attrs["kind"] == "thread":
-            if ins.attrs["axis"] == "x":
+            if first and ins.attrs["axis"] == "x":
                 st.lane_x.add(id(ins))
             return VARYING
         return WORKGROUP
@@ -145,16 +152,23 @@ def _instr_rank(st: _FunctionState, ins: Instr) -> int:
         return SUBGROUP
     if op in _VARYING_RESULTS or op.startswith("atomic."):
         return VARYING
-    return max((_value_rank(st, o) for o in ins.operands), default=WORKGROUP)
+    r = WORKGROUP                           # the join of the operands (a loop: no generator)
+    for o in ins.operands:
+        v = st.rank.get(id(o), WORKGROUP) if o.__class__ is Instr else _value_rank(st, o)
+        if v > r:
+            r = v
+    return r
 
 
 def _sweep(st: _FunctionState) -> bool:
     """One pass over the function; True when any rank rose."""
     changed = False
+    first = not st.swept
+    st.swept = True
     for blk in st.order:
         c = max(st.ctrl.get(id(blk), WORKGROUP), st.entry_ctrl)
         for ins in blk.instrs:
-            r = _instr_rank(st, ins)
+            r = _instr_rank(st, ins, first)
             if r > st.rank.get(id(ins), WORKGROUP):
                 st.rank[id(ins)] = r
                 changed = True
