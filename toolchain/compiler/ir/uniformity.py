@@ -70,6 +70,7 @@ class _FunctionState:
         self.order = reverse_postorder(fn)
         self.ipdom = immediate_postdominators(fn)
         self.swept = False                # lane_x and width are complete after one sweep
+        self.applied: dict[int, int] = {}   # cbr block -> the rank spread over its region
 
 
 def _value_rank(st: _FunctionState, v) -> int:
@@ -165,13 +166,16 @@ def _sweep(st: _FunctionState) -> bool:
     changed = False
     first = not st.swept
     st.swept = True
+    rank = st.rank
     for blk in st.order:
         c = max(st.ctrl.get(id(blk), WORKGROUP), st.entry_ctrl)
         for ins in blk.instrs:
-            r = _instr_rank(st, ins, first)
-            if r > st.rank.get(id(ins), WORKGROUP):
-                st.rank[id(ins)] = r
-                changed = True
+            cur = rank.get(id(ins), WORKGROUP)
+            if first or cur != VARYING:         # (nothing raises the top rank again)
+                r = _instr_rank(st, ins, first)
+                if r > cur:
+                    rank[id(ins)] = r
+                    changed = True
             if ins.op == "local.set":
                 loc = id(ins.operands[0])
                 new = max(st.locals[loc], _value_rank(st, ins.operands[1]), c)
@@ -181,7 +185,8 @@ def _sweep(st: _FunctionState) -> bool:
         term = blk.terminator
         if term is not None and term.op == "cbr":
             r = max(_value_rank(st, term.operands[0]), c)
-            if r > WORKGROUP:
+            if r > st.applied.get(id(blk), WORKGROUP):    # (the region is fixed: a rank
+                st.applied[id(blk)] = r                   # already spread there, stays)
                 for b in region_until(term.targets, st.ipdom[id(blk)]):
                     if r > st.ctrl.get(id(b), WORKGROUP):
                         st.ctrl[id(b)] = r
