@@ -71,6 +71,7 @@ class _FunctionState:
         self.ipdom = immediate_postdominators(fn)
         self.swept = False                # lane_x and width are complete after one sweep
         self.applied: dict[int, int] = {}   # cbr block -> the rank spread over its region
+        self.calls: list | None = None      # (block, call) of the program's callees
 
 
 def _value_rank(st: _FunctionState, v) -> int:
@@ -194,22 +195,26 @@ def _sweep(st: _FunctionState) -> bool:
     return changed
 
 
-def _propagate_calls(states: dict[str, _FunctionState]) -> bool:
-    changed = False
+def _propagate_calls(states: dict[str, _FunctionState]) -> set[str]:
+    """Join every call site's control and argument ranks into its callee; returns the
+    names of the callees that rose."""
+    raised: set[str] = set()
     for st in states.values():
-        for blk in st.order:
+        if st.calls is None:                    # found once: the IR does not change
+            st.calls = [(blk, ins) for blk in st.order for ins in blk.instrs
+                        if ins.op == "call" and ins.operands[0].name in states]
+        for blk, ins in st.calls:
             c = max(st.ctrl.get(id(blk), WORKGROUP), st.entry_ctrl)
-            for ins in blk.instrs:
-                if ins.op != "call" or ins.operands[0].name not in states:
-                    continue
-                callee = states[ins.operands[0].name]
-                if c > callee.entry_ctrl:
-                    callee.entry_ctrl, changed = c, True
-                for p, a in zip(callee.fn.params, ins.operands[1:]):
-                    r = _value_rank(st, a)
-                    if r > callee.params[id(p)]:
-                        callee.params[id(p)], changed = r, True
-    return changed
+            callee = states[ins.operands[0].name]
+            if c > callee.entry_ctrl:
+                callee.entry_ctrl = c
+                raised.add(callee.fn.name)
+            for p, a in zip(callee.fn.params, ins.operands[1:]):
+                r = _value_rank(st, a)
+                if r > callee.params[id(p)]:
+                    callee.params[id(p)] = r
+                    raised.add(callee.fn.name)
+    return raised
 
 
 def _check(st: _FunctionState, bag: DiagnosticBag) -> None:
@@ -259,10 +264,22 @@ def verify_uniformity(functions: list[Function]) -> None:
     for st in states.values():
         if not st.fn.is_kernel:
             st.params = {id(p): WORKGROUP for p in st.fn.params}
+    # To the fixpoint. A function whose last sweep changed nothing is swept again only when
+    # a call raised its parameters or entry control (its only inputs from outside).
+    dirty = set(states)
     changed = True
     while changed:
-        changed = any([_sweep(st) for st in states.values()])
-        changed = _propagate_calls(states) or changed
+        changed = False
+        for name, st in states.items():
+            if name in dirty:
+                if _sweep(st):
+                    changed = True
+                else:
+                    dirty.discard(name)
+        raised = _propagate_calls(states)
+        if raised:
+            dirty |= raised
+            changed = True
     bag = DiagnosticBag()
     for st in states.values():
         _check(st, bag)
