@@ -19,8 +19,13 @@ _LABEL = re.compile(r"([\w$]+):\s*(?://\s?(.*))?$")
 _ADDR = re.compile(r"\[([^\[\]+]+?)(?:\+(-?\d+))?\]")
 
 
+_BRACKETS = re.compile(r"[{}\[\]()]")
+
+
 def split_operands(text: str) -> list[str]:
     """Split at top-level commas (not inside {...}, [...] or (...))."""
+    if not _BRACKETS.search(text):             # (most operand lists: no per-character walk)
+        return [x.strip() for x in text.split(",")] if text.strip() else []
     out, depth, start = [], 0, 0
     for k, ch in enumerate(text):
         if ch in "{[(":
