@@ -5,6 +5,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh extra    # sanitizers + workgroup GEMM
 #   OUT=/tmp/out bash tools/gpu/device_session.sh verify   # app/example/difftest/Hopper + sanitizers
 #   OUT=/tmp/out bash tools/gpu/device_session.sh final    # main (quick) + verify in one call
+#   OUT=/tmp/out bash tools/gpu/device_session.sh check    # the same, correctness first
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -109,7 +110,9 @@ case "$MODE" in
   # the whole check in one call: benchmarks alone on the GPU, then every correctness
   # run at once (none of them is timed), then the GEMM benchmark alone
   final) QUICK=1 benchmarks; suite & verify_tests & wait; verify_gemm ;;
-  *) echo "usage: device_session.sh main|extra|verify|final" >&2; exit 2 ;;
+  # correctness first when the call's time is short: the same steps, benchmarks last
+  check) suite & verify_tests & wait; verify_gemm; QUICK=1 benchmarks ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check" >&2; exit 2 ;;
 esac
 
 step "summary"
