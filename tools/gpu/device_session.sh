@@ -116,15 +116,20 @@ case "$MODE" in
   *) echo "usage: device_session.sh main|extra|verify|final|check|correct" >&2; exit 2 ;;
 esac
 
+# The summary goes to stdout and to $OUT/00-summary.txt. A device call returns only the
+# last 12,000 characters of stdout and the first files of $OUT by name, so the tables come
+# first and the pass/fail lines last, and the file's name sorts first.
+{
 step "summary"
+[ -f "$OUT/plain_kernels.txt" ] && grep -E "^(softmax|layernorm|gemm_kloop|vadd_gs|saxpy)" "$OUT/plain_kernels.txt" | head -40
+[ -f "$OUT/gpu_kernels.txt" ] && grep -E "_vs_" "$OUT/gpu_kernels.txt"
+[ -f "$OUT/transfer.txt" ] && tail -4 "$OUT/transfer.txt"
+grep "^row" "$OUT/gemm.txt" 2>/dev/null | cut -c6-
 for f in "$OUT"/suite_*.txt "$OUT"/sanitizer_*.txt; do
   [ -f "$f" ] && echo "$(basename "$f"): $(tail -1 "$f")"
 done
 grep -h "^FAILED\|^ERROR" "$OUT"/suite_*.txt "$OUT"/sanitizer_*.txt 2>/dev/null | sort | uniq -c |
   head -40
 [ -f "$OUT/compare.txt" ] && grep -v "^only in" "$OUT/compare.txt" | tail -12
-[ -f "$OUT/plain_kernels.txt" ] && grep -E "^(softmax|layernorm|gemm_kloop|vadd_gs|saxpy)" "$OUT/plain_kernels.txt" | head -40
-[ -f "$OUT/gpu_kernels.txt" ] && grep -E "_vs_" "$OUT/gpu_kernels.txt"
-[ -f "$OUT/transfer.txt" ] && tail -4 "$OUT/transfer.txt"
-grep "^row" "$OUT/gemm.txt" 2>/dev/null | cut -c6-
+} 2>&1 | tee "$OUT/00-summary.txt"
 step "done"
