@@ -41,6 +41,16 @@ def ptr(t) -> ctypes.c_uint64:
     return ctypes.c_uint64(t.data_ptr())
 
 
+def row_case(torch, kind, x, y, gamma, beta):
+    """The torch reference and the launch arguments of plain.mettle's `{kind}_plain` row
+    kernel (softmax or layernorm) reading x and writing y."""
+    rows_n, cols = x.shape
+    if kind == "softmax":
+        return torch.softmax(x, dim=1), [ptr(x), ptr(y), i32(rows_n), i32(cols)]
+    ref = torch.nn.functional.layer_norm(x, (cols,), gamma, beta, 1e-5)
+    return ref, [ptr(x), ptr(y), ptr(gamma), ptr(beta), i32(rows_n), i32(cols), f32(1e-5)]
+
+
 def build_variants(dev, arch: str) -> dict:
     """name -> loaded module, for each compile mode that this compiler accepts."""
     modes = {"plain": {"optimize": False}, "-O": {"optimize": True}}
@@ -139,12 +149,7 @@ def bench_rows(torch, mods, rows_n, cols, reps, compiled_peer=True):
     results = []
     for kind in ("softmax", "layernorm"):
         label = f"{kind} {rows_n}x{cols}"
-        if kind == "softmax":
-            ref = torch.softmax(x, dim=1)
-            args = [ptr(x), ptr(y), i32(rows_n), i32(cols)]
-        else:
-            ref = torch.nn.functional.layer_norm(x, (cols,), gamma, beta, 1e-5)
-            args = [ptr(x), ptr(y), ptr(gamma), ptr(beta), i32(rows_n), i32(cols), f32(1e-5)]
+        ref, args = row_case(torch, kind, x, y, gamma, beta)
         for mode, mod in mods.items():
             fn = mod.function(f"{kind}_plain")
             ms = check_and_time(torch, f"{label} {mode}", lambda: fn.launch(grid, 128, args),

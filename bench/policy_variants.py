@@ -200,18 +200,13 @@ def time_all(torch, dev, out_dir: str, reps: int = 30) -> int:
 
 
 def _rows(torch, mods, manifest, problems, table, ok, timed, reps):
-    i32, f32 = ctypes.c_int32, ctypes.c_float
+    from plain_kernels import row_case        # bench/ is on the path (softmax_variants)
     heads = {}
     for rnd in range(2):
         order = manifest["rows"] if rnd == 0 else manifest["rows"][::-1]
         for kind, rows_n, cols, x, g, b in problems:
             y = torch.empty_like(x)
-            if kind == "softmax":
-                ref = torch.softmax(x, dim=1)
-                args = [_ptr(x), _ptr(y), i32(rows_n), i32(cols)]
-            else:
-                ref = torch.nn.functional.layer_norm(x, (cols,), g, b, 1e-5)
-                args = [_ptr(x), _ptr(y), _ptr(g), _ptr(b), i32(rows_n), i32(cols), f32(1e-5)]
+            ref, args = row_case(torch, kind, x, y, g, b)
             label = f"{kind} {rows_n}x{cols}"
             for v in order:
                 f = mods[v["file"]].function(f"{kind}_plain")
