@@ -14,6 +14,9 @@ source edits of the launch shape:
   stcs        the row's stores st.global.cs (evict-first: the output is not read again)
   maxnreg=N   `.maxnreg N` on the entry (more resident warps; checked for spills)
   rpb=N       N rows (subgroups) per block instead of 4
+  wide/B      softmax_wide / layernorm_wide (one workgroup per row, the row in registers,
+              statistics combined through workgroup memory) with B threads per row
+              (committed: 256; B=128 is the shape of Triton's kernel at 1024 columns)
 
 Each variant is checked against torch first, then every variant, Triton and torch.compile
 are timed in interleaved rounds (bench/timing.timed_together), twice in opposite orders, so a
@@ -42,13 +45,16 @@ VARIANTS = (
     ("ldcs+stcs", ("ldcs", "stcs"), 4), ("ldnc", ("ldnc",), 4),
     ("ldnc+stcs", ("ldnc", "stcs"), 4), ("maxnreg=56", ("maxnreg=56",), 4),
     ("maxnreg=48", ("maxnreg=48",), 4), ("rpb=2", (), 2), ("rpb=8", (), 8),
-    ("rpb=2+ldcs+stcs", ("ldcs", "stcs"), 2),
+    ("rpb=2+ldcs+stcs", ("ldcs", "stcs"), 2), ("rpb=1", (), 1),
+    ("wide/256", (), "wide256"), ("wide/128", (), "wide128"), ("wide/64", (), "wide64"),
 )
 ROW_LOADS = 8            # the in-register path's loads of x come first in each entry
 
 
-def source(rows_per_block: int) -> str:
+def source(rows_per_block) -> str:
     text = open(SOURCE, encoding="utf-8").read()
+    if isinstance(rows_per_block, str):                # "wideB": B threads per row
+        return wide_source(text, int(rows_per_block[4:]))
     for k in KERNELS:
         text = text.replace(f"kernel(block = 128) {k}",
                             f"kernel(block = {32 * rows_per_block}) {k}")
@@ -56,6 +62,24 @@ def source(rows_per_block: int) -> str:
     assert text.count(old) == 2
     return text.replace(old, f"var row: int32 = (int32)(block.x * {rows_per_block} + "
                              "thread.x / 32);")
+
+
+def wide_source(text: str, threads: int) -> str:
+    """softmax_wide and layernorm_wide with `threads` work-items per row: chunk stride
+    4*threads, scalar stride threads, threads/32 subgroup partials, and rows of up to
+    16*threads vectorizable columns held in registers (four chunks per work-item)."""
+    warps = threads // 32
+    for k in ("softmax_wide", "layernorm_wide"):
+        a = text.index(f"kernel(block = 256) {k}")
+        b = text.index("\n}\n", a)
+        body = text[a:b].replace("kernel(block = 256)", f"kernel(block = {threads})")
+        body = body.replace("1024 * k", f"{4 * threads} * k")
+        body = body.replace("c + 256", f"c + {threads}")
+        body = body.replace("cols <= 4096", f"cols <= {16 * threads}")
+        body = body.replace("for w in 0..8", f"for w in 0..{warps}")
+        body = body.replace("for w in 1..8", f"for w in 1..{warps}")
+        text = text[:a] + body + text[b:]
+    return text
 
 
 def compile_ptx(text: str, arch: str) -> str:
@@ -98,7 +122,7 @@ def variants(arch: str) -> dict:
         if rpb not in by_rpb:
             by_rpb[rpb] = compile_ptx(source(rpb), arch)
         ptx = by_rpb[rpb]
-        for k in KERNELS:
+        for k in (KERNELS if isinstance(rpb, int) else ()):
             ptx = _edit_entry(ptx, k, edits)
         out[name] = (ptx, rpb)
     return out
@@ -136,13 +160,17 @@ def main() -> int:
         for kernel, kind in zip(KERNELS, ("softmax", "layernorm")):
             fns = {}
             for name, (mod, rpb) in mods.items():
-                fn = mod.function(kernel)
-                grid = (rows_n + rpb - 1) // rpb
+                if isinstance(rpb, int):
+                    fn = mod.function(kernel)
+                    grid, block = (rows_n + rpb - 1) // rpb, 32 * rpb
+                else:
+                    fn = mod.function(kernel.replace("_rows", "_wide"))
+                    grid, block = rows_n, int(rpb[4:])
                 tail = [i32(rows_n), i32(cols), i32(cols), i32(cols)]
                 argv = ([ptr(x), ptr(y)] + tail if kind == "softmax" else
                         [ptr(x), ptr(y), ptr(gamma), ptr(beta)] + tail + [ctypes.c_float(1e-5)])
-                fns[name] = (lambda fn=fn, grid=grid, rpb=rpb, argv=argv:
-                             fn.launch(grid, 32 * rpb, argv))
+                fns[name] = (lambda fn=fn, grid=grid, block=block, argv=argv:
+                             fn.launch(grid, block, argv))
                 y.fill_(float("nan"))
                 fns[name]()
                 torch.cuda.synchronize()
