@@ -54,6 +54,12 @@ def bench_vadd(torch, mods, n, reps):
     return rows
 
 
+def wide_threads(cols: int) -> int:
+    """Work-items per row for rows.mettle's wide kernels: the narrowest of 64/128/256 that
+    holds the row in registers (16 values each), else 256 (bench/tuned_row_variants.py)."""
+    return next((t for t in (64, 128) if cols <= 16 * t), 256)
+
+
 def bench_rows(torch, mods, rows_n, cols, reps):
     x = torch.randn(rows_n, cols, device="cuda")
     y = torch.empty_like(x)
@@ -73,7 +79,8 @@ def bench_rows(torch, mods, rows_n, cols, reps):
     torch.testing.assert_close(y, torch.softmax(x, dim=1), rtol=2e-5, atol=1e-6)
     out.append((f"softmax {rows_n}x{cols}", timed(torch, soft, reps), 8 * x.numel()))
     swide = mods["rows"].function("softmax_wide")
-    soft_wide = lambda: swide.launch(rows_n, 256, [ptr(x), ptr(y), i32(rows_n), i32(cols),
+    threads = wide_threads(cols)
+    soft_wide = lambda: swide.launch(rows_n, threads, [ptr(x), ptr(y), i32(rows_n), i32(cols),
                                                    i32(cols), i32(cols)])
     y.fill_(float("nan"))
     soft_wide()
@@ -90,7 +97,7 @@ def bench_rows(torch, mods, rows_n, cols, reps):
     torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
     out.append((f"layernorm {rows_n}x{cols}", timed(torch, norm, reps), 8 * x.numel()))
     wide = mods["rows"].function("layernorm_wide")
-    norm_wide = lambda: wide.launch(rows_n, 256, [ptr(x), ptr(y), ptr(gamma), ptr(beta),
+    norm_wide = lambda: wide.launch(rows_n, threads, [ptr(x), ptr(y), ptr(gamma), ptr(beta),
                                                   i32(rows_n), i32(cols), i32(cols),
                                                   i32(cols), ctypes.c_float(1e-5)])
     y.fill_(float("nan"))

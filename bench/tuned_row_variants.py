@@ -15,8 +15,8 @@ source edits of the launch shape:
   maxnreg=N   `.maxnreg N` on the entry (more resident warps; checked for spills)
   rpb=N       N rows (subgroups) per block instead of 4
   wide/B      softmax_wide / layernorm_wide (one workgroup per row, the row in registers,
-              statistics combined through workgroup memory) with B threads per row
-              (committed: 256; B=128 is the shape of Triton's kernel at 1024 columns)
+              statistics combined through workgroup memory) launched B work-items wide
+              (B=128 is the shape of Triton's kernel at 1024 columns)
 
 Each variant is checked against torch first, then every variant, Triton and torch.compile
 are timed in interleaved rounds (bench/timing.timed_together), twice in opposite orders, so a
@@ -53,8 +53,8 @@ ROW_LOADS = 8            # the in-register path's loads of x come first in each 
 
 def source(rows_per_block) -> str:
     text = open(SOURCE, encoding="utf-8").read()
-    if isinstance(rows_per_block, str):                # "wideB": B threads per row
-        return wide_source(text, int(rows_per_block[4:]))
+    if isinstance(rows_per_block, str):   # "wideB": the wide kernels launched B wide
+        return text
     for k in KERNELS:
         text = text.replace(f"kernel(block = 128) {k}",
                             f"kernel(block = {32 * rows_per_block}) {k}")
@@ -62,24 +62,6 @@ def source(rows_per_block) -> str:
     assert text.count(old) == 2
     return text.replace(old, f"var row: int32 = (int32)(block.x * {rows_per_block} + "
                              "thread.x / 32);")
-
-
-def wide_source(text: str, threads: int) -> str:
-    """softmax_wide and layernorm_wide with `threads` work-items per row: chunk stride
-    4*threads, scalar stride threads, threads/32 subgroup partials, and rows of up to
-    16*threads vectorizable columns held in registers (four chunks per work-item)."""
-    warps = threads // 32
-    for k in ("softmax_wide", "layernorm_wide"):
-        a = text.index(f"kernel(block = 256) {k}")
-        b = text.index("\n}\n", a)
-        body = text[a:b].replace("kernel(block = 256)", f"kernel(block = {threads})")
-        body = body.replace("1024 * k", f"{4 * threads} * k")
-        body = body.replace("c + 256", f"c + {threads}")
-        body = body.replace("cols <= 4096", f"cols <= {16 * threads}")
-        body = body.replace("for w in 0..8", f"for w in 0..{warps}")
-        body = body.replace("for w in 1..8", f"for w in 1..{warps}")
-        text = text[:a] + body + text[b:]
-    return text
 
 
 def compile_ptx(text: str, arch: str) -> str:

@@ -176,13 +176,17 @@ def _rows_case(rows, cols, pad, seed):
 
 
 # (kernel, rows per workgroup, threads): one subgroup per row, or one workgroup per row.
-ROW_KERNELS = {"rows": (4, 128), "wide": (1, 256)}
+# shape -> (rows per block, threads per block); the wide kernels take their width from the
+# launch (64, 128 or 256 work-items per row).
+ROW_KERNELS = {"rows": (4, 128), "wide": (1, 256), "wide128": (1, 128), "wide64": (1, 64)}
 # Column counts that are multiples of 4 get strides that are too, so the 128-bit paths
-# (register-cached up to 1024 / 4096 columns, streaming beyond) run; the others take the
-# scalar paths.
+# (register-cached up to 1024 / 16 x width columns, streaming beyond) run; the others take
+# the scalar paths.
 ROW_SHAPES = [("rows", 37, 29), ("rows", 19, 1000), ("rows", 8, 4099), ("rows", 6, 1024),
               ("rows", 5, 2048), ("wide", 3, 4096), ("wide", 4, 4099), ("wide", 2, 5000),
-              ("wide", 5, 1000), ("wide", 3, 29), ("wide", 2, 8192)]
+              ("wide", 5, 1000), ("wide", 3, 29), ("wide", 2, 8192), ("wide64", 5, 1024),
+              ("wide64", 3, 1000), ("wide64", 4, 1028), ("wide64", 3, 37),
+              ("wide128", 3, 2048), ("wide128", 2, 2052), ("wide128", 4, 516)]
 
 
 def _run_rows(gpu_run, kernel, shape, rows, cols, extra, sanitizer, seed):
