@@ -4,7 +4,8 @@
 
 Kernels are compiled by Mettle for the local GPU, loaded through our ctypes driver binding
 into the same primary context torch uses, and launched on torch's buffers; both sides are
-timed with CUDA events over `--reps` launches after warm-up (median of 5 batches). GB/s
+timed with CUDA events over `--reps` launches after warm-up (median of 5 batches; the row
+problems time our kernels and the peers in interleaved rounds, twice in opposite orders). GB/s
 counts the bytes each kernel must move (read once + written once). Each result is checked
 against torch before it is timed.
 """
@@ -22,7 +23,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from toolchain.compiler.driver import Options, compile_file  # noqa: E402
 from toolchain.providers.cuda import driver  # noqa: E402
-from timing import timed  # noqa: E402
+from timing import timed, timed_together  # noqa: E402
 
 SUITE = os.path.join(ROOT, "tests", "data", "gpu_suite")
 KERNELS = os.path.join(ROOT, "tests", "data", "kernels")
@@ -60,61 +61,58 @@ def wide_threads(cols: int) -> int:
     return next((t for t in (64, 128) if cols <= 16 * t), 256)
 
 
+def _peers(torch, kind, x, gamma, beta) -> dict:
+    """torch eager, torch.compile and Triton callables for one row problem (where present)."""
+    cols = x.shape[1]
+    eager = (lambda: torch.softmax(x, dim=1)) if kind == "softmax" else \
+        (lambda: torch.nn.functional.layer_norm(x, (cols,), gamma, beta, 1e-5))
+    fns = {"torch": eager}
+    try:
+        compiled = torch.compile(eager)
+        compiled()
+        fns["torch.compile"] = compiled
+    except Exception as exc:                      # noqa: BLE001 - a peer may be missing
+        print(f"# torch.compile {kind}: unavailable ({type(exc).__name__}: {exc})")
+    try:
+        import triton_peers
+        fns["triton"] = triton_peers.launcher(torch, kind, x, gamma, beta)
+    except Exception as exc:                      # noqa: BLE001
+        print(f"# triton {kind}: unavailable ({type(exc).__name__}: {exc})")
+    return fns
+
+
 def bench_rows(torch, mods, rows_n, cols, reps):
+    """Our two row kernels per problem and the peers, checked, then timed in interleaved
+    rounds twice in opposite orders (a clock change reaches every contender alike)."""
     x = torch.randn(rows_n, cols, device="cuda")
     y = torch.empty_like(x)
     gamma, beta = torch.randn(cols, device="cuda"), torch.randn(cols, device="cuda")
-    grid = (rows_n + 3) // 4
-    sm = mods["rows"].function("softmax_rows")
-    ln = mods["rows"].function("layernorm_rows")
-    i32 = ctypes.c_int32
-    soft = lambda: sm.launch(grid, 128, [ptr(x), ptr(y), i32(rows_n), i32(cols), i32(cols),
-                                         i32(cols)])
-    norm = lambda: ln.launch(grid, 128, [ptr(x), ptr(y), ptr(gamma), ptr(beta), i32(rows_n),
-                                         i32(cols), i32(cols), i32(cols),
-                                         ctypes.c_float(1e-5)])
-    out = []
-    soft()
-    torch.cuda.synchronize()
-    torch.testing.assert_close(y, torch.softmax(x, dim=1), rtol=2e-5, atol=1e-6)
-    out.append((f"softmax {rows_n}x{cols}", timed(torch, soft, reps), 8 * x.numel()))
-    swide = mods["rows"].function("softmax_wide")
+    i32, f32 = ctypes.c_int32, ctypes.c_float
+    shape = [i32(rows_n), i32(cols), i32(cols), i32(cols)]
     threads = wide_threads(cols)
-    soft_wide = lambda: swide.launch(rows_n, threads, [ptr(x), ptr(y), i32(rows_n), i32(cols),
-                                                   i32(cols), i32(cols)])
-    y.fill_(float("nan"))
-    soft_wide()
-    torch.cuda.synchronize()
-    torch.testing.assert_close(y, torch.softmax(x, dim=1), rtol=2e-5, atol=1e-6)
-    out.append((f"softmax_wide {rows_n}x{cols}", timed(torch, soft_wide, reps),
-                8 * x.numel()))
-    out.append((f"torch softmax {rows_n}x{cols}",
-                timed(torch, lambda: torch.softmax(x, dim=1, out=y) if False else
-                      torch.softmax(x, dim=1), reps), 8 * x.numel()))
-    norm()
-    torch.cuda.synchronize()
-    ref = torch.nn.functional.layer_norm(x, (cols,), gamma, beta, 1e-5)
-    torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
-    out.append((f"layernorm {rows_n}x{cols}", timed(torch, norm, reps), 8 * x.numel()))
-    wide = mods["rows"].function("layernorm_wide")
-    norm_wide = lambda: wide.launch(rows_n, threads, [ptr(x), ptr(y), ptr(gamma), ptr(beta),
-                                                  i32(rows_n), i32(cols), i32(cols),
-                                                  i32(cols), ctypes.c_float(1e-5)])
-    y.fill_(float("nan"))
-    norm_wide()
-    torch.cuda.synchronize()
-    torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
-    out.append((f"layernorm_wide {rows_n}x{cols}", timed(torch, norm_wide, reps),
-                8 * x.numel()))
-    out.append((f"torch layernorm {rows_n}x{cols}",
-                timed(torch, lambda: torch.nn.functional.layer_norm(x, (cols,), gamma, beta,
-                                                                    1e-5), reps),
-                8 * x.numel()))
-    from plain_kernels import row_peers          # torch.compile and Triton, same process
-    for kind in ("softmax", "layernorm"):
-        for peer, ms in row_peers(torch, kind, x, gamma, beta, reps):
-            if peer != "torch":
-                out.append((f"{peer} {kind} {rows_n}x{cols}", ms, 8 * x.numel()))
+    refs = {"softmax": torch.softmax(x, dim=1),
+            "layernorm": torch.nn.functional.layer_norm(x, (cols,), gamma, beta, 1e-5)}
+    out = []
+    for kind, tol in (("softmax", dict(rtol=2e-5, atol=1e-6)),
+                      ("layernorm", dict(rtol=1e-4, atol=1e-4))):
+        argv = [ptr(x), ptr(y)] + ([] if kind == "softmax" else [ptr(gamma), ptr(beta)]) + \
+            shape + ([] if kind == "softmax" else [f32(1e-5)])
+        rows_fn = mods["rows"].function(f"{kind}_rows")
+        wide_fn = mods["rows"].function(f"{kind}_wide")
+        ours = {kind: lambda: rows_fn.launch((rows_n + 3) // 4, 128, argv),
+                f"{kind}_wide": lambda: wide_fn.launch(rows_n, threads, argv)}
+        for fn in ours.values():
+            y.fill_(float("nan"))
+            fn()
+            torch.cuda.synchronize()
+            torch.testing.assert_close(y, refs[kind], **tol)
+        fns = {**ours, **{f"{peer} {kind}": fn
+                          for peer, fn in _peers(torch, kind, x, gamma, beta).items()}}
+        first = timed_together(torch, fns, reps)
+        second = timed_together(torch, dict(reversed(list(fns.items()))), reps)
+        for name in fns:
+            out.append((f"{name} {rows_n}x{cols}", (first[name] + second[name]) / 2,
+                        8 * x.numel()))
     return out
 
 
