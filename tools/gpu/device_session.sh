@@ -6,6 +6,8 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh verify   # app/example/difftest/Hopper + sanitizers
 #   OUT=/tmp/out bash tools/gpu/device_session.sh final    # main (quick) + verify in one call
 #   OUT=/tmp/out bash tools/gpu/device_session.sh check    # the same, correctness first
+#   OUT=/tmp/out bash tools/gpu/device_session.sh correct  # suite + verify only (6 parts)
+#   OUT=/tmp/out bash tools/gpu/device_session.sh bench    # benchmarks + GEMM only
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -39,14 +41,17 @@ benchmarks() {
 
 suite() {
   step "hardware suite: plain and -O --fp-contract=off, recorded"
-  # four parts per mode, dealt largest file first so the parts take about as long
+  # PARTS parts per mode, dealt largest file first so the parts take about as long;
+  # SUITE_TIMEOUT per part (a part beside the sanitizer runs of verify_tests once took
+  # longer than 290 s)
   files=$(wc -l tests/gpu/test_*.py examples/*/test_*.py 2>/dev/null | grep -v " total$" |
         grep -v gemm_hopper | sort -rn | awk '{print $2}')
+  parts=${PARTS:-4}
   for mode in plain-nocontract O-nocontract; do
-  for part in 0 1 2 3; do
-    set -- $(echo "$files" | awk -v p=$part 'NR % 4 == p')
+  for part in $(seq 0 $((parts - 1))); do
+    set -- $(echo "$files" | awk -v p=$part -v n=$parts 'NR % n == p')
     METTLE_GPU_OPT=$mode METTLE_GPU_RECORD="$OUT/rec_$mode.$part.jsonl" \
-      timeout 290 $PYTEST -rfE "$@" > "$OUT/suite_$mode.$part.txt" 2>&1 &
+      timeout ${SUITE_TIMEOUT:-290} $PYTEST -rfE "$@" > "$OUT/suite_$mode.$part.txt" 2>&1 &
   done
   done
   wait
@@ -112,8 +117,11 @@ case "$MODE" in
   final) QUICK=1 benchmarks; suite & verify_tests & wait; verify_gemm ;;
   # correctness first when the call's time is short: the same steps, benchmarks last
   check) suite & verify_tests & wait; verify_gemm; QUICK=1 benchmarks ;;
-  correct) suite & verify_tests & wait ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct" >&2; exit 2 ;;
+  # correctness alone (the call's whole time): more, longer parts
+  correct) PARTS=6 SUITE_TIMEOUT=450; suite & verify_tests & wait ;;
+  # the benchmarks alone (after a `correct` call)
+  bench) QUICK=1 benchmarks; verify_gemm ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench" >&2; exit 2 ;;
 esac
 
 # The summary goes to stdout and to $OUT/00-summary.txt. A device call returns only the
