@@ -10,7 +10,8 @@ these; they never re-derive loops themselves.
 """
 from __future__ import annotations
 
-from .module import Block, Function
+from .module import Block, Const, Function, Instr
+from .types import VOID
 
 
 def reverse_postorder(fn: Function) -> list[Block]:
@@ -301,7 +302,6 @@ class Loop:
 
     def is_invariant(self, v) -> bool:
         """True for values not defined inside the loop (constants, params, outer instrs)."""
-        from .module import Instr
         return not (isinstance(v, Instr) and v.block in self.block_set)
 
     def induction_variables(self) -> list["InductionVariable"]:
@@ -399,8 +399,6 @@ def ensure_preheader(lp: Loop) -> tuple[Block, bool]:
     """Return the loop's preheader, creating one when needed: a new block that the header's
     outside predecessors branch to, holding merged phis for the header's outside incoming
     values. Returns (preheader, created). Callers invalidate CFG analyses when created."""
-    from .module import Instr
-    from .types import VOID
     if lp.preheader is not None:
         return lp.preheader, False
     fn, header = lp.fn, lp.header
@@ -436,8 +434,6 @@ def ensure_preheader(lp: Loop) -> tuple[Block, bool]:
 
 def split_edge(fn: Function, src: Block, dst: Block) -> Block:
     """Insert an empty block on the edge src -> dst (every src->dst edge), fixing dst's phis."""
-    from .module import Instr
-    from .types import VOID
     used = {b.name for b in fn.blocks}
     name, n = f"{src.name}.{dst.name}", 1
     while name in used:
@@ -466,7 +462,6 @@ class InductionVariable:
 
 
 def find_induction_variables(lp: Loop) -> list[InductionVariable]:
-    from .module import Const, Instr
     latch = lp.latch
     if latch is None:
         return []
@@ -521,7 +516,6 @@ _SWAP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
 
 
 def find_trip_count(lp: Loop) -> TripCount | None:
-    from .module import Const, Instr
     if len(lp.exiting) != 1 or lp.latch is None:
         return None
     exiting = lp.exiting[0]

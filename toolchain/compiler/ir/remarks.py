@@ -5,7 +5,9 @@
 A remark names its function, a source line (from a span, or an int; 0 when unknown), the
 pass (or backend stage) that decided, and the reason in plain words. `format()` is the
 stable report: `fn: line N: pass: text`, sorted by function, then line, then insertion
-order, so the same compile always explains itself the same way.
+order, so the same compile always explains itself the same way. `add` only records its
+arguments; the `Remark` records are made when `items` is first read (compile time: most
+compiles never read them).
 """
 from __future__ import annotations
 
@@ -22,16 +24,24 @@ class Remark:
 
 class Remarks:
     def __init__(self) -> None:
-        self.items: list[Remark] = []
+        self._made: list[Remark] = []
+        self._pending: list[tuple] = []      # add()'s arguments, not yet made into Remarks
 
     def add(self, function, span_or_line, pass_name: str, text: str) -> None:
-        """`function` is a Function (or its name); `span_or_line` a diagnostics Span, an
-        int line, or None."""
-        name = function if isinstance(function, str) else getattr(function, "name", "?")
-        self.items.append(Remark(name, _line(span_or_line), pass_name, text))
+        """`function` is a Function (or its name); `span_or_line` a diagnostics Span (an
+        immutable tuple), an int line, or None."""
+        name = function if function.__class__ is str else getattr(function, "name", "?")
+        self._pending.append((name, span_or_line, pass_name, text))
+
+    @property
+    def items(self) -> list[Remark]:
+        if self._pending:
+            self._made += [Remark(n, _line(w), p, t) for n, w, p, t in self._pending]
+            self._pending = []
+        return self._made
 
     def __len__(self) -> int:
-        return len(self.items)
+        return len(self._made) + len(self._pending)
 
     def for_function(self, name: str) -> list[Remark]:
         return [r for r in self.items if r.function == name]
