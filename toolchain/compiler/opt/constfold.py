@@ -55,20 +55,17 @@ def run(fn, analyses) -> bool:
 def _simplify(ins: Instr):
     op = ins.op
     if op == "phi":
-        vals = {id(v): v for v in ins.operands if v is not ins}
-        if len(vals) == 1:
-            v = next(iter(vals.values()))
-            if not isinstance(v, Const):
-                return v
-            same = [o for o in ins.operands if o is not ins]
-            if all(isinstance(o, Const) and o.type == v.type and
-                   _same_const(o, v) for o in same):
-                return v
-        elif len(vals) > 1 and all(isinstance(v, Const) for v in vals.values()):
-            first = next(iter(vals.values()))
-            if all(_same_const(v, first) for v in vals.values()):
-                return first
-        return None
+        # one value besides the phi itself, or equal constants (distinct objects)
+        first = None
+        for v in ins.operands:
+            if v is ins or v is first:
+                continue
+            if first is None:
+                first = v
+            elif v.__class__ is not Const or first.__class__ is not Const or \
+                    not _same_const(v, first):
+                return None
+        return first
     if op == "select":
         c, a, b = ins.operands
         if isinstance(c, Const):

@@ -64,8 +64,10 @@ def _two_sources(phi: Instr) -> bool:
 def _copy_source(ins: Instr):
     op, ops = ins.op, ins.operands
     if op in _CASTS:
-        t = ops[0].type
-        return ops[0] if t is ins.type or t == ins.type else None   # `is`: skip a deep ==
+        # `is`, the class and the size first: Type == is slow (records' generic __eq__)
+        t, rt = ops[0].type, ins.type
+        return ops[0] if t is rt or (t.__class__ is rt.__class__ and t.size == rt.size and
+                                     t == rt) else None
     if op == "select" and ops[1] is ops[2]:
         return ops[1]
     return None

@@ -40,16 +40,16 @@ def _promotable(fn) -> tuple[dict[Local, list], set[Local]]:
         written: set[Local] = set()
         for ins in b.instrs:
             op = ins.op
-            if op == "local.set":
-                loc = ins.operands[0]
+            if op == "local.get":
+                if ins.operands[0] not in written:
+                    upward.add(ins.operands[0])
+            elif op == "local.set":
+                loc, v = ins.operands
                 written.add(loc)
                 if loc in ok:
                     ok[loc].append(b)
-                if ins.operands[1].__class__ is Local:
-                    ok.pop(ins.operands[1], None)
-            elif op == "local.get":
-                if ins.operands[0] not in written:
-                    upward.add(ins.operands[0])
+                if v.__class__ is Local:
+                    ok.pop(v, None)
             else:
                 for o in ins.operands:
                     if o.__class__ is Local:
@@ -98,51 +98,62 @@ def _place_phis(dom: DomTree, cands: dict[Local, list], upward: set[Local]) -> d
 def _rename(fn, dom: DomTree, cands: dict[Local, list], placed: dict) -> None:
     current: dict[Local, list] = {l: [zero(l.type)] for l in cands}
     replace: dict[Instr, object] = {}      # get -> the (final) value it reads
+    get = replace.get
     phi_local = {phi: loc for arms in placed.values() for phi, loc in arms}
 
-    # iterative dominator-tree walk: ("enter", b) then ("exit", b, pushed locals)
-    stack: list[tuple] = [("enter", dom.rpo[0])]
+    # iterative dominator-tree walk: a block enters it, the list of the locals it pushed
+    # (when any) leaves it
+    stack: list = [dom.rpo[0]]
+    children = dom.children
     while stack:
-        item = stack.pop()
-        if item[0] == "exit":
-            for loc in item[2]:
+        b = stack.pop()
+        if b.__class__ is list:
+            for loc in b:
                 current[loc].pop()
             continue
-        b = item[1]
         pushed = []
         keep = []
         for ins in b.instrs:
             op = ins.op
-            if op == "phi" and ins in phi_local:
-                loc = phi_local[ins]
-                current[loc].append(ins)
-                pushed.append(loc)
-            elif (op == "local.get" or op == "local.set") and ins.operands[0] in cands:
-                loc = ins.operands[0]
-                if op == "local.get":
+            ops = ins.operands
+            if op == "local.get":
+                loc = ops[0]
+                if loc in cands:
                     replace[ins] = current[loc][-1]
-                else:
-                    v = ins.operands[1]
-                    current[loc].append(replace.get(v, v))
+                    ins.block = None
+                    continue
+            elif op == "local.set":
+                loc = ops[0]
+                if loc in cands:
+                    v = ops[1]
+                    current[loc].append(get(v, v))
                     pushed.append(loc)
-                ins.block = None
-                continue
-            elif replace:
-                ops = ins.operands
+                    ins.block = None
+                    continue
+            elif op == "phi":
+                loc = phi_local.get(ins)
+                if loc is not None:
+                    current[loc].append(ins)
+                    pushed.append(loc)
+                    keep.append(ins)
+                    continue
+            if replace:
                 for k, o in enumerate(ops):
-                    r = replace.get(o)
+                    r = get(o)
                     if r is not None:
                         ops[k] = r
             keep.append(ins)
         b.instrs = keep
-        for s in (successors(b) if placed else ()):
-            for phi, loc in placed.get(s, ()):
-                phi.operands.append(current[loc][-1])
-                phi.targets.append(b)
-        stack.append(("exit", b, pushed))
-        for c in reversed(dom.children[b]):
-            stack.append(("enter", c))
+        if placed:
+            for s in successors(b):
+                for phi, loc in placed.get(s, ()):
+                    phi.operands.append(current[loc][-1])
+                    phi.targets.append(b)
+        if pushed:
+            stack.append(pushed)
+        stack.extend(reversed(children[b]))
     # phi arms may name gets renamed in blocks visited later; settle them
     for arms in placed.values():
         for phi, _ in arms:
-            phi.operands = [replace.get(o, o) for o in phi.operands]
+            ops = phi.operands
+            phi.operands = list(map(get, ops, ops))
