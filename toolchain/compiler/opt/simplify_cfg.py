@@ -11,10 +11,10 @@ Empty forwarding blocks are kept: they are where out-of-SSA and loop passes put 
 """
 from __future__ import annotations
 
-from ..ir.cfg import block_predecessors
+from ..ir.cfg import TERMINATORS
 from ..ir.module import Const, Instr
 from ..ir.types import VOID
-from .edit import remove_phi_arm, remove_unreachable
+from .edit import remove_phi_arm
 
 
 NAME = "simplify-cfg"
@@ -26,12 +26,12 @@ def run(fn, analyses) -> bool:
     changed = cfg = False
     first = True
     while True:
-        did, edges, replaced = _round(fn, first)
+        did, edges, again = _round(fn, first)
         if not did:
             break
         changed, first, cfg = True, False, cfg or edges
-        if not replaced:
-            break       # only replaced values can give the next round work (_round)
+        if not again:
+            break       # the substitutions left no work (_round): a new round finds none
     if cfg:
         analyses.cfg_changed = True        # otherwise only phis went: the CFG stands
     analyses.reached_fixpoint(NAME, changed)
@@ -39,14 +39,12 @@ def run(fn, analyses) -> bool:
 
 
 def _round(fn, first: bool) -> tuple[bool, bool, bool]:
-    """One sweep of every rewrite: (anything changed, an edge or block went, a phi was
-    replaced). Only a folded branch makes a block unreachable (merges and phi replacements
-    keep reachability), so after the first round the unreachable walk runs only when this
-    round folded one. A round leaves work for another only through the values it
-    substituted for phis (a branch condition that became constant, a phi whose arms became
-    one value): folds and deletions precede the phi scan, and the merges see every block
-    with its predecessors kept current, so without a replacement the next round would
-    change nothing."""
+    """One sweep of every rewrite: (anything changed, an edge or block went, another round
+    has work). A round leaves work for another only through the values it substituted for
+    phis: folds and deletions precede the phi scan, and the merges see every block with its
+    predecessors kept current. So another round has work exactly when a substitution made
+    a branch condition constant or a phi trivial (`_replace` checks both). Only a folded
+    branch makes a block unreachable (merges and phi replacements keep reachability)."""
     changed = False
     for b in fn.blocks:
         if not b.instrs:
@@ -68,38 +66,56 @@ def _round(fn, first: bool) -> tuple[bool, bool, bool]:
             remove_phi_arm(keep, b)            # two arms from b became one edge
         b.instrs[-1] = Instr("br", VOID, [], {}, [keep], term.span, b)
         changed = True
-    if (first or changed) and remove_unreachable(fn):
+    preds = _reached(fn, first or changed)
+    if preds is None:
+        return False, False, False              # (no blocks)
+    if len(preds) != len(fn.blocks):            # only after a fold (or in a first round)
+        _remove_unreached(fn, preds)
         changed = True
     cfg = changed                               # (so far only folds and deletions)
-    preds = block_predecessors(fn)
     repl: dict = {}                             # phi -> the value replacing it
     for b in fn.blocks:
-        if not b.instrs or b.instrs[0].op != "phi":
+        instrs = b.instrs
+        if not instrs or instrs[0].op != "phi":
             continue
-        for phi in b.phis:
-            first = None
+        kept = []
+        n = 0
+        for phi in instrs:
+            if phi.op != "phi":
+                break
+            n += 1
+            first_v = None
             for v in phi.operands:
-                if v is not phi and v is not first:
-                    if first is not None:
+                if v is not phi and v is not first_v:
+                    if first_v is not None:
                         break
-                    first = v
+                    first_v = v
             else:
-                if first is not None:
-                    repl[phi] = first
-                    b.instrs.remove(phi)
+                if first_v is not None:
+                    repl[phi] = first_v
+                    continue
+            kept.append(phi)
+        if len(kept) != n:
+            instrs[:n] = kept
     merged: set = set()
-    for b in list(fn.blocks):
-        if b in merged or b is fn.blocks[0]:
+    entry = fn.blocks[0]
+    for b in fn.blocks:
+        if b is entry or b in merged:
             continue
-        ps = preds.get(b, [])
-        if len(ps) != 1:
+        ps = preds.get(b)
+        if ps is None or len(ps) != 1:
             continue
         p = ps[0]
         if p is b or p in merged or not p.instrs or p.instrs[-1].op != "br":
             continue
-        for phi in b.phis:                      # one predecessor: one arm
+        instrs = b.instrs
+        n = 0
+        for phi in instrs:                      # one predecessor: one arm
+            if phi.op != "phi":
+                break
             repl[phi] = phi.operands[0]
-        body = [i for i in b.instrs if i.op != "phi"]
+            n += 1
+        body = instrs[n:] if n else instrs
         p.instrs.pop()
         for ins in body:
             ins.block = p
@@ -113,20 +129,88 @@ def _round(fn, first: bool) -> tuple[bool, bool, bool]:
     if merged:
         fn.blocks = [b for b in fn.blocks if b not in merged]
     if repl:
-        _replace(fn, repl)
-        changed = True
-    return changed, cfg, bool(repl)
+        return True, cfg, _replace(fn, repl)
+    return changed, cfg, False
 
 
-def _replace(fn, repl: dict) -> None:
-    """Apply phi -> value replacements in one walk (a value may itself be replaced)."""
+def _reached(fn, check: bool) -> dict | None:
+    """Each block's predecessors among the blocks the entry reaches (a block branching
+    twice to one successor is listed twice), keyed by exactly the reached blocks; one walk
+    serves as the reachability test and the predecessor map. None without blocks. Without
+    `check` every block is known to be reached (no fold since the last deletion)."""
+    if not fn.blocks:
+        return None
+    terms = TERMINATORS
+    entry = fn.blocks[0]
+    if not check:
+        preds: dict = {b: [] for b in fn.blocks}
+        for b in fn.blocks:
+            ins = b.instrs
+            if ins and ins[-1].op in terms:
+                for s in ins[-1].targets:
+                    preds[s].append(b)
+        return preds
+    preds = {entry: []}
+    stack = [entry]
+    while stack:
+        b = stack.pop()
+        ins = b.instrs
+        if ins and ins[-1].op in terms:
+            for s in ins[-1].targets:
+                ps = preds.get(s)
+                if ps is None:
+                    preds[s] = [b]
+                    stack.append(s)
+                else:
+                    ps.append(b)
+    return preds
+
+
+def _remove_unreached(fn, live: dict) -> None:
+    """Delete the blocks missing from `live`, and their phi arms in the live blocks."""
+    dead = [b for b in fn.blocks if b not in live]
+    for b in dead:
+        for s in b.successors:
+            if s in live:
+                remove_phi_arm(s, b)
+    fn.blocks = [b for b in fn.blocks if b in live]
+
+
+def _replace(fn, repl: dict) -> bool:
+    """Apply phi -> value replacements in one walk (a value may itself be replaced);
+    whether that gave another round work: a branch condition became a constant, or a
+    phi whose arms changed became trivial."""
     def final(v):
         while v in repl:
             v = repl[v]
         return v
+    phis = []
+    work = False
     for b in fn.blocks:
         for ins in b.instrs:
             ops = ins.operands
+            for o in ops:
+                if o in repl:
+                    break
+            else:
+                continue
             for k, o in enumerate(ops):
                 if o in repl:
                     ops[k] = final(o)
+            if ins.op == "phi":
+                phis.append(ins)
+            elif ins.op == "cbr" and isinstance(ops[0], Const):
+                work = True
+    if work:
+        return True
+    for phi in phis:
+        first = None
+        for v in phi.operands:
+            if v is not phi and v is not first:
+                if first is not None:
+                    break
+                first = v
+        else:
+            if first is not None:
+                return True
+    return False
