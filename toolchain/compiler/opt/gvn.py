@@ -23,6 +23,7 @@ import struct
 
 from ..ir import ops as O
 from ..ir.module import Const, Instr
+from ..ir.types import BoolType, FloatType, IntType
 
 PURE = frozenset((
     "add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "min", "max",
@@ -44,14 +45,19 @@ _EFFECTS = frozenset(n for n, i in O.OPS.items() if i.effects)
 def _type_numbers():
     """A function giving small ints for types, equal for equal types. Hashing a type walks
     its fields, so a run hashes each distinct type object once and keys use the number
-    instead (a closure: it is called for most keys)."""
+    instead (a closure: it is called for most keys). Scalar types are looked up by their
+    fields (records' generic hash and == cost about 1 us each; the frontend makes a type
+    object per instruction)."""
     by_object: dict[int, int] = {}       # id(type) -> number; types outlive a run
     by_value: dict = {}
 
     def tnum(t) -> int:
         n = by_object.get(id(t))
         if n is None:
-            n = by_object[id(t)] = by_value.setdefault(t, len(by_value))
+            c = t.__class__
+            v = (c, t.bits, t.signed) if c is IntType else (c, t.bits) if c is FloatType \
+                else c if c is BoolType else t
+            n = by_object[id(t)] = by_value.setdefault(v, len(by_value))
         return n
     return tnum
 
@@ -64,19 +70,44 @@ _EQ_NE = frozenset(("eq", "ne"))
 def key(ins: Instr, tnum=None):
     """The value number of a pure instruction. Types are numbered only where the operands
     do not already fix them (type hashing is the expensive part of a key)."""
+    tnum = tnum or _type_numbers()
     operands = ins.operands
-    if len(operands) == 2 and not ins.attrs:       # the common shape, keyed directly: the
-        a, b = operands                             # same tuple as the general path below
+    n = len(operands)
+    # the common shapes, keyed directly: the same tuples as the general path below
+    if n == 2:
+        a, b = operands
         if a.__class__ is not Const and b.__class__ is not Const:
             op = ins.op
-            if op in _POINTER_ARITH:
-                return (op, None, (a, b), None)
-            if op in _SAME_TYPE:
-                if (op in _COMMUTATIVE or (op in _MINMAX and ins.type.is_int)) and \
-                        id(b) < id(a):
-                    return (op, None, (b, a), None)
-                return (op, None, (a, b), None)
-    tnum = tnum or _type_numbers()
+            attrs = ins.attrs
+            if not attrs:
+                if op in _POINTER_ARITH:
+                    return (op, None, (a, b), None)
+                if op in _SAME_TYPE:
+                    if (op in _COMMUTATIVE or (op in _MINMAX and ins.type.is_int)) and \
+                            id(b) < id(a):
+                        return (op, None, (b, a), None)
+                    return (op, None, (a, b), None)
+            elif op == "cmp" and len(attrs) == 1:
+                pred = attrs.get("pred")
+                if pred.__class__ is str:
+                    if pred in _EQ_NE and id(b) < id(a):
+                        a, b = b, a
+                    return (op, None, (a, b), (("pred", pred),))
+    elif n == 1:
+        a = operands[0]
+        if a.__class__ is not Const and not ins.attrs:
+            op = ins.op
+            fixed = op in _SAME_TYPE or op == "cmp" or op in _POINTER_ARITH
+            return (op, None if fixed else tnum(ins.type), (a,), None)
+    elif n == 0:                                   # gpu.index {kind, axis}
+        attrs = ins.attrs
+        if attrs:
+            attrs = tuple(attrs.items()) if len(attrs) == 1 else tuple(sorted(attrs.items()))
+            try:
+                hash(attrs)
+            except TypeError:
+                return None
+        return (ins.op, tnum(ins.type), (), attrs or None)
     has_value = False
     ops = []
     for o in operands:
@@ -125,14 +156,16 @@ def run(fn, analyses) -> bool:
     table: dict = {}
     replace: dict[Instr, object] = {}
     changed = False
-    stack: list[tuple] = [("enter", dom.rpo[0])] if dom.rpo else []
+    get = replace.get
+    children = dom.children
+    # dominator-tree walk: a block enters it, the list of its table keys leaves it
+    stack: list = [dom.rpo[0]] if dom.rpo else []
     while stack:
-        item = stack.pop()
-        if item[0] == "exit":
-            for k in item[1]:
+        b = stack.pop()
+        if b.__class__ is list:
+            for k in b:
                 del table[k]
             continue
-        b = item[1]
         added = []
         # a block entered only from its immediate dominator continues that block's loads:
         # no instruction runs between them (the if-converter relies on this for `if (x[i] >
@@ -144,38 +177,42 @@ def run(fn, analyses) -> bool:
             if replace:
                 ops = ins.operands
                 for k, o in enumerate(ops):
-                    r = replace.get(o)
+                    r = get(o)
                     if r is not None:
                         ops[k] = r
             op = ins.op
-            avail = k = None                    # the table this value is numbered in
-            if op == "load":
-                avail, k = loads, ("load", tnum(ins.type), ins.operands[0])
+            if op in PURE:                      # (no op of PURE is a load, store or effect)
+                k = key(ins, tnum)
+                if k is not None:
+                    prev = table.get(k)
+                    if prev is not None:        # an equal value is available: use it
+                        replace[ins] = prev
+                        ins.block = None
+                        changed = True
+                        continue
+                    table[k] = ins
+                    added.append(k)
+            elif op == "load":
+                k = ("load", tnum(ins.type), ins.operands[0])
+                prev = loads.get(k)
+                if prev is not None:
+                    replace[ins] = prev
+                    ins.block = None
+                    changed = True
+                    continue
+                loads[k] = ins
             elif op == "store":
                 if loads:
                     facts = facts or analyses.get("pointers")
                     _kill_aliased(loads, facts, ins)
             elif op in _EFFECTS:
                 loads.clear()
-            elif op in PURE:
-                k = key(ins, tnum)
-                avail = table if k is not None else None
-            if avail is not None:
-                prev = avail.get(k)
-                if prev is not None:            # an equal value is available: use it
-                    replace[ins] = prev
-                    ins.block = None
-                    changed = True
-                    continue
-                avail[k] = ins
-                if avail is table:
-                    added.append(k)
             keep.append(ins)
         b.instrs = keep
         end_loads[b] = loads
-        stack.append(("exit", added))
-        for c in reversed(dom.children[b]):
-            stack.append(("enter", c))
+        if added:
+            stack.append(added)
+        stack.extend(reversed(children[b]))
     if replace:
         # phis (and unreachable code) name values from anywhere: settle them. Any other
         # use comes after its definition in the walk above (SSA), so it is rewritten.
