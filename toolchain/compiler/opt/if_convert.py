@@ -11,6 +11,7 @@ what lets ptxas unroll and schedule loads ahead (softmax's `if (x > m) { m = x; 
 """
 from __future__ import annotations
 
+from ..ir.cfg import TERMINATORS
 from ..ir.module import Instr
 from ..ir.types import VOID
 from .edit import speculation_safe
@@ -22,28 +23,35 @@ ARM_LIMIT = 6
 def _arm(block, head, preds) -> bool:
     """Whether `block` is a convertible arm of `head`: one predecessor, pure, short, and
     ends in an unconditional branch."""
-    term = block.terminator
-    return preds[block] == [head] and term is not None and term.op == "br" \
-        and len(block.instrs) - 1 <= ARM_LIMIT \
-        and not block.phis and all(speculation_safe(i) for i in block.instrs[:-1])
-
-
-def _try(fn, head, preds, analyses) -> bool:
-    term = head.terminator
-    if term is None or term.op != "cbr":
+    ps = preds[block]
+    instrs = block.instrs
+    if len(ps) != 1 or ps[0] is not head or not instrs or instrs[-1].op != "br" \
+            or len(instrs) - 1 > ARM_LIMIT or instrs[0].op == "phi":
         return False
+    for i in instrs[:-1]:
+        if not speculation_safe(i):
+            return False
+    return True
+
+
+def _try(fn, head, preds, analyses, touched: set) -> bool:
+    """Convert at `head` if it qualifies; `touched` gains the blocks a conversion edits."""
+    term = head.instrs[-1]                  # (the caller checked: a cbr)
     cond = term.operands[0]
     t, f = term.targets
     if t is f:
         return False
-    if _arm(t, head, preds) and t.successors == [f]:          # triangle, then-arm
+    # (an arm ends in `br`: its successors are its terminator's one target)
+    arm_t = _arm(t, head, preds)
+    if arm_t and t.instrs[-1].targets[0] is f:                # triangle, then-arm
         arms, merge = [t], f
         edge_then, edge_else = t, head
-    elif _arm(f, head, preds) and f.successors == [t]:        # triangle, else-arm
+    elif _arm(f, head, preds) and f.instrs[-1].targets[0] is t:   # triangle, else-arm
         arms, merge = [f], t
         edge_then, edge_else = head, f
-    elif _arm(t, head, preds) and _arm(f, head, preds) and t.successors == f.successors:
-        arms, merge = [t, f], t.successors[0]
+    elif arm_t and _arm(f, head, preds) and \
+            t.instrs[-1].targets[0] is f.instrs[-1].targets[0]:
+        arms, merge = [t, f], t.instrs[-1].targets[0]
         edge_then, edge_else = t, f
     else:
         return False
@@ -72,6 +80,7 @@ def _try(fn, head, preds, analyses) -> bool:
     preds[merge] = [p for p in preds[merge] if p not in arms]
     if head not in preds[merge]:
         preds[merge].append(head)
+    touched.update((head, merge, *arms))
     what = cond.op if isinstance(cond, Instr) else "value"
     analyses.remark(term.span or getattr(cond, "span", None), NAME,
                     f"branch on {what} converted to {len(merge.phis)} select(s)")
@@ -79,13 +88,31 @@ def _try(fn, head, preds, analyses) -> bool:
 
 
 def run(fn, analyses) -> bool:
-    preds = {b: list(ps) for b, ps in analyses.get("preds").items()}
+    preds = dict(analyses.get("preds"))   # _try replaces lists, never edits one in place
     changed = False
-    progress = True
-    while progress:                     # a conversion can expose an outer one: repeat
-        progress = False
+    touched: set | None = None
+    while True:                         # a conversion can expose an outer one: repeat
+        # A head whose last try failed fails again unless a conversion since then touched
+        # a block that try reads (its targets or theirs): only those are retried.
+        seen, touched = touched, set()
         for b in list(fn.blocks):
             ins = b.instrs                  # only a block ending in cbr can be a head
-            if ins and ins[-1].op == "cbr" and b in preds and _try(fn, b, preds, analyses):
-                progress = changed = True
-    return changed
+            if ins and ins[-1].op == "cbr" and b in preds and \
+                    (seen is None or _near(ins[-1], seen) or touched and
+                     _near(ins[-1], touched)) and _try(fn, b, preds, analyses, touched):
+                changed = True
+        if not touched:
+            return changed
+
+
+def _near(term, blocks: set) -> bool:
+    """Whether a head's cbr `term` reaches one of `blocks` in at most two steps."""
+    for t in term.targets:
+        if t in blocks:
+            return True
+        last = t.instrs[-1] if t.instrs else None
+        if last is not None and last.op in TERMINATORS:
+            for s in last.targets:
+                if s in blocks:
+                    return True
+    return False
