@@ -156,7 +156,6 @@ def run(fn, analyses) -> bool:
     table: dict = {}
     replace: dict[Instr, object] = {}
     changed = False
-    get = replace.get
     children = dom.children
     # dominator-tree walk: a block enters it, the list of its table keys leaves it
     stack: list = [dom.rpo[0]] if dom.rpo else []
@@ -174,12 +173,13 @@ def run(fn, analyses) -> bool:
         loads: dict = dict(end_loads.get(ps[0], {})) if len(ps) == 1 else {}
         keep = []
         for ins in b.instrs:
-            if replace:
+            if replace:                         # (no enumerate: its object costs more)
                 ops = ins.operands
-                for k, o in enumerate(ops):
-                    r = get(o)
-                    if r is not None:
-                        ops[k] = r
+                k = 0
+                for o in ops:
+                    if o in replace:
+                        ops[k] = replace[o]
+                    k += 1
             op = ins.op
             if op in PURE:                      # (no op of PURE is a load, store or effect)
                 k = key(ins, tnum)

@@ -137,11 +137,12 @@ def _rename(fn, dom: DomTree, cands: dict[Local, list], placed: dict) -> None:
                     pushed.append(loc)
                     keep.append(ins)
                     continue
-            if replace:
-                for k, o in enumerate(ops):
-                    r = get(o)
-                    if r is not None:
-                        ops[k] = r
+            if replace:                     # (no enumerate: its object costs more)
+                k = 0
+                for o in ops:
+                    if o in replace:
+                        ops[k] = replace[o]
+                    k += 1
             keep.append(ins)
         b.instrs = keep
         if placed:
