@@ -24,6 +24,8 @@ def run(fn, analyses) -> bool:
     for b in fn.blocks:
         for i in b.instrs:
             op = i.op
+            if op not in _OPS:              # never rewritten: no operand count needed
+                continue
             if op == "phi" or op == "select":
                 work.append(i)
                 continue
@@ -92,6 +94,9 @@ def _same_const(a: Const, b: Const) -> bool:
 
 
 _IDENTITY_OPS = frozenset(("add", "or", "xor", "sub", "shl", "shr", "mul", "and", "div"))
+# every op _simplify can rewrite: phis, selects, and what fold() or _identity() handle
+_OPS = frozenset(("phi", "select", "add", "sub", "mul", "div", "rem", "and", "or", "xor",
+                  "shl", "shr", "min", "max", "neg", "not", "cmp", "convert"))
 
 
 def _is(v, n: int) -> bool:

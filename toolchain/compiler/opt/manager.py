@@ -153,6 +153,8 @@ def run_pipeline(fn, names, analyses: Analyses, opts: OptOptions) -> bool:
     """Run `names` in order. An entry `(name, (cleanup, ...))` runs the cleanup passes only
     when `name` changed the function (compile time: a loop pass that did nothing needs no
     re-simplification)."""
+    if opts.timings is None and not opts.dump_after and not opts.verify_each:
+        return _run_quietly(fn, names, analyses)
     changed = False
     for entry in names:
         if isinstance(entry, tuple):
@@ -176,6 +178,24 @@ def run_pipeline(fn, names, analyses: Analyses, opts: OptOptions) -> bool:
         if opts.dump_after and ({name, "all"} & set(opts.dump_after)):
             out = opts.dump_stream or sys.stderr
             out.write(f"; after {name}: @{fn.name}\n{format_function(fn)}\n")
+    return changed
+
+
+def _run_quietly(fn, names, analyses: Analyses) -> bool:
+    """run_pipeline without timing, dumps or verification: the usual -O compile, whose
+    pipeline runs about 25 entries per function (compile time: no per-entry checks)."""
+    changed = False
+    for entry in names:
+        if entry.__class__ is tuple:
+            entry, cleanup = entry
+        else:
+            cleanup = None
+        p = PASSES[entry]
+        if p.run(fn, analyses):
+            changed = True
+            analyses.after_pass(p.invalidates)
+            if cleanup:
+                _run_quietly(fn, cleanup, analyses)
     return changed
 
 
