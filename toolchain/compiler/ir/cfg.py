@@ -154,21 +154,22 @@ class DomTree:
 
     def __init__(self, fn: Function, preds: dict[Block, list[Block]] | None = None):
         self.fn = fn
-        self.rpo = reverse_postorder(fn)
-        self.preds = preds if preds is not None else block_predecessors(fn)
-        index = {b: i for i, b in enumerate(self.rpo)}
-        self.index = index
-        idom: list[int] = [-1] * len(self.rpo)
-        if self.rpo:
+        self.rpo = rpo = reverse_postorder(fn)
+        self.preds = preds = preds if preds is not None else block_predecessors(fn)
+        self.index = index = {b: i for i, b in enumerate(rpo)}
+        n = len(rpo)
+        idom: list[int] = [-1] * n
+        if rpo:
             idom[0] = 0
+        get = index.get
         changed = True
         retreating = False          # an edge to an earlier block in RPO (a cycle)
         while changed:
             changed = False
-            for i in range(1, len(self.rpo)):
+            for i in range(1, n):
                 new = -1
-                for p in self.preds[self.rpo[i]]:
-                    j = index.get(p, -1)
+                for p in preds[rpo[i]]:
+                    j = get(p, -1)
                     if j >= i:
                         retreating = True
                     if j < 0 or idom[j] < 0:
@@ -188,11 +189,12 @@ class DomTree:
                     changed = True
             if not retreating:      # acyclic: every block saw all its predecessors
                 break
-        self.idom: dict[Block, Block | None] = {
-            b: (self.rpo[idom[i]] if i else None) for i, b in enumerate(self.rpo)}
-        self.children: dict[Block, list[Block]] = {b: [] for b in self.rpo}
-        for b in self.rpo[1:]:
-            self.children[self.idom[b]].append(b)
+        self.idom: dict[Block, Block | None] = {rpo[0]: None} if rpo else {}
+        self.children: dict[Block, list[Block]] = {b: [] for b in rpo}
+        for i in range(1, n):
+            b, d = rpo[i], rpo[idom[i]]
+            self.idom[b] = d
+            self.children[d].append(b)
         self._pre: dict[Block, int] | None = None     # numbered on first `dominates`
         self._post: dict[Block, int] = {}
         self._frontier: dict[Block, list[Block]] | None = None
