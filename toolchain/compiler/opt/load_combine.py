@@ -29,18 +29,21 @@ NAME = "load-combine"
 def run(fn, analyses) -> bool:
     if not analyses.gpu:
         return False
-    facts = analyses.get("pointers")
+    facts = None
     replace: dict = {}                   # combined load -> its vec.extract
     changed = False
     for b in fn.blocks:
-        found: dict = {"load": [], "store": []}
+        loads: list = []
+        stores: list = []
         for ins in b.instrs:
-            if ins.op in found:
-                acc = _access(ins, ins.op)
+            op = ins.op
+            if op == "load" or op == "store":
+                acc = _access(ins, op)
                 if acc is not None:
-                    found[ins.op].append((ins, acc))
-        for kind, accesses in found.items():
+                    (loads if op == "load" else stores).append((ins, acc))
+        for kind, accesses in (("load", loads), ("store", stores)):
             if len(accesses) > 1:
+                facts = facts or analyses.get("pointers")
                 changed |= _combine_block(b, kind, accesses, facts, analyses, replace)
     if replace:
         for b in fn.blocks:
@@ -68,10 +71,11 @@ def _access(ins, kind):
     if ins.op != kind:
         return None
     p = ins.operands[0]
-    t = ins.type if kind == "load" else ins.operands[1].type
     pt = p.type
-    return (p, t) if _elem_ok(t) and isinstance(pt, PtrType) and pt.space in _SPACES \
-        else None
+    if not (isinstance(pt, PtrType) and pt.space in _SPACES):
+        return None
+    t = ins.type if kind == "load" else ins.operands[1].type
+    return (p, t) if _elem_ok(t) else None
 
 
 def _candidates(b, kind, accesses, facts, pos) -> list:
