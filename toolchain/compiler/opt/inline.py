@@ -14,6 +14,7 @@ caller's entry block, where the backends expect frame slots. Each inlined call i
 """
 from __future__ import annotations
 
+from ..ir.cfg import successors
 from ..ir.module import Block, Function, Instr, Local
 from ..ir.types import VOID
 from .clone import clone_blocks
@@ -78,27 +79,22 @@ def _eligible(caller: Function, callee: Function, sites: dict, cache: dict) -> b
 
 
 class _Edits:
-    """What a run's inlines leave for one final walk of the caller (compile time: one walk,
-    not one per call): call -> the `local.get` of its result, the (block, continuation)
-    splits in order (phi predecessors move), and the caller's block names."""
+    """What a run's inlines leave for the end (compile time: one step, not one per call):
+    the (block, continuation) splits in order (phi predecessors move), and the caller's
+    block names. A call's users need no rewrite: the call becomes the `local.get` of its
+    result in place."""
 
     def __init__(self, fn: Function):
-        self.result: dict = {}
         self.moved: list = []
         self.used = {b.name for b in fn.blocks}
 
     def apply(self, fn: Function) -> None:
-        result, moved = self.result, self.moved
-        for b in fn.blocks:
-            for ins in b.instrs:
-                if result:
-                    for o in ins.operands:
-                        if o.__class__ is Instr and o in result:
-                            ins.operands = [result.get(o, o) if o.__class__ is Instr else o
-                                            for o in ins.operands]
-                            break
-                if moved and ins.op == "phi":
-                    ins.targets = [self._last(t) for t in ins.targets]
+        """Phis naming a split block as predecessor name its last continuation instead;
+        they are in the successors of the continuations (which took the terminators)."""
+        heads = dict.fromkeys(s for _, new in self.moved for s in successors(new))
+        for s in heads:
+            for phi in s.phis:
+                phi.targets = [self._last(t) for t in phi.targets]
 
     def _last(self, t: Block) -> Block:
         for old, new in self.moved:
@@ -108,8 +104,9 @@ class _Edits:
 
 
 def inline_call(fn: Function, call: Instr, edits: _Edits | None = None) -> None:
-    """Inline one call. With `edits` (a run inlining several), rewriting the call's users
-    and the successors' phis waits for `edits.apply`."""
+    """Inline one call; the call itself becomes the `local.get` of the result (a void
+    call goes). With `edits` (a run inlining several), the successors' phis wait for
+    `edits.apply`."""
     own = edits is None
     if own:
         edits = _Edits(fn)
@@ -148,10 +145,11 @@ def inline_call(fn: Function, call: Instr, edits: _Edits | None = None) -> None:
                                       term.span, b))
             b.instrs.append(Instr("br", VOID, [], {}, [after], term.span, b))
     block.instrs.append(Instr("br", VOID, [], {}, [copies[0]], call.span, block))
-    if ret_slot is not None:
-        result = Instr("local.get", callee.ret, [ret_slot], {}, [], call.span, after)
-        after.instrs.insert(0, result)
-        edits.result[call] = result           # uses of the call read the result
+    if ret_slot is not None:        # the call becomes the get of its result, in place
+        call.op, call.type, call.operands, call.attrs, call.targets = \
+            "local.get", callee.ret, [ret_slot], {}, []
+        call.block = after
+        after.instrs.insert(0, call)          # (same object: its users read the result)
     pos = fn.blocks.index(block) + 1
     fn.blocks[pos:pos] = copies + [after]
     edits.moved.append((block, after))     # the successors' phis now come from `after`
@@ -188,15 +186,18 @@ def run(fn, analyses) -> bool:
                 todo.append(call)
         if not todo:
             break
+        inlined = []
         for call in todo:
             callee = call.operands[0]
             size = _size(callee)
+            span = call.span
             inline_call(fn, call, edits)
+            inlined.append(callee)
             why = "small" if size <= SIZE else "its only call site"
-            analyses.remark(call.span, NAME, f"inlined call to {callee.name} "
-                                             f"({size} instructions, {why})")
+            analyses.remark(span, NAME, f"inlined call to {callee.name} "
+                                        f"({size} instructions, {why})")
         changed = True
-        if not any(_callees(call.operands[0], cache) for call in todo):
+        if not any(_callees(callee, cache) for callee in inlined):
             break       # the copies hold no calls: what is left was refused above
         calls = _calls(fn)
     if changed:
