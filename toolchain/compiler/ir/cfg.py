@@ -189,6 +189,8 @@ class DomTree:
                     changed = True
             if not retreating:      # acyclic: every block saw all its predecessors
                 break
+        # a cycle among the reached blocks: a retreating edge, or an edge into the entry
+        self.cyclic = retreating or (n > 0 and any(p in index for p in preds[rpo[0]]))
         self.idom: dict[Block, Block | None] = {rpo[0]: None} if rpo else {}
         self.children: dict[Block, list[Block]] = {b: [] for b in rpo}
         for i in range(1, n):
@@ -324,9 +326,10 @@ class LoopInfo:
     def __init__(self, fn: Function, dom: DomTree):
         self.fn = fn
         latches: dict[Block, list[Block]] = {}
+        index = dom.index
         for b in dom.rpo:
-            for s in b.successors:
-                if dom.dominates(s, b):
+            for s in successors(b):         # (a header comes first in RPO: test that first)
+                if index.get(s, -1) <= index[b] and dom.dominates(s, b):
                     latches.setdefault(s, []).append(b)
         self.loops: list[Loop] = []
         for h in dom.rpo:

@@ -76,9 +76,10 @@ class Analyses:
         if name == "domtree":
             return DomTree(self.fn, self.get("preds"))
         if name == "loops":
-            if not _has_cycle(self.fn):                 # most functions: skip the domtree
-                return LoopInfo.empty(self.fn)
-            return LoopInfo(self.fn, self.get("domtree"))
+            dom = self._cache.get("domtree")            # (a kept one knows about cycles)
+            if not (dom.cyclic if dom is not None else _has_cycle(self.fn)):
+                return LoopInfo.empty(self.fn)          # most functions: skip the domtree
+            return LoopInfo(self.fn, dom or self.get("domtree"))
         if name == "uses":
             return UseMap(self.fn)
         if name == "pointers":
