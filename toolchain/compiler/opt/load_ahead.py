@@ -210,7 +210,7 @@ def _group(fn, lp, tc, factor: int, safe=None):
         cond = both
     else:
         cond = frame.ok
-    group = Block(fresh_block_name(fn, f"{header.name}.r0"), function=fn)
+    group = Block(fresh_block_name(fn, f"{header.name}.r0", frame.used), function=fn)
     main.instrs.append(Instr("cbr", VOID, [cond], {}, [group, frame.rest], span, main))
     tmpl = header.instrs[len(phis):-1] + body.instrs[:-1]
     nt = len(tmpl)
@@ -221,17 +221,19 @@ def _group(fn, lp, tc, factor: int, safe=None):
     spec = [[(0, o) if o.__class__ is not Instr else (1, pos[o]) if o in pos
              else (2, o) if o in main_phis else (0, o) for o in t.operands] for t in tmpl]
 
-    def resolve(carried: dict, base: int, o):
-        """A value of the copy at flat index `base` (its phis read `carried`): an int, the
-        flat index (copy * nt + position) of a value of the group, or an outside value."""
-        n = pos.get(o) if o.__class__ is Instr else None
-        if n is not None:
-            return base + n
-        return carried[o] if o.__class__ is Instr and o in carried else o
-
-    carried = [{p: main_phis[p] for p in phis}]       # copy j's phis: copy j-1's values
+    # Copy j's phis read copy j-1's values: an int, the flat index (copy * nt + position)
+    # of a value of the group, or a value from outside (copy 0: the main loop's phis).
+    carried = [{p: main_phis[p] for p in phis}]
     for j in range(1, factor + 1):
-        carried.append({p: resolve(carried[j - 1], (j - 1) * nt, upd[p]) for p in phis})
+        prev, base, cur = carried[j - 1], (j - 1) * nt, {}
+        for p in phis:
+            o = upd[p]
+            if o.__class__ is Instr:
+                n = pos.get(o)
+                cur[p] = base + n if n is not None else prev[o] if o in prev else o
+            else:
+                cur[p] = o
+        carried.append(cur)
     rates, memo = _rates(lp, tc), {}
     rebased = {}        # access template position -> its advance A (bytes per iteration)
     for m in body.instrs:

@@ -116,8 +116,9 @@ def open_main_loop(fn, lp, tc, factor: int) -> MainLoop:
     phis = header.phis
     incoming = {p: dict(zip(p.targets, p.operands)) for p in phis}
     span = header.terminator.span
-    main = Block(fresh_block_name(fn, f"{header.name}.by{factor}"), function=fn)
-    rest = Block(fresh_block_name(fn, f"{header.name}.rest"), function=fn)
+    used = {b.name for b in fn.blocks}      # (main and rest join fn.blocks when closed)
+    main = Block(fresh_block_name(fn, f"{header.name}.by{factor}", used), function=fn)
+    rest = Block(fresh_block_name(fn, f"{header.name}.rest", used), function=fn)
     main_phis = {}
     for p in phis:
         mp = Instr("phi", p.type, [incoming[p][pre]], {}, [pre], p.span, main)
@@ -132,8 +133,10 @@ def open_main_loop(fn, lp, tc, factor: int) -> MainLoop:
     bound = _widen(tc.bound, main, span)
     ok = Instr("cmp", BOOL, [ahead, bound], {"pred": tc.pred}, [], span, main)
     main.instrs.append(ok)
-    return MainLoop(pre, main, rest, phis, main_phis, {p: incoming[p][latch] for p in phis},
-                    ok)
+    frame = MainLoop(pre, main, rest, phis, main_phis, {p: incoming[p][latch] for p in phis},
+                     ok)
+    frame.used = used               # the block names until close_main_loop
+    return frame
 
 
 def close_main_loop(fn, lp, frame: MainLoop, values: list, last, blocks: list) -> None:
