@@ -26,9 +26,9 @@ def run(fn, analyses) -> bool:
                 uses.erase(ins, dead)
                 changed = True
     for b in fn.blocks:
-        if not b.instrs or b.instrs[0].op != "phi":
-            continue                    # (most blocks: no `phis` list built)
-        for phi in b.phis:
+        for phi in b.instrs:            # (the lists change only at the sweep below)
+            if phi.op != "phi":
+                break                   # phis open their block
             if phi in dead or _two_sources(phi):
                 continue
             web, sources = _web(phi)

@@ -218,11 +218,15 @@ def run(fn, analyses) -> bool:
         # use comes after its definition in the walk above (SSA), so it is rewritten.
         reached = dom.index
         for b in fn.blocks:
-            for ins in (b.instrs if b not in reached else b.phis):
-                ops = ins.operands
-                for k, o in enumerate(ops):
-                    if o.__class__ is Instr and o in replace:
-                        ops[k] = _final(replace, o)
+            whole = b not in reached
+            for ins in b.instrs:
+                if not whole and ins.op != "phi":
+                    break                       # (phis open their block)
+                k = 0
+                for o in ins.operands:
+                    if o in replace:
+                        ins.operands[k] = _final(replace, o)
+                    k += 1
         loads = sum(1 for i in replace if i.op == "load")
         what = f"{len(replace)} repeated computation{'s' if len(replace) != 1 else ''}"
         analyses.remark(fn.span, "gvn", f"reused earlier values for {what}" +
