@@ -6,10 +6,12 @@ Registered analyses (all per function, rebuilt lazily after a pass invalidates t
   loops    the loop nest                         (ir/cfg.LoopInfo)
   uses     value -> using instructions           (ir/module.UseMap)
   pointers alignment and no-alias facts         (opt/pointer_facts.PointerFacts)
+  ops      the set of op names the function holds (a census: a pass looking for one op
+           asks it instead of walking; exact, as it is dropped after every change)
 A pass declares which of these it may invalidate (`"cfg"` = preds, domtree, loops;
 `"all"` = everything); a pass that keeps a `UseMap` exact while it edits may leave "uses"
-out. `pointers` memoizes facts about values, so it is dropped after every pass that
-changed something, whatever the pass declares. A pass that only sometimes edits the CFG
+out. `pointers` memoizes facts about values and `ops` lists them, so both are dropped
+after every pass that changed something, whatever the pass declares. A pass that only sometimes edits the CFG
 (licm making a preheader, simplify-cfg when it merged or deleted blocks) declares less
 and sets `analyses.cfg_changed` when it did.
 Besides the cache, `Analyses` carries what passes read but never recompute: the module,
@@ -27,7 +29,7 @@ from ..ir.module import Function, Module, UseMap
 from .pointer_facts import PointerFacts
 
 CFG = ("preds", "domtree", "loops")
-ALL = CFG + ("uses", "pointers")
+ALL = CFG + ("uses", "pointers", "ops")
 
 
 class TargetInfo:
@@ -84,6 +86,8 @@ class Analyses:
             return UseMap(self.fn)
         if name == "pointers":
             return PointerFacts(self.fn)
+        if name == "ops":
+            return {i.op for b in self.fn.blocks for i in b.instrs}
         raise KeyError(f"unknown analysis {name!r}")
 
     def invalidate(self, names=ALL) -> None:
@@ -99,6 +103,7 @@ class Analyses:
         self.edits += 1
         self.invalidate(invalidates)
         self._cache.pop("pointers", None)
+        self._cache.pop("ops", None)
         if self.cfg_changed:
             self.invalidate("all")
             self.cfg_changed = False

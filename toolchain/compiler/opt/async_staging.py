@@ -95,7 +95,7 @@ def _rewrite(b, pairs, barrier: Instr) -> None:
 def run(fn, analyses) -> bool:
     if not analyses.gpu:
         return False
-    ops = {i.op for b in fn.blocks for i in b.instrs}
+    ops = analyses.get("ops")               # (the census: tensor-residency reads it next)
     if "gpu.barrier" not in ops or "store" not in ops or ops & set(_ASYNC):
         return False                         # nothing to stage (and a cheap exit)
     def remarks(span, text):

@@ -32,7 +32,7 @@ from ..ir.cfg import ensure_preheader, split_edge
 from ..ir.module import Const, Instr
 from ..ir.ops import OPS
 from ..ir.types import VOID
-from .edit import has_op, publication_barrier
+from .edit import publication_barrier
 from .gvn import PURE
 
 NAME = "tensor-residency"
@@ -320,7 +320,7 @@ def _next_epilogue(b, commit: Instr, preds) -> tuple[Instr | None, str]:
 
 
 def run(fn, analyses) -> bool:
-    if not analyses.gpu or not has_op(fn, "tensor.mma"):
+    if not analyses.gpu or "tensor.mma" not in analyses.get("ops"):
         return False
     groups = _Groups(fn)
 
