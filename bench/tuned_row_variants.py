@@ -14,6 +14,7 @@ source edits of the launch shape:
   stcs        the row's stores st.global.cs (evict-first: the output is not read again)
   maxnreg=N   `.maxnreg N` on the entry (more resident warps; checked for spills)
   rpb=N       N rows (subgroups) per block instead of 4
+  gb-early    layernorm_wide loads gamma and beta beside the row (before the statistics)
   wide/B      softmax_wide / layernorm_wide (one workgroup per row, the row in registers,
               statistics combined through workgroup memory) launched B work-items wide
               (B=128 is the shape of Triton's kernel at 1024 columns)
@@ -47,6 +48,7 @@ VARIANTS = (
     ("maxnreg=48", ("maxnreg=48",), 4), ("rpb=2", (), 2), ("rpb=8", (), 8),
     ("rpb=2+ldcs+stcs", ("ldcs", "stcs"), 2), ("rpb=1", (), 1),
     ("wide/256", (), "wide256"), ("wide/128", (), "wide128"), ("wide/64", (), "wide64"),
+    ("wide/64 gb-early", (), "wide64gb"), ("wide/256 gb-early", (), "wide256gb"),
 )
 ROW_LOADS = 8            # the in-register path's loads of x come first in each entry
 
@@ -54,7 +56,7 @@ ROW_LOADS = 8            # the in-register path's loads of x come first in each 
 def source(rows_per_block) -> str:
     text = open(SOURCE, encoding="utf-8").read()
     if isinstance(rows_per_block, str):   # "wideB": the wide kernels launched B wide
-        return text
+        return gamma_beta_early(text) if rows_per_block.endswith("gb") else text
     for k in KERNELS:
         text = text.replace(f"kernel(block = 128) {k}",
                             f"kernel(block = {32 * rows_per_block}) {k}")
@@ -62,6 +64,28 @@ def source(rows_per_block) -> str:
     assert text.count(old) == 2
     return text.replace(old, f"var row: int32 = (int32)(block.x * {rows_per_block} + "
                              "thread.x / 32);")
+
+
+def gamma_beta_early(text: str) -> str:
+    """layernorm_wide loading its gamma and beta chunks right after the row's, so their
+    latency overlaps the statistics and the barrier instead of following them."""
+    a = text.index("kernel layernorm_wide(")
+    b = text.index("\n}\n", a)
+    body = text[a:b]
+    edits = (
+        ("  private var g: float32[4];\n  private var b: float32[4];\n",
+         "  private var g: float32[16];\n  private var b: float32[16];\n"),
+        ("        if (c < cols) { load4_f32(&xr[c], &v[4 * k]); }\n      }\n",
+         "        if (c < cols) {\n          load4_f32(&xr[c], &v[4 * k]);\n"
+         "          load4_f32(&gamma[c], &g[4 * k]);\n          load4_f32(&beta[c], &b[4 * k]);\n"
+         "        }\n      }\n"),
+        ("          load4_f32(&gamma[c], &g[0]);\n          load4_f32(&beta[c], &b[0]);\n", ""),
+        ("rstd * g[j] + b[j]", "rstd * g[4 * k + j] + b[4 * k + j]"),
+    )
+    for old, new in edits:
+        assert body.count(old) == 1, old
+        body = body.replace(old, new)
+    return text[:a] + body + text[b:]
 
 
 def compile_ptx(text: str, arch: str) -> str:
@@ -97,10 +121,12 @@ def _edit_entry(ptx: str, name: str, edits) -> str:
     return ptx[:start] + body + ptx[end:]
 
 
-def variants(arch: str) -> dict:
+def variants(arch: str, only=None) -> dict:
     """name -> (ptx, rows per block)."""
     out, by_rpb = {}, {}
     for name, edits, rpb in VARIANTS:
+        if only and name not in only:
+            continue
         if rpb not in by_rpb:
             by_rpb[rpb] = compile_ptx(source(rpb), arch)
         ptx = by_rpb[rpb]
@@ -115,6 +141,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=40)
     ap.add_argument("--json", default="tuned_row_variants.json")
     ap.add_argument("--emit", help="(no GPU) write the variants' PTX to this folder and stop")
+    ap.add_argument("--only", help="comma-separated variant names (default: all)")
     args = ap.parse_args()
     if args.emit:
         os.makedirs(args.emit, exist_ok=True)
@@ -130,7 +157,9 @@ def main() -> int:
     dev = driver.Device(0)
     major, minor = dev.compute_capability
     arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
-    mods = {name: (dev.load_ptx(ptx.encode()), rpb) for name, (ptx, rpb) in variants(arch).items()}
+    only = set(args.only.split(",")) if args.only else None
+    mods = {name: (dev.load_ptx(ptx.encode()), rpb)
+            for name, (ptx, rpb) in variants(arch, only).items()}
     i32, ptr = ctypes.c_int32, lambda t: ctypes.c_uint64(t.data_ptr())
     report = {"device": dev.name, "arch": arch, "rows": []}
     for rows_n, cols in ((65536, 1024), (16384, 4096)):
@@ -147,7 +176,7 @@ def main() -> int:
                     grid, block = (rows_n + rpb - 1) // rpb, 32 * rpb
                 else:
                     fn = mod.function(kernel.replace("_rows", "_wide"))
-                    grid, block = rows_n, int(rpb[4:])
+                    grid, block = rows_n, int(rpb[4:].rstrip("gb"))
                 tail = [i32(rows_n), i32(cols), i32(cols), i32(cols)]
                 argv = ([ptr(x), ptr(y)] + tail if kind == "softmax" else
                         [ptr(x), ptr(y), ptr(gamma), ptr(beta)] + tail + [ctypes.c_float(1e-5)])
