@@ -56,15 +56,17 @@ def _reaches(callee: Function, target: Function, cache: dict) -> bool:
     return False
 
 
-def _call_sites(module, fn: Function, calls: list, cache: dict) -> dict:
+def _call_sites(module, fn: Function, callees: list, cache: dict) -> dict:
+    """Calls per function in the module (`callees`: those of `fn`, one entry per call)."""
     count: dict = {}
     for f in module.functions.values():
-        for c in ([i.operands[0] for i in calls] if f is fn else _callees(f, cache)):
+        for c in (callees if f is fn else _callees(f, cache)):
             count[c] = count.get(c, 0) + 1
     return count
 
 
-def _eligible(caller: Function, callee: Function, sites: dict, cache: dict) -> bool:
+def _eligible(caller: Function, callee: Function, sites, cache: dict) -> bool:
+    """`sites(callee)`: its number of call sites (asked only of a callee over SIZE)."""
     if callee.is_extern or callee.is_kernel or not callee.blocks or callee is caller:
         return False
     if any(not (p.type.is_scalar or p.type.is_ptr) for p in callee.params):
@@ -75,7 +77,7 @@ def _eligible(caller: Function, callee: Function, sites: dict, cache: dict) -> b
         return False                         # not in slot form (should not happen)
     if _reaches(callee, caller, cache):
         return False
-    return _size(callee) <= SIZE or sites.get(callee, 0) == 1
+    return _size(callee) <= SIZE or sites(callee) == 1
 
 
 class _Edits:
@@ -171,8 +173,15 @@ def run(fn, analyses) -> bool:
     cache = analyses.shared.setdefault(NAME, {})
     cache.pop(fn, None)                       # fn is the one function changing now
     cache[_KNOWN] = known
-    sites = _call_sites(analyses.module, fn, calls, cache) if analyses.module is not None \
-        else {}
+    callees = [c.operands[0] for c in calls]  # (as the run starts: inlined calls change)
+    counted: list = []
+
+    def sites(callee) -> int:                 # the module scan, only if a callee needs it
+        if not counted:
+            counted.append(_call_sites(analyses.module, fn, callees, cache)
+                           if analyses.module is not None else {})
+        return counted[0].get(callee, 0)
+
     verdict: dict = {}                        # callee -> eligible, decided once per run
     edits = _Edits(fn)
     changed = False
