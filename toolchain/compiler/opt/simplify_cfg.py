@@ -11,7 +11,7 @@ Empty forwarding blocks are kept: they are where out-of-SSA and loop passes put 
 """
 from __future__ import annotations
 
-from ..ir.cfg import TERMINATORS
+from ..ir.cfg import TERMINATORS, successors
 from ..ir.module import Const, Instr
 from ..ir.types import VOID
 from .edit import remove_phi_arm
@@ -120,8 +120,10 @@ def _round(fn, first: bool) -> tuple[bool, bool, bool]:
         for ins in body:
             ins.block = p
         p.instrs.extend(body)
-        for s in b.successors:
-            for phi in s.phis:
+        for s in successors(b):                 # (b's terminator now ends p too)
+            for phi in s.instrs:
+                if phi.op != "phi":
+                    break
                 phi.targets = [p if t is b else t for t in phi.targets]
             preds[s] = [p if x is b else x for x in preds[s]]
         merged.add(b)
