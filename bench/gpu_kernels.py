@@ -61,7 +61,7 @@ def wide_threads(cols: int) -> int:
     return next((t for t in (64, 128) if cols <= 16 * t), 256)
 
 
-def _peers(torch, kind, x, gamma, beta) -> dict:
+def peer_launchers(torch, kind, x, gamma, beta) -> dict:
     """torch eager, torch.compile and Triton callables for one row problem (where present)."""
     cols = x.shape[1]
     eager = (lambda: torch.softmax(x, dim=1)) if kind == "softmax" else \
@@ -107,7 +107,7 @@ def bench_rows(torch, mods, rows_n, cols, reps):
             torch.cuda.synchronize()
             torch.testing.assert_close(y, refs[kind], **tol)
         fns = {**ours, **{f"{peer} {kind}": fn
-                          for peer, fn in _peers(torch, kind, x, gamma, beta).items()}}
+                          for peer, fn in peer_launchers(torch, kind, x, gamma, beta).items()}}
         first = timed_together(torch, fns, reps)
         second = timed_together(torch, dict(reversed(list(fns.items()))), reps)
         for name in fns:

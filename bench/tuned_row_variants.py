@@ -150,7 +150,7 @@ def main() -> int:
                 fh.write(ptx)
         return 0
     import torch
-    import triton_peers
+    from gpu_kernels import peer_launchers
     from timing import timed_together
     from toolchain.providers.cuda import driver
     torch.zeros(1, device="cuda")
@@ -186,15 +186,8 @@ def main() -> int:
                 fns[name]()
                 torch.cuda.synchronize()
                 torch.testing.assert_close(y, refs[kernel], rtol=1e-4, atol=1e-4)
-            fns["triton"] = triton_peers.launcher(torch, kind, x, gamma, beta)
-            eager = (lambda: torch.softmax(x, dim=1)) if kind == "softmax" else \
-                (lambda: torch.nn.functional.layer_norm(x, (cols,), gamma, beta, 1e-5))
-            try:
-                compiled = torch.compile(eager)
-                compiled()
-                fns["torch.compile"] = compiled
-            except Exception as exc:                  # noqa: BLE001 - a peer may be missing
-                print(f"# torch.compile {kind}: unavailable ({type(exc).__name__})")
+            fns.update((name, fn) for name, fn in
+                       peer_launchers(torch, kind, x, gamma, beta).items() if name != "torch")
             nbytes = 8 * x.numel()
             first = timed_together(torch, fns, args.reps)
             second = timed_together(torch, dict(reversed(list(fns.items()))), args.reps)
