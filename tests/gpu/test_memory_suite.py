@@ -227,6 +227,26 @@ def test_affine_layer_norm(gpu_run, sanitizer, shape, rows, cols):
                                rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("kernel", ["softmax_wide", "layernorm_wide"])
+@pytest.mark.parametrize("threads", [100, 288])
+def test_wide_rows_refuse_unsupported_widths(gpu_run, kernel, threads):
+    """The wide kernels keep per-subgroup partials for at most 8 full subgroups: launched
+    with a width that is not a multiple of 32, or wider than 256, they write nothing."""
+    rows, cols = 3, 512
+    x = _rows_case(rows, cols, 4, 5)
+    extra = [] if kernel == "softmax_wide" else \
+        [Buffer("gamma", "float32", data=generate("float32", cols, 11)),
+         Buffer("beta", "float32", data=generate("float32", cols, 12))]
+    args = [Buffer("x", "float32", data=x.ravel()),
+            Buffer("y", "float32", rows * (cols + 8), poison=np.nan, output=True), *extra,
+            Scalar("int32", rows), Scalar("int32", cols), Scalar("int32", cols + 4),
+            Scalar("int32", cols + 8)]
+    if kernel == "layernorm_wide":
+        args.append(Scalar("float32", 1e-5))
+    y = run(gpu_run, "rows", kernel, rows, threads, args)["y"]
+    assert np.isnan(y).all()
+
+
 @pytest.mark.parametrize("n", [4, 1001, (1 << 20) + 6])
 def test_vadd4_vector_memory(gpu_run, n):
     a, b = generate("float32", n, 21), generate("float32", n, 22)
