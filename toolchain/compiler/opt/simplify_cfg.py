@@ -84,16 +84,10 @@ def _round(fn, first: bool) -> tuple[bool, bool, bool]:
             if phi.op != "phi":
                 break
             n += 1
-            first_v = None
-            for v in phi.operands:
-                if v is not phi and v is not first_v:
-                    if first_v is not None:
-                        break
-                    first_v = v
-            else:
-                if first_v is not None:
-                    repl[phi] = first_v
-                    continue
+            only = _sole_value(phi)
+            if only is not None:
+                repl[phi] = only
+                continue
             kept.append(phi)
         if len(kept) != n:
             instrs[:n] = kept
@@ -206,13 +200,17 @@ def _replace(fn, repl: dict) -> bool:
     if work:
         return True
     for phi in phis:
-        first = None
-        for v in phi.operands:
-            if v is not phi and v is not first:
-                if first is not None:
-                    break
-                first = v
-        else:
-            if first is not None:
-                return True
+        if _sole_value(phi) is not None:
+            return True
     return False
+
+
+def _sole_value(phi):
+    """The one value a trivial phi takes (its arms name only it and itself), else None."""
+    first = None
+    for v in phi.operands:
+        if v is not phi and v is not first:
+            if first is not None:
+                return None
+            first = v
+    return first
