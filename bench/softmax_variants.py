@@ -32,7 +32,6 @@ import ctypes
 import os
 import re
 import sys
-import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -42,6 +41,7 @@ from gpu_kernels import ptr  # noqa: E402
 from timing import timed  # noqa: E402
 from toolchain.compiler.driver import Options, compile_file  # noqa: E402
 from toolchain.providers.cuda import driver  # noqa: E402
+from tuned_row_variants import compile_ptx  # noqa: E402
 
 SOURCE = os.path.join(ROOT, "tests", "data", "gpu_suite", "rows.mettle")
 
@@ -64,13 +64,7 @@ def variant(text: str, rows_per_block: int, persistent: bool) -> str:
 
 
 def build(dev, src: str, arch: str):
-    with tempfile.NamedTemporaryFile("w", suffix=".mettle", delete=False) as f:
-        f.write(src)
-    try:
-        ptx = compile_file(f.name, Options(emit="ptx", gpu_arch=arch, optimize=True)).data
-    finally:
-        os.unlink(f.name)
-    return dev.load_ptx(ptx).function("softmax_rows")
+    return dev.load_ptx(compile_ptx(src, arch)).function("softmax_rows")
 
 
 CAPS = ((0, "64 warps"), (15 * 1024, "56 warps"), (18 * 1024, "48 warps"),
