@@ -1,6 +1,7 @@
 """Random host-style IR programs for the optimizer's property tests.
 
-`random_module(seed)` builds, through the public Builder and in the frontend's slot form,
+`random_module(seed)` builds, through the public Builder and in the frontend's slot form
+(or with `ssa=True` as SSA values, through the Builder's SSA construction),
 one function `@f(%a: i32, %b: i32, %c: u32, %x: f32, %p: ptr<i64>) -> i64` made of
 assignments to typed locals, if/else, counted loops (constant or `a & 7` bounds, nested
 two deep, some with a second exit mid-body), calls of a small helper `@g`, loads and stores
@@ -13,6 +14,7 @@ from __future__ import annotations
 import random
 
 from toolchain.compiler.ir import F32, F64, I32, I64, U32, Builder, Module, ptr
+from toolchain.compiler.ir.ssa_builder import SSABuilder
 
 TYPES = (I32, U32, I64, F32, F64)
 INT_OPS = ("add", "sub", "mul", "and", "or", "xor", "shl", "shr", "min", "max", "div",
@@ -22,13 +24,15 @@ PREDS = ("eq", "ne", "lt", "le", "gt", "ge")
 
 
 class _Gen:
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, ssa: bool = False):
         self.r = random.Random(seed)
         self.m = Module(f"rand{seed}")
         self.b = Builder(self.m)
+        self.ssa = ssa
         self.fn = self.b.function("f", [("a", I32), ("b", I32), ("c", U32), ("x", F32),
                                         ("p", ptr(I64))], I64)
         self.helper = self._helper() if self.r.random() < 0.5 else None
+        self.b.ssa = SSABuilder() if ssa else None
         self.b.position_at_end(self.b.append_block(self.fn, "entry"))
         self.vars = [self.b.local(self.fn, self.r.choice(TYPES), f"v{i}") for i in range(5)]
         self.budget = 40
@@ -37,6 +41,7 @@ class _Gen:
         """`g(u, v) = u < v ? u * 3 + v : v - u`, written with a local and a branch."""
         b = self.b
         g = b.function("g", [("u", I32), ("v", I32)], I32)
+        b.ssa = SSABuilder() if self.ssa else None
         b.position_at_end(b.append_block(g, "entry"))
         u, v = g.params
         t = b.local(g, I32, "t")
@@ -48,6 +53,8 @@ class _Gen:
         b.br(join)
         b.position_at_end(join)
         b.ret(b.local_get(t))
+        if b.ssa is not None:
+            b.ssa.finish(g)
         return g
 
     def const(self, t):
@@ -140,6 +147,8 @@ class _Gen:
         else:
             bound = b.binop("and", self.fn.params[0], b.const(I32, 7))
         head, body, done = (b.append_block(fn, n) for n in ("loop", "body", "done"))
+        if b.ssa is not None:
+            b.ssa.defer_seal(head)                # the back edge comes after the body
         b.br(head)
         b.position_at_end(head)
         b.cbr(b.cmp("lt", b.local_get(i), bound), body, done)
@@ -152,6 +161,8 @@ class _Gen:
         if not b.terminated:
             b.local_set(i, b.add(b.local_get(i), b.const(I32, r.choice([1, 1, 2]))))
             b.br(head)
+        if b.ssa is not None:
+            b.ssa.seal(head)
         b.position_at_end(done)
 
 
@@ -164,8 +175,8 @@ def _bits64(b, v):
     return b.convert(v, I64)
 
 
-def random_module(seed: int) -> Module:
-    g = _Gen(seed)
+def random_module(seed: int, ssa: bool = False) -> Module:
+    g = _Gen(seed, ssa)
     b = g.b
     for v in g.vars:
         b.local_set(v, g.const(v.type))
@@ -174,6 +185,9 @@ def random_module(seed: int) -> Module:
     for k, v in enumerate(g.vars):
         b.store(b.ptradd(p, b.const(I64, 16 + k)), _bits64(b, b.local_get(v)))
     b.ret(_bits64(b, b.local_get(g.vars[0])))
+    if b.ssa is not None:
+        b.ssa.finish(g.fn)
+        b.ssa = None
     return g.m
 
 

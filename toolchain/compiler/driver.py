@@ -92,11 +92,13 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
 
     timer = _Timer()
     gpu = opts.emit in ("ptx", "spirv")
+    optimizing = opts.optimize or opts.release
     module, warnings = timer.run("frontend", compile_to_ir, path,
                                  include_dirs=tuple(opts.include_dirs),
                                  stdlib_dir=opts.stdlib_dir, gpu=gpu,
-                                 source_text=source_text, target_os=host_os(opts))
-    if opts.optimize or opts.release:
+                                 source_text=source_text, target_os=host_os(opts),
+                                 ssa=gpu and optimizing)
+    if optimizing:
         from .opt.manager import OptOptions, optimize
         module.opt_level = 1      # host backends allocate registers in optimised modules
         timer.run("optimize", optimize, module, gpu=gpu, target_info=_target_info(opts),

@@ -1,12 +1,14 @@
 """The frontend seam: Mettle source -> (ir.Module, warnings).
 
     compile_to_ir(entry_path, *, include_dirs=(), stdlib_dir=None, gpu, source_text=None,
-                  target_os="linux")
+                  target_os="linux", ssa=False)
 
 Raises CompileError with every error found (at most MAX_ERRORS); returns the module and the
 warning diagnostics otherwise. `gpu=True` is an --emit-ptx/--emit-spirv compile (index
 built-ins recognised); `gpu=False` a host compile. `target_os` ("linux" or "windows") picks
-`std/x.<os>.mettle` variants and `import ... if <os>;` guards.
+`std/x.<os>.mettle` variants and `import ... if <os>;` guards. `ssa=True` builds scalar
+locals as SSA values and phis (ir/ssa_builder.py) instead of `local.get`/`local.set` slots:
+the optimizer's input form, which GPU -O asks for (no mem2reg walk).
 
 Device helper pointer parameters start as `global`; when a call site passes a pointer of
 another space the module is lowered again with that parameter `generic` (a small fixpoint,
@@ -42,8 +44,8 @@ def _load_items(entry_path: str, include_dirs, stdlib_dir, source_text, target_o
 
 
 def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: bool,
-                  source_text: str | None = None,
-                  target_os: str = "linux") -> tuple[Module, list[Diagnostic]]:
+                  source_text: str | None = None, target_os: str = "linux",
+                  ssa: bool = False) -> tuple[Module, list[Diagnostic]]:
     modules, warnings = _load_items(entry_path, include_dirs, stdlib_dir, source_text,
                                     target_os)
     items = [i for m in modules for i in m.items if not _is_import(i)]
@@ -51,7 +53,7 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
     generic: set[tuple[str, int]] = set()
     for _ in range(_MAX_ROUNDS):
         bag = DiagnosticBag()
-        lowerer = ProgramLowerer(name, gpu, bag, generic)
+        lowerer = ProgramLowerer(name, gpu, bag, generic, ssa)
         try:
             module = lowerer.run(items)
         except CompileError:       # the bag hit MAX_ERRORS

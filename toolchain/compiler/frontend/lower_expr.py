@@ -189,7 +189,8 @@ class ExprMixin:
         if isinstance(t, PtrType):
             return self._coerce_ptr(v, t, span, keep_space)
         if isinstance(t, FnPtrType):
-            if isinstance(v, Const) and v.value == 0 and s.is_int:
+            if isinstance(v, Const) and v.value == 0 and s.is_int and \
+                    not self.b.from_variable(v):
                 return self.b.const(t, 0)
             raise self._mismatch(t, s, span)
         if t.is_int or t.is_float or t.is_bool:
@@ -218,7 +219,8 @@ class ExprMixin:
     def _coerce_ptr(self, v, t: PtrType, span, keep_space: bool):
         s = v.type
         if not isinstance(s, PtrType):
-            if s.is_int and isinstance(v, Const) and v.value == 0:
+            if s.is_int and isinstance(v, Const) and v.value == 0 and \
+                    not self.b.from_variable(v):
                 return self.b.const(t, 0)
             if s.is_int:
                 raise self.fail("E0203", f"{describe(s)} to {describe(t)} needs a cast "

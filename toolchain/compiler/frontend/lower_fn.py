@@ -21,6 +21,7 @@ from . import ast as A
 from ..diagnostics import Diagnostic
 from ..ir import IRTypeError
 from ..ir.module import Block
+from ..ir.ssa_builder import SSABuilder
 from ..ir.types import VOID, ArrayType, StructType, Type
 from .lower_dispatch import DispatchMixin
 from .lower_expr import ExprMixin
@@ -86,16 +87,18 @@ class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin):
 
     # ---------------------------------------------------------------- driver
     def lower(self) -> None:
-        entry = self.new_block("entry")
-        self.b.position_at_end(entry)
+        self.b.ssa = SSABuilder() if self.ctx.ssa else None
         try:
+            entry = self.new_block("entry")
+            self.b.position_at_end(entry)
             self._bind_params()
             self.lower_block_stmts(self.decl.body.stmts, self.scope)
+            self._finish()
         except IRTypeError as e:  # a lowering bug: report it located, never a traceback
             self.ctx.bag.add(Diagnostic("E0900", f"internal error lowering "
                                         f"`{self.sym.name}`: {e}", self.decl.span))
-            return
-        self._finish()
+        finally:
+            self.b.ssa = None
 
     def _bind_params(self) -> None:
         for p_ast, p in zip(self.decl.params, self.fn.params):
@@ -122,6 +125,9 @@ class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin):
                     self.error("E0011", f"function `{self.sym.name}` may reach its end "
                                "without returning a value", self.decl.span)
                 self.b.unreachable()
+        ssa = self.b.ssa
+        if ssa is not None:
+            ssa.finish(self.fn)
         self._drop_unreachable_blocks()
 
     def _drop_unreachable_blocks(self) -> None:
@@ -133,4 +139,12 @@ class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin):
                 if id(s) not in seen:
                     seen.add(id(s))
                     work.append(s)
+        if len(seen) == len(blocks):
+            return
         self.fn.blocks = [b for b in blocks if id(b) in seen]
+        if self.b.ssa is not None:          # phi arms from the dropped blocks go too
+            for b in self.fn.blocks:
+                for phi in b.phis:
+                    arms = [(v, p) for v, p in phi.incoming if id(p) in seen]
+                    phi.operands = [v for v, _ in arms]
+                    phi.targets = [p for _, p in arms]

@@ -181,6 +181,9 @@ class StmtMixin:
         cond_b = cond_b or self.new_block("loop.cond")
         body_b, end_b = self.new_block("loop.body"), self.new_block("loop.end")
         step_b = self.new_block("loop.step") if step is not None else cond_b
+        ssa = self.b.ssa
+        if ssa is not None:
+            ssa.defer_seal(cond_b)          # the back edges come after the body
         self.goto(cond_b)
         self.b.position_at_end(cond_b)
         before = None if self.assigned is None else set(self.assigned)
@@ -204,6 +207,8 @@ class StmtMixin:
             self.assigned = None if before is None else set(before)
             step()
             self.goto(cond_b)
+        if ssa is not None:
+            ssa.seal(cond_b)
         self.assigned = None if (always and not ctx.broke) or before is None else before
         self.b.position_at_end(end_b)
 

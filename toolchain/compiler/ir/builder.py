@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from . import ops as O
 from .module import Block, Const, Function, Global, Instr, KernelDecl, Local, Module, Param
+from .ssa_builder import SSABuilder
 from .types import (BOOL, I64, U32, VOID, ArrayType, FloatType, FnPtrType, IntType, PtrType,
                      StructType, Type, ptr)
 
@@ -38,6 +39,7 @@ class Builder:
         self.module = module
         self.block: Block | None = None
         self._strings: dict[bytes, Global] = {}
+        self.ssa: SSABuilder | None = None   # set: scalar locals are built as SSA values
 
     # ---- module-level declarations -------------------------------------------------
     def function(self, name: str, params: Sequence[tuple[str, Type]], ret: Type,
@@ -96,6 +98,8 @@ class Builder:
 
     def position_at_end(self, block: Block) -> None:
         self.block = block
+        if self.ssa is not None:
+            self.ssa.entered(block)
 
     @property
     def function_(self) -> Function:
@@ -261,12 +265,30 @@ class Builder:
         return self.emit("alloca", ptr(type, "private"), [], {"type": type, "name": name},
                          span=span)
 
-    def local_get(self, loc: Local, span=None) -> Instr:
+    def local_get(self, loc: Local, span=None):
+        """The slot's value: a `local.get`, or in SSA mode (scalar slots) the value itself.
+        A constant read that way is a fresh `Const` that `from_variable` recognises: a
+        variable holding 0 is still not the literal 0 to the language's checks."""
+        ssa = self.ssa
+        if ssa is not None and loc.type.is_scalar:
+            v = ssa.read(loc, self.block)
+            if v.__class__ is Const:
+                v = Const(v.type, v.value)
+                ssa.read_consts.add(v)
+            return v
         return self.emit("local.get", loc.type, [loc], span=span)
 
-    def local_set(self, loc: Local, v, span=None) -> Instr:
+    def local_set(self, loc: Local, v, span=None) -> Instr | None:
         _check(v.type == loc.type, f"local.set {loc.name}: {v.type} into {loc.type}")
+        ssa = self.ssa
+        if ssa is not None and loc.type.is_scalar:
+            ssa.write(loc, self.block, v)
+            return None
         return self.emit("local.set", VOID, [loc, v], span=span)
+
+    def from_variable(self, v) -> bool:
+        """Whether `v` is an SSA-mode read of a variable (never a literal)."""
+        return self.ssa is not None and v in self.ssa.read_consts
 
     def memcpy(self, dst, src, size: int, span=None) -> Instr:
         return self.emit("memcpy", VOID, [dst, src], {"size": size}, span=span)
@@ -285,11 +307,18 @@ class Builder:
 
     # ---- terminators -----------------------------------------------------------------
     def br(self, target: Block, span=None) -> Instr:
-        return self.emit("br", VOID, targets=[target], span=span)
+        ins = self.emit("br", VOID, targets=[target], span=span)
+        if self.ssa is not None:
+            self.ssa.edge(self.block, target)
+        return ins
 
     def cbr(self, cond, then: Block, else_: Block, span=None) -> Instr:
         _check(cond.type == BOOL, f"cbr on {cond.type}")
-        return self.emit("cbr", VOID, [cond], targets=[then, else_], span=span)
+        ins = self.emit("cbr", VOID, [cond], targets=[then, else_], span=span)
+        if self.ssa is not None:
+            self.ssa.edge(self.block, then)
+            self.ssa.edge(self.block, else_)
+        return ins
 
     def ret(self, value=None, span=None) -> Instr:
         fn = self.function_

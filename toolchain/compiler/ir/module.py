@@ -5,7 +5,7 @@ Invariants (checked by `verify.verify_module`):
   dominates every use. The frontend writes mutable source variables as `Local` slots read
   and written with `local.get`/`local.set`; backends consume exactly that form.
 - SSA form (optimizer only): `opt/mem2reg.py` promotes scalar locals to values merged by
-  `phi` instructions. A phi is an ordinary `Instr` whose operand i flows in from
+  `phi` instructions (GPU -O: the frontend builds that form itself, `ssa_builder.py`). A phi is an ordinary `Instr` whose operand i flows in from
   predecessor `targets[i]` (phis, not block parameters: the existing `Instr` already
   carries blocks in `targets`, and every consumer of terminators keeps working). Phis open
   their block; `opt/out_of_ssa.py` turns them back into locals before any backend runs.

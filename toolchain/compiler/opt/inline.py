@@ -1,11 +1,15 @@
 """inline: replace calls of small internal functions by a copy of their body.
 
-Runs first in the pipeline, while the caller is still in slot form; callees were optimized
-before their callers (the manager orders functions callees-first) and are back in slot form
-too, so a copy is plain: the callee's locals become fresh caller locals, its parameters
-map to the call's arguments, every `ret v` becomes `local.set $ret, v; br after`, and the
-call's result is a `local.get $ret` at the head of the block that continues after the
-call. mem2reg then promotes all of it.
+Runs first in the pipeline. Callees were optimized before their callers (the manager
+orders functions callees-first). On the host they are back in slot form, as the caller
+still is, so a copy is plain: the callee's locals become fresh caller locals, its
+parameters map to the call's arguments, every `ret v` becomes `local.set $ret, v; br
+after`, and the call's result is a `local.get $ret` at the head of the block that continues
+after the call; mem2reg then promotes all of it. A callee without scalar slots returns
+through a phi instead: every `ret v` becomes `br after` and the call becomes the phi of the
+returned values, in place. That is every callee on the GPU under -O, where caller and
+callee are in SSA form (out-of-SSA waits for the whole module), and any host callee that
+never had a slot.
 
 A callee is inlined when it is defined here, not a kernel, not (mutually) recursive, takes
 and returns only scalars and pointers, and is small (at most SIZE instructions) or called
@@ -73,8 +77,6 @@ def _eligible(caller: Function, callee: Function, sites, cache: dict) -> bool:
         return False
     if callee.ret != VOID and not (callee.ret.is_scalar or callee.ret.is_ptr):
         return False
-    if any(i.op == "phi" for i in callee.instructions()):
-        return False                         # not in slot form (should not happen)
     if _reaches(callee, caller, cache):
         return False
     return _size(callee) <= SIZE or sites(callee) == 1
@@ -126,8 +128,14 @@ def inline_call(fn: Function, call: Instr, edits: _Edits | None = None) -> None:
         new = Local(loc.type, f"{callee.name}.{loc.name}")
         fn.locals.append(new)
         vmap[loc] = new
+    returns = callee.ret is not VOID and callee.ret != VOID
+    # SSA callee (no scalar slots: GPU -O, where out-of-SSA waits for the whole module):
+    # the call becomes the phi of the returned values. A slot-form callee returns through
+    # a slot, which mem2reg promotes with the caller's.
+    ssa = not any(l.type.is_scalar for l in callee.locals)
+    arms: list = []
     ret_slot = None
-    if callee.ret is not VOID and callee.ret != VOID:
+    if returns and not ssa:
         ret_slot = Local(callee.ret, f"{callee.name}.ret")
         fn.locals.append(ret_slot)
     copies, _ = clone_blocks(fn, callee.blocks, vmap, f".{callee.name}", used=edits.used)
@@ -145,6 +153,9 @@ def inline_call(fn: Function, call: Instr, edits: _Edits | None = None) -> None:
             if ret_slot is not None:
                 b.instrs.append(Instr("local.set", VOID, [ret_slot, term.operands[0]], {}, [],
                                       term.span, b))
+            elif returns:
+                arms.append(b)
+                arms.append(term.operands[0])
             b.instrs.append(Instr("br", VOID, [], {}, [after], term.span, b))
     block.instrs.append(Instr("br", VOID, [], {}, [copies[0]], call.span, block))
     if ret_slot is not None:        # the call becomes the get of its result, in place
@@ -152,6 +163,11 @@ def inline_call(fn: Function, call: Instr, edits: _Edits | None = None) -> None:
             "local.get", callee.ret, [ret_slot], {}, []
         call.block = after
         after.instrs.insert(0, call)          # (same object: its users read the result)
+    elif returns:                   # the call becomes the phi of the returned values
+        call.op, call.type, call.operands, call.attrs, call.targets = \
+            "phi", callee.ret, arms[1::2], {}, arms[0::2]
+        call.block = after
+        after.instrs.insert(0, call)
     pos = fn.blocks.index(block) + 1
     fn.blocks[pos:pos] = copies + [after]
     edits.moved.append((block, after))     # the successors' phis now come from `after`

@@ -10,7 +10,9 @@ header). GPU `-O` runs over kernel-reachable functions only (gpu.md "Building");
 over every defined function.
 
 The pipeline starts with mem2reg (locals -> SSA) and ends with out-of-SSA (phis -> locals),
-so the backends consume the same local.get/local.set IR they always did. Adding a pass is
+so the backends consume the same local.get/local.set IR they always did. GPU -O gets SSA
+from the frontend (mem2reg then finds no slot) and runs out-of-SSA once every function is
+optimized, so inline copies SSA callees. Adding a pass is
 one file plus one `Pass(...)` row, placed in PIPELINE.
 """
 from __future__ import annotations
@@ -91,12 +93,22 @@ def optimize(module: Module, *, gpu: bool, target_info=None, options: OptOptions
     target = TargetInfo.from_any(target_info)
     shared: dict = {"calls": {}}           # module facts kept across functions (analyses.py)
     functions = _functions(module, gpu, shared["calls"])
+    names = opts.pipeline or PIPELINE
+    late = ()
+    if gpu and names is PIPELINE:
+        names, late = PIPELINE[:-1], PIPELINE[-1:]
     changed = False
     for fn in functions:
-        changed |= run_pipeline(fn, opts.pipeline or PIPELINE,
-                                Analyses(fn, module, gpu, target, shared), opts)
+        changed |= run_pipeline(fn, names, Analyses(fn, module, gpu, target, shared), opts)
         for facts in shared.values():
             facts.pop(fn, None)
+    if late:
+        # GPU: out-of-SSA once every function is optimized, so inline copies SSA bodies
+        # (the frontend built them in SSA form: no slots for mem2reg to promote again).
+        # Every defined function: one -O did not reach is still in the frontend's SSA form.
+        for fn in module.functions.values():
+            if not fn.is_extern:
+                changed |= run_pipeline(fn, late, Analyses(fn, module, gpu, target), opts)
     return changed
 
 
