@@ -3,17 +3,8 @@ from __future__ import annotations
 
 from ..ir.cfg import TERMINATORS
 from ..ir.module import Block, Const, Function, Instr, UseMap, replace_all_uses_with
-from ..ir.types import FloatType, Type
+from ..ir.ssa_builder import zero      # (re-exported: what an unwritten promoted local reads)
 from .gvn import PURE
-
-
-def zero(t: Type) -> Const:
-    """The zero constant of a scalar type (what an unwritten promoted local reads)."""
-    if isinstance(t, FloatType):
-        return Const(t, 0.0)
-    if t.is_bool:
-        return Const(t, False)
-    return Const(t, 0)
 
 
 def remove_phi_arm(block: Block, pred: Block, uses: UseMap | None = None) -> None:
