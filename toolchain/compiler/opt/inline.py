@@ -19,7 +19,7 @@ caller's entry block, where the backends expect frame slots. Each inlined call i
 from __future__ import annotations
 
 from ..ir.cfg import successors
-from ..ir.module import Block, Function, Instr, Local
+from ..ir.module import Block, Function, Instr, Local, Param
 from ..ir.types import VOID
 from .clone import clone_blocks
 from .edit import fresh_block_name
@@ -111,12 +111,14 @@ def inline_call(fn: Function, call: Instr, edits: _Edits | None = None) -> None:
     """Inline one call; the call itself becomes the `local.get` of the result (a void
     call goes). With `edits` (a run inlining several), the successors' phis wait for
     `edits.apply`."""
-    own = edits is None
-    if own:
-        edits = _Edits(fn)
     callee: Function = call.operands[0]
     block = call.block
     at = block.instrs.index(call)
+    if _splice(call, callee, block, at):
+        return
+    own = edits is None
+    if own:
+        edits = _Edits(fn)
     after = Block(fresh_block_name(fn, f"{block.name}.after.{callee.name}", edits.used),
                   function=fn)
     for ins in block.instrs[at + 1:]:
@@ -173,6 +175,48 @@ def inline_call(fn: Function, call: Instr, edits: _Edits | None = None) -> None:
     edits.moved.append((block, after))     # the successors' phis now come from `after`
     if own:
         edits.apply(fn)
+
+
+def _splice(call: Instr, callee: Function, block: Block, at: int) -> bool:
+    """A one-block callee without slots or frame allocations, whose result (if any) it
+    computes itself: its instructions go in place of the call, and the call becomes the
+    copy of the one computing the result (same object: its users read it). No blocks are
+    split, so simplify-cfg has nothing to merge. False when the callee is not that shape."""
+    if len(callee.blocks) != 1 or callee.locals:
+        return False
+    body = callee.blocks[0].instrs
+    if body[-1].op != "ret":
+        return False
+    rv = body[-1].operands[0] if body[-1].operands else None
+    if rv is not None and rv.__class__ is not Instr:
+        return False                # a parameter or constant: nothing to become
+    for ins in body:
+        if ins.op in _STATIC:
+            return False
+    vmap: dict = dict(zip(callee.params, call.operands[1:]))
+    new = []
+    for ins in body[:-1]:
+        if ins is rv:
+            c = call
+            c.op, c.type, c.operands, c.targets, c.span = \
+                ins.op, ins.type, list(ins.operands), [], ins.span
+            c.attrs = ins.attrs.copy() if ins.attrs else {}
+        else:
+            c = Instr(ins.op, ins.type, list(ins.operands),
+                      ins.attrs.copy() if ins.attrs else {}, [], ins.span, block)
+        vmap[ins] = c
+        new.append(c)
+    get = vmap.get
+    for c in new:
+        ops = c.operands
+        k = 0
+        for o in ops:
+            r = get(o) if o.__class__ is Instr or o.__class__ is Param else None
+            if r is not None:
+                ops[k] = r
+            k += 1
+    block.instrs[at:at + 1] = new
+    return True
 
 
 def _calls(fn: Function) -> list[Instr]:
