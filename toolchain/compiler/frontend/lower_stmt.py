@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import ast as A
 from ..ir import IRTypeError
+from ..ir.module import Local
 from ..ir.types import BOOL, I32, VOID, ArrayType, PtrType, StructType
 from .scope import Scope, VarSym
 from .typesys import describe, with_space
@@ -122,7 +123,10 @@ class StmtMixin:
             if self.device and isinstance(t, PtrType) and isinstance(v.type, PtrType):
                 t = v.type              # a device pointer local keeps its value's space
             st = self.slot(t, d.name, d.name in self.addr_taken and not self.device)
-            self.store_to(st, v)
+            if isinstance(st, Local) and d.name not in self.assigned_names:
+                self.b.local_define(st, v)      # no assignment anywhere names it
+            else:
+                self.store_to(st, v)
             return VarSym(d.name, t, "local", st, d.span, enum=enum, is_const=d.is_const)
         st = self.slot(t, d.name, d.name in self.addr_taken and not self.device)
         sym = VarSym(d.name, t, "local", st, d.span, enum=enum, is_const=d.is_const)

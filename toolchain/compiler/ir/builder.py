@@ -271,7 +271,9 @@ class Builder:
         variable holding 0 is still not the literal 0 to the language's checks."""
         ssa = self.ssa
         if ssa is not None and loc.type.is_scalar:
-            v = ssa.read(loc, self.block)
+            v = ssa.fixed.get(loc)
+            if v is None:
+                v = ssa.read(loc, self.block)
             if v.__class__ is Const:
                 v = Const(v.type, v.value)
                 ssa.read_consts.add(v)
@@ -285,6 +287,17 @@ class Builder:
             ssa.write(loc, self.block, v)
             return None
         return self.emit("local.set", VOID, [loc, v], span=span)
+
+    def local_define(self, loc: Local, v, span=None) -> Instr | None:
+        """`local_set` of a slot that is never written again (a declaration the frontend
+        knows is not assigned later): in SSA mode `v` is then every read's value, with no
+        per-block bookkeeping and no phis."""
+        ssa = self.ssa
+        if ssa is not None and loc.type.is_scalar:
+            _check(v.type == loc.type, f"local.set {loc.name}: {v.type} into {loc.type}")
+            ssa.fixed[loc] = v
+            return None
+        return self.local_set(loc, v, span)
 
     def from_variable(self, v) -> bool:
         """Whether `v` is an SSA-mode read of a variable (never a literal)."""

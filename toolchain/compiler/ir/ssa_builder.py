@@ -14,6 +14,11 @@ first: loop headers, whose back edges come after their body (`defer_seal`, then 
 A read in an unsealed block makes an operandless phi, completed when the block is sealed.
 An edge into a sealed block is a frontend bug and raises `IRTypeError`.
 
+A variable the frontend declares and never assigns again (`Builder.local_define`) has one
+value wherever it is in scope: reads return it without a walk, and it needs no phis (most
+variables are of that kind; without it every loop would make, then remove, a trivial
+header phi for each of them it reads).
+
 Phis found trivial (one value besides themselves) are removed and remembered in
 `replaced`; `finish` rewrites the operands that still name them (one walk, only when a
 removed phi had been handed out). Phis that become trivial only later are left to
@@ -49,6 +54,7 @@ class SSABuilder:
         self.replaced: dict[Instr, object] = {}
         self.zeros: dict[Local, Const] = {}     # one per variable, as mem2reg has
         self.read_consts: set[Const] = set()    # Builder.local_get's constant reads
+        self.fixed: dict[Local, object] = {}    # written once, at their declaration
 
     # ---- the CFG as the frontend builds it -------------------------------------------
     def edge(self, src: Block, dst: Block) -> None:
