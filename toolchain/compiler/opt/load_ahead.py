@@ -25,6 +25,8 @@ order of every float operation are unchanged: only loads move.
 """
 from __future__ import annotations
 
+from operator import itemgetter
+
 from ..ir.cfg import ensure_preheader
 from ..ir.module import Block, Const, Instr
 from ..ir.types import BOOL, I64, VOID
@@ -198,7 +200,7 @@ def _group(fn, lp, tc, factor: int, safe=None):
     copy's induction value below the bound, so no copy's index wraps, and 64-bit address
     arithmetic is linear) and the group advances the induction variable once. What no
     copy reads any more (the copies' own index chains, the header tests) is never built:
-    liveness is marked on the template (copy, instruction) pairs first, from the copies'
+    liveness is marked on the template positions of each copy first, from the copies'
     loads and stores and the values the main loop's phis take from the last copy."""
     header, body = lp.header, lp.latch
     frame = open_main_loop(fn, lp, tc, factor)
@@ -213,118 +215,129 @@ def _group(fn, lp, tc, factor: int, safe=None):
     group = Block(fresh_block_name(fn, f"{header.name}.r0", frame.used), function=fn)
     main.instrs.append(Instr("cbr", VOID, [cond], {}, [group, frame.rest], span, main))
     tmpl = header.instrs[len(phis):-1] + body.instrs[:-1]
-    nt = len(tmpl)
-    pos = {t: n for n, t in enumerate(tmpl)}
-    upd, main_phis = frame.latch_value, frame.main_phis
-    # Each template operand, relative to its copy: (1, n) the copy's own value n, (2, p) the
-    # value header phi p has in that copy, (0, v) a value from outside the loop.
-    spec = [[(0, o) if o.__class__ is not Instr else (1, pos[o]) if o in pos
-             else (2, o) if o in main_phis else (0, o) for o in t.operands] for t in tmpl]
-
-    # Copy j's phis read copy j-1's values: an int, the flat index (copy * nt + position)
-    # of a value of the group, or a value from outside (copy 0: the main loop's phis).
-    carried = [{p: main_phis[p] for p in phis}]
-    for j in range(1, factor + 1):
-        prev, base, cur = carried[j - 1], (j - 1) * nt, {}
-        for p in phis:
-            o = upd[p]
-            if o.__class__ is Instr:
-                n = pos.get(o)
-                cur[p] = base + n if n is not None else prev[o] if o in prev else o
-            else:
-                cur[p] = o
-        carried.append(cur)
+    nt, nph = len(tmpl), len(phis)
     rates, memo = _rates(lp, tc), {}
     rebased = {}        # access template position -> its advance A (bytes per iteration)
-    for m in body.instrs:
+    for n, m in enumerate(body.instrs, nt + 1 - len(body.instrs)):
         if m.op in ("load", "store"):
             a = _advance(m.operands[0], lp, rates, memo)
             if a:
-                rebased[pos[m]] = a
-
-    # Liveness and the loads' closures, one sweep from the last value back: every operand
-    # comes before its user in (copy, position) order. Per position, the operands that
-    # are the copy's own values (offsets) and the phis it reads; a rebased access reads
-    # copy 0's address instead of its own.
-    own = [[x for kind, x in sp if kind == 1] for sp in spec]
-    via = [[x for kind, x in sp if kind == 2] for sp in spec]
-    own_r = {n: [x for kind, x in spec[n][1:] if kind == 1] for n in rebased}
-    via_r = {n: [x for kind, x in spec[n][1:] if kind == 2] for n in rebased}
-    first0 = {n: spec[n][0][1] for n in rebased if spec[n][0][0] == 1}
-    size = factor * nt
-    live = bytearray(size)
-    hoist = bytearray(size)
-    roots = [n for n, t in enumerate(tmpl) if t.op not in PURE]
-    loads = [n for n, t in enumerate(tmpl) if t.op == "load"]
-    for j in range(factor):
-        for n in roots:
-            live[j * nt + n] = 1
-        for n in loads:
-            hoist[j * nt + n] = 1
-    last = carried[factor]
-    for p in phis:
-        if p is not tc.iv.phi and last[p].__class__ is int:
-            live[last[p]] = 1
-    for j in range(factor - 1, -1, -1):
-        base, cj = j * nt, carried[j]
-        for n in range(nt - 1, -1, -1):
-            f = base + n
-            if not live[f]:
-                continue
-            h = hoist[f]
-            if j and n in rebased:          # the address is copy 0's address + j*A
-                lo, vo = own_r[n], via_r[n]
-                x = first0.get(n)
-                if x is not None:
-                    live[x] = 1
-                    if h:
-                        hoist[x] = 1
-            else:
-                lo, vo = own[n], via[n]
-            for x in lo:
-                live[base + x] = 1
-                if h:
-                    hoist[base + x] = 1
-            for p in vo:
-                r = cj[p]
-                if r.__class__ is int:
-                    live[r] = 1
-                    if h:
-                        hoist[r] = 1
-
-    built: list = [None] * size
+                rebased[n] = a
+    # One copy is built at a time in a window: [its header phis' values] + [its own values,
+    # by template position] + [the values from outside the loop]; every operand of the
+    # template is a fixed slot of it, so a copy's operands are one itemgetter call.
+    slots = _Slots(phis, tmpl)
+    reads = [[slots.of(o) for o in t.operands] for t in tmpl]
+    upd = [slots.of(frame.latch_value[p]) for p in phis]    # copy j+1's phis <- copy j
+    plan = []
+    for n, t in enumerate(tmpl):
+        r = reads[n]
+        get = itemgetter(*r) if r else None
+        plan.append((n, t.op, t.type, t.attrs, t.span, get, len(r), rebased.get(n, 0)))
+    pats = _liveness(tmpl, plan, reads, upd, nph, factor,
+                     [k for k, p in enumerate(phis) if p is not tc.iv.phi])
+    win = [frame.main_phis[p] for p in phis] + [None] * nt + slots.outside
+    first: dict = {}        # rebased position -> copy 0's address
     up, down = [], []
     for j in range(factor):
-        base, cj = j * nt, carried[j]
-        for n in range(nt):
-            f = base + n
-            if not live[f]:
-                continue
-            t = tmpl[n]
-            out = up if hoist[f] else down
-            ops = [built[base + x] if kind == 1 else x if kind == 0 else
-                   built[cj[x]] if cj[x].__class__ is int else cj[x] for kind, x in spec[n]]
-            c = Instr(t.op, t.type, ops, t.attrs.copy() if t.attrs else {}, [], t.span, group)
-            if j and n in rebased:
-                first = built[n].operands[0]
-                at = Instr("byteadd", first.type, [first, Const(I64, j * rebased[n])], {}, [],
-                           t.span, group)
-                out.append(at)
-                c.operands[0] = at
+        if j:
+            win[:nph] = [win[s] for s in upd]
+        for (n, op, ty, attrs, sp, get, arity, adv), h in pats[j]:
+            ops = [get(win)] if arity == 1 else list(get(win)) if arity else []
+            c = Instr(op, ty, ops, attrs.copy() if attrs else {}, [], sp, group)
+            out = up if h else down
+            if adv:
+                if j:
+                    a0 = first[n]
+                    at = Instr("byteadd", a0.type, [a0, Const(I64, j * adv)], {}, [], sp,
+                               group)
+                    out.append(at)
+                    ops[0] = at
+                else:
+                    first[n] = ops[0]
             out.append(c)
-            built[f] = c
+            win[nph + n] = c
+    last = [win[s] for s in upd]
     latch_br = body.terminator
-    iv = main_phis[tc.iv.phi]
+    iv = frame.main_phis[tc.iv.phi]
     step = Instr("add", iv.type, [iv, Const(iv.type, factor * tc.step)], {}, [],
                  latch_br.span, group)
     down.append(step)
     down.append(Instr("br", VOID, [], latch_br.attrs.copy() if latch_br.attrs else {}, [main],
                       latch_br.span, group))
     group.instrs = up + down
-    values = [step if p is tc.iv.phi else built[last[p]] if last[p].__class__ is int
-              else last[p] for p in phis]
+    values = [step if p is tc.iv.phi else v for p, v in zip(phis, last)]
     close_main_loop(fn, lp, frame, values, group, [group])
-    return group, factor * len(loads)
+    return group, factor * sum(t.op == "load" for t in tmpl)
+
+
+class _Slots:
+    """The window slot of each value a copy reads: a header phi k at k, template position
+    n at len(phis) + n, a value from outside the loop at its own slot past those."""
+
+    def __init__(self, phis, tmpl):
+        self.phi = {p: k for k, p in enumerate(phis)}
+        self.own = {t: len(phis) + n for n, t in enumerate(tmpl)}
+        self.outside: list = []
+        self.base = len(phis) + len(tmpl)
+
+    def of(self, o) -> int:
+        if o.__class__ is Instr:
+            s = self.own.get(o)
+            if s is None:
+                s = self.phi.get(o)
+            if s is not None:
+                return s
+        self.outside.append(o)
+        return self.base + len(self.outside) - 1
+
+
+def _liveness(tmpl, plan, reads, upd, nph, factor, carried_out) -> list:
+    """Per copy, its live template positions in order, as `(plan[n], hoisted)`: hoisted
+    are the loads and what a hoisted value reads. Swept from the last copy back (every
+    operand comes before its user in (copy, position) order): a copy's pattern depends only
+    on which of its values the next copy's phis read (and on whether it is copy 0, whose
+    accesses compute their own address: the others read copy 0's), so once two copies
+    past copy 0 are read alike, every earlier one but copy 0 repeats the pattern."""
+    roots = bytes(3 if t.op == "load" else 0 if t.op in PURE else 1 for t in tmpl)
+    nt = len(tmpl)
+    skip0 = [e[7] != 0 for e in plan]       # rebased: the address is copy 0's + j*A
+    need = bytearray(nph)
+    for k in carried_out:       # the main loop's phis read the last copy's values
+        need[k] = 1
+    pats: list = [None] * factor
+    prev = None
+    for j in range(factor - 1, -1, -1):
+        key = bytes(need)
+        if j and prev is not None and key == prev[0]:
+            pats[j] = prev[1]
+            continue
+        lv = bytearray(roots)
+        got = bytearray(nph)
+        for k in range(nph):
+            f = need[k]
+            if f:
+                s = upd[k]
+                if s < nph:
+                    got[s] |= f
+                elif s < nph + nt:
+                    lv[s - nph] |= f
+        for n in range(nt - 1, -1, -1):
+            f = lv[n]
+            if not f:
+                continue
+            r = reads[n][1:] if j and skip0[n] else reads[n]
+            for s in r:
+                if s < nph:
+                    got[s] |= f
+                elif s < nph + nt:
+                    lv[s - nph] |= f
+        pat = [(plan[n], f >> 1) for n, f in enumerate(lv) if f]
+        pats[j] = pat
+        if j:
+            prev = (key, pat)
+        need = got
+    return pats
 
 
 def run(fn, analyses) -> bool:
