@@ -192,7 +192,7 @@ def _no_overlap_test(lp, pre, pairs, advance: int, factor: int):
     return ok
 
 
-def _group(fn, lp, tc, factor: int, safe=None):
+def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     """Unroll `lp` into a main loop whose body is one block holding `factor` copies, built
     directly in their final form; returns that block. The form is unroll_runtime's copies
     merged into one block, with address increments instead of recomputation: copy j's
@@ -201,7 +201,8 @@ def _group(fn, lp, tc, factor: int, safe=None):
     arithmetic is linear) and the group advances the induction variable once. What no
     copy reads any more (the copies' own index chains, the header tests) is never built:
     liveness is marked on the template positions of each copy first, from the copies'
-    loads and stores and the values the main loop's phis take from the last copy."""
+    loads and stores and the values the main loop's phis take from the last copy.
+    `advance`: every access's advance A, when _pairs found one for all."""
     header, body = lp.header, lp.latch
     frame = open_main_loop(fn, lp, tc, factor)
     main, phis = frame.main, frame.phis
@@ -216,11 +217,11 @@ def _group(fn, lp, tc, factor: int, safe=None):
     main.instrs.append(Instr("cbr", VOID, [cond], {}, [group, frame.rest], span, main))
     tmpl = header.instrs[len(phis):-1] + body.instrs[:-1]
     nt, nph = len(tmpl), len(phis)
-    rates, memo = _rates(lp, tc), {}
     rebased = {}        # access template position -> its advance A (bytes per iteration)
+    rates, memo = (_rates(lp, tc), {}) if advance is None else (None, None)
     for n, m in enumerate(body.instrs, nt + 1 - len(body.instrs)):
         if m.op in ("load", "store"):
-            a = _advance(m.operands[0], lp, rates, memo)
+            a = advance if rates is None else _advance(m.operands[0], lp, rates, memo)
             if a:
                 rebased[n] = a
     # One copy is built at a time in a window: [its header phis' values] + [its own values,
@@ -299,9 +300,14 @@ def _liveness(tmpl, plan, reads, upd, nph, factor, carried_out) -> list:
     on which of its values the next copy's phis read (and on whether it is copy 0, whose
     accesses compute their own address: the others read copy 0's), so once two copies
     past copy 0 are read alike, every earlier one but copy 0 repeats the pattern."""
-    roots = bytes(3 if t.op == "load" else 0 if t.op in PURE else 1 for t in tmpl)
     nt = len(tmpl)
-    skip0 = [e[7] != 0 for e in plan]       # rebased: the address is copy 0's + j*A
+    roots = bytearray(nt)       # 1 live (a store), 3 live and hoisted (a load)
+    skip0 = [False] * nt        # rebased: the address is copy 0's + j*A
+    for n, t in enumerate(tmpl):
+        op = t.op
+        if op not in PURE:
+            roots[n] = 3 if op == "load" else 1
+            skip0[n] = plan[n][7] != 0
     need = bytearray(nph)
     for k in carried_out:       # the main loop's phis read the last copy's values
         need[k] = 1
@@ -369,7 +375,7 @@ def run(fn, analyses) -> bool:
             continue
         pre, _ = ensure_preheader(lp)
         safe = _no_overlap_test(lp, pre, pairs, advance, STORE_FACTOR) if pairs else None
-        _, loads = _group(fn, lp, tc, STORE_FACTOR, safe)
+        _, loads = _group(fn, lp, tc, STORE_FACTOR, safe, advance)
         test = (f"; run-time test: {len(pairs)} store/load pair(s) do not overlap within a "
                 "group, else the original loop runs") if pairs else ""
         analyses.remark(span, NAME, f"loop with stores unrolled x{STORE_FACTOR}: the {loads} "
