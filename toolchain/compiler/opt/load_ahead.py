@@ -196,12 +196,13 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     """Unroll `lp` into a main loop whose body is one block holding `factor` copies, built
     directly in their final form; returns that block. The form is unroll_runtime's copies
     merged into one block, with address increments instead of recomputation: copy j's
-    access k is copy 0's address + j*A bytes (exact: the main loop's test keeps every
-    copy's induction value below the bound, so no copy's index wraps, and 64-bit address
-    arithmetic is linear) and the group advances the induction variable once. What no
-    copy reads any more (the copies' own index chains, the header tests) is never built:
-    liveness is marked on the template positions of each copy first, from the copies'
-    loads and stores and the values the main loop's phis take from the last copy.
+    access k is copy 0's address + j*A bytes, one increment per address and copy (exact:
+    the main loop's test keeps every copy's induction value below the bound, so no copy's
+    index wraps, and 64-bit address arithmetic is linear) and the group advances the
+    induction variable once. What no copy reads any more (the copies' own index chains,
+    the header tests) is never built: liveness is marked on the template positions of
+    each copy first, from the copies' loads and stores and the values the main loop's
+    phis take from the last copy.
     `advance`: every access's advance A, when _pairs found one for all."""
     header, body = lp.header, lp.latch
     frame = open_main_loop(fn, lp, tc, factor)
@@ -230,32 +231,46 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     slots = _Slots(phis, tmpl)
     reads = [[slots.of(o) for o in t.operands] for t in tmpl]
     upd = [slots.of(frame.latch_value[p]) for p in phis]    # copy j+1's phis <- copy j
+    # Accesses through one address share each copy's increment of it (the one an earlier
+    # access built), unless a hoisted load would read a store's, built below it.
+    twin, made = {}, {}
+    for n in sorted(rebased):
+        hoisted = tmpl[n].op == "load"
+        t = made.get(reads[n][0])
+        if t is not None and hoisted <= t[1]:
+            twin[n] = t[0]
+        else:
+            made[reads[n][0]] = (n, hoisted)
     plan = []
     for n, t in enumerate(tmpl):
         r = reads[n]
         get = itemgetter(*r) if r else None
-        plan.append((n, t.op, t.type, t.attrs, t.span, get, len(r), rebased.get(n, 0)))
+        plan.append((n, t.op, t.type, t.attrs, t.span, get, len(r), rebased.get(n, 0),
+                     twin.get(n, -1)))
     pats = _liveness(tmpl, plan, reads, upd, nph, factor,
                      [k for k, p in enumerate(phis) if p is not tc.iv.phi])
     win = [frame.main_phis[p] for p in phis] + [None] * nt + slots.outside
     first: dict = {}        # rebased position -> copy 0's address
+    addr = [None] * nt      # rebased position -> its address in the current copy
     up, down = [], []
     for j in range(factor):
         if j:
             win[:nph] = [win[s] for s in upd]
-        for (n, op, ty, attrs, sp, get, arity, adv), h in pats[j]:
+        for (n, op, ty, attrs, sp, get, arity, adv, tw), h in pats[j]:
             ops = [get(win)] if arity == 1 else list(get(win)) if arity else []
             c = Instr(op, ty, ops, attrs.copy() if attrs else {}, [], sp, group)
             out = up if h else down
             if adv:
-                if j:
+                if not j:
+                    first[n] = ops[0]
+                elif tw < 0:
                     a0 = first[n]
-                    at = Instr("byteadd", a0.type, [a0, Const(I64, j * adv)], {}, [], sp,
-                               group)
+                    at = addr[n] = Instr("byteadd", a0.type, [a0, Const(I64, j * adv)], {},
+                                         [], sp, group)
                     out.append(at)
                     ops[0] = at
                 else:
-                    first[n] = ops[0]
+                    ops[0] = addr[tw]
             out.append(c)
             win[nph + n] = c
     last = [win[s] for s in upd]
