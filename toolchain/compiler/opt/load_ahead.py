@@ -194,7 +194,8 @@ def _no_overlap_test(lp, pre, pairs, advance: int, factor: int):
 
 def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     """Unroll `lp` into a main loop whose body is one block holding `factor` copies, built
-    directly in their final form; returns that block. The form is unroll_runtime's copies
+    directly in their final form; returns that block, the loads of a group and whether a
+    main-loop phi is trivial (see `run`). The form is unroll_runtime's copies
     merged into one block, with address increments instead of recomputation: copy j's
     access k is copy 0's address + j*A bytes, one increment per address and copy (exact:
     the main loop's test keeps every copy's induction value below the bound, so no copy's
@@ -284,7 +285,13 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     group.instrs = up + down
     values = [step if p is tc.iv.phi else v for p, v in zip(phis, last)]
     close_main_loop(fn, lp, frame, values, group, [group])
-    return group, factor * sum(t.op == "load" for t in tmpl)
+    # simplify-cfg's only possible work here: a main-loop phi that gets back its own
+    # value or its entry value (a rotation of phis that comes full circle in a group)
+    trivial = False
+    for p, v in zip(phis, values):
+        mp = frame.main_phis[p]
+        trivial |= v is mp or v is mp.operands[0]
+    return group, factor * sum(t.op == "load" for t in tmpl), trivial
 
 
 class _Slots:
@@ -362,9 +369,15 @@ def _liveness(tmpl, plan, reads, upd, nph, factor, carried_out) -> list:
 
 
 def run(fn, analyses) -> bool:
+    """The loops that qualify. The new blocks give simplify-cfg nothing to do (no constant
+    branch, no block with a single predecessor ending in `br`: the main header has two
+    predecessors, the group and `rest` hang off its cbr, the original header keeps two,
+    and a preheader made here has several predecessors or one ending in a cbr) unless a
+    main-loop phi is trivial: without one, simplify-cfg's fixpoint is kept."""
     if not (analyses.gpu and analyses.target.unrolls_loops):
         return False            # elsewhere unroll-runtime unrolls these loops itself
     changed = reread.mark(fn, analyses) > 0       # before unrolling: copies inherit it
+    work = False                # whether a trivial phi was made (for simplify-cfg)
     for lp in analyses.get("loops").innermost_first():
         kind, why = _kind(lp)
         span = lp.header.terminator.span
@@ -379,7 +392,8 @@ def run(fn, analyses) -> bool:
             width = analyses.target.subgroup_width
             if not width or tc.step % width:
                 continue        # ptxas's own x4 (only subgroup-strided rows were measured)
-            _, loads = _group(fn, lp, tc, LOAD_FACTOR)
+            _, loads, trivial = _group(fn, lp, tc, LOAD_FACTOR)
+            work |= trivial
             analyses.remark(span, NAME, f"loop unrolled x{LOAD_FACTOR} with a run-time trip "
                             f"count: the {loads} loads of a group issue first")
             changed = True
@@ -390,10 +404,13 @@ def run(fn, analyses) -> bool:
             continue
         pre, _ = ensure_preheader(lp)
         safe = _no_overlap_test(lp, pre, pairs, advance, STORE_FACTOR) if pairs else None
-        _, loads = _group(fn, lp, tc, STORE_FACTOR, safe, advance)
+        _, loads, trivial = _group(fn, lp, tc, STORE_FACTOR, safe, advance)
+        work |= trivial
         test = (f"; run-time test: {len(pairs)} store/load pair(s) do not overlap within a "
                 "group, else the original loop runs") if pairs else ""
         analyses.remark(span, NAME, f"loop with stores unrolled x{STORE_FACTOR}: the {loads} "
                         f"loads of a group issue before its stores{test}")
         changed = True
+    if changed and not work:
+        analyses.keep_fixpoint("simplify-cfg")
     return changed
