@@ -399,30 +399,24 @@ def test_stream_policy_needs_no_later_reader(tmp_path, ptxas):
 
 # Phis that carry values between copies: %a takes %b's value (a rotation), %b the loaded
 # value, %s a running sum read after the loop, %dead nothing reads.
-CARRIED = """\
-function @f(%x: ptr<i32>, %d: i64, %d2: i64, %n: i32, %lane: i32) -> void {
-entry:
-  %y = ptradd ptr<i32> %x, %d
-  %z = ptradd ptr<i32> %x, %d2
-  br loop.cond
-loop.cond:
-  %i = phi i32 [%lane, entry], [%next, loop.body]
-  %b = phi i32 [11:i32, entry], [%v, loop.body]
-  %a = phi i32 [7:i32, entry], [%b, loop.body]
-  %s = phi i32 [0:i32, entry], [%s2, loop.body]
-  %dead = phi i64 [0:i64, entry], [%w, loop.body]
-  %c = cmp bool %i, %n {pred=lt}
-  cbr %c, loop.body, loop.end
-loop.body:
-  %w = convert i64 %i
+CARRIED = TEMPLATE.format(step=1, body="""\
   %px = ptradd ptr<i32> %x, %w
   %v = load i32 %px
   %t = mul i32 %v, %a
   %py = ptradd ptr<i32> %y, %w
   store %py, %t
-  %s2 = add i32 %s, %t
-  %next = add i32 %i, 1:i32
-  br loop.cond
+  %s2 = add i32 %s, %t""").replace("""\
+  %i = phi i32 [%lane, entry], [%next, loop.body]
+""", """\
+  %i = phi i32 [%lane, entry], [%next, loop.body]
+  %b = phi i32 [11:i32, entry], [%v, loop.body]
+  %a = phi i32 [7:i32, entry], [%b, loop.body]
+  %s = phi i32 [0:i32, entry], [%s2, loop.body]
+  %dead = phi i64 [0:i64, entry], [%w, loop.body]
+""").replace("""\
+loop.end:
+  ret
+""", """\
 loop.end:
   store %z, %s
   %z1 = ptradd ptr<i32> %z, 1:i64
@@ -430,8 +424,7 @@ loop.end:
   %z2 = ptradd ptr<i32> %z, 2:i64
   store %z2, %b
   ret
-}
-"""
+""")
 
 
 def test_values_carried_between_copies_keep_their_results():
