@@ -25,6 +25,8 @@ order of every float operation are unchanged: only loads move.
 """
 from __future__ import annotations
 
+from operator import itemgetter
+
 from ..ir.cfg import ensure_preheader
 from ..ir.module import Block, Const, Instr
 from ..ir.types import BOOL, I64, VOID
@@ -190,16 +192,19 @@ def _no_overlap_test(lp, pre, pairs, advance: int, factor: int):
     return ok
 
 
-def _group(fn, lp, tc, factor: int, safe=None):
+def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     """Unroll `lp` into a main loop whose body is one block holding `factor` copies, built
-    directly in their final form; returns that block. The form is unroll_runtime's copies
+    directly in their final form; returns that block, the loads of a group and whether a
+    main-loop phi is trivial (see `run`). The form is unroll_runtime's copies
     merged into one block, with address increments instead of recomputation: copy j's
-    access k is copy 0's address + j*A bytes (exact: the main loop's test keeps every
-    copy's induction value below the bound, so no copy's index wraps, and 64-bit address
-    arithmetic is linear) and the group advances the induction variable once. What no
-    copy reads any more (the copies' own index chains, the header tests) is never built:
-    liveness is marked on the template (copy, instruction) pairs first, from the copies'
-    loads and stores and the values the main loop's phis take from the last copy."""
+    access k is copy 0's address + j*A bytes, one increment per address and copy (exact:
+    the main loop's test keeps every copy's induction value below the bound, so no copy's
+    index wraps, and 64-bit address arithmetic is linear) and the group advances the
+    induction variable once. What no copy reads any more (the copies' own index chains,
+    the header tests) is never built: liveness is marked on the template positions of
+    each copy first, from the copies' loads and stores and the values the main loop's
+    phis take from the last copy.
+    `advance`: every access's advance A, when _pairs found one for all."""
     header, body = lp.header, lp.latch
     frame = open_main_loop(fn, lp, tc, factor)
     main, phis = frame.main, frame.phis
@@ -213,124 +218,166 @@ def _group(fn, lp, tc, factor: int, safe=None):
     group = Block(fresh_block_name(fn, f"{header.name}.r0", frame.used), function=fn)
     main.instrs.append(Instr("cbr", VOID, [cond], {}, [group, frame.rest], span, main))
     tmpl = header.instrs[len(phis):-1] + body.instrs[:-1]
-    nt = len(tmpl)
-    pos = {t: n for n, t in enumerate(tmpl)}
-    upd, main_phis = frame.latch_value, frame.main_phis
-    # Each template operand, relative to its copy: (1, n) the copy's own value n, (2, p) the
-    # value header phi p has in that copy, (0, v) a value from outside the loop.
-    spec = [[(0, o) if o.__class__ is not Instr else (1, pos[o]) if o in pos
-             else (2, o) if o in main_phis else (0, o) for o in t.operands] for t in tmpl]
-
-    # Copy j's phis read copy j-1's values: an int, the flat index (copy * nt + position)
-    # of a value of the group, or a value from outside (copy 0: the main loop's phis).
-    carried = [{p: main_phis[p] for p in phis}]
-    for j in range(1, factor + 1):
-        prev, base, cur = carried[j - 1], (j - 1) * nt, {}
-        for p in phis:
-            o = upd[p]
-            if o.__class__ is Instr:
-                n = pos.get(o)
-                cur[p] = base + n if n is not None else prev[o] if o in prev else o
-            else:
-                cur[p] = o
-        carried.append(cur)
-    rates, memo = _rates(lp, tc), {}
+    nt, nph = len(tmpl), len(phis)
     rebased = {}        # access template position -> its advance A (bytes per iteration)
-    for m in body.instrs:
+    rates, memo = (_rates(lp, tc), {}) if advance is None else (None, None)
+    for n, m in enumerate(body.instrs, nt + 1 - len(body.instrs)):
         if m.op in ("load", "store"):
-            a = _advance(m.operands[0], lp, rates, memo)
+            a = advance if rates is None else _advance(m.operands[0], lp, rates, memo)
             if a:
-                rebased[pos[m]] = a
-
-    # Liveness and the loads' closures, one sweep from the last value back: every operand
-    # comes before its user in (copy, position) order. Per position, the operands that
-    # are the copy's own values (offsets) and the phis it reads; a rebased access reads
-    # copy 0's address instead of its own.
-    own = [[x for kind, x in sp if kind == 1] for sp in spec]
-    via = [[x for kind, x in sp if kind == 2] for sp in spec]
-    own_r = {n: [x for kind, x in spec[n][1:] if kind == 1] for n in rebased}
-    via_r = {n: [x for kind, x in spec[n][1:] if kind == 2] for n in rebased}
-    first0 = {n: spec[n][0][1] for n in rebased if spec[n][0][0] == 1}
-    size = factor * nt
-    live = bytearray(size)
-    hoist = bytearray(size)
-    roots = [n for n, t in enumerate(tmpl) if t.op not in PURE]
-    loads = [n for n, t in enumerate(tmpl) if t.op == "load"]
-    for j in range(factor):
-        for n in roots:
-            live[j * nt + n] = 1
-        for n in loads:
-            hoist[j * nt + n] = 1
-    last = carried[factor]
-    for p in phis:
-        if p is not tc.iv.phi and last[p].__class__ is int:
-            live[last[p]] = 1
-    for j in range(factor - 1, -1, -1):
-        base, cj = j * nt, carried[j]
-        for n in range(nt - 1, -1, -1):
-            f = base + n
-            if not live[f]:
-                continue
-            h = hoist[f]
-            if j and n in rebased:          # the address is copy 0's address + j*A
-                lo, vo = own_r[n], via_r[n]
-                x = first0.get(n)
-                if x is not None:
-                    live[x] = 1
-                    if h:
-                        hoist[x] = 1
-            else:
-                lo, vo = own[n], via[n]
-            for x in lo:
-                live[base + x] = 1
-                if h:
-                    hoist[base + x] = 1
-            for p in vo:
-                r = cj[p]
-                if r.__class__ is int:
-                    live[r] = 1
-                    if h:
-                        hoist[r] = 1
-
-    built: list = [None] * size
+                rebased[n] = a
+    # One copy is built at a time in a window: [its header phis' values] + [its own values,
+    # by template position] + [the values from outside the loop]; every operand of the
+    # template is a fixed slot of it, so a copy's operands are one itemgetter call.
+    slots = _Slots(phis, tmpl)
+    reads = [[slots.of(o) for o in t.operands] for t in tmpl]
+    upd = [slots.of(frame.latch_value[p]) for p in phis]    # copy j+1's phis <- copy j
+    # Accesses through one address share each copy's increment of it (the one an earlier
+    # access built), unless a hoisted load would read a store's, built below it.
+    twin, made = {}, {}
+    for n in sorted(rebased):
+        hoisted = tmpl[n].op == "load"
+        t = made.get(reads[n][0])
+        if t is not None and hoisted <= t[1]:
+            twin[n] = t[0]
+        else:
+            made[reads[n][0]] = (n, hoisted)
+    plan = []
+    for n, t in enumerate(tmpl):
+        r = reads[n]
+        get = itemgetter(*r) if r else None
+        plan.append((n, t.op, t.type, t.attrs, t.span, get, len(r), rebased.get(n, 0),
+                     twin.get(n, -1)))
+    pats = _liveness(tmpl, plan, reads, upd, nph, factor,
+                     [k for k, p in enumerate(phis) if p is not tc.iv.phi])
+    win = [frame.main_phis[p] for p in phis] + [None] * nt + slots.outside
+    first: dict = {}        # rebased position -> copy 0's address
+    addr = [None] * nt      # rebased position -> its address in the current copy
     up, down = [], []
     for j in range(factor):
-        base, cj = j * nt, carried[j]
-        for n in range(nt):
-            f = base + n
-            if not live[f]:
-                continue
-            t = tmpl[n]
-            out = up if hoist[f] else down
-            ops = [built[base + x] if kind == 1 else x if kind == 0 else
-                   built[cj[x]] if cj[x].__class__ is int else cj[x] for kind, x in spec[n]]
-            c = Instr(t.op, t.type, ops, t.attrs.copy() if t.attrs else {}, [], t.span, group)
-            if j and n in rebased:
-                first = built[n].operands[0]
-                at = Instr("byteadd", first.type, [first, Const(I64, j * rebased[n])], {}, [],
-                           t.span, group)
-                out.append(at)
-                c.operands[0] = at
+        if j:
+            win[:nph] = [win[s] for s in upd]
+        for (n, op, ty, attrs, sp, get, arity, adv, tw), h in pats[j]:
+            ops = [get(win)] if arity == 1 else list(get(win)) if arity else []
+            c = Instr(op, ty, ops, attrs.copy() if attrs else {}, [], sp, group)
+            out = up if h else down
+            if adv:
+                if not j:
+                    first[n] = ops[0]
+                elif tw < 0:
+                    a0 = first[n]
+                    at = addr[n] = Instr("byteadd", a0.type, [a0, Const(I64, j * adv)], {},
+                                         [], sp, group)
+                    out.append(at)
+                    ops[0] = at
+                else:
+                    ops[0] = addr[tw]
             out.append(c)
-            built[f] = c
+            win[nph + n] = c
+    last = [win[s] for s in upd]
     latch_br = body.terminator
-    iv = main_phis[tc.iv.phi]
+    iv = frame.main_phis[tc.iv.phi]
     step = Instr("add", iv.type, [iv, Const(iv.type, factor * tc.step)], {}, [],
                  latch_br.span, group)
     down.append(step)
     down.append(Instr("br", VOID, [], latch_br.attrs.copy() if latch_br.attrs else {}, [main],
                       latch_br.span, group))
     group.instrs = up + down
-    values = [step if p is tc.iv.phi else built[last[p]] if last[p].__class__ is int
-              else last[p] for p in phis]
+    values = [step if p is tc.iv.phi else v for p, v in zip(phis, last)]
     close_main_loop(fn, lp, frame, values, group, [group])
-    return group, factor * len(loads)
+    # simplify-cfg's only possible work here: a main-loop phi that gets back its own
+    # value or its entry value (a rotation of phis that comes full circle in a group)
+    trivial = False
+    for p, v in zip(phis, values):
+        mp = frame.main_phis[p]
+        trivial |= v is mp or v is mp.operands[0]
+    return group, factor * sum(t.op == "load" for t in tmpl), trivial
+
+
+class _Slots:
+    """The window slot of each value a copy reads: a header phi k at k, template position
+    n at len(phis) + n, a value from outside the loop at its own slot past those."""
+
+    def __init__(self, phis, tmpl):
+        self.phi = {p: k for k, p in enumerate(phis)}
+        self.own = {t: len(phis) + n for n, t in enumerate(tmpl)}
+        self.outside: list = []
+        self.base = len(phis) + len(tmpl)
+
+    def of(self, o) -> int:
+        if o.__class__ is Instr:
+            s = self.own.get(o)
+            if s is None:
+                s = self.phi.get(o)
+            if s is not None:
+                return s
+        self.outside.append(o)
+        return self.base + len(self.outside) - 1
+
+
+def _liveness(tmpl, plan, reads, upd, nph, factor, carried_out) -> list:
+    """Per copy, its live template positions in order, as `(plan[n], hoisted)`: hoisted
+    are the loads and what a hoisted value reads. Swept from the last copy back (every
+    operand comes before its user in (copy, position) order): a copy's pattern depends only
+    on which of its values the next copy's phis read (and on whether it is copy 0, whose
+    accesses compute their own address: the others read copy 0's), so once two copies
+    past copy 0 are read alike, every earlier one but copy 0 repeats the pattern."""
+    nt = len(tmpl)
+    roots = bytearray(nt)       # 1 live (a store), 3 live and hoisted (a load)
+    skip0 = [False] * nt        # rebased: the address is copy 0's + j*A
+    for n, t in enumerate(tmpl):
+        op = t.op
+        if op not in PURE:
+            roots[n] = 3 if op == "load" else 1
+            skip0[n] = plan[n][7] != 0
+    need = bytearray(nph)
+    for k in carried_out:       # the main loop's phis read the last copy's values
+        need[k] = 1
+    pats: list = [None] * factor
+    prev = None
+    for j in range(factor - 1, -1, -1):
+        key = bytes(need)
+        if j and prev is not None and key == prev[0]:
+            pats[j] = prev[1]
+            continue
+        lv = bytearray(roots)
+        got = bytearray(nph)
+        for k in range(nph):
+            f = need[k]
+            if f:
+                s = upd[k]
+                if s < nph:
+                    got[s] |= f
+                elif s < nph + nt:
+                    lv[s - nph] |= f
+        for n in range(nt - 1, -1, -1):
+            f = lv[n]
+            if not f:
+                continue
+            r = reads[n][1:] if j and skip0[n] else reads[n]
+            for s in r:
+                if s < nph:
+                    got[s] |= f
+                elif s < nph + nt:
+                    lv[s - nph] |= f
+        pat = [(plan[n], f >> 1) for n, f in enumerate(lv) if f]
+        pats[j] = pat
+        if j:
+            prev = (key, pat)
+        need = got
+    return pats
 
 
 def run(fn, analyses) -> bool:
+    """The loops that qualify. The new blocks give simplify-cfg nothing to do (no constant
+    branch, no block with a single predecessor ending in `br`: the main header has two
+    predecessors, the group and `rest` hang off its cbr, the original header keeps two,
+    and a preheader made here has several predecessors or one ending in a cbr) unless a
+    main-loop phi is trivial: without one, simplify-cfg's fixpoint is kept."""
     if not (analyses.gpu and analyses.target.unrolls_loops):
         return False            # elsewhere unroll-runtime unrolls these loops itself
     changed = reread.mark(fn, analyses) > 0       # before unrolling: copies inherit it
+    work = False                # whether a trivial phi was made (for simplify-cfg)
     for lp in analyses.get("loops").innermost_first():
         kind, why = _kind(lp)
         span = lp.header.terminator.span
@@ -345,7 +392,8 @@ def run(fn, analyses) -> bool:
             width = analyses.target.subgroup_width
             if not width or tc.step % width:
                 continue        # ptxas's own x4 (only subgroup-strided rows were measured)
-            _, loads = _group(fn, lp, tc, LOAD_FACTOR)
+            _, loads, trivial = _group(fn, lp, tc, LOAD_FACTOR)
+            work |= trivial
             analyses.remark(span, NAME, f"loop unrolled x{LOAD_FACTOR} with a run-time trip "
                             f"count: the {loads} loads of a group issue first")
             changed = True
@@ -356,10 +404,13 @@ def run(fn, analyses) -> bool:
             continue
         pre, _ = ensure_preheader(lp)
         safe = _no_overlap_test(lp, pre, pairs, advance, STORE_FACTOR) if pairs else None
-        _, loads = _group(fn, lp, tc, STORE_FACTOR, safe)
+        _, loads, trivial = _group(fn, lp, tc, STORE_FACTOR, safe, advance)
+        work |= trivial
         test = (f"; run-time test: {len(pairs)} store/load pair(s) do not overlap within a "
                 "group, else the original loop runs") if pairs else ""
         analyses.remark(span, NAME, f"loop with stores unrolled x{STORE_FACTOR}: the {loads} "
                         f"loads of a group issue before its stores{test}")
         changed = True
+    if changed and not work:
+        analyses.keep_fixpoint("simplify-cfg")
     return changed

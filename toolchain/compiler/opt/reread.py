@@ -46,61 +46,66 @@ def _root(p):
     return p
 
 
-def _global_loads(lp) -> list:
-    return [i for b in lp.blocks for i in b.instrs
-            if i.op == "load" and i.operands[0].type.space == "global"]
-
-
 def mark(fn, analyses) -> int:
     """Mark the loads of every loop whose base another loop also reads; the count marked."""
     loops = [lp for lp in analyses.get("loops").innermost_first() if not lp.children]
     if len(loops) < 2:
         return 0
-    bases = {id(lp): {id(_root(i.operands[0])) for i in _global_loads(lp)} for lp in loops}
+    reads = []                  # per loop: its global loads, each with its base
+    readers: dict = {}          # id(base) -> the loops that load through it
+    for lp in loops:
+        got = [(i, _root(i.operands[0])) for b in lp.blocks for i in b.instrs
+               if i.op == "load" and i.operands[0].type.space == "global"]
+        reads.append(got)
+        for _, base in got:
+            ys = readers.setdefault(id(base), [])
+            if not ys or ys[-1] is not lp:
+                ys.append(lp)
     marked = 0
-    for x in loops:
-        others = set().union(*(bases[id(y)] for y in loops if y is not x))
-        hits = [i for i in _global_loads(x) if id(_root(i.operands[0])) in others
-                and x.is_invariant(_root(i.operands[0])) and not i.attrs.get(ATTR)
-                and not i.attrs.get(LAST)]
-        after = _after(x) if STREAM and hits else set()
-        last = {id(i) for i in hits
-                if STREAM and _is_last(x, _root(i.operands[0]), loops, bases, after)}
-        for ins in hits:
-            ins.attrs[LAST if id(ins) in last else ATTR] = True
+    for x, got in zip(loops, reads):
+        hits = [(i, base) for i, base in got if len(readers[id(base)]) > 1
+                and x.is_invariant(base) and not i.attrs.get(ATTR) and not i.attrs.get(LAST)]
+        if not hits:
+            continue
+        last = 0
+        after = _after(x) if STREAM else None
+        for ins, base in hits:
+            # the last read: no loop that loads through `base` (`x` included) runs after `x`
+            if STREAM and not any(y.header in after for y in readers[id(base)]):
+                ins.attrs[LAST] = True
+                last += 1
+            else:
+                ins.attrs[ATTR] = True
         span = x.header.terminator.span
-        if len(hits) > len(last):
-            analyses.remark(span, NAME, f"{len(hits) - len(last)} load(s) marked reread: "
+        if len(hits) > last:
+            analyses.remark(span, NAME, f"{len(hits) - last} load(s) marked reread: "
                             "another loop reads the same base (kept in L1 on PTX)")
         if last:
-            analyses.remark(span, NAME, f"{len(last)} load(s) marked last read: no loop "
+            analyses.remark(span, NAME, f"{last} load(s) marked last read: no loop "
                             "reads the base after this one (evict-first on PTX)")
         marked += len(hits)
     if marked and STREAM:
-        _mark_streams(fn, analyses, loops, set().union(*bases.values()))
+        _mark_streams(fn, analyses, loops, readers)
     return marked
 
 
 def _after(x) -> set:
     """The blocks that can run after loop `x` exits (its own header again if an outer
     cycle leads back to it)."""
+    inside = x.block_set
     seen: set = set()
-    work = [s for b in x.blocks for s in successors(b) if not x.contains(s)]
+    work = [s for b in x.blocks for s in successors(b) if s not in inside]
     while work:
         b = work.pop()
-        if id(b) not in seen:
-            seen.add(id(b))
+        if b not in seen:
+            seen.add(b)
             work.extend(successors(b))
     return seen
 
 
-def _is_last(x, base, loops, bases, after) -> bool:
-    """No loop that loads through `base` (`x` included) can run after `x`."""
-    return not any(id(y.header) in after for y in loops if id(base) in bases[id(y)])
-
-
 def _mark_streams(fn, analyses, loops, read_bases) -> None:
-    """`stream` on the global stores of innermost loops through a base no loop loads."""
+    """`stream` on the global stores of innermost loops through a base no loop loads
+    (`read_bases`: the ids of the bases loops load through)."""
     for x in loops:
         stores = [i for b in x.blocks for i in b.instrs if i.op == "store"
                   and i.operands[0].type.space == "global" and not i.attrs.get(STORE)
