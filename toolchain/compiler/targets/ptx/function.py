@@ -40,6 +40,11 @@ def _alias_gets(fn: Function, uses: UseMap) -> set[Instr]:
     use is in the get's own block, before the next `local.set` of that local."""
     alias: set[Instr] = set()
     for b in fn.blocks:
+        for ins in b.instrs:
+            if ins.op == "local.get":
+                break
+        else:
+            continue        # no get (most blocks under -O: out-of-SSA's gets open a block)
         pos: dict[Instr, int] = {}
         open_gets: dict[Local, list[Instr]] = {}
         for p, ins in enumerate(b.instrs):
