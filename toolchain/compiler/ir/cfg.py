@@ -212,6 +212,37 @@ class DomTree:
         self._post: dict[Block, int] = {}
         self._frontier: dict[Block, list[Block]] | None = None
 
+    def merged(self, into: dict[Block, Block], preds: dict[Block, list[Block]]) -> None:
+        """Update the tree after straight-line merges: each block b of `into` was appended
+        to into[b], its only predecessor, which ended in `br b` (simplify-cfg). `preds` is
+        the function's new predecessor map. Merging contracts an edge whose source has no
+        other successor and whose target no other predecessor, so RPO is the old one minus
+        the merged blocks and every other block keeps its dominators (with a merged block
+        standing for the block it went into): the tree is what a rebuild would give."""
+        old_rpo, old_idom = self.rpo, self.idom
+
+        def final(b: Block) -> Block:
+            while b in into:
+                b = into[b]
+            return b
+
+        self.rpo = rpo = [b for b in old_rpo if b not in into]
+        self.index = index = {b: i for i, b in enumerate(rpo)}
+        self.preds = preds
+        idom: dict[Block, Block | None] = {rpo[0]: None} if rpo else {}
+        children: dict[Block, list[Block]] = {b: [] for b in rpo}
+        for b in rpo[1:]:
+            d = old_idom[b]
+            while d in into:                # a merged block's idom is its predecessor
+                d = old_idom[d]
+            idom[b] = d
+            children[d].append(b)
+        self.idom, self.children = idom, children
+        if self.back_edges is not None:
+            self.back_edges = [(index[final(old_rpo[j])], index[final(old_rpo[i])])
+                               for j, i in self.back_edges]
+        self._pre, self._post, self._frontier = None, {}, None
+
     @staticmethod
     def _iterate(rpo, preds, get, idom) -> None:
         """Cooper-Harvey-Kennedy's rounds over every predecessor until none changes."""

@@ -72,6 +72,14 @@ class Analyses:
             self._cache[name] = self._build(name)
         return self._cache[name]
 
+    def peek(self, name: str):
+        """The cached analysis, or None (nothing is built)."""
+        return self._cache.get(name)
+
+    def replace(self, name: str, value) -> None:
+        """A pass that kept an analysis exact through its edits hands it back."""
+        self._cache[name] = value
+
     def _build(self, name: str):
         if name == "preds":
             return block_predecessors(self.fn)
