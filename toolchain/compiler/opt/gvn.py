@@ -222,7 +222,11 @@ def run(fn, analyses) -> bool:
                     table[k] = ins
                     added.append(k)
             elif op == "load":
-                k = ("load", tnum(ins.type), ins.operands[0])
+                t = ins.type                    # (scalar types by their fields, no call)
+                c = t.__class__
+                k = (ins.operands[0], t.bits, t.signed) if c is IntType else \
+                    (ins.operands[0], t.bits) if c is FloatType else \
+                    ("load", tnum(t), ins.operands[0])
                 prev = loads.get(k)
                 if prev is not None:
                     replace[ins] = prev
