@@ -244,3 +244,103 @@ join:
     with pytest.raises(CompileError) as e:
         verify_function(fn, ssa=True)
     assert "two values for the two edges from entry" in str(e.value)
+
+
+# Irreducible (a two-entry cycle), a self-loop, an edge back into the entry, and nested
+# loops: the dominator tree must equal the textbook fixpoint on every one (DomTree takes
+# the first RPO pass as final only when every retreating edge is a back edge).
+CFGS = {
+    "irreducible": """
+function @g(%c: bool) -> i32 {
+entry:
+  cbr %c, a, b
+a:
+  cbr %c, b, out
+b:
+  cbr %c, a, out
+out:
+  ret 0:i32
+}
+""",
+    "self_and_entry": """
+function @g(%c: bool) -> i32 {
+entry:
+  cbr %c, s, out
+s:
+  cbr %c, s, back
+back:
+  br entry
+out:
+  ret 0:i32
+}
+""",
+    # RPO entry, b, a, c, out, x: the first pass misses the path entry-b-x-c into c
+    "irreducible_second_entry": """
+function @g(%c: bool) -> i32 {
+entry:
+  cbr %c, a, b
+a:
+  br c
+c:
+  cbr %c, x, out
+b:
+  br x
+x:
+  br c
+out:
+  ret 0:i32
+}
+""",
+    "irreducible_inside_loop": """
+function @g(%c: bool) -> i32 {
+entry:
+  br h
+h:
+  cbr %c, x, y
+x:
+  cbr %c, y, latch
+y:
+  cbr %c, x, latch
+latch:
+  cbr %c, h, out
+out:
+  ret 0:i32
+}
+""",
+}
+
+
+def _naive_dominators(fn):
+    """Dominator sets by the plain dataflow fixpoint over the reachable blocks."""
+    preds = block_predecessors(fn)
+    reach, work = {fn.blocks[0]}, [fn.blocks[0]]
+    while work:
+        for s in work.pop().successors:
+            if s not in reach:
+                reach.add(s)
+                work.append(s)
+    dom = {b: set(reach) for b in reach}
+    dom[fn.blocks[0]] = {fn.blocks[0]}
+    changed = True
+    while changed:
+        changed = False
+        for b in reach - {fn.blocks[0]}:
+            new = set.intersection(*(dom[p] for p in preds[b] if p in reach)) | {b}
+            if new != dom[b]:
+                dom[b], changed = new, True
+    return dom
+
+
+@pytest.mark.parametrize("name", sorted(CFGS) + ["nested"])
+def test_dominator_tree_matches_the_dataflow_fixpoint(name):
+    fn = parse_function(NESTED if name == "nested" else CFGS[name])
+    naive = _naive_dominators(fn)
+    dom = DomTree(fn)
+    for b, ds in naive.items():
+        assert {a for a in naive if dom.dominates(a, b)} == ds, b.name
+    # latches: the edges into a block that dominates their source
+    li = LoopInfo(fn, dom)
+    want = sorted((s.name, b.name) for b in naive for s in b.successors if s in naive[b])
+    assert sorted((lp.header.name, t.name) for lp in li.loops for t in lp.latches) == want
+    assert dom.cyclic
+    assert (dom.back_edges is None) == name.startswith("irreducible")

@@ -162,16 +162,97 @@ class DomTree:
         if rpo:
             idom[0] = 0
         get = index.get
+        # First pass in RPO over the forward edges (a retreating edge's source is not
+        # numbered yet): the dominators of the graph without its retreating edges.
+        back: list[tuple[int, int]] = []    # retreating edges (source, target) by index
+        for i in range(1, n):
+            new = -1
+            for p in preds[rpo[i]]:
+                j = get(p, -1)
+                if j >= i:
+                    back.append((j, i))
+                    continue
+                if j < 0:
+                    continue
+                if new < 0:
+                    new = j
+                    continue
+                a, c = new, j
+                while a != c:
+                    while a > c:
+                        a = idom[a]
+                    while c > a:
+                        c = idom[c]
+                new = a
+            idom[i] = new
+        # When every retreating edge is a back edge (its target dominates its source: a
+        # reducible graph, all structured code), those edges change no intersection and
+        # the first pass is the answer (compile time: no confirming pass over every block).
+        # Otherwise iterate Cooper-Harvey-Kennedy from there to the fixpoint.
+        for j, i in back:
+            while j > i:
+                j = idom[j]
+            if j != i:
+                self._iterate(rpo, preds, get, idom)
+                back = None
+                break
+        if n and back is not None:
+            back += [(get(p), 0) for p in preds[rpo[0]] if p in index]
+        # (source, target) indices of the back edges in RPO, None for an irreducible graph
+        self.back_edges: list[tuple[int, int]] | None = back
+        # a cycle among the reached blocks: a retreating edge (an edge into the entry too)
+        self.cyclic = back is None or bool(back)
+        self.idom: dict[Block, Block | None] = {rpo[0]: None} if rpo else {}
+        self.children: dict[Block, list[Block]] = {b: [] for b in rpo}
+        for i in range(1, n):
+            b, d = rpo[i], rpo[idom[i]]
+            self.idom[b] = d
+            self.children[d].append(b)
+        self._pre: dict[Block, int] | None = None     # numbered on first `dominates`
+        self._post: dict[Block, int] = {}
+        self._frontier: dict[Block, list[Block]] | None = None
+
+    def merged(self, into: dict[Block, Block], preds: dict[Block, list[Block]]) -> None:
+        """Update the tree after straight-line merges: each block b of `into` was appended
+        to into[b], its only predecessor, which ended in `br b` (simplify-cfg). `preds` is
+        the function's new predecessor map. Merging contracts an edge whose source has no
+        other successor and whose target no other predecessor, so RPO is the old one minus
+        the merged blocks and every other block keeps its dominators (with a merged block
+        standing for the block it went into): the tree is what a rebuild would give."""
+        old_rpo, old_idom = self.rpo, self.idom
+
+        def final(b: Block) -> Block:
+            while b in into:
+                b = into[b]
+            return b
+
+        self.rpo = rpo = [b for b in old_rpo if b not in into]
+        self.index = index = {b: i for i, b in enumerate(rpo)}
+        self.preds = preds
+        idom: dict[Block, Block | None] = {rpo[0]: None} if rpo else {}
+        children: dict[Block, list[Block]] = {b: [] for b in rpo}
+        for b in rpo[1:]:
+            d = old_idom[b]
+            while d in into:                # a merged block's idom is its predecessor
+                d = old_idom[d]
+            idom[b] = d
+            children[d].append(b)
+        self.idom, self.children = idom, children
+        if self.back_edges is not None:
+            self.back_edges = [(index[final(old_rpo[j])], index[final(old_rpo[i])])
+                               for j, i in self.back_edges]
+        self._pre, self._post, self._frontier = None, {}, None
+
+    @staticmethod
+    def _iterate(rpo, preds, get, idom) -> None:
+        """Cooper-Harvey-Kennedy's rounds over every predecessor until none changes."""
         changed = True
-        retreating = False          # an edge to an earlier block in RPO (a cycle)
         while changed:
             changed = False
-            for i in range(1, n):
+            for i in range(1, len(rpo)):
                 new = -1
                 for p in preds[rpo[i]]:
                     j = get(p, -1)
-                    if j >= i:
-                        retreating = True
                     if j < 0 or idom[j] < 0:
                         continue
                     if new < 0:
@@ -187,19 +268,6 @@ class DomTree:
                 if idom[i] != new:
                     idom[i] = new
                     changed = True
-            if not retreating:      # acyclic: every block saw all its predecessors
-                break
-        # a cycle among the reached blocks: a retreating edge, or an edge into the entry
-        self.cyclic = retreating or (n > 0 and any(p in index for p in preds[rpo[0]]))
-        self.idom: dict[Block, Block | None] = {rpo[0]: None} if rpo else {}
-        self.children: dict[Block, list[Block]] = {b: [] for b in rpo}
-        for i in range(1, n):
-            b, d = rpo[i], rpo[idom[i]]
-            self.idom[b] = d
-            self.children[d].append(b)
-        self._pre: dict[Block, int] | None = None     # numbered on first `dominates`
-        self._post: dict[Block, int] = {}
-        self._frontier: dict[Block, list[Block]] | None = None
 
     def _number(self) -> dict[Block, int]:
         """Pre/post numbers of a DFS over the tree: a dominates b iff a's interval holds
@@ -326,13 +394,19 @@ class LoopInfo:
     def __init__(self, fn: Function, dom: DomTree):
         self.fn = fn
         latches: dict[Block, list[Block]] = {}
-        index = dom.index
-        for b in dom.rpo:
-            for s in successors(b):         # (a header comes first in RPO: test that first)
-                if index.get(s, -1) <= index[b] and dom.dominates(s, b):
-                    latches.setdefault(s, []).append(b)
+        rpo = dom.rpo
+        if dom.back_edges is not None:      # the tree found them (a reducible graph)
+            for j, i in sorted(dom.back_edges):     # (latches in RPO, as the scan below)
+                latches.setdefault(rpo[i], []).append(rpo[j])
+        else:
+            index = dom.index
+            for b in rpo:
+                for s in successors(b):     # (a header comes first in RPO: test that first)
+                    if index.get(s, -1) <= index[b] and dom.dominates(s, b):
+                        latches.setdefault(s, []).append(b)
         self.loops: list[Loop] = []
-        for h in dom.rpo:
+        preds, reached = dom.preds, dom.index
+        for h in rpo:
             if h not in latches:
                 continue
             lp = Loop(fn, h, latches[h])
@@ -341,12 +415,12 @@ class LoopInfo:
             body.update(work)
             while work:
                 b = work.pop()
-                for p in dom.preds[b]:
-                    if p not in body and dom.reachable(p):
+                for p in preds[b]:
+                    if p not in body and p in reached:
                         body.add(p)
                         work.append(p)
             lp.block_set = body
-            lp.blocks = [b for b in dom.rpo if b in body]
+            lp.blocks = [b for b in rpo if b in body]
             self.loops.append(lp)
         # nest: the parent is the smallest enclosing loop (headers in RPO: outer first)
         for lp in self.loops:
@@ -388,7 +462,7 @@ def _fill_edges(lp: Loop, preds: dict[Block, list[Block]]) -> None:
     exits: list[Block] = []
     exiting: list[Block] = []
     for b in lp.blocks:
-        for s in b.successors:
+        for s in successors(b):
             if s not in lp.block_set:
                 if s not in exits:
                     exits.append(s)

@@ -72,6 +72,14 @@ class Analyses:
             self._cache[name] = self._build(name)
         return self._cache[name]
 
+    def peek(self, name: str):
+        """The cached analysis, or None (nothing is built)."""
+        return self._cache.get(name)
+
+    def replace(self, name: str, value) -> None:
+        """A pass that kept an analysis exact through its edits hands it back."""
+        self._cache[name] = value
+
     def _build(self, name: str):
         if name == "preds":
             return block_predecessors(self.fn)
@@ -91,7 +99,10 @@ class Analyses:
         raise KeyError(f"unknown analysis {name!r}")
 
     def invalidate(self, names=ALL) -> None:
-        for n in (ALL if names == "all" else names):
+        if names == "all":
+            self._cache.clear()             # (every key is one of ALL)
+            return
+        for n in names:
             if n == "cfg":
                 self.invalidate(CFG)
             else:
@@ -101,15 +112,17 @@ class Analyses:
         """The manager's invalidation after a changing pass. A pass listed as keeping the
         CFG analyses may still edit the CFG sometimes; it then sets `cfg_changed`."""
         self.edits += 1
-        self.invalidate(invalidates)
-        self._cache.pop("pointers", None)
-        self._cache.pop("ops", None)
-        if self.cfg_changed:
-            self.invalidate("all")
+        cache = self._cache
+        if self.cfg_changed or invalidates == "all":
+            cache.clear()
             self.cfg_changed = False
-        loops = self._cache.get("loops")
-        if loops is not None and loops.loops:  # a kept loop nest forgets its trip counts
-            loops.forget_facts()
+        elif cache:                             # (often empty: nothing to drop)
+            self.invalidate(invalidates)
+            cache.pop("pointers", None)
+            cache.pop("ops", None)
+            loops = cache.get("loops")
+            if loops is not None and loops.loops:  # a kept loop nest forgets trip counts
+                loops.forget_facts()
         if self._fixpoints:
             self._fixpoints &= self._kept
         if self._kept:

@@ -26,7 +26,16 @@ def run(fn, analyses) -> bool:
             op = i.op
             if op not in _OPS:              # never rewritten: no operand count needed
                 continue
-            if op == "phi" or op == "select":
+            if op == "phi":
+                ops = i.operands
+                if len(ops) == 2:               # (most phis) _simplify's test, inline:
+                    a, b = ops                  # two values, not both constants: kept
+                    if a is not b and a is not i and b is not i and \
+                            (a.__class__ is not Const or b.__class__ is not Const):
+                        continue
+                work.append(i)
+                continue
+            if op == "select":
                 work.append(i)
                 continue
             n = 0

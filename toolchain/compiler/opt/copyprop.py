@@ -9,6 +9,7 @@ every non-phi value reached is the same value v, every phi in the web is v.
 from __future__ import annotations
 
 from ..ir.module import Instr, UseMap, sweep_blocks
+from ..ir.types import FloatType, IntType
 
 
 def run(fn, analyses) -> bool:
@@ -17,9 +18,26 @@ def run(fn, analyses) -> bool:
     dead: set = set()
     for b in fn.blocks:
         for ins in b.instrs:
-            if ins.op not in _CANDIDATES:          # (most instructions: no call)
+            op = ins.op
+            if op not in _CANDIDATES:              # (most instructions: no call)
                 continue
-            src = _copy_source(ins)
+            if op in _CASTS:                       # _copy_source's cast test, inline
+                src = ins.operands[0]
+                t, rt = src.type, ins.type
+                if t is not rt:
+                    c = t.__class__                # (Type == is slow: records' generic eq)
+                    if c is not rt.__class__:
+                        continue
+                    if c is IntType:
+                        if t.bits != rt.bits or t.signed != rt.signed:
+                            continue
+                    elif c is FloatType:
+                        if t.bits != rt.bits:
+                            continue
+                    elif t.size != rt.size or t != rt:
+                        continue
+            else:
+                src = _copy_source(ins)
             if src is not None and src is not ins:
                 uses = uses or analyses.get("uses")
                 uses.replace_all(ins, src)

@@ -35,13 +35,16 @@ def run(fn, analyses) -> bool:
     changed = False
     if len(live) != count:
         for b in fn.blocks:
-            keep = [ins for ins in b.instrs if ins in live]
-            if len(keep) != len(b.instrs):
-                for ins in b.instrs:
-                    if ins not in live:
-                        ins.block = None
-                b.instrs = keep
-                changed = True
+            for ins in b.instrs:                # (most blocks lose nothing: no list)
+                if ins not in live:
+                    break
+            else:
+                continue
+            for ins in b.instrs:
+                if ins not in live:
+                    ins.block = None
+            b.instrs = [ins for ins in b.instrs if ins in live]
+            changed = True
     if len(read) != len(fn.locals):
         unread = [l for l in fn.locals if l not in read]
         if unread:

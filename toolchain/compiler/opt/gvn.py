@@ -66,6 +66,20 @@ _CONST_KEYS = (int, bytes, tuple)        # what a constant operand's key is (boo
 _MINMAX = frozenset(("min", "max"))
 _EQ_NE = frozenset(("eq", "ne"))
 
+# two-operand ops keyed as key() keys them (min/max left to it: int-only commutative)
+_BINARY = (_SAME_TYPE - _MINMAX - {"neg", "not"}) | _POINTER_ARITH
+
+
+def _index_key(ins: Instr, tnum):
+    """key() of `gpu.index {kind, axis}` (GPU code reads several per function), with its
+    two attributes in a fixed order instead of sorted (key() for any other shape)."""
+    attrs = ins.attrs
+    if len(attrs) == 2 and not ins.operands:
+        kind, axis = attrs.get("kind"), attrs.get("axis")
+        if kind.__class__ is str and axis.__class__ is str:
+            return ("gpu.index", tnum(ins.type), kind, axis)
+    return key(ins, tnum)
+
 
 def key(ins: Instr, tnum=None):
     """The value number of a pure instruction. Types are numbered only where the operands
@@ -171,7 +185,7 @@ def run(fn, analyses) -> bool:
         # m) { m = x[i]; }`, whose second load then is the first one)
         ps = preds.get(b, ())
         loads: dict = dict(end_loads.get(ps[0], {})) if len(ps) == 1 else {}
-        keep = []
+        gone = False                            # an instruction of b was replaced
         for ins in b.instrs:
             if replace:                         # (no enumerate: its object costs more)
                 ops = ins.operands
@@ -182,23 +196,42 @@ def run(fn, analyses) -> bool:
                     k += 1
             op = ins.op
             if op in PURE:                      # (no op of PURE is a load, store or effect)
-                k = key(ins, tnum)
+                # key()'s commonest shapes, inline (compile time: a call per instruction)
+                if op in _BINARY and not ins.attrs:
+                    x, y = ins.operands
+                    if x.__class__ is Const or y.__class__ is Const:
+                        k = key(ins, tnum)
+                    elif op in _COMMUTATIVE and id(y) < id(x):
+                        k = (op, None, (y, x), None)
+                    else:
+                        k = (op, None, (x, y), None)
+                elif op == "convert" and not ins.attrs and \
+                        ins.operands[0].__class__ is not Const:
+                    k = (op, tnum(ins.type), (ins.operands[0],), None)
+                elif op == "gpu.index":
+                    k = _index_key(ins, tnum)
+                else:
+                    k = key(ins, tnum)
                 if k is not None:
                     prev = table.get(k)
                     if prev is not None:        # an equal value is available: use it
                         replace[ins] = prev
                         ins.block = None
-                        changed = True
+                        gone = True
                         continue
                     table[k] = ins
                     added.append(k)
             elif op == "load":
-                k = ("load", tnum(ins.type), ins.operands[0])
+                t = ins.type                    # (scalar types by their fields, no call)
+                c = t.__class__
+                k = (ins.operands[0], t.bits, t.signed) if c is IntType else \
+                    (ins.operands[0], t.bits) if c is FloatType else \
+                    ("load", tnum(t), ins.operands[0])
                 prev = loads.get(k)
                 if prev is not None:
                     replace[ins] = prev
                     ins.block = None
-                    changed = True
+                    gone = True
                     continue
                 loads[k] = ins
             elif op == "store":
@@ -207,8 +240,9 @@ def run(fn, analyses) -> bool:
                     _kill_aliased(loads, facts, ins)
             elif op in _EFFECTS:
                 loads.clear()
-            keep.append(ins)
-        b.instrs = keep
+        if gone:
+            b.instrs = [i for i in b.instrs if i.block is b]
+            changed = True
         end_loads[b] = loads
         if added:
             stack.append(added)

@@ -46,15 +46,16 @@ def _try(fn, head, preds, analyses, touched: set) -> bool:
     if arm_t and t.instrs[-1].targets[0] is f:                # triangle, then-arm
         arms, merge = [t], f
         edge_then, edge_else = t, head
-    elif _arm(f, head, preds) and f.instrs[-1].targets[0] is t:   # triangle, else-arm
-        arms, merge = [f], t
-        edge_then, edge_else = head, f
-    elif arm_t and _arm(f, head, preds) and \
-            t.instrs[-1].targets[0] is f.instrs[-1].targets[0]:
-        arms, merge = [t, f], t.instrs[-1].targets[0]
-        edge_then, edge_else = t, f
     else:
-        return False
+        arm_f = _arm(f, head, preds)                          # (tested once)
+        if arm_f and f.instrs[-1].targets[0] is t:            # triangle, else-arm
+            arms, merge = [f], t
+            edge_then, edge_else = head, f
+        elif arm_t and arm_f and t.instrs[-1].targets[0] is f.instrs[-1].targets[0]:
+            arms, merge = [t, f], t.instrs[-1].targets[0]
+            edge_then, edge_else = t, f
+        else:
+            return False
     if merge is head or len([p for p in preds[merge] if p in (edge_then, edge_else)]) != 2:
         return False
     at = len(head.instrs) - 1

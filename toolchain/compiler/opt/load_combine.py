@@ -38,6 +38,9 @@ def run(fn, analyses) -> bool:
         for ins in b.instrs:
             op = ins.op
             if op == "load" or op == "store":
+                pt = ins.operands[0].type          # (most accesses: global, no call)
+                if pt.__class__ is not PtrType or pt.space not in _SPACES:
+                    continue
                 acc = _access(ins, op)
                 if acc is not None:
                     (loads if op == "load" else stores).append((ins, acc))

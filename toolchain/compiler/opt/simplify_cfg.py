@@ -8,10 +8,12 @@ Rewrites, repeated until none applies:
   (its phis have one arm: they become that value);
 - a trivial phi (every arm the same value, or the phi itself) is replaced by that value.
 Empty forwarding blocks are kept: they are where out-of-SSA and loop passes put code.
+When a run only merged blocks, a cached dominator tree follows the merges
+(`DomTree.merged`) instead of being dropped: gvn, next in the pipeline, reads it.
 """
 from __future__ import annotations
 
-from ..ir.cfg import TERMINATORS, successors
+from ..ir.cfg import TERMINATORS, block_predecessors, successors
 from ..ir.module import Const, Instr
 from ..ir.types import VOID
 from .edit import remove_phi_arm
@@ -23,25 +25,34 @@ NAME = "simplify-cfg"
 def run(fn, analyses) -> bool:
     if analyses.at_fixpoint(NAME):
         return False                        # nothing changed that could give it work
-    changed = cfg = False
+    changed = cfg = folded = False
+    into: dict = {}                         # merged block -> the block it went into
     first = True
     while True:
-        did, edges, again = _round(fn, first)
+        did, edges, again, cut = _round(fn, first, into)
         if not did:
             break
-        changed, first, cfg = True, False, cfg or edges
+        changed, first, cfg, folded = True, False, cfg or edges, folded or cut
         if not again:
             break       # the substitutions left no work (_round): a new round finds none
     if cfg:
-        analyses.cfg_changed = True        # otherwise only phis went: the CFG stands
+        dom = analyses.peek("domtree")
+        if folded or dom is None:
+            analyses.cfg_changed = True    # otherwise only phis went: the CFG stands
+        else:                               # merges only: the tree follows them (compile
+            preds = block_predecessors(fn)  # time: gvn would rebuild it next)
+            dom.merged(into, preds)
+            analyses.replace("preds", preds)
+            analyses.invalidate(("loops",))
     analyses.reached_fixpoint(NAME, changed)
     return changed
 
 
-def _round(fn, first: bool) -> tuple[bool, bool, bool]:
+def _round(fn, first: bool, into: dict) -> tuple[bool, bool, bool, bool]:
     """One sweep of every rewrite: (anything changed, an edge or block went, another round
-    has work). A round leaves work for another only through the values it substituted for
-    phis: folds and deletions precede the phi scan, and the merges see every block with its
+    has work, a branch was folded or a block deleted); merges are recorded in `into`. A
+    round leaves work for another only through the values it substituted for phis: folds
+    and deletions precede the phi scan, and the merges see every block with its
     predecessors kept current. So another round has work exactly when a substitution made
     a branch condition constant or a phi trivial (`_replace` checks both). Only a folded
     branch makes a block unreachable (merges and phi replacements keep reachability)."""
@@ -68,11 +79,11 @@ def _round(fn, first: bool) -> tuple[bool, bool, bool]:
         changed = True
     preds = _reached(fn, first or changed)
     if preds is None:
-        return False, False, False              # (no blocks)
+        return False, False, False, False       # (no blocks)
     if len(preds) != len(fn.blocks):            # only after a fold (or in a first round)
         _remove_unreached(fn, preds)
         changed = True
-    cfg = changed                               # (so far only folds and deletions)
+    cfg = cut = changed                         # (so far only folds and deletions)
     repl: dict = {}                             # phi -> the value replacing it
     for b in fn.blocks:
         instrs = b.instrs
@@ -121,12 +132,13 @@ def _round(fn, first: bool) -> tuple[bool, bool, bool]:
                 phi.targets = [p if t is b else t for t in phi.targets]
             preds[s] = [p if x is b else x for x in preds[s]]
         merged.add(b)
+        into[b] = p
         changed = cfg = True
     if merged:
         fn.blocks = [b for b in fn.blocks if b not in merged]
     if repl:
-        return True, cfg, _replace(fn, repl)
-    return changed, cfg, False
+        return True, cfg, _replace(fn, repl), cut
+    return changed, cfg, False, cut
 
 
 def _reached(fn, check: bool) -> dict | None:

@@ -40,6 +40,11 @@ def _alias_gets(fn: Function, uses: UseMap) -> set[Instr]:
     use is in the get's own block, before the next `local.set` of that local."""
     alias: set[Instr] = set()
     for b in fn.blocks:
+        for ins in b.instrs:
+            if ins.op == "local.get":
+                break
+        else:
+            continue        # no get (most blocks under -O: out-of-SSA's gets open a block)
         pos: dict[Instr, int] = {}
         open_gets: dict[Local, list[Instr]] = {}
         for p, ins in enumerate(b.instrs):
@@ -55,7 +60,8 @@ def _alias_gets(fn: Function, uses: UseMap) -> set[Instr]:
     return alias
 
 
-def _absorbed(fn: Function, uses: UseMap, alias: set[Instr]) -> set[Instr]:
+def _absorbed(fn: Function, uses: UseMap, alias: set[Instr],
+              patterns: dict[Instr, Callable]) -> set[Instr]:
     """Instructions whose every use folds them into an isel pattern, so they are not
     emitted on their own (lower_memory):
     - an i32 -> i64 convert read only as a scaled index: a `ptradd` index over elements
@@ -87,7 +93,7 @@ def _absorbed(fn: Function, uses: UseMap, alias: set[Instr]) -> set[Instr]:
                 if src.type.is_int and src.type.bits == 32 and ins.type.is_int \
                         and ins.type.bits == 64 and not isinstance(src, Const) \
                         and src not in alias \
-                        and all(_scales(u, ins, uses) for u in users):
+                        and all(_scales(u, ins, patterns) for u in users):
                     out.add(ins)
             elif ins.op in _OFFSET_OPS and _const_offset_op(ins) and folds(ins):
                 out.add(ins)
@@ -124,13 +130,15 @@ def _offset_only(ins: Instr, uses: UseMap) -> bool:
                                for u in users)
 
 
-def _scales(user: Instr, index: Instr, uses: UseMap) -> bool:
-    """Whether `user` reads `index` only as an index it scales (see `_absorbed`)."""
+def _scales(user: Instr, index: Instr, patterns: dict[Instr, Callable]) -> bool:
+    """Whether `user` reads `index` only as an index it scales (see `_absorbed`). A `mul`
+    does when `_patterns` made it mul.wide of index's source (the caller checked that this
+    source is no mutable local, the one further condition `_patterns` has)."""
     a, b = user.operands[0], user.operands[1] if len(user.operands) > 1 else None
     if user.op == "ptradd":
         return a is not index and b is index and a.type.pointee.size > 1
     if user.op == "mul":
-        return lower_memory.wide_factor(user) is not None and _offset_only(user, uses)
+        return patterns.get(user) is lower_memory.lower_mul_wide
     return False
 
 
@@ -157,8 +165,8 @@ class FnEmitter:
         self.local_regs: dict[int, str] = {}
         uses = UseMap(fn)
         self.alias_gets = _alias_gets(fn, uses)           # local.gets naming the register
-        self.absorbed = _absorbed(fn, uses, self.alias_gets)   # emitted by their users
         self.patterns = _patterns(fn, uses, self.alias_gets)      # instr -> isel pattern
+        self.absorbed = _absorbed(fn, uses, self.alias_gets, self.patterns)   # by users
         self.labels = {id(b): f"$L__BB{i}" for i, b in enumerate(fn.blocks)}
         self.next_block = None
         self.block_cache: dict = {}           # per-block memo of special-register reads
