@@ -145,6 +145,16 @@ def block_predecessors(fn: Function) -> dict[Block, list[Block]]:
     return preds
 
 
+def _intersect(idom: list[int], a: int, c: int) -> int:
+    """The nearest common dominator of RPO indices a and c (Cooper-Harvey-Kennedy)."""
+    while a != c:
+        while a > c:
+            a = idom[a]
+        while c > a:
+            c = idom[c]
+    return a
+
+
 class DomTree:
     """The dominator tree (Cooper-Harvey-Kennedy) over the blocks reachable from entry.
 
@@ -174,16 +184,7 @@ class DomTree:
                     continue
                 if j < 0:
                     continue
-                if new < 0:
-                    new = j
-                    continue
-                a, c = new, j
-                while a != c:
-                    while a > c:
-                        a = idom[a]
-                    while c > a:
-                        c = idom[c]
-                new = a
+                new = j if new < 0 else _intersect(idom, new, j)
             idom[i] = new
         # When every retreating edge is a back edge (its target dominates its source: a
         # reducible graph, all structured code), those edges change no intersection and
@@ -255,16 +256,7 @@ class DomTree:
                     j = get(p, -1)
                     if j < 0 or idom[j] < 0:
                         continue
-                    if new < 0:
-                        new = j
-                        continue
-                    a, c = new, j
-                    while a != c:
-                        while a > c:
-                            a = idom[a]
-                        while c > a:
-                            c = idom[c]
-                    new = a
+                    new = j if new < 0 else _intersect(idom, new, j)
                 if idom[i] != new:
                     idom[i] = new
                     changed = True
