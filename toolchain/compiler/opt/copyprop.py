@@ -21,24 +21,16 @@ def run(fn, analyses) -> bool:
             op = ins.op
             if op not in _CANDIDATES:              # (most instructions: no call)
                 continue
-            if op in _CASTS:                       # _copy_source's cast test, inline
-                src = ins.operands[0]
-                t, rt = src.type, ins.type
-                if t is not rt:
-                    c = t.__class__                # (Type == is slow: records' generic eq)
-                    if c is not rt.__class__:
-                        continue
-                    if c is IntType:
-                        if t.bits != rt.bits or t.signed != rt.signed:
-                            continue
-                    elif c is FloatType:
-                        if t.bits != rt.bits:
-                            continue
-                    elif t.size != rt.size or t != rt:
-                        continue
+            ops = ins.operands
+            if op in _CASTS:                       # a cast to its own type
+                src = ops[0]
+                if not _same_type(src.type, ins.type):
+                    continue
+            elif ops[1] is ops[2]:                 # select c, x, x
+                src = ops[1]
             else:
-                src = _copy_source(ins)
-            if src is not None and src is not ins:
+                continue
+            if src is not ins:
                 uses = uses or analyses.get("uses")
                 uses.replace_all(ins, src)
                 uses.erase(ins, dead)
@@ -79,16 +71,19 @@ def _two_sources(phi: Instr) -> bool:
     return False
 
 
-def _copy_source(ins: Instr):
-    op, ops = ins.op, ins.operands
-    if op in _CASTS:
-        # `is`, the class and the size first: Type == is slow (records' generic __eq__)
-        t, rt = ops[0].type, ins.type
-        return ops[0] if t is rt or (t.__class__ is rt.__class__ and t.size == rt.size and
-                                     t == rt) else None
-    if op == "select" and ops[1] is ops[2]:
-        return ops[1]
-    return None
+def _same_type(t, rt) -> bool:
+    """t == rt, scalar types by their fields first (Type == is slow: records' generic eq,
+    and `size` is a property)."""
+    if t is rt:
+        return True
+    c = t.__class__
+    if c is not rt.__class__:
+        return False
+    if c is IntType:
+        return t.bits == rt.bits and t.signed == rt.signed
+    if c is FloatType:
+        return t.bits == rt.bits
+    return t.size == rt.size and t == rt
 
 
 def _web(phi: Instr, limit: int = 64):
