@@ -124,7 +124,7 @@ class StmtMixin:
                 t = v.type              # a device pointer local keeps its value's space
             st = self.slot(t, d.name, d.name in self.addr_taken and not self.device)
             if isinstance(st, Local) and d.name not in self.assigned_names:
-                self.b.local_define(st, v)      # no assignment anywhere names it
+                self.b.local_set(st, v, final=True)    # no assignment anywhere names it
             else:
                 self.store_to(st, v)
             return VarSym(d.name, t, "local", st, d.span, enum=enum, is_const=d.is_const)

@@ -280,24 +280,19 @@ class Builder:
             return v
         return self.emit("local.get", loc.type, [loc], span=span)
 
-    def local_set(self, loc: Local, v, span=None) -> Instr | None:
+    def local_set(self, loc: Local, v, span=None, final: bool = False) -> Instr | None:
+        """In SSA mode (scalar slots) a write of the variable, no instruction. `final`: the
+        slot is never written again (a declaration the frontend knows is not assigned
+        later), so `v` is every read's value, with no per-block bookkeeping and no phis."""
         _check(v.type == loc.type, f"local.set {loc.name}: {v.type} into {loc.type}")
         ssa = self.ssa
         if ssa is not None and loc.type.is_scalar:
-            ssa.write(loc, self.block, v)
+            if final:
+                ssa.fixed[loc] = v
+            else:
+                ssa.write(loc, self.block, v)
             return None
         return self.emit("local.set", VOID, [loc, v], span=span)
-
-    def local_define(self, loc: Local, v, span=None) -> Instr | None:
-        """`local_set` of a slot that is never written again (a declaration the frontend
-        knows is not assigned later): in SSA mode `v` is then every read's value, with no
-        per-block bookkeeping and no phis."""
-        ssa = self.ssa
-        if ssa is not None and loc.type.is_scalar:
-            _check(v.type == loc.type, f"local.set {loc.name}: {v.type} into {loc.type}")
-            ssa.fixed[loc] = v
-            return None
-        return self.local_set(loc, v, span)
 
     def from_variable(self, v) -> bool:
         """Whether `v` is an SSA-mode read of a variable (never a literal)."""

@@ -14,10 +14,10 @@ first: loop headers, whose back edges come after their body (`defer_seal`, then 
 A read in an unsealed block makes an operandless phi, completed when the block is sealed.
 An edge into a sealed block is a frontend bug and raises `IRTypeError`.
 
-A variable the frontend declares and never assigns again (`Builder.local_define`) has one
-value wherever it is in scope: reads return it without a walk, and it needs no phis (most
-variables are of that kind; without it every loop would make, then remove, a trivial
-header phi for each of them it reads).
+A variable the frontend declares and never assigns again (`Builder.local_set(...,
+final=True)`) has one value wherever it is in scope: reads return it without a walk, and
+it needs no phis (most variables are of that kind; without it every loop would make, then
+remove, a trivial header phi for each of them it reads).
 
 Phis found trivial (one value besides themselves) are removed and remembered in
 `replaced`; `finish` rewrites the operands that still name them (one walk, only when a
@@ -132,9 +132,7 @@ class SSABuilder:
                 break
             ps = preds.get(block)
             if not ps:
-                v = self.zeros.get(loc)
-                if v is None:
-                    v = self.zeros[loc] = zero(loc.type)
+                v = self._zero(loc)
                 self.write(loc, block, v)
                 break
             if len(ps) == 1:
@@ -147,6 +145,12 @@ class SSABuilder:
             break
         for b in chain:
             self.write(loc, b, v)
+        return v
+
+    def _zero(self, loc: Local) -> Const:
+        v = self.zeros.get(loc)
+        if v is None:
+            v = self.zeros[loc] = zero(loc.type)
         return v
 
     def _phi(self, loc: Local, block: Block) -> Instr:
@@ -193,7 +197,8 @@ class SSABuilder:
                 if not trivial:
                     keep.append(phi)
                     continue
-                replaced[phi] = same if same is not None else zero(phi.type)
+                replaced[phi] = same if same is not None else \
+                    self._zero(self.phi_local[phi])
                 phi.block.instrs.remove(phi)
                 phi.block = None
                 changed = True
@@ -201,11 +206,10 @@ class SSABuilder:
 
     # ---- the end of a function -------------------------------------------------------
     def finish(self, fn) -> None:
-        """Seal what is left, rewrite operands that name removed phis, and drop the
-        promoted (scalar) slots from `fn.locals`."""
+        """Seal what is left (a loop header whose lowering stopped at an error: only
+        deferred blocks are ever unsealed), rewrite operands that name removed phis, and
+        drop the promoted (scalar) slots from `fn.locals`."""
         for b in list(self.deferred):
-            self.seal(b)
-        for b in list(self.incomplete):
             self.seal(b)
         fn.locals = [l for l in fn.locals if not l.type.is_scalar]
         replaced = self.replaced
