@@ -40,9 +40,15 @@ def clone_blocks(fn, blocks: list[Block], vmap: dict, suffix: str,
             out.append(c)
             vmap[ins] = c
             add(c)
+    remap(pending, vmap)              # after every copy exists: forward references (phis)
+    return [bmap[b] for b in blocks], bmap
+
+
+def remap(instrs: list[Instr], vmap: dict) -> None:
+    """Replace the operands of `instrs` (copies: their own operand lists) found in `vmap`."""
     get = vmap.get
-    for c in pending:                 # after every copy exists: forward references (phis)
-        ops = c.operands              # (the copy's own list)
+    for c in instrs:
+        ops = c.operands
         for k, o in enumerate(ops):
             try:
                 r = get(o, _NONE)
@@ -50,7 +56,6 @@ def clone_blocks(fn, blocks: list[Block], vmap: dict, suffix: str,
                 continue
             if r is not _NONE:
                 ops[k] = r
-    return [bmap[b] for b in blocks], bmap
 
 
 _NONE = object()

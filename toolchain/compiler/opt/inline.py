@@ -19,9 +19,9 @@ caller's entry block, where the backends expect frame slots. Each inlined call i
 from __future__ import annotations
 
 from ..ir.cfg import successors
-from ..ir.module import Block, Function, Instr, Local, Param
+from ..ir.module import Block, Function, Instr, Local
 from ..ir.types import VOID
-from .clone import clone_blocks
+from .clone import clone_blocks, remap
 from .edit import fresh_block_name
 
 NAME = "inline"
@@ -85,8 +85,7 @@ def _eligible(caller: Function, callee: Function, sites, cache: dict) -> bool:
 class _Edits:
     """What a run's inlines leave for the end (compile time: one step, not one per call):
     the (block, continuation) splits in order (phi predecessors move), and the caller's
-    block names. A call's users need no rewrite: the call becomes the `local.get` of its
-    result in place."""
+    block names. A call's users need no rewrite: the call becomes its result in place."""
 
     def __init__(self, fn: Function):
         self.moved: list = []
@@ -108,8 +107,9 @@ class _Edits:
 
 
 def inline_call(fn: Function, call: Instr, edits: _Edits | None = None) -> None:
-    """Inline one call; the call itself becomes the `local.get` of the result (a void
-    call goes). With `edits` (a run inlining several), the successors' phis wait for
+    """Inline one call; the call itself becomes its result (the `local.get` of a result
+    slot, the phi of the returned values, or a one-block callee's result instruction; a
+    void call goes). With `edits` (a run inlining several), the successors' phis wait for
     `edits.apply`."""
     callee: Function = call.operands[0]
     block = call.block
@@ -135,7 +135,8 @@ def inline_call(fn: Function, call: Instr, edits: _Edits | None = None) -> None:
     # the call becomes the phi of the returned values. A slot-form callee returns through
     # a slot, which mem2reg promotes with the caller's.
     ssa = not any(l.type.is_scalar for l in callee.locals)
-    arms: list = []
+    ret_values: list = []
+    ret_blocks: list = []
     ret_slot = None
     if returns and not ssa:
         ret_slot = Local(callee.ret, f"{callee.name}.ret")
@@ -156,19 +157,17 @@ def inline_call(fn: Function, call: Instr, edits: _Edits | None = None) -> None:
                 b.instrs.append(Instr("local.set", VOID, [ret_slot, term.operands[0]], {}, [],
                                       term.span, b))
             elif returns:
-                arms.append(b)
-                arms.append(term.operands[0])
+                ret_values.append(term.operands[0])
+                ret_blocks.append(b)
             b.instrs.append(Instr("br", VOID, [], {}, [after], term.span, b))
     block.instrs.append(Instr("br", VOID, [], {}, [copies[0]], call.span, block))
-    if ret_slot is not None:        # the call becomes the get of its result, in place
-        call.op, call.type, call.operands, call.attrs, call.targets = \
-            "local.get", callee.ret, [ret_slot], {}, []
-        call.block = after
-        after.instrs.insert(0, call)          # (same object: its users read the result)
-    elif returns:                   # the call becomes the phi of the returned values
-        call.op, call.type, call.operands, call.attrs, call.targets = \
-            "phi", callee.ret, arms[1::2], {}, arms[0::2]
-        call.block = after
+    if returns:     # the call becomes the get of its result slot, or the phi of the
+        # returned values, in place (same object: its users read the result)
+        if ret_slot is not None:
+            call.op, call.operands, call.targets = "local.get", [ret_slot], []
+        else:
+            call.op, call.operands, call.targets = "phi", ret_values, ret_blocks
+        call.type, call.attrs, call.block = callee.ret, {}, after
         after.instrs.insert(0, call)
     pos = fn.blocks.index(block) + 1
     fn.blocks[pos:pos] = copies + [after]
@@ -206,15 +205,7 @@ def _splice(call: Instr, callee: Function, block: Block, at: int) -> bool:
                       ins.attrs.copy() if ins.attrs else {}, [], ins.span, block)
         vmap[ins] = c
         new.append(c)
-    get = vmap.get
-    for c in new:
-        ops = c.operands
-        k = 0
-        for o in ops:
-            r = get(o) if o.__class__ is Instr or o.__class__ is Param else None
-            if r is not None:
-                ops[k] = r
-            k += 1
+    remap(new, vmap)
     block.instrs[at:at + 1] = new
     return True
 
