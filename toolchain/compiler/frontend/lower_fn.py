@@ -20,6 +20,7 @@ from ...records import dataclass
 from . import ast as A
 from ..diagnostics import Diagnostic
 from ..ir import IRTypeError
+from ..ir.cfg import remove_unreachable
 from ..ir.module import Block
 from ..ir.ssa_builder import SSABuilder
 from ..ir.types import VOID, ArrayType, StructType, Type
@@ -128,23 +129,5 @@ class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin):
         ssa = self.b.ssa
         if ssa is not None:
             ssa.finish(self.fn)
-        self._drop_unreachable_blocks()
+        remove_unreachable(self.fn)         # (and, in SSA mode, the phi arms from them)
 
-    def _drop_unreachable_blocks(self) -> None:
-        blocks = self.fn.blocks
-        seen = {id(blocks[0])}
-        work = [blocks[0]]
-        while work:
-            for s in work.pop().successors:
-                if id(s) not in seen:
-                    seen.add(id(s))
-                    work.append(s)
-        if len(seen) == len(blocks):
-            return
-        self.fn.blocks = [b for b in blocks if id(b) in seen]
-        if self.b.ssa is not None:          # phi arms from the dropped blocks go too
-            for b in self.fn.blocks:
-                for phi in b.phis:
-                    arms = [(v, p) for v, p in phi.incoming if id(p) in seen]
-                    phi.operands = [v for v, _ in arms]
-                    phi.targets = [p for _, p in arms]

@@ -10,7 +10,7 @@ these; they never re-derive loops themselves.
 """
 from __future__ import annotations
 
-from .module import Block, Const, Function, Instr
+from .module import Block, Const, Function, Instr, UseMap
 from .types import VOID
 
 
@@ -131,6 +131,48 @@ def region_until(start: list[Block], stop: Block | None) -> list[Block]:
 
 
 # ---- Analyses keyed by Block objects (identity-hashed), for the optimizer --------------
+
+def remove_phi_arm(block: Block, pred: Block, uses: UseMap | None = None) -> None:
+    """Drop one arm from `pred` in each phi of `block` (one CFG edge went away)."""
+    for phi in block.phis:
+        for k, t in enumerate(phi.targets):
+            if t is pred:
+                if uses is not None:
+                    uses.drop(phi)
+                del phi.operands[k]
+                del phi.targets[k]
+                if uses is not None:
+                    uses.add(phi)
+                break
+
+
+def remove_unreachable(fn: Function) -> bool:
+    """Delete blocks the entry cannot reach, and their phi arms in reachable blocks."""
+    if not fn.blocks:
+        return False
+    live = {fn.blocks[0]}                      # reachability only: no order needed
+    stack = [fn.blocks[0]]
+    terms = TERMINATORS
+    while stack:
+        ins = stack.pop().instrs               # (successors() inlined)
+        if ins and ins[-1].op in terms:
+            for s in ins[-1].targets:
+                if s not in live:
+                    live.add(s)
+                    stack.append(s)
+    if len(live) == len(fn.blocks):
+        return False
+    dead = [b for b in fn.blocks if b not in live]
+    if not dead:
+        return False
+    for b in dead:
+        for s in b.successors:
+            if s in live:
+                remove_phi_arm(s, b)
+    fn.blocks = [b for b in fn.blocks if b in live]
+    # values of dead blocks may still be named by phis of other dead blocks only
+    return True
+
 
 def block_predecessors(fn: Function) -> dict[Block, list[Block]]:
     """Each block's predecessors in block order; a block branching twice to the same
