@@ -70,58 +70,63 @@ _EQ_NE = frozenset(("eq", "ne"))
 _BINARY = (_SAME_TYPE - _MINMAX - {"neg", "not"}) | _POINTER_ARITH
 
 
-def _index_key(ins: Instr, tnum):
-    """key() of `gpu.index {kind, axis}` (GPU code reads several per function), with its
-    two attributes in a fixed order instead of sorted (key() for any other shape)."""
-    attrs = ins.attrs
-    if len(attrs) == 2 and not ins.operands:
-        kind, axis = attrs.get("kind"), attrs.get("axis")
-        if kind.__class__ is str and axis.__class__ is str:
-            return ("gpu.index", tnum(ins.type), kind, axis)
-    return key(ins, tnum)
-
-
 def key(ins: Instr, tnum=None):
     """The value number of a pure instruction. Types are numbered only where the operands
-    do not already fix them (type hashing is the expensive part of a key)."""
+    do not already fix them (type hashing is the expensive part of a key). The common
+    shapes get flat keys (hashing a nested tuple costs a call per level): `(op, a, b)` for
+    two values, `(op, t, a)` for one, `(op, pred, a, b)` for a compare of two values,
+    `(op, t, kind, axis)` for `gpu.index`; any other shape `(op, t, operand keys, attrs)`.
+    Shapes of one op never compare equal (they differ in length, or in an element's kind:
+    a value, an int or None, a string, a tuple)."""
     tnum = tnum or _type_numbers()
     operands = ins.operands
     n = len(operands)
-    # the common shapes, keyed directly: the same tuples as the general path below
+    attrs = ins.attrs
     if n == 2:
         a, b = operands
         if a.__class__ is not Const and b.__class__ is not Const:
             op = ins.op
-            attrs = ins.attrs
             if not attrs:
                 if op in _POINTER_ARITH:
-                    return (op, None, (a, b), None)
+                    return (op, a, b)
                 if op in _SAME_TYPE:
                     if (op in _COMMUTATIVE or (op in _MINMAX and ins.type.is_int)) and \
                             id(b) < id(a):
-                        return (op, None, (b, a), None)
-                    return (op, None, (a, b), None)
+                        return (op, b, a)
+                    return (op, a, b)
             elif op == "cmp" and len(attrs) == 1:
                 pred = attrs.get("pred")
                 if pred.__class__ is str:
                     if pred in _EQ_NE and id(b) < id(a):
                         a, b = b, a
-                    return (op, None, (a, b), (("pred", pred),))
+                    return (op, pred, a, b)
     elif n == 1:
         a = operands[0]
-        if a.__class__ is not Const and not ins.attrs:
+        if a.__class__ is not Const and not attrs:
             op = ins.op
             fixed = op in _SAME_TYPE or op == "cmp" or op in _POINTER_ARITH
-            return (op, None if fixed else tnum(ins.type), (a,), None)
-    elif n == 0:                                   # gpu.index {kind, axis}
-        attrs = ins.attrs
+            return (op, None if fixed else tnum(ins.type), a)
+    elif n == 0 and len(attrs) == 2:             # gpu.index {kind, axis}
+        kind, axis = attrs.get("kind"), attrs.get("axis")
+        if kind.__class__ is str and axis.__class__ is str:
+            return (ins.op, tnum(ins.type), kind, axis)
+    return _general_key(ins, tnum)
+
+
+def _general_key(ins: Instr, tnum):
+    """key() of the shapes without a flat key: constants among the operands, attributes
+    other than a compare's predicate, no operands."""
+    operands = ins.operands
+    op = ins.op
+    attrs = ins.attrs
+    if not operands:
         if attrs:
             attrs = tuple(attrs.items()) if len(attrs) == 1 else tuple(sorted(attrs.items()))
             try:
                 hash(attrs)
             except TypeError:
                 return None
-        return (ins.op, tnum(ins.type), (), attrs or None)
+        return (op, tnum(ins.type), (), attrs or None)
     has_value = False
     ops = []
     for o in operands:
@@ -133,8 +138,6 @@ def key(ins: Instr, tnum=None):
             ops.append(o)
     if not has_value:                       # all constants: their types tell them apart
         ops = [(k, tnum(o.type)) for k, o in zip(ops, operands)]
-    op = ins.op
-    attrs = ins.attrs
     if len(ops) == 2 and (op in _COMMUTATIVE or (op in _MINMAX and ins.type.is_int) or
                           (op == "cmp" and attrs.get("pred") in _EQ_NE)):
         a, b = ops
@@ -163,16 +166,19 @@ def key(ins: Instr, tnum=None):
 
 def run(fn, analyses) -> bool:
     dom = analyses.get("domtree")
+    if not dom.rpo:
+        return False
     tnum = _type_numbers()
     preds = analyses.get("preds")
-    end_loads: dict = {}
+    no_loads: dict = {}                     # (shared, never written: copied on a change)
+    end_loads: dict = {}                    # block -> the loads available at its end
     facts = None
     table: dict = {}
     replace: dict[Instr, object] = {}
     changed = False
     children = dom.children
     # dominator-tree walk: a block enters it, the list of its table keys leaves it
-    stack: list = [dom.rpo[0]] if dom.rpo else []
+    stack: list = [dom.rpo[0]]
     while stack:
         b = stack.pop()
         if b.__class__ is list:
@@ -182,14 +188,16 @@ def run(fn, analyses) -> bool:
         added = []
         # a block entered only from its immediate dominator continues that block's loads:
         # no instruction runs between them (the if-converter relies on this for `if (x[i] >
-        # m) { m = x[i]; }`, whose second load then is the first one)
-        ps = preds.get(b, ())
-        loads: dict = dict(end_loads.get(ps[0], {})) if len(ps) == 1 else {}
+        # m) { m = x[i]; }`, whose second load then is the first one). The dict is shared
+        # until b changes it (most blocks load nothing).
+        ps = preds[b]
+        loads = end_loads.get(ps[0], no_loads) if len(ps) == 1 else no_loads
+        own = False                             # loads is b's own dict
         gone = False                            # an instruction of b was replaced
         for ins in b.instrs:
-            if replace:                         # (no enumerate: its object costs more)
-                ops = ins.operands
-                k = 0
+            ops = ins.operands
+            if replace and not replace.keys().isdisjoint(ops):
+                k = 0                           # (no enumerate: its object costs more)
                 for o in ops:
                     if o in replace:
                         ops[k] = replace[o]
@@ -197,19 +205,16 @@ def run(fn, analyses) -> bool:
             op = ins.op
             if op in PURE:                      # (no op of PURE is a load, store or effect)
                 # key()'s commonest shapes, inline (compile time: a call per instruction)
-                if op in _BINARY and not ins.attrs:
-                    x, y = ins.operands
+                if op == "convert" and ops[0].__class__ is not Const and not ins.attrs:
+                    k = (op, tnum(ins.type), ops[0])
+                elif op in _BINARY and not ins.attrs:
+                    x, y = ops
                     if x.__class__ is Const or y.__class__ is Const:
-                        k = key(ins, tnum)
+                        k = _general_key(ins, tnum)
                     elif op in _COMMUTATIVE and id(y) < id(x):
-                        k = (op, None, (y, x), None)
+                        k = (op, y, x)
                     else:
-                        k = (op, None, (x, y), None)
-                elif op == "convert" and not ins.attrs and \
-                        ins.operands[0].__class__ is not Const:
-                    k = (op, tnum(ins.type), (ins.operands[0],), None)
-                elif op == "gpu.index":
-                    k = _index_key(ins, tnum)
+                        k = (op, x, y)
                 else:
                     k = key(ins, tnum)
                 if k is not None:
@@ -224,29 +229,33 @@ def run(fn, analyses) -> bool:
             elif op == "load":
                 t = ins.type                    # (scalar types by their fields, no call)
                 c = t.__class__
-                k = (ins.operands[0], t.bits, t.signed) if c is IntType else \
-                    (ins.operands[0], t.bits) if c is FloatType else \
-                    ("load", tnum(t), ins.operands[0])
+                k = (ops[0], t.bits, t.signed) if c is IntType else \
+                    (ops[0], t.bits) if c is FloatType else ("load", tnum(t), ops[0])
                 prev = loads.get(k)
                 if prev is not None:
                     replace[ins] = prev
                     ins.block = None
                     gone = True
                     continue
+                if not own:
+                    loads, own = dict(loads), True
                 loads[k] = ins
             elif op == "store":
                 if loads:
                     facts = facts or analyses.get("pointers")
-                    _kill_aliased(loads, facts, ins)
+                    loads, own = _unaliased(loads, facts, ins), True
             elif op in _EFFECTS:
-                loads.clear()
+                loads, own = no_loads, False
         if gone:
             b.instrs = [i for i in b.instrs if i.block is b]
             changed = True
-        end_loads[b] = loads
+        if loads:
+            end_loads[b] = loads
         if added:
             stack.append(added)
-        stack.extend(reversed(children[b]))
+        kids = children[b]
+        if kids:
+            stack.extend(reversed(kids))
     if replace:
         # phis (and unreachable code) name values from anywhere: settle them. Any other
         # use comes after its definition in the walk above (SSA), so it is rewritten.
@@ -268,13 +277,13 @@ def run(fn, analyses) -> bool:
     return changed
 
 
-def _kill_aliased(loads: dict, facts, store: Instr) -> None:
-    """Forget the available loads `store` may overwrite (analyses' pointer facts)."""
+def _unaliased(loads: dict, facts, store: Instr) -> dict:
+    """The available loads `store` cannot overwrite (analyses' pointer facts), in order."""
     p, v = store.operands
     size = v.type.size
-    for k, load in list(loads.items()):
-        if not facts.disjoint(load.operands[0], load.type.size, p, size):
-            del loads[k]
+    disjoint = facts.disjoint
+    return {k: load for k, load in loads.items()
+            if disjoint(load.operands[0], load.type.size, p, size)}
 
 
 def _final(replace, v):
