@@ -40,14 +40,16 @@ _SAME_TYPE = frozenset(("add", "sub", "mul", "div", "rem", "and", "or", "xor", "
                         "min", "max", "neg", "not"))
 _POINTER_ARITH = frozenset(("ptradd", "byteadd"))
 _EFFECTS = frozenset(n for n, i in O.OPS.items() if i.effects)
+_MEMORY = _EFFECTS | {"load"}           # the ops that end or make an available load
 
 
 def _type_numbers():
-    """A function giving small ints for types, equal for equal types. Hashing a type walks
-    its fields, so a run hashes each distinct type object once and keys use the number
-    instead (a closure: it is called for most keys). Scalar types are looked up by their
-    fields (records' generic hash and == cost about 1 us each; the frontend makes a type
-    object per instruction)."""
+    """(known, tnum): `tnum(t)` gives a small int for a type, equal for equal types, and
+    `known` maps id(t) to it for the types numbered so far (run() looks there first: a
+    run meets few distinct type objects). Hashing a type walks its fields, so a run hashes
+    each distinct type object once and keys use the number instead. Scalar types are
+    looked up by their fields (records' generic hash and == cost about 1 us each; the
+    frontend makes a type object per instruction). Numbers start at 1 (true values)."""
     by_object: dict[int, int] = {}       # id(type) -> number; types outlive a run
     by_value: dict = {}
 
@@ -57,9 +59,9 @@ def _type_numbers():
             c = t.__class__
             v = (c, t.bits, t.signed) if c is IntType else (c, t.bits) if c is FloatType \
                 else c if c is BoolType else t
-            n = by_object[id(t)] = by_value.setdefault(v, len(by_value))
+            n = by_object[id(t)] = by_value.setdefault(v, len(by_value) + 1)
         return n
-    return tnum
+    return by_object, tnum
 
 
 _CONST_KEYS = (int, bytes, tuple)        # what a constant operand's key is (bool is an int)
@@ -78,14 +80,15 @@ def key(ins: Instr, tnum=None):
     `(op, t, kind, axis)` for `gpu.index`; any other shape `(op, t, operand keys, attrs)`.
     Shapes of one op never compare equal (they differ in length, or in an element's kind:
     a value, an int or None, a string, a tuple)."""
-    tnum = tnum or _type_numbers()
+    tnum = tnum or _type_numbers()[1]
     operands = ins.operands
     n = len(operands)
     attrs = ins.attrs
     if n == 2:
         a, b = operands
-        if a.__class__ is not Const and b.__class__ is not Const:
-            op = ins.op
+        op = ins.op
+        ca, cb = a.__class__ is Const, b.__class__ is Const
+        if not ca and not cb:
             if not attrs:
                 if op in _POINTER_ARITH:
                     return (op, a, b)
@@ -100,6 +103,20 @@ def key(ins: Instr, tnum=None):
                     if pred in _EQ_NE and id(b) < id(a):
                         a, b = b, a
                     return (op, pred, a, b)
+        elif ca is not cb:
+            # one constant (`x + 1`, `i < 4`): _general_key's tuple, without its loops
+            if not attrs:
+                if op in _SAME_TYPE or (op in _POINTER_ARITH and cb):
+                    pair = _const_pair(a, b, ca, op in _COMMUTATIVE or
+                                       (op in _MINMAX and ins.type.is_int))
+                    if pair is not None:
+                        return (op, None, pair, None)
+            elif op == "cmp" and len(attrs) == 1:
+                pred = attrs.get("pred")
+                if pred.__class__ is str:
+                    pair = _const_pair(a, b, ca, pred in _EQ_NE)
+                    if pair is not None:
+                        return (op, None, pair, (("pred", pred),))
     elif n == 1:
         a = operands[0]
         if a.__class__ is not Const and not attrs:
@@ -111,6 +128,19 @@ def key(ins: Instr, tnum=None):
         if kind.__class__ is str and axis.__class__ is str:
             return (ins.op, tnum(ins.type), kind, axis)
     return _general_key(ins, tnum)
+
+
+def _const_pair(a, b, a_const: bool, commutes: bool):
+    """_general_key's operand keys for one constant and one value (None where it would
+    order them otherwise: a constant that is no int or float)."""
+    c = a.value if a_const else b.value
+    if c.__class__ is float:
+        c = struct.pack("<d", c)
+    elif c.__class__ is not int and c.__class__ is not bool:
+        return None
+    if a_const:
+        return (c, b)
+    return (c, a) if commutes else (a, c)       # (constants first when the order is free)
 
 
 def _general_key(ins: Instr, tnum):
@@ -168,13 +198,15 @@ def run(fn, analyses) -> bool:
     dom = analyses.get("domtree")
     if not dom.rpo:
         return False
-    tnum = _type_numbers()
+    known, tnum = _type_numbers()
+    known = known.get
     preds = analyses.get("preds")
     no_loads: dict = {}                     # (shared, never written: copied on a change)
     end_loads: dict = {}                    # block -> the loads available at its end
     facts = None
     table: dict = {}
     replace: dict[Instr, object] = {}
+    reloads = 0                             # loads among the replaced
     changed = False
     children = dom.children
     # dominator-tree walk: a block enters it, the list of its table keys leaves it
@@ -206,15 +238,24 @@ def run(fn, analyses) -> bool:
             if op in PURE:                      # (no op of PURE is a load, store or effect)
                 # key()'s commonest shapes, inline (compile time: a call per instruction)
                 if op == "convert" and ops[0].__class__ is not Const and not ins.attrs:
-                    k = (op, tnum(ins.type), ops[0])
+                    t = ins.type
+                    k = (op, known(id(t)) or tnum(t), ops[0])
                 elif op in _BINARY and not ins.attrs:
                     x, y = ops
                     if x.__class__ is Const or y.__class__ is Const:
-                        k = _general_key(ins, tnum)
+                        k = key(ins, tnum)
                     elif op in _COMMUTATIVE and id(y) < id(x):
                         k = (op, y, x)
                     else:
                         k = (op, x, y)
+                elif op == "gpu.index" and not ops:  # {kind, axis}: key()'s flat shape
+                    a = ins.attrs
+                    kind, axis = a.get("kind"), a.get("axis")
+                    if len(a) == 2 and kind.__class__ is str and axis.__class__ is str:
+                        t = ins.type
+                        k = (op, known(id(t)) or tnum(t), kind, axis)
+                    else:
+                        k = key(ins, tnum)
                 else:
                     k = key(ins, tnum)
                 if k is not None:
@@ -226,6 +267,8 @@ def run(fn, analyses) -> bool:
                         continue
                     table[k] = ins
                     added.append(k)
+            elif op not in _MEMORY:
+                continue
             elif op == "load":
                 t = ins.type                    # (scalar types by their fields, no call)
                 c = t.__class__
@@ -236,6 +279,7 @@ def run(fn, analyses) -> bool:
                     replace[ins] = prev
                     ins.block = None
                     gone = True
+                    reloads += 1
                     continue
                 if not own:
                     loads, own = dict(loads), True
@@ -244,7 +288,7 @@ def run(fn, analyses) -> bool:
                 if loads:
                     facts = facts or analyses.get("pointers")
                     loads, own = _unaliased(loads, facts, ins), True
-            elif op in _EFFECTS:
+            else:                               # an op with effects
                 loads, own = no_loads, False
         if gone:
             b.instrs = [i for i in b.instrs if i.block is b]
@@ -270,10 +314,9 @@ def run(fn, analyses) -> bool:
                     if o in replace:
                         ins.operands[k] = _final(replace, o)
                     k += 1
-        loads = sum(1 for i in replace if i.op == "load")
         what = f"{len(replace)} repeated computation{'s' if len(replace) != 1 else ''}"
         analyses.remark(fn.span, "gvn", f"reused earlier values for {what}" +
-                        (f" ({loads} of them loads)" if loads else ""))
+                        (f" ({reloads} of them loads)" if reloads else ""))
     return changed
 
 
