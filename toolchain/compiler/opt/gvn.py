@@ -209,15 +209,18 @@ def run(fn, analyses) -> bool:
     reloads = 0                             # loads among the replaced
     changed = False
     children = dom.children
-    # dominator-tree walk: a block enters it, the list of its table keys leaves it
+    # Dominator-tree walk. `table` keeps every key it met (compile time: nothing to undo
+    # when a subtree is left); an entry is available where its block is on the walk's
+    # path, `path`, i.e. dominates the current block. An entry off the path is replaced
+    # by the next equal value, so an equal value on the path is always the entry.
+    path: dict = {}
     stack: list = [dom.rpo[0]]
     while stack:
         b = stack.pop()
-        if b.__class__ is list:
-            for k in b:
-                del table[k]
+        if b.__class__ is tuple:                # (b,): b's subtree is done
+            del path[b[0]]
             continue
-        added = []
+        path[b] = True
         # a block entered only from its immediate dominator continues that block's loads:
         # no instruction runs between them (the if-converter relies on this for `if (x[i] >
         # m) { m = x[i]; }`, whose second load then is the first one). The dict is shared
@@ -260,13 +263,12 @@ def run(fn, analyses) -> bool:
                     k = key(ins, tnum)
                 if k is not None:
                     prev = table.get(k)
-                    if prev is not None:        # an equal value is available: use it
-                        replace[ins] = prev
+                    if prev is not None and prev.block in path:
+                        replace[ins] = prev     # an equal value is available: use it
                         ins.block = None
                         gone = True
                         continue
                     table[k] = ins
-                    added.append(k)
             elif op not in _MEMORY:
                 continue
             elif op == "load":
@@ -295,11 +297,12 @@ def run(fn, analyses) -> bool:
             changed = True
         if loads:
             end_loads[b] = loads
-        if added:
-            stack.append(added)
         kids = children[b]
         if kids:
+            stack.append((b,))
             stack.extend(reversed(kids))
+        else:
+            del path[b]
     if replace:
         # phis (and unreachable code) name values from anywhere: settle them. Any other
         # use comes after its definition in the walk above (SSA), so it is rewritten.
