@@ -207,6 +207,7 @@ def run(fn, analyses) -> bool:
     table: dict = {}
     replace: dict[Instr, object] = {}
     reloads = 0                             # loads among the replaced
+    phis: list = []                         # the walk's, whose operands may come later
     changed = False
     children = dom.children
     # Dominator-tree walk. `table` keeps every key it met (compile time: nothing to undo
@@ -270,6 +271,8 @@ def run(fn, analyses) -> bool:
                         continue
                     table[k] = ins
             elif op not in _MEMORY:
+                if op == "phi":
+                    phis.append(ins)
                 continue
             elif op == "load":
                 t = ins.type                    # (scalar types by their fields, no call)
@@ -306,17 +309,15 @@ def run(fn, analyses) -> bool:
     if replace:
         # phis (and unreachable code) name values from anywhere: settle them. Any other
         # use comes after its definition in the walk above (SSA), so it is rewritten.
-        reached = dom.index
-        for b in fn.blocks:
-            whole = b not in reached
-            for ins in b.instrs:
-                if not whole and ins.op != "phi":
-                    break                       # (phis open their block)
-                k = 0
-                for o in ins.operands:
-                    if o in replace:
-                        ins.operands[k] = _final(replace, o)
-                    k += 1
+        if len(dom.rpo) != len(fn.blocks):
+            reached = dom.index
+            phis += [i for b in fn.blocks if b not in reached for i in b.instrs]
+        for ins in phis:
+            k = 0
+            for o in ins.operands:
+                if o in replace:
+                    ins.operands[k] = _final(replace, o)
+                k += 1
         what = f"{len(replace)} repeated computation{'s' if len(replace) != 1 else ''}"
         analyses.remark(fn.span, "gvn", f"reused earlier values for {what}" +
                         (f" ({reloads} of them loads)" if reloads else ""))
