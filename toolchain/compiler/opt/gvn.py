@@ -205,6 +205,7 @@ def run(fn, analyses) -> bool:
     end_loads: dict = {}                    # block -> the loads available at its end
     facts = None
     table: dict = {}
+    setdefault = table.setdefault
     replace: dict[Instr, object] = {}
     reloads = 0                             # loads among the replaced
     phis: list = []                         # the walk's, whose operands may come later
@@ -263,13 +264,14 @@ def run(fn, analyses) -> bool:
                 else:
                     k = key(ins, tnum)
                 if k is not None:
-                    prev = table.get(k)
-                    if prev is not None and prev.block in path:
-                        replace[ins] = prev     # an equal value is available: use it
-                        ins.block = None
-                        gone = True
-                        continue
-                    table[k] = ins
+                    prev = setdefault(k, ins)   # (one hash of the key when it is new)
+                    if prev is not ins:
+                        if prev.block in path:  # an equal value is available: use it
+                            replace[ins] = prev
+                            ins.block = None
+                            gone = True
+                            continue
+                        table[k] = ins
             elif op not in _MEMORY:
                 if op == "phi":
                     phis.append(ins)
