@@ -44,12 +44,11 @@ _MEMORY = _EFFECTS | {"load"}           # the ops that end or make an available 
 
 
 def _type_numbers():
-    """(known, tnum): `tnum(t)` gives a small int for a type, equal for equal types, and
-    `known` maps id(t) to it for the types numbered so far (run() looks there first: a
-    run meets few distinct type objects). Hashing a type walks its fields, so a run hashes
-    each distinct type object once and keys use the number instead. Scalar types are
-    looked up by their fields (records' generic hash and == cost about 1 us each; the
-    frontend makes a type object per instruction). Numbers start at 1 (true values)."""
+    """A function giving small ints for types, equal for equal types. Hashing a type walks
+    its fields, so a run hashes each distinct type object once and keys use the number
+    instead (a closure: it is called for most keys). Scalar types are looked up by their
+    fields (records' generic hash and == cost about 1 us each; the frontend makes a type
+    object per instruction)."""
     by_object: dict[int, int] = {}       # id(type) -> number; types outlive a run
     by_value: dict = {}
 
@@ -59,9 +58,9 @@ def _type_numbers():
             c = t.__class__
             v = (c, t.bits, t.signed) if c is IntType else (c, t.bits) if c is FloatType \
                 else c if c is BoolType else t
-            n = by_object[id(t)] = by_value.setdefault(v, len(by_value) + 1)
+            n = by_object[id(t)] = by_value.setdefault(v, len(by_value))
         return n
-    return by_object, tnum
+    return tnum
 
 
 _CONST_KEYS = (int, bytes, tuple)        # what a constant operand's key is (bool is an int)
@@ -73,14 +72,16 @@ _BINARY = (_SAME_TYPE - _MINMAX - {"neg", "not"}) | _POINTER_ARITH
 
 
 def key(ins: Instr, tnum=None):
-    """The value number of a pure instruction. Types are numbered only where the operands
-    do not already fix them (type hashing is the expensive part of a key). The common
-    shapes get flat keys (hashing a nested tuple costs a call per level): `(op, a, b)` for
-    two values, `(op, t, a)` for one, `(op, pred, a, b)` for a compare of two values,
-    `(op, t, kind, axis)` for `gpu.index`; any other shape `(op, t, operand keys, attrs)`.
-    Shapes of one op never compare equal (they differ in length, or in an element's kind:
-    a value, an int or None, a string, a tuple)."""
-    tnum = tnum or _type_numbers()[1]
+    """The value number of a pure instruction. Types are keyed only where the operands
+    do not already fix them (type hashing is the expensive part of a key): an int or float
+    type by its fields, any other by its number. The common shapes get flat keys (hashing
+    a nested tuple costs a call per level): `(op, a, b)` for two values; for one,
+    `(op, None, a)` when its type is fixed, else `(op, a, bits, signed)`, `(op, a, bits)`
+    or `(op, t, a)`; `(op, pred, a, b)` for a compare of two values; `(op, kind, axis,
+    bits, signed)` or `(op, t, kind, axis)` for `gpu.index`. Any other shape is `(op, t,
+    operand keys, attrs)`. Shapes of one op never compare equal: they differ in length or
+    in an element's kind (a value, an int, None, a string, a tuple)."""
+    tnum = tnum or _type_numbers()
     operands = ins.operands
     n = len(operands)
     attrs = ins.attrs
@@ -121,12 +122,18 @@ def key(ins: Instr, tnum=None):
         a = operands[0]
         if a.__class__ is not Const and not attrs:
             op = ins.op
-            fixed = op in _SAME_TYPE or op == "cmp" or op in _POINTER_ARITH
-            return (op, None if fixed else tnum(ins.type), a)
+            if op in _SAME_TYPE or op == "cmp" or op in _POINTER_ARITH:
+                return (op, None, a)
+            t = ins.type
+            c = t.__class__
+            return (op, a, t.bits, t.signed) if c is IntType else \
+                (op, a, t.bits) if c is FloatType else (op, tnum(t), a)
     elif n == 0 and len(attrs) == 2:             # gpu.index {kind, axis}
         kind, axis = attrs.get("kind"), attrs.get("axis")
         if kind.__class__ is str and axis.__class__ is str:
-            return (ins.op, tnum(ins.type), kind, axis)
+            t = ins.type
+            return (ins.op, kind, axis, t.bits, t.signed) if t.__class__ is IntType else \
+                (ins.op, tnum(t), kind, axis)
     return _general_key(ins, tnum)
 
 
@@ -198,8 +205,7 @@ def run(fn, analyses) -> bool:
     dom = analyses.get("domtree")
     if not dom.rpo:
         return False
-    known, tnum = _type_numbers()
-    known = known.get
+    tnum = _type_numbers()
     preds = analyses.get("preds")
     no_loads: dict = {}                     # (shared, never written: copied on a change)
     end_loads: dict = {}                    # block -> the loads available at its end
@@ -243,8 +249,10 @@ def run(fn, analyses) -> bool:
             if op in PURE:                      # (no op of PURE is a load, store or effect)
                 # key()'s commonest shapes, inline (compile time: a call per instruction)
                 if op == "convert" and ops[0].__class__ is not Const and not ins.attrs:
-                    t = ins.type
-                    k = (op, known(id(t)) or tnum(t), ops[0])
+                    t = ins.type                # (key()'s typed unary shapes, inline)
+                    c = t.__class__
+                    k = (op, ops[0], t.bits, t.signed) if c is IntType else \
+                        (op, ops[0], t.bits) if c is FloatType else (op, tnum(t), ops[0])
                 elif op in _BINARY and not ins.attrs:
                     x, y = ops
                     if x.__class__ is Const or y.__class__ is Const:
@@ -258,7 +266,8 @@ def run(fn, analyses) -> bool:
                     kind, axis = a.get("kind"), a.get("axis")
                     if len(a) == 2 and kind.__class__ is str and axis.__class__ is str:
                         t = ins.type
-                        k = (op, known(id(t)) or tnum(t), kind, axis)
+                        k = (op, kind, axis, t.bits, t.signed) if t.__class__ is IntType \
+                            else (op, tnum(t), kind, axis)
                     else:
                         k = key(ins, tnum)
                 else:
