@@ -315,22 +315,28 @@ class DomTree:
     def _number(self) -> dict[Block, int]:
         """Pre/post numbers of a DFS over the tree: a dominates b iff a's interval holds
         b's (mem2reg and gvn never ask, so they are not computed up front)."""
-        self._pre = {}
+        pre: dict[Block, int] = {}
+        post = self._post
+        children = self.children
         n = 0
-        stack = [(self.rpo[0], 0)] if self.rpo else []
+        stack: list = [self.rpo[0]] if self.rpo else []
         while stack:
-            b, i = stack.pop()
-            if i == 0:
-                self._pre[b] = n
+            b = stack.pop()
+            if b.__class__ is tuple:            # (b,): b's subtree is numbered
+                post[b[0]] = n
                 n += 1
-            kids = self.children[b]
-            if i < len(kids):
-                stack.append((b, i + 1))
-                stack.append((kids[i], 0))
+                continue
+            pre[b] = n
+            n += 1
+            kids = children[b]
+            if kids:
+                stack.append((b,))
+                stack.extend(reversed(kids))
             else:
-                self._post[b] = n
+                post[b] = n
                 n += 1
-        return self._pre
+        self._pre = pre
+        return pre
 
     def reachable(self, b: Block) -> bool:
         return b in self.index
