@@ -233,8 +233,11 @@ def run(fn, analyses) -> bool:
         # no instruction runs between them (the if-converter relies on this for `if (x[i] >
         # m) { m = x[i]; }`, whose second load then is the first one). The dict is shared
         # until b changes it (most blocks load nothing).
-        ps = preds[b]
-        loads = end_loads.get(ps[0], no_loads) if len(ps) == 1 else no_loads
+        loads = no_loads
+        if end_loads:
+            ps = preds[b]
+            if len(ps) == 1:
+                loads = end_loads.get(ps[0], no_loads)
         own = False                             # loads is b's own dict
         gone = False                            # an instruction of b was replaced
         for ins in b.instrs:

@@ -46,6 +46,7 @@ class PointerFacts:
     def __init__(self, fn):
         self.fn = fn
         self._parts: dict = {}
+        self._bases: dict = {}                  # _base()
         self._mult: dict = {}
 
     # ---- decomposition ---------------------------------------------------------------
@@ -171,6 +172,9 @@ class PointerFacts:
         got = self._parts.get(p)
         if got is not None:
             return got[0]
+        got = self._bases.get(p, _UNSEEN)       # (a base may be None)
+        if got is not _UNSEEN:
+            return got
         v = p
         while isinstance(v, Instr) and v.op in _ADDR:
             base = v.operands[0]
@@ -178,8 +182,10 @@ class PointerFacts:
                 if not isinstance(base.type.pointee, StructType):
                     break
             elif v.op != "addrspacecast" and _asks_multiple(v.operands[1]):
-                return None
+                v = None
+                break
             v = base
+        self._bases[p] = v
         return v
 
     def _distinct_objects(self, a, b) -> bool:
@@ -195,6 +201,9 @@ class PointerFacts:
             return (ka in local and isinstance(b, Param)) or \
                 (kb in local and isinstance(a, Param))
         return False
+
+
+_UNSEEN = object()
 
 
 def _asks_multiple(idx) -> bool:
