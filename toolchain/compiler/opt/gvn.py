@@ -235,7 +235,7 @@ def run(fn, analyses) -> bool:
         # until b changes it (most blocks load nothing).
         loads = no_loads
         if end_loads:
-            ps = preds[b]
+            ps = preds.get(b, ())
             if len(ps) == 1:
                 loads = end_loads.get(ps[0], no_loads)
         own = False                             # loads is b's own dict
