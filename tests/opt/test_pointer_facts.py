@@ -82,3 +82,33 @@ entry:
     assert not f.disjoint(alloc, 4, fn.params[0], 4)
     assert not f.disjoint(cast, 4, alloc, 4)         # one object seen through two spaces
     assert f.disjoint(cast, 4, f.parts(cast)[0], 4) is False
+
+
+def test_bases_without_terms_agree_with_parts():
+    """disjoint() finds base objects without the dynamic terms (_base) unless parts()
+    would ask multiple(), the widened `x + k` index (a[i + 1] of an i32 i)."""
+    m = parse_module("""
+; module bases
+kernel @k(%x: ptr<f32, global>, %y: ptr<f32, global>, %i: i32) -> void export {
+entry:
+  %0 = add i32 %i, 1:i32
+  %1 = convert i64 %0
+  %2 = ptradd ptr<f32, global> %x, %1
+  %3 = convert i64 %i
+  %4 = ptradd ptr<f32, global> %y, %3
+  %5 = add i64 %3, 2:i64
+  %6 = ptradd ptr<f32, global> %4, %5
+  ret
+}
+""")
+    fn = m.functions["k"]
+    f = Analyses(fn, m, gpu=True).get("pointers")
+    ins = fn.blocks[0].instrs
+    a, b, c = ins[2], ins[4], ins[6]
+    assert f._base(a) is None                      # x[i + 1]: parts() asks multiple(i)
+    assert f._base(b) is fn.params[1] and f._base(c) is fn.params[1]
+    assert not f._mult and not f._parts            # nothing asked of parts() so far
+    assert not f.disjoint(a, 4, b, 4)              # two parameters may alias
+    assert a in f._parts and b in f._parts         # (one base unknown: parts() for both)
+    assert f._base(b) is f.parts(b)[0] and f._base(c) is f.parts(c)[0]
+    assert not f.disjoint(b, 4, c, 4)              # y[i] vs y[2i + 2]: terms differ

@@ -210,24 +210,31 @@ class DomTree:
         self.preds = preds = preds if preds is not None else block_predecessors(fn)
         self.index = index = {b: i for i, b in enumerate(rpo)}
         n = len(rpo)
-        idom: list[int] = [-1] * n
-        if rpo:
-            idom[0] = 0
+        idom: list[int] = [0] * n
         get = index.get
         # First pass in RPO over the forward edges (a retreating edge's source is not
-        # numbered yet): the dominators of the graph without its retreating edges.
+        # numbered yet): the dominators of the graph without its retreating edges. The
+        # tree's dicts are filled on the way (compile time: one loop).
         back: list[tuple[int, int]] = []    # retreating edges (source, target) by index
+        tree: dict[Block, Block | None] = {rpo[0]: None} if rpo else {}
+        children: dict[Block, list[Block]] = {b: [] for b in rpo}
         for i in range(1, n):
-            new = -1
-            for p in preds[rpo[i]]:
-                j = get(p, -1)
-                if j >= i:
-                    back.append((j, i))
-                    continue
-                if j < 0:
-                    continue
-                new = j if new < 0 else _intersect(idom, new, j)
+            b = rpo[i]
+            ps = preds[b]
+            if len(ps) == 1:                # (reached from its only predecessor, earlier)
+                new = index[ps[0]]
+            else:
+                new = -1
+                for p in ps:
+                    j = get(p, -1)
+                    if j >= i:
+                        back.append((j, i))
+                    elif j >= 0:
+                        new = j if new < 0 else _intersect(idom, new, j)
             idom[i] = new
+            d = rpo[new]
+            tree[b] = d
+            children[d].append(b)
         # When every retreating edge is a back edge (its target dominates its source: a
         # reducible graph, all structured code), those edges change no intersection and
         # the first pass is the answer (compile time: no confirming pass over every block).
@@ -237,6 +244,12 @@ class DomTree:
                 j = idom[j]
             if j != i:
                 self._iterate(rpo, preds, get, idom)
+                tree = {rpo[0]: None}
+                children = {b: [] for b in rpo}
+                for i in range(1, n):
+                    b, d = rpo[i], rpo[idom[i]]
+                    tree[b] = d
+                    children[d].append(b)
                 back = None
                 break
         if n and back is not None:
@@ -245,12 +258,8 @@ class DomTree:
         self.back_edges: list[tuple[int, int]] | None = back
         # a cycle among the reached blocks: a retreating edge (an edge into the entry too)
         self.cyclic = back is None or bool(back)
-        self.idom: dict[Block, Block | None] = {rpo[0]: None} if rpo else {}
-        self.children: dict[Block, list[Block]] = {b: [] for b in rpo}
-        for i in range(1, n):
-            b, d = rpo[i], rpo[idom[i]]
-            self.idom[b] = d
-            self.children[d].append(b)
+        self.idom: dict[Block, Block | None] = tree
+        self.children: dict[Block, list[Block]] = children
         self._pre: dict[Block, int] | None = None     # numbered on first `dominates`
         self._post: dict[Block, int] = {}
         self._frontier: dict[Block, list[Block]] | None = None
@@ -306,22 +315,28 @@ class DomTree:
     def _number(self) -> dict[Block, int]:
         """Pre/post numbers of a DFS over the tree: a dominates b iff a's interval holds
         b's (mem2reg and gvn never ask, so they are not computed up front)."""
-        self._pre = {}
+        pre: dict[Block, int] = {}
+        post = self._post
+        children = self.children
         n = 0
-        stack = [(self.rpo[0], 0)] if self.rpo else []
+        stack: list = [self.rpo[0]] if self.rpo else []
         while stack:
-            b, i = stack.pop()
-            if i == 0:
-                self._pre[b] = n
+            b = stack.pop()
+            if b.__class__ is tuple:            # (b,): b's subtree is numbered
+                post[b[0]] = n
                 n += 1
-            kids = self.children[b]
-            if i < len(kids):
-                stack.append((b, i + 1))
-                stack.append((kids[i], 0))
+                continue
+            pre[b] = n
+            n += 1
+            kids = children[b]
+            if kids:
+                stack.append((b,))
+                stack.extend(reversed(kids))
             else:
-                self._post[b] = n
+                post[b] = n
                 n += 1
-        return self._pre
+        self._pre = pre
+        return pre
 
     def reachable(self, b: Block) -> bool:
         return b in self.index

@@ -24,7 +24,7 @@ walk found them (valid for the function being optimized while `edits` is 0).
 """
 from __future__ import annotations
 
-from ..ir.cfg import DomTree, LoopInfo, block_predecessors, successors
+from ..ir.cfg import TERMINATORS, DomTree, LoopInfo, block_predecessors
 from ..ir.module import Function, Module, UseMap
 from .pointer_facts import PointerFacts
 
@@ -68,9 +68,10 @@ class Analyses:
         self.edits = 0                # passes that changed the function so far
 
     def get(self, name: str):
-        if name not in self._cache:
-            self._cache[name] = self._build(name)
-        return self._cache[name]
+        got = self._cache.get(name)             # (no analysis is None)
+        if got is None:
+            got = self._cache[name] = self._build(name)
+        return got
 
     def peek(self, name: str):
         """The cached analysis, or None (nothing is built)."""
@@ -153,19 +154,24 @@ def _has_cycle(fn: Function) -> bool:
     """Whether any edge goes back to a block on the current DFS path (a retreating edge)."""
     if not fn.blocks:
         return False
-    state: dict = {fn.blocks[0]: 1}               # 1 on the path, 2 finished
-    stack = [(fn.blocks[0], iter(successors(fn.blocks[0])))]
+    terms = TERMINATORS
+    entry = fn.blocks[0]
+    state: dict = {entry: True}                 # True on the path, False finished
+    ins = entry.instrs                          # (successors() inlined: a call per block)
+    stack = [(entry, iter(ins[-1].targets if ins and ins[-1].op in terms else ()))]
     while stack:
         b, it = stack[-1]
         for s in it:
             st = state.get(s)
-            if st == 1:
+            if st:
                 return True
             if st is None:
-                state[s] = 1
-                stack.append((s, iter(successors(s))))
+                state[s] = True
+                ins = s.instrs
+                stack.append((s, iter(ins[-1].targets if ins and ins[-1].op in terms
+                                      else ())))
                 break
         else:
-            state[b] = 2
+            state[b] = False
             stack.pop()
     return False

@@ -40,6 +40,7 @@ _SAME_TYPE = frozenset(("add", "sub", "mul", "div", "rem", "and", "or", "xor", "
                         "min", "max", "neg", "not"))
 _POINTER_ARITH = frozenset(("ptradd", "byteadd"))
 _EFFECTS = frozenset(n for n, i in O.OPS.items() if i.effects)
+_MEMORY = _EFFECTS | {"load"}           # the ops that end or make an available load
 
 
 def _type_numbers():
@@ -70,58 +71,99 @@ _EQ_NE = frozenset(("eq", "ne"))
 _BINARY = (_SAME_TYPE - _MINMAX - {"neg", "not"}) | _POINTER_ARITH
 
 
-def _index_key(ins: Instr, tnum):
-    """key() of `gpu.index {kind, axis}` (GPU code reads several per function), with its
-    two attributes in a fixed order instead of sorted (key() for any other shape)."""
-    attrs = ins.attrs
-    if len(attrs) == 2 and not ins.operands:
-        kind, axis = attrs.get("kind"), attrs.get("axis")
-        if kind.__class__ is str and axis.__class__ is str:
-            return ("gpu.index", tnum(ins.type), kind, axis)
-    return key(ins, tnum)
-
-
 def key(ins: Instr, tnum=None):
-    """The value number of a pure instruction. Types are numbered only where the operands
-    do not already fix them (type hashing is the expensive part of a key)."""
+    """The value number of a pure instruction. Types are keyed only where the operands
+    do not already fix them (type hashing is the expensive part of a key): an int or float
+    type by its fields, any other by its number. The common shapes get flat keys (hashing
+    a nested tuple costs a call per level): `(op, a, b)` for two values; for one,
+    `(op, None, a)` when its type is fixed, else `(op, a, bits, signed)`, `(op, a, bits)`
+    or `(op, t, a)`; `(op, pred, a, b)` for a compare of two values; `(op, kind, axis,
+    bits, signed)` or `(op, t, kind, axis)` for `gpu.index`. Any other shape is `(op, t,
+    operand keys, attrs)`. Shapes of one op never compare equal: they differ in length or
+    in an element's kind (a value, an int, None, a string, a tuple)."""
     tnum = tnum or _type_numbers()
     operands = ins.operands
     n = len(operands)
-    # the common shapes, keyed directly: the same tuples as the general path below
+    attrs = ins.attrs
     if n == 2:
         a, b = operands
-        if a.__class__ is not Const and b.__class__ is not Const:
-            op = ins.op
-            attrs = ins.attrs
+        op = ins.op
+        ca, cb = a.__class__ is Const, b.__class__ is Const
+        if not ca and not cb:
             if not attrs:
                 if op in _POINTER_ARITH:
-                    return (op, None, (a, b), None)
+                    return (op, a, b)
                 if op in _SAME_TYPE:
                     if (op in _COMMUTATIVE or (op in _MINMAX and ins.type.is_int)) and \
                             id(b) < id(a):
-                        return (op, None, (b, a), None)
-                    return (op, None, (a, b), None)
+                        return (op, b, a)
+                    return (op, a, b)
             elif op == "cmp" and len(attrs) == 1:
                 pred = attrs.get("pred")
                 if pred.__class__ is str:
                     if pred in _EQ_NE and id(b) < id(a):
                         a, b = b, a
-                    return (op, None, (a, b), (("pred", pred),))
+                    return (op, pred, a, b)
+        elif ca is not cb:
+            # one constant (`x + 1`, `i < 4`): _general_key's tuple, without its loops
+            if not attrs:
+                if op in _SAME_TYPE or (op in _POINTER_ARITH and cb):
+                    pair = _const_pair(a, b, ca, op in _COMMUTATIVE or
+                                       (op in _MINMAX and ins.type.is_int))
+                    if pair is not None:
+                        return (op, None, pair, None)
+            elif op == "cmp" and len(attrs) == 1:
+                pred = attrs.get("pred")
+                if pred.__class__ is str:
+                    pair = _const_pair(a, b, ca, pred in _EQ_NE)
+                    if pair is not None:
+                        return (op, None, pair, (("pred", pred),))
     elif n == 1:
         a = operands[0]
-        if a.__class__ is not Const and not ins.attrs:
+        if a.__class__ is not Const and not attrs:
             op = ins.op
-            fixed = op in _SAME_TYPE or op == "cmp" or op in _POINTER_ARITH
-            return (op, None if fixed else tnum(ins.type), (a,), None)
-    elif n == 0:                                   # gpu.index {kind, axis}
-        attrs = ins.attrs
+            if op in _SAME_TYPE or op == "cmp" or op in _POINTER_ARITH:
+                return (op, None, a)
+            t = ins.type
+            c = t.__class__
+            return (op, a, t.bits, t.signed) if c is IntType else \
+                (op, a, t.bits) if c is FloatType else (op, tnum(t), a)
+    elif n == 0 and len(attrs) == 2:             # gpu.index {kind, axis}
+        kind, axis = attrs.get("kind"), attrs.get("axis")
+        if kind.__class__ is str and axis.__class__ is str:
+            t = ins.type
+            return (ins.op, kind, axis, t.bits, t.signed) if t.__class__ is IntType else \
+                (ins.op, tnum(t), kind, axis)
+    return _general_key(ins, tnum)
+
+
+def _const_pair(a, b, a_const: bool, commutes: bool):
+    """_general_key's operand keys for one constant and one value (None where it would
+    order them otherwise: a constant that is no int or float)."""
+    c = a.value if a_const else b.value
+    if c.__class__ is float:
+        c = struct.pack("<d", c)
+    elif c.__class__ is not int and c.__class__ is not bool:
+        return None
+    if a_const:
+        return (c, b)
+    return (c, a) if commutes else (a, c)       # (constants first when the order is free)
+
+
+def _general_key(ins: Instr, tnum):
+    """key() of the shapes without a flat key: constants among the operands, attributes
+    other than a compare's predicate, no operands."""
+    operands = ins.operands
+    op = ins.op
+    attrs = ins.attrs
+    if not operands:
         if attrs:
             attrs = tuple(attrs.items()) if len(attrs) == 1 else tuple(sorted(attrs.items()))
             try:
                 hash(attrs)
             except TypeError:
                 return None
-        return (ins.op, tnum(ins.type), (), attrs or None)
+        return (op, tnum(ins.type), (), attrs or None)
     has_value = False
     ops = []
     for o in operands:
@@ -133,8 +175,6 @@ def key(ins: Instr, tnum=None):
             ops.append(o)
     if not has_value:                       # all constants: their types tell them apart
         ops = [(k, tnum(o.type)) for k, o in zip(ops, operands)]
-    op = ins.op
-    attrs = ins.attrs
     if len(ops) == 2 and (op in _COMMUTATIVE or (op in _MINMAX and ins.type.is_int) or
                           (op == "cmp" and attrs.get("pred") in _EQ_NE)):
         a, b = ops
@@ -163,33 +203,47 @@ def key(ins: Instr, tnum=None):
 
 def run(fn, analyses) -> bool:
     dom = analyses.get("domtree")
+    if not dom.rpo:
+        return False
     tnum = _type_numbers()
     preds = analyses.get("preds")
-    end_loads: dict = {}
+    no_loads: dict = {}                     # (shared, never written: copied on a change)
+    end_loads: dict = {}                    # block -> the loads available at its end
     facts = None
     table: dict = {}
+    setdefault = table.setdefault
     replace: dict[Instr, object] = {}
+    reloads = 0                             # loads among the replaced
+    phis: list = []                         # the walk's, whose operands may come later
     changed = False
     children = dom.children
-    # dominator-tree walk: a block enters it, the list of its table keys leaves it
-    stack: list = [dom.rpo[0]] if dom.rpo else []
+    # Dominator-tree walk. `table` keeps every key it met (compile time: nothing to undo
+    # when a subtree is left); an entry is available where its block is on the walk's
+    # path, `path`, i.e. dominates the current block. An entry off the path is replaced
+    # by the next equal value, so an equal value on the path is always the entry.
+    path: dict = {}
+    stack: list = [dom.rpo[0]]
     while stack:
         b = stack.pop()
-        if b.__class__ is list:
-            for k in b:
-                del table[k]
+        if b.__class__ is tuple:                # (b,): b's subtree is done
+            del path[b[0]]
             continue
-        added = []
+        path[b] = True
         # a block entered only from its immediate dominator continues that block's loads:
         # no instruction runs between them (the if-converter relies on this for `if (x[i] >
-        # m) { m = x[i]; }`, whose second load then is the first one)
-        ps = preds.get(b, ())
-        loads: dict = dict(end_loads.get(ps[0], {})) if len(ps) == 1 else {}
+        # m) { m = x[i]; }`, whose second load then is the first one). The dict is shared
+        # until b changes it (most blocks load nothing).
+        loads = no_loads
+        if end_loads:
+            ps = preds.get(b, ())
+            if len(ps) == 1:
+                loads = end_loads.get(ps[0], no_loads)
+        own = False                             # loads is b's own dict
         gone = False                            # an instruction of b was replaced
         for ins in b.instrs:
-            if replace:                         # (no enumerate: its object costs more)
-                ops = ins.operands
-                k = 0
+            ops = ins.operands
+            if replace and not replace.keys().isdisjoint(ops):
+                k = 0                           # (no enumerate: its object costs more)
                 for o in ops:
                     if o in replace:
                         ops[k] = replace[o]
@@ -197,84 +251,100 @@ def run(fn, analyses) -> bool:
             op = ins.op
             if op in PURE:                      # (no op of PURE is a load, store or effect)
                 # key()'s commonest shapes, inline (compile time: a call per instruction)
-                if op in _BINARY and not ins.attrs:
-                    x, y = ins.operands
+                if op == "convert" and ops[0].__class__ is not Const and not ins.attrs:
+                    t = ins.type                # (key()'s typed unary shapes, inline)
+                    c = t.__class__
+                    k = (op, ops[0], t.bits, t.signed) if c is IntType else \
+                        (op, ops[0], t.bits) if c is FloatType else (op, tnum(t), ops[0])
+                elif op in _BINARY and not ins.attrs:
+                    x, y = ops
                     if x.__class__ is Const or y.__class__ is Const:
                         k = key(ins, tnum)
                     elif op in _COMMUTATIVE and id(y) < id(x):
-                        k = (op, None, (y, x), None)
+                        k = (op, y, x)
                     else:
-                        k = (op, None, (x, y), None)
-                elif op == "convert" and not ins.attrs and \
-                        ins.operands[0].__class__ is not Const:
-                    k = (op, tnum(ins.type), (ins.operands[0],), None)
-                elif op == "gpu.index":
-                    k = _index_key(ins, tnum)
+                        k = (op, x, y)
+                elif op == "gpu.index" and not ops:  # {kind, axis}: key()'s flat shape
+                    a = ins.attrs
+                    kind, axis = a.get("kind"), a.get("axis")
+                    if len(a) == 2 and kind.__class__ is str and axis.__class__ is str:
+                        t = ins.type
+                        k = (op, kind, axis, t.bits, t.signed) if t.__class__ is IntType \
+                            else (op, tnum(t), kind, axis)
+                    else:
+                        k = key(ins, tnum)
                 else:
                     k = key(ins, tnum)
                 if k is not None:
-                    prev = table.get(k)
-                    if prev is not None:        # an equal value is available: use it
-                        replace[ins] = prev
-                        ins.block = None
-                        gone = True
-                        continue
-                    table[k] = ins
-                    added.append(k)
+                    prev = setdefault(k, ins)   # (one hash of the key when it is new)
+                    if prev is not ins:
+                        if prev.block in path:  # an equal value is available: use it
+                            replace[ins] = prev
+                            ins.block = None
+                            gone = True
+                            continue
+                        table[k] = ins
+            elif op not in _MEMORY:
+                if op == "phi":
+                    phis.append(ins)
+                continue
             elif op == "load":
                 t = ins.type                    # (scalar types by their fields, no call)
                 c = t.__class__
-                k = (ins.operands[0], t.bits, t.signed) if c is IntType else \
-                    (ins.operands[0], t.bits) if c is FloatType else \
-                    ("load", tnum(t), ins.operands[0])
+                k = (ops[0], t.bits, t.signed) if c is IntType else \
+                    (ops[0], t.bits) if c is FloatType else ("load", tnum(t), ops[0])
                 prev = loads.get(k)
                 if prev is not None:
                     replace[ins] = prev
                     ins.block = None
                     gone = True
+                    reloads += 1
                     continue
+                if not own:
+                    loads, own = dict(loads), True
                 loads[k] = ins
             elif op == "store":
                 if loads:
                     facts = facts or analyses.get("pointers")
-                    _kill_aliased(loads, facts, ins)
-            elif op in _EFFECTS:
-                loads.clear()
+                    loads, own = _unaliased(loads, facts, ins), True
+            else:                               # an op with effects
+                loads, own = no_loads, False
         if gone:
             b.instrs = [i for i in b.instrs if i.block is b]
             changed = True
-        end_loads[b] = loads
-        if added:
-            stack.append(added)
-        stack.extend(reversed(children[b]))
+        if loads:
+            end_loads[b] = loads
+        kids = children[b]
+        if kids:
+            stack.append((b,))
+            stack.extend(reversed(kids))
+        else:
+            del path[b]
     if replace:
         # phis (and unreachable code) name values from anywhere: settle them. Any other
         # use comes after its definition in the walk above (SSA), so it is rewritten.
-        reached = dom.index
-        for b in fn.blocks:
-            whole = b not in reached
-            for ins in b.instrs:
-                if not whole and ins.op != "phi":
-                    break                       # (phis open their block)
-                k = 0
-                for o in ins.operands:
-                    if o in replace:
-                        ins.operands[k] = _final(replace, o)
-                    k += 1
-        loads = sum(1 for i in replace if i.op == "load")
+        if len(dom.rpo) != len(fn.blocks):
+            reached = dom.index
+            phis += [i for b in fn.blocks if b not in reached for i in b.instrs]
+        for ins in phis:
+            k = 0
+            for o in ins.operands:
+                if o in replace:
+                    ins.operands[k] = _final(replace, o)
+                k += 1
         what = f"{len(replace)} repeated computation{'s' if len(replace) != 1 else ''}"
         analyses.remark(fn.span, "gvn", f"reused earlier values for {what}" +
-                        (f" ({loads} of them loads)" if loads else ""))
+                        (f" ({reloads} of them loads)" if reloads else ""))
     return changed
 
 
-def _kill_aliased(loads: dict, facts, store: Instr) -> None:
-    """Forget the available loads `store` may overwrite (analyses' pointer facts)."""
+def _unaliased(loads: dict, facts, store: Instr) -> dict:
+    """The available loads `store` cannot overwrite (analyses' pointer facts), in order."""
     p, v = store.operands
     size = v.type.size
-    for k, load in list(loads.items()):
-        if not facts.disjoint(load.operands[0], load.type.size, p, size):
-            del loads[k]
+    disjoint = facts.disjoint
+    return {k: load for k, load in loads.items()
+            if disjoint(load.operands[0], load.type.size, p, size)}
 
 
 def _final(replace, v):

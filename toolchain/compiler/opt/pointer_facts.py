@@ -46,6 +46,7 @@ class PointerFacts:
     def __init__(self, fn):
         self.fn = fn
         self._parts: dict = {}
+        self._bases: dict = {}                  # _base()
         self._mult: dict = {}
 
     # ---- decomposition ---------------------------------------------------------------
@@ -156,11 +157,36 @@ class PointerFacts:
         sp, sq = _space(p), _space(q)
         if sp and sq and sp != sq and "generic" not in (sp, sq):
             return True
-        bp, tp, op = self.parts(p)
-        bq, tq, oq = self.parts(q)
-        if bp is bq or _same_arena(bp, bq):
-            return tp == tq and (op + psize <= oq or oq + qsize <= op)
+        bp, bq = self._base(p), self._base(q)
+        if bp is None or bq is None or bp is bq or _same_arena(bp, bq):
+            bp, tp, op = self.parts(p)
+            bq, tq, oq = self.parts(q)
+            if bp is bq or _same_arena(bp, bq):
+                return tp == tq and (op + psize <= oq or oq + qsize <= op)
         return self._distinct_objects(bp, bq)
+
+    def _base(self, p):
+        """parts(p)[0], the base object, without the dynamic terms (compile time: distinct
+        bases need no terms). None when parts() would ask multiple() on the way: its memo
+        depends on the order of questions around a phi cycle, so parts() is asked then."""
+        got = self._parts.get(p)
+        if got is not None:
+            return got[0]
+        got = self._bases.get(p, _UNSEEN)       # (a base may be None)
+        if got is not _UNSEEN:
+            return got
+        v = p
+        while isinstance(v, Instr) and v.op in _ADDR:
+            base = v.operands[0]
+            if v.op == "fieldptr":
+                if not isinstance(base.type.pointee, StructType):
+                    break
+            elif v.op != "addrspacecast" and _asks_multiple(v.operands[1]):
+                v = None
+                break
+            v = base
+        self._bases[p] = v
+        return v
 
     def _distinct_objects(self, a, b) -> bool:
         ka, kb = _object_kind(a), _object_kind(b)
@@ -175,6 +201,20 @@ class PointerFacts:
             return (ka in local and isinstance(b, Param)) or \
                 (kb in local and isinstance(a, Param))
         return False
+
+
+_UNSEEN = object()
+
+
+def _asks_multiple(idx) -> bool:
+    """Whether PointerFacts._index(idx) asks multiple(): for a widened `x + k`."""
+    while isinstance(idx, Instr) and idx.op == "add" and isinstance(idx.operands[1], Const):
+        idx = idx.operands[0]
+    if isinstance(idx, Instr) and idx.op == "convert" and idx.operands[0].type.is_int:
+        x = idx.operands[0]
+        return x.type.bits < idx.type.bits and isinstance(x, Instr) and x.op == "add" and \
+            isinstance(x.operands[1], Const)
+    return False
 
 
 def _term_order(term_scale) -> int:
