@@ -90,8 +90,8 @@ def _round(fn, first: bool, into: dict) -> tuple[bool, bool, bool, bool]:
                 instrs[:n] = kept
         if b is entry:
             continue
-        ps = preds.get(b)
-        if ps is None or len(ps) != 1:
+        ps = preds[b]                           # (every block left is reached)
+        if len(ps) != 1:
             continue
         p = ps[0]
         if p is b or p in merged or not p.instrs or p.instrs[-1].op != "br":
@@ -165,8 +165,9 @@ def _reach_folding(fn) -> tuple[dict, bool]:
         term = ins[-1]
         op = term.op
         if op == "cbr":
-            keep = _fold(b, term)
-            if keep is not None:
+            then, other = term.targets
+            if then is other or term.operands[0].__class__ is Const:
+                _fold(b, term)
                 folded = True
                 term = ins[-1]
         elif op not in terms:
@@ -181,23 +182,20 @@ def _reach_folding(fn) -> tuple[dict, bool]:
     return preds, folded
 
 
-def _fold(b, term):
-    """Fold `b`'s `cbr` `term` into a `br` when its condition is constant or both its
-    targets are one block: the kept target, else None."""
+def _fold(b, term) -> None:
+    """Fold `b`'s `cbr` `term`, whose condition is constant or whose targets are one block,
+    into a `br`."""
     c = term.operands[0]
     then, other = term.targets
-    if isinstance(c, Const):
+    if c.__class__ is Const:
         keep, drop = (then, other) if c.value else (other, then)
-    elif then is other:
-        keep, drop = then, None
     else:
-        return None
+        keep, drop = then, None
     if drop is not None and drop is not keep:
         remove_phi_arm(drop, b)
     elif drop is None:
         remove_phi_arm(keep, b)                # two arms from b became one edge
     b.instrs[-1] = Instr("br", VOID, [], {}, [keep], term.span, b)
-    return keep
 
 
 def _remove_unreached(fn, live: dict) -> None:
