@@ -43,10 +43,19 @@ _SPECIFIC = ("global", "workgroup", "private", "constant")
 
 def _kind(lp) -> tuple[str | None, str]:
     """("store" | "load" | None, refusal reason) for a loop of one header + one body."""
-    if len(lp.blocks) != 2 or lp.latch is not lp.blocks[1] or \
-            any(i.op in ("load", "store") for i in lp.header.instrs):
+    if len(lp.blocks) != 2 or lp.latch is not lp.blocks[1]:
         return None, ""
-    ops = [i.op for b in lp.blocks for i in b.instrs if i.op not in ("phi", "br", "cbr")]
+    ops = []
+    for i in lp.header.instrs:
+        op = i.op
+        if op == "load" or op == "store":
+            return None, ""
+        if op != "phi" and op != "br" and op != "cbr":
+            ops.append(op)
+    for i in lp.latch.instrs:
+        op = i.op
+        if op != "phi" and op != "br" and op != "cbr":
+            ops.append(op)
     if "load" not in ops:
         return None, ""
     kind = "store" if "store" in ops else "load"
@@ -220,9 +229,11 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     tmpl = header.instrs[len(phis):-1] + body.instrs[:-1]
     nt, nph = len(tmpl), len(phis)
     rebased = {}        # access template position -> its advance A (bytes per iteration)
+    loads = 0           # (the header has none: _kind)
     rates, memo = (_rates(lp, tc), {}) if advance is None else (None, None)
     for n, m in enumerate(body.instrs, nt + 1 - len(body.instrs)):
         if m.op in ("load", "store"):
+            loads += m.op == "load"
             a = advance if rates is None else _advance(m.operands[0], lp, rates, memo)
             if a:
                 rebased[n] = a
@@ -291,7 +302,7 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     for p, v in zip(phis, values):
         mp = frame.main_phis[p]
         trivial |= v is mp or v is mp.operands[0]
-    return group, factor * sum(t.op == "load" for t in tmpl), trivial
+    return group, factor * loads, trivial
 
 
 class _Slots:
@@ -376,9 +387,13 @@ def run(fn, analyses) -> bool:
     main-loop phi is trivial: without one, simplify-cfg's fixpoint is kept."""
     if not (analyses.gpu and analyses.target.unrolls_loops):
         return False            # elsewhere unroll-runtime unrolls these loops itself
-    changed = reread.mark(fn, analyses) > 0       # before unrolling: copies inherit it
+    nest = analyses.get("loops")
+    if not nest.loops:
+        return False
+    nest = nest.innermost_first()
+    changed = reread.mark(fn, analyses, nest) > 0     # before unrolling: copies inherit it
     work = False                # whether a trivial phi was made (for simplify-cfg)
-    for lp in analyses.get("loops").innermost_first():
+    for lp in nest:
         kind, why = _kind(lp)
         span = lp.header.terminator.span
         if kind is None:
