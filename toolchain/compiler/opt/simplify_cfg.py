@@ -58,12 +58,12 @@ def _round(fn, first: bool, into: dict) -> tuple[bool, bool, bool, bool]:
     branch makes a block unreachable (merges and phi replacements keep reachability)."""
     if not fn.blocks:
         return False, False, False, False
-    preds = None if first else _preds(fn)   # (None also when a branch is to be folded)
+    sole = None if first else _sole_preds(fn)   # (None also when a branch is to be folded)
     cut = False
-    if preds is None:
-        preds, cut = _reach_folding(fn)
-        if len(preds) != len(fn.blocks):
-            _remove_unreached(fn, preds)
+    if sole is None:
+        sole, cut = _reach_folding(fn)
+        if len(sole) != len(fn.blocks):
+            _remove_unreached(fn, sole)
             cut = True
     changed = cfg = cut                     # (so far only folds and deletions)
     repl: dict = {}                         # phi -> the value replacing it
@@ -90,11 +90,9 @@ def _round(fn, first: bool, into: dict) -> tuple[bool, bool, bool, bool]:
                 instrs[:n] = kept
         if b is entry:
             continue
-        ps = preds[b]                           # (every block left is reached)
-        if len(ps) != 1:
-            continue
-        p = ps[0]
-        if p is b or p in merged or not p.instrs or p.instrs[-1].op != "br":
+        p = sole[b]                             # (every block left is reached)
+        if p is None or p is _SEVERAL or p is b or p in merged or not p.instrs \
+                or p.instrs[-1].op != "br":
             continue
         instrs = b.instrs
         n = 0
@@ -113,7 +111,8 @@ def _round(fn, first: bool, into: dict) -> tuple[bool, bool, bool, bool]:
                 if phi.op != "phi":
                     break
                 phi.targets = [p if t is b else t for t in phi.targets]
-            preds[s] = [p if x is b else x for x in preds[s]]
+            if sole[s] is b:
+                sole[s] = p
         merged.add(b)
         into[b] = p
         changed = cfg = True
@@ -124,12 +123,19 @@ def _round(fn, first: bool, into: dict) -> tuple[bool, bool, bool, bool]:
     return changed, cfg, False, cut
 
 
-def _preds(fn) -> dict | None:
-    """Each block's predecessors (a block branching twice to one successor is listed
-    twice), when every block is known to be reached (no fold since the last deletion);
-    None when a branch is to be folded (then `_reach_folding` folds it)."""
+# A block's sole predecessor (merges need no more of the predecessor map): the block
+# that branches to it when exactly one edge comes in, None when none does, else _SEVERAL
+# (two edges from one block are several).
+_SEVERAL = object()
+_UNSEEN = object()          # (a block the walk from the entry has not reached yet)
+
+
+def _sole_preds(fn) -> dict | None:
+    """Each block's sole predecessor (above), when every block is known to be reached (no
+    fold since the last deletion); None when a branch is to be folded (then
+    `_reach_folding` folds it)."""
     terms = TERMINATORS
-    preds: dict = {b: [] for b in fn.blocks}
+    sole: dict = dict.fromkeys(fn.blocks)
     for b in fn.blocks:
         ins = b.instrs
         if ins:
@@ -142,19 +148,19 @@ def _preds(fn) -> dict | None:
             elif op not in terms:
                 continue
             for s in term.targets:
-                preds[s].append(b)
-    return preds
+                sole[s] = b if sole[s] is None else _SEVERAL
+    return sole
 
 
 def _reach_folding(fn) -> tuple[dict, bool]:
-    """Each block's predecessors among the blocks the entry reaches (keyed by exactly
+    """Each block's sole predecessor among the blocks the entry reaches (keyed by exactly
     those), folding on the way every reached `cbr` on a constant or to one block twice
     into a `br` (the dropped arm leaves its phis); whether it folded one. One walk serves
     as the fold, the reachability test and the predecessor map. An unreached block keeps
     its branch: it is deleted with all its phi arms anyway."""
     terms = TERMINATORS
     entry = fn.blocks[0]
-    preds: dict = {entry: []}
+    sole: dict = {entry: None}
     stack = [entry]
     folded = False
     while stack:
@@ -173,13 +179,13 @@ def _reach_folding(fn) -> tuple[dict, bool]:
         elif op not in terms:
             continue
         for s in term.targets:
-            ps = preds.get(s)
-            if ps is None:
-                preds[s] = [b]
+            q = sole.get(s, _UNSEEN)
+            if q is _UNSEEN:
+                sole[s] = b
                 stack.append(s)
             else:
-                ps.append(b)
-    return preds, folded
+                sole[s] = b if q is None else _SEVERAL
+    return sole, folded
 
 
 def _fold(b, term) -> None:
