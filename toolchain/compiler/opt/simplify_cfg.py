@@ -69,9 +69,9 @@ def _round(fn, first: bool, into: dict) -> tuple[bool, bool, bool, bool]:
     repl: dict = {}                         # phi -> the value replacing it
     merged: set = set()
     entry = fn.blocks[0]
-    # One walk: each block's trivial phis go, then the block merges into a single
-    # predecessor ending in `br` (phis read only operands, merges only terminators and
-    # phi targets, so the two rewrites of a block do not see each other's order).
+    # One walk: each block's trivial phis go, then the block merges into its sole
+    # predecessor (phis read only operands, merges only terminators and phi targets, so
+    # the two rewrites of a block do not see each other's order).
     for b in fn.blocks:
         instrs = b.instrs
         if instrs and instrs[0].op == "phi":
@@ -90,9 +90,8 @@ def _round(fn, first: bool, into: dict) -> tuple[bool, bool, bool, bool]:
                 instrs[:n] = kept
         if b is entry:
             continue
-        p = sole[b]                             # (every block left is reached)
-        if p is None or p is _SEVERAL or p is b or p in merged or not p.instrs \
-                or p.instrs[-1].op != "br":
+        p = sole.get(b)
+        if p is None or p is b:
             continue
         instrs = b.instrs
         n = 0
@@ -111,8 +110,8 @@ def _round(fn, first: bool, into: dict) -> tuple[bool, bool, bool, bool]:
                 if phi.op != "phi":
                     break
                 phi.targets = [p if t is b else t for t in phi.targets]
-            if sole[s] is b:
-                sole[s] = p
+            if sole[s] is b:                    # (so a merged block is never a sole
+                sole[s] = p                     # predecessor)
         merged.add(b)
         into[b] = p
         changed = cfg = True
@@ -123,19 +122,16 @@ def _round(fn, first: bool, into: dict) -> tuple[bool, bool, bool, bool]:
     return changed, cfg, False, cut
 
 
-# A block's sole predecessor (merges need no more of the predecessor map): the block
-# that branches to it when exactly one edge comes in, None when none does, else _SEVERAL
-# (two edges from one block are several).
-_SEVERAL = object()
-_UNSEEN = object()          # (a block the walk from the entry has not reached yet)
-
-
+# A block's sole predecessor, all that merges need of the predecessor map: the block
+# whose `br` is the one edge into it, else None (no edge, several edges, or one from a
+# `cbr`). The `br` moves with a merge, so it still ends the block a sole predecessor is
+# renamed to.
 def _sole_preds(fn) -> dict | None:
     """Each block's sole predecessor (above), when every block is known to be reached (no
     fold since the last deletion); None when a branch is to be folded (then
     `_reach_folding` folds it)."""
     terms = TERMINATORS
-    sole: dict = dict.fromkeys(fn.blocks)
+    sole: dict = {}
     for b in fn.blocks:
         ins = b.instrs
         if ins:
@@ -148,7 +144,7 @@ def _sole_preds(fn) -> dict | None:
             elif op not in terms:
                 continue
             for s in term.targets:
-                sole[s] = b if sole[s] is None else _SEVERAL
+                sole[s] = None if s in sole else b if op == "br" else None
     return sole
 
 
@@ -175,16 +171,15 @@ def _reach_folding(fn) -> tuple[dict, bool]:
             if then is other or term.operands[0].__class__ is Const:
                 _fold(b, term)
                 folded = True
-                term = ins[-1]
+                term, op = ins[-1], "br"
         elif op not in terms:
             continue
         for s in term.targets:
-            q = sole.get(s, _UNSEEN)
-            if q is _UNSEEN:
-                sole[s] = b
-                stack.append(s)
+            if s in sole:
+                sole[s] = None
             else:
-                sole[s] = b if q is None else _SEVERAL
+                sole[s] = b if op == "br" else None
+                stack.append(s)
     return sole, folded
 
 
