@@ -99,7 +99,7 @@ def _advance(v, lp, rates, memo) -> int | None:
             and ops[0].type.is_int:
         r = rates[ops[0]]
     elif v.op in ("add", "sub") and v.type.is_int and v.type.bits == 64:
-        a, b = (_advance(o, lp, rates, memo) for o in ops)
+        a, b = _advance(ops[0], lp, rates, memo), _advance(ops[1], lp, rates, memo)
         if a is not None and b is not None:
             r = a + b if v.op == "add" else a - b
     elif v.op in ("mul", "shl") and v.type.is_int and v.type.bits == 64 \
@@ -108,11 +108,11 @@ def _advance(v, lp, rates, memo) -> int | None:
         if a is not None:
             r = a * ops[1].value if v.op == "mul" else a << ops[1].value
     elif v.op == "ptradd":
-        a, b = (_advance(o, lp, rates, memo) for o in ops)
+        a, b = _advance(ops[0], lp, rates, memo), _advance(ops[1], lp, rates, memo)
         if a is not None and b is not None:
             r = a + b * v.type.pointee.size
     elif v.op == "byteadd":
-        a, b = (_advance(o, lp, rates, memo) for o in ops)
+        a, b = _advance(ops[0], lp, rates, memo), _advance(ops[1], lp, rates, memo)
         if a is not None and b is not None:
             r = a + b
     memo[v] = r
