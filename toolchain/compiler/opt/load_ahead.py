@@ -239,7 +239,8 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
                 rebased[n] = a
     # One copy is built at a time in a window: [its header phis' values] + [its own values,
     # by template position] + [the values from outside the loop]; every operand of the
-    # template is a fixed slot of it, so a copy's operands are one itemgetter call.
+    # template is a fixed slot of it (a copy reads one or two operands by their slots, more
+    # with one itemgetter call).
     slots = _Slots(phis, tmpl)
     reads = [[slots.of(o) for o in t.operands] for t in tmpl]
     upd = [slots.of(frame.latch_value[p]) for p in phis]    # copy j+1's phis <- copy j
@@ -256,8 +257,8 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     plan = []
     for n, t in enumerate(tmpl):
         r = reads[n]
-        get = itemgetter(*r) if r else None
-        plan.append((n, t.op, t.type, t.attrs, t.span, get, len(r), rebased.get(n, 0),
+        src = r if len(r) < 3 else itemgetter(*r)     # (indexing beats a C call)
+        plan.append((n, t.op, t.type, t.attrs, t.span, src, len(r), rebased.get(n, 0),
                      twin.get(n, -1)))
     pats = _liveness(tmpl, plan, reads, upd, nph, factor,
                      [k for k, p in enumerate(phis) if p is not tc.iv.phi])
@@ -268,8 +269,13 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     for j in range(factor):
         if j:
             win[:nph] = [win[s] for s in upd]
-        for (n, op, ty, attrs, sp, get, arity, adv, tw), h in pats[j]:
-            ops = [get(win)] if arity == 1 else list(get(win)) if arity else []
+        for (n, op, ty, attrs, sp, src, arity, adv, tw), h in pats[j]:
+            if arity == 2:
+                ops = [win[src[0]], win[src[1]]]
+            elif arity == 1:
+                ops = [win[src[0]]]
+            else:
+                ops = list(src(win)) if arity else []
             c = Instr(op, ty, ops, attrs.copy() if attrs else {}, [], sp, group)
             out = up if h else down
             if adv:
@@ -347,7 +353,7 @@ def _liveness(tmpl, plan, reads, upd, nph, factor, carried_out) -> list:
     pats: list = [None] * factor
     prev = None
     for j in range(factor - 1, -1, -1):
-        key = bytes(need)
+        key = need              # (never written once it is a copy's need)
         if j and prev is not None and key == prev[0]:
             pats[j] = prev[1]
             continue
