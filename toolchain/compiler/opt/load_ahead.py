@@ -241,9 +241,8 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     # by template position] + [the values from outside the loop]; every operand of the
     # template is a fixed slot of it (a copy reads one or two operands by their slots, more
     # with one itemgetter call).
-    slots = _Slots(phis, tmpl)
-    reads = [[slots.of(o) for o in t.operands] for t in tmpl]
-    upd = [slots.of(frame.latch_value[p]) for p in phis]    # copy j+1's phis <- copy j
+    reads, upd, outside = _window(phis, tmpl, [frame.latch_value[p] for p in phis])
+    # (upd: the slots copy j+1's phis take from copy j)
     # Accesses through one address share each copy's increment of it (the one an earlier
     # access built), unless a hoisted load would read a store's, built below it.
     twin, made = {}, {}
@@ -262,7 +261,7 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
                      twin.get(n, -1)))
     pats = _liveness(tmpl, plan, reads, upd, nph, factor,
                      [k for k, p in enumerate(phis) if p is not tc.iv.phi])
-    win = [frame.main_phis[p] for p in phis] + [None] * nt + slots.outside
+    win = [frame.main_phis[p] for p in phis] + [None] * nt + outside
     first: dict = {}        # rebased position -> copy 0's address
     addr = [None] * nt      # rebased position -> its address in the current copy
     up, down = [], []
@@ -311,25 +310,29 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     return group, factor * loads, trivial
 
 
-class _Slots:
+def _window(phis, tmpl, carried) -> tuple[list, list, list]:
     """The window slot of each value a copy reads: a header phi k at k, template position
-    n at len(phis) + n, a value from outside the loop at its own slot past those."""
-
-    def __init__(self, phis, tmpl):
-        self.phi = {p: k for k, p in enumerate(phis)}
-        self.own = {t: len(phis) + n for n, t in enumerate(tmpl)}
-        self.outside: list = []
-        self.base = len(phis) + len(tmpl)
-
-    def of(self, o) -> int:
-        if o.__class__ is Instr:
-            s = self.own.get(o)
+    n at len(phis) + n, a value from outside the loop at its own slot past those (one per
+    read). Returns the slots of each template operand, those of `carried` (the values the
+    next copy's phis take), and the outside values in slot order."""
+    nph = len(phis)
+    slot = {p: k for k, p in enumerate(phis)}
+    for n, t in enumerate(tmpl):
+        slot[t] = nph + n
+    outside: list = []
+    base = nph + len(tmpl)
+    reads = []
+    for ops in [t.operands for t in tmpl] + [carried]:     # (plain loops: no call per read)
+        r = []
+        for o in ops:
+            s = slot.get(o) if o.__class__ is Instr else None
             if s is None:
-                s = self.phi.get(o)
-            if s is not None:
-                return s
-        self.outside.append(o)
-        return self.base + len(self.outside) - 1
+                s = base + len(outside)
+                outside.append(o)
+            r.append(s)
+        reads.append(r)
+    carried_slots = reads.pop()
+    return reads, carried_slots, outside
 
 
 def _liveness(tmpl, plan, reads, upd, nph, factor, carried_out) -> list:
