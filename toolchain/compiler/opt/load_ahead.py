@@ -354,11 +354,12 @@ def _liveness(tmpl, plan, reads, upd, nph, factor, carried_out) -> list:
     for k in carried_out:       # the main loop's phis read the last copy's values
         need[k] = 1
     pats: list = [None] * factor
-    prev = None
-    for j in range(factor - 1, -1, -1):
-        key = need              # (never written once it is a copy's need)
-        if j and prev is not None and key == prev[0]:
-            pats[j] = prev[1]
+    prev = None                 # (the need and pattern of the copy after this one)
+    j = factor - 1
+    while j >= 0:
+        if j and prev is not None and need == prev[0]:
+            pats[1:j + 1] = [prev[1]] * j       # copies j..1 all repeat it
+            j = 0
             continue
         lv = bytearray(roots)
         got = bytearray(nph)
@@ -383,8 +384,9 @@ def _liveness(tmpl, plan, reads, upd, nph, factor, carried_out) -> list:
         pat = [(plan[n], f >> 1) for n, f in enumerate(lv) if f]
         pats[j] = pat
         if j:
-            prev = (key, pat)
+            prev = (need, pat)  # (a need is never written once it is a copy's)
         need = got
+        j -= 1
     return pats
 
 
