@@ -165,10 +165,12 @@ def _at_entry(v, lp, pre, vmap):
     if v in vmap:
         return vmap[v]
     if v.op == "phi":
-        out = next(x for x, b in v.incoming if b is pre)
+        out = v.operands[v.targets.index(pre)]
     else:
         c = v.clone()
-        c.operands = [_at_entry(o, lp, pre, vmap) for o in v.operands]
+        ops = c.operands
+        for k in range(len(ops)):
+            ops[k] = _at_entry(ops[k], lp, pre, vmap)
         c.block = pre
         pre.instrs.insert(len(pre.instrs) - 1, c)
         out = c
@@ -176,8 +178,9 @@ def _at_entry(v, lp, pre, vmap):
     return out
 
 
-def _emit(pre, op, type_, operands, attrs=None, span=None):
-    ins = Instr(op, type_, list(operands), dict(attrs or {}), [], span, pre)
+def _emit(pre, op, type_, operands: list, attrs=None, span=None):
+    """`op` before the preheader's branch (`operands`, `attrs`: fresh, the instruction's own)."""
+    ins = Instr(op, type_, operands, {} if attrs is None else attrs, [], span, pre)
     pre.instrs.insert(len(pre.instrs) - 1, ins)
     return ins
 
