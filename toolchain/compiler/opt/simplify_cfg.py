@@ -157,10 +157,9 @@ def _reach_folding(fn) -> tuple[dict, bool]:
     terms = TERMINATORS
     entry = fn.blocks[0]
     sole: dict = {entry: None}
-    stack = [entry]
+    reached = [entry]
     folded = False
-    while stack:
-        b = stack.pop()
+    for b in reached:                       # (it grows as the walk goes)
         ins = b.instrs
         if not ins:
             continue
@@ -179,7 +178,7 @@ def _reach_folding(fn) -> tuple[dict, bool]:
                 sole[s] = None
             else:
                 sole[s] = b if op == "br" else None
-                stack.append(s)
+                reached.append(s)
     return sole, folded
 
 
