@@ -90,7 +90,7 @@ def _round(fn, first: bool, into: dict) -> tuple[bool, bool, bool, bool]:
                 instrs[:n] = kept
         if b is entry:
             continue
-        p = sole.get(b)
+        p = sole[b]                             # (every block left is reached)
         if p is None or p is b:
             continue
         instrs = b.instrs
