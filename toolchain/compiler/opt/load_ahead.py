@@ -59,9 +59,9 @@ def _kind(lp) -> tuple[str | None, str]:
     if "load" not in ops:
         return None, ""
     kind = "store" if "store" in ops else "load"
-    other = sorted({o for o in ops if o not in PURE and o not in ("load", "store")})
+    other = [o for o in ops if o not in PURE and o != "load" and o != "store"]
     if other:
-        return None, f"the body also executes {other[0]}" if kind == "store" else ""
+        return None, f"the body also executes {min(other)}" if kind == "store" else ""
     if len(ops) > BODY_LIMIT:
         return None, f"the body has {len(ops)} instructions (limit {BODY_LIMIT})" \
             if kind == "store" else ""
