@@ -268,9 +268,13 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     first: dict = {}        # rebased position -> copy 0's address
     addr = [None] * nt      # rebased position -> its address in the current copy
     up, down = [], []
+    carry = itemgetter(*upd) if nph > 1 else None
     for j in range(factor):
-        if j:
-            win[:nph] = [win[s] for s in upd]
+        if j:                       # copy j's phis take copy j-1's values
+            if nph == 1:            # (most loops: the induction variable alone)
+                win[0] = win[upd[0]]
+            else:
+                win[:nph] = carry(win)
         for (n, op, ty, attrs, sp, src, arity, adv, tw), h in pats[j]:
             if arity == 2:
                 ops = [win[src[0]], win[src[1]]]
