@@ -43,16 +43,25 @@ _SPECIFIC = ("global", "workgroup", "private", "constant")
 
 def _kind(lp) -> tuple[str | None, str]:
     """("store" | "load" | None, refusal reason) for a loop of one header + one body."""
-    if len(lp.blocks) != 2 or lp.latch is not lp.blocks[1] or \
-            any(i.op in ("load", "store") for i in lp.header.instrs):
+    if len(lp.blocks) != 2 or lp.latch is not lp.blocks[1]:
         return None, ""
-    ops = [i.op for b in lp.blocks for i in b.instrs if i.op not in ("phi", "br", "cbr")]
+    ops = []
+    for i in lp.header.instrs:
+        op = i.op
+        if op == "load" or op == "store":
+            return None, ""
+        if op != "phi" and op != "br" and op != "cbr":
+            ops.append(op)
+    for i in lp.latch.instrs:
+        op = i.op
+        if op != "phi" and op != "br" and op != "cbr":
+            ops.append(op)
     if "load" not in ops:
         return None, ""
     kind = "store" if "store" in ops else "load"
-    other = sorted({o for o in ops if o not in PURE and o not in ("load", "store")})
+    other = [o for o in ops if o not in PURE and o != "load" and o != "store"]
     if other:
-        return None, f"the body also executes {other[0]}" if kind == "store" else ""
+        return None, f"the body also executes {min(other)}" if kind == "store" else ""
     if len(ops) > BODY_LIMIT:
         return None, f"the body has {len(ops)} instructions (limit {BODY_LIMIT})" \
             if kind == "store" else ""
@@ -90,7 +99,7 @@ def _advance(v, lp, rates, memo) -> int | None:
             and ops[0].type.is_int:
         r = rates[ops[0]]
     elif v.op in ("add", "sub") and v.type.is_int and v.type.bits == 64:
-        a, b = (_advance(o, lp, rates, memo) for o in ops)
+        a, b = _advance(ops[0], lp, rates, memo), _advance(ops[1], lp, rates, memo)
         if a is not None and b is not None:
             r = a + b if v.op == "add" else a - b
     elif v.op in ("mul", "shl") and v.type.is_int and v.type.bits == 64 \
@@ -99,11 +108,11 @@ def _advance(v, lp, rates, memo) -> int | None:
         if a is not None:
             r = a * ops[1].value if v.op == "mul" else a << ops[1].value
     elif v.op == "ptradd":
-        a, b = (_advance(o, lp, rates, memo) for o in ops)
+        a, b = _advance(ops[0], lp, rates, memo), _advance(ops[1], lp, rates, memo)
         if a is not None and b is not None:
             r = a + b * v.type.pointee.size
     elif v.op == "byteadd":
-        a, b = (_advance(o, lp, rates, memo) for o in ops)
+        a, b = _advance(ops[0], lp, rates, memo), _advance(ops[1], lp, rates, memo)
         if a is not None and b is not None:
             r = a + b
     memo[v] = r
@@ -156,10 +165,12 @@ def _at_entry(v, lp, pre, vmap):
     if v in vmap:
         return vmap[v]
     if v.op == "phi":
-        out = next(x for x, b in v.incoming if b is pre)
+        out = v.operands[v.targets.index(pre)]
     else:
         c = v.clone()
-        c.operands = [_at_entry(o, lp, pre, vmap) for o in v.operands]
+        ops = c.operands
+        for k in range(len(ops)):
+            ops[k] = _at_entry(ops[k], lp, pre, vmap)
         c.block = pre
         pre.instrs.insert(len(pre.instrs) - 1, c)
         out = c
@@ -167,8 +178,9 @@ def _at_entry(v, lp, pre, vmap):
     return out
 
 
-def _emit(pre, op, type_, operands, attrs=None, span=None):
-    ins = Instr(op, type_, list(operands), dict(attrs or {}), [], span, pre)
+def _emit(pre, op, type_, operands: list, attrs=None, span=None):
+    """`op` before the preheader's branch (`operands`, `attrs`: fresh, the instruction's own)."""
+    ins = Instr(op, type_, operands, {} if attrs is None else attrs, [], span, pre)
     pre.instrs.insert(len(pre.instrs) - 1, ins)
     return ins
 
@@ -220,18 +232,20 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     tmpl = header.instrs[len(phis):-1] + body.instrs[:-1]
     nt, nph = len(tmpl), len(phis)
     rebased = {}        # access template position -> its advance A (bytes per iteration)
+    loads = 0           # (the header has none: _kind)
     rates, memo = (_rates(lp, tc), {}) if advance is None else (None, None)
     for n, m in enumerate(body.instrs, nt + 1 - len(body.instrs)):
         if m.op in ("load", "store"):
+            loads += m.op == "load"
             a = advance if rates is None else _advance(m.operands[0], lp, rates, memo)
             if a:
                 rebased[n] = a
     # One copy is built at a time in a window: [its header phis' values] + [its own values,
     # by template position] + [the values from outside the loop]; every operand of the
-    # template is a fixed slot of it, so a copy's operands are one itemgetter call.
-    slots = _Slots(phis, tmpl)
-    reads = [[slots.of(o) for o in t.operands] for t in tmpl]
-    upd = [slots.of(frame.latch_value[p]) for p in phis]    # copy j+1's phis <- copy j
+    # template is a fixed slot of it (a copy reads one or two operands by their slots, more
+    # with one itemgetter call).
+    reads, upd, outside = _window(phis, tmpl, [frame.latch_value[p] for p in phis])
+    # (upd: the slots copy j+1's phis take from copy j)
     # Accesses through one address share each copy's increment of it (the one an earlier
     # access built), unless a hoisted load would read a store's, built below it.
     twin, made = {}, {}
@@ -245,20 +259,29 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     plan = []
     for n, t in enumerate(tmpl):
         r = reads[n]
-        get = itemgetter(*r) if r else None
-        plan.append((n, t.op, t.type, t.attrs, t.span, get, len(r), rebased.get(n, 0),
+        src = r if len(r) < 3 else itemgetter(*r)     # (indexing beats a C call)
+        plan.append((n, t.op, t.type, t.attrs, t.span, src, len(r), rebased.get(n, 0),
                      twin.get(n, -1)))
     pats = _liveness(tmpl, plan, reads, upd, nph, factor,
                      [k for k, p in enumerate(phis) if p is not tc.iv.phi])
-    win = [frame.main_phis[p] for p in phis] + [None] * nt + slots.outside
+    win = [frame.main_phis[p] for p in phis] + [None] * nt + outside
     first: dict = {}        # rebased position -> copy 0's address
     addr = [None] * nt      # rebased position -> its address in the current copy
     up, down = [], []
+    carry = itemgetter(*upd) if nph > 1 else None
     for j in range(factor):
-        if j:
-            win[:nph] = [win[s] for s in upd]
-        for (n, op, ty, attrs, sp, get, arity, adv, tw), h in pats[j]:
-            ops = [get(win)] if arity == 1 else list(get(win)) if arity else []
+        if j:                       # copy j's phis take copy j-1's values
+            if nph == 1:            # (most loops: the induction variable alone)
+                win[0] = win[upd[0]]
+            else:
+                win[:nph] = carry(win)
+        for (n, op, ty, attrs, sp, src, arity, adv, tw), h in pats[j]:
+            if arity == 2:
+                ops = [win[src[0]], win[src[1]]]
+            elif arity == 1:
+                ops = [win[src[0]]]
+            else:
+                ops = list(src(win)) if arity else []
             c = Instr(op, ty, ops, attrs.copy() if attrs else {}, [], sp, group)
             out = up if h else down
             if adv:
@@ -291,28 +314,32 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     for p, v in zip(phis, values):
         mp = frame.main_phis[p]
         trivial |= v is mp or v is mp.operands[0]
-    return group, factor * sum(t.op == "load" for t in tmpl), trivial
+    return group, factor * loads, trivial
 
 
-class _Slots:
+def _window(phis, tmpl, carried) -> tuple[list, list, list]:
     """The window slot of each value a copy reads: a header phi k at k, template position
-    n at len(phis) + n, a value from outside the loop at its own slot past those."""
-
-    def __init__(self, phis, tmpl):
-        self.phi = {p: k for k, p in enumerate(phis)}
-        self.own = {t: len(phis) + n for n, t in enumerate(tmpl)}
-        self.outside: list = []
-        self.base = len(phis) + len(tmpl)
-
-    def of(self, o) -> int:
-        if o.__class__ is Instr:
-            s = self.own.get(o)
+    n at len(phis) + n, a value from outside the loop at its own slot past those (one per
+    read). Returns the slots of each template operand, those of `carried` (the values the
+    next copy's phis take), and the outside values in slot order."""
+    nph = len(phis)
+    slot = {p: k for k, p in enumerate(phis)}
+    for n, t in enumerate(tmpl):
+        slot[t] = nph + n
+    outside: list = []
+    base = nph + len(tmpl)
+    reads = []
+    for ops in [t.operands for t in tmpl] + [carried]:     # (plain loops: no call per read)
+        r = []
+        for o in ops:
+            s = slot.get(o) if o.__class__ is Instr else None
             if s is None:
-                s = self.phi.get(o)
-            if s is not None:
-                return s
-        self.outside.append(o)
-        return self.base + len(self.outside) - 1
+                s = base + len(outside)
+                outside.append(o)
+            r.append(s)
+        reads.append(r)
+    carried_slots = reads.pop()
+    return reads, carried_slots, outside
 
 
 def _liveness(tmpl, plan, reads, upd, nph, factor, carried_out) -> list:
@@ -334,11 +361,12 @@ def _liveness(tmpl, plan, reads, upd, nph, factor, carried_out) -> list:
     for k in carried_out:       # the main loop's phis read the last copy's values
         need[k] = 1
     pats: list = [None] * factor
-    prev = None
-    for j in range(factor - 1, -1, -1):
-        key = bytes(need)
-        if j and prev is not None and key == prev[0]:
-            pats[j] = prev[1]
+    prev = None                 # (the need and pattern of the copy after this one)
+    j = factor - 1
+    while j >= 0:
+        if j and prev is not None and need == prev[0]:
+            pats[1:j + 1] = [prev[1]] * j       # copies j..1 all repeat it
+            j = 0
             continue
         lv = bytearray(roots)
         got = bytearray(nph)
@@ -363,8 +391,9 @@ def _liveness(tmpl, plan, reads, upd, nph, factor, carried_out) -> list:
         pat = [(plan[n], f >> 1) for n, f in enumerate(lv) if f]
         pats[j] = pat
         if j:
-            prev = (key, pat)
+            prev = (need, pat)  # (a need is never written once it is a copy's)
         need = got
+        j -= 1
     return pats
 
 
@@ -376,9 +405,13 @@ def run(fn, analyses) -> bool:
     main-loop phi is trivial: without one, simplify-cfg's fixpoint is kept."""
     if not (analyses.gpu and analyses.target.unrolls_loops):
         return False            # elsewhere unroll-runtime unrolls these loops itself
-    changed = reread.mark(fn, analyses) > 0       # before unrolling: copies inherit it
+    nest = analyses.get("loops")
+    if not nest.loops:
+        return False
+    nest = nest.innermost_first()
+    changed = reread.mark(fn, analyses, nest) > 0     # before unrolling: copies inherit it
     work = False                # whether a trivial phi was made (for simplify-cfg)
-    for lp in analyses.get("loops").innermost_first():
+    for lp in nest:
         kind, why = _kind(lp)
         span = lp.header.terminator.span
         if kind is None:

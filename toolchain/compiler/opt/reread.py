@@ -46,9 +46,12 @@ def _root(p):
     return p
 
 
-def mark(fn, analyses) -> int:
-    """Mark the loads of every loop whose base another loop also reads; the count marked."""
-    loops = [lp for lp in analyses.get("loops").innermost_first() if not lp.children]
+def mark(fn, analyses, nest=None) -> int:
+    """Mark the loads of every loop whose base another loop also reads; the count marked.
+    `nest`: the loops innermost first, when the caller has them."""
+    if nest is None:
+        nest = analyses.get("loops").innermost_first()
+    loops = [lp for lp in nest if not lp.children]
     if len(loops) < 2:
         return 0
     reads = []                  # per loop: its global loads, each with its base

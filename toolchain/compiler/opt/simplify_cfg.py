@@ -56,62 +56,42 @@ def _round(fn, first: bool, into: dict) -> tuple[bool, bool, bool, bool]:
     predecessors kept current. So another round has work exactly when a substitution made
     a branch condition constant or a phi trivial (`_replace` checks both). Only a folded
     branch makes a block unreachable (merges and phi replacements keep reachability)."""
-    changed = False
-    for b in fn.blocks:
-        if not b.instrs:
-            continue
-        term = b.instrs[-1]                     # (the `terminator` property is slower)
-        if term.op != "cbr":
-            continue
-        c = term.operands[0]
-        then, other = term.targets
-        if isinstance(c, Const):
-            keep, drop = (then, other) if c.value else (other, then)
-        elif then is other:
-            keep, drop = then, None
-        else:
-            continue
-        if drop is not None and drop is not keep:
-            remove_phi_arm(drop, b)
-        elif drop is None:
-            remove_phi_arm(keep, b)            # two arms from b became one edge
-        b.instrs[-1] = Instr("br", VOID, [], {}, [keep], term.span, b)
-        changed = True
-    preds = _reached(fn, first or changed)
-    if preds is None:
-        return False, False, False, False       # (no blocks)
-    if len(preds) != len(fn.blocks):            # only after a fold (or in a first round)
-        _remove_unreached(fn, preds)
-        changed = True
-    cfg = cut = changed                         # (so far only folds and deletions)
-    repl: dict = {}                             # phi -> the value replacing it
-    for b in fn.blocks:
-        instrs = b.instrs
-        if not instrs or instrs[0].op != "phi":
-            continue
-        kept = []
-        n = 0
-        for phi in instrs:
-            if phi.op != "phi":
-                break
-            n += 1
-            only = _sole_value(phi)
-            if only is not None:
-                repl[phi] = only
-                continue
-            kept.append(phi)
-        if len(kept) != n:
-            instrs[:n] = kept
+    if not fn.blocks:
+        return False, False, False, False
+    sole = None if first else _sole_preds(fn)   # (None also when a branch is to be folded)
+    cut = False
+    if sole is None:
+        sole, cut = _reach_folding(fn)
+        if len(sole) != len(fn.blocks):
+            _remove_unreached(fn, sole)
+            cut = True
+    changed = cfg = cut                     # (so far only folds and deletions)
+    repl: dict = {}                         # phi -> the value replacing it
     merged: set = set()
     entry = fn.blocks[0]
+    # One walk: each block's trivial phis go, then the block merges into its sole
+    # predecessor (phis read only operands, merges only terminators and phi targets, so
+    # the two rewrites of a block do not see each other's order).
     for b in fn.blocks:
-        if b is entry or b in merged:
+        instrs = b.instrs
+        if instrs and instrs[0].op == "phi":
+            kept = []
+            n = 0
+            for phi in instrs:
+                if phi.op != "phi":
+                    break
+                n += 1
+                only = _sole_value(phi)
+                if only is not None:
+                    repl[phi] = only
+                    continue
+                kept.append(phi)
+            if len(kept) != n:
+                instrs[:n] = kept
+        if b is entry:
             continue
-        ps = preds.get(b)
-        if ps is None or len(ps) != 1:
-            continue
-        p = ps[0]
-        if p is b or p in merged or not p.instrs or p.instrs[-1].op != "br":
+        p = sole[b]                             # (every block left is reached)
+        if p is None or p is b:
             continue
         instrs = b.instrs
         n = 0
@@ -130,7 +110,8 @@ def _round(fn, first: bool, into: dict) -> tuple[bool, bool, bool, bool]:
                 if phi.op != "phi":
                     break
                 phi.targets = [p if t is b else t for t in phi.targets]
-            preds[s] = [p if x is b else x for x in preds[s]]
+            if sole[s] is b:                    # (so a merged block is never a sole
+                sole[s] = p                     # predecessor)
         merged.add(b)
         into[b] = p
         changed = cfg = True
@@ -141,37 +122,80 @@ def _round(fn, first: bool, into: dict) -> tuple[bool, bool, bool, bool]:
     return changed, cfg, False, cut
 
 
-def _reached(fn, check: bool) -> dict | None:
-    """Each block's predecessors among the blocks the entry reaches (a block branching
-    twice to one successor is listed twice), keyed by exactly the reached blocks; one walk
-    serves as the reachability test and the predecessor map. None without blocks. Without
-    `check` every block is known to be reached (no fold since the last deletion)."""
-    if not fn.blocks:
-        return None
+# A block's sole predecessor, all that merges need of the predecessor map: the block
+# whose `br` is the one edge into it, else None (no edge, several edges, or one from a
+# `cbr`). The `br` moves with a merge, so it still ends the block a sole predecessor is
+# renamed to.
+def _sole_preds(fn) -> dict | None:
+    """Each block's sole predecessor (above), when every block is known to be reached (no
+    fold since the last deletion); None when a branch is to be folded (then
+    `_reach_folding` folds it)."""
+    terms = TERMINATORS
+    sole: dict = {}
+    for b in fn.blocks:
+        ins = b.instrs
+        if ins:
+            term = ins[-1]
+            op = term.op
+            if op == "cbr":
+                then, other = term.targets
+                if then is other or term.operands[0].__class__ is Const:
+                    return None
+            elif op not in terms:
+                continue
+            for s in term.targets:
+                sole[s] = None if s in sole else b if op == "br" else None
+    return sole
+
+
+def _reach_folding(fn) -> tuple[dict, bool]:
+    """Each block's sole predecessor among the blocks the entry reaches (keyed by exactly
+    those), folding on the way every reached `cbr` on a constant or to one block twice
+    into a `br` (the dropped arm leaves its phis); whether it folded one. One walk serves
+    as the fold, the reachability test and the predecessor map. An unreached block keeps
+    its branch: it is deleted with all its phi arms anyway."""
     terms = TERMINATORS
     entry = fn.blocks[0]
-    if not check:
-        preds: dict = {b: [] for b in fn.blocks}
-        for b in fn.blocks:
-            ins = b.instrs
-            if ins and ins[-1].op in terms:
-                for s in ins[-1].targets:
-                    preds[s].append(b)
-        return preds
-    preds = {entry: []}
-    stack = [entry]
-    while stack:
-        b = stack.pop()
+    sole: dict = {entry: None}
+    reached = [entry]
+    folded = False
+    for b in reached:                       # (it grows as the walk goes)
         ins = b.instrs
-        if ins and ins[-1].op in terms:
-            for s in ins[-1].targets:
-                ps = preds.get(s)
-                if ps is None:
-                    preds[s] = [b]
-                    stack.append(s)
-                else:
-                    ps.append(b)
-    return preds
+        if not ins:
+            continue
+        term = ins[-1]
+        op = term.op
+        if op == "cbr":
+            then, other = term.targets
+            if then is other or term.operands[0].__class__ is Const:
+                _fold(b, term)
+                folded = True
+                term, op = ins[-1], "br"
+        elif op not in terms:
+            continue
+        for s in term.targets:
+            if s in sole:
+                sole[s] = None
+            else:
+                sole[s] = b if op == "br" else None
+                reached.append(s)
+    return sole, folded
+
+
+def _fold(b, term) -> None:
+    """Fold `b`'s `cbr` `term`, whose condition is constant or whose targets are one block,
+    into a `br`."""
+    c = term.operands[0]
+    then, other = term.targets
+    if c.__class__ is Const:
+        keep, drop = (then, other) if c.value else (other, then)
+    else:
+        keep, drop = then, None
+    if drop is not None and drop is not keep:
+        remove_phi_arm(drop, b)
+    elif drop is None:
+        remove_phi_arm(keep, b)                # two arms from b became one edge
+    b.instrs[-1] = Instr("br", VOID, [], {}, [keep], term.span, b)
 
 
 def _remove_unreached(fn, live: dict) -> None:
