@@ -59,7 +59,8 @@ def run(fn, analyses) -> bool:
         uses.erase(ins, dead)
         work.extend(users)
         changed = True
-    sweep_blocks(fn, dead)
+    if dead:
+        sweep_blocks(fn, dead)
     return changed
 
 
@@ -84,9 +85,13 @@ def _simplify(ins: Instr):
         if a is b or (isinstance(a, Const) and isinstance(b, Const) and _same_const(a, b)):
             return a
         return None
-    c = fold(ins)
-    if c is not None:
-        return c
+    for o in ins.operands:
+        if o.__class__ is not Const:
+            break               # not foldable (most candidates): only an identity can apply
+    else:
+        c = fold(ins)
+        if c is not None:
+            return c
     if isinstance(ins.type, IntType) and len(ins.operands) == 2:
         return _identity(ins)
     return None
