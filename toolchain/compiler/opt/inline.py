@@ -90,7 +90,16 @@ class _Edits:
 
     def __init__(self, fn: Function):
         self.moved: list = []
-        self.used = {b.name for b in fn.blocks}
+        self.fn = fn
+        self._used: set | None = None
+
+    @property
+    def used(self) -> set:
+        """The caller's block names, gathered when a copy first needs one (compile time: a
+        spliced one-block callee adds no block, and most runs splice only)."""
+        if self._used is None:
+            self._used = {b.name for b in self.fn.blocks}
+        return self._used
 
     def apply(self, fn: Function) -> None:
         """Phis naming a split block as predecessor name its last continuation instead;
