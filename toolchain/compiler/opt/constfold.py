@@ -16,7 +16,12 @@ from .fold import fold
 
 
 def run(fn, analyses) -> bool:
-    uses: UseMap | None = None         # built on the first rewrite (most runs make none)
+    # Most runs rewrite nothing or once or twice: the first rewrites find their users by a
+    # walk each (a UseMap costs a walk that records every operand); later ones use one. The
+    # order of rewrites may differ from a UseMap's, but not the result: each rewrite
+    # replaces a value by an equal one and keeps every other candidate rewritable.
+    uses: UseMap | None = analyses.peek("uses")     # a kept one must stay exact: use it
+    scans = 0
     # every rewrite below needs a constant operand, except phis and selects of one value:
     # all operands constant (folding) or an integer identity's op. The rest are reached
     # only as users of a rewritten value (the same order of rewrites, fewer no-op tries).
@@ -53,14 +58,39 @@ def run(fn, analyses) -> bool:
         new = _simplify(ins)
         if new is None or new is ins:
             continue
-        uses = uses or analyses.get("uses")
-        users = list(dict.fromkeys(uses.uses(ins)))
-        uses.replace_all(ins, new)
-        uses.erase(ins, dead)
+        if uses is None and scans < _SCANS:   # (no kept UseMap to keep exact: see below)
+            scans += 1
+            users = _replace_scanning(fn, ins, new, dead)
+            dead.add(ins)
+        else:
+            if uses is None:
+                sweep_blocks(fn, dead)          # (dead ones out of the new map's user lists)
+                uses = analyses.get("uses")
+            users = list(dict.fromkeys(uses.uses(ins)))
+            uses.replace_all(ins, new)
+            uses.erase(ins, dead)
         work.extend(users)
         changed = True
-    sweep_blocks(fn, dead)
+    if dead:
+        sweep_blocks(fn, dead)
     return changed
+
+
+_SCANS = 4      # rewrites found by walking the function before a UseMap pays for itself
+
+
+def _replace_scanning(fn, old, new, dead: set) -> list:
+    """Replace every use of `old` by `new`; the live users, in block order."""
+    users = []
+    for b in fn.blocks:
+        for u in b.instrs:
+            ops = u.operands
+            if old in ops and u not in dead:
+                for k, o in enumerate(ops):
+                    if o is old:
+                        ops[k] = new
+                users.append(u)
+    return users
 
 
 def _simplify(ins: Instr):
@@ -84,9 +114,13 @@ def _simplify(ins: Instr):
         if a is b or (isinstance(a, Const) and isinstance(b, Const) and _same_const(a, b)):
             return a
         return None
-    c = fold(ins)
-    if c is not None:
-        return c
+    for o in ins.operands:
+        if o.__class__ is not Const:
+            break               # not foldable (most candidates): only an identity can apply
+    else:
+        c = fold(ins)
+        if c is not None:
+            return c
     if isinstance(ins.type, IntType) and len(ins.operands) == 2:
         return _identity(ins)
     return None

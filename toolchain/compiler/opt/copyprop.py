@@ -50,7 +50,8 @@ def run(fn, analyses) -> bool:
                 for p in web:
                     uses.erase(p, dead)
                 changed = True
-    sweep_blocks(fn, dead)
+    if dead:
+        sweep_blocks(fn, dead)
     return changed
 
 

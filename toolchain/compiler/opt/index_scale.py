@@ -18,6 +18,7 @@ is the same 64-bit wrapping value either way.
 """
 from __future__ import annotations
 
+from ..ir.cfg import successors
 from ..ir.module import Const, Instr, Param
 from ..ir.types import I64
 
@@ -39,19 +40,21 @@ def run(fn, analyses) -> bool:
     todo = [(k, us) for k, us in groups.items() if len(us) > 1]
     if not todo:
         return False
-    dom = None
+    dom = reachable = None
     shared = addresses = 0
     for (_, size), users in todo:
         home = users[0].block
-        if any(u.block is not home for u in users):      # only then the dominator tree
-            dom = dom or analyses.get("domtree")
-            users = [u for u in users if dom.reachable(u.block)]
-            if len(users) < 2:
-                continue
-            home = users[0].block
-            for u in users[1:]:
-                while not dom.dominates(home, u.block):
-                    home = dom.idom[home]
+        if any(u.block is not home for u in users):
+            reachable = reachable or _reach(fn.blocks[0], None)
+            if not _dominates_all(fn, home, users, reachable):   # (else home is the answer)
+                dom = dom or analyses.get("domtree")
+                users = [u for u in users if dom.reachable(u.block)]
+                if len(users) < 2:
+                    continue
+                home = users[0].block
+                for u in users[1:]:
+                    while not dom.dominates(home, u.block):
+                        home = dom.idom[home]
         mine = set(users)
         first = next((u for u in home.instrs if u in mine), home.terminator)
         idx = users[0].operands[1]
@@ -78,3 +81,29 @@ def _source(idx):
     if isinstance(idx, Instr) and idx.op == "convert":
         return ("widen", idx.operands[0])
     return idx
+
+
+def _dominates_all(fn, home, users, reachable: set) -> bool:
+    """Whether `home` (reachable) dominates the blocks of `users`, all reachable: then it is
+    their nearest common dominator, found by one walk that avoids `home` instead of a
+    dominator tree (compile time: the tree is built only when this says no)."""
+    if home not in reachable:
+        return False
+    around = _reach(fn.blocks[0], home) if home is not fn.blocks[0] else ()
+    for u in users:
+        b = u.block
+        if b is not home and (b not in reachable or b in around):
+            return False
+    return True
+
+
+def _reach(start, avoid) -> set:
+    """The blocks reached from `start` on paths that do not enter `avoid`."""
+    seen = {start}
+    stack = [start]
+    while stack:
+        for s in successors(stack.pop()):
+            if s not in seen and s is not avoid:
+                seen.add(s)
+                stack.append(s)
+    return seen

@@ -69,8 +69,9 @@ def _call_sites(module, fn: Function, callees: list, cache: dict) -> dict:
     return count
 
 
-def _eligible(caller: Function, callee: Function, sites, cache: dict) -> bool:
-    """`sites(callee)`: its number of call sites (asked only of a callee over SIZE)."""
+def _eligible(caller: Function, callee: Function, size: int, sites, cache: dict) -> bool:
+    """`size`: the callee's; `sites(callee)`: its number of call sites (asked only of a
+    callee over SIZE)."""
     if callee.is_extern or callee.is_kernel or not callee.blocks or callee is caller:
         return False
     if any(not (p.type.is_scalar or p.type.is_ptr) for p in callee.params):
@@ -79,7 +80,7 @@ def _eligible(caller: Function, callee: Function, sites, cache: dict) -> bool:
         return False
     if _reaches(callee, caller, cache):
         return False
-    return _size(callee) <= SIZE or sites(callee) == 1
+    return size <= SIZE or sites(callee) == 1
 
 
 class _Edits:
@@ -89,7 +90,16 @@ class _Edits:
 
     def __init__(self, fn: Function):
         self.moved: list = []
-        self.used = {b.name for b in fn.blocks}
+        self.fn = fn
+        self._used: set | None = None
+
+    @property
+    def used(self) -> set:
+        """The caller's block names, gathered when a copy first needs one (compile time: a
+        spliced one-block callee adds no block, and most runs splice only)."""
+        if self._used is None:
+            self._used = {b.name for b in self.fn.blocks}
+        return self._used
 
     def apply(self, fn: Function) -> None:
         """Phis naming a split block as predecessor name its last continuation instead;
@@ -233,7 +243,8 @@ def run(fn, analyses) -> bool:
                            if analyses.module is not None else {})
         return counted[0].get(callee, 0)
 
-    verdict: dict = {}                        # callee -> eligible, decided once per run
+    # callee -> its size if eligible, else None: decided once per run (only fn changes)
+    verdict: dict = {}
     edits = _Edits(fn)
     changed = False
     for _ in range(4):                        # a copy may expose its callee's calls: bounded
@@ -241,15 +252,16 @@ def run(fn, analyses) -> bool:
         for call in calls:
             callee = call.operands[0]
             if callee not in verdict:
-                verdict[callee] = _eligible(fn, callee, sites, cache)
-            if verdict[callee]:
+                size = _size(callee)
+                verdict[callee] = size if _eligible(fn, callee, size, sites, cache) else None
+            if verdict[callee] is not None:
                 todo.append(call)
         if not todo:
             break
         inlined = []
         for call in todo:
             callee = call.operands[0]
-            size = _size(callee)
+            size = verdict[callee]
             span = call.span
             inline_call(fn, call, edits)
             inlined.append(callee)

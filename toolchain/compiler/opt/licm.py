@@ -61,7 +61,8 @@ def _safe(ins: Instr) -> bool:
     return not _folds_into_access(ins) and speculation_safe(ins)
 
 
-def _hoist(fn, lp, dom, analyses) -> bool:
+def _memory(lp) -> tuple[list, bool]:
+    """The loop's stores, and whether it has another instruction with memory effects."""
     stores = []
     has_effects = False
     for b in lp.blocks:
@@ -70,7 +71,12 @@ def _hoist(fn, lp, dom, analyses) -> bool:
                 stores.append(i)
             elif _EFFECTS_OP.get(i.op):
                 has_effects = True
-    tc = _UNSET                            # the trip count, found when a load asks
+    return stores, has_effects
+
+
+def _hoist(fn, lp, dom, analyses) -> bool:
+    mem = None                             # (_memory), found when a load asks (most loops:
+    tc = _UNSET                            # none has invariant operands); the trip count too
     moved: list[Instr] = []
     moved_set: set = set()
     inside = lp.block_set
@@ -83,6 +89,9 @@ def _hoist(fn, lp, dom, analyses) -> bool:
                     break
             else:
                 if ins.op == "load":
+                    if mem is None:
+                        mem = _memory(lp)
+                    stores, has_effects = mem
                     if has_effects:
                         continue
                     if tc is _UNSET:
