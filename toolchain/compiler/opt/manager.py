@@ -50,8 +50,8 @@ PASSES = {p.name: p for p in (
     Pass("subgroup-width", subgroup_width.run, ("loops",), "all"),
     Pass("mem2reg", mem2reg.run, ("domtree",), ("uses",)),
     Pass("simplify-cfg", simplify_cfg.run, (), ("uses",)),    # sets cfg_changed
-    Pass("constfold", constfold.run, (), ()),     # asks for "uses" when it first rewrites
-    Pass("copyprop", copyprop.run, (), ()),       # and keeps that UseMap exact
+    Pass("constfold", constfold.run, (), ()),     # both keep a cached UseMap exact
+    Pass("copyprop", copyprop.run, (), ()),       # (constfold builds one past 4 rewrites)
     Pass("gvn", gvn.run, ("domtree", "preds"), ("uses",)),
     Pass("if-convert", if_convert.run, ("preds",), "all"),
     Pass("licm", licm.run, ("loops",), ("uses",)),            # sets cfg_changed
