@@ -275,14 +275,19 @@ def sweep_blocks(fn: "Function", dead: set) -> None:
     dead.clear()
 
 
-def replace_all_uses_with(fn: "Function", old, new) -> None:
-    """One-off RAUW without a live UseMap (walks the function)."""
+def replace_all_uses_with(fn: "Function", old, new) -> list["Instr"]:
+    """One-off RAUW without a live UseMap (walks the function); the users, in block
+    order."""
+    users = []
     for b in fn.blocks:
         for ins in b.instrs:
             ops = ins.operands
-            for k, o in enumerate(ops):
-                if o is old:
-                    ops[k] = new
+            if old in ops:                  # (values compare by identity)
+                for k, o in enumerate(ops):
+                    if o is old:
+                        ops[k] = new
+                users.append(ins)
+    return users
 
 
 @dataclass(eq=False)

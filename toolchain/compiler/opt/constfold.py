@@ -10,7 +10,7 @@ simplify-cfg, which owns the CFG.
 """
 from __future__ import annotations
 
-from ..ir.module import Const, Instr, UseMap, sweep_blocks
+from ..ir.module import Const, Instr, UseMap, replace_all_uses_with, sweep_blocks
 from ..ir.types import IntType
 from .fold import fold
 
@@ -60,7 +60,7 @@ def run(fn, analyses) -> bool:
             continue
         if uses is None and scans < _SCANS:   # (no kept UseMap to keep exact: see below)
             scans += 1
-            users = _replace_scanning(fn, ins, new, dead)
+            users = replace_all_uses_with(fn, ins, new)   # (dead ones: skipped when popped)
             dead.add(ins)
         else:
             if uses is None:
@@ -77,20 +77,6 @@ def run(fn, analyses) -> bool:
 
 
 _SCANS = 4      # rewrites found by walking the function before a UseMap pays for itself
-
-
-def _replace_scanning(fn, old, new, dead: set) -> list:
-    """Replace every use of `old` by `new`; the live users, in block order."""
-    users = []
-    for b in fn.blocks:
-        for u in b.instrs:
-            ops = u.operands
-            if old in ops and u not in dead:
-                for k, o in enumerate(ops):
-                    if o is old:
-                        ops[k] = new
-                users.append(u)
-    return users
 
 
 def _simplify(ins: Instr):

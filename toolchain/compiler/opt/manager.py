@@ -202,7 +202,8 @@ def _run_group(group: list, names, analyses: list, shared: dict, opts: OptOption
             for fn, an in zip(group, analyses):
                 if not quiet:
                     did = run_pipeline(fn, (entry,), an, opts)
-                elif p.run(fn, an):             # (_run_quietly's step, without a call)
+                elif p.run(fn, an):     # _run_quietly's step, inline: calling it per
+                    # function and entry measured 0.5M instructions more on typical200
                     did = True
                     an.after_pass(p.invalidates)
                     if cleanup:
