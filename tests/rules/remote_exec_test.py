@@ -43,3 +43,16 @@ def test_actions_execute_on_matching_workers_and_a_second_clone_hits_the_cache(t
                    "Run mettle build app/host.mettle -> host"):
         assert f"A: {action} -> executed on plain" in out, out
     assert "app/host: remote sha256" in out and "local identical; B identical" in out
+
+
+def test_the_demo_runs_exactly_the_documented_command():
+    """The deployment page's command is what exec_demo (above) runs: the committed config
+    carries every other setting, so nothing beyond the two addresses is passed."""
+    from tools.remote.exec_demo import remote_flags
+
+    class Fake:
+        address = "grpc://HOST:PORT"
+    page = (ROOT / "docs/reference/remote-execution.md").read_text()
+    block = page.split("## The documented command", 1)[1].split("```sh", 1)[1].split("```")[0]
+    documented = block.replace("\\\n", " ").split()
+    assert documented == ["./pants", *remote_flags(Fake()), "package", "//app:host"]

@@ -99,7 +99,10 @@ def directory(fake: FakeCas, files=(), dirs=(), links=()):
 
 
 def make_worker(work: Path, fake: FakeCas, *extra) -> Worker:
-    args = ["--server", "127.0.0.1:1", "--name", "t", "--work", str(work), *extra]
+    # The REAPI layer is checked here; the jail has its own tests (test_remote_sandbox.py,
+    # test_remote_faults.py), and these checks look at files outside the action's directory.
+    args = ["--server", "127.0.0.1:1", "--name", "t", "--work", str(work), "--no-isolation",
+            *extra]
     worker = Worker(_parse(args))
     worker.cas.cas = worker.cas.bytestream = fake
     return worker
@@ -184,7 +187,7 @@ def check_runs_an_action(tmp: Path) -> None:
     assert files["link"] == ("->", "sub/x")
     assert record["executed"] and record["exit_code"] == 0
     assert result.execution_metadata.worker == "t"
-    assert not list((tmp / "w" / "actions").iterdir()), "sandbox left behind"
+    assert not list(worker.sandboxes.iterdir()), "sandbox left behind"
 
 
 def check_missing_output_and_failure(tmp: Path) -> None:
@@ -240,11 +243,31 @@ def check_escaping_paths_fail_the_action(tmp: Path) -> None:
     assert b"leaves the action's directory" in fake.blobs[result.stderr_digest.hash]
 
 
+def check_blob_cache_is_lru_bounded(tmp: Path) -> None:
+    cache = cas_mod.BlobCache(tmp / "blobs", max_bytes=250)
+    held = lambda: sorted(cache.sizes)  # noqa: E731  (looks without touching)
+    for name in ("a", "b", "c"):
+        cache.put(name, name.encode() * 100)
+    assert held() == ["b", "c"] and cache.total == 200  # a was the least recently used
+    assert sorted(p.name for p in (tmp / "blobs").iterdir()) == ["b", "c"]
+    assert cache.has("b")              # b is now the most recently used
+    cache.use(["c", "d"])              # callers pin what they fetch (Cas.read, materialize)
+    cache.put("d", b"d" * 100)         # over budget: b is the only one that may go
+    assert held() == ["c", "d"]
+    cache.use(["e"])
+    cache.put("e", b"e" * 100)         # all pinned: over budget until they are released
+    assert held() == ["c", "d", "e"] and cache.total == 300
+    cache.release(["c", "d", "e"])     # then the least recently used goes
+    assert held() == ["d", "e"] and cache.total == 200
+    reopened = cas_mod.BlobCache(tmp / "blobs", max_bytes=250)  # the index comes from disk
+    assert reopened.total == 200 and sorted(reopened.sizes) == ["d", "e"]
+
+
 def main_checks() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for check in (check_runs_an_action, check_missing_output_and_failure,
                       check_record_only, check_refuses_another_platform,
-                      check_escaping_paths_fail_the_action):
+                      check_escaping_paths_fail_the_action, check_blob_cache_is_lru_bounded):
             sub = Path(tmp) / check.__name__
             sub.mkdir()
             check(sub)

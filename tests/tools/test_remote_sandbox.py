@@ -4,11 +4,15 @@ are scanned as files, directories and symlinks; paths leaving the directory are 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
-from tools.remote.sandbox import ActionError, inside, prepare_outputs, run, scan_output
+from tools.remote.sandbox import (ActionError, Jail, inside, jail_available, prepare_outputs,
+                                  run, scan_output)
 
 
 def test_the_action_sees_only_its_declared_environment(tmp_path, monkeypatch):
@@ -76,3 +80,66 @@ def test_paths_outside_the_action_directory_are_refused(tmp_path, bad):
 def test_an_empty_command_is_refused(tmp_path):
     with pytest.raises(ActionError, match="no arguments"):
         run([], {}, tmp_path, 1)
+
+
+jail_missing = pytest.mark.skipif(
+    jail_available() is not None,
+    reason=f"bubblewrap cannot isolate here: {jail_available()}")
+
+
+@pytest.fixture
+def reachable(tmp_path_factory):
+    """An action directory the jail's user can reach (pytest's own is root-only)."""
+    import tempfile
+    path = Path(tempfile.mkdtemp(prefix="mettle-jail-test-"))
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@jail_missing
+def test_a_jailed_action_is_unprivileged_and_sees_only_its_directory(reachable):
+    jail = Jail()
+    jail.give(reachable)
+    script = ("id -u; id -g; test -e /root && echo ROOT-VISIBLE; test -e /work && echo "
+              "WORK-VISIBLE; ls /; echo made > mine.txt; touch /usr/x 2>/dev/null && echo "
+              "USR-WRITABLE; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '")
+    ran = run(["/bin/sh", "-c", script], {"PATH": "/usr/bin:/bin"}, reachable, 30, jail=jail)
+    assert ran.exit_code == 0, ran.stderr
+    lines = ran.stdout.decode().split()
+    if os.geteuid() == 0:
+        assert lines[:2] == ["65534", "65534"]
+    assert "ROOT-VISIBLE" not in lines and "WORK-VISIBLE" not in lines
+    assert "USR-WRITABLE" not in lines
+    assert lines[-1] == "lo"  # its own network namespace: loopback only
+    assert (reachable / "mine.txt").read_text() == "made\n"
+
+
+LEFT_BEHIND = ("sleep {n} >/dev/null 2>&1 & sleep 0.3; "
+               "pgrep -f 'sleep {n}' >/dev/null && echo running")
+
+
+def _still_running(n: str) -> str:
+    return subprocess.run(["pgrep", "-f", f"sleep {n}"], capture_output=True,
+                          text=True).stdout
+
+
+@jail_missing
+def test_a_process_left_behind_by_a_jailed_action_is_killed(reachable):
+    jail = Jail()
+    jail.give(reachable)
+    n = f"31{os.getpid() % 1000}.5"
+    ran = run(["/bin/sh", "-c", LEFT_BEHIND.format(n=n)], {"PATH": "/usr/bin:/bin"},
+              reachable, 30, jail=jail)
+    assert ran.exit_code == 0 and ran.stdout == b"running\n", ran
+    time.sleep(0.5)
+    assert _still_running(n) == ""
+
+
+def test_a_process_left_behind_in_the_process_group_is_killed(tmp_path):
+    n = f"32{os.getpid() % 1000}.5"
+    ran = run(["/bin/sh", "-c", LEFT_BEHIND.format(n=n)], {"PATH": "/usr/bin:/bin"},
+              tmp_path, 30)
+    assert ran.exit_code == 0 and ran.stdout == b"running\n", ran
+    time.sleep(0.5)
+    assert _still_running(n) == ""

@@ -24,5 +24,6 @@ def test_worker_reapi_layer():
                           timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for name in ("runs_an_action", "missing_output_and_failure", "record_only",
-                 "refuses_another_platform", "escaping_paths_fail_the_action"):
+                 "refuses_another_platform", "escaping_paths_fail_the_action",
+                 "blob_cache_is_lru_bounded"):
         assert f"ok: check_{name}" in proc.stdout

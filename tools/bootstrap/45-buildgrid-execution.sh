@@ -7,6 +7,8 @@
 #   - the psycopg2 driver, pinned, in .bootstrap/buildgrid-pg (pip --target; grid.py puts it
 #     on BuildGrid's PYTHONPATH). A directory of its own, not the BuildGrid venv, so that a
 #     re-run of 40-buildgrid (which rebuilds that venv) cannot silently drop it.
+#   - bubblewrap (Debian's bubblewrap: bwrap), which jails every action the worker runs
+#     (tools/remote/sandbox.py).
 # Idempotent (stamp file). Exit 3 (./pants records the step as unavailable; the demonstration
 # test skips with the reason) without BuildGrid, or without PostgreSQL and no root/apt-get.
 set -euo pipefail
@@ -21,15 +23,15 @@ have_postgres() {
 }
 
 [[ -x "$BGD_PY" ]] || { echo "buildgrid-execution: no BuildGrid (40-buildgrid)" >&2; exit 3; }
-if ! have_postgres; then
+if ! have_postgres || ! command -v bwrap >/dev/null; then
   if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then
-    echo "buildgrid-execution: needs root and apt-get to install postgresql" >&2
+    echo "buildgrid-execution: needs root and apt-get to install postgresql bubblewrap" >&2
     exit 3
   fi
   export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get install -y --no-install-recommends postgresql >/dev/null 2>&1; then
+  if ! apt-get install -y --no-install-recommends postgresql bubblewrap >/dev/null 2>&1; then
     apt-get update >/dev/null
-    apt-get install -y --no-install-recommends postgresql >/dev/null || exit 3
+    apt-get install -y --no-install-recommends postgresql bubblewrap >/dev/null || exit 3
   fi
   have_postgres || { echo "buildgrid-execution: postgresql installed, no initdb" >&2; exit 3; }
 fi

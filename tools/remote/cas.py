@@ -4,14 +4,18 @@ turns scanned outputs into ActionResult fields. Runs on BuildGrid's interpreter
 
 Invariants: blobs are verified against their SHA-256 digest when read (a corrupt CAS fails
 the action, never feeds it wrong bytes); the on-disk blob cache is keyed by digest and only
-ever copied from, so an action that edits an input cannot poison later actions.
+ever copied from, so an action that edits an input cannot poison later actions. The cache is
+bounded: past `max_bytes` the least recently used blobs are deleted, never one that an input
+root being written right now still needs (several actions share the cache at once).
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import shutil
+import threading
 import uuid
+from collections import OrderedDict
 from pathlib import Path
 
 from buildgrid._protos.build.bazel.remote.execution.v2 import (  # pants: no-infer-dep
@@ -32,21 +36,95 @@ def digest_of(data: bytes):
     return re_pb2.Digest(hash=hashlib.sha256(data).hexdigest(), size_bytes=len(data))
 
 
+class BlobCache:
+    """The worker's blob files, LRU by bytes. `use` marks blobs as needed by a caller until
+    `release`; eviction skips them. Thread-safe: the worker's slots share one cache."""
+
+    def __init__(self, directory: Path, max_bytes: int | None):
+        self.dir = directory
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.max_bytes = max_bytes
+        self.lock = threading.Lock()
+        self.pins = {}
+        self.sizes = OrderedDict()  # hash -> size, least recently used first
+        found = []
+        for entry in os.scandir(directory):
+            if entry.name.startswith("."):
+                os.unlink(entry.path)  # a write cut short by a crash
+            else:
+                stat = entry.stat()
+                found.append((stat.st_mtime, entry.name, stat.st_size))
+        for _, name, size in sorted(found):
+            self.sizes[name] = size
+        self.total = sum(self.sizes.values())
+
+    def path(self, key: str) -> Path:
+        return self.dir / key
+
+    def has(self, key: str) -> bool:
+        with self.lock:
+            if key in self.sizes:
+                self.sizes.move_to_end(key)
+                return True
+            return False
+
+    def put(self, key: str, data: bytes) -> None:
+        tmp = self.dir / f".{key}.{uuid.uuid4().hex}"
+        tmp.write_bytes(data)
+        os.replace(tmp, self.path(key))
+        with self.lock:
+            if key not in self.sizes:
+                self.total += len(data)
+            self.sizes[key] = len(data)
+            self.sizes.move_to_end(key)
+            self._evict()
+
+    def use(self, keys) -> None:
+        with self.lock:
+            for key in keys:
+                self.pins[key] = self.pins.get(key, 0) + 1
+
+    def release(self, keys) -> None:
+        with self.lock:
+            for key in keys:
+                left = self.pins.get(key, 0) - 1
+                if left > 0:
+                    self.pins[key] = left
+                else:
+                    self.pins.pop(key, None)
+            self._evict()
+
+    def _evict(self) -> None:
+        if self.max_bytes is None or self.total <= self.max_bytes:
+            return
+        for key in list(self.sizes):
+            if self.total <= self.max_bytes:
+                break
+            if key in self.pins:
+                continue
+            self.total -= self.sizes.pop(key)
+            try:
+                os.unlink(self.path(key))
+            except FileNotFoundError:
+                pass
+
+
 class Cas:
-    def __init__(self, channel, instance: str, cache_dir: Path):
+    def __init__(self, channel, instance: str, cache_dir: Path, max_bytes: int | None = None):
         self.instance = instance
         self.cas = re_grpc.ContentAddressableStorageStub(channel)
         self.bytestream = bytestream_pb2_grpc.ByteStreamStub(channel)
+        self.blobs = BlobCache(cache_dir, max_bytes)
         self.cache = cache_dir
-        self.cache.mkdir(parents=True, exist_ok=True)
 
     # -- reading --------------------------------------------------------------------------
     def _cached(self, digest) -> Path:
-        return self.cache / digest.hash
+        return self.blobs.path(digest.hash)
 
     def fetch(self, digests) -> None:
-        """Brings every digest into the blob cache (one batch per ~2 MiB, ByteStream above)."""
-        missing = {d.hash: d for d in digests if not self._cached(d).exists()}
+        """Brings every digest into the blob cache (one batch per ~2 MiB, ByteStream above).
+        A caller that needs the files to stay pins them first (BlobCache.use)."""
+        missing = {d.hash: d for d in digests if not self.blobs.has(d.hash)}
         if EMPTY_HASH in missing:
             self._store(missing.pop(EMPTY_HASH), b"")
         small, batch, size = [], [], 0
@@ -77,13 +155,15 @@ class Cas:
     def _store(self, digest, data: bytes) -> None:
         if digest_of(data).hash != digest.hash:
             raise ActionError(f"blob {digest.hash} read back with another digest")
-        tmp = self.cache / f".{digest.hash}.{uuid.uuid4().hex}"
-        tmp.write_bytes(data)
-        os.replace(tmp, self._cached(digest))
+        self.blobs.put(digest.hash, data)
 
     def read(self, digest) -> bytes:
-        self.fetch([digest])
-        return self._cached(digest).read_bytes()
+        self.blobs.use([digest.hash])
+        try:
+            self.fetch([digest])
+            return self._cached(digest).read_bytes()
+        finally:
+            self.blobs.release([digest.hash])
 
     def message(self, digest, cls):
         msg = cls()
@@ -103,8 +183,13 @@ class Cas:
                     directories[digest_of(d.SerializeToString()).hash] = d
                 token = page.next_page_token or None
         files = [f.digest for d in directories.values() for f in d.files]
-        self.fetch(files)
-        self._write_dir(directories, root_digest.hash, dest)
+        keys = [d.hash for d in files]
+        self.blobs.use(keys)
+        try:
+            self.fetch(files)
+            self._write_dir(directories, root_digest.hash, dest)
+        finally:
+            self.blobs.release(keys)
 
     def _write_dir(self, directories: dict, key: str, dest: Path) -> None:
         node = directories.get(key)

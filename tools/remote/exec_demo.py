@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import re
 import signal
 import subprocess
@@ -64,13 +63,11 @@ _CACHE_RE = re.compile(r'remote cache (hit|miss) for: "([^"]*)" digest=Digest \{
 
 
 def remote_flags(grid: Grid) -> tuple:
-    # The workers share Pants' own append-only caches (pip/pex downloads), as a local run does.
-    caches = Path(os.environ.get("HOME", "/root")) / ".cache/pants/named_caches"
+    """Exactly the documented command's flags (docs/build_rules.md): the committed config
+    carries everything else; each worker keeps its own append-only caches."""
     return ("--pants-config-files=tools/remote/pants.remote.toml",
             f"--remote-execution-address={grid.address}",
-            f"--remote-store-address={grid.address}",
-            f"--remote-execution-append-only-caches-base-path={caches}",
-            "--remote-cache-warnings=backoff")
+            f"--remote-store-address={grid.address}")
 
 
 def logged(path: Path, run):
@@ -134,8 +131,10 @@ def check_placement(grid: Grid, problems: list) -> None:
 def run(bgd: Path, work: Path) -> int:
     root = source_root()
     problems, numbers = [], []
-    with Grid(work / "grid", bgd) as grid:
-        grid.add_worker("plain", PLAIN)
+    # Both pools are declared up front: the GPU worker joins later (as a GPU runner from
+    # another host would). The plain pool's actions resolve packages: network shared.
+    with Grid(work / "grid", bgd, pools=[PLAIN, GPU]) as grid:
+        grid.add_worker("plain", PLAIN, extra=["--share-network"])
         flags = remote_flags(grid)
         env = {"PANTS_LOCAL_STORE_DIR": str(work / "store-a")}
         a_clone = make_clone(root, work / "a" / "checkout")
@@ -146,7 +145,7 @@ def run(bgd: Path, work: Path) -> int:
         waited = {}
 
         def gpu_arrives():
-            grid.add_worker("gpu", GPU, record_only=PYTEST_MARK)
+            grid.add_worker("gpu", GPU, record_only=PYTEST_MARK, extra=["--share-network"])
 
         def waiting(line: str) -> bool:
             if _WAITING_RE.search(line):

@@ -1,0 +1,176 @@
+"""Fault drills of the remote-execution service (tools/remote/grid.py, worker.py) on
+loopback: BuildGrid + PostgreSQL + workers, and a REAPI client (tools/remote/reapi_client.py)
+that behaves like a build client. Each drill asserts the build's result and its outputs and
+bounds its wait; each prints its recovery time (`-s` shows them):
+
+- a worker killed mid-action: a second worker completes the action once the first one's
+  session expires (the grid's keepalive, short here);
+- BuildGrid restarted mid-action: the worker reconnects, the client asks again, the result
+  arrives, and blobs written before the restart are still in the disk CAS;
+- an action longer than the bot-session expiry completes on its worker (keepalive reports);
+- two clients at once against a 4-slot worker: their actions run concurrently;
+- a platform no pool serves fails at once, naming the properties;
+- SIGTERM: the worker finishes and reports its running action, then exits 0.
+
+Skipped (with the reason) without BuildGrid, PostgreSQL or bubblewrap (tools/bootstrap/
+40-buildgrid.sh, 45-buildgrid-execution.sh; ./pants runs both before a test goal).
+"""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tools.remote.checkouts import source_root
+from tools.remote.grid import PLAIN, Grid, postgres_bindir
+from tools.remote.sandbox import jail_available
+
+ROOT = source_root()
+BGD = ROOT / ".bootstrap" / "buildgrid" / "bin" / "bgd"
+DRIVER = ROOT / ".bootstrap" / "buildgrid-pg"
+CLIENT = ROOT / "tools" / "remote" / "reapi_client.py"
+# Short enough for a quick drill; the shipped default is 30 s (grid.KEEPALIVE_S).
+KEEPALIVE_S = 10
+
+pytestmark = [
+    pytest.mark.skipif(not BGD.is_file(),
+                       reason="BuildGrid missing: tools/bootstrap/40-buildgrid.sh"),
+    pytest.mark.skipif(not DRIVER.is_dir() or postgres_bindir() is None,
+                       reason="PostgreSQL or psycopg2 missing: "
+                       "tools/bootstrap/45-buildgrid-execution.sh"),
+    pytest.mark.skipif(jail_available() is not None,
+                       reason=f"bubblewrap cannot isolate actions here: {jail_available()}"),
+]
+
+
+@pytest.fixture
+def grid(tmp_path):
+    with Grid(tmp_path / "grid", BGD, pools=[PLAIN], keepalive_s=KEEPALIVE_S) as g:
+        yield g
+
+
+def client(grid: Grid, script: str, outputs=("out.txt",), deadline=120, salt="",
+           props=PLAIN) -> subprocess.Popen:
+    argv = [str(grid.python), str(CLIENT), "--server", f"127.0.0.1:{grid.port}",
+            "--deadline", str(deadline), "--salt", salt or str(time.time_ns())]
+    argv += [f"--property={k}={v}" for k, v in props.items()]
+    argv += [f"--output={o}" for o in outputs]
+    argv += ["--", "/bin/sh", "-c", script]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+
+
+def answer(proc: subprocess.Popen, timeout=180) -> dict:
+    out, err = proc.communicate(timeout=timeout)
+    assert out.strip(), err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def wait_for_lease(grid: Grid, name: str, count: int = 1, timeout=60) -> None:
+    log = grid.work / f"worker-{name}.out"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if log.exists() and log.read_text().count("started") >= count:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"worker {name} leased nothing within {timeout} s: "
+                         f"{log.read_text() if log.exists() else 'no log'}")
+
+
+def test_a_killed_workers_action_is_completed_by_another_worker(grid):
+    grid.add_worker("first", PLAIN, slots=1)
+    proc = client(grid, "sleep 6; echo survived > out.txt")
+    wait_for_lease(grid, "first")
+    killed = time.monotonic()
+    grid.kill_worker("first")
+    grid.add_worker("second", PLAIN, slots=1)
+    result = answer(proc)
+    recovered = time.monotonic() - killed
+    print(f"worker killed mid-action: result after {recovered:.1f} s "
+          f"(keepalive {KEEPALIVE_S} s)")
+    assert result.get("exit_code") == 0, result
+    assert result["outputs"] == {"out.txt": "survived\n"}
+    assert result["worker"] == "second"
+    assert recovered < KEEPALIVE_S + 45
+
+
+def test_the_build_survives_a_server_restart(tmp_path):
+    # The shipped keepalive: a restart (stop, start, reconnect) fits inside it.
+    with Grid(tmp_path / "grid", BGD, pools=[PLAIN]) as grid:
+        _survives_a_restart(grid)
+
+
+def _survives_a_restart(grid):
+    grid.add_worker("w", PLAIN, slots=1)
+    before = answer(client(grid, "echo kept > out.txt"))
+    assert before.get("exit_code") == 0, before
+    proc = client(grid, "sleep 5; echo after-restart > out.txt")
+    wait_for_lease(grid, "w", count=2)
+    down = time.monotonic()
+    grid.stop_server()
+    time.sleep(2)
+    grid.start_server()
+    result = answer(proc)
+    print(f"server restarted mid-action: result {time.monotonic() - down:.1f} s after the "
+          f"stop, {result.get('retries')} client retries")
+    assert result.get("exit_code") == 0, result
+    assert result["outputs"] == {"out.txt": "after-restart\n"}
+    # The disk CAS kept the first action's output across the restart.
+    blobs = list((grid.state / "cas").rglob("*"))
+    assert any(p.is_file() and p.read_bytes() == b"kept\n" for p in blobs)
+    assert grid.dead_workers() == []
+
+
+def test_an_action_longer_than_the_session_expiry_completes(grid):
+    grid.add_worker("w", PLAIN, slots=1)
+    length = KEEPALIVE_S * 2 + 3
+    result = answer(client(grid, f"sleep {length}; echo long > out.txt"), timeout=240)
+    assert result.get("exit_code") == 0, result
+    assert result["outputs"] == {"out.txt": "long\n"}
+    assert result["worker"] == "w"
+    log = (grid.work / "worker-w.out").read_text()
+    assert log.count(": session ") == 1, log  # the first session lived through it
+    assert "session lost" not in log
+
+
+def test_two_clients_share_a_four_slot_worker(grid):
+    grid.add_worker("w", PLAIN, slots=4)
+    answer(client(grid, "echo warm > out.txt"))  # the session is up
+    # Two clients (two processes each sending two actions at once): every action notes when
+    # it started and ended; on 4 slots all four run at the same time.
+    script = "date +%s.%N > out.txt; sleep 4; date +%s.%N >> out.txt; echo {i} >> out.txt"
+    procs = [client(grid, script.format(i=i), salt=f"c{i}") for i in range(4)]
+    results = [answer(p) for p in procs]
+    spans = []
+    for i, r in enumerate(results):
+        assert r.get("exit_code") == 0, r
+        start, end, tag = r["outputs"]["out.txt"].split()
+        assert tag == str(i)
+        spans.append((float(start), float(end)))
+    print(f"4 actions of 4 s on 4 slots: all running together for "
+          f"{min(e for _, e in spans) - max(s for s, _ in spans):.1f} s")
+    assert max(s for s, _ in spans) < min(e for _, e in spans), spans
+
+
+def test_an_unserved_platform_fails_at_once_naming_its_properties(grid):
+    grid.add_worker("w", PLAIN, slots=1)
+    gpu = dict(PLAIN, gpu="sm_90a")
+    start = time.monotonic()
+    result = answer(client(grid, "true", outputs=(), props=gpu))
+    assert time.monotonic() - start < 30
+    assert "FAILED_PRECONDITION" in result["error"]
+    assert "('gpu', 'sm_90a')" in result["error"]
+
+
+def test_sigterm_finishes_the_running_action_then_exits(grid):
+    grid.add_worker("w", PLAIN, slots=1)
+    proc = client(grid, "sleep 4; echo finished > out.txt")
+    wait_for_lease(grid, "w")
+    status = grid.kill_worker("w", signal.SIGTERM)
+    result = answer(proc)
+    assert status == 0
+    assert result.get("exit_code") == 0, result
+    assert result["outputs"] == {"out.txt": "finished\n"} and result["worker"] == "w"
