@@ -26,3 +26,14 @@ def test_bad_worker_specs_are_refused(bad):
 def test_workers_get_a_minimal_image_path():
     # Pants learns a remote environment's PATH from `env`; bash, tar and cp must be on it.
     assert WORKER_PATH.split(":") == ["/usr/bin", "/bin"]
+
+
+def test_pools_are_the_distinct_platforms_of_workers_and_declared_pools():
+    from tools.remote.grid import declared_pools, parse_pool, pools_yaml
+    gpu = parse_pool("OSFamily=linux,ISA=x86-64,gpu=sm_90a")
+    workers = [("a", PLAIN, None), ("b", dict(PLAIN), None)]
+    assert declared_pools(workers, [gpu, gpu]) == [PLAIN, gpu]
+    text = pools_yaml([PLAIN, gpu])
+    assert text.count("- label: pool") == 2 and '- ["gpu", "sm_90a"]' in text
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_pool("nothing")
