@@ -12,6 +12,8 @@ of a variable) are not emitted.
 """
 from __future__ import annotations
 
+import os
+
 from ..ir import Global
 from ..ir.module import Const, Instr
 from ..ir.types import I64
@@ -27,7 +29,7 @@ class ChecksMixin:
 
     @staticmethod
     def check_site(span) -> str:
-        return f"{span.file}:{span.line}:{span.col}"
+        return f"{_shown_path(span.file)}:{span.line}:{span.col}"
 
     def check_access(self, base, count, index, const_index, span) -> None:
         """Before `base[index]`: `count` is the array's element count (int), a string's
@@ -57,3 +59,25 @@ class ChecksMixin:
             return
         self.b.check("check.nonzero", [divisor], self.check_site(span), span=span,
                      what="div" if op == "/" else "rem")
+
+
+_SHOWN: dict[str, str] = {}
+
+
+def _shown_path(path: str) -> str:
+    """The file as a failure message names it: as the command line spelled it, and an
+    absolute path (an imported module, the standard library) relative to the current
+    directory when it lies below it, so a build's output does not depend on where the
+    checkout (or a build sandbox) is."""
+    shown = _SHOWN.get(path)
+    if shown is None:
+        shown = path
+        if os.path.isabs(path):
+            try:
+                rel = os.path.relpath(path)
+            except ValueError:          # another drive (Windows)
+                rel = path
+            if not rel.startswith(".."):
+                shown = rel
+        _SHOWN[path] = shown
+    return shown

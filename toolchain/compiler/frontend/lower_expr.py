@@ -349,6 +349,8 @@ class ExprMixin:
                 self.check_null(v, span)
             elif k == "val" and isinstance(v.type, StructType):
                 v = self.spill(v)
+            elif k == "val" and isinstance(v.type, PtrType):
+                self.check_null(v, span)        # `.` on a pointer value dereferences too
         t = v.type
         if not (isinstance(t, PtrType) and isinstance(t.pointee, StructType)):
             what = "`->` needs a pointer to a struct" if arrow else "`.` needs a struct"
