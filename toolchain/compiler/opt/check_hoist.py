@@ -23,7 +23,7 @@ hoist is an `--explain` remark.
 from __future__ import annotations
 
 from ..ir.cfg import ensure_preheader
-from ..ir.module import Const, Instr, Param
+from ..ir.module import Const, Instr
 from ..ir.ops import CHECK_OPS
 from ..ir.types import BOOL, I64
 from .edit import speculation_safe
@@ -119,8 +119,8 @@ def _remove_redundant(fn, analyses, rebuild: bool = False) -> bool:
 class _Hoister:
     """Moves one loop's checks into its preheader (see the module docstring)."""
 
-    def __init__(self, fn, lp, analyses):
-        self.fn, self.lp, self.analyses = fn, lp, analyses
+    def __init__(self, lp):
+        self.lp = lp
         self.inside = lp.block_set
         self.moves: list[Instr] = []           # pure loop instructions the checks need
         self.moving: set = set()
@@ -147,8 +147,10 @@ class _Hoister:
         return False
 
     # -- the range of an index `i + c` over a counted loop
-    def index_range(self, idx, tc):
-        """(IV phi, constant offset, sign-extending?) when idx is i (+/- c), else None."""
+    @staticmethod
+    def index_range(idx, tc):
+        """The constant c when the i64 index `idx` is the counted loop's IV i plus c (or
+        its conversion: `(int64)i + c`, `(int64)(i + c)`), else None."""
         c = 0
         if isinstance(idx, Instr) and idx.op in ("add", "sub") and \
                 isinstance(idx.operands[1], Const):
@@ -225,7 +227,7 @@ def _hoist_loop(fn, lp, analyses) -> bool:
     if not checks or lp.latch is None:
         return False
     dom = analyses.get("domtree")
-    h = _Hoister(fn, lp, analyses)
+    h = _Hoister(lp)
     tc = None
     plan: list[tuple[Instr, str, object]] = []      # (check, "inv"|"range", offset)
     for ins in checks:
