@@ -30,6 +30,8 @@ from .edit import speculation_safe
 
 _OBSERVABLE = frozenset(("call", "call_indirect", "gpu.launch"))
 _NONNULL = frozenset(("alloca", "fieldptr", "elemptr"))
+_PRED = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
+         "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
 _INVERSE = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "eq"}
 
 
@@ -208,7 +210,11 @@ def _entry_guard(lp, pre):
         a, c = (entry_value(o) for o in cond.operands)
         if a is None or c is None:
             return None
-        g = Instr("cmp", BOOL, [a, c], {"pred": _INVERSE[cond.attrs["pred"]]}, [], cond.span)
+        pred = _INVERSE[cond.attrs["pred"]]
+        if isinstance(a, Const) and isinstance(c, Const) and a.type.is_int:
+            runs = _PRED[pred](a.value, c.value)     # e.g. `for r in 0..5`: it does
+            return True if runs else Const(BOOL, False)
+        g = Instr("cmp", BOOL, [a, c], {"pred": pred}, [], cond.span)
         return pre.insert(len(pre.instrs) - 1, g)
     g = entry_value(cond)
     if g is None or not enter_on_true:
@@ -306,7 +312,12 @@ class _Emitter:
         g = True if always else self.guard
         if ins.attrs.get("guarded"):
             own = ins.operands[-1]
-            g = own if g is True else self.put(Instr("and", BOOL, [g, own], {}, [], ins.span))
+            if isinstance(own, Const):
+                own = True if own.value else own
+            if g is True or isinstance(g, Const):
+                g = own if g is True else g
+            elif own is not True:
+                g = self.put(Instr("and", BOOL, [g, own], {}, [], ins.span))
         attrs = dict(ins.attrs)
         attrs.pop("guarded", None)
         if g is not True:
