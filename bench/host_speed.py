@@ -5,11 +5,12 @@ programs in C compiled by the system C compiler.
 
 Programs (bench/host/NAME.mettle and NAME.c): loops (64-bit integer LCG loop), matmul
 (160x160 float64, 12 times), sieve (Eratosthenes to 8M, 5 times), recursion (fib(32) and
-Ackermann). Each is built as Mettle -O0 and -O and as C -O0 and -O2 (`$CC`, default cc);
-the outputs must agree. Every executable runs `--runs` times (default 3), the four builds
+Ackermann). Each is built as Mettle -O0, -O and --release (-O without the run-time checks)
+and as C -O0 and -O2 (`$CC`, default cc); the outputs must agree. Every executable runs `--runs` times (default 3), the four builds
 taking turns, and reports its fastest CPU time (user + sys, from wait4; steadier than wall
 time on a shared machine). The
-table gives Mettle -O's time and its ratio to gcc -O0 and -O2. `--target=aarch64-linux` runs
+table gives Mettle -O's time, its ratio to gcc -O0 and -O2, and "checks" = -O / --release:
+what the run-time checks of a non-release build cost (docs/reference/runtime-checks.md). `--target=aarch64-linux` runs
 under qemu (only relative numbers mean anything there) with $CC_AARCH64 (default
 aarch64-linux-gnu-gcc) for the C side.
 """
@@ -27,10 +28,11 @@ PROGRAMS = ("loops", "matmul", "sieve", "recursion")
 QEMU = ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"]
 
 
-def build_mettle(name: str, out: str, opt: bool, target: str) -> None:
+def build_mettle(name: str, out: str, opt: bool | str, target: str) -> None:
+    flags = {False: [], True: ["-O"], "release": ["--release"]}[opt]
     cmd = [sys.executable, "-m", "toolchain.compiler", "--build",
            os.path.join(ROOT, "bench", "host", name + ".mettle"), "-o", out,
-           f"--target={target}"] + (["-O"] if opt else [])
+           f"--target={target}"] + flags
     subprocess.run(cmd, cwd=ROOT, check=True)
 
 
@@ -59,6 +61,8 @@ def measure(names, runs: int, target: str) -> list[dict]:
             exes = {}
             for label, make in (("mettle -O0", lambda o: build_mettle(name, o, False, target)),
                                 ("mettle -O", lambda o: build_mettle(name, o, True, target)),
+                                ("mettle -r", lambda o: build_mettle(name, o, "release",
+                                                                     target)),
                                 ("cc -O0", lambda o: build_c(name, o, "-O0", target)),
                                 ("cc -O2", lambda o: build_c(name, o, "-O2", target))):
                 exe = os.path.join(d, f"{name}-{label.replace(' ', '')}")
@@ -74,7 +78,8 @@ def measure(names, runs: int, target: str) -> list[dict]:
                 raise RuntimeError(f"{name}: the builds disagree: {sorted(outputs)}")
             rows.append({"program": name, **{k: round(v, 3) for k, v in times.items()},
                          "vs cc -O0": round(times["mettle -O"] / times["cc -O0"], 2),
-                         "vs cc -O2": round(times["mettle -O"] / times["cc -O2"], 2)})
+                         "vs cc -O2": round(times["mettle -O"] / times["cc -O2"], 2),
+                         "checks": round(times["mettle -O"] / times["mettle -r"], 2)})
     return rows
 
 
@@ -87,7 +92,8 @@ def main() -> int:
     ap.add_argument("--json")
     args = ap.parse_args()
     rows = measure(args.names, args.runs, args.target)
-    cols = ["program", "mettle -O0", "mettle -O", "cc -O0", "cc -O2", "vs cc -O0", "vs cc -O2"]
+    cols = ["program", "mettle -O0", "mettle -O", "mettle -r", "cc -O0", "cc -O2", "vs cc -O0",
+            "vs cc -O2", "checks"]
     print(f"host speed, {args.target}, CPU seconds (best of {args.runs}); ratios: mettle -O / C")
     print(" | ".join(f"{c:>11}" for c in cols))
     for r in rows:

@@ -97,7 +97,8 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                  include_dirs=tuple(opts.include_dirs),
                                  stdlib_dir=opts.stdlib_dir, gpu=gpu,
                                  source_text=source_text, target_os=host_os(opts),
-                                 ssa=gpu and optimizing)
+                                 ssa=gpu and optimizing,
+                                 checks=not gpu and not opts.release)
     if optimizing:
         from .opt.manager import OptOptions, optimize
         module.opt_level = 1      # host backends allocate registers in optimised modules
@@ -137,6 +138,9 @@ def _generate(module, opts: Options) -> tuple[bytes | None, object | None]:
     if opts.emit == "ir":
         return None, None
     from .targets import for_options
+    if opts.emit in ("obj", "exe"):
+        from .ir.checks import expand_checks       # run-time checks -> compare and branch
+        expand_checks(module, write_name="_write" if host_os(opts) == "windows" else "write")
     data, objects = for_options(opts).generate(module, opts)
     if opts.emit == "exe":
         from ..linker import link_executable

@@ -4,6 +4,7 @@
     python3 -m tools.difftest --seeds 1000:21000 --size 3 --jobs 2 --out difftest-out
     python3 -m tools.difftest --seeds 42 --show           # print one program (Mettle and C)
     python3 -m tools.difftest --kernels --seeds 0:50      # scalar kernels: PTX (ptxas) + SPIR-V
+    python3 -m tools.difftest --traps --seeds 0:24        # programs failing a run-time check
 
 Every mismatch is reduced (delta debugging over statements) and written to --out as
 `seed<N>.mettle` / `seed<N>.c` with the first differing line. Exit status 1 when any
@@ -81,6 +82,33 @@ def report(s, prog, m, by_name, work, a) -> None:
         print(small.mettle(), flush=True)
 
 
+def traps_main(seeds, a, names) -> int:
+    """--traps: every debug build of each trap program must fail with the same message."""
+    from .traps import run_case, trap_case
+    targets = []
+    for t in TARGETS:
+        ok, why = availability(t) if names is None or t.name in names else (False, "")
+        if ok:
+            targets.append(t)
+        elif why:
+            print(f"difftest: skipping target {t.name}: {why}", file=sys.stderr)
+    opts = [o for o in a.opt.split(",") if o in OPT_LEVELS]
+    bad, t0 = [], time.time()
+    with tempfile.TemporaryDirectory(prefix="difftest-traps-") as work:
+        for s in seeds:
+            case = trap_case(s, a.size)
+            if a.show:
+                print(case.mettle())
+                continue
+            found = run_case(case, work, targets, opts)
+            for line in found:
+                print(line, flush=True)
+            bad += found
+    print(f"difftest --traps: {len(seeds)} programs on {', '.join(t.name for t in targets)} "
+          f"({', '.join(opts)}), {len(bad)} disagreeing, {time.time() - t0:.0f}s")
+    return 1 if bad else 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m tools.difftest", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -96,12 +124,14 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="batches run in parallel processes")
     ap.add_argument("--show", action="store_true", help="print the programs, run nothing")
     ap.add_argument("--kernels", action="store_true", help="random scalar kernels instead")
+    ap.add_argument("--traps", action="store_true",
+                    help="programs that must fail a run-time check (traps.py)")
     a = ap.parse_args(argv)
     seeds = parse_seeds(a.seeds)
     if a.kernels:
         from .kernels import main as kernels_main
         return kernels_main(seeds, a)
-    if a.show:
+    if a.show and not a.traps:
         for s in seeds:
             p = generate(s, a.size)
             print(p.mettle(), "\n", p.c(), sep="")
@@ -110,6 +140,8 @@ def main(argv=None) -> int:
         print("difftest: no C compiler (cc/gcc) on PATH; install gcc", file=sys.stderr)
         return 2
     names = a.targets.split(",") if a.targets else None
+    if a.traps:
+        return traps_main(seeds, a, names)
     targets = []
     for t in TARGETS:
         if names is not None and t.name not in names:

@@ -8,7 +8,8 @@ warning diagnostics otherwise. `gpu=True` is an --emit-ptx/--emit-spirv compile 
 built-ins recognised); `gpu=False` a host compile. `target_os` ("linux" or "windows") picks
 `std/x.<os>.mettle` variants and `import ... if <os>;` guards. `ssa=True` builds scalar
 locals as SSA values and phis (ir/ssa_builder.py) instead of `local.get`/`local.set` slots:
-the optimizer's input form, which GPU -O asks for (no mem2reg walk).
+the optimizer's input form, which GPU -O asks for (no mem2reg walk). `checks=True` (a host
+build without --release) emits the run-time checks of lower_checks.py.
 
 Device helper pointer parameters start as `global`; when a call site passes a pointer of
 another space the module is lowered again with that parameter `generic` (a small fixpoint,
@@ -45,7 +46,7 @@ def _load_items(entry_path: str, include_dirs, stdlib_dir, source_text, target_o
 
 def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: bool,
                   source_text: str | None = None, target_os: str = "linux",
-                  ssa: bool = False) -> tuple[Module, list[Diagnostic]]:
+                  ssa: bool = False, checks: bool = False) -> tuple[Module, list[Diagnostic]]:
     modules, warnings = _load_items(entry_path, include_dirs, stdlib_dir, source_text,
                                     target_os)
     items = [i for m in modules for i in m.items if not _is_import(i)]
@@ -53,7 +54,7 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
     generic: set[tuple[str, int]] = set()
     for _ in range(_MAX_ROUNDS):
         bag = DiagnosticBag()
-        lowerer = ProgramLowerer(name, gpu, bag, generic, ssa)
+        lowerer = ProgramLowerer(name, gpu, bag, generic, ssa, checks)
         try:
             module = lowerer.run(items)
         except CompileError:       # the bag hit MAX_ERRORS

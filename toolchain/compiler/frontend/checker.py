@@ -60,8 +60,10 @@ class ProgramLowerer:
     """Lowers a list of top-level items (all modules, already merged) to one IR module."""
 
     def __init__(self, name: str, gpu: bool, bag: DiagnosticBag,
-                 generic_params: set[tuple[str, int]] | None = None, ssa: bool = False):
+                 generic_params: set[tuple[str, int]] | None = None, ssa: bool = False,
+                 checks: bool = False):
         self.gpu = gpu
+        self.checks = checks and not gpu    # run-time checks of host code (lower_checks.py)
         self.ssa = ssa          # build scalar locals as SSA values (ir/ssa_builder.py)
         self.bag = bag
         self.module = Module(name)

@@ -289,10 +289,12 @@ class ExprMixin:
         if isinstance(e, A.Index):
             base, count = self.index_base(e.base)
             k = self.const_int(e.index)
-            if count is not None and k is not None and not 0 <= k < count:
+            if isinstance(count, int) and k is not None and not 0 <= k < count:
                 self.error("M0105", f"index {k} is out of bounds for an array of {count}",
                            e.index.span)
-            return self.b.ptradd(base, self.index_value(e.index))
+            index = self.index_value(e.index)
+            self.check_access(base, count, index, k, e.span)
+            return self.b.ptradd(base, index)
         if isinstance(e, (A.Member, A.Arrow)):
             sp = self.struct_ptr(e.base, isinstance(e, A.Arrow), e.span)
             st = sp.type.pointee
@@ -305,6 +307,7 @@ class ExprMixin:
             p = self.value(e.operand, None)
             if not isinstance(p.type, PtrType):
                 raise self.fail("E0207", f"cannot dereference {describe(p.type)}", e.span)
+            self.check_null(p, e.span)
             return p
         raise self.fail("E0109", "expression is not assignable / has no address", e.span)
 
@@ -327,8 +330,10 @@ class ExprMixin:
                 raise self.fail("E0206", f"{describe(pt)} cannot be indexed", base.span)
         if isinstance(v.type, ArrayType):
             return self.b.elemptr(self.spill(v)), v.type.count
-        if v.type == STRING:
-            return self.b.load(self.b.fieldptr(self.spill(v), 0)), None
+        if v.type == STRING:        # (its length only for the run-time index check)
+            s = self.spill(v)
+            length = self.b.load(self.b.fieldptr(s, 1)) if self.checking else None
+            return self.b.load(self.b.fieldptr(s, 0)), length
         if isinstance(v.type, PtrType):
             return v, None
         raise self.fail("E0206", f"{describe(v.type)} cannot be indexed", base.span)
@@ -336,12 +341,16 @@ class ExprMixin:
     def struct_ptr(self, base: A.Expr, arrow: bool, span):
         if arrow:
             v = self.value(base, None)
+            self.check_null(v, span)
         else:
             k, v = self.place(base)
             if k == "addr" and isinstance(v.type.pointee, PtrType):
                 v = self.b.load(v)      # `.` on a pointer to a struct dereferences
+                self.check_null(v, span)
             elif k == "val" and isinstance(v.type, StructType):
                 v = self.spill(v)
+            elif k == "val" and isinstance(v.type, PtrType):
+                self.check_null(v, span)        # `.` on a pointer value dereferences too
         t = v.type
         if not (isinstance(t, PtrType) and isinstance(t.pointee, StructType)):
             what = "`->` needs a pointer to a struct" if arrow else "`.` needs a struct"

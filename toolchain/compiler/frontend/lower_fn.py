@@ -24,6 +24,7 @@ from ..ir.cfg import remove_unreachable
 from ..ir.module import Block
 from ..ir.ssa_builder import SSABuilder
 from ..ir.types import VOID, ArrayType, StructType, Type
+from .lower_checks import ChecksMixin
 from .lower_dispatch import DispatchMixin
 from .lower_expr import ExprMixin
 from .lower_gpu import GpuMixin
@@ -40,7 +41,7 @@ class LoopCtx:
     broke: bool = False
 
 
-class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin):
+class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, ChecksMixin):
     def __init__(self, ctx, sym: FnSym):
         self.ctx = ctx
         self.sym = sym

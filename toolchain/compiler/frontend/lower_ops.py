@@ -97,9 +97,12 @@ class OpsMixin:
                             e.span)
         if t.is_float and e.op in ("&", "|", "^"):
             raise self.fail("E0202", f"`{e.op}` is not defined for floats", e.span)
-        if e.op in ("/", "%") and t.is_int and self.const_int(e.right) == 0:
-            self.error("M0116", "constant divide by zero", e.right.span)
-        return self.b.binop(_ARITH[e.op], self.b.convert(l, t), self.b.convert(r, t))
+        l, r = self.b.convert(l, t), self.b.convert(r, t)
+        if e.op in ("/", "%") and t.is_int:
+            if self.const_int(e.right) == 0:
+                self.error("M0116", "constant divide by zero", e.right.span)
+            self.check_divisor(r, e.op, e.span)
+        return self.b.binop(_ARITH[e.op], l, r)
 
     def _runtime_extern(self, link: str, params, ret):
         """A libc function the lowering itself calls, declared once under a hidden name."""

@@ -313,6 +313,22 @@ class Builder:
         _check(isinstance(fp.type, FnPtrType), "call_indirect needs a function pointer")
         return self.emit("call_indirect", fp.type.ret, [fp, *args], span=span)
 
+    # ---- host run-time checks (ir/checks.py) -----------------------------------------
+    def check(self, op: str, operands: Sequence[object], site: str, span=None,
+              **attrs) -> Instr:
+        """A `check.*` instruction; `site` ("file:line:col") starts its failure message."""
+        _check(op in O.CHECK_OPS, f"unknown check {op}")
+        if op in ("check.index", "check.range"):
+            _check(all(v.type == I64 for v in operands[:3 if op == "check.range" else 2]),
+                   f"{op} needs i64 operands")
+        elif op == "check.null":
+            _check(operands[0].type.is_ptr, "check.null needs a pointer")
+        else:
+            _check(operands[0].type.is_int, "check.nonzero needs an integer")
+        if attrs.get("guarded"):
+            _check(operands[-1].type == BOOL, f"{op}: the guard must be a bool")
+        return self.emit(op, VOID, operands, {"site": site, **attrs}, span=span)
+
     # ---- terminators -----------------------------------------------------------------
     def br(self, target: Block, span=None) -> Instr:
         ins = self.emit("br", VOID, targets=[target], span=span)

@@ -135,6 +135,19 @@ def _rows() -> list[OpInfo]:
           where="device", doc="attrs group kind(loop|chain): start of a residency group"),
         R("tensor.acc_commit", "d [ldd]", effects=True, reads=True, collective="subgroup",
           where="device", doc="attrs group kind: the group's tile is written to D"),
+        # host: run-time checks of a non-release build (ir/checks.py expands each into a
+        # compare, a branch and a call of the shared failure routine after -O; attrs.site
+        # is "file:line:col"). With attrs.guarded the last operand is a bool: the check
+        # applies only when it is true (opt/check_hoist.py's hoisted forms).
+        R("check.index", "index length [guard]", effects=True, where="host",
+          doc="fails unless 0 <= index < length (i64)"),
+        R("check.range", "first end length [guard]", effects=True, where="host",
+          doc="index check of first..end-1 at once: fails unless 0 <= first and "
+          "end <= length (i64); reports the first failing index"),
+        R("check.null", "ptr [guard]", effects=True, where="host",
+          doc="fails if ptr is null"),
+        R("check.nonzero", "divisor [guard]", effects=True, where="host",
+          doc="fails if the integer divisor is 0; attrs.what div|rem"),
         # host: the neutral launch operation behind `dispatch`
         R("gpu.launch", "handle gx gy gz bx by bz shared stream args...", effects=True,
           reads=True, where="host", doc="attrs.kernel names a typed kernel, or None"),
@@ -147,6 +160,7 @@ CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
 MEMORY_ORDERS = ("relaxed", "acquire", "release", "acq_rel", "seq_cst")
 SCOPES = ("work_item", "subgroup", "workgroup", "device", "system")
 ATOMIC_RMW_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "exchange")
+CHECK_OPS = frozenset(("check.index", "check.range", "check.null", "check.nonzero"))
 INDEX_KINDS = ("thread", "block", "block_dim", "grid_dim")
 AXES = ("x", "y", "z")
 

@@ -28,7 +28,7 @@ from typing import Callable, TextIO
 from ..ir import Module, verify_function
 from ..ir.module import Function
 from ..ir.printer import format_function
-from . import (async_staging, constfold, copyprop, dce, gvn, if_convert, index_scale, inline,
+from . import (async_staging, check_hoist, constfold, copyprop, dce, gvn, if_convert, index_scale, inline,
                inline_recursive, iv_reduce, licm, load_combine, load_ahead, mem2reg, out_of_ssa,
                simplify_cfg, subgroup_width, tail_recursion, tensor_residency, unroll,
                unroll_jam, unroll_runtime)
@@ -54,6 +54,7 @@ PASSES = {p.name: p for p in (
     Pass("copyprop", copyprop.run, (), ()),       # (constfold builds one past 4 rewrites)
     Pass("gvn", gvn.run, ("domtree", "preds"), ("uses",)),
     Pass("if-convert", if_convert.run, ("preds",), "all"),
+    Pass("check-hoist", check_hoist.run, ("domtree", "loops"), ("uses",)),  # cfg_changed
     Pass("licm", licm.run, ("loops",), ("uses",)),            # sets cfg_changed
     Pass("dce", dce.run, (), ("uses",)),
     Pass("unroll", unroll.run, ("loops",), "all"),
@@ -71,7 +72,7 @@ PASSES = {p.name: p for p in (
 PIPELINE: tuple = (
     "tail-recursion", "inline", "inline-recursive", "mem2reg", "subgroup-width",
     "simplify-cfg", "constfold", "copyprop", "gvn",
-    ("if-convert", ("simplify-cfg",)), "licm", ("unroll-jam", ("simplify-cfg", "gvn")),
+    ("if-convert", ("simplify-cfg",)), "check-hoist", "licm", ("unroll-jam", ("simplify-cfg", "gvn")),
     ("unroll", ("simplify-cfg", "constfold", "gvn")),
     "async-staging", "tensor-residency", "iv-reduce",
     ("unroll-runtime", ("simplify-cfg",)), ("load-ahead", ("simplify-cfg",)), "load-combine",
