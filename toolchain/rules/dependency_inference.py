@@ -131,25 +131,28 @@ class InferMettleDependencies(InferDependenciesRequest):
 def resolve_import(imp: MettleImport, present: frozenset, mapping: MettleSourceMapping,
                    importer: Address) -> Tuple[List[Address], List[str]]:
     """(owners of the modules `imp` loads on each OS, problems), the compiler's way."""
-    found, problems = [], []
+    found, problems, missing = [], [], []
+    where = f"{imp.location}: import \"{imp.spec}\" (of {importer})"
     for os_name, paths in imp.candidates:
         module = next((p for p in paths if p in present), None)
-        where = f"{imp.location}: import \"{imp.spec}\""
         if module is None:
-            how = ("an absolute path, which a build cannot use" if os.path.isabs(imp.spec)
-                   else f"no such file; looked for {', '.join(dict.fromkeys(paths))}")
-            problems.append(f"{where} (in {importer}) resolves to no file on {os_name}: "
-                            f"{how}.")
+            missing.append((os_name, paths))
         elif module in mapping.ambiguous:
             owners = ", ".join(str(a) for a in mapping.ambiguous[module])
-            problems.append(f"{where} (in {importer}) loads {module}, which several "
-                            f"mettle_source targets own ({owners}); keep one.")
+            problems.append(f"{where} loads {module}, which several mettle_source targets "
+                            f"own ({owners}); keep one.")
         elif module not in mapping.owners:
-            problems.append(f"{where} (in {importer}) loads {module}, which no mettle_source "
-                            "target owns; run `./pants tailor ::` or add it to a "
-                            "`mettle_sources` target.")
+            problems.append(f"{where} loads {module}, which no mettle_source target owns; "
+                            "run `./pants tailor ::` or add it to a `mettle_sources` target.")
         else:
             found.append(mapping.owners[module])
+    if missing:
+        on = "" if len(missing) == len(imp.candidates) else \
+            " on " + " and ".join(os_name for os_name, _ in missing)
+        tried = ", ".join(dict.fromkeys(p for _, paths in missing for p in paths))
+        how = ("absolute paths cannot be build inputs" if os.path.isabs(imp.spec)
+               else f"the compiler looks for {tried}")
+        problems.append(f"{where}: cannot find the module{on}; {how}.")
     return found, problems
 
 

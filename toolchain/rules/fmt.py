@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pants.backend.python.util_rules.pex import VenvPexProcess
 from pants.core.goals.fmt import FmtResult, FmtTargetsRequest
 from pants.core.util_rules.partitions import PartitionerType
-from pants.engine.process import ProcessResult
+from pants.engine.process import FallibleProcessResult
 from pants.engine.rules import Get, collect_rules, rule
 from pants.engine.target import FieldSet, Target
 from pants.option.option_types import SkipOption
@@ -21,7 +21,7 @@ from pants.option.subsystem import Subsystem
 from pants.util.logging import LogLevel
 
 from toolchain.rules.target_types import MettleModuleSourceField, MettleSkipFmtField
-from toolchain.rules.tools import TOOL_ENV, MettleCompiler
+from toolchain.rules.tools import TOOL_ENV, MettleCompiler, compile_succeeded
 
 
 class MettleFmt(Subsystem):
@@ -55,10 +55,11 @@ def fmt_argv(files) -> tuple:
 
 @rule(desc="Format with mettle fmt", level=LogLevel.DEBUG)
 async def mettle_fmt(request: MettleFmtRequest.Batch, compiler: MettleCompiler) -> FmtResult:
-    result = await Get(ProcessResult, VenvPexProcess(
+    result = await Get(FallibleProcessResult, VenvPexProcess(
         compiler.pex, argv=fmt_argv(request.files), input_digest=request.snapshot.digest,
         output_files=request.files, extra_env=TOOL_ENV,
         description=f"Run mettle fmt on {len(request.files)} files", level=LogLevel.DEBUG))
+    compile_succeeded(result, "mettle fmt")      # e.g. a syntax error: its diagnostic
     return await FmtResult.create(request, result)
 
 
