@@ -16,6 +16,7 @@ import pytest
 
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.driver import Options, compile_file
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 DATA = Path(__file__).resolve().parent / "data"
 SEEDS = sorted(DATA.glob("kernels/*.mettle")) + sorted(DATA.glob("gpu_suite/*.mettle"))

@@ -12,6 +12,7 @@ from tests.difftest.narrow_kernels import BLOCK, EXPRS, N, NARROW, inputs, oracl
 from tests.host.support import REPO, compile_cmd
 from tests.support import ptxas, spirv
 from tests.support.opencl import Buf, Scalar, opencl_available, run_spirv_kernel
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 
 def emit(tmp_path, t: str, kind: str) -> bytes:

@@ -16,6 +16,7 @@ from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.driver import Options, compile_file
 from toolchain.compiler.frontend.api import compile_to_ir
 from toolchain.compiler.ir import device_program
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 TARGETS = (("sm_90a", "sm_90a"), ("sm_121a", "sm_121a"), ("portable", "sm_75"))
 

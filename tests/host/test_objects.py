@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from .support import REPO, build, compile_cmd, run
+from .support import CLI_MAIN, REPO, build, compile_cmd, run
 
 SOURCE = """
 import "std/io";
@@ -97,7 +97,7 @@ def test_build_needs_no_c_toolchain(tmp_path):
     src = tmp_path / "p.mettle"
     src.write_text(SOURCE)
     exe = tmp_path / "p"
-    r = subprocess.run([str(bindir / "python"), "-m", "toolchain.compiler", "--build",
+    r = subprocess.run([str(bindir / "python"), "-c", CLI_MAIN, "--build",
                         str(src), "-o", str(exe)], cwd=REPO, env=env, capture_output=True,
                        text=True)
     assert r.returncode == 0, r.stderr

@@ -6,6 +6,7 @@ import pytest
 
 from tests.support import spirv
 from toolchain.compiler.driver import Options, compile_file
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 STAGE = """
 kernel(block = 256) stage(x: {t}*, y: {t}*, n: int32) {{

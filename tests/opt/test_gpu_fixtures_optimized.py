@@ -25,6 +25,7 @@ import tests.spirv_emit.test_gpu_suite_opencl  # noqa: F401
 from tests.support.spirv import run_tool, validate
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.driver import Options, compile_file
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = sorted(str(p.relative_to(REPO)) for pattern in (

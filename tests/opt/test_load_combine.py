@@ -15,6 +15,7 @@ from toolchain.compiler.ir import verify_function
 from toolchain.compiler.ir.reader import parse_module
 from toolchain.compiler.opt.analyses import Analyses
 from toolchain.compiler.opt.manager import PASSES, flat_pipeline
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 INPUTS = ((0, 0, 0.0), (5, -3, 1.5), (7, 2, -2.75), (3, 100, 1e20), (-1, 9, 0.25))
 

@@ -12,6 +12,7 @@ from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.driver import Options, compile_file
 from toolchain.compiler.frontend.api import compile_to_ir
 from toolchain.compiler.opt import manager
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = sorted(str(p.relative_to(REPO)) for pattern in (

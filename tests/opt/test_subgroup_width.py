@@ -3,6 +3,7 @@ and a strided loop is versioned on `subgroup_size() == 32` when a launch may not
 from __future__ import annotations
 
 from toolchain.compiler.driver import Options, compile_file
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 SRC = """
 kernel{shape} rowsum(x: float32*, y: float32*, rows: int32, cols: int32) {{

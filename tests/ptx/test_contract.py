@@ -3,13 +3,12 @@ on PTX; `--fp-contract=off` keeps every f32/f64 add/sub/mul separately rounded (
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from .source import compile_source, find_nvdisasm, ptx_of, sass
+from tests.support.mettle_cli import mettle
 
 SRC = """
 fn axpy(a: float32, x: float32, y: float32) -> float32 {
@@ -84,9 +83,7 @@ def test_cli_flag(tmp_path: Path):
     src.write_text(SRC)
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "toolchain.compiler", "--emit-ptx",
-                               "--gpu-arch=sm_90a", str(src), "-o", str(tmp_path / "k.ptx"),
-                               *args], capture_output=True, text=True)
+        return mettle("--emit-ptx", "--gpu-arch=sm_90a", src, "-o", tmp_path / "k.ptx", *args)
     assert run("--fp-contract=off").returncode == 0
     assert "mul.rn.f32" in (tmp_path / "k.ptx").read_text()
     assert run("--fp-contract=on").returncode == 0
@@ -98,9 +95,7 @@ def test_cli_flag(tmp_path: Path):
 def test_explain_reports_the_backend_decisions(tmp_path: Path):
     src = tmp_path / "k.mettle"
     src.write_text(SRC)
-    out = subprocess.run([sys.executable, "-m", "toolchain.compiler", "--emit-ptx",
-                          "--gpu-arch=sm_90a", "--explain", str(src), "-o",
-                          str(tmp_path / "k.ptx")], capture_output=True, text=True)
+    out = mettle("--emit-ptx", "--gpu-arch=sm_90a", "--explain", src, "-o", tmp_path / "k.ptx")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert any(line.startswith("axpy: line 2: contracted: 1 float multiply-add pair")

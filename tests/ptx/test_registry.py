@@ -10,6 +10,7 @@ import pytest
 
 from toolchain.compiler import targets as T
 from toolchain.compiler.diagnostics import CompileError
+from tests.support.mettle_cli import mettle
 
 
 def test_driver_targets_are_registered_and_selected_by_options():
@@ -61,8 +62,7 @@ def test_isa_range_and_limits():
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "toolchain.compiler", *args],
-                          capture_output=True, text=True, timeout=120)
+    return mettle(*args)
 
 
 def test_print_target_cli():

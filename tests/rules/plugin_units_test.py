@@ -78,3 +78,56 @@ def test_plugin_helpers():
     assert out["name"] == "v3_tensor_tuple_budget-8-gpu_arch-sm_121a"
     assert out["winner"] == "v1"
     assert "a: v0 (r0); b: none (tie)" in out["split"]
+
+
+RESOLVE_PROBE = r'''
+import json
+from pants.engine.addresses import Address
+from pants.util.frozendict import FrozenDict
+from toolchain.rules.dependency_inference import (MettleImport, MettleSourceMapping,
+                                                  ancestor_deps_files, resolve_import)
+a, b, c = (Address("std", relative_file_path=f, target_name="mettle")
+           for f in ("io.linux.mettle", "io.mettle", "x.mettle"))
+mapping = MettleSourceMapping(FrozenDict({"std/io.linux.mettle": a, "std/io.mettle": b}),
+                              FrozenDict({"std/x.mettle": (c, c)}))
+importer = Address("app", target_name="host")
+def imp(spec, **cands):
+    return MettleImport(spec, "app/h.mettle:3:1", tuple(sorted(
+        (k, tuple(v)) for k, v in cands.items())))
+present = frozenset({"std/io.linux.mettle", "std/io.mettle", "std/x.mettle", "app/loose.mettle"})
+std_io = imp("std/io", linux=["std/io.linux.mettle", "std/io.mettle"],
+             windows=["std/io.windows.mettle", "std/io.mettle"])
+def show(r):
+    return [[str(x) for x in r[0]], r[1]]
+print(json.dumps({
+  "std_io": show(resolve_import(std_io, present, mapping, importer)),
+  "missing": show(resolve_import(imp("nope", linux=["app/nope.mettle", "nope.mettle"],
+                                     windows=["app/nope.mettle", "nope.mettle"]),
+                                 present, mapping, importer)),
+  "win_only_missing": show(resolve_import(imp("w", windows=["app/w.mettle"], linux=["std/io.mettle"]),
+                                          present, mapping, importer)),
+  "unowned": show(resolve_import(imp("loose", linux=["app/loose.mettle"]), present, mapping,
+                                 importer)),
+  "ambiguous": show(resolve_import(imp("x", linux=["std/x.mettle"]), present, mapping,
+                                   importer)),
+  "deps_files": ancestor_deps_files("a/b/c.mettle"),
+}))
+'''
+
+
+def test_import_resolution_follows_the_compiler_candidates():
+    proc = subprocess.run([str(PANTS_PY), "-c", RESOLVE_PROBE], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={"PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    # Linux loads io.linux.mettle, Windows io.mettle: both are dependencies, in OS order.
+    assert out["std_io"] == [["std/io.linux.mettle:mettle", "std/io.mettle:mettle"], []]
+    assert out["missing"][0] == [] and out["missing"][1] == [
+        'app/h.mettle:3:1: import "nope" (of app:host): cannot find the module; the '
+        "compiler looks for app/nope.mettle, nope.mettle."]
+    assert out["win_only_missing"][1][0].endswith("cannot find the module on windows; the "
+                                                  "compiler looks for app/w.mettle.")
+    assert "which no mettle_source target owns; run `./pants tailor ::`" in \
+        out["unowned"][1][0]
+    assert "several mettle_source targets own" in out["ambiguous"][1][0]
+    assert out["deps_files"] == ["a/b/mettle.deps", "a/mettle.deps", "mettle.deps"]

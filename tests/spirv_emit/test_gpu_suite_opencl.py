@@ -22,6 +22,7 @@ from tests.support.memory_oracles import U32_INITIAL, check_u32_atomics, check_u
 from tests.support.opencl import Buf, Local, Scalar, opencl_available, run_spirv_kernel
 from tests.support.spirv import validate
 from toolchain.compiler.driver import Options, compile_file
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 SUITE = Path(__file__).resolve().parents[1] / "data" / "gpu_suite" / "memory.mettle"
 

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.spirv import repo_roots
+# Run below as `python3 -m toolchain.providers.opencl.run_spirv`: imported so Pants'
+# dependency inference gives the tests that use this module its sources.
+import toolchain.providers.opencl.run_spirv  # noqa: F401
 
 _ROOT_REL = Path(".bootstrap/trixie")
 _STAMP = ".mettle-opencl-stamp"

@@ -7,6 +7,7 @@ import pytest
 
 from tests.support.filecheck import filecheck
 from toolchain.compiler.diagnostics import CompileError
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 from .kernels import compile_ptx, epilogue_source, matmul_source, mma_source
 

@@ -9,6 +9,7 @@ import pytest
 from tests.tensor.transfer_cases import CASES, Case, _box, expected, kernel
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.driver import Options, compile_file
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 
 def build(tmp_path, src, arch="sm_90a", emit="ptx"):

@@ -4,12 +4,10 @@ A region whose resident accumulator and operand fragments exceed the budget repl
 instead of using the native WMMA interior; 0 restores the backend default. Both forms
 assemble, and the IR is identical (the choice is the backend's alone).
 """
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.tensor.kernels import matmul_source
+from tests.support.mettle_cli import mettle
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,10 +16,7 @@ def emit(tmp_path: Path, *flags: str) -> str:
     src = tmp_path / "gemm.mettle"
     src.write_text(matmul_source("gemm", "f16", "f16", "f32", "f32", "m64n64k16"))
     out = tmp_path / f"gemm{len(flags)}{'_'.join(flags)}.ptx"
-    proc = subprocess.run([sys.executable, "-m", "toolchain.compiler", "--emit-ptx",
-                           "--gpu-arch=sm_90a", *flags, str(src), "-o", str(out)],
-                          cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    proc = mettle("--emit-ptx", "--gpu-arch=sm_90a", *flags, src, "-o", out, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     return out.read_text()
 
@@ -39,8 +34,5 @@ def test_budget_switches_native_interior_to_exact_replay(tmp_path, ptxas):
 def test_budget_range_is_checked(tmp_path):
     src = tmp_path / "k.mettle"
     src.write_text("kernel k(a: int32*) { a[0] = 1; }\n")
-    proc = subprocess.run([sys.executable, "-m", "toolchain.compiler", "--emit-ptx",
-                           "--gpu-tensor-tuple-budget=5000", str(src)], cwd=ROOT,
-                          capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    proc = mettle("--emit-ptx", "--gpu-tensor-tuple-budget=5000", src, cwd=ROOT)
     assert proc.returncode == 2 and "0..4096" in proc.stderr

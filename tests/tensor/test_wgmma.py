@@ -14,6 +14,7 @@ import pytest
 from tests.support.filecheck import filecheck
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.targets.ptx.tensor import wgmma
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 from .kernels import compile_ptx
 from .wgmma_kernels import gemm_source

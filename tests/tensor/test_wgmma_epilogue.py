@@ -18,6 +18,7 @@ from toolchain.compiler.frontend.api import compile_to_ir
 from toolchain.compiler.ir.printer import format_module
 from toolchain.compiler.ir.reader import parse_module
 from toolchain.compiler.targets.ptx.tensor import wgmma
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 from . import narrow_cases as NC
 from .kernels import compile_ptx

@@ -18,6 +18,7 @@ import pytest
 from tests.support import tensor_oracle as O
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.targets.ptx.tensor import wgmma
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 from .kernels import compile_ptx
 from .ptx_sim import Sim

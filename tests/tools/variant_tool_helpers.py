@@ -10,6 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+# The scripts run_tool starts by path: imported so Pants' dependency inference gives the
+# tests that use them their sources (and those scripts' own imports).
+import tools.gpu.collect_measurements  # noqa: F401
+import tools.gpu.ptxas_profile  # noqa: F401
+import tools.gpu.ptxas_select  # noqa: F401
+import tools.gpu.variant_pipeline  # noqa: F401
 from tools.gpu.tool_io import dump_stable, sha256_file
 
 REPO = Path(__file__).resolve().parents[2]

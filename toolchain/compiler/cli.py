@@ -176,10 +176,94 @@ def _subcommand(argv: list[str]) -> int | None:
         return 0
     if argv[:1] == ["explain"]:
         return _explain(argv[1:])
+    if argv[:1] == ["check"]:
+        return _check(argv[1:])
+    if argv[:1] == ["imports"]:
+        return _imports(argv[1:])
     if argv[:1] == ["help"]:
         build_parser().print_help()
         return 0
     return None
+
+
+def _tool_parser(prog: str, description: str):
+    """A subcommand's parser: FILE..., -I, --stdlib, --target, --error-format."""
+    import argparse
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str):
+            raise _UsageError(message)
+
+    p = _Parser(prog=prog, description=description,
+                formatter_class=_formatter_class(argparse))
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
+    p.add_argument("--stdlib", help="standard library root")
+    p.add_argument("--target", choices=tuple(HOST_TARGETS), default=None,
+                   help="host machine whose OS picks std/x.<os> and `import ... if <os>`")
+    p.add_argument("--error-format", choices=("text", "json"), default="text")
+    return p
+
+
+def _check(args: list[str]) -> int:
+    """`mettle check FILE...`: the frontend and the GPU verifiers, no code generation and
+    no output file (exit 1 on any error; with --deny-warnings also on any warning)."""
+    from .driver import Options, check_file
+    p = _tool_parser("mettle check", "Check Mettle files without generating code.")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--gpu", dest="gpu", action="store_const", const=True,
+                      help="check as GPU code (default: GPU if the file declares a kernel)")
+    mode.add_argument("--host", dest="gpu", action="store_const", const=False,
+                      help="check as host code")
+    p.add_argument("--deny-warnings", action="store_true", help="warnings fail the check")
+    fmt = "json" if "--error-format=json" in args else "text"
+    try:
+        ns = p.parse_args(args)
+    except _UsageError as e:
+        _report([Diagnostic("E0090", f"usage: {e}")], fmt)
+        return 2
+    opts = Options(include_dirs=list(ns.include), stdlib_dir=ns.stdlib,
+                   host_target=HOST_TARGETS[ns.target or native_target()])
+    status = 0
+    for path in ns.files:
+        try:
+            warnings = check_file(path, opts, ns.gpu)
+        except CompileError as e:
+            _report(e.diagnostics, ns.error_format)
+            status = 1
+            continue
+        except RecursionError:
+            _report([Diagnostic("E0091", "program nests too deeply to compile")],
+                    ns.error_format)
+            status = 1
+            continue
+        _report(warnings, ns.error_format)
+        if warnings and ns.deny_warnings:
+            status = 1
+    return status
+
+
+def _imports(args: list[str]) -> int:
+    """`mettle imports FILE...`: each file's imports and the paths the compiler would try
+    for them (per OS), as JSON lines on stdout; build tools infer dependencies from it."""
+    import json
+    from .frontend.import_scan import scan_report
+    p = _tool_parser("mettle imports", "List the modules Mettle files import (JSON).")
+    try:
+        ns = p.parse_args(args)
+    except _UsageError as e:
+        _report([Diagnostic("E0090", f"usage: {e}")], "text")
+        return 2
+    std_root = ns.stdlib if ns.stdlib is not None else "std"
+    for path in ns.files:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError as e:
+            _report([Diagnostic("E0102", f"cannot read '{path}': {e.strerror}")], "text")
+            return 1
+        print(json.dumps(scan_report(path, text, ns.include, std_root), sort_keys=True))
+    return 0
 
 
 def _exit_now(status: int) -> None:
@@ -280,8 +364,11 @@ def _compile(source: str, opts, fmt: str) -> int:
     if result.explain is not None:
         sys.stdout.write(result.explain)
     if opts.dump_spirv and result.data is not None:
-        from .targets.spirv.disasm import disassemble
-        sys.stdout.write(disassemble(result.data))
+        # By module name, as the driver loads the backend: importing the CLI does not make
+        # a program (or a test) depend on the SPIR-V backend's sources.
+        import importlib
+        disasm = importlib.import_module("toolchain.compiler.targets.spirv.disasm")
+        sys.stdout.write(disasm.disassemble(result.data))
     if result.data is not None:
         out = opts.output or default_output(source, opts.emit)
         try:

@@ -114,6 +114,42 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
     return Result(data, warnings, ir_text, timer.phases, explain, objects)
 
 
+def check_file(path: str, opts: Options, gpu: bool | None = None) -> list[Diagnostic]:
+    """`mettle check`: the frontend and, for GPU code, the shared device verifiers
+    (ir.device_program: call graph, uniformity, async groups); no optimizer, no code
+    generation, no output. Returns the warnings; raises CompileError on any error.
+
+    `gpu` None decides from the file: a module that declares a kernel is GPU code; any
+    other is checked as host code, and a library that only compiles as device code (no
+    kernel of its own, GPU built-ins in its helpers) passes when the GPU frontend accepts it.
+    """
+    from .frontend.api import compile_to_ir
+    from .frontend.parser import parse_source
+
+    def frontend(as_gpu: bool):
+        return compile_to_ir(path, include_dirs=tuple(opts.include_dirs),
+                             stdlib_dir=opts.stdlib_dir, gpu=as_gpu,
+                             target_os=host_os(opts))
+
+    if gpu is None:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            tree = parse_source(f.read(), path)
+        gpu = any(getattr(d, "is_kernel", False) and not getattr(d, "is_extern", False)
+                  for d in tree.items)
+    if gpu:
+        from .ir import device_program
+        module, warnings = frontend(True)
+        device_program(module)
+        return warnings
+    try:
+        return frontend(False)[1]
+    except CompileError as host_error:
+        try:
+            return frontend(True)[1]
+        except CompileError:
+            raise host_error from None
+
+
 def _honour_directives(module, opts: Options, gpu: bool) -> None:
     """Without -O only `@unroll(n)` loops run passes (opt.manager.honour_directives); the
     optimizer is imported only for a module that has one (start-up: ~20 modules)."""
@@ -177,5 +213,5 @@ def write_atomic(path: str, data: bytes, executable: bool = False) -> None:
         raise
 
 
-__all__ = ["Options", "Result", "compile_file", "default_output", "write_atomic",
+__all__ = ["Options", "Result", "check_file", "compile_file", "default_output", "write_atomic",
            "CompileError"]

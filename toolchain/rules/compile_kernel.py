@@ -14,13 +14,14 @@ from typing import Optional, Tuple
 from pants.backend.python.util_rules.pex import VenvPexProcess
 from pants.engine.addresses import Address
 from pants.engine.fs import Digest, MergeDigests
-from pants.engine.process import Process, ProcessResult
+from pants.engine.process import FallibleProcessResult, Process, ProcessResult
 from pants.engine.rules import Get, collect_rules, rule
 from pants.engine.target import SourcesField
 from pants.util.logging import LogLevel
 
 from toolchain.rules.inputs import MettleInputs, MettleInputsRequest
-from toolchain.rules.tools import TOOL_ENV, MettleCompiler, PtxasTool, SpirvVal
+from toolchain.rules.tools import (TOOL_ENV, MettleCompiler, PtxasTool, SpirvVal,
+                                   compile_succeeded)
 
 
 
@@ -92,13 +93,14 @@ class KernelChecked:
 @rule(desc="Compile a Mettle kernel", level=LogLevel.DEBUG)
 async def compile_kernel(req: CompileKernelRequest, compiler: MettleCompiler) -> CompiledKernel:
     inputs = await Get(MettleInputs, MettleInputsRequest(req.address, req.source))
-    result = await Get(ProcessResult, VenvPexProcess(
+    result = await Get(FallibleProcessResult, VenvPexProcess(
         compiler.pex, argv=compile_argv(req, inputs.entry, inputs.stdlib_root),
         input_digest=inputs.digest,
         output_files=(req.output_name,), extra_env=TOOL_ENV,
         description=(f"Run mettle compile {inputs.entry} -> {req.output_name} "
                      f"({req.gpu_arch})"),
         level=LogLevel.INFO))
+    compile_succeeded(result, f"{req.address}: compiling {inputs.entry}")
     arch = None
     if req.fmt == "ptx":                # cached per arch: an edited kernel does not re-run it
         target = await Get(ProcessResult, VenvPexProcess(

@@ -12,10 +12,11 @@ from typing import Optional, Tuple
 
 from pants.backend.python.util_rules.pex import VenvPexProcess
 from pants.core.goals.package import BuiltPackage, BuiltPackageArtifact, PackageFieldSet
+from pants.core.goals.run import RunFieldSet, RunInSandboxBehavior, RunRequest
 from pants.core.util_rules.environments import EnvironmentField
 from pants.engine.addresses import Address, Addresses, UnparsedAddressInputs
 from pants.engine.fs import AddPrefix, Digest, MergeDigests
-from pants.engine.process import ProcessResult
+from pants.engine.process import FallibleProcessResult
 from pants.engine.rules import Get, MultiGet, collect_rules, rule
 from pants.engine.target import InvalidFieldException
 from pants.engine.unions import UnionRule
@@ -27,7 +28,7 @@ from toolchain.rules.target_types import (MettleHostTargetField, MettleKernelsFi
                                           MettleLinkArgsField, MettleOptimizeField,
                                           MettleSourceField)
 from toolchain.rules.inputs import MettleInputs, MettleInputsRequest
-from toolchain.rules.tools import TOOL_ENV, MettleCompiler
+from toolchain.rules.tools import TOOL_ENV, MettleCompiler, compile_succeeded
 
 
 @dataclass(frozen=True)
@@ -60,17 +61,20 @@ def host_argv(req: CompileHostRequest, source: str, stdlib_root: str) -> Tuple[s
 @rule(desc="Compile and link a Mettle host program", level=LogLevel.DEBUG)
 async def compile_host(req: CompileHostRequest, compiler: MettleCompiler) -> CompiledHost:
     inputs = await Get(MettleInputs, MettleInputsRequest(req.address, req.source))
-    result = await Get(ProcessResult, VenvPexProcess(
+    result = await Get(FallibleProcessResult, VenvPexProcess(
         compiler.pex, argv=host_argv(req, inputs.entry, inputs.stdlib_root),
         input_digest=inputs.digest,
         output_files=(req.output_name,), extra_env=TOOL_ENV,
         description=f"Run mettle build {inputs.entry} -> {req.output_name}", level=LogLevel.INFO))
+    compile_succeeded(result, f"{req.address}: building {inputs.entry}")
     return CompiledHost(result.output_digest, req.output_name)
 
 
 @dataclass(frozen=True)
-class MettleHostBinaryFieldSet(PackageFieldSet):
+class MettleHostBinaryFieldSet(PackageFieldSet, RunFieldSet):
     required_fields = (MettleSourceField, MettleKernelsField)
+    # `./pants run` runs the packaged directory (executable + kernel modules) in a sandbox.
+    run_in_sandbox_behavior = RunInSandboxBehavior.RUN_REQUEST_HERMETIC
 
     source: MettleSourceField
     kernels: MettleKernelsField
@@ -102,6 +106,16 @@ async def package_host(field_set: MettleHostBinaryFieldSet) -> BuiltPackage:
     return BuiltPackage(digest, tuple(artifacts))
 
 
+@rule(desc="Run a Mettle host binary")
+async def run_host(field_set: MettleHostBinaryFieldSet) -> RunRequest:
+    """`./pants run //dir:host -- ARGS`: the packaged directory in a fresh sandbox, the
+    executable run from there (it finds its kernel modules beside /proc/self/exe); the run
+    goal appends ARGS and passes the exit code through."""
+    package = await Get(BuiltPackage, PackageFieldSet, field_set)
+    executable = package.artifacts[0].relpath
+    return RunRequest(digest=package.digest, args=(f"{{chroot}}/{executable}",))
+
+
 def _check_unique(names: list, address: Address) -> None:
     seen = set()
     for name in names:
@@ -113,4 +127,5 @@ def _check_unique(names: list, address: Address) -> None:
 
 
 def rules():
-    return [*collect_rules(), UnionRule(PackageFieldSet, MettleHostBinaryFieldSet)]
+    return [*collect_rules(), UnionRule(PackageFieldSet, MettleHostBinaryFieldSet),
+            *MettleHostBinaryFieldSet.rules()]

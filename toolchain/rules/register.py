@@ -6,15 +6,17 @@ spirv-val, the variant tools) as a hermetic Process on declared inputs only.
 """
 from __future__ import annotations
 
-from toolchain.rules import (compile_kernel, host_binary, inputs, kernel_package, tools,
-                             variants)
+from toolchain.rules import (check, compile_kernel, dependency_inference, fmt, host_binary,
+                             inputs, kernel_package, tailor, tools, variants)
 from toolchain.rules.subsystems import MettleSubsystem, SpirvValTool
 from toolchain.rules.target_types import (GpuVariantSelectTarget, MettleHostBinaryTarget,
-                                          MettleKernelTarget)
+                                          MettleKernelTarget, MettleSourcesGeneratorTarget,
+                                          MettleSourceTarget)
 
 
 def target_types():
-    return [MettleKernelTarget, MettleHostBinaryTarget, GpuVariantSelectTarget]
+    return [MettleSourcesGeneratorTarget, MettleSourceTarget, MettleKernelTarget,
+            MettleHostBinaryTarget, GpuVariantSelectTarget]
 
 
 def rules():
@@ -27,4 +29,8 @@ def rules():
         *kernel_package.rules(),
         *host_binary.rules(),
         *variants.rules(),
+        *dependency_inference.rules(),
+        *tailor.rules(),
+        *check.rules(),
+        *fmt.rules(),
     ]

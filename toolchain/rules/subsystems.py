@@ -24,7 +24,7 @@ class MettleSubsystem(Subsystem):
         "built from them, entry point `toolchain.compiler.cli:main`).",
     )
     stdlib = StrOption(
-        default="//std:std",
+        default="//std:mettle",
         help="Address of the target owning the standard library `.mettle` files; its "
         "directory is passed as `--stdlib`.",
     )

@@ -1,5 +1,5 @@
-"""BUILD-file target types of the Mettle plugin: mettle_kernel, mettle_host_binary and
-gpu_variant_select, with their fields.
+"""BUILD-file target types of the Mettle plugin: mettle_sources (one mettle_source per
+`.mettle` file), mettle_kernel, mettle_host_binary and gpu_variant_select, with their fields.
 
 Invariants: every field validates its raw value when the BUILD file is parsed, so a bad
 value is an InvalidFieldException naming the target and the field (never a traceback from a
@@ -19,12 +19,17 @@ from pants.engine.target import (
     Dependencies,
     IntField,
     InvalidFieldException,
+    MultipleSourcesField,
+    OverridesField,
     OptionalSingleSourceField,
     SingleSourceField,
     SpecialCasedDependencies,
     StringField,
     StringSequenceField,
     Target,
+    TargetFilesGenerator,
+    generate_file_based_overrides_field_help_message,
+    generate_multiple_sources_field_help_message,
 )
 
 # The spellings the compiler's --gpu-arch accepts (toolchain/compiler/cli.py).
@@ -47,9 +52,65 @@ class MettleSourceField(SingleSourceField):
 
 class MettleDependenciesField(Dependencies):
     help = (
-        "Extra files the compiler reads (e.g. `resources` of imported `.mettle` files). The "
-        "standard library (`[mettle].stdlib`) is always available as `--stdlib`."
+        "Extra targets the compiler reads. Imported `.mettle` modules need no entry: every "
+        "`import` is inferred (resolved as the compiler resolves it, standard library "
+        "included) to the `mettle_source` target that owns the file."
     )
+
+
+class MettleModuleSourceField(MettleSourceField):
+    help = "The `.mettle` file (a module, a kernel file or a host program)."
+
+
+class MettleSkipCheckField(BoolField):
+    alias = "skip_check"
+    default = False
+    help = ("If true, `./pants check` and the warnings linter skip this file (e.g. a module "
+            "that only compiles as part of the file that imports it).")
+
+
+class MettleSkipFmtField(BoolField):
+    alias = "skip_fmt"
+    default = False
+    help = "If true, `./pants fmt` and `./pants lint` do not format this file."
+
+
+class MettleSourceTarget(Target):
+    alias = "mettle_source"
+    core_fields = (*COMMON_TARGET_FIELDS, MettleDependenciesField, MettleModuleSourceField,
+                   MettleSkipCheckField, MettleSkipFmtField)
+    help = ("One `.mettle` file. Its imports are inferred dependencies, so a target that "
+            "depends on it gets every module it imports, transitively.")
+
+
+class MettleSourcesField(MultipleSourcesField):
+    default = ("*.mettle",)
+    expected_file_extensions = (".mettle",)
+    help = generate_multiple_sources_field_help_message(
+        "Example: `sources=['kernels.mettle', 'helpers/*.mettle', '!old.mettle']`")
+
+
+class MettleSourcesOverridesField(OverridesField):
+    help = generate_file_based_overrides_field_help_message(
+        MettleSourceTarget.alias,
+        """
+        overrides={
+            "gpu_driver.mettle": {"skip_check": True},
+            ("a.mettle", "b.mettle"): {"tags": ["generated"]},
+        }
+        """,
+    )
+
+
+class MettleSourcesGeneratorTarget(TargetFilesGenerator):
+    alias = "mettle_sources"
+    core_fields = (*COMMON_TARGET_FIELDS, MettleSourcesField, MettleSourcesOverridesField)
+    generated_target_cls = MettleSourceTarget
+    copied_fields = COMMON_TARGET_FIELDS
+    moved_fields = (MettleDependenciesField, MettleSkipCheckField, MettleSkipFmtField)
+    help = ("Generate a `mettle_source` target for each file in `sources` (default "
+            "`*.mettle`). `./pants tailor ::` writes one for every directory with `.mettle` "
+            "files that no `mettle_source` owns.")
 
 
 class MettleGpuArchField(StringField):

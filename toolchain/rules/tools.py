@@ -28,6 +28,19 @@ LAUNCHER_MODULE = "mettle_pex_launcher"
 TOOL_ENV = {"LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "SOURCE_DATE_EPOCH": "0"}
 
 
+class MettleCompileFailed(Exception):
+    """A compile or link the compiler refused: its located diagnostics, nothing else."""
+
+
+def compile_succeeded(result, what: str) -> None:
+    """Raise MettleCompileFailed with the compiler's own diagnostics (stderr) when the
+    process failed: the user sees `error[E....]` and ` --> file:line:col`, not a dump of
+    the process."""
+    if result.exit_code != 0:
+        diagnostics = result.stderr.decode(errors="replace").rstrip()
+        raise MettleCompileFailed(f"{what} failed (exit {result.exit_code}):\n{diagnostics}")
+
+
 @dataclass(frozen=True)
 class MettleCompiler:
     pex: VenvPex
