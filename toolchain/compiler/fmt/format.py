@@ -10,7 +10,7 @@ import sys
 
 from ..diagnostics import CompileError, DiagnosticBag, Span
 from ..frontend.lexer import tokenize
-from .doc import render
+from .doc import WIDTH, render
 from .printer import Printer
 from .structure import RecordingParser, match_brackets
 from .trivia import scan_gaps
@@ -19,7 +19,7 @@ from .verify import check_output, unknown_syntax
 _RECURSION_LIMIT = 20000
 
 
-def format_source(text: str, path: str = "<input>") -> str:
+def format_source(text: str, path: str = "<input>", width: int = WIDTH) -> str:
     """The formatted text; raises CompileError (located diagnostics) and writes nothing.
 
     A few layout choices read the input's line breaks (a one-line block stays on one line if
@@ -28,16 +28,16 @@ def format_source(text: str, path: str = "<input>") -> str:
     choice. Formatting the output again until nothing changes makes the result idempotent
     by construction; it settles in two passes (the second only confirms) in practice.
     """
-    out = _format_once(text, path)
+    out = _format_once(text, path, width)
     for _ in range(3):
-        again = _format_once(out, path)
+        again = _format_once(out, path, width)
         if again == out:
             return out
         out = again
     return out
 
 
-def _format_once(text: str, path: str) -> str:
+def _format_once(text: str, path: str, width: int) -> str:
     if sys.getrecursionlimit() < _RECURSION_LIMIT:
         sys.setrecursionlimit(_RECURSION_LIMIT)
     bag = DiagnosticBag()
@@ -54,7 +54,7 @@ def _format_once(text: str, path: str) -> str:
         raise CompileError(bad)
     gaps = scan_gaps(text, tokens)
     printer = Printer(tokens, gaps, parser, match_brackets(tokens))
-    out = render(printer.module())
+    out = render(printer.module(), width)
     if text.startswith("\ufeff"):
         out = "\ufeff" + out
     check_output(path, tokens, module, gaps, out)
