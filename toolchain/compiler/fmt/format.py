@@ -16,7 +16,7 @@ from .structure import RecordingParser, match_brackets
 from .trivia import scan_gaps
 from .verify import check_output, unknown_syntax
 
-_RECURSION_LIMIT = 20000
+_RECURSION_LIMIT = 6000  # as the parser: MAX_DEPTH nesting levels, a few frames each
 
 
 def format_source(text: str, path: str = "<input>", width: int = WIDTH) -> str:

@@ -76,7 +76,7 @@ class Printer:
             if blank_ok and g.newlines >= 2:
                 out.append(nl)
         else:
-            out.append(" ")
+            out.append(sep if self._is_break(sep) else " ")
         return out
 
     @staticmethod
@@ -96,8 +96,8 @@ class Printer:
                 if self._paragraph(prev) or self._paragraph((s, e)):
                     # one blank line, after any trailing comment of the previous item (the
                     # renderer keeps at most one)
-                    at = next(k for k, p in enumerate(between) if p is HARD and not (
-                        k + 1 < len(between) and isinstance(between[k + 1], Aligned)))
+                    at = next((k for k, p in enumerate(between) if p is HARD and not (
+                        k + 1 < len(between) and isinstance(between[k + 1], Aligned))), 0)
                     between.insert(at, HARD)
                 parts += between
             parts.append(self.run(s, e, 0))

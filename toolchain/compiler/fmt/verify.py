@@ -24,19 +24,28 @@ LATER_WORDS = frozenset(("trait", "impl", "where", "method", "match", "defer", "
                          "asm", "new", "this", "import_str"))
 
 
-def dump(node):
-    """The syntax tree as plain tuples, without source positions."""
-    if isinstance(node, list):
-        return [dump(x) for x in node]
-    if isinstance(node, tuple):
-        if type(node).__name__ == "Span":
-            return None
-        return (type(node).__name__,) + tuple(dump(x) for x in node)
-    fields = getattr(type(node), "__dataclass_fields__", None)
-    if fields is not None:
-        return (type(node).__name__,) + tuple(
-            (f, dump(getattr(node, f))) for f in fields if f != "span")
-    return node
+def dump(node) -> list:
+    """The syntax tree as a flat pre-order list of node names, field names and values,
+    without source positions (iterative: a long `a + b + ...` chain is a deep tree)."""
+    out: list = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list):
+            out.append(("list", len(n)))
+            stack.extend(reversed(n))
+        elif isinstance(n, tuple):
+            if type(n).__name__ == "Span":
+                continue
+            out.append((type(n).__name__, len(n)))
+            stack.extend(reversed(n))
+        elif getattr(type(n), "__dataclass_fields__", None) is not None:
+            names = [f for f in type(n).__dataclass_fields__ if f != "span"]
+            out.append((type(n).__name__, tuple(names)))
+            stack.extend(getattr(n, f) for f in reversed(names))
+        else:
+            out.append(n)
+    return out
 
 
 def unknown_syntax(module: A.Module, tokens) -> Diagnostic | None:
