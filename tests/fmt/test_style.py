@@ -2,9 +2,13 @@
 output, which must also be a fixed point."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from toolchain.compiler.fmt import format_source
+
+from .corpus import REPO
 
 
 def fmt(text: str) -> str:
@@ -247,3 +251,11 @@ def test_line_endings_tabs_and_the_final_newline():
     assert fmt("fn f() {\r\n\tg();\r\n}") == "fn f() {\n    g();\n}\n"
     assert fmt("\n\n// only a comment\n\n\n") == "// only a comment\n"
     assert fmt("") == ""
+
+
+def test_the_style_page_examples_are_formatted():
+    page = (REPO / "docs" / "reference" / "fmt.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```mettle\n(.*?)^```", page, re.M | re.S)
+    assert blocks
+    for block in blocks:
+        assert fmt(block) == block
