@@ -98,3 +98,14 @@ def test_a_missing_file_is_a_diagnostic(tmp_path):
     proc = mettle(str(tmp_path / "none.mettle"))
     assert proc.returncode == 1
     assert proc.stderr.startswith("error[E0102]: cannot read")
+
+
+def test_markdown_pages_have_their_mettle_examples_formatted(tmp_path):
+    page = tmp_path / "page.md"
+    fragment = "```mettle fragment\ntensor_matmul(a,b);\n```\n"
+    other = "```python\nx=1\n```\n"
+    page.write_text(f"# Title\n\n```mettle\n{UGLY}```\n\n{fragment}{other}")
+    assert mettle("--check", str(page)).returncode == 1
+    assert mettle(str(page)).returncode == 0
+    assert page.read_text() == f"# Title\n\n```mettle\n{PRETTY}```\n\n{fragment}{other}"
+    assert mettle("--check", str(page)).returncode == 0

@@ -3,7 +3,8 @@
 Without a flag each file is rewritten in place (atomically, only when it changes). `--check`
 writes nothing and lists the files that would change; `--diff` prints a unified diff for
 each instead. `-` formats standard input to standard output. A file with a syntax error gets
-the compiler's located diagnostic and is never rewritten.
+the compiler's located diagnostic and is never rewritten. A Markdown file (`.md`) has its
+```mettle examples formatted (markdown.py).
 
 Exit status: 0 all formatted (or rewritten), 1 a file would change (--check/--diff) or has
 errors, 2 usage error, 70 a formatter bug (the file is left unchanged).
@@ -17,6 +18,7 @@ import tempfile
 
 from ..diagnostics import CompileError, Diagnostic, SourceMap, render_text
 from .format import format_source
+from .markdown import format_markdown
 
 EXIT_INTERNAL = 70
 
@@ -26,6 +28,7 @@ Rewrite Mettle files in the canonical style (docs/reference/fmt.md).
   --check   write nothing; list the files that would change, exit 1 if any
   --diff    write nothing; print a unified diff of each change, exit 1 if any
   -         read standard input, write the formatted text to standard output
+A FILE ending in .md has its ```mettle examples formatted (those that parse).
 """
 
 
@@ -73,7 +76,8 @@ def _one(path: str, mode: str) -> int:
         _report([Diagnostic("E0102", f"cannot read '{name}': {why}")], None)
         return 1
     try:
-        out = format_source(text, name)
+        out = format_markdown(text, name) if name.endswith(".md") else \
+            format_source(text, name)
     except CompileError as e:
         _report(e.diagnostics, (name, text))
         return 1
