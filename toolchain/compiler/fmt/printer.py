@@ -12,10 +12,6 @@ from .doc import HARD, LINE, SOFT, Aligned, Group, Indent, Nest, Suffix, Tok
 from .spacing import Spacing
 from .trivia import Gap
 
-# Declarations whose body makes them a paragraph: a blank line separates them from the
-# items around them.
-_BODY_ITEMS = frozenset(("fn", "kernel", "struct", "enum"))
-
 
 class Printer:
     def __init__(self, tokens, gaps: list[Gap], rec, pairs):
@@ -94,17 +90,22 @@ class Printer:
             else:
                 between = self.gap(s, HARD, HARD, blank_ok=True)
                 if self._paragraph(prev) or self._paragraph((s, e)):
-                    # one blank line, after any trailing comment of the previous item (the
-                    # renderer keeps at most one)
-                    at = next((k for k, p in enumerate(between) if p is HARD and not (
-                        k + 1 < len(between) and isinstance(between[k + 1], Aligned))), 0)
-                    between.insert(at, HARD)
+                    between.insert(self._after_trailing_comments(between), HARD)
                 parts += between
             parts.append(self.run(s, e, 0))
             prev = (s, e)
         parts += self.gap(self.n, None, HARD, blank_ok=True, tail=False,
                           lead=bool(items))
         return parts
+
+    @staticmethod
+    def _after_trailing_comments(parts: list) -> int:
+        """Where a blank line goes in a gap: after the previous item's trailing comments
+        (and their aligned continuation lines). The renderer keeps at most one."""
+        for at, p in enumerate(parts):
+            if p is HARD and not (at + 1 < len(parts) and isinstance(parts[at + 1], Aligned)):
+                return at
+        return 0
 
     def _paragraph(self, item) -> bool:
         """An item written over several lines (a function body, a struct, a long
@@ -186,7 +187,7 @@ class Printer:
             else:
                 inner += self.gap(j, " " if self.sp.space(j - 1, j) else "", HARD)
             if t.kind in ("(", "[", "{"):
-                inner.append(self.bracket(j, level + 1))
+                inner.append(self.bracket(j))
                 j = self.pairs[j] + 1
             else:
                 inner.append(Tok(t.text, j))
@@ -259,10 +260,10 @@ class Printer:
                 elif kind == "items":
                     parts += self.item_block(j, level)
                 else:
-                    parts.append(self.bracket(j, level))
+                    parts.append(self.bracket(j))
                 j = self.pairs[j] + 1
             elif t.kind in ("(", "["):
-                parts.append(self.bracket(j, level))
+                parts.append(self.bracket(j))
                 j = self.pairs[j] + 1
             else:
                 parts.append(Tok(t.text, j))
@@ -270,7 +271,7 @@ class Printer:
         return top
 
     # ------------------------------------------------------------ brackets
-    def bracket(self, i: int, level: int) -> list:
+    def bracket(self, i: int) -> list:
         close = self.pairs[i]
         brace = self.toks[i].kind == "{"
         commas = self.top_commas(i, close)
@@ -336,7 +337,7 @@ class Printer:
                     sep = " " if self.sp.space(j - 1, j) else ""
                     parts += self.gap(j, sep, HARD)
             if t.kind in ("(", "[", "{"):
-                parts.append(self.bracket(j, 0))
+                parts.append(self.bracket(j))
                 j = self.pairs[j] + 1
             else:
                 parts.append(Tok(t.text, j))

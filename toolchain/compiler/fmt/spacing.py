@@ -6,6 +6,7 @@ a prefix operator, a `(` that opens a call or a cast, `->` as a return type or a
 """
 from __future__ import annotations
 
+from ..frontend.expr_parser import BINARY_PREC
 from ..frontend.tokens import IDENT, STRING, TYPE_KEYWORDS
 
 _NO_SPACE_BEFORE = frozenset((")", "]", ",", ";", ":", ".", ".."))
@@ -27,7 +28,6 @@ class Spacing:
 
     def is_binary(self, i: int) -> bool:
         """A binary operator (for wrapped expressions: a break may follow or precede it)."""
-        from ..frontend.expr_parser import BINARY_PREC
         k = self.toks[i].kind
         return k in BINARY_PREC and i not in self.rec.unary and i not in self.rec.type_tokens
 
