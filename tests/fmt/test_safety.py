@@ -24,6 +24,26 @@ def test_unknown_node_kinds_are_refused():
     assert diag is not None and diag.code == "E0095" and diag.span.line == 2
 
 
+def test_a_field_the_printer_does_not_know_is_refused(monkeypatch):
+    src = "fn f() {\n    outer: while (true) { break outer; }\n}\n"
+    module = parse_source(src, "f.mettle")
+    assert verify.unknown_syntax(module, tokenize(src, "f.mettle")) is None
+    known = dict(verify.KNOWN_FIELDS)
+    known["While"] = known["While"] - {"label"}     # as if `label` were a new field
+    monkeypatch.setattr(verify, "KNOWN_FIELDS", known)
+    diag = verify.unknown_syntax(module, tokenize(src, "f.mettle"))
+    assert diag.code == "E0095" and "While" in diag.message
+    module.items[0].body.stmts[0].label = None       # an unset new field is harmless
+    assert verify.unknown_syntax(module, tokenize(src, "f.mettle")) is None
+
+
+def test_generic_call_arguments_are_refused():
+    src = "fn f() {\n    g(1);\n}\n"
+    module = parse_source(src, "f.mettle")
+    module.items[0].body.stmts[0].expr.type_args = ["int32"]
+    assert verify.unknown_syntax(module, tokenize(src, "f.mettle")).code == "E0095"
+
+
 @pytest.mark.parametrize("word", ["impl", "trait", "match", "defer"])
 def test_later_tier_words_are_refused(word):
     src = f"fn f() {{ {word} x; }}\n"

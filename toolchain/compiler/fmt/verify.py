@@ -11,14 +11,51 @@ from ..frontend.lexer import tokenize
 from ..frontend.parser import parse_tokens
 from .trivia import scan_gaps
 
-# The syntax-tree node classes the printer was written for.
-KNOWN_NODES = frozenset("""
-    AddrOf ArrayLit ArrayRepeat ArrayType Arrow Assign Attribute Barrier Binary Block BoolLit
-    Break Call Cast ConstDecl Continue Deref Dispatch EnumDecl EnumVariant ExprStmt
-    ExternKernel FloatLit FnDecl FnPtrType For ForRange If Import Index IntLit Member Module
-    Name NamedType Param PointerType Return SizeOf StrLit StructDecl StructField StructLit
-    Switch SwitchCase TupleExpr Unary VarDecl While
-    """.split())
+# The syntax-tree node classes the printer was written for, with their fields. A node of
+# another class, or a field not listed here holding a value, is syntax the printer has not
+# seen (a later parser may add `fn f<T>` as a new field of FnDecl).
+_KNOWN = """
+    AddrOf: ty operand | ArrayLit: ty elems | ArrayRepeat: ty value count
+    ArrayType: elem size | Arrow: ty base name | Assign: op target value
+    Attribute: name args | Barrier: regions order | Binary: ty op left right
+    Block: stmts | BoolLit: ty value | Break: label | Call: ty callee args named_args
+    Cast: ty type expr | Continue: label | Deref: ty operand
+    Dispatch: kernel args named grid block shared stream work on_stream
+    EnumDecl: name variants exported internal_name | EnumVariant: name value
+    ExprStmt: expr | FloatLit: ty value text | For: init cond step body label attrs
+    FnDecl: name params ret body is_kernel kernel_block kernel_per decorators exported
+        is_extern link_name internal_name
+    ExternKernel: name params ret body is_kernel kernel_block kernel_per decorators
+        exported is_extern link_name internal_name
+    FnPtrType: params ret is_closure | ForRange: var type lo hi inclusive body label attrs
+    If: cond then else_ | Import: path alias names guard | Index: ty base index
+    IntLit: ty value | Member: ty base name | Module: items path | Name: ty name
+    NamedType: name qualifier | Param: name type | PointerType: elem | Return: value
+    SizeOf: ty type | StrLit: ty value | StructDecl: name fields exported internal_name
+    StructField: name type | StructLit: ty fields | Switch: subject cases
+    SwitchCase: values ranges body is_default | TupleExpr: ty elems
+    Unary: ty op operand | While: cond body label attrs
+    VarDecl: name type init is_const storage is_global exported is_extern link_name
+        internal_name
+    ConstDecl: name type init is_const storage is_global exported is_extern link_name
+        internal_name
+    """
+
+
+def _known_fields(text: str) -> dict[str, frozenset]:
+    """`Name: field field ...` entries (a word ending in `:` starts one; `|` is spacing)."""
+    out: dict[str, set] = {}
+    current: set = set()
+    for word in text.replace("|", " ").split():
+        if word.endswith(":"):
+            current = out.setdefault(word[:-1], set())
+        else:
+            current.add(word)
+    return {name: frozenset(fields) for name, fields in out.items()}
+
+
+KNOWN_FIELDS = _known_fields(_KNOWN)
+
 # Later-tier words: the parser may learn them before the printer does.
 LATER_WORDS = frozenset(("trait", "impl", "where", "method", "match", "defer", "errdefer",
                          "asm", "new", "this", "import_str"))
@@ -65,10 +102,12 @@ def unknown_syntax(module: A.Module, tokens) -> Diagnostic | None:
             stack.extend(node)
         elif isinstance(node, A.Node):
             name = type(node).__name__
-            if name not in KNOWN_NODES:
+            known = KNOWN_FIELDS.get(name)
+            fields = [f for f in type(node).__dataclass_fields__ if f != "span"]
+            if known is None or any(getattr(node, f) not in (None, [], (), False, "", "none")
+                                    for f in fields if f not in known):
                 return _unknown(f"this syntax ({name})", node.span)
-            stack.extend(getattr(node, f) for f in type(node).__dataclass_fields__
-                         if f != "span")
+            stack.extend(getattr(node, f) for f in fields)
     return None
 
 
