@@ -57,10 +57,17 @@ def test_a_long_signature_gets_one_parameter_per_line():
     assert "    p11: int32\n) -> int32 { return 0; }\n" in out
 
 
-def test_function_pointer_types_are_never_broken():
+def test_function_pointer_types_are_packed_line_by_line():
     ty = "fn(" + ", ".join(["int64"] * 14) + ") -> int32"
-    out = fmt(f"fn f(p: int64) {{\n    var call: {ty} = ({ty})p;\n}}\n")
-    assert f"    var call: {ty} = ({ty})p;\n" in out
+    assert fmt(f"fn f(p: int64) {{\n    var call: {ty} = ({ty})p;\n}}\n") == """\
+fn f(p: int64) {
+    var call: fn(int64, int64, int64, int64, int64, int64, int64, int64, int64, int64, int64, int64,
+        int64, int64) -> int32 = (fn(int64, int64, int64, int64, int64, int64, int64, int64, int64,
+        int64, int64, int64, int64, int64) -> int32)p;
+}
+"""
+    short = "fn f(p: int64) {\n    var call: fn(int64, int32) -> int32 = (fn(int64, int32) -> int32)p;\n}\n"
+    assert fmt(short) == short
 
 
 def test_nested_blocks_are_indented_four_spaces():

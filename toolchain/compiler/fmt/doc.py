@@ -45,6 +45,15 @@ class Group:
         self.parts, self.broken = parts, broken
 
 
+class Fill:
+    """Items separated by lines, packed: a separator breaks only when the item after it
+    would not fit on the line (`parts` alternates item, separator, item, ...)."""
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list):
+        self.parts = parts
+
+
 class Nest:
     __slots__ = ("levels", "parts")
 
@@ -92,7 +101,7 @@ def propagate(doc) -> bool:
         if propagate(doc.parts):
             doc.broken = True
         return doc.broken
-    if isinstance(doc, (Nest, Indent)):
+    if isinstance(doc, (Nest, Indent, Fill)):
         return propagate(doc.parts)
     return False
 
@@ -176,9 +185,27 @@ def _fits(next_cmd, rest: list, width: int) -> bool:
             cmds.append((ind, _BREAK if d.broken else mode, d.parts))
         elif isinstance(d, (Nest, Indent)):
             cmds.append((ind, mode, d.parts))
+        elif isinstance(d, Fill):
+            cmds.append((ind, mode, d.parts))
         elif isinstance(d, Aligned):
             width -= len(d.text)
     return False
+
+
+def _fill(parts: list, ind: int, mode: int, stack: list, room: int) -> None:
+    """Push the first item of a Fill, then its separator (flat when the next item fits on
+    the line after the first one, else a line break), then the rest of the Fill."""
+    if not parts:
+        return
+    if len(parts) >= 3:
+        rest = Fill(parts[2:])
+        two = (ind, _FLAT, [parts[0], parts[1], parts[2]])
+        # the last item must also leave room for what follows it up to the next break
+        after = stack if len(parts) == 3 else []
+        sep_mode = _FLAT if mode == _FLAT or _fits(two, after, room) else _BREAK
+        stack.append((ind, mode, rest))
+        stack.append((ind, sep_mode, parts[1]))
+    stack.append((ind, _FLAT if mode == _FLAT else mode, parts[0]))
 
 
 def render(doc, width: int = WIDTH) -> str:
@@ -212,6 +239,8 @@ def render(doc, width: int = WIDTH) -> str:
                 flat = (ind, _FLAT, d.parts)
                 stack.append(flat if _fits(flat, stack, width - r.col) else
                              (ind, _BREAK, d.parts))
+        elif isinstance(d, Fill):
+            _fill(d.parts, ind, mode, stack, width - r.col)
         elif isinstance(d, Nest):
             stack.append((ind + d.levels * INDENT, mode, d.parts))
         elif isinstance(d, Indent):

@@ -8,7 +8,7 @@ or expression `{` holding a top-level comma), which lay out flat or one item per
 """
 from __future__ import annotations
 
-from .doc import HARD, LINE, SOFT, Aligned, Group, Indent, Nest, Suffix, Tok
+from .doc import HARD, LINE, SOFT, Aligned, Fill, Group, Indent, Nest, Suffix, Tok
 from .spacing import Spacing
 from .trivia import Gap
 
@@ -278,8 +278,9 @@ class Printer:
         if close == i + 1 and not self.gaps[close].comments:
             return [Tok(self.toks[i].text, i), Tok(self.toks[close].text, close)]
         line = LINE if brace else SOFT
-        flat = i in self.rec.type_tokens          # a function-pointer type: never broken
-        if not commas or flat:
+        if commas and i in self.rec.type_tokens:  # a function-pointer type: packed
+            return self.packed(i, close, commas)
+        if not commas:
             inner = self.gap(i + 1, " " if brace else "", Nest(1, [HARD]))
             inner.append(self.inner(i + 1, close))
             inner += self.gap(close, " " if brace else "", Nest(1, [HARD]))
@@ -301,6 +302,24 @@ class Printer:
         items += self.gap(close, None, line, tail=False)
         return [Group([Tok(self.toks[i].text, i), Nest(1, items), line,
                        Tok(self.toks[close].text, close)])]
+
+    def packed(self, i: int, close: int, commas: list[int]) -> list:
+        """A list filled line by line (function-pointer parameter types): as many items per
+        line as fit, continuation lines one level in."""
+        fill: list = []
+        starts = [i + 1] + [c + 1 for c in commas]
+        ends = commas + [close]
+        for k, (a, b) in enumerate(zip(starts, ends)):
+            item = self.gap(a, "", Nest(1, [HARD])) if k == 0 else []
+            item.append(self.inner(a, b))
+            if b != close:
+                item += self.gap(b, "", Nest(1, [HARD]))
+                item.append(Tok(",", b))
+            if k:
+                fill.append(self.gap(a, LINE, HARD))
+            fill.append(item)
+        body = [Nest(1, [Fill(fill)])] + self.gap(close, None, Nest(1, [HARD]), tail=False)
+        return [Tok(self.toks[i].text, i)] + body + [Tok(self.toks[close].text, close)]
 
     def top_commas(self, i: int, close: int) -> list[int]:
         out, j = [], i + 1
