@@ -33,6 +33,7 @@ ALLOWED: dict[str, set[str]] = {
     "targets-registry": {"target", "targets-common", "ir", "diagnostics"},
     "linker": {"diagnostics"},
     "providers": {"diagnostics"},
+    "fmt": {"frontend", "diagnostics"},  # the formatter reads programs as the frontend does
     "rules": set(),  # the Pants plugin runs the toolchain as processes, never imports it
     "package": set(),  # toolchain/__init__.py, toolchain/compiler/__init__.py
 }
@@ -58,7 +59,7 @@ def layer_of(module: str) -> tuple[str, str | None] | None:
         if parts[3] == "common":
             return ("targets-common", None)
         return ("target", parts[3])
-    if head in ("frontend", "ir", "opt", "diagnostics"):
+    if head in ("frontend", "ir", "opt", "diagnostics", "fmt"):
         return (head, None)
     return ("compiler-other", None)
 
@@ -170,6 +171,8 @@ def _fake(rel: str) -> Path:
     ("linker/x.py", "from ..compiler.frontend import api\n"),
     ("providers/cuda/x.py", "from ...compiler.frontend import api\n"),
     ("compiler/ir/x.py", "from .. import driver\n"),
+    ("compiler/fmt/x.py", "from ..ir.module import Module\n"),
+    ("compiler/frontend/x.py", "from ..fmt import format_source\n"),
 ])
 def test_checker_flags_upward_and_sideways_imports(rel, source):
     assert layer_violations(_fake(rel), source)
@@ -182,6 +185,8 @@ def test_checker_flags_upward_and_sideways_imports(rel, source):
     ("compiler/targets/x86_64/x.py", "from ....linker.objfile import ObjectFile\n"),
     ("compiler/driver.py", "from .frontend import api\nfrom .targets.ptx import emitter\n"),
     ("linker/x.py", "from ..compiler.diagnostics import error\n"),
+    ("compiler/fmt/x.py", "from ..frontend.parser import Parser\nfrom .. import diagnostics\n"),
+    ("compiler/cli.py", "from .fmt.command import main\n"),
 ])
 def test_checker_accepts_downward_imports(rel, source):
     assert layer_violations(_fake(rel), source) == []

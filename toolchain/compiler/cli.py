@@ -183,6 +183,9 @@ def _subcommand(argv: list[str]) -> int | None:
     if argv[:1] == ["help"]:
         build_parser().print_help()
         return 0
+    if argv[:1] == ["fmt"]:         # `mettle fmt --help` describes it
+        from .fmt.command import main as fmt_main
+        return fmt_main(argv[1:])
     return None
 
 

@@ -68,6 +68,14 @@ Split deeply nested expressions into local variables or helper functions."""),
     "E0092": ("cannot write the output", """
 The output file could not be written (missing directory, no permission, disk full). No
 partial file is left behind. Check the `-o` path."""),
+    "E0095": ("the formatter cannot print this syntax yet", """
+`mettle fmt` met syntax it was not written for (later-tier constructs such as generics,
+`impl`, `trait`, `match` or `defer`). Rather than guess at a layout, it leaves the file
+unchanged. Format the file by hand for now."""),
+    "E0096": ("formatting would change the program", """
+`mettle fmt` checks every output: it must lex to the same tokens, parse to the same syntax
+tree and keep every comment in order. This output did not, so the file was left unchanged.
+This is a formatter bug; please report it with the file."""),
     # ---------------------------------------------------------------- names and declarations
     "E0101": ("undefined name or module", """
 A name, function or module is not defined where it is used: a typo, a missing `import`, a
