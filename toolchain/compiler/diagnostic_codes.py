@@ -79,7 +79,9 @@ A type name is not defined, an array size is not positive, a struct contains its
 value, a type form is not supported, or a source file cannot be read or is not UTF-8."""),
     "E0103": ("duplicate definition", """
 A name is defined twice in one scope: two top-level declarations, two parameters or two
-struct fields with one name. Rename one of them."""),
+struct fields with one name. Rename one of them. Public names of all modules share one
+scope, so two imported modules that both define the same public name are reported at the
+import that brings in the second; private names of different modules never collide."""),
     "E0104": ("possibly used before assignment", """
 A local variable may be read on a path where it was not assigned yet. Initialize it at its
 declaration, or assign it on every path before the read."""),
@@ -99,6 +101,11 @@ gives both counts."""),
     "E0109": ("no address", """
 `&expr` or an assignment needs an lvalue: a variable, an array element, a field or a
 dereference. Values such as calls, literals or arithmetic results have no address."""),
+    "E0110": ("name is private to its module", """
+The name exists, but in another module that uses `export` and does not export it: such a
+module's other top-level names are private to it, invisible to importers (plainly imported,
+selected with `import { name } from`, or reached through an alias). Export the name in its
+module if it is meant as public API, or call an exported function that uses it."""),
     # ---------------------------------------------------------------- types and expressions
     "E0201": ("type mismatch", """
 A value of one type is used where another is required: an argument, an initializer, a
