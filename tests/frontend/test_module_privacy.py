@@ -96,3 +96,11 @@ def test_colliding_exports_are_an_error_at_the_import(tmp_path):
 def test_an_entry_name_colliding_with_an_export_is_an_error_at_the_import(tmp_path):
     _refused(tmp_path, 'import "a";\nfn f() -> int32 { return 3; }\n'
              'fn main() -> int32 { return f(); }\n', "E0103", 1, 1)
+
+
+def test_switch_over_an_imported_enum_sees_all_its_variants(tmp_path):
+    (tmp_path / "col.mettle").write_text("export enum Color { Red, Green }\n")
+    err = _refused(tmp_path, 'import "col";\nfn f(c: Color) -> int32 { switch (c) '
+                   '{ case Red: return 1; } return 0; }\nfn main() -> int32 { return f(Green); }\n',
+                   "E0015", 2, 27)
+    assert "missing Green" in err
