@@ -28,6 +28,12 @@ A `var` (or a local `const`) has no type the compiler can use: locals are declar
 A floating-point value is used where an integer (or another float width) is expected, or `%`
 is applied to a float. Mettle converts between float and integer types only with an explicit
 cast: `(int32)x`, `(float32)i`. `%` is defined for integers only."""),
+    "E0005": ("integer literal out of range", """
+An integer literal is larger than the largest value of the widest integer type, uint64
+(18446744073709551615). Literals never wrap: an unsuffixed literal is int32 when it fits,
+else int64, else uint64, and one beyond uint64 is refused rather than truncated. (Storing
+a literal that fits into a narrower variable, as in `var u: uint8 = 300;`, converts the
+value as any assignment does.) Write a smaller value or compute it in a wider form."""),
     "E0009": ("not supported yet", """
 The construct is later-tier Mettle syntax (generics, closures and similar) that this compiler
 does not implement yet. Rewrite it with the core language: plain functions, structs and
