@@ -98,6 +98,11 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                  stdlib_dir=opts.stdlib_dir, gpu=gpu,
                                  source_text=source_text, target_os=host_os(opts),
                                  ssa=gpu and optimizing)
+    if optimizing and gpu:
+        # the device verifiers judge the program as written, so -O never accepts what a
+        # plain build refuses (a collective under varying control that -O would delete)
+        from .ir.callgraph import device_program
+        timer.run("verify", device_program, module)
     if optimizing:
         from .opt.manager import OptOptions, optimize
         module.opt_level = 1      # host backends allocate registers in optimised modules
