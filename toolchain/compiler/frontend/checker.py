@@ -324,6 +324,7 @@ class ProgramLowerer:
         named = [(p.name, t) for p, t in zip(d.params, params)]
         if d.is_extern:
             sym.fn = self.b.extern_function(name, named, ret, link_name=d.link_name)
+            sym.fn.span = d.span        # an unresolved link symbol points here
         else:
             linkage = "export" if (d.exported or d.name == "main") else "internal"
             sym.fn = self.b.function(name, named, ret, linkage=linkage, span=d.span)
