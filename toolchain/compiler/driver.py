@@ -98,6 +98,11 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                  stdlib_dir=opts.stdlib_dir, gpu=gpu,
                                  source_text=source_text, target_os=host_os(opts),
                                  ssa=gpu and optimizing)
+    if gpu and not module.kernels():      # located at the file (callgraph's E0401 is not)
+        from .diagnostics import Span
+        raise CompileError(Diagnostic(
+            "E0401", f"`{path}` has no kernel; GPU output needs at least one", Span(path, 1, 1),
+            help="declare an entry point with `kernel name(...) { ... }`"))
     if optimizing and gpu:
         # the device verifiers judge the program as written, so -O never accepts what a
         # plain build refuses (a collective under varying control that -O would delete)
