@@ -110,6 +110,16 @@ def test_selecting_a_hidden_name_is_located_error(tmp_path):
     with pytest.raises(CompileError) as ei:
         load_program(entry, [], None, cwd=tmp_path)
     d = ei.value.diagnostics[0]
+    assert (d.code, d.span.line, d.span.col) == ("E0110", 1, 15)   # private, not missing
+    assert "private to module" in d.message
+
+
+def test_selecting_a_missing_name_is_located_error(tmp_path):
+    write(tmp_path, "lib.mettle", "export fn add() { }")
+    entry = write(tmp_path, "main.mettle", 'import { add, nothing } from "lib"')
+    with pytest.raises(CompileError) as ei:
+        load_program(entry, [], None, cwd=tmp_path)
+    d = ei.value.diagnostics[0]
     assert (d.code, d.span.line, d.span.col) == ("E0105", 1, 15)
 
 

@@ -19,7 +19,7 @@ from tests.tensor.transfer_cases import CARRIER, CASES, NP, expected, kernel
 from toolchain.compiler.driver import Options, compile_file
 from toolchain.compiler.targets.ptx.profiles import detect_local_arch
 
-WAYS = ("native", "null_view", "misaligned_view", "no_view")
+WAYS = ("native", "null_view", "misaligned_view", "no_view", "inferred_direction")
 
 
 def random_data(case, rng) -> np.ndarray:
@@ -46,7 +46,8 @@ def test_transfer_round_trip(gpu_run, tmp_path, case):
                tiles=case.tiles, element_strides=case.element_strides)
     for way in WAYS:
         path = tmp_path / f"{case.name}_{way}.mettle"
-        path.write_text(kernel(case, view=way != "no_view"))
+        path.write_text(kernel(case, view=way != "no_view",
+                               inferred=way == "inferred_direction"))
         ptx = compile_file(str(path), Options(emit="ptx", gpu_arch=arch)).data.decode()
         views = [TensorView(of, null=way == "null_view",
                             offset=8 if way == "misaligned_view" else 0, **geo)

@@ -56,6 +56,42 @@ def test_spirv_refuses_with_a_capability_diagnostic(tmp_path):
     assert d.code == "E0510" and "tensor_transfer_workgroup" in d.message and d.span.line == 4
 
 
+@pytest.mark.parametrize("case", CASES[:3], ids=lambda c: c.name)
+@pytest.mark.parametrize("arch", ["sm_90a", "portable"])
+def test_direction_is_inferred_from_the_operand_spaces(tmp_path, ptxas, case, arch):
+    # workgroup dst + global src is a load, the reverse a store: the very same program
+    explicit = build(tmp_path, kernel(case), arch)
+    inferred = build(tmp_path, kernel(case, inferred=True), arch)
+    assert "direction" not in kernel(case, inferred=True)
+    assert inferred.data == explicit.data and inferred.ir_text == explicit.ir_text
+    assert "global_to_workgroup" in inferred.ir_text and "workgroup_to_global" in \
+        inferred.ir_text
+    ptxas(inferred.data.decode(), {"portable": "sm_75"}.get(arch, arch))
+    with pytest.raises(CompileError) as e:      # SPIR-V refuses both forms alike
+        build(tmp_path, kernel(case, inferred=True), emit="spirv")
+    assert e.value.diagnostics[0].code == "E0510"
+
+
+BOTH_WORKGROUP = """kernel(block = 64) k(g: float32*) {
+  workgroup var a: float32[64];
+  workgroup var b: float32[64];
+  tensor_transfer_workgroup(&a[0], &b[0], rank: 1, element: f32, extent0: 64, tile0: 64);
+}
+"""
+
+
+def test_direction_stays_required_when_the_spaces_do_not_decide(tmp_path):
+    # (pointers inside a kernel are global or workgroup; generic ones never reach here)
+    both_global = kernel(CASES[0], inferred=True).replace("(dst, &tile[0],", "(dst, src,")
+    for src, spaces in ((BOTH_WORKGROUP, "workgroup"), (both_global, "global")):
+        with pytest.raises(CompileError) as e:
+            build(tmp_path, src)
+        d = e.value.diagnostics[0]
+        assert d.code == "E0324" and "needs `direction:` here" in d.message, d.message
+        assert f"`dst` is a {spaces} pointer and `src` a {spaces} pointer" in d.message
+        assert d.span is not None and d.span.line >= 3 and d.span.col > 1
+
+
 BAD = [
     ("rank: 1", "rank: 6", "`rank:` must be 1 to 5, not 6"),
     ("element: f32", "element: f33", "`element:` must be one of"),

@@ -58,7 +58,8 @@ class Case:
         return int(np.prod(self.tiles))
 
 
-def kernel(c: Case, view: bool = True) -> str:
+def kernel(c: Case, view: bool = True, inferred: bool = False) -> str:
+    """The round-trip kernel; `inferred` leaves `direction:` to the operands' spaces."""
     t = CARRIER[c.element]
     dims = []
     for d in range(c.rank):
@@ -69,15 +70,16 @@ def kernel(c: Case, view: bool = True) -> str:
     coords = ", ".join(f"c{d}: int32" for d in range(c.rank))
     vin, vout = (", view: vin", ", view: vout") if view else ("", "")
     n = c.tile_elements
+    load, store = ("", "") if inferred else ("direction: load, ", "direction: store, ")
     return f"""kernel(block = 128) {c.name}(src: {t}*, dst: {t}*, tile_out: {t}*, vin: uint8*,
     vout: uint8*, {coords}) {{
   workgroup var tile: {t}[{n}];
   tensor_transfer_workgroup(&tile[0], src, rank: {c.rank}, element: {c.element},
-      direction: load, {geo}{vin});
+      {load}{geo}{vin});
   for (var i: int32 = (int32)thread.x; i < {n}; i += 128) {{ tile_out[i] = tile[i]; }}
   barrier(workgroup, acq_rel);
   tensor_transfer_workgroup(dst, &tile[0], rank: {c.rank}, element: {c.element},
-      direction: store, {geo}{vout});
+      {store}{geo}{vout});
 }}
 """
 

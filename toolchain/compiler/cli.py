@@ -10,7 +10,7 @@ import os
 import sys
 
 from .cli_args import HOST_TARGETS, fast_parse
-from .diagnostics import CompileError, Diagnostic, SourceMap, render_json, render_text
+from .diagnostics import CompileError, Diagnostic, SourceMap, Span, render_json, render_text
 
 VERSION = "0.1.0"
 
@@ -148,13 +148,43 @@ def _spell_dump_after(argv: list[str]) -> list[str]:
     return out
 
 
-def _report(diags: list[Diagnostic], fmt: str) -> None:
+# Diagnostics about a flag's value point at that flag on the command line.
+_FLAG_OF = {"E0501": ("--gpu-arch",), "E0502": ("--ptx-version",),
+            "E0503": ("--ptx-version", "--gpu-arch"), "E0603": ("-l", "--link-arg"),
+            "E0600": ("--link-arg",)}
+COMMAND_LINE = "<command line>"
+
+
+def _locate_flags(diags: list[Diagnostic], argv: list[str]) -> list[Diagnostic]:
+    """Give an unlocated flag diagnostic a span into `mettle ARGS` (file <command line>)."""
+    out = []
+    for d in diags:
+        flags = _FLAG_OF.get(d.code, ()) if d.span is None else ()
+        hit = next((i for f in flags for i, a in enumerate(argv)
+                    if a == f or a.startswith(f + "=") or (len(f) == 2 and a.startswith(f))),
+                   None)
+        if hit is not None:
+            col = len(" ".join(["mettle", *argv[:hit]])) + 2
+            length = len(argv[hit]) + (len(argv[hit + 1]) + 1 if argv[hit] in flags and
+                                       hit + 1 < len(argv) else 0)
+            d = Diagnostic(d.code, d.message, Span(COMMAND_LINE, 1, col, length),
+                           d.severity, d.help, d.notes)
+        out.append(d)
+    return out
+
+
+def _report(diags: list[Diagnostic], fmt: str, argv: list[str] | None = None) -> None:
+    """Print `diags`; with `argv`, flag diagnostics first point into the command line."""
     if not diags:
         return
+    if argv is not None:
+        diags = _locate_flags(diags, argv)
     if fmt == "json":
         print(render_json(diags), file=sys.stderr)
         return
     sources = SourceMap()
+    if argv is not None:
+        sources.add(COMMAND_LINE, " ".join(["mettle", *argv]))
     for d in diags:
         if d.span is not None and d.span.file not in sources.files:
             try:
@@ -315,12 +345,12 @@ def main(argv: list[str] | None = None) -> int:
         argv = _spell_dump_after(argv)
         ns = fast_parse(argv) or build_parser().parse_args(argv)
         if ns.print_target:
-            return _print_target(ns, fmt)
+            return _print_target(ns, fmt, argv)
         source = ns.input or ns.file
         if not source:
             raise _UsageError("no input file")
         opts = _options(ns)
-        return _compile(source, opts, fmt)
+        return _compile(source, opts, fmt, argv)
     except _UsageError as e:
         _report([Diagnostic("E0090", f"usage: {e}")], fmt)
         return 2
@@ -328,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _print_target(ns, fmt: str) -> int:
+def _print_target(ns, fmt: str, argv: list[str] = ()) -> int:
     """`--print-target`: the target the other flags select (`--gpu-arch` alone means PTX),
     resolved, as one JSON object on stdout; build rules and benchmarks read this instead of
     parsing `.target` out of PTX."""
@@ -341,18 +371,18 @@ def _print_target(ns, fmt: str) -> int:
     try:
         resolved = for_options(opts).resolve(opts)
     except CompileError as e:
-        _report(e.diagnostics, fmt)
+        _report(e.diagnostics, fmt, list(argv))
         return 1
     print(json.dumps(resolved.as_json(), sort_keys=True))
     return 0
 
 
-def _compile(source: str, opts, fmt: str) -> int:
+def _compile(source: str, opts, fmt: str, argv: list[str] = ()) -> int:
     from .driver import compile_file, default_output, write_atomic
     try:
         result = compile_file(source, opts)
     except CompileError as e:
-        _report(e.diagnostics, fmt)
+        _report(e.diagnostics, fmt, list(argv))
         return 1
     except RecursionError:
         _report([Diagnostic("E0091", "program nests too deeply to compile")], fmt)

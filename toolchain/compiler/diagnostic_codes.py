@@ -28,6 +28,12 @@ A `var` (or a local `const`) has no type the compiler can use: locals are declar
 A floating-point value is used where an integer (or another float width) is expected, or `%`
 is applied to a float. Mettle converts between float and integer types only with an explicit
 cast: `(int32)x`, `(float32)i`. `%` is defined for integers only."""),
+    "E0005": ("integer literal out of range", """
+An integer literal is larger than the largest value of the widest integer type, uint64
+(18446744073709551615). Literals never wrap: an unsuffixed literal is int32 when it fits,
+else int64, else uint64, and one beyond uint64 is refused rather than truncated. (Storing
+a literal that fits into a narrower variable, as in `var u: uint8 = 300;`, converts the
+value as any assignment does.) Write a smaller value or compute it in a wider form."""),
     "E0009": ("not supported yet", """
 The construct is later-tier Mettle syntax (generics, closures and similar) that this compiler
 does not implement yet. Rewrite it with the core language: plain functions, structs and
@@ -87,7 +93,9 @@ A type name is not defined, an array size is not positive, a struct contains its
 value, a type form is not supported, or a source file cannot be read or is not UTF-8."""),
     "E0103": ("duplicate definition", """
 A name is defined twice in one scope: two top-level declarations, two parameters or two
-struct fields with one name. Rename one of them."""),
+struct fields with one name. Rename one of them. Public names of all modules share one
+scope, so two imported modules that both define the same public name are reported at the
+import that brings in the second; private names of different modules never collide."""),
     "E0104": ("possibly used before assignment", """
 A local variable may be read on a path where it was not assigned yet. Initialize it at its
 declaration, or assign it on every path before the read."""),
@@ -107,6 +115,11 @@ gives both counts."""),
     "E0109": ("no address", """
 `&expr` or an assignment needs an lvalue: a variable, an array element, a field or a
 dereference. Values such as calls, literals or arithmetic results have no address."""),
+    "E0110": ("name is private to its module", """
+The name exists, but in another module that uses `export` and does not export it: such a
+module's other top-level names are private to it, invisible to importers (plainly imported,
+selected with `import { name } from`, or reached through an alias). Export the name in its
+module if it is meant as public API, or call an exported function that uses it."""),
     # ---------------------------------------------------------------- types and expressions
     "E0201": ("type mismatch", """
 A value of one type is used where another is required: an argument, an initializer, a

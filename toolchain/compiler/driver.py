@@ -99,6 +99,16 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                  source_text=source_text, target_os=host_os(opts),
                                  ssa=gpu and optimizing,
                                  checks=not gpu and not opts.release)
+    if gpu and not module.kernels():      # located at the file (callgraph's E0401 is not)
+        from .diagnostics import Span
+        raise CompileError(Diagnostic(
+            "E0401", f"`{path}` has no kernel; GPU output needs at least one", Span(path, 1, 1),
+            help="declare an entry point with `kernel name(...) { ... }`"))
+    if optimizing and gpu:
+        # the device verifiers judge the program as written, so -O never accepts what a
+        # plain build refuses (a collective under varying control that -O would delete)
+        from .ir.callgraph import device_program
+        timer.run("verify", device_program, module)
     if optimizing:
         from .opt.manager import OptOptions, optimize
         module.opt_level = 1      # host backends allocate registers in optimised modules
@@ -109,7 +119,7 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
     else:
         timer.run("optimize", _honour_directives, module, opts, gpu)
     ir_text = format_module(module) if opts.dump_ir else None
-    data, objects = timer.run("codegen", _generate, module, opts)
+    data, objects = timer.run("codegen", _generate, module, opts, path)
     explain = module.remarks.format() if opts.explain else None
     return Result(data, warnings, ir_text, timer.phases, explain, objects)
 
@@ -169,7 +179,8 @@ def _target_info(opts: Options):
     return for_options(opts).info()
 
 
-def _generate(module, opts: Options) -> tuple[bytes | None, object | None]:
+def _generate(module, opts: Options, path: str | None = None
+              ) -> tuple[bytes | None, object | None]:
     """(artifact, the target's in-memory form) from the registry's target for `opts`."""
     if opts.emit == "ir":
         return None, None
@@ -180,8 +191,26 @@ def _generate(module, opts: Options) -> tuple[bytes | None, object | None]:
     data, objects = for_options(opts).generate(module, opts)
     if opts.emit == "exe":
         from ..linker import link_executable
-        data = link_executable([data], libraries=opts.libraries, link_args=opts.link_args)
+        try:
+            data = link_executable([data], libraries=opts.libraries,
+                                   link_args=opts.link_args, names=[str(path or module.name)])
+        except CompileError as e:
+            raise CompileError([_locate_link_error(d, module) for d in e.diagnostics]) \
+                from None
     return data, objects
+
+
+def _locate_link_error(d: Diagnostic, module) -> Diagnostic:
+    """An undefined symbol the program declared `extern` points at that declaration."""
+    import re
+    m = re.match(r"undefined symbol '([^']+)'", d.message) if d.span is None else None
+    if m is None:
+        return d
+    for fn in module.functions.values():
+        if fn.is_extern and (fn.link_name or fn.name) == m.group(1) and fn.span is not None:
+            return Diagnostic(d.code, d.message + f" (declared `extern fn {fn.name}` here)",
+                              fn.span, d.severity, d.help)
+    return d
 
 
 def _create_temp(directory: str) -> tuple[int, str]:

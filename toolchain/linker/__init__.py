@@ -21,15 +21,16 @@ def _split_link_args(link_args) -> tuple[list[str], list[str]]:
     return libs, rest
 
 
-def link_executable(objects, libraries=(), link_args=()) -> bytes:
-    """ELF objects (x86-64 or AArch64) give an ELF executable, x64 COFF objects a PE one."""
+def link_executable(objects, libraries=(), link_args=(), names=None) -> bytes:
+    """ELF objects (x86-64 or AArch64) give an ELF executable, x64 COFF objects a PE one.
+    `names[i]` names input i in link errors (its file, or the source it came from)."""
     libs, rest = _split_link_args(list(link_args))
     objects = list(objects)
     if objects and isinstance(objects[0], (bytes, bytearray)) and objects[0][:2] == b"\x64\x86":
         from .pe_link import link_pe
-        return link_pe(objects, list(libraries) + libs, None, rest)
+        return link_pe(objects, list(libraries) + libs, None, rest, names)
     from .link import link
-    return link(objects, list(libraries) + libs, None, rest)
+    return link(objects, list(libraries) + libs, None, rest, names)
 
 
 __all__ = ["link_executable"]

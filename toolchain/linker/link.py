@@ -80,18 +80,20 @@ def _load_libraries(names: list[str], dirs: list[str], arch: Arch) -> list[Share
 
 
 def read_inputs(objects: list[bytes | ObjectFile], reader=read_object,
-                failure: type[Exception] = ElfError) -> list[ObjectFile]:
+                failure: type[Exception] = ElfError, names=None) -> list[ObjectFile]:
     """Objects as ObjectFiles: bytes go through `reader` (ELF here, COFF for the PE linker);
-    a `failure` it raises becomes E0600."""
+    a `failure` it raises becomes E0600. `names[i]` (the object's file, or the source it was
+    compiled from) is what link errors call input i; `<input i>` only when none is given."""
     out = []
     for i, o in enumerate(objects):
         if isinstance(o, ObjectFile):
             out.append(o)
             continue
+        name = names[i] if names and i < len(names) and names[i] else f"<input {i}>"
         try:
-            out.append(reader(bytes(o), f"<input {i}>"))
+            out.append(reader(bytes(o), name))
         except failure as e:
-            raise error("E0600", f"cannot read input object: {e}") from None
+            raise error("E0600", f"cannot read input object {name}: {e}") from None
     return out
 
 
@@ -104,11 +106,11 @@ def _arch_of(objs: list[ObjectFile]) -> Arch:
 
 
 def link(objects: list[bytes | ObjectFile], libraries: list[str], output: str | None = None,
-         link_args: list[str] = ()) -> bytes:
+         link_args: list[str] = (), names=None) -> bytes:
     """Link `objects` against libc (+ `libraries`) into an executable; see the module doc.
     The target machine (x86-64 or AArch64) is the one the objects are built for."""
     extra, dirs, runpath = parse_link_args(list(link_args))
-    objs = read_inputs(objects)
+    objs = read_inputs(objects, names=names)
     arch = _arch_of(objs)
     if not any(s.name == "_start" and s.defined and not s.is_local
                for o in objs for s in o.symbols):

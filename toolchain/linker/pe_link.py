@@ -68,8 +68,8 @@ def _load_dlls(names: list[str], dirs: list[str]) -> dict[str, frozenset[str]]:
     return dlls
 
 
-def _read_inputs(objects) -> list[ObjectFile]:
-    out = read_inputs(objects, read_coff, CoffError)
+def _read_inputs(objects, names=None) -> list[ObjectFile]:
+    out = read_inputs(objects, read_coff, CoffError, names)
     for o in out:
         if o.machine != IMAGE_FILE_MACHINE_AMD64:
             raise error("E0600", f"{o.name}: not an x64 COFF object")
@@ -250,9 +250,10 @@ class PeLinker:
         return pe_image.write_image(list(self.secs.values()), self.imp, dir64, entry)
 
 
-def link_pe(objects, libraries=(), output: str | None = None, link_args=()) -> bytes:
+def link_pe(objects, libraries=(), output: str | None = None, link_args=(),
+            names=None) -> bytes:
     extra, dirs, _runpath = parse_link_args(list(link_args))
-    objs = _read_inputs(objects)
+    objs = _read_inputs(objects, names)
     if not any(s.name == ENTRY and s.defined and not s.is_local
                for o in objs for s in o.symbols):
         objs.append(start_object())

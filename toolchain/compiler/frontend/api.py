@@ -15,9 +15,9 @@ Device helper pointer parameters start as `global`; when a call site passes a po
 another space the module is lowered again with that parameter `generic` (a small fixpoint,
 bounded by the number of pointer parameters). Only the last round's diagnostics count.
 
-Limitation: all loaded modules share one global scope (names hidden by `export` get their
-internal IR name, but two modules may not hide the same name); `import ... as a` qualified
-access (`a.f`) is not supported yet.
+Scopes: every module's public names share one program-wide scope; each module also has its
+own scope in front of it holding its private (non-exported) names, so those are invisible
+to other modules (E0110) and never collide with another module's (docs/reference/modules.md).
 """
 from __future__ import annotations
 
@@ -35,13 +35,19 @@ def _load_items(entry_path: str, include_dirs, stdlib_dir, source_text, target_o
     if source_text is not None:
         mod = parse_source(source_text, str(entry_path))
         if not mod.imports:
-            return [mod], []
+            return [(str(entry_path), mod, {}, [])], []
     from .modules import load_program
     if source_text is not None:
         raise CompileError(Diagnostic("E0101", "imports need the program on disk "
                                       "(source_text given)", mod.imports[0].span))
     prog = load_program(entry_path, include_dirs, stdlib_dir, target_os=target_os)
-    return [m.ast for m in prog.modules], list(prog.warnings)
+    return [(m.path, m.ast, m.hidden, _aliases(m)) for m in prog.modules], list(prog.warnings)
+
+
+def _aliases(mod) -> list:
+    from .scope import ModuleAlias
+    return [ModuleAlias(b.alias, b.module.path, frozenset(b.module.public),
+                        frozenset(b.module.hidden)) for b in mod.imports if b.alias]
 
 
 def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: bool,
@@ -49,12 +55,15 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
                   ssa: bool = False, checks: bool = False) -> tuple[Module, list[Diagnostic]]:
     modules, warnings = _load_items(entry_path, include_dirs, stdlib_dir, source_text,
                                     target_os)
-    items = [i for m in modules for i in m.items if not _is_import(i)]
+    units = [(path, [i for i in m.items if not _is_import(i)], hidden, aliases)
+             for path, m, hidden, aliases in modules]
+    items = [i for _, unit, _, _ in units for i in unit]
     name = os.path.splitext(os.path.basename(str(entry_path)))[0] or "main"
     generic: set[tuple[str, int]] = set()
     for _ in range(_MAX_ROUNDS):
         bag = DiagnosticBag()
         lowerer = ProgramLowerer(name, gpu, bag, generic, ssa, checks)
+        lowerer.set_modules(units)
         try:
             module = lowerer.run(items)
         except CompileError:       # the bag hit MAX_ERRORS

@@ -49,7 +49,7 @@ from ..diagnostics import DiagnosticBag, Span as _Span
 from ..ir import Builder, IRTypeError, Module
 from ..ir.types import (I64, VOID, ArrayType, FnPtrType, PtrType, StructType, Type, ptr)
 from .consteval import NOT_CONST, ConstDivZero, const_value
-from .scope import FnSym, Scope, TypeSym, VarSym
+from .scope import FnSym, ModuleAlias, Scope, TypeSym, VarSym
 from .typesys import BUILTIN_TYPES, STRING, StructTable, describe, literal_type
 from .globals_init import lower_global
 
@@ -68,7 +68,12 @@ class ProgramLowerer:
         self.bag = bag
         self.module = Module(name)
         self.b = Builder(self.module)
-        self.globals = Scope()
+        self.public = Scope()       # every module's public names (LANGUAGE §6)
+        self.globals = self.public  # the scope of the module being declared or lowered
+        self._scope_of: dict[int, Scope] = {}   # id(top-level decl) -> its module's scope
+        self._hidden: dict[int, set[str]] = {}  # id(module scope) -> its non-exported names
+        self._private_in: dict[str, str] = {}   # hidden name -> first module hiding it
+        self._externs: dict[str, FnSym] = {}    # extern fns by IR name, shared by modules
         self.structs = StructTable()
         self.generic_params = set(generic_params or ())
         self.wanted_generic: set[tuple[str, int]] = set()
@@ -93,7 +98,8 @@ class ProgramLowerer:
             sym = self.globals.lookup(t.name)
             if isinstance(sym, TypeSym):
                 return sym.type
-            self.bag.error("E0102", f"unknown type `{t.name}`", t.span)
+            code, msg = self.unknown(t.name, "type")
+            self.bag.error("E0102" if code == "E0101" else code, msg, t.span)
             return I64
         if isinstance(t, A.PointerType):
             return ptr(self.resolve_type(t.elem, True))
@@ -128,27 +134,97 @@ class ProgramLowerer:
             return NOT_CONST
 
     def define(self, name: str, sym, span) -> None:
-        if name in self.globals.names:
+        if name in self.globals.names or (self._is_public(name) and
+                                          name in self.public.names):
             self.bag.error("E0103", f"`{name}` is already defined", span)
             return
+        self._bind(name, sym)
+
+    # ------------------------------------------------------------------ module scopes
+    def set_modules(self, modules) -> None:
+        """Give each module (its items and hidden names, see modules.py) its own scope:
+        its names, private ones included, shadow the program-wide public scope, so a
+        module's private names neither leak to nor collide with other modules."""
+        for path, items, hidden, aliases in modules:
+            scope = Scope(self.public)
+            for a in aliases:
+                scope.names[a.name] = a
+            self._hidden[id(scope)] = set(hidden)
+            for n in hidden:
+                self._private_in.setdefault(n, path)
+            for d in items:
+                self._scope_of[id(d)] = scope
+
+    def enter(self, d) -> Scope:
+        """Make `d`'s module current (for its declaration or body); returns the last."""
+        prev, self.globals = self.globals, self._scope_of.get(id(d), self.public)
+        return prev
+
+    def _is_public(self, name: str) -> bool:
+        return name not in self._hidden.get(id(self.globals), ())
+
+    def _bind(self, name: str, sym) -> None:
         self.globals.names[name] = sym
+        if self.globals is not self.public and self._is_public(name):
+            self.public.names[name] = sym
+
+    def unknown(self, name: str, what: str) -> tuple[str, str]:
+        """(code, message) for a name the current module cannot see."""
+        owner = self._private_in.get(name)
+        if owner is not None and name in self._hidden.get(id(self.globals), ()):
+            owner = None                  # its own private name: not the reason
+        if owner is not None:
+            return "E0110", (f"`{name}` is private to module '{owner}'; only its exported "
+                             "names are visible to importers")
+        return "E0101", f"undefined {what} `{name}`"
+
+    def qualified(self, e: A.Member, lookup, fail) -> str | None:
+        """For `alias.x` (an `import ... as alias`), the key under which the current
+        module's scope now binds the public symbol `x` (so name lowering can use it);
+        None when `e` is an ordinary member access. Errors raise `fail(code, msg, span)`."""
+        if not isinstance(e.base, A.Name):
+            return None
+        alias = lookup(e.base.name)
+        if not isinstance(alias, ModuleAlias):
+            return None
+        key = f"{alias.name}.{e.name}"
+        if e.name in alias.public and e.name in self.public.names:
+            self.globals.names.setdefault(key, self.public.names[e.name])
+            return key
+        if e.name in alias.hidden:
+            raise fail("E0110", f"`{e.name}` is private to module '{alias.path}'; only "
+                       "its exported names are visible to importers", e.span)
+        raise fail("E0101", f"module '{alias.path}' (imported as `{alias.name}`) has no "
+                   f"public name `{e.name}`", e.span)
+
+    def _all_scopes(self) -> list[Scope]:
+        seen, out = set(), [self.public]
+        for sc in self._scope_of.values():
+            if id(sc) not in seen:
+                seen.add(id(sc))
+                out.append(sc)
+        return out
 
     # ------------------------------------------------------------------ declarations
     def declare_types(self, items: list[A.Stmt]) -> None:
         structs = [i for i in items if isinstance(i, A.StructDecl)]
         for s in structs:   # placeholders first, so fields may point at any struct
+            self.enter(s)
             self.define(s.name, TypeSym(s.name, StructType(self._ir_name(s), ())), s.span)
         for e in (i for i in items if isinstance(i, A.EnumDecl)):
+            self.enter(e)
             self.define(e.name, TypeSym(e.name, I64, enum=e.name), e.span)
             self._declare_enum(e)
         for s in structs:
             self._complete_struct(s, set())
+        self.globals = self.public
 
     def _complete_struct(self, s: A.StructDecl, active: set[str]) -> StructType:
         name = self._ir_name(s)
         if name in self.structs.by_name:
             return self.structs.by_name[name]
         fields, seen = [], set()
+        outer = self.enter(s)               # field types resolve in s's own module
         active.add(s.name)
         for f in s.fields:
             if f.name in seen:
@@ -165,8 +241,9 @@ class ProgramLowerer:
         active.discard(s.name)
         full = StructType(name, tuple(fields))
         self.structs.by_name[name] = full
-        self.globals.names[s.name] = TypeSym(s.name, full)
+        self._bind(s.name, TypeSym(s.name, full))
         self.module.structs[name] = full
+        self.globals = outer
         return full
 
     def _declare_enum(self, e: A.EnumDecl) -> None:
@@ -192,6 +269,12 @@ class ProgramLowerer:
         for d in items:
             if not isinstance(d, A.FnDecl):
                 continue
+            self.enter(d)
+            shared = self._externs.get(self._ir_name(d)) if d.is_extern else None
+            if shared is not None and shared.decl.body is None and \
+                    self.globals.names.get(d.name) in (None, shared):
+                self._bind(d.name, shared)  # the same extern declared by another module
+                continue
             prev = self.globals.names.get(d.name)
             if isinstance(prev, FnSym) and (prev.decl.body is None or d.body is None) \
                     and not d.is_kernel:
@@ -204,12 +287,19 @@ class ProgramLowerer:
                 continue
             sym = self._fn_sym(d)
             self.define(d.name, sym, d.span)
+            if d.is_extern:
+                self._externs[self._ir_name(d)] = sym
             if d.body is not None:
                 bodies.append(d)
-        for name, sym in self.globals.names.items():
-            if isinstance(sym, FnSym) and sym.decl.body is None and not sym.is_extern:
-                self.bag.error("E0105", f"function `{name}` is declared but never defined",
-                               sym.decl.span)
+        self.globals = self.public
+        reported = set()
+        for scope in self._all_scopes():
+            for name, sym in scope.names.items():
+                if isinstance(sym, FnSym) and sym.decl.body is None and \
+                        not sym.is_extern and id(sym) not in reported:
+                    reported.add(id(sym))
+                    self.bag.error("E0105", f"function `{name}` is declared but never "
+                                   "defined", sym.decl.span)
         return bodies
 
     def _fn_sym(self, d: A.FnDecl) -> FnSym:
@@ -230,12 +320,13 @@ class ProgramLowerer:
                                      block_shape=d.kernel_block, per_warp=sym.per_warp,
                                      span=d.span)
             return sym
-        if self.gpu and d.name in self.device_fns:
+        if self.gpu and name in self.device_fns:
             params = [self._device_param(d.name, i, t) for i, t in enumerate(params)]
             sym.params = params
         named = [(p.name, t) for p, t in zip(d.params, params)]
         if d.is_extern:
             sym.fn = self.b.extern_function(name, named, ret, link_name=d.link_name)
+            sym.fn.span = d.span        # an unresolved link symbol points here
         else:
             linkage = "export" if (d.exported or d.name == "main") else "internal"
             sym.fn = self.b.function(name, named, ret, linkage=linkage, span=d.span)
@@ -278,17 +369,25 @@ class ProgramLowerer:
     def declare_globals(self, items: list[A.Stmt]) -> None:
         for d in items:
             if isinstance(d, A.VarDecl):
+                self.enter(d)
                 lower_global(self, d)
+        self.globals = self.public
 
     # ------------------------------------------------------------------ device call graph
     def compute_device_fns(self, items: list[A.Stmt]) -> None:
-        """Names of ordinary functions reachable from a kernel by direct calls (AST walk)."""
-        fns = {d.name: d for d in items if isinstance(d, A.FnDecl) and d.body is not None}
-        work = [d for d in fns.values() if d.is_kernel]
+        """IR names of ordinary functions reachable from a kernel by direct calls (AST
+        walk); a callee name resolves in the caller's module (private names first)."""
+        decls = [d for d in items if isinstance(d, A.FnDecl) and d.body is not None]
+        fns = {self._ir_name(d): d for d in decls}
+        private = {(id(self._scope_of.get(id(d))), d.name): self._ir_name(d)
+                   for d in decls if d.internal_name}
+        work = [d for d in decls if d.is_kernel]
         seen: set[str] = set()
         while work:
             d = work.pop()
-            for callee in self.body_facts(d.body).called:
+            where = id(self._scope_of.get(id(d)))
+            for name in self.body_facts(d.body).called:
+                callee = private.get((where, name), name)
                 if callee in fns and callee not in seen and not fns[callee].is_kernel:
                     seen.add(callee)
                     work.append(fns[callee])
@@ -312,9 +411,11 @@ class ProgramLowerer:
         bodies = self.declare_functions(items)
         self.declare_globals(items)
         for d in bodies:
+            self.enter(d)
             sym = self.globals.names.get(d.name)
             if isinstance(sym, FnSym) and sym.fn is not None and not sym.fn.blocks:
                 FunctionLowerer(self, sym).lower()
+        self.globals = self.public
         return self.module
 
 

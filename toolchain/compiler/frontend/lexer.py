@@ -37,6 +37,7 @@ _SCAN = re.compile(r"""[ \t\r\f\v]*(?:
     |(?P<ws>[ \t\r\f\v]+$)
 )""", re.VERBOSE)
 
+_U64_MAX = (1 << 64) - 1    # an integer literal beyond it is E0005 (§1: literals never wrap)
 _SUFFIX = re.compile(r"[A-Za-z0-9_]+")
 _COMMENT_EDGE = re.compile(r"/\*|\*/")
 _STRING_BODY = re.compile(r'"((?:[^"\\]|\\.)*)"', re.DOTALL)
@@ -66,8 +67,8 @@ class _Scanner:
     def span(self, start: int, end: int) -> Span:
         return Span(self.path, self.line, start - self.line_start + 1, max(1, end - start))
 
-    def fail(self, msg: str, start: int, end: int) -> None:
-        self.bag.error("E0001", msg, self.span(start, end))
+    def fail(self, msg: str, start: int, end: int, code: str = "E0001") -> None:
+        self.bag.error(code, msg, self.span(start, end))
 
     def advance_lines(self, start: int, end: int) -> None:
         """Account for newlines inside a multi-line lexeme spanning [start, end)."""
@@ -164,7 +165,12 @@ class _Scanner:
         else:
             base = {"dec": 10, "hex": 16, "bin": 2}[kind]
             digits = lit if base == 10 else lit[2:]
-            self.emit(INT, start, end, int(digits, base))
+            value = int(digits, base)
+            if value > _U64_MAX:        # wider than every integer type: never wrap it
+                self.fail(f"integer literal {lit} does not fit in any integer type (the "
+                          f"largest, uint64, ends at {_U64_MAX})", start, end, "E0005")
+                value = 0
+            self.emit(INT, start, end, value)
         return end
 
     def block_comment(self, start: int) -> int:

@@ -248,7 +248,7 @@ class ExprMixin:
     def expr_Name(self, e: A.Name, hint):
         sym = self.lookup(e.name)
         if sym is None:
-            raise self.fail("E0101", f"undefined name `{e.name}`", e.span)
+            raise self.fail(*self.ctx.unknown(e.name, "name"), e.span)
         if isinstance(sym, TypeSym):
             raise self.fail("E0201", f"type `{e.name}` used as a value", e.span)
         if isinstance(sym, FnSym):
@@ -284,7 +284,7 @@ class ExprMixin:
                     sym.kind != "gpu":
                 return sym.storage
             if sym is None:
-                raise self.fail("E0101", f"undefined name `{e.name}`", e.span)
+                raise self.fail(*self.ctx.unknown(e.name, "name"), e.span)
             raise self.fail("E0109", f"`{e.name}` has no address here", e.span)
         if isinstance(e, A.Index):
             base, count = self.index_base(e.base)
@@ -363,7 +363,7 @@ class ExprMixin:
         sym = self.lookup(target.name) if isinstance(target, A.Name) else None
         if isinstance(target, A.Name):
             if sym is None:
-                raise self.fail("E0101", f"undefined name `{target.name}`", target.span)
+                raise self.fail(*self.ctx.unknown(target.name, "name"), target.span)
             if not isinstance(sym, VarSym) or sym.is_const or sym.kind == "const":
                 raise self.fail("E0106", f"cannot assign to `{target.name}`", target.span)
             if sym.kind == "gpu":

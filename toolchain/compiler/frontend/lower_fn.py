@@ -52,7 +52,7 @@ class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, C
         self.assigned: set[int] | None = set()
         self.loops: list[LoopCtx] = []
         self.in_kernel = sym.is_kernel
-        self.device = sym.is_kernel or (ctx.gpu and sym.name in ctx.device_fns)
+        self.device = sym.is_kernel or (ctx.gpu and (sym.decl.internal_name or sym.name) in ctx.device_fns)
         names = ctx.body_facts(self.decl.body)
         self.addr_taken = names.addr_taken
         self.assigned_names = names.assigned

@@ -301,6 +301,9 @@ class OpsMixin:
     def expr_Member(self, e: A.Member, hint):
         if self.is_index_builtin(e):
             return self.index_builtin(e)
+        key = self.ctx.qualified(e, self.lookup, self.fail)
+        if key is not None:                    # `alias.x` through `import ... as`
+            return self.expr_Name(A.Name(key, span=e.span), hint)
         return self.b.load(self.addr(e))
 
     def expr_SizeOf(self, e: A.SizeOf, hint):
@@ -324,6 +327,10 @@ class OpsMixin:
         if e.type_args:
             raise self.fail("E0009", "generic calls are not supported yet", e.span)
         callee = e.callee
+        if isinstance(callee, A.Member):       # `alias.f(...)` through `import ... as`
+            key = self.ctx.qualified(callee, self.lookup, self.fail)
+            if key is not None:
+                callee = A.Name(key, span=callee.span)
         if isinstance(callee, A.Name):
             sym = self.lookup(callee.name)
             if sym is None or (isinstance(sym, FnSym) and sym.is_extern and
@@ -331,7 +338,7 @@ class OpsMixin:
                 if self.is_gpu_builtin(callee.name, sym):
                     return self.gpu_call(e, callee.name, sym, discard)
                 if sym is None:
-                    raise self.fail("E0101", f"undefined function `{callee.name}`",
+                    raise self.fail(*self.ctx.unknown(callee.name, "function"),
                                     callee.span)
             if isinstance(sym, FnSym):
                 return self.direct_call(e, sym, discard)
@@ -340,7 +347,7 @@ class OpsMixin:
         if not isinstance(fp.type, FnPtrType):
             raise self.fail("E0107", f"{describe(fp.type)} is not callable", callee.span)
         args = self._args(e, list(fp.type.params), None)
-        return self._void_check(self.b.call_indirect(fp, args), e, discard)
+        return self._void_check(self.b.call_indirect(fp, args, span=e.span), e, discard)
 
     def _no_named(self, e: A.Call) -> None:
         if e.named_args:

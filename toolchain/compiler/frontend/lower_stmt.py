@@ -375,7 +375,8 @@ class StmtMixin:
         enum = self.enum_of(s.subject)
         is_bool = self._subj_bool
         if enum is not None:
-            values = {sym.storage: n for n, sym in self.ctx.globals.names.items()
+            values = {sym.storage: n for sc in (self.ctx.public, self.ctx.globals)
+                      for n, sym in sc.names.items()     # its module's scope, then public
                       if isinstance(sym, VarSym) and sym.enum == enum and sym.kind == "const"}
             missing = [n for v, n in values.items() if v not in covered]
             if missing:

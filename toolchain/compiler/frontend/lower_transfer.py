@@ -1,7 +1,7 @@
 """Lowering of `tensor_transfer_workgroup` (LANGUAGE.md §11, gpu.md "Multidimensional tensor
 transfers") to the neutral `tensor.transfer` operation (ir/transfer.py).
 
-    tensor_transfer_workgroup(dst, src, rank: R, element: FMT, direction: load|store|...,
+    tensor_transfer_workgroup(dst, src, rank: R, element: FMT, [direction: load|store|...,]
         bounds: zero, extentD:, strideD: (bytes), tileD:, element_strideD:, coordinateD:,
         view: uint8*)                                   for D in 0..R-1
 
@@ -9,8 +9,9 @@ extent, stride and tile are positive compile-time constants (stride0 defaults to
 element size and must equal it: dimension 0 is contiguous); element strides are constants
 1..8 (default 1); coordinates are signed run-time int32 values (default 0). A load reads
 from a global pointer into a workgroup pointer, a store the reverse; both point to the
-element's storage type (f16/bf16: uint16, f32: float32, ...). Misuse is E0324 with the
-option's location.
+element's storage type (f16/bf16: uint16, f32: float32, ...). Without `direction:` the
+operands' spaces decide: workgroup dst + global src is a load, the reverse a store, any
+other pair an E0324 that asks for it. Misuse is E0324 with the option's location.
 """
 from __future__ import annotations
 
@@ -42,7 +43,12 @@ def transfer_call(lw, e: A.Call):
     if not 1 <= rank <= X.MAX_RANK:
         raise lw.fail(CODE, f"`rank:` must be 1 to {X.MAX_RANK}, not {rank}", opts["rank"][1])
     element = _word(lw, opts, "element", tuple(X.ELEMENTS), e)
-    direction = X.DIRECTIONS[_word(lw, opts, "direction", tuple(X.DIRECTIONS), e)]
+    given = None
+    if "direction" in opts:
+        direction = X.DIRECTIONS[_word(lw, opts, "direction", tuple(X.DIRECTIONS), e)]
+    else:                       # the operands' memory spaces decide (see _infer_direction)
+        given = (lw.value(e.args[0], None), lw.value(e.args[1], None))
+        direction = _infer_direction(lw, e, *given)
     bounds = _word(lw, opts, "bounds", ("zero",), e, default="zero")
     for name, (_, span) in opts.items():
         digit = name[-1]
@@ -64,8 +70,8 @@ def transfer_call(lw, e: A.Call):
     storage = X.ELEMENTS[element]
     gsp, wsp = "global", "workgroup"
     dst_space, src_space = (wsp, gsp) if desc.loads else (gsp, wsp)
-    dst = _pointer(lw, e.args[0], storage, dst_space, "dst", element)
-    src = _pointer(lw, e.args[1], storage, src_space, "src", element)
+    dst = _pointer(lw, e.args[0], storage, dst_space, "dst", element, given and given[0])
+    src = _pointer(lw, e.args[1], storage, src_space, "src", element, given and given[1])
     coords = [lw.rvalue(opts[f"coordinate{d}"][0], I32) if f"coordinate{d}" in opts
               else lw.b.const(I32, 0) for d in range(rank)]
     operands, roles = [dst, src, *coords], ("dst", "src", *X.ROLE_COORDS[:rank])
@@ -80,8 +86,28 @@ def transfer_call(lw, e: A.Call):
                      span=e.span)
 
 
-def _pointer(lw, expr, storage, space: str, what: str, element: str):
-    v = lw.value(expr, None)
+def _space(t) -> str:
+    return f"a {t.space} pointer" if isinstance(t, PtrType) else describe(t)
+
+
+def _infer_direction(lw, e: A.Call, dst, src) -> str:
+    """Without `direction:`, a workgroup destination and a global source make a load and
+    the reverse a store; any other pair (generic pointers, say) cannot decide it."""
+    spaces = tuple(v.type.space if isinstance(v.type, PtrType) else None for v in (dst, src))
+    if spaces == ("workgroup", "global"):
+        return X.DIRECTIONS["load"]
+    if spaces == ("global", "workgroup"):
+        return X.DIRECTIONS["store"]
+    raise lw.fail(CODE, f"tensor_transfer_workgroup needs `direction:` here: `dst` is "
+                  f"{_space(dst.type)} and `src` {_space(src.type)}, so their memory "
+                  "spaces do not say which way the tile moves", e.span,
+                  help="write `direction: load` (global -> workgroup) or `direction: "
+                  "store` (workgroup -> global); it is inferred only from a workgroup and "
+                  "a global pointer")
+
+
+def _pointer(lw, expr, storage, space: str, what: str, element: str, v=None):
+    v = v if v is not None else lw.value(expr, None)
     t = v.type
     if not (isinstance(t, PtrType) and t.pointee == storage and t.space == space):
         raise lw.fail(CODE, f"`{what}` must be a {space} pointer to {describe(storage)} "

@@ -84,6 +84,7 @@ class LoadedModule:
     ast: A.Module
     key: str                        # short hash of the real path; used in internal names
     public: set[str] = field(default_factory=set)
+    defines: set[str] = field(default_factory=set)    # public names it defines (no externs)
     hidden: dict[str, str] = field(default_factory=dict)
     uses_export: bool = False
     imports: list[ImportBinding] = field(default_factory=list)
@@ -182,6 +183,8 @@ def _apply_visibility(mod: LoadedModule, is_entry: bool) -> None:
         names = [d.name] + ([v.name for v in d.variants] if isinstance(d, A.EnumDecl) else [])
         if not mod.uses_export or d.exported or is_entry:
             mod.public.update(names)
+            if not getattr(d, "is_extern", False) and getattr(d, "body", True) is not None:
+                mod.defines.update(names)
             continue
         for n in names:
             mod.hidden[n] = f"__import_{mod.key}_{n}"
@@ -249,10 +252,35 @@ class _Loader:
         if imp.names is not None:
             names = [n.name for n in imp.names]
             for n in imp.names:
-                if n.name not in target.public:
+                if n.name in target.hidden:
+                    self.bag.error("E0110", f"`{n.name}` is private to module "
+                                   f"'{target.path}'; only its exported names can be "
+                                   "imported", n.span)
+                elif n.name not in target.public:
                     self.bag.error("E0105", f"'{n.name}' is not a public name of "
                                    f"'{imp.path}'", n.span)
         mod.imports.append(ImportBinding(target, imp.alias, names, imp.span))
+
+
+def _check_public_collisions(order: list[LoadedModule], bag: DiagnosticBag) -> None:
+    """All public names share one scope, so two modules defining the same public name
+    collide: reported at the first import (in load order) that brings in the second
+    definer, naming both modules. Externs are exempt: they may be declared anywhere."""
+    first_import: dict[int, Span] = {}
+    for mod in order:
+        for b in mod.imports:
+            first_import.setdefault(id(b.module), b.span)
+    owner: dict[str, LoadedModule] = {}
+    for mod in order:
+        for name in sorted(mod.defines):
+            prev = owner.setdefault(name, mod)
+            if prev is mod:
+                continue
+            span = first_import.get(id(mod)) or first_import.get(id(prev))
+            bag.error("E0103", f"`{name}` is public in both '{prev.path}' and "
+                      f"'{mod.path}'; the import brings two definitions into one scope",
+                      span, help="export one of them under another name, or stop "
+                                 "exporting one")
 
 
 def load_program(entry_path: str | os.PathLike, include_dirs=(),
@@ -263,5 +291,7 @@ def load_program(entry_path: str | os.PathLike, include_dirs=(),
     here = _clean(os.fspath(cwd)) if cwd is not None else os.getcwd()
     loader = _Loader(include_dirs, stdlib_root(stdlib_dir, here), here, target_os)
     loader.load(_clean(os.fspath(entry_path)), str(entry_path), None, True)
+    if not loader.bag.error_count:
+        _check_public_collisions(loader.order, loader.bag)
     loader.bag.raise_if_errors()
     return Program(loader.order, [d for d in loader.bag.items if d.severity == "warning"])

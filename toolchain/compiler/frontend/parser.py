@@ -22,7 +22,7 @@ from __future__ import annotations
 import sys
 
 from . import ast as A
-from ..diagnostics import MAX_ERRORS, CompileError, DiagnosticBag, Span
+from ..diagnostics import MAX_ERRORS, CompileError, DiagnosticBag, Span, error
 from .expr_parser import ExprParser, describe
 from .tokens import ASSIGN_OPS, EOF, IDENT, INT, STRING, Token
 
@@ -696,15 +696,16 @@ class Parser(ExprParser):
             self.i += 1
             if w.text in ORDERS:
                 if order is not None:
-                    raise self.err("a barrier takes one memory order", w)
+                    raise error("E0323", "a barrier takes one memory order", w.span)
                 order = w.text
             elif w.text in REGIONS:
                 if w.text in regions:
-                    raise self.err(f"duplicate barrier region '{w.text}'", w)
+                    raise error("E0323", f"duplicate barrier region '{w.text}'", w.span)
                 regions.append(w.text)
             else:
-                raise self.err(f"unknown barrier argument '{w.text}' (regions: workgroup, "
-                               "global; orders: acquire, release, acq_rel, seq_cst)", w)
+                raise error("E0323", f"unknown barrier argument '{w.text}' (regions: "
+                            "workgroup, global; orders: acquire, release, acq_rel, seq_cst)",
+                            w.span)
             if not self.accept(","):
                 break
         self.expect(")", "')' or ','")

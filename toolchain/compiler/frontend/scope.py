@@ -51,6 +51,15 @@ class TypeSym:
     enum: str | None = None         # set for enums (type is I64)
 
 
+@dataclass(eq=False)
+class ModuleAlias:
+    """`import "path" as name;`: `name.x` reaches module `path`'s public name `x`."""
+    name: str
+    path: str
+    public: frozenset
+    hidden: frozenset
+
+
 @dataclass
 class Scope:
     parent: Scope | None = None

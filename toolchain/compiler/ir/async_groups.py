@@ -46,25 +46,34 @@ def verify_function_groups(fn: Function, bag: DiagnosticBag) -> None:
     if not any(i.op.startswith("async.") for i in fn.instructions()):
         return
     entry_state: dict[int, tuple[bool, int]] = {id(fn.blocks[0]): (False, 0)}
+    # per block entry, the source span of the last async operation on the path there: a
+    # report without a span of its own (an implicit return, a join) points at it
+    entry_where: dict[int, object] = {id(fn.blocks[0]): fn.span}
     reported: set[int] = set()
     for blk in reverse_postorder(fn):
         if id(blk) not in entry_state:
             continue                  # reached only through a back edge from a later block
-        state = entry_state[id(blk)]
+        state, where = entry_state[id(blk)], entry_where[id(blk)]
         for ins in blk.instrs:
             state = _transfer(ins, state, bag, fn)
+            if ins.op.startswith("async.") and ins.span is not None:
+                where = ins.span
             if ins.op == "ret" and state != (False, 0):
                 what = "an uncommitted copy group" if state[0] else \
                     f"{state[1]} committed group(s) not waited for"
-                bag.error("E0420", f"`{fn.name}` can exit with {what}", ins.span,
+                last = "copied" if state[0] else "committed"
+                bag.error("E0420", f"`{fn.name}` can exit with {what}"
+                          + ("" if ins.span else f" (last {last} here)"), ins.span or where,
                           help="commit every copy and async_copy_wait(0) before returning")
         for succ in blk.successors:
             seen = entry_state.setdefault(id(succ), state)
+            entry_where.setdefault(id(succ), where)
             if seen != state and id(succ) not in reported:
                 reported.add(id(succ))
-                bag.error("E0422", f"async copy groups differ between paths joining at "
-                          f"`{succ.name}` in `{fn.name}` ({_fmt(seen)} vs {_fmt(state)})",
-                          blk.terminator.span if blk.terminator else None)
+                bag.error("E0422", f"async copy groups differ between paths that join "
+                          f"after this point in `{fn.name}` ({_fmt(seen)} on one, "
+                          f"{_fmt(state)} on the other)", where,
+                          help="make every path copy, commit and wait alike")
 
 
 def _fmt(state: tuple[bool, int]) -> str:

@@ -25,11 +25,18 @@ block (`kernel(block = ...)`) is held to these conditions (W = 32): where its sh
 one, the derivation is not applied; an undeclared launch shape is the caller's
 precondition (docs/language_rules.md).
 
+Copies: a local (or an SSA phi) all of whose stores (incoming values) equal thread.x, or
+are k * subgroup_size(), is itself such a value, so `var t = thread.x; var w = t / 32;`
+derives what `thread.x / 32` does, with or without -O (greatest fixpoint over the stores;
+a local is read only after a store, which the frontend enforces).
+
 Control dependence: a block inside the region that a conditional branch controls (reachable
 from its successors before the branch's immediate post-dominator) inherits the branch
 condition's rank, which also covers loops whose trip count varies. A local written under
 control of rank r has at least rank r. Helper parameter ranks and entry control ranks are
-joined from every reachable call site. Errors: E0410 barrier under non-workgroup-uniform
+joined from every reachable call site. A phi is at least as varying as the control of
+each predecessor it merges from, as a local stored there would be (so the SSA form of -O
+derives the same ranks as the local slots of a plain build). Errors: E0410 barrier under non-workgroup-uniform
 control, E0411 subgroup collective under varying control, E0412 varying broadcast lane,
 E0413 tensor operation under control that varies at its scope, E0414 a tensor operand
 (pointer, runtime stride, region control or scalar) that varies at its scope.
@@ -72,6 +79,7 @@ class _FunctionState:
         self.swept = False                # lane_x and width are complete after one sweep
         self.applied: dict[int, int] = {}   # cbr block -> the rank spread over its region
         self.calls: list | None = None      # (block, call) of the program's callees
+        _seed_copies(self)
 
 
 def _value_rank(st: _FunctionState, v) -> int:
@@ -86,6 +94,74 @@ def _value_rank(st: _FunctionState, v) -> int:
     if isinstance(v, Instr):
         return st.rank.get(id(v), WORKGROUP)
     return VARYING
+
+
+def _seed_copies(st: _FunctionState) -> None:
+    """Put into lane_x / width the local.get and phi results that copy such values
+    (module docstring, "Copies"). Greatest fixpoint: start from every stored-to local and
+    every phi, drop those with an incoming value that is not of the kind, until stable."""
+    stores: dict[int, list] = {}
+    gets: dict[int, list] = {}
+    phis: list[Instr] = []
+    for blk in st.order:
+        for ins in blk.instrs:
+            if ins.op == "local.set":
+                stores.setdefault(id(ins.operands[0]), []).append(ins.operands[1])
+            elif ins.op == "local.get":
+                gets.setdefault(id(ins.operands[0]), []).append(ins)
+            elif ins.op == "phi":
+                phis.append(ins)
+    for kind, into in ((_is_lane_x, st.lane_x), (_is_width, st.width)):
+        locs, ph = set(stores), {id(p) for p in phis}
+        changed = True
+        while changed:
+            changed = False
+            for loc, vals in stores.items():
+                if loc in locs and not all(kind(v, locs, ph) for v in vals):
+                    locs.discard(loc)
+                    changed = True
+            for p in phis:
+                if id(p) in ph and not (p.operands and
+                                        all(kind(v, locs, ph) for v in p.operands)):
+                    ph.discard(id(p))
+                    changed = True
+        into.update(id(g) for loc in locs for g in gets.get(loc, ()))
+        into.update(ph)
+
+
+def _is_lane_x(v, locs: set, phis: set) -> bool:
+    """`v` equals thread.x, given the locals/phis still assumed to."""
+    while v.__class__ is Instr and v.op == "convert" and _keeps_value(v):
+        v = v.operands[0]
+    if v.__class__ is not Instr:
+        return False
+    if v.op == "gpu.index":
+        return v.attrs["kind"] == "thread" and v.attrs["axis"] == "x"
+    if v.op == "local.get":
+        return id(v.operands[0]) in locs
+    return v.op == "phi" and id(v) in phis
+
+
+def _is_width(v, locs: set, phis: set) -> bool:
+    """`v` is a positive constant multiple of subgroup_size() (as _track_width)."""
+    if v.__class__ is not Instr:
+        return False
+    op, ops = v.op, v.operands
+    if op == "subgroup.size":
+        return True
+    if op == "convert":
+        return _keeps_value(v) and _is_width(ops[0], locs, phis)
+    if op == "local.get":
+        return id(ops[0]) in locs
+    if op == "phi":
+        return id(v) in phis
+    if not (v.type.is_int and v.type.bits >= 32):
+        return False
+    if op == "mul":
+        return any(_is_width(o, locs, phis) for o in ops) and \
+            any(_positive_const(o) and o.value < 1 << 16 for o in ops)
+    return op == "shl" and _is_width(ops[0], locs, phis) and isinstance(ops[1], Const) \
+        and isinstance(ops[1].value, int) and 0 <= ops[1].value < 16
 
 
 def _positive_const(v) -> bool:
@@ -148,6 +224,13 @@ def _instr_rank(st: _FunctionState, ins: Instr, first: bool = True) -> int:
         return SUBGROUP
     if op == "local.get":
         return st.locals[id(ins.operands[0])]
+    if op == "phi":                       # merged under its predecessors' control
+        r = st.entry_ctrl
+        for b in ins.targets:
+            r = max(r, st.ctrl.get(id(b), WORKGROUP))
+        for o in ins.operands:
+            r = max(r, _value_rank(st, o))
+        return r
     if op == "subgroup.ballot":
         return max(SUBGROUP, _value_rank(st, ins.operands[1]))
     if op in _SUBGROUP_RESULTS:

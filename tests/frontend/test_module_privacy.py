@@ -1,0 +1,106 @@
+"""Module privacy (docs/reference/modules.md): a module that uses `export` keeps its other
+top-level names to itself. Importers cannot see them (E0110, located at the use), private
+names of different modules never collide, and two modules exporting one name collide at
+the import (E0103). Runs the real CLI: errors are checked as the user sees them, and the
+programs that compile are run."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.host.support import REPO, compile_cmd, run
+
+GEOM = """export fn area(w: int32, h: int32) -> int32 { return helper(w) * h; }
+export struct Box { w: int32; }
+fn helper(x: int32) -> int32 { return x + 0 * SECRET_SEED; }
+fn secret() -> int32 { return 42; }
+const SECRET_SEED: int32 = 7;
+struct Hidden { v: int32; }
+"""
+OTHER = """export fn twice(x: int32) -> int32 { return helper(x) * 2; }
+fn helper(x: int32) -> int32 { return x + 100; }
+"""
+
+
+def _tree(tmp_path: Path, main: str) -> Path:
+    (tmp_path / "geom.mettle").write_text(GEOM)
+    (tmp_path / "other.mettle").write_text(OTHER)
+    (tmp_path / "a.mettle").write_text("export fn f() -> int32 { return 1; }\n")
+    (tmp_path / "b.mettle").write_text("export fn f() -> int32 { return 2; }\n")
+    entry = tmp_path / "main.mettle"
+    entry.write_text(main)
+    return entry
+
+
+def _build(tmp_path: Path, main: str) -> subprocess.CompletedProcess:
+    entry = _tree(tmp_path, main)
+    return subprocess.run(compile_cmd("--build", str(entry), "-o", str(tmp_path / "prog")),
+                          cwd=REPO, capture_output=True, text=True)
+
+
+def _refused(tmp_path: Path, main: str, code: str, line: int, col: int) -> str:
+    r = _build(tmp_path, main)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"error[{code}]" in r.stderr, r.stderr
+    assert f"main.mettle:{line}:{col}" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "prog").exists()
+    return r.stderr
+
+
+def test_private_function_is_invisible_to_an_importer(tmp_path):
+    err = _refused(tmp_path, 'import "geom";\nfn main() -> int32 { return secret(); }\n',
+                   "E0110", 2, 29)
+    assert "`secret` is private to module" in err and "geom.mettle" in err
+    assert "__import_" not in err
+
+
+def test_private_const_and_struct_are_invisible(tmp_path):
+    _refused(tmp_path, 'import "geom";\nfn main() -> int32 { return SECRET_SEED; }\n',
+             "E0110", 2, 29)
+    err = _refused(tmp_path, 'import "geom";\nfn main() -> int32 { var h: Hidden; '
+                   'return 0; }\n', "E0110", 2, 29)
+    assert "`Hidden` is private" in err
+
+
+def test_selective_and_aliased_imports_respect_privacy(tmp_path):
+    _refused(tmp_path, 'import { area, secret } from "geom";\n'
+             'fn main() -> int32 { return area(1, 1); }\n', "E0110", 1, 16)
+    _refused(tmp_path, 'import "geom" as g;\nfn main() -> int32 { return g.secret(); }\n',
+             "E0110", 2, 29)
+    _refused(tmp_path, 'import "geom" as g;\nfn main() -> int32 { return g.nothing(); }\n',
+             "E0101", 2, 29)
+
+
+def test_private_names_of_two_modules_never_collide(tmp_path):
+    # geom's helper(x) = x, other's helper(x) = x + 100: each module calls its own.
+    r = _build(tmp_path, 'import "geom";\nimport "other";\n'
+               'fn helper() -> int32 { return 1000; }\n'
+               'fn main() -> int32 { return area(2, 3) + twice(1) + helper() - 1000; }\n')
+    assert r.returncode == 0, r.stderr
+    assert run(tmp_path / "prog").returncode == 6 + 202
+
+
+def test_alias_reaches_exported_names(tmp_path):
+    r = _build(tmp_path, 'import "geom" as g;\n'
+               'fn main() -> int32 { var b: Box; b.w = 4; return g.area(b.w, 5); }\n')
+    assert r.returncode == 0, r.stderr
+    assert run(tmp_path / "prog").returncode == 20
+
+
+def test_colliding_exports_are_an_error_at_the_import(tmp_path):
+    err = _refused(tmp_path, 'import "a";\nimport "b";\nfn main() -> int32 { return f(); }\n',
+                   "E0103", 2, 1)
+    assert "`f` is public in both" in err and "a.mettle" in err and "b.mettle" in err
+
+
+def test_an_entry_name_colliding_with_an_export_is_an_error_at_the_import(tmp_path):
+    _refused(tmp_path, 'import "a";\nfn f() -> int32 { return 3; }\n'
+             'fn main() -> int32 { return f(); }\n', "E0103", 1, 1)
+
+
+def test_switch_over_an_imported_enum_sees_all_its_variants(tmp_path):
+    (tmp_path / "col.mettle").write_text("export enum Color { Red, Green }\n")
+    err = _refused(tmp_path, 'import "col";\nfn f(c: Color) -> int32 { switch (c) '
+                   '{ case Red: return 1; } return 0; }\nfn main() -> int32 { return f(Green); }\n',
+                   "E0015", 2, 27)
+    assert "missing Green" in err
