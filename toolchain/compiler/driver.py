@@ -49,6 +49,7 @@ class Result:
     timings: dict[str, float] = field(default_factory=dict)
     explain: str | None = None        # the --explain report
     objects: object | None = None     # the target's in-memory form (PTX: ptx.instr.PtxModule)
+    signature: dict | None = None     # GPU output: the kernels' typed parameters (signature.py)
 
 
 class _Timer:
@@ -98,6 +99,10 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                  stdlib_dir=opts.stdlib_dir, gpu=gpu,
                                  source_text=source_text, target_os=host_os(opts),
                                  ssa=gpu and optimizing)
+    signature = None
+    if gpu:                       # read before the optimizer: the source's parameter types
+        from .signature import of_module
+        signature = of_module(module, opts.emit)
     if optimizing:
         from .opt.manager import OptOptions, optimize
         module.opt_level = 1      # host backends allocate registers in optimised modules
@@ -110,7 +115,17 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
     ir_text = format_module(module) if opts.dump_ir else None
     data, objects = timer.run("codegen", _generate, module, opts)
     explain = module.remarks.format() if opts.explain else None
-    return Result(data, warnings, ir_text, timer.phases, explain, objects)
+    return Result(data, warnings, ir_text, timer.phases, explain, objects, signature)
+
+
+def dependencies(path: str, opts: Options) -> list[str]:
+    """Every source file a compile of `path` with `opts` reads: the entry and each module it
+    imports, transitively (parsed, not compiled), in dependency order. The Python runtime's
+    cache keys on their contents."""
+    from .frontend.modules import load_program
+    program = load_program(path, tuple(opts.include_dirs), opts.stdlib_dir,
+                           target_os=host_os(opts))
+    return [m.path for m in program.modules]
 
 
 def _honour_directives(module, opts: Options, gpu: bool) -> None:
@@ -173,5 +188,5 @@ def write_atomic(path: str, data: bytes, executable: bool = False) -> None:
         raise
 
 
-__all__ = ["Options", "Result", "compile_file", "default_output", "write_atomic",
+__all__ = ["Options", "Result", "compile_file", "default_output", "dependencies", "write_atomic",
            "CompileError"]
