@@ -9,13 +9,12 @@ Format (JSON, keys sorted, deterministic):
                   "params": [{"name": "a", "type": "float32*", "kind": "pointer",
                               "element": "float32", "space": "global", "size": 8},
                              {"name": "n", "type": "int32", "kind": "scalar", "size": 4}]}]}
-`kind` is "scalar" (int8..int64, uint8..uint64, float32, float64, bool), "pointer" (element:
-a scalar name, "void", "pointer" or "struct NAME") or "aggregate" (a struct or array passed
-by value; `type` names it). Kernels are in declaration order.
+`kind` is "scalar" (int8..int64, uint8..uint64, float32, float64, bool) or "pointer"
+(element: the scalar it points to); kernels take nothing else today (E0302), and any other
+type is written as kind "aggregate" with its `type` and `size`, so a reader can refuse it by
+name. Kernels are in declaration order.
 """
 from __future__ import annotations
-
-import json
 
 FORMAT = "mettle.signature/1"
 
@@ -61,4 +60,5 @@ def of_module(module, target: str) -> dict:
 
 
 def dumps(doc: dict) -> str:
+    import json        # here, not at the top: a compile without --emit-signature skips it
     return json.dumps(doc, indent=1, sort_keys=True) + "\n"

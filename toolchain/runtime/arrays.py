@@ -172,6 +172,8 @@ def _classify(cls: type) -> Callable:
         return _host(name)
 
     def refuse(a):
+        if hasattr(a, "__cuda_array_interface__"):     # set on the instance, not the class
+            return _cuda_array_interface(a)
         raise NotAnArray(f"got {name}, not an array: pass a device array (mettle, torch, "
                          "CuPy, Numba, JAX, DLPack) or None for a null pointer")
     return refuse

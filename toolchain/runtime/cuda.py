@@ -72,6 +72,15 @@ def device(ordinal: int = 0) -> Device:
     return found
 
 
+def reset() -> None:
+    """Forget every Device (and the driver library), so the next use re-reads
+    METTLE_CUDA_DRIVER; for tests that switch between fake drivers."""
+    _DEVICES.clear()
+    from . import bench
+    bench._FLUSH.clear()
+    driver.reset()
+
+
 def synchronize(ordinal: int = 0) -> None:
     """Wait for all work on the device."""
     device(ordinal).synchronize()
@@ -313,7 +322,8 @@ def _float_converter(single: bool):
 
 
 def _bool_converter(value):
-    if type(value) is bool or type(value).__name__ == "bool_":
+    cls = type(value)
+    if cls is bool or cls.__module__ == "numpy" and cls.__name__ in ("bool", "bool_"):
         return bool(value)
     raise _Bad(TypeError, f"expected a bool, got {type(value).__name__}")
 
@@ -369,40 +379,10 @@ def _pointer_device(ptr: int) -> int:
     return ordinal.value
 
 
-def _aggregate_converter(param: Param):
-    def convert(value):
-        try:
-            data = bytes(memoryview(value).cast("B"))
-        except TypeError:
-            raise _Bad(TypeError, f"a by-value {param.type} takes a bytes-like object of "
-                       f"{param.size} bytes") from None
-        if len(data) != param.size:
-            raise _Bad(ValueError, f"expected {param.size} bytes, got {len(data)}")
-        return data
-    return convert
-
-
-class _AggregateCell:
-    """A by-value struct/array parameter: raw bytes of the parameter's size."""
-
-    def __init__(self, size: int):
-        self.buffer = ctypes.create_string_buffer(size)
-
-    @property
-    def value(self):
-        return self.buffer.raw
-
-    @value.setter
-    def value(self, data: bytes) -> None:
-        ctypes.memmove(self.buffer, data, len(data))
-
-
 def _cell(param: Param):
     if param.kind == "pointer":
         return ctypes.c_uint64()
-    if param.kind == "scalar":
-        return SCALARS[param.type][0]()
-    return _AggregateCell(param.size)
+    return SCALARS[param.type][0]()
 
 
 def _torch_current_stream(ordinal: int) -> int:
@@ -420,18 +400,15 @@ class LaunchPlan:
         self.sig, self.name, self.device = sig, sig.name, device_ordinal
         self.function = function
         self.handle = function.handle
+        unsupported = [p for p in sig.params if p.kind not in ("pointer", "scalar")]
+        if unsupported:    # kernels take scalars and pointers (E0302); a newer compiler?
+            raise LaunchError(sig.name, f"parameter `{unsupported[0].name}` has type "
+                              f"{unsupported[0].type}, which this runtime cannot pass")
         self.cells = [_cell(p) for p in sig.params]
-        self.converters = []
-        for p in sig.params:
-            if p.kind == "pointer":
-                self.converters.append(_pointer_converter(p, device_ordinal))
-            elif p.kind == "scalar":
-                self.converters.append(scalar_converter(p))
-            else:
-                self.converters.append(_aggregate_converter(p))
+        self.converters = [_pointer_converter(p, device_ordinal) if p.kind == "pointer"
+                           else scalar_converter(p) for p in sig.params]
         self.slots = list(zip(self.cells, self.converters))
-        addresses = [ctypes.addressof(c.buffer if isinstance(c, _AggregateCell) else c)
-                     for c in self.cells]
+        addresses = [ctypes.addressof(c) for c in self.cells]
         self.params = (c_void_p * len(addresses))(*addresses) if addresses else None
         self.pointer_params = any(p.kind == "pointer" for p in sig.params)
         self.count = len(sig.params)

@@ -10,6 +10,7 @@ both take an int or up to three ints, as in CUDA (OpenCL runs grid*block work-it
 from __future__ import annotations
 
 from ..providers.cuda.launch import dim3
+from .errors import LaunchError
 from .signature import KernelSignature, Signature
 
 _MAX_GEOMETRIES = 64   # bound launchers kept per kernel
@@ -30,13 +31,13 @@ class Module:
     @property
     def ptx(self) -> str:
         if self.target != "ptx":
-            raise AttributeError(f"{self.origin} is a SPIR-V module; use .spirv")
+            raise ValueError(f"{self.origin} is a SPIR-V module; use .spirv")
         return self.artifact.decode()
 
     @property
     def spirv(self) -> bytes:
         if self.target != "spirv":
-            raise AttributeError(f"{self.origin} is a PTX module; use .ptx")
+            raise ValueError(f"{self.origin} is a PTX module; use .ptx")
         return self.artifact
 
     @property
@@ -92,9 +93,17 @@ class Kernel:
         return self.signature.params
 
     def plan(self):
-        """The launch plan (loads the module onto its device on first use)."""
+        """The launch plan (loads the module onto its device on first use). A driver that
+        refuses the module (or no device) is a LaunchError naming this kernel."""
         if self._plan is None:
-            self._plan = self.module.backend().plan(self.signature)
+            try:
+                self._plan = self.module.backend().plan(self.signature)
+            except LaunchError:
+                raise
+            except RuntimeError as exc:
+                raise LaunchError(self.name, f"cannot load {self.module.origin}: {exc}"
+                                  if not str(exc).startswith("no ") else str(exc),
+                                  exc) from None
         return self._plan
 
     def __getitem__(self, geometry) -> "Launcher":
