@@ -28,6 +28,13 @@ class _AliasLoader(importlib.abc.Loader):
     def exec_module(self, module) -> None:
         pass  # the target module ran when it was imported
 
+    # `python -m mettle.compiler` (runpy) runs the target's code as __main__:
+    def is_package(self, fullname) -> bool:
+        return importlib.util.find_spec(self.target).submodule_search_locations is not None
+
+    def get_code(self, fullname):
+        return importlib.util.find_spec(self.target).loader.get_code(self.target)
+
 
 class _AliasFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):

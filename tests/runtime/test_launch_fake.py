@@ -144,9 +144,10 @@ def test_pointer_errors_name_the_kernel_and_the_parameter(vadd):
         "TypeError: " + head + "got builtins.int, not an array: pass a device array (mettle, " \
         "torch, CuPy, Numba, JAX, DLPack) or None for a null pointer"
     base = mettle.zeros(16)
-    assert pointer_error(vadd, CudaArray(base, shape=(4, 2), strides=(16, 4))) == \
-        "ValueError: " + head + "the array is not contiguous: kernels index raw memory; pass " \
-        "a contiguous copy (.contiguous(), numpy.ascontiguousarray)"
+    assert pointer_error(vadd, CudaArray(base, shape=(4, 2), strides=(4, 16))) == \
+        "ValueError: " + head + "the array is not row-major (a transposed or step view): " \
+        "kernels index raw memory from its base; pass a contiguous copy (.contiguous(), " \
+        "numpy.ascontiguousarray)"
     assert pointer_error(vadd, CudaArray(base, device=1)) == \
         "ValueError: " + head + "the array is on device 1, the kernel on device 0"
     host = np.zeros(4, np.float32)
@@ -159,7 +160,7 @@ def test_pointer_errors_name_the_kernel_and_the_parameter(vadd):
 
 def test_foreign_arrays_and_null_pointers_are_passed(vadd, fake_driver):
     base = mettle.zeros(8)
-    a = CudaArray(base, shape=(2, 4), strides=(16, 4))          # contiguous with strides
+    a = CudaArray(base, shape=(2, 3), strides=(16, 4))          # rows padded to 4 elements
     vadd.vadd[1, 4](a, None, ctypes.c_void_p(base.ptr + 16), 4)
     assert cells(fake_driver)[:3] == [struct.pack("<Q", v).hex()
                                       for v in (base.ptr, 0, base.ptr + 16)]
@@ -185,8 +186,11 @@ def test_dlpack_tensors_are_read_through_their_capsule(vadd, fake_driver):
     assert cells(fake_driver)[2] == struct.pack("<Q", host.ctypes.data + 8).hex()
     with pytest.raises(TypeError, match="expected an array of float32, got int16"):
         vadd.vadd[1, 4](a, a, DLPackOnDevice(np.zeros(4, np.int16)), 4)
-    with pytest.raises(ValueError, match="not contiguous"):
+    with pytest.raises(ValueError, match="not row-major"):
         vadd.vadd[1, 4](a, a, DLPackOnDevice(np.zeros(8, np.float32)[::2]), 4)
+    with pytest.raises(ValueError, match="not row-major"):
+        vadd.vadd[1, 4](a, a, DLPackOnDevice(np.zeros((4, 2), np.float32).T), 4)
+    vadd.vadd[1, 4](a, a, DLPackOnDevice(np.zeros((4, 6), np.float32)[:, :4]), 4)  # padded
 
 
 class FakeTorchTensor:

@@ -16,7 +16,7 @@ from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.targets.ptx.tensor import wgmma
 
 from .kernels import compile_ptx
-from .wgmma_kernels import gemm_source
+from bench.wgmma_kernels import gemm_source
 
 NATIVE = """
 CHECK: .global .align 128 .b8 gemm_tmaps[65536];

@@ -22,7 +22,7 @@ from toolchain.compiler.targets.ptx.tensor import wgmma
 from .kernels import compile_ptx
 from .ptx_sim import Sim
 from .test_defaults import LAYOUTS, operands, ptx_of
-from .wgmma_kernels import gemm_source
+from bench.wgmma_kernels import gemm_source
 
 
 def _usage(ptxas_path: str, text: str) -> str:

@@ -35,14 +35,20 @@ def _typestr_dtype(typestr: str) -> str | None:
     return TYPESTR.get(typestr[1:])
 
 
-def _c_contiguous(shape, strides, itemsize: int) -> bool:
+def rows_contiguous(shape, strides, itemsize: int) -> bool:
+    """Whether a kernel indexing from the base pointer sees the array in row-major order:
+    unit stride in the last dimension and every outer stride at least the extent of the
+    one inside (dense, or rows padded to a leading dimension, as a `[:, :n]` view of a
+    wider buffer). Transposed, reversed and step views are not."""
     if strides is None:
         return True
-    expected = itemsize
+    inner = itemsize
     for extent, stride in zip(reversed(shape), reversed(strides)):
-        if extent != 1 and stride != expected:
+        if extent == 1:
+            continue
+        if stride < inner or (inner == itemsize and stride != itemsize):
             return False
-        expected *= extent
+        inner = stride * extent
     return True
 
 
@@ -54,8 +60,9 @@ def _torch(t):
     if dtype is None:
         dtype = _TORCH_DTYPES[t.dtype] = str(t.dtype).rpartition(".")[2]
     device = t.device
+    contiguous = t.is_contiguous() or rows_contiguous(t.shape, t.stride(), 1)
     return (t.data_ptr(), dtype, device.index if device.type == "cuda" else HOST,
-            t.is_contiguous(), True)
+            contiguous, True)
 
 
 _NUMPY_DTYPES: dict = {}
@@ -70,7 +77,8 @@ def dtype_name(dtype) -> str:
 
 
 def _cupy(a):
-    return a.data.ptr, dtype_name(a.dtype), a.device.id, a.flags.c_contiguous, False
+    contiguous = a.flags.c_contiguous or rows_contiguous(a.shape, a.strides, a.itemsize)
+    return a.data.ptr, dtype_name(a.dtype), a.device.id, contiguous, False
 
 
 def _cuda_array_interface(a):
@@ -83,7 +91,7 @@ def _cuda_array_interface(a):
         kind, ordinal = dl_device()
         device = ordinal if kind in (DLPACK_CUDA, DLPACK_CUDA_MANAGED) else HOST
     return (cai["data"][0], _typestr_dtype(typestr), device,
-            _c_contiguous(cai["shape"], cai.get("strides"), itemsize), False)
+            rows_contiguous(cai["shape"], cai.get("strides"), itemsize), False)
 
 
 class _DLDevice(ctypes.Structure):
@@ -118,7 +126,7 @@ def _dlpack(a):
         dtype = "bool" if t.dtype.code == 6 else f"{_DLPACK_KINDS[t.dtype.code]}{t.dtype.bits}"
     shape = [t.shape[i] for i in range(t.ndim)]
     strides = [t.strides[i] for i in range(t.ndim)] if t.strides else None
-    contiguous = _c_contiguous(shape, strides, 1)   # DLPack strides count elements
+    contiguous = rows_contiguous(shape, strides, 1)   # DLPack strides count elements
     return (t.data or 0) + t.byte_offset, dtype, ordinal, contiguous, False
 
 

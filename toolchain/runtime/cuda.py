@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import ctypes
 import math
-import operator
 import re
 from ctypes import byref, c_int, c_void_p
 
 from ..providers.cuda import driver
 from . import arrays
+from .convert import Bad as _Bad, argument_error, count_error, scalar_converter
 from .errors import LaunchError
 from .signature import SCALARS, KernelSignature, Param
 
@@ -31,7 +31,6 @@ CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0
 CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
 CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3
 CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38
-FLOAT32_MAX = 3.4028234663852886e38
 
 _DEVICES: dict[int, "Device"] = {}
 
@@ -289,57 +288,8 @@ def spills_from_log(log: str, symbol: str) -> dict | None:
     return None
 
 
-class _Bad(Exception):
-    """A converter's complaint; the plan turns it into TypeError/ValueError with names."""
-
-    def __init__(self, error: type, message: str):
-        self.error, self.message = error, message
-
-
-def _int_converter(lo: int, hi: int, type_name: str):
-    def convert(value):
-        if type(value) is not int:
-            if isinstance(value, bool) or not hasattr(value, "__index__"):
-                raise _Bad(TypeError, f"expected an integer, got {type(value).__name__}")
-            value = operator.index(value)
-        if value < lo or value > hi:
-            raise _Bad(ValueError, f"{value} is out of range for {type_name} ({lo}..{hi})")
-        return value
-    return convert
-
-
-def _float_converter(single: bool):
-    def convert(value):
-        if type(value) is not float:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) and \
-                    not hasattr(value, "__float__"):
-                raise _Bad(TypeError, f"expected a number, got {type(value).__name__}")
-            value = float(value)
-        if single and abs(value) > FLOAT32_MAX and math.isfinite(value):
-            raise _Bad(ValueError, f"{value} is out of range for float32")
-        return value
-    return convert
-
-
-def _bool_converter(value):
-    cls = type(value)
-    if cls is bool or cls.__module__ == "numpy" and cls.__name__ in ("bool", "bool_"):
-        return bool(value)
-    raise _Bad(TypeError, f"expected a bool, got {type(value).__name__}")
-
-
-def scalar_converter(param: Param):
-    """Python value -> the cell value of a scalar parameter (exact type, range checked)."""
-    if param.type == "bool":
-        return _bool_converter
-    if param.type.startswith("float"):
-        return _float_converter(param.type == "float32")
-    lo, hi = SCALARS[param.type][2]
-    return _int_converter(lo, hi, param.type)
-
-
 def _pointer_converter(param: Param, device_ordinal: int):
-    want = param.dtype
+    want, accepted = param.dtype, param.dtypes
     known, classify = arrays.EXTRACTORS, arrays.extractor
 
     def convert(value):
@@ -359,11 +309,12 @@ def _pointer_converter(param: Param, device_ordinal: int):
             if dev != device_ordinal:
                 raise _Bad(ValueError, f"the array is on device {dev}, the kernel on device "
                            f"{device_ordinal}")
-        if want is not None and dtype != want:
+        if accepted is not None and dtype not in accepted:
             raise _Bad(TypeError, f"expected an array of {want}, got {dtype or 'unknown dtype'}")
         if not contiguous:
-            raise _Bad(ValueError, "the array is not contiguous: kernels index raw memory; "
-                       "pass a contiguous copy (.contiguous(), numpy.ascontiguousarray)")
+            raise _Bad(ValueError, "the array is not row-major (a transposed or step view): "
+                       "kernels index raw memory from its base; pass a contiguous copy "
+                       "(.contiguous(), numpy.ascontiguousarray)")
         return ptr
     return convert
 
@@ -415,23 +366,16 @@ class LaunchPlan:
         self.launch_kernel = driver.library().function("cuLaunchKernel")
         self.max_shared_set = driver.STATIC_SHARED_LIMIT
 
-    def bad_argument(self, index: int, bad: _Bad):
-        p = self.sig.params[index]
-        return bad.error(f"kernel {self.name}: parameter {index} `{p.name}` ({p.type}): "
-                         f"{bad.message}")
-
     def launch(self, dims: tuple, args: tuple, shared: int, stream) -> None:
         if len(args) != self.count:
-            raise TypeError(f"kernel {self.name} takes {self.count} argument"
-                            f"{'s' if self.count != 1 else ''} ({', '.join(p.name for p in self.sig.params)}), "
-                            f"got {len(args)}")
+            raise count_error(self.sig, len(args))
         index = 0
         try:
             for (cell, convert), value in zip(self.slots, args):
                 cell.value = convert(value)
                 index += 1
         except _Bad as bad:
-            raise self.bad_argument(index, bad) from None
+            raise argument_error(self.sig, index, bad) from None
         if stream is None:
             if self.pointer_params and not arrays.TORCH_TYPES.isdisjoint(map(type, args)):
                 stream = _torch_current_stream(self.device)

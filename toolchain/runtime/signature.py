@@ -25,6 +25,9 @@ for _bits, _ctypes in ((8, ctypes.c_uint8), (16, ctypes.c_uint16), (32, ctypes.c
     SCALARS[f"uint{_bits}"] = (_ctypes, f"uint{_bits}", (0, (1 << _bits) - 1))
 
 
+HALF_CARRIERS = frozenset(("uint16", "float16", "bfloat16"))
+
+
 @dataclass(frozen=True)
 class Param:
     """One kernel parameter: `kind` is "scalar", "pointer" or "aggregate"."""
@@ -42,6 +45,15 @@ class Param:
             entry = SCALARS.get(self.element or "")
             return entry[1] if entry else None
         return None
+
+    @property
+    def dtypes(self) -> frozenset[str] | None:
+        """Every array dtype this pointer takes: its element's, and for uint16* also
+        float16 and bfloat16 (the language stores halves in uint16 carriers)."""
+        want = self.dtype
+        if want is None:
+            return None
+        return HALF_CARRIERS if want == "uint16" else frozenset((want,))
 
 
 @dataclass(frozen=True)
