@@ -100,6 +100,7 @@ class Stream:
         else:
             self._owned = False
         self.handle = handle
+        self.cell = c_void_p(handle) if handle else None   # as cuLaunchKernel takes it
 
     def synchronize(self) -> None:
         driver.call("cuStreamSynchronize", self.handle)
@@ -111,7 +112,7 @@ class Stream:
     def close(self) -> None:
         if self._owned and self.handle:
             driver.call("cuStreamDestroy", self.handle)
-        self.handle = 0
+        self.handle, self.cell = 0, None
 
     def __cuda_stream__(self):
         return (0, self.handle)
@@ -336,6 +337,32 @@ def _cell(param: Param):
     return SCALARS[param.type][0]()
 
 
+def _unprototyped_launch():
+    """cuLaunchKernel without argtypes: ctypes then converts the ints (dims, shared bytes)
+    directly instead of through c_uint.from_param, which costs about 3 us of a launch. Every
+    other argument is passed as a ctypes object (c_void_p handles, the params array), so
+    nothing is truncated to a C int. `dll[name]` is a fresh function object, so the
+    prototyped one that driver.call uses keeps its argtypes."""
+    fn = driver.library().dll["cuLaunchKernel"]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_STREAM_CELLS: dict[int, c_void_p] = {}
+
+
+def _stream_cell(handle: int | None) -> c_void_p | None:
+    """A CUstream as the c_void_p cuLaunchKernel takes (memoised per handle)."""
+    if not handle:
+        return None
+    cell = _STREAM_CELLS.get(handle)
+    if cell is None:
+        if len(_STREAM_CELLS) > 1024:
+            _STREAM_CELLS.clear()
+        cell = _STREAM_CELLS[handle] = c_void_p(handle)
+    return cell
+
+
 def _torch_current_stream(ordinal: int) -> int:
     import torch
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -363,7 +390,7 @@ class LaunchPlan:
         self.params = (c_void_p * len(addresses))(*addresses) if addresses else None
         self.pointer_params = any(p.kind == "pointer" for p in sig.params)
         self.count = len(sig.params)
-        self.launch_kernel = driver.library().function("cuLaunchKernel")
+        self.launch_kernel = _unprototyped_launch()
         self.max_shared_set = driver.STATIC_SHARED_LIMIT
 
     def launch(self, dims: tuple, args: tuple, shared: int, stream) -> None:
@@ -378,11 +405,11 @@ class LaunchPlan:
             raise argument_error(self.sig, index, bad) from None
         if stream is None:
             if self.pointer_params and not arrays.TORCH_TYPES.isdisjoint(map(type, args)):
-                stream = _torch_current_stream(self.device)
+                stream = _stream_cell(_torch_current_stream(self.device))
         elif type(stream) is Stream:
-            stream = stream.handle
+            stream = stream.cell
         else:
-            stream = stream_handle(stream)
+            stream = _stream_cell(stream_handle(stream))
         if shared > self.max_shared_set:
             self.opt_in_shared(shared)
         rc = self.launch_kernel(self.handle, *dims, shared, stream, self.params, None)
