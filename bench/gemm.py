@@ -9,8 +9,8 @@ workgroup per 128x256 region of D = A*B + C, f16 or bf16 A row-major and B colum
 f32 accumulate, C f32, D f32 or --out f16: D in the input's 16-bit type, rounded once),
 lowered on sm_90a to the TMA + mbarrier + wgmma pipeline
 (docs/gemm.md). --subgroup adds the older one-warp-per-64x64-region kernel. Kernels are
-loaded through our ctypes driver binding into torch's primary context and launched on
-torch's buffers; every configuration is checked against torch in fp32 (random data, D
+compiled and launched through the Python runtime (`mettle`: typed launches on torch's
+tensors, in torch's primary context and on its current stream); every configuration is checked against torch in fp32 (random data, D
 poisoned with NaN) before it is timed with CUDA events in the same process as torch:
 every contender of a row (ours, torch, torch+C) gets one batch per round, 5 rounds
 interleaved, medians reported, so a clock change during the row reaches all of them.
@@ -23,7 +23,7 @@ a 16-bit D as `pers/noC`: the persistent kernel on torch.matmul's own contract (
 in the 16-bit type, no C: C is one row of zeros read with ldc = 0, so it costs no DRAM
 traffic; checked against A*B alone). `ratio` columns divide by `torch`.
 --probe compares the device-built tensor maps with cuTensorMapEncodeTiled's bytes.
---epilogue (names of tests/tensor/wgmma_kernels.EPILOGUES, or all): --check also checks
+--epilogue (names of bench/wgmma_kernels.EPILOGUES, or all): --check also checks
 each fused epilogue on EPI_CHECKS (random data against the torch oracle, and pipeline vs
 split path bit for bit on small-integer data), and the timing gains a column for the
 first named epilogue (`+epi`: the same GEMM with it fused).
@@ -31,7 +31,6 @@ first named epilogue (`+epi`: the same GEMM with it fused).
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import sys
@@ -41,10 +40,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from tests.gpu import gemm_hopper as H  # noqa: E402
-from tests.tensor.kernels import compile_ptx, matmul_source  # noqa: E402
-from toolchain.providers.cuda import driver  # noqa: E402
+import gemm_hopper as H  # noqa: E402
+import mettle  # noqa: E402
+from tensor_sources import matmul_source  # noqa: E402
 from timing import timed_together  # noqa: E402
+
+# The device-built tensor-map probe's parameters (hand-written PTX: no compiler signature).
+PROBE_SIGNATURE = {"format": "mettle.signature/1", "target": "ptx", "kernels": [{
+    "name": "probe", "symbol": "probe", "block": None, "params": [
+        {"name": "out", "type": "uint8*", "kind": "pointer", "element": "uint8", "size": 8},
+        {"name": "p", "type": "uint16*", "kind": "pointer", "element": "uint16", "size": 8},
+        {"name": "k", "type": "uint32", "kind": "scalar", "size": 4},
+        {"name": "rows", "type": "uint32", "kind": "scalar", "size": 4},
+        {"name": "ld", "type": "uint64", "kind": "scalar", "size": 8}]}]}
 
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (16384, 1024, 4096),
           (5000, 3000, 4104))
@@ -56,13 +64,13 @@ EPI_CHECKS = ((128, 256, 64), (300, 520, 200), (129, 257, 65), (64, 64, 0),
 
 def probe(torch) -> int:
     """Device-built maps vs the driver's encoder: print which variant matches."""
-    dev = driver.Device(0)
+    mettle.device(0)
     x = torch.empty(1000, 72, device="cuda", dtype=torch.float16)
     variants = [(e, r, s) for e in (6, 9, 10) for r in (1, 2) for s in (0, 4)]
-    fn = dev.load_ptx(H.probe_ptx(variants, 128)).function("probe")
+    module = mettle.Module("ptx", H.probe_ptx(variants, 128).encode(),
+                           mettle.Signature.from_json(PROBE_SIGNATURE), origin="probe")
     out = torch.zeros(128 * len(variants), dtype=torch.uint8, device="cuda")
-    fn.launch(1, 1, [ctypes.c_uint64(out.data_ptr()), ctypes.c_uint64(x.data_ptr()),
-                     ctypes.c_uint32(64), ctypes.c_uint32(1000), ctypes.c_uint64(144)])
+    module.probe[1, 1](out, x, 64, 1000, 144)
     torch.cuda.synchronize()
     got = bytes(out.cpu().numpy())
     for fmt in ("f16", "bf16"):
@@ -101,7 +109,7 @@ def check_epilogues(torch, dev, outs, names, shapes) -> int:
 
 
 def check(torch, outs, epilogues=()) -> int:
-    dev = driver.Device(0)
+    dev = mettle.device(0)
     bad = check_epilogues(torch, dev, outs, epilogues, EPI_CHECKS[:4] if len(CHECKS) <= 3
                           else EPI_CHECKS) if epilogues else 0
     for fmt, out in configs(outs):
@@ -153,13 +161,9 @@ STRESS = 200        # back-to-back launches: a race inside a launch shows as a h
 def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
     src = matmul_source("gemm", fmt, fmt, "f32", "f32", "m64n64k16",
                         layouts=("row", "col", "row", "row"), warps=4)
-    fn = dev.load_ptx(compile_ptx(src, "sm_90a")).function("gemm")
-    u32 = ctypes.c_uint32
-    args = [ctypes.c_uint64(t.data_ptr()) for t in (a, bt, c, d)] + \
-        [u32(m), u32(n), u32(k), u32(a.stride(0)), u32(bt.stride(0)), u32(c.stride(0)),
-         u32(d.stride(0))]
-    grid = ((n + 255) // 256, (m + 63) // 64, 1)
-    return lambda: fn.launch(grid, 128, args)
+    bound = H.compile_module(src, "sm_90a").gemm[((n + 255) // 256, (m + 63) // 64, 1), 128]
+    args = (a, bt, c, d, m, n, k, a.stride(0), bt.stride(0), c.stride(0), d.stride(0))
+    return lambda: bound(*args)
 
 
 def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=None,
@@ -278,7 +282,7 @@ def main() -> int:
         global CHECKS
         CHECKS = CHECKS[:3]
     if args.check_persistent:
-        bad = sum(check_persistent(torch, driver.Device(0), f, o) for f, o in configs(outs))
+        bad = sum(check_persistent(torch, mettle.device(0), f, o) for f, o in configs(outs))
         print("CHECK", "FAILED" if bad else "OK")
         if bad:
             return 1
@@ -286,7 +290,7 @@ def main() -> int:
         return 1
     if args.no_bench:
         return 0
-    dev = driver.Device(0)
+    dev = mettle.device(0)
     if args.once:
         return once(torch, dev, args.bn, *(int(x) for x in args.once.split("x")))
     pairs = configs(outs)

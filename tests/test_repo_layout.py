@@ -35,6 +35,9 @@ ALLOWED: dict[str, set[str]] = {
     "providers": {"diagnostics"},
     "fmt": {"frontend", "diagnostics"},  # the formatter reads programs as the frontend does
     "rules": set(),  # the Pants plugin runs the toolchain as processes, never imports it
+    # The Python runtime (`import mettle`) sits above the compiler: it compiles through the
+    # driver (wiring), marshals kernel signatures and launches through the providers.
+    "runtime": {"wiring", "providers", "diagnostics", "compiler-other"},
     "package": set(),  # toolchain/__init__.py, toolchain/compiler/__init__.py
 }
 
@@ -48,7 +51,7 @@ def layer_of(module: str) -> tuple[str, str | None] | None:
         return ("wiring", None)
     if module in ("toolchain", C):
         return ("package", None)
-    if parts[1] in ("linker", "providers", "rules"):
+    if parts[1] in ("linker", "providers", "rules", "runtime"):
         return (parts[1], None)
     if parts[1] != "compiler":
         return ("other", None)
@@ -69,7 +72,7 @@ def check_edge(importer: str, imported: str) -> str | None:
     src, dst = layer_of(importer), layer_of(imported)
     if src is None or dst is None or src[0] == "wiring":
         return None
-    if dst[0] == "wiring":
+    if dst[0] == "wiring" and src[0] != "runtime":
         return "only the CLI may use the driver; layers never import the wiring modules"
     if src[0] in ("other", "compiler-other") or dst[0] in ("other", "package"):
         return None
@@ -150,9 +153,59 @@ def test_every_import_respects_the_layer_rules():
 
 
 def test_toolchain_imports_no_third_party_package():
-    # The Pants plugin (toolchain/rules/) runs inside Pants and imports pants.*.
-    problems = [v for p in toolchain_files(exclude_rules=True) for v in third_party_imports(p)]
+    # The Pants plugin (toolchain/rules/) runs inside Pants and imports pants.*. The runtime
+    # (toolchain/runtime/) imports NumPy and torch inside the functions that take their
+    # arrays, never at module level (test_runtime_imports_array_libraries_lazily).
+    problems = [v for p in toolchain_files(exclude_rules=True)
+                if "runtime" not in p.relative_to(TOOLCHAIN).parts[:1]
+                for v in third_party_imports(p)]
     assert not problems, "third-party imports in the compiler core:\n" + "\n".join(problems)
+
+
+def test_runtime_imports_array_libraries_lazily():
+    """`import mettle` needs nothing outside the standard library: the runtime's third-party
+    imports (numpy, torch) are all inside functions."""
+    problems = []
+    for path in sorted((TOOLCHAIN / "runtime").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.Import) or isinstance(node, ast.ImportFrom) and \
+                    node.level == 0:
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) \
+                    else [node.module or ""]
+                problems += [f"{path.relative_to(REPO)}:{node.lineno}: imports {n}"
+                             for n in names if n.split(".")[0] not in sys.stdlib_module_names]
+    assert not problems, "module-level third-party imports:\n" + "\n".join(problems)
+
+
+def _python_files(folder: str) -> list[Path]:
+    return sorted(p for p in (REPO / folder).rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def imports_of_tests(path: Path, source: str | None = None) -> list[str]:
+    """The imports of `tests` (the test suite) in one file."""
+    tree = ast.parse(source if source is not None else path.read_text())
+    out = []
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+        out += [f"{path.relative_to(REPO)}:{node.lineno}: imports {n}" for n in names
+                if n == "tests" or n.startswith("tests.")]
+    return out
+
+
+def test_tools_and_bench_never_import_the_test_suite():
+    """tools/ and bench/ run kernels through `mettle` (the runtime), never through tests/."""
+    problems = [v for folder in ("tools", "bench") for p in _python_files(folder)
+                for v in imports_of_tests(p)]
+    assert not problems, "imports of tests/:\n" + "\n".join(problems)
+
+
+def test_test_suite_import_checker_flags_both_forms():
+    path = REPO / "tools" / "x.py"
+    assert imports_of_tests(path, "from tests.gpu.harness import run_kernel\n")
+    assert imports_of_tests(path, "def f():\n    import tests.support.ptxas\n")
+    assert imports_of_tests(path, "import mettle\nfrom toolchain import runtime\n") == []
 
 
 def _fake(rel: str) -> Path:
@@ -173,6 +226,8 @@ def _fake(rel: str) -> Path:
     ("compiler/ir/x.py", "from .. import driver\n"),
     ("compiler/fmt/x.py", "from ..ir.module import Module\n"),
     ("compiler/frontend/x.py", "from ..fmt import format_source\n"),
+    ("compiler/frontend/x.py", "from ...runtime import cuda\n"),
+    ("providers/cuda/x.py", "from ...runtime import module\n"),
 ])
 def test_checker_flags_upward_and_sideways_imports(rel, source):
     assert layer_violations(_fake(rel), source)
@@ -187,6 +242,7 @@ def test_checker_flags_upward_and_sideways_imports(rel, source):
     ("linker/x.py", "from ..compiler.diagnostics import error\n"),
     ("compiler/fmt/x.py", "from ..frontend.parser import Parser\nfrom .. import diagnostics\n"),
     ("compiler/cli.py", "from .fmt.command import main\n"),
+    ("runtime/x.py", "from ..compiler import driver\nfrom ..providers.cuda import driver\n"),
 ])
 def test_checker_accepts_downward_imports(rel, source):
     assert layer_violations(_fake(rel), source) == []

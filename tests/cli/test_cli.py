@@ -37,7 +37,7 @@ def copy_source(tmp_path: Path, text: str | None = None, name: str = "k.mettle")
 
 def test_installed_script_and_module_are_the_same_program():
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts == {"mettle": "toolchain.compiler.cli:main"}
+    assert scripts == {"mettle": "mettle.compiler.cli:main"}   # toolchain/ installs as mettle
     main_src = (ROOT / "toolchain" / "compiler" / "__main__.py").read_text()
     assert "from .cli import main" in main_src
 

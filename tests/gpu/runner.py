@@ -1,4 +1,6 @@
-"""Subprocess entry point of the GPU harness: run one kernel described by a JSON job.
+"""Subprocess entry point of the GPU harness: run one kernel described by a JSON job, through
+the Python runtime (`mettle`): the job's argument list is the kernel's signature, so every
+scalar is range-checked at its declared type and every buffer passed as a device array.
 
     python3 tests/gpu/runner.py JOB.json
 
@@ -18,6 +20,7 @@ any failure (the reason on stderr).
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import sys
 from pathlib import Path
@@ -25,11 +28,12 @@ from pathlib import Path
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:  # run as a script: make `toolchain` importable
+if str(REPO_ROOT) not in sys.path:  # run as a script: make `mettle` importable
     sys.path.insert(0, str(REPO_ROOT))
 
-from toolchain.providers.cuda import driver  # noqa: E402
-from toolchain.providers.cuda.launch import make_cell  # noqa: E402
+import mettle  # noqa: E402
+from mettle.providers.cuda import driver  # noqa: E402
+from mettle.providers.cuda.launch import CELL_TYPES  # noqa: E402
 
 MAGNITUDE_RANGE = (0.5, 2.0)
 INT_RANGE = (1, 100)
@@ -63,62 +67,80 @@ def initial_contents(spec: dict, base: Path) -> np.ndarray:
     return host
 
 
-def _launch(device: driver.Device, function: driver.Function, job: dict, base: Path) -> float:
+def job_signature(job: dict) -> dict:
+    """The kernel's typed parameters as the job declares them (a mettle.signature/1
+    document): buffers are pointers to their dtype, scalars their ctype, tensor views and
+    "ptr" scalars untyped addresses."""
+    params = []
+    for i, spec in enumerate(job["args"]):
+        kind, name = spec["kind"], spec.get("name", f"arg{i}")
+        if kind == "buffer":
+            params.append({"name": name, "type": spec["dtype"] + "*", "kind": "pointer",
+                           "element": spec["dtype"], "size": 8})
+        elif kind == "tensor_view" or spec["ctype"] == "ptr":
+            params.append({"name": name, "type": "void*", "kind": "pointer",
+                           "element": "void", "size": 8})
+        else:
+            params.append({"name": name, "type": spec["ctype"], "kind": "scalar",
+                           "size": ctypes.sizeof(CELL_TYPES[spec["ctype"]])})
+    return {"format": "mettle.signature/1", "target": "ptx",
+            "kernels": [{"name": job["kernel"], "symbol": job["kernel"], "block": None,
+                         "params": params}]}
+
+
+def _launch(device, kernel, job: dict, base: Path) -> float:
     """Upload the arguments, launch once, download outputs; returns the elapsed ms."""
-    cells, buffers, by_name, views = [], [], {}, []
+    args, arrays, by_name, views = [], [], {}, []
     for spec in job["args"]:
         if spec["kind"] == "scalar":
-            cells.append(make_cell(spec["ctype"], spec["value"]))
+            value = spec["value"]
+            args.append(ctypes.c_void_p(value) if spec["ctype"] == "ptr" else value)
             continue
         if spec["kind"] == "tensor_view":
-            cells.append(_tensor_view(device, spec, by_name, views))
+            args.append(_tensor_view(device, spec, by_name, views))
             continue
-        host = initial_contents(spec, base)
-        buf = device.alloc(host.nbytes)
-        device.upload(buf, host)
-        cells.append(buf)
-        buffers.append((spec, buf, host))
-        by_name[spec["name"]] = buf
-    start, end = device.event(), device.event()
+        array = mettle.to_device(initial_contents(spec, base), device.ordinal)
+        args.append(array)
+        arrays.append((spec, array))
+        by_name[spec["name"]] = array
+    start, end = mettle.Event(), mettle.Event()
     start.record()
-    function.launch(job["grid"], job["block"], cells, shared=job.get("shared", 0))
+    kernel[tuple(job["grid"]), tuple(job["block"])](*args, shared=job.get("shared", 0))
     end.record()
     device.synchronize()
     elapsed = start.elapsed_ms(end)
-    for spec, buf, host in buffers:
+    for spec, array in arrays:
         if spec.get("output"):
-            out = np.empty_like(host)
-            device.download(buf, out)
-            np.save(base / f"{spec['name']}.npy", out)
-        buf.free()
+            np.save(base / f"{spec['name']}.npy", array.numpy())
+        array.free()
     for view in views:
         view.free()
     return elapsed
 
 
 def _tensor_view(device, spec: dict, by_name: dict, views: list):
-    """The kernel-parameter cell of a tensor-map view of an uploaded buffer."""
+    """The address of a tensor-map view of an uploaded buffer (0 for a null view)."""
     from toolchain.providers.cuda import tensor_map
     if spec["null"]:
-        return make_cell("uint64", 0)
-    buf, addr = tensor_map.device_view(device, by_name[spec["of"]].ptr, spec["element"],
+        return ctypes.c_void_p(0)
+    buf, addr = tensor_map.device_view(device.driver, by_name[spec["of"]].ptr, spec["element"],
                                        spec["extents"], spec["strides"], spec["tiles"],
                                        spec["element_strides"], spec["offset"])
     views.append(buf)
-    return make_cell("uint64", addr)
+    return ctypes.c_void_p(addr)
 
 
 def run(job_path: Path) -> dict:
     job = json.loads(job_path.read_text())
     base = job_path.parent
-    with driver.Device(job.get("device", 0)) as device:
-        module = device.load_ptx((base / job["ptx"]).read_text())
-        function = module.function(job["kernel"])
-        elapsed = _launch(device, function, job, base)
-        report = {"device": device.name, "kernel": job["kernel"], "registers": function.num_regs,
-                  "elapsed_ms": elapsed}
-        module.unload()
-    return report
+    device = mettle.device(job.get("device", 0))
+    module = mettle.Module("ptx", (base / job["ptx"]).read_bytes(),
+                           mettle.Signature.from_json(job_signature(job)),
+                           origin=str(base / job["ptx"]), device=device.ordinal)
+    kernel = module[job["kernel"]]
+    elapsed = _launch(device, kernel, job, base)
+    return {"device": device.name, "kernel": job["kernel"], "registers": kernel.registers,
+            "elapsed_ms": elapsed}
 
 
 def main(argv: list[str]) -> int:
@@ -127,7 +149,8 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         report = run(Path(argv[0]))
-    except (driver.CudaError, driver.DriverUnavailable, OSError, ValueError, KeyError) as exc:
+    except (RuntimeError, driver.DriverUnavailable, OSError, TypeError, ValueError,
+            KeyError) as exc:     # RuntimeError: driver errors, mettle.LaunchError
         print(f"runner: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(report))

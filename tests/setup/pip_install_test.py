@@ -1,4 +1,5 @@
-"""`pip install .` in a fresh virtual environment gives a working `mettle` command.
+"""`pip install .` in a fresh virtual environment gives a working `mettle` command and
+`import mettle`, and installs no top-level name but `mettle`.
 
 The package sources (pyproject.toml, setup.py, README.md, toolchain/, std/) are copied to a
 temporary directory first, so the build leaves nothing in the checkout; the venv knows
@@ -8,6 +9,7 @@ reached the test skips and says so.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -84,9 +86,38 @@ def test_builds_a_host_program_with_the_installed_standard_library(mettle_exe, t
 
 def test_installs_the_compiler_but_not_the_pants_plugin(mettle_exe):
     site = next((mettle_exe.parent.parent / "lib").glob("python3*/site-packages"))
-    assert (site / "toolchain" / "compiler" / "cli.py").is_file()
-    assert (site / "toolchain" / "std" / "io.mettle").is_file()
-    assert not (site / "toolchain" / "rules").exists()
+    assert (site / "mettle" / "compiler" / "cli.py").is_file()
+    assert (site / "mettle" / "runtime" / "module.py").is_file()
+    assert (site / "mettle" / "std" / "io.mettle").is_file()
+    assert not (site / "mettle" / "rules").exists()
+
+
+# The distribution's files by the top-level name they install (RECORD), and its scripts.
+TOP_LEVEL = """import importlib.metadata as m, json
+files = [str(f) for f in m.files("mettle")]
+print(json.dumps({"top": sorted({f.split("/")[0] for f in files if not f.startswith("..")
+                                 and ".dist-info" not in f.split("/")[0]}),
+                  "scripts": sorted({f.rsplit("/", 1)[-1] for f in files if f.startswith("..")})}))
+"""
+
+
+def test_the_only_top_level_name_installed_is_mettle(mettle_exe, tmp_path):
+    python = mettle_exe.parent / "python"
+    proc = subprocess.run([str(python), "-c", TOP_LEVEL], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"top": ["mettle"], "scripts": ["mettle"]}
+
+
+def test_import_mettle_compiles_in_process(mettle_exe, tmp_path):
+    code = ("import mettle, sys\n"
+            f"mod = mettle.compile({KERNEL!r}, arch='sm_90a')\n"
+            "print(mod.kernels, mod.cache_hit, 'toolchain' in sys.modules)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["METTLE_CACHE_DIR"] = str(tmp_path / "cache")
+    proc = subprocess.run([str(mettle_exe.parent / "python"), "-c", code], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, "['scale'] False False\n"), proc.stderr
 
 
 def test_bad_input_is_a_located_diagnostic_not_a_traceback(mettle_exe, tmp_path):

@@ -17,7 +17,7 @@ from toolchain.compiler.targets.ptx.tensor import wgmma
 import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 from .kernels import compile_ptx
-from .wgmma_kernels import gemm_source
+from bench.wgmma_kernels import gemm_source
 
 NATIVE = """
 CHECK: .global .align 128 .b8 gemm_tmaps[65536];

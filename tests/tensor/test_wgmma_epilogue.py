@@ -24,7 +24,7 @@ from . import narrow_cases as NC
 from .kernels import compile_ptx
 from .ptx_sim import Sim, f32_bits
 from .test_defaults import LAYOUTS, operands, ptx_of
-from .wgmma_kernels import EPILOGUES, epilogue_oracle, epilogue_options, epilogue_params, \
+from bench.wgmma_kernels import EPILOGUES, epilogue_oracle, epilogue_options, epilogue_params, \
     gemm_source
 
 ALPHA, BETA, LO, HI = 0.3, -1.5, -20.0, 30.0        # 0.3: inexact, so rounding is seen

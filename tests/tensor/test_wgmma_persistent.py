@@ -23,7 +23,7 @@ import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its bac
 from .kernels import compile_ptx
 from .ptx_sim import Sim
 from .test_defaults import LAYOUTS, operands, ptx_of
-from .wgmma_kernels import gemm_source
+from bench.wgmma_kernels import gemm_source
 
 
 def _usage(ptxas_path: str, text: str) -> str:

@@ -43,8 +43,7 @@ def variant_args(profiles) -> list[str]:
 
 
 def test_importing_needs_no_gpu():
-    import tools.gpu.cuda_driver as drv
-    assert hasattr(drv, "Driver") and cm.SCHEMA == "mettle.variant_measurements/1"
+    assert hasattr(cm, "Session") and cm.SCHEMA == "mettle.variant_measurements/1"
 
 
 def test_dry_run_validates_without_a_device(profiles):
@@ -128,6 +127,41 @@ def test_missing_driver_is_a_clear_message(profiles, tmp_path):
                     "-o", tmp_path / "t.json")
     assert proc.returncode == 1 and "libcuda.so.1" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "t.json").exists()
+
+
+@pytest.fixture
+def fake_cuda(tmp_path_factory, monkeypatch):
+    """The fake CUDA driver (toolchain/providers/cuda/fake) for the collector's subprocess."""
+    from tests.support import fake_cuda
+    lib = fake_cuda.build_library(tmp_path_factory)
+    log = tmp_path_factory.mktemp("log") / "calls.log"
+    return fake_cuda.use(lib, log, monkeypatch)
+
+
+def test_collects_through_the_runtime_on_the_fake_driver(profiles, tmp_path, fake_cuda):
+    """The whole measurement path without a GPU: a small saxpy workload, both variants
+    loaded, checked (identical outputs) and timed in paired rounds through `mettle`."""
+    doc = json.loads(WORKLOAD.read_text())
+    for b in doc["buffers"]:
+        b["count"] = 1027
+    doc["launch"]["grid"] = [4, 1, 1]
+    doc["args"][-1]["value"] = 1027
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps(doc))
+    proc = run_tool("collect_measurements.py", "--workload", small, *variant_args(profiles),
+                    "--rounds", "3", "--warmup", "1", "-o", tmp_path / "t.json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads((tmp_path / "t.json").read_text())
+    assert out["run"]["device_name"] == "Mettle fake CUDA device"
+    assert out["run"]["device_uuid"] == "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf"
+    cands = out["entries"][0]["candidates"]
+    assert [c["samples_ns"] for c in cands] == [[1_000_000] * 3] * 2   # the fake's 1 ms
+    assert len({c["outputs_sha256"] for c in cands}) == 1
+    launches = fake_cuda.calls("cuLaunchKernel")
+    assert len(launches) == 2 * (1 + 1 + 3)          # output check, warm-up, rounds
+    assert {(c["kernel"], c["gx"], c["bx"]) for c in launches} == {('"saxpy"', "4", "256")}
+    scale, count = launches[0]["cells"].split(",")[3:]
+    assert (scale, count) == ("00002040", "03040000")    # 2.5f and 1027, at their widths
 
 
 def test_pipeline_dry_run(ptxas_path, tmp_path, monkeypatch):

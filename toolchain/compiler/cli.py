@@ -98,6 +98,9 @@ def build_parser():
                    help="print each optimisation decision (fn: line N: pass: text)")
     p.add_argument("--profile", action="store_true", help="print per-phase timings")
     p.add_argument("--ml-opt", action="store_true", help="(refused with GPU output)")
+    p.add_argument("--emit-signature", metavar="PATH",
+                   help="with --emit-ptx/--emit-spirv: also write the kernels' typed "
+                   "parameters as JSON (what `mettle.load` checks launches against)")
     return p
 
 
@@ -111,6 +114,8 @@ def _options(ns):
         emit = "ir"
     if ns.dump_spirv and emit != "spirv":
         raise _UsageError("--dump-spirv needs --emit-spirv")
+    if ns.emit_signature and emit not in ("ptx", "spirv"):
+        raise _UsageError("--emit-signature needs --emit-ptx or --emit-spirv")
     if ns.ml_opt and emit in ("ptx", "spirv"):
         raise _UsageError("--ml-opt is refused with GPU output (--emit-ptx/--emit-spirv)")
     if ns.dump_ir_after:
@@ -350,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         if not source:
             raise _UsageError("no input file")
         opts = _options(ns)
-        return _compile(source, opts, fmt, argv)
+        return _compile(source, opts, fmt, argv, ns.emit_signature)
     except _UsageError as e:
         _report([Diagnostic("E0090", f"usage: {e}")], fmt)
         return 2
@@ -377,7 +382,8 @@ def _print_target(ns, fmt: str, argv: list[str] = ()) -> int:
     return 0
 
 
-def _compile(source: str, opts, fmt: str, argv: list[str] = ()) -> int:
+def _compile(source: str, opts, fmt: str, argv: list[str] = (),
+             signature_path: str | None = None) -> int:
     from .driver import compile_file, default_output, write_atomic
     try:
         result = compile_file(source, opts)
@@ -408,6 +414,14 @@ def _compile(source: str, opts, fmt: str, argv: list[str] = ()) -> int:
             write_atomic(out, result.data, executable=opts.emit == "exe")
         except OSError as e:
             _report([Diagnostic("E0092", f"cannot write {out}: {e.strerror}")], fmt)
+            return 1
+    if signature_path and result.signature is not None:
+        from .signature import dumps
+        try:
+            write_atomic(signature_path, dumps(result.signature).encode())
+        except OSError as e:
+            _report([Diagnostic("E0092", f"cannot write {signature_path}: {e.strerror}")],
+                    fmt)
             return 1
     if opts.profile:
         for phase, secs in result.timings.items():

@@ -20,7 +20,7 @@ DEFAULTS = {
     "fp_contract": "on", "print_target": False, "dump_ir": False, "dump_spirv": False,
     "include": [], "stdlib": None, "error_format": "text", "link_arg": [], "libs": [],
     "verify": False, "dump_ir_after": [], "explain": False, "profile": False,
-    "ml_opt": False,
+    "ml_opt": False, "emit_signature": None,
 }
 EMITS = {"--emit-ptx": "ptx", "--emit-spirv": "spirv", "--emit-obj": "obj", "--build": "exe"}
 FLAGS = {"-O": "optimize", "-r": "release", "--release": "release",
@@ -31,6 +31,7 @@ FLAGS = {"-O": "optimize", "-r": "release", "--release": "release",
 # options with one value: flag -> (dest, allowed values or None for any string)
 VALUES = {"-o": ("output", None), "-i": ("input", None), "--gpu-arch": ("gpu_arch", None),
           "--ptx-version": ("ptx_version", None), "--stdlib": ("stdlib", None),
+          "--emit-signature": ("emit_signature", None),
           "--target": ("target", tuple(HOST_TARGETS)),
           "--gpu-wmma-staging": ("gpu_wmma_staging", ("on", "off")),
           "--fp-contract": ("fp_contract", ("on", "off")),

@@ -49,6 +49,7 @@ class Result:
     timings: dict[str, float] = field(default_factory=dict)
     explain: str | None = None        # the --explain report
     objects: object | None = None     # the target's in-memory form (PTX: ptx.instr.PtxModule)
+    signature: dict | None = None     # GPU output: the kernels' typed parameters (signature.py)
 
 
 class _Timer:
@@ -109,6 +110,10 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
         # plain build refuses (a collective under varying control that -O would delete)
         from .ir.callgraph import device_program
         timer.run("verify", device_program, module)
+    signature = None
+    if gpu:                       # read before the optimizer: the source's parameter types
+        from .signature import of_module
+        signature = of_module(module, opts.emit)
     if optimizing:
         from .opt.manager import OptOptions, optimize
         module.opt_level = 1      # host backends allocate registers in optimised modules
@@ -121,7 +126,17 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
     ir_text = format_module(module) if opts.dump_ir else None
     data, objects = timer.run("codegen", _generate, module, opts, path)
     explain = module.remarks.format() if opts.explain else None
-    return Result(data, warnings, ir_text, timer.phases, explain, objects)
+    return Result(data, warnings, ir_text, timer.phases, explain, objects, signature)
+
+
+def dependencies(path: str, opts: Options) -> list[str]:
+    """Every source file a compile of `path` with `opts` reads: the entry and each module it
+    imports, transitively (parsed, not compiled), in dependency order. The Python runtime's
+    cache keys on their contents."""
+    from .frontend.modules import load_program
+    program = load_program(path, tuple(opts.include_dirs), opts.stdlib_dir,
+                           target_os=host_os(opts))
+    return [m.path for m in program.modules]
 
 
 def check_file(path: str, opts: Options, gpu: bool | None = None) -> list[Diagnostic]:
@@ -242,5 +257,6 @@ def write_atomic(path: str, data: bytes, executable: bool = False) -> None:
         raise
 
 
-__all__ = ["Options", "Result", "check_file", "compile_file", "default_output", "write_atomic",
+__all__ = ["Options", "Result", "check_file", "compile_file", "default_output",
+           "dependencies", "write_atomic",
            "CompileError"]

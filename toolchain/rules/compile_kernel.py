@@ -42,7 +42,7 @@ class CompileKernelRequest:
 
 @dataclass(frozen=True)
 class CompiledKernel:
-    digest: Digest            # holds exactly `path`
+    digest: Digest            # holds `path` (and its signature sidecar, when compiled here)
     path: str
     ptxas_arch: Optional[str] = None   # `ptxas --gpu-name` for PTX; None: nothing checks it
 
@@ -60,9 +60,16 @@ def ptxas_arch_of(print_target_stdout: bytes) -> Optional[str]:
     return json.loads(print_target_stdout.decode()).get("ptxas_arch")
 
 
+def signature_name(output_name: str) -> str:
+    """The sidecar `mettle.load` reads: the kernels' typed parameters (sorts after the module,
+    so a digest's first file stays the module)."""
+    return output_name + ".sig.json"
+
+
 def compile_argv(req: CompileKernelRequest, source: str, stdlib_root: str) -> Tuple[str, ...]:
     argv = ["--emit-ptx" if req.fmt == "ptx" else "--emit-spirv", source,
-            "-o", req.output_name, "--gpu-arch", req.gpu_arch, "--stdlib", stdlib_root]
+            "-o", req.output_name, "--gpu-arch", req.gpu_arch, "--stdlib", stdlib_root,
+            "--emit-signature", signature_name(req.output_name)]
     if req.optimize:
         argv.append("-O")
     if req.ptx_version:
@@ -96,7 +103,7 @@ async def compile_kernel(req: CompileKernelRequest, compiler: MettleCompiler) ->
     result = await Get(FallibleProcessResult, VenvPexProcess(
         compiler.pex, argv=compile_argv(req, inputs.entry, inputs.stdlib_root),
         input_digest=inputs.digest,
-        output_files=(req.output_name,), extra_env=TOOL_ENV,
+        output_files=(req.output_name, signature_name(req.output_name)), extra_env=TOOL_ENV,
         description=(f"Run mettle compile {inputs.entry} -> {req.output_name} "
                      f"({req.gpu_arch})"),
         level=LogLevel.INFO))

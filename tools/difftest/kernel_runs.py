@@ -1,12 +1,17 @@
 """Compile a generated kernel (PTX and SPIR-V), check it offline (ptxas, spirv-val), run it
 where a device is present (SPIR-V on PoCL in the trixie root, PTX on a CUDA GPU) and compare
-every output with the C reference. The device runners come from tests/support and
-tests/gpu (this tool runs from the repository root, where both import)."""
+every output with the C reference. Kernels run through the Python runtime (`mettle`) in a
+process of their own (device_run.py; tools/opencl_root.py enters the root)."""
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import struct
+import subprocess
+import sys
 import tempfile
+from pathlib import Path
 
 from .kernels import BLOCK, KernelCase, generate_kernel
 from .runner import compile_mettle, run_c
@@ -44,24 +49,104 @@ def decode(raw: bytes, n: int, m: int) -> list[int]:
     return list(struct.unpack(f"<{n * m}q", raw[:8 * n * m]))
 
 
-def run_spirv(case: KernelCase, spv: bytes) -> list[int]:
+def case_signature(case: KernelCase, target: str) -> dict:
+    """The generated kernel's parameters (kernels.render): out: int64*, one typed input
+    buffer per scalar type, n: int32."""
+    params = [{"name": "out", "type": "int64*", "kind": "pointer", "element": "int64",
+               "size": 8}]
+    params += [{"name": b, "type": f"{dt}*", "kind": "pointer", "element": dt, "size": 8}
+               for b, dt, _ in case.inputs]
+    params.append({"name": "n", "type": "int32", "kind": "scalar", "size": 4})
+    return {"format": "mettle.signature/1", "target": target,
+            "kernels": [{"name": case.name, "symbol": case.name, "block": None,
+                         "params": params}]}
+
+
+def _write_job(folder: Path, case: KernelCase, artifact: bytes, target: str) -> None:
     import numpy as np
-    from tests.support.opencl import Buf, Scalar, run_spirv_kernel
-    args = [Buf(np.full(case.n * case.m, 0x5A5A, dtype=np.int64), "int64", out=True)]
-    args += [Buf(np.array(vals, dtype=dt), dt) for _, dt, vals in case.inputs]
-    args.append(Scalar(case.n, "int32"))
-    out = run_spirv_kernel(spv, case.name, [case.n], [BLOCK], args)
-    return decode(out[0], case.n, case.m)
+    name = "kernel.ptx" if target == "ptx" else "kernel.spv"
+    (folder / name).write_bytes(artifact)
+    (folder / f"{name}.sig.json").write_text(json.dumps(case_signature(case, target)))
+    arrays = [np.full(case.n * case.m, 0x5A5A, dtype=np.int64)]
+    arrays += [np.array(vals, dtype=dt) for _, dt, vals in case.inputs]
+    for i, array in enumerate(arrays):
+        np.save(folder / f"in{i}.npy", array)
+    args = [{"array": f"in{i}.npy"} for i in range(len(arrays))] + [{"scalar": case.n}]
+    (folder / "job.json").write_text(json.dumps(
+        {"kernel": case.name, "grid": -(-case.n // BLOCK), "block": BLOCK, "args": args}))
+
+
+def _outputs(folder: Path) -> list[int]:
+    import numpy as np
+    return [int(x) for x in np.load(folder / "out0.npy")]
+
+
+def run_spirv(case: KernelCase, spv: bytes) -> list[int]:
+    from tools.opencl_root import run_in_root, trixie_root
+    root = trixie_root()
+    if root is None:
+        raise RuntimeError("the trixie root is not bootstrapped")
+    with tempfile.TemporaryDirectory(dir=root / "tmp") as tmp:
+        _write_job(Path(tmp), case, spv, "spirv")
+        proc = run_in_root(f"PYTHONPATH=/mnt/repo python3 -m tools.difftest.device_run "
+                           f"/tmp/{Path(tmp).name}")
+        if proc.returncode != 0:
+            raise RuntimeError(f"PoCL run failed ({proc.returncode}):\n{proc.stderr}")
+        return _outputs(Path(tmp))
 
 
 def run_ptx(case: KernelCase, ptx: bytes) -> list[int]:
-    import numpy as np
-    from tests.gpu.harness import Buffer, Scalar, run_kernel
-    args = [Buffer("out", "int64", size=case.n * case.m, poison=0x5A5A, output=True)]
-    args += [Buffer(b, dt, data=np.array(vals, dtype=dt)) for b, dt, vals in case.inputs]
-    args.append(Scalar("int32", case.n))
-    out = run_kernel(ptx.decode(), case.name, grid=case.n // BLOCK, block=BLOCK, args=args)
-    return [int(x) for x in out["out"]]
+    with tempfile.TemporaryDirectory(prefix="difftest-gpu-") as tmp:
+        _write_job(Path(tmp), case, ptx, "ptx")
+        repo = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            filter(None, [repo, os.environ.get("PYTHONPATH")])))
+        proc = subprocess.run([sys.executable, "-m", "tools.difftest.device_run", tmp],
+                              capture_output=True, text=True, env=env, timeout=600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"GPU run failed ({proc.returncode}):\n{proc.stderr}")
+        return _outputs(Path(tmp))
+
+
+def _ptxas() -> str | None:
+    from tools.gpu.ptxas_runner import find_ptxas
+    from tools.gpu.tool_io import ToolError
+    try:
+        return find_ptxas()
+    except ToolError:
+        return None
+
+
+def _check_ptx(ptxas: str, ptx: bytes, work: str) -> None:
+    from tools.gpu.ptxas_runner import assemble
+    path = os.path.join(work, "check.ptx")
+    with open(path, "wb") as f:
+        f.write(ptx)
+    assemble(ptxas, PTX_ARCH, path)          # raises ToolError with ptxas's message
+
+
+def _spirv_val() -> str | None:
+    from tools.opencl_root import repo_roots
+    for root in repo_roots():
+        path = root / ".bootstrap/spirv-tools/usr/bin/spirv-val"
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+    return shutil.which("spirv-val")
+
+
+def _check_spirv(tool: str, spv: bytes, work: str) -> None:
+    path = os.path.join(work, "check.spv")
+    with open(path, "wb") as f:
+        f.write(spv)
+    env = dict(os.environ)
+    lib = Path(tool).parents[1] / "lib" / "x86_64-linux-gnu"
+    if lib.is_dir():
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(lib),
+                                                               env.get("LD_LIBRARY_PATH")]))
+    proc = subprocess.run([tool, "--target-env", "opencl2.0", path], capture_output=True,
+                          text=True, env=env, timeout=60)
+    if proc.returncode != 0:
+        raise RuntimeError(f"spirv-val rejected the module:\n{proc.stdout}{proc.stderr}")
 
 
 def first_difference(want: list[int], got: list[int], m: int) -> str | None:
@@ -94,8 +179,7 @@ def reduce_failure(case: KernelCase, err: Exception, opt: str, work: str) -> Ker
 
 def cli(seeds, args, out) -> int:
     """Offline checks always; PoCL and GPU runs where available. Exit 1 on any mismatch."""
-    from tests.support import ptxas, spirv
-    from tests.support.opencl import opencl_available
+    from tools.opencl_root import opencl_available
     from .runner import cc_path
     if cc_path() is None:
         print("difftest --kernels: no C compiler (cc/gcc) for the CPU reference; "
@@ -104,10 +188,11 @@ def cli(seeds, args, out) -> int:
     pocl = opencl_available()[0]
     gpu = False
     try:
-        from toolchain.providers.cuda import driver
+        from mettle.providers.cuda import driver
         gpu = driver.probe() is None
     except Exception:  # noqa: BLE001
         gpu = False
+    ptxas, spirv_val = _ptxas(), _spirv_val()
     counts = {"ptxas": 0, "spirv-val": 0, "pocl": 0, "gpu": 0}
     bad = 0
     with tempfile.TemporaryDirectory(prefix="difftest-k-") as work:
@@ -117,11 +202,11 @@ def cli(seeds, args, out) -> int:
                 try:
                     want = reference(case, work)
                     ptx, spv = build(case, work, "ptx", opt), build(case, work, "spirv", opt)
-                    if ptxas.find_ptxas():
-                        ptxas.assemble(ptx.decode(), PTX_ARCH)
+                    if ptxas:
+                        _check_ptx(ptxas, ptx, work)
                         counts["ptxas"] += 1
-                    if spirv.find_spirv_val():
-                        spirv.validate(spv)
+                    if spirv_val:
+                        _check_spirv(spirv_val, spv, work)
                         counts["spirv-val"] += 1
                     runs = []
                     if pocl:

@@ -6,7 +6,8 @@ usage: collect_measurements.py --workload=W.json --variant v1.ptx v1.profile.jso
                                [--seed=0] [--device=0] [--no-output-check] [--dry-run]
                                -o timings.json
 
-Each variant's PTX is JIT-loaded through the CUDA driver (ctypes over libcuda.so.1); every
+Each variant's PTX is JIT-loaded and launched through the Python runtime (`mettle`), with the
+workload's argument types as the kernel's signature; every
 variant first runs once on freshly initialised buffers and their output buffers must agree
 byte for byte (disable with --no-output-check), then warms up separately, then each round
 runs every variant once in a seeded random order (recorded as round_order), timed with CUDA
@@ -19,7 +20,6 @@ without touching a device. Importing this module needs no GPU.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import platform
 import random
@@ -37,6 +37,7 @@ from tools.gpu.tool_io import (ToolError, dump_stable, load_json, read_bytes,  #
 SCHEMA = "mettle.variant_measurements/1"
 SCHEMA_PATH = Path(__file__).resolve().parent / "variant_measurements.schema.json"
 MIN_PAIRS_DEFAULT = 21
+CU_DEVICE_ATTRIBUTE_INTEGRATED = 18
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,93 +81,152 @@ def load_variants(pairs: list[list[str]], kernel: str) -> list[dict]:
     return out
 
 
-def _params(drv, wl, ptrs: dict) -> tuple:
-    """kernelParams array (void**) plus the storage it points into (kept alive)."""
-    storage = []
-    for arg in wl.args:
+def workload_signature(wl) -> dict:
+    """The kernel's typed parameters as the workload declares them (a mettle.signature/1
+    document): the runtime then checks and marshals every launch, as for compiled kernels."""
+    params = []
+    for i, arg in enumerate(wl.args):
         if "buffer" in arg:
-            storage.append(ctypes.c_uint64(ptrs[arg["buffer"]].value))
+            element = gpu_workload.DTYPE_NUMPY[wl.buffers[arg["buffer"]].dtype]
+            params.append({"name": arg["buffer"], "type": element + "*", "kind": "pointer",
+                           "element": element, "space": "global", "size": 8})
         else:
-            storage.append(ctypes.create_string_buffer(
-                gpu_workload.pack_scalar(arg["type"], arg["value"])))
-    arr = (ctypes.c_void_p * len(storage))(*(ctypes.addressof(s) for s in storage))
-    return arr, storage
+            name = gpu_workload.DTYPE_NUMPY[arg["type"]]
+            params.append({"name": f"arg{i}", "type": name, "kind": "scalar",
+                           "size": gpu_workload.DTYPES[arg["type"]][1]})
+    return {"format": "mettle.signature/1", "target": "ptx",
+            "kernels": [{"name": wl.kernel, "symbol": wl.kernel, "block": None,
+                         "params": params}]}
 
 
-def _output_digest(drv, wl, fn, params, ptrs, initial: dict) -> str:
-    outs = [b for b in wl.buffers.values() if b.output]
-    for b in outs:
-        drv.upload(ptrs[b.name], initial[b.name])
-    drv.launch(fn, wl.grid, wl.block, wl.shared_bytes, params)
-    drv.synchronize()
-    return sha256_bytes(b"".join(drv.download(ptrs[b.name], b.nbytes) for b in outs))
+class Session:
+    """The variants' kernels on one device, through the runtime (`mettle`): device
+    arrays for the workload's buffers, typed launches, CUDA events."""
+
+    def __init__(self, wl, ordinal: int):
+        import numpy as np
+        import mettle
+        try:
+            self.device = mettle.device(ordinal)
+        except RuntimeError as exc:
+            raise ToolError(f"{exc}; the collector needs an NVIDIA GPU and driver") from None
+        self.wl, self.np, self.mettle = wl, np, mettle
+        self.initial = {n: gpu_workload.host_bytes(b) for n, b in wl.buffers.items()}
+        self.arrays = {n: mettle.empty(b.count, gpu_workload.DTYPE_NUMPY[b.dtype], ordinal)
+                       for n, b in wl.buffers.items()}
+        for name in self.arrays:
+            self.upload(name)
+        self.args = [self.arrays[a["buffer"]] if "buffer" in a else a["value"] for a in wl.args]
+
+    def upload(self, name: str) -> None:
+        array = self.arrays[name]
+        array.copy_from(self.np.frombuffer(self.initial[name], array.dtype))
+
+    def facts(self) -> dict:
+        from mettle.providers.cuda import driver
+        dev = self.device
+        h = dev.driver.uuid
+        major, minor = dev.compute_capability
+        facts = {"device_uuid": f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}",
+                 "device_name": dev.name, "compute_capability": f"{major}.{minor}",
+                 "integrated_memory": bool(dev.attribute(CU_DEVICE_ATTRIBUTE_INTEGRATED)),
+                 "driver_version": driver.driver_version()}
+        release = _driver_release()
+        if release:
+            facts["driver_release"] = release
+        return facts
+
+    def launcher(self, variant: dict):
+        """The variant's kernel, loaded (a JIT failure reports the driver's error log)."""
+        mettle = self.mettle
+        module = mettle.Module("ptx", variant["ptx"],
+                               mettle.Signature.from_json(workload_signature(self.wl)),
+                               origin=variant["ptx_path"], device=self.device.ordinal)
+        kernel = module[self.wl.kernel]
+        try:
+            kernel.plan()
+        except mettle.LaunchError as exc:
+            raise ToolError(f"{variant['ptx_path']}: {exc}") from None
+        bound = kernel[self.wl.grid, self.wl.block]
+        shared, args = self.wl.shared_bytes, self.args
+        return lambda: bound(*args, shared=shared)
+
+    def output_digest(self, launch) -> str:
+        outs = [b for b in self.wl.buffers.values() if b.output]
+        for b in outs:
+            self.upload(b.name)
+        launch()
+        self.device.synchronize()
+        return sha256_bytes(b"".join(self.arrays[b.name].numpy().tobytes() for b in outs))
+
+    def time_ns(self, launch) -> int:
+        start, end = self.mettle.Event().record(), self.mettle.Event()
+        for _ in range(self.wl.launches_per_sample):
+            launch()
+        end.record()
+        return int(round(start.elapsed_ms(end) * 1e6)) // self.wl.launches_per_sample
+
+    def release(self) -> None:
+        """Best-effort: after a kernel fault the context is unusable and every call fails,
+        and that must not hide the error that caused it."""
+        for array in self.arrays.values():
+            try:
+                array.free()
+            except RuntimeError:
+                break
 
 
-def _time_once(drv, wl, fn, params, start, end) -> int:
-    drv.record(start)
-    for _ in range(wl.launches_per_sample):
-        drv.launch(fn, wl.grid, wl.block, wl.shared_bytes, params)
-    drv.record(end)
-    return drv.elapsed_ns(start, end) // wl.launches_per_sample
-
-
-def run_rounds(drv, wl, fns, params, args) -> tuple[list[list[int]], list[list[int]]]:
+def run_rounds(session, launches, args) -> tuple[list[list[int]], list[list[int]]]:
     """Separate warm-up per variant, then seeded randomly ordered paired rounds."""
-    for fn in fns:
+    for launch in launches:
         for _ in range(args.warmup):
-            drv.launch(fn, wl.grid, wl.block, wl.shared_bytes, params)
-        drv.synchronize()
+            launch()
+        session.device.synchronize()
     rng = random.Random(args.seed)
-    start, end = drv.event(), drv.event()
-    samples: list[list[int]] = [[] for _ in fns]
+    samples: list[list[int]] = [[] for _ in launches]
     orders = []
     for _ in range(args.rounds):
-        order = list(range(len(fns)))
+        order = list(range(len(launches)))
         rng.shuffle(order)
         orders.append(order)
         for i in order:
-            samples[i].append(_time_once(drv, wl, fns[i], params, start, end))
+            samples[i].append(session.time_ns(launches[i]))
     return samples, orders
 
 
 def measure(args, wl, variants) -> tuple[dict, list, list]:
-    from tools.gpu.cuda_driver import Driver  # lazy: needs libcuda.so.1
-    drv = Driver(args.device)
-    ptrs: dict = {}
+    import mettle
+    from mettle.providers.cuda.driver import CudaError
+    session = Session(wl, args.device)
     try:
-        facts = drv.device_facts()
-        initial = {n: gpu_workload.host_bytes(b) for n, b in wl.buffers.items()}
-        for name, buf in wl.buffers.items():
-            ptrs[name] = drv.alloc(buf.nbytes)
-            drv.upload(ptrs[name], initial[name])
-        params, _keep = _params(drv, wl, ptrs)
-        fns = [drv.get_function(drv.load_module(v["ptx"], v["ptx_path"]), wl.kernel)
-               for v in variants]
+        facts = session.facts()
+        launches = [session.launcher(v) for v in variants]
         if not args.no_output_check:
-            digests = [_output_digest(drv, wl, fn, params, ptrs, initial) for fn in fns]
+            digests = [session.output_digest(launch) for launch in launches]
             for v, d in zip(variants, digests):
                 v["outputs_sha256"] = d
             if len(set(digests)) > 1:
                 raise ToolError("variants disagree on the output buffers: " + ", ".join(
                     f"{v['name']}={d[:12]}" for v, d in zip(variants, digests)))
-        samples, orders = run_rounds(drv, wl, fns, params, args)
+        samples, orders = run_rounds(session, launches, args)
         return facts, samples, orders
+    except (CudaError, mettle.LaunchError) as exc:
+        raise ToolError(str(exc)) from None
     finally:
-        _release(drv, ptrs)
+        session.release()
 
 
-def _release(drv, ptrs: dict) -> None:
-    """Best-effort cleanup: after a kernel fault the context is unusable and every call
-    fails, and that must not hide the error that caused it."""
-    for ptr in ptrs.values():
-        try:
-            drv.free(ptr)
-        except ToolError:
-            break
+def _driver_release() -> str | None:
+    """Kernel-module release (e.g. 580.159.04) from /proc, when the host exposes it."""
     try:
-        drv.close()
-    except ToolError:
-        pass
+        text = Path("/proc/driver/nvidia/version").read_text()
+    except OSError:
+        return None
+    for word in text.split():
+        parts = word.split(".")
+        if len(parts) >= 2 and all(p.isdigit() for p in parts):
+            return word
+    return None
 
 
 def build_document(args, wl, variants, facts, samples, orders) -> dict:

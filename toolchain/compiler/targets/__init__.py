@@ -10,7 +10,7 @@ branching on names; build rules and benchmarks ask `resolve_target` (or
 of PTX. The optimizer sees only `ResolvedTarget.info()` (it never imports targets).
 
 Registering another host target is one line (see the bottom of this file), e.g.
-    register(host_target("aarch64-linux", "toolchain.compiler.targets.arm64:emit_object"))
+    register(host_target("aarch64-linux", ".arm64:emit_object"))
 This module imports no backend; it must stay importable by the build rules (Python 3.9).
 """
 from __future__ import annotations
@@ -191,12 +191,13 @@ def _spirv_generate(module, opts):
 
 
 def host_target(name: str, emit_object: str) -> Target:
-    """A host (CPU) target: `emit_object` ("package.module:function") takes
+    """A host (CPU) target: `emit_object` (".module:function", relative to this package) takes
     `(module, release=...)` and returns an object file; `--build` links it."""
     def generate(module, opts):
         import importlib
-        mod, fn = emit_object.split(":")
-        return getattr(importlib.import_module(mod), fn)(module, release=opts.release), None
+        mod, fn = emit_object.split(":")  # relative: installed, the package is `mettle`
+        emit = getattr(importlib.import_module(mod, __name__), fn)
+        return emit(module, release=opts.release), None
     return Target(name, ("obj", "exe"), False, generate,
                   lambda opts: ResolvedTarget(name, False))
 
@@ -205,7 +206,7 @@ register(Target("ptx", ("ptx",), True, _ptx_generate, _ptx_resolve,
                 subgroup_width=PTX_SUBGROUP_WIDTH, unrolls_loops=True))
 register(Target("spirv", ("spirv",), True, _spirv_generate,
                 lambda opts: ResolvedTarget("spirv", True)))
-register(host_target("x86_64", "toolchain.compiler.targets.x86_64:emit_object"))
-register(host_target("aarch64-linux", "toolchain.compiler.targets.arm64:emit_object"))
+register(host_target("x86_64", ".x86_64:emit_object"))
+register(host_target("aarch64-linux", ".arm64:emit_object"))
 register(host_target("x86_64-windows",
-                     "toolchain.compiler.targets.x86_64.target_win64:emit_coff"))
+                     ".x86_64.target_win64:emit_coff"))

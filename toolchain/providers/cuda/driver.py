@@ -25,6 +25,7 @@ CU_JIT_INFO_LOG_BUFFER = 3
 CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4
 CU_JIT_ERROR_LOG_BUFFER = 5
 CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+CU_JIT_LOG_VERBOSE = 12   # the info log then has ptxas' registers/spills per function
 JIT_LOG_BYTES = 16384
 
 CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
@@ -70,6 +71,15 @@ _SIGNATURES: dict[str, tuple[tuple[str, ...], list]] = {
     "cuFuncSetAttribute": (("cuFuncSetAttribute",), [_P, c_int, c_int]),
     "cuGetErrorName": (("cuGetErrorName",), [c_int, POINTER(c_char_p)]),
     "cuGetErrorString": (("cuGetErrorString",), [c_int, POINTER(c_char_p)]),
+    "cuStreamCreate": (("cuStreamCreate",), [POINTER(_P), c_uint]),
+    "cuStreamDestroy": (("cuStreamDestroy_v2",), [_P]),
+    "cuStreamSynchronize": (("cuStreamSynchronize",), [_P]),
+    "cuStreamWaitEvent": (("cuStreamWaitEvent",), [_P, _P, c_uint]),
+    "cuMemcpyHtoDAsync": (("cuMemcpyHtoDAsync_v2",), [c_uint64, c_void_p, c_size_t, _P]),
+    "cuMemcpyDtoHAsync": (("cuMemcpyDtoHAsync_v2",), [c_void_p, c_uint64, c_size_t, _P]),
+    "cuPointerGetAttribute": (("cuPointerGetAttribute",), [c_void_p, c_int, c_uint64]),
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor": (
+        ("cuOccupancyMaxActiveBlocksPerMultiprocessor",), [POINTER(c_int), _P, c_int, c_size_t]),
     "cuTensorMapEncodeTiled": (("cuTensorMapEncodeTiled",),
                                [c_void_p, c_int, c_uint, c_void_p, c_void_p, c_void_p,
                                 c_void_p, c_void_p, c_int, c_int, c_int, c_int]),
@@ -318,18 +328,22 @@ class Event:
             self.handle = None
 
 
-def _load_module(image: bytes) -> Module:
-    """cuModuleLoadDataEx with error and info log buffers; a failure carries the error log."""
+def _load_module(image: bytes, verbose: bool = False) -> Module:
+    """cuModuleLoadDataEx with error and info log buffers; a failure carries the error log.
+    `verbose`: the info log reports each function's registers and spills."""
     error_log = ctypes.create_string_buffer(JIT_LOG_BYTES)
     info_log = ctypes.create_string_buffer(JIT_LOG_BYTES)
-    options = (c_int * 4)(CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                          CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)
-    values = (c_void_p * 4)(ctypes.addressof(error_log), JIT_LOG_BYTES,
-                            ctypes.addressof(info_log), JIT_LOG_BYTES)
+    count = 5 if verbose else 4
+    options = (c_int * count)(CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                              CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                              *([CU_JIT_LOG_VERBOSE] if verbose else []))
+    values = (c_void_p * count)(ctypes.addressof(error_log), JIT_LOG_BYTES,
+                                ctypes.addressof(info_log), JIT_LOG_BYTES,
+                                *([1] if verbose else []))
     source = ctypes.create_string_buffer(image)  # NUL-terminated, as the JIT requires
     handle = c_void_p()
     try:
-        call("cuModuleLoadDataEx", byref(handle), source, 4, options, values)
+        call("cuModuleLoadDataEx", byref(handle), source, count, options, values)
     except CudaError as exc:
         log = error_log.value.decode(errors="replace")
         raise CudaError(exc.function, exc.code, exc.name, exc.text, log) from None
@@ -409,8 +423,8 @@ class Device:
         count = dst.nbytes if nbytes is None else nbytes
         call("cuMemsetD8", c_uint64(_address(dst)), byte & 0xFF, count)
 
-    def load_ptx(self, text: str | bytes) -> Module:
-        return _load_module(text.encode() if isinstance(text, str) else bytes(text))
+    def load_ptx(self, text: str | bytes, verbose: bool = False) -> Module:
+        return _load_module(text.encode() if isinstance(text, str) else bytes(text), verbose)
 
     def synchronize(self) -> None:
         call("cuCtxSynchronize")

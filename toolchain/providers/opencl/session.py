@@ -66,6 +66,14 @@ class Session:
         self._owned.append(("clReleaseMemObject", buf.handle))
         return buf
 
+    def release(self, buf: Buffer) -> None:
+        """Release one buffer now (the runtime makes buffers per launch)."""
+        for i, (fn, handle) in enumerate(self._owned):
+            if handle is buf.handle:
+                del self._owned[i]
+                self.cl.lib.clReleaseMemObject(handle)
+                return
+
     def set_args(self, kern: c_void_p, args: list) -> None:
         for index, arg in enumerate(args):
             if isinstance(arg, Buffer):

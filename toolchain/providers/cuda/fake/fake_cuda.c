@@ -21,6 +21,11 @@
  * cells (ptr, ptr, ptr, n) computes c[i] = a[i] + b[i] over float32 on those host copies
  * and adds computed=vadd to its line.
  *
+ * cuModuleLoadDataEx with CU_JIT_LOG_VERBOSE writes ptxas-style register/spill lines for each
+ * .entry into the info log; cuOccupancyMaxActiveBlocksPerMultiprocessor answers 2048 threads
+ * per SM (at most 32 blocks); cuPointerGetAttribute knows the device ordinal (0) of live
+ * allocations only.
+ *
  * cuTensorMapEncodeTiled checks the driver's geometry rules and writes its arguments into
  * the 128-byte map (layout at the function), so a test can read back what reached the device.
  *
@@ -272,6 +277,35 @@ static void write_error_log(unsigned n, const int *options, void **values, const
     if (buffer && size) snprintf(buffer, size, "%s", msg);
 }
 
+/* With CU_JIT_LOG_VERBOSE (12) set, ptxas-style lines for every .entry in the info log
+ * (CU_JIT_INFO_LOG_BUFFER 3, size 4): 16 registers, no spills, as cuFuncGetAttribute says. */
+static void write_info_log(unsigned n, const int *options, void **values,
+                           const struct fake_module *m) {
+    char *buffer = NULL;
+    size_t size = 0, used = 0;
+    int verbose = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (options[i] == 3) buffer = values[i];
+        if (options[i] == 4) size = (size_t)(uintptr_t)values[i];
+        if (options[i] == 12) verbose = (int)(uintptr_t)values[i];
+    }
+    if (!buffer || !size) return;
+    buffer[0] = '\0';
+    if (!verbose || !m || !m->ptx) return;
+    for (const char *p = strstr(m->ptx, ".entry"); p; p = strstr(p + 6, ".entry")) {
+        const char *q = p + 6;
+        while (*q == ' ' || *q == '\t') q++;
+        int len = 0;
+        while (q[len] && q[len] != '(' && q[len] != ' ' && q[len] != '\n') len++;
+        int wrote = snprintf(buffer + used, size - used,
+                             "ptxas info    : Function properties for %.*s\n"
+                             "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+                             "ptxas info    : Used 16 registers\n", len, q);
+        if (wrote < 0 || (size_t)wrote >= size - used) break;
+        used += (size_t)wrote;
+    }
+}
+
 CUresult cuModuleLoadDataEx(CUhandle *module, const void *image, unsigned numOptions,
                             int *options, void **optionValues) {
     int injected = fake_fail("cuModuleLoadDataEx");
@@ -282,6 +316,7 @@ CUresult cuModuleLoadDataEx(CUhandle *module, const void *image, unsigned numOpt
         return injected;
     }
     *module = new_module(image);
+    write_info_log(numOptions, options, optionValues, *module);
     fake_log("cuModuleLoadDataEx module=0x%llx image=0x%llx numOptions=%u", HEX(*module),
              HEX(image), numOptions);
     return CUDA_SUCCESS;
@@ -689,6 +724,32 @@ CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *base,
         if (d + 1 < rank) memcpy(image + 96 + 8 * d, &strides[d], 8);
     }
     memcpy(map, image, sizeof image);
+    return CUDA_SUCCESS;
+}
+
+/* ---- occupancy and pointer queries (the Python runtime's kernel facts and checks) ------ */
+
+/* An H200-like answer: 2048 resident threads per SM, at most 32 blocks. */
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUhandle func,
+                                                     int blockSize, size_t dynamicSMemSize) {
+    FAIL_IF_ASKED("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    int blocks = blockSize > 0 ? 2048 / blockSize : 0;
+    *numBlocks = blocks > 32 ? 32 : blocks;
+    fake_log("cuOccupancyMaxActiveBlocksPerMultiprocessor numBlocks=%d func=0x%llx "
+             "blockSize=%d dynamicSMemSize=%zu", *numBlocks, HEX(func), blockSize,
+             dynamicSMemSize);
+    return CUDA_SUCCESS;
+}
+
+/* CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL (9) is 0 inside a live allocation; anything else is
+ * CUDA_ERROR_INVALID_VALUE, as the real driver answers for host memory it does not know. */
+CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr) {
+    FAIL_IF_ASKED("cuPointerGetAttribute");
+    int ok = attribute == 9 && track_covers(ptr, 1);
+    fake_log("cuPointerGetAttribute attribute=%d ptr=0x%llx%s", attribute, ptr,
+             ok ? "" : " invalid=1");
+    if (!ok) return CUDA_ERROR_INVALID_VALUE;
+    *(int *)data = 0;
     return CUDA_SUCCESS;
 }
 

@@ -1,6 +1,7 @@
-"""Shared pieces of the sm_90a workgroup GEMM checks (tests/gpu/test_gemm_hopper.py) and
-benchmark (bench/gemm.py): the Mettle source, compile + launch through the Python provider
-on torch's buffers, the fp32 torch oracle, and the device-built tensor-map probe.
+"""Shared pieces of the sm_90a workgroup GEMM checks (tests/gpu/test_gemm_hopper.py runs
+bench/gemm.py --check) and benchmark (bench/gemm.py): the Mettle source, compile + typed
+launch through the Python runtime (`mettle`) on torch's tensors, the fp32 torch oracle, and
+the device-built tensor-map probe.
 
 Everything that touches the GPU runs in the calling process; callers put each risky kernel
 in its own process (a faulting kernel leaves the CUDA context unusable).
@@ -8,10 +9,25 @@ in its own process (a faulting kernel leaves the CUDA context unusable).
 from __future__ import annotations
 
 import ctypes
+import os
 
-from tests.tensor.kernels import compile_ptx
-from tests.tensor.wgmma_kernels import BM, BN, EPILOGUES, gemm_source, grid, \
+import mettle
+from wgmma_kernels import BM, BN, EPILOGUES, gemm_source, grid, \
     native_launch, persistent_grid  # noqa: F401
+
+
+def compile_module(source: str, arch: str) -> "mettle.Module":
+    """The GEMM's module: compiled in process as the hardware suite compiles (no -O unless
+    $METTLE_GPU_OPT asks: plain, plain-nocontract, O, O-nocontract)."""
+    mode = os.environ.get("METTLE_GPU_OPT") or "plain"
+    if mode not in OPT_MODES:
+        raise ValueError(f"METTLE_GPU_OPT={mode!r}: expected one of {sorted(OPT_MODES)}")
+    return mettle.compile(source, arch=arch, **OPT_MODES[mode])
+
+
+# tests/support/gpu_opt_mode.py's modes as mettle.compile options
+OPT_MODES = {"plain": {"opt": False}, "plain-nocontract": {"opt": False, "fp_contract": False},
+             "O": {"opt": True}, "O-nocontract": {"opt": True, "fp_contract": False}}
 
 
 class Gemm:
@@ -22,13 +38,13 @@ class Gemm:
     `persistent: 8` call over the whole of D, launched on persistent_grid workgroups (or
     the launcher's `grid`)."""
 
-    def __init__(self, dev, fmt: str, arch: str = "sm_90a", ptx: str | None = None,
-                 bm: int = BM, bn: int = BN, out: str = "f32", epilogue: str | None = None,
-                 persistent: bool = False):
+    def __init__(self, dev, fmt: str, arch: str = "sm_90a", bm: int = BM, bn: int = BN,
+                 out: str = "f32", epilogue: str | None = None, persistent: bool = False):
         self.persistent = persistent
-        self.ptx = ptx or compile_ptx(gemm_source(fmt, bm, bn, out=out, epilogue=epilogue,
-                                                  persistent=persistent), arch)
-        self.fn = dev.load_ptx(self.ptx).function("gemm")
+        self.module = compile_module(gemm_source(fmt, bm, bn, out=out, epilogue=epilogue,
+                                                 persistent=persistent), arch)
+        self.ptx = self.module.ptx
+        self.fn = self.module.gemm
         self.bm, self.bn, self.out, self.epilogue = bm, bn, out, epilogue
         self.threads, self.shared = native_launch(fmt, bm, bn, out)
         from toolchain.compiler.targets.ptx.tensor import wgmma
@@ -36,17 +52,20 @@ class Gemm:
 
     def launcher(self, a, bt, c, d, m, n, k, threads=None, shared=None, epi=None,
                  grid_x=None, ldc=None):
-        u32 = ctypes.c_uint32
-        args = [ctypes.c_uint64(t.data_ptr()) for t in (a, bt, c, d)] + \
-            [u32(m), u32(n), u32(k), u32(a.stride(0)), u32(bt.stride(0)),
-             u32(c.stride(0) if ldc is None else ldc), u32(d.stride(0))]
+        """A typed launch on torch's current stream: the tensors are checked against the
+        kernel's uint16*/float32* parameters (f16/bf16 tensors pass as the uint16 carrier)
+        and the sizes against uint32."""
+        args = [a, bt, c, d] + \
+            [m, n, k, a.stride(0), bt.stride(0), c.stride(0) if ldc is None else ldc,
+             d.stride(0)]
         if self.epilogue:
             args += epi.args()
         g = grid_x or (persistent_grid(m, n, self.bm, self.bn) if self.persistent else
                        grid(m, n, self.bm, self.bn, self.cluster))
         th = self.threads if threads is None else threads
         sh = self.shared if shared is None else shared
-        return lambda: self.fn.launch((g, 1, 1), (th, 1, 1), args, shared=sh)
+        bound = self.fn[g, th]
+        return lambda: bound(*args, shared=sh)
 
 
 def torch_dtype(torch, fmt: str):
@@ -111,9 +130,7 @@ class Epilogue:
         self.mode = mode
 
     def args(self) -> list:
-        f32, u32 = ctypes.c_float, ctypes.c_uint32
-        return [ctypes.c_uint64(self.store.data_ptr()), u32(self.ldbias), f32(self.alpha),
-                f32(self.beta), f32(self.lo), f32(self.hi)]
+        return [self.store, self.ldbias, self.alpha, self.beta, self.lo, self.hi]
 
     def apply(self, torch, t):
         """act(alpha*t + beta*bias) on the float32 sums t (M x N)."""

@@ -1,6 +1,7 @@
 """Mettle source of the workgroup-scope GEMM (docs/gemm.md, examples/gemm/gemm.mettle) and
-its launch geometry, shared by the CPU tests (tests/tensor/test_wgmma*.py), the hardware
-checks (tests/gpu/gemm_hopper.py) and bench/gemm.py."""
+its launch geometry, shared by the CPU tests (tests/tensor/test_wgmma*.py) and
+bench/gemm.py with bench/gemm_hopper.py (whose --check runs are the hardware checks of
+tests/gpu/test_gemm_hopper.py). It lives here because bench/ never imports tests/."""
 from __future__ import annotations
 
 BM, BN = 128, 256
