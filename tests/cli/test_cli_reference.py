@@ -1,4 +1,4 @@
-"""docs/cli.md describes every flag `mettle --help` offers and every exit code cli.py uses."""
+"""docs/reference/cli.md describes every flag `mettle --help` offers and every exit code cli.py uses."""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +8,7 @@ from pathlib import Path
 from toolchain.compiler import cli
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+DOC = (ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
 
 
 def mentioned(word: str) -> bool:

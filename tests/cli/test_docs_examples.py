@@ -1,6 +1,6 @@
 """Every ```mettle example of the user docs compiles as written (or fails as it says).
 
-Checked: docs/language.md, gpu.md, cli.md, and any other docs/*.md that contains the line
+Checked: docs/reference/language.md, gpu.md, cli.md, and any other docs/*.md that contains the line
 `<!-- mettle examples: checked -->` (docs that quote partial snippets opt in when ready).
 
 The fence's info string says how an example is checked:
@@ -28,7 +28,7 @@ OPT_IN = "<!-- mettle examples: checked -->"
 
 
 def examples():
-    for doc in sorted((ROOT / "docs").glob("*.md")):
+    for doc in sorted((ROOT / "docs").rglob("*.md")):
         text = doc.read_text(encoding="utf-8")
         if doc.name not in CHECKED and OPT_IN not in text:
             continue
