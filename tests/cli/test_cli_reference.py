@@ -27,3 +27,12 @@ def test_every_exit_code_is_documented():
     codes = {int(c) for c in re.findall(r"\breturn (\d+)\b", source)} | {cli.EXIT_INTERNAL}
     table = DOC[DOC.index("## Exit codes"):]
     assert [c for c in sorted(codes) if f"| {c} |" not in table] == []
+
+
+def test_every_flag_and_subcommand_has_help_text():
+    actions = [a for a in cli.build_parser()._actions if a.help != argparse.SUPPRESS]
+    assert [a.option_strings or a.dest for a in actions if not a.help] == []
+    text = cli.build_parser().format_help()
+    for sub in ("mettle explain", "mettle version", "mettle help"):
+        assert sub in text
+    assert "--emit-obj" in text.split("subcommands:")[1]       # the default is named
