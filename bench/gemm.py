@@ -8,7 +8,7 @@ The default kernel is the workgroup-scope region (tests/gpu/gemm_hopper.gemm_sou
 workgroup per 128x256 region of D = A*B + C, f16 or bf16 A row-major and B column-major,
 f32 accumulate, C f32, D f32 or --out f16: D in the input's 16-bit type, rounded once),
 lowered on sm_90a to the TMA + mbarrier + wgmma pipeline
-(docs/gemm.md). --subgroup adds the older one-warp-per-64x64-region kernel. Kernels are
+(docs/reference/gemm.md). --subgroup adds the older one-warp-per-64x64-region kernel. Kernels are
 compiled and launched through the Python runtime (`mettle`: typed launches on torch's
 tensors, in torch's primary context and on its current stream); every configuration is checked against torch in fp32 (random data, D
 poisoned with NaN) before it is timed with CUDA events in the same process as torch:
@@ -18,7 +18,7 @@ TFLOP/s counts 2*M*N*K. `torch` is torch.matmul(a, b) in the input dtype (f16/bf
 no C: the ratio's denominator); `torch+C` is torch.add(c, torch.matmul(a, b), out=d), our
 contract (f32 C in, f32 D out) in two torch calls.
 Every configuration is also timed as `persistent` (one `persistent: 8` call over the
-whole of D on min(tiles, 132) workgroups: docs/gemm.md "Persistent tile loop"), and for
+whole of D on min(tiles, 132) workgroups: docs/reference/gemm.md "Persistent tile loop"), and for
 a 16-bit D as `pers/noC`: the persistent kernel on torch.matmul's own contract (D = A*B
 in the 16-bit type, no C: C is one row of zeros read with ldc = 0, so it costs no DRAM
 traffic; checked against A*B alone). `ratio` columns divide by `torch`.

@@ -3,7 +3,7 @@
 Driven by bench/softmax_variants.py: `--policy-emit DIR` (any machine with the compiler and
 ptxas) writes the variants' PTX and a manifest, `--policy DIR` (the GPU machine) loads,
 checks and times them. Why: under -O, softmax 65536x1024 lost speed to occupancy (64 warps
-per SM against 48 or 40 with the same SASS; docs/optimizer.md, load-ahead). One reading is
+per SM against 48 or 40 with the same SASS; docs/internals/optimizer.md, load-ahead). One reading is
 L2 capacity: 64 warps x 132 SMs x 4 KiB rows is 34.6 MB of rows waiting for their second
 and third pass while the output streams through the same L2. If so, an access policy that
 keeps the output and the rows' last reads from displacing rows still to be re-read should

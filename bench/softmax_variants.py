@@ -17,7 +17,7 @@ torch (and bitwise against the committed -O) and times it, twice in opposite ord
 (`st.global.cs`, evict-first in L1 and L2, so the output does not push the rows being
 re-read out of L2) and launches with extra dynamic shared memory that hold the resident
 128-item blocks per SM down (14 / 12 / 10 blocks: 56 / 48 / 40 warps on an H200), alone
-and together. The probe call of docs/gpu.md found fewer warps faster at 1024 columns and
+and together. The probe call of docs/reference/gpu.md found fewer warps faster at 1024 columns and
 slightly slower at 4096; these rows say whether a store policy gets the same without the
 cost.
 

@@ -1,4 +1,4 @@
-"""Mettle source of the workgroup-scope GEMM (docs/gemm.md, examples/gemm/gemm.mettle) and
+"""Mettle source of the workgroup-scope GEMM (docs/reference/gemm.md, examples/gemm/gemm.mettle) and
 its launch geometry, shared by the CPU tests (tests/tensor/test_wgmma*.py) and
 bench/gemm.py with bench/gemm_hopper.py (whose --check runs are the hardware checks of
 tests/gpu/test_gemm_hopper.py). It lives here because bench/ never imports tests/."""
@@ -8,7 +8,7 @@ BM, BN = 128, 256
 GROUP = 8                                  # row tiles per L2 group of the tile order
 
 
-# Fused epilogues the tests and the benchmark exercise (docs/gemm.md "Fused epilogue"):
+# Fused epilogues the tests and the benchmark exercise (docs/reference/gemm.md "Fused epilogue"):
 # name -> tensor_matmul options. A kernel with an epilogue takes six more parameters,
 # always in this order: bias (D's storage type), ldbias, alpha, beta, lo, hi.
 EPILOGUES = {

@@ -1,5 +1,5 @@
 """`mettle explain CODE`: every diagnostic code the compiler can raise is explained, in the
-CLI and in docs/language.md."""
+CLI and in docs/reference/language.md."""
 from __future__ import annotations
 
 import os
@@ -38,7 +38,7 @@ def test_every_code_the_compiler_raises_is_explained():
 
 
 def test_every_explained_code_is_listed_in_the_language_reference():
-    doc = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
+    doc = (ROOT / "docs" / "reference" / "language.md").read_text(encoding="utf-8")
     assert [c for c in CODES if f"`{c}`" not in doc] == []
 
 
@@ -63,18 +63,18 @@ def test_unknown_code_is_a_usage_error_without_traceback():
 
 
 def codes_section() -> str:
-    """The generated list of docs/language.md: one line per code with its title."""
+    """The generated list of docs/reference/language.md: one line per code with its title."""
     return "".join(f"- `{code}` {title}\n" for code, (title, _) in CODES.items())
 
 
 def test_language_reference_lists_the_codes_as_generated():
     """METTLE_BLESS=1 rewrites the section from diagnostic_codes.py."""
-    path = ROOT / "docs" / "language.md"
+    path = ROOT / "docs" / "reference" / "language.md"
     doc = path.read_text(encoding="utf-8")
     start = doc.index("<!-- diagnostic-codes")
     start = doc.index("\n", start) + 1
     end = doc.index("<!-- end diagnostic-codes -->")
     if doc[start:end] != codes_section():
         if os.environ.get("METTLE_BLESS") != "1":
-            pytest.fail("docs/language.md's code list is stale: run with METTLE_BLESS=1")
+            pytest.fail("docs/reference/language.md's code list is stale: run with METTLE_BLESS=1")
         path.write_text(doc[:start] + codes_section() + doc[end:], encoding="utf-8")

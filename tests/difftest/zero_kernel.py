@@ -1,5 +1,5 @@
 """A kernel whose struct local is read before (some lanes) write it: every lane must see
-zeros (docs/host_semantics.md), on PTX and SPIR-V alike. Shared by the PoCL and GPU tests."""
+zeros (docs/reference/host_semantics.md), on PTX and SPIR-V alike. Shared by the PoCL and GPU tests."""
 from __future__ import annotations
 
 SOURCE = """struct In { k: int8; w: uint16; }

@@ -1,4 +1,4 @@
-"""Language conformance of the GPU built-ins (issue 12, docs/language_rules.md).
+"""Language conformance of the GPU built-ins (issue 12, docs/reference/language_rules.md).
 
 Accepted programs are compiled and assembled by ptxas for sm_90a, sm_121a and the portable
 profile (compute_75, assembled as sm_75); those without a tensor op are also emitted as

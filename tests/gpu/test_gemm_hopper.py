@@ -1,7 +1,7 @@
-"""Hardware tests of the workgroup-scope tensor_matmul on sm_90a (docs/gemm.md): correctness
+"""Hardware tests of the workgroup-scope tensor_matmul on sm_90a (docs/reference/gemm.md): correctness
 against torch fp32 on M/N/K tails, random non-zero data, NaN-poisoned D with untouched
 padding, f32 and f16/bf16 results (the 16-bit ones against the oracle rounded once), every
-fused epilogue (docs/gemm.md "Fused epilogue") on both paths, the split fallback on the
+fused epilogue (docs/reference/gemm.md "Fused epilogue") on both paths, the split fallback on the
 same GPU, and the device-built tensor maps against the
 driver's encoder. Each check runs bench/gemm.py in its own process (a faulting kernel
 poisons its CUDA context); $METTLE_GPU_SANITIZER=memcheck|racecheck runs it under

@@ -210,7 +210,7 @@ def _ld64_run(gpu_run, ldbias: int, checks: bool):
 
 def test_uint64_leading_dimension_rule(gpu_run):
     """A 64-bit runtime leading dimension: in range it is used as is; above 2^32 - 1 the
-    low 32 bits are used, and with --gpu-checks the kernel traps (docs/language_rules.md)."""
+    low 32 bits are used, and with --gpu-checks the kernel traps (docs/reference/language_rules.md)."""
     want = np.arange(256, dtype=np.float32) + 0.5
     np.testing.assert_array_equal(_ld64_run(gpu_run, 20, checks=True), want)
     np.testing.assert_array_equal(_ld64_run(gpu_run, (1 << 32) + 20, checks=False), want)

@@ -1,7 +1,7 @@
 """Host-language rules of issue 17, each checked by building and RUNNING a program, at -O0
 and -O: literal typing (§12.9), local `const` (§3), integer promotion on every narrow type
 (§12.10), zero-initialized local arrays and structs, pointer difference in bytes (§4) and
-float32-adopting float literals (§12.9). The user-facing account is docs/host_semantics.md.
+float32-adopting float literals (§12.9). The user-facing account is docs/reference/host_semantics.md.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Workgroup-scope tensor_matmul (docs/gemm.md): the sm_90a TMA + mbarrier + wgmma pipeline
+"""Workgroup-scope tensor_matmul (docs/reference/gemm.md): the sm_90a TMA + mbarrier + wgmma pipeline
 (FileCheck of its structure, ptxas resources: no spills, no stack, the setmaxnreg cap
 honoured), the same source on sm_121a and the portable profile (split subgroup regions,
 no Hopper instruction), and the refusals (SPIR-V, regions that are not 16-multiples)."""

@@ -1,4 +1,4 @@
-"""The fused epilogue of tensor_matmul (docs/gemm.md "Fused epilogue"): the options, their
+"""The fused epilogue of tensor_matmul (docs/reference/gemm.md "Fused epilogue"): the options, their
 diagnostics and the IR; on sm_90a the arithmetic on the wgmma accumulator registers (no
 memory pass, ptxas: no spills at the 168-register cap, every epilogue and D format); on
 the other profiles the split regions, run on the CPU PTX interpreter against a float32

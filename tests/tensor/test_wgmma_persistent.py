@@ -1,4 +1,4 @@
-"""`persistent: G` on a workgroup-scope tensor_matmul (docs/gemm.md "Persistent tile loop"):
+"""`persistent: G` on a workgroup-scope tensor_matmul (docs/reference/gemm.md "Persistent tile loop"):
 the sm_90a structure (barriers and tensor maps set up once, before the tile loops; the
 ring's stage and phase carried from tile to tile; one tile loop per warp role), ptxas
 resources (no spills at the 168-register entry cap), the split loop on every other PTX

@@ -43,8 +43,18 @@ def _formatter_class(argparse):
             width = 80
 
     def formatter(prog: str) -> argparse.HelpFormatter:
-        return argparse.HelpFormatter(prog, width=width - 2)
+        return argparse.RawDescriptionHelpFormatter(prog, width=width - 2)
     return formatter
+
+
+# `--help`'s closing lines: the subcommands, which argparse does not see (`_subcommand`).
+SUBCOMMANDS_HELP = """subcommands:
+  mettle explain [CODE]  what a diagnostic code (E0123) means; no CODE lists every code
+  mettle version         print the version (also --version)
+  mettle help            print this help
+
+Without --emit-ptx, --emit-spirv or --build, FILE compiles as host code to an object file
+(--emit-obj). Exit status: 0 success, 1 compile error, 2 usage error, 70 internal error."""
 
 
 def build_parser():
@@ -57,22 +67,29 @@ def build_parser():
             raise _UsageError(message)
 
     p = _Parser(prog="mettle", description="The Mettle compiler.", add_help=True,
-                formatter_class=_formatter_class(argparse))
+                formatter_class=_formatter_class(argparse), epilog=SUBCOMMANDS_HELP)
     p.add_argument("file", nargs="?", help="the .mettle entry file")
     p.add_argument("-i", dest="input", help="the entry file (alternative spelling)")
     p.add_argument("-o", dest="output", help="output path (default: from the input name)")
     emit = p.add_mutually_exclusive_group()
-    emit.add_argument("--emit-ptx", dest="emit", action="store_const", const="ptx")
-    emit.add_argument("--emit-spirv", dest="emit", action="store_const", const="spirv")
-    emit.add_argument("--emit-obj", dest="emit", action="store_const", const="obj")
-    emit.add_argument("--build", dest="emit", action="store_const", const="exe")
+    emit.add_argument("--emit-ptx", dest="emit", action="store_const", const="ptx",
+                      help="compile the file's kernels to PTX text (x.ptx)")
+    emit.add_argument("--emit-spirv", dest="emit", action="store_const", const="spirv",
+                      help="compile the file's kernels to a SPIR-V binary (x.spv)")
+    emit.add_argument("--emit-obj", dest="emit", action="store_const", const="obj",
+                      help="compile host code to an object file (x.o; the default)")
+    emit.add_argument("--build", dest="emit", action="store_const", const="exe",
+                      help="compile and link a host program with `fn main` into an "
+                           "executable (x, or x.exe)")
     p.add_argument("-O", dest="optimize", action="store_true", help="optimize")
     p.add_argument("-r", "--release", action="store_true", help="-O without run-time checks")
     p.add_argument("--gpu-arch", help="gb10 | portable | sm_NN | sm_NNa | compute_NN")
     p.add_argument("--target", choices=tuple(HOST_TARGETS), default=None,
                    help="host machine for --emit-obj/--build (default: this machine's)")
-    p.add_argument("--ptx-version", help="PTX ISA version M.m")
-    p.add_argument("--gpu-tensor-tuple-budget", type=int, default=0, metavar="N")
+    p.add_argument("--ptx-version", help="PTX ISA version M.m (default: the profile's)")
+    p.add_argument("--gpu-tensor-tuple-budget", type=int, default=0, metavar="N",
+                   help="registers per lane a tensor region may keep resident (0: the "
+                        "architecture's default)")
     p.add_argument("--gpu-wmma-staging", choices=("on", "off"), default="on",
                    help="stage resident WMMA K-loop operands through shared memory "
                    "(default on)")
@@ -82,14 +99,19 @@ def build_parser():
                    "add/sub/mul separately rounded)")
     p.add_argument("--print-target", action="store_true",
                    help="print the resolved target and its capabilities as JSON, then exit")
-    p.add_argument("--dump-ir", action="store_true", help="print the IR to stdout")
+    p.add_argument("--dump-ir", action="store_true", help="print the IR to stdout (--dump-ir=after:PASS|all: between -O "
+                        "passes)")
     p.add_argument("--dump-spirv", action="store_true",
                    help="with --emit-spirv: also print the module's disassembly to stdout")
-    p.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
+    p.add_argument("-I", dest="include", action="append", default=[], metavar="DIR",
+                   help="also search DIR for imported modules (repeatable)")
     p.add_argument("--stdlib", help="standard library root")
-    p.add_argument("--error-format", choices=("text", "json"), default="text")
-    p.add_argument("--link-arg", action="append", default=[], metavar="ARG")
-    p.add_argument("-l", dest="libs", action="append", default=[], metavar="LIB")
+    p.add_argument("--error-format", choices=("text", "json"), default="text",
+                   help="diagnostics as text (default) or as one JSON object on stderr")
+    p.add_argument("--link-arg", action="append", default=[], metavar="ARG",
+                   help="pass a link argument: -lNAME, -LDIR, -rpath DIR (repeatable)")
+    p.add_argument("-l", dest="libs", action="append", default=[], metavar="LIB",
+                   help="link against a shared library, e.g. -l m (repeatable)")
     p.add_argument("--verify", "--verify-each", dest="verify", action="store_true",
                    help="verify the IR (SSA, dominance, types) after every pass")
     p.add_argument("--dump-ir-after", action="append", default=[], metavar="PASS",

@@ -1,5 +1,5 @@
 """What each diagnostic code means: the text of `mettle explain CODE` and of the code list in
-docs/language.md.
+docs/reference/language.md.
 
 One entry per code any layer raises (tests/cli/test_explain.py greps the compiler for codes
 and fails on one missing here). A code names a family of related mistakes, so each entry
@@ -67,7 +67,7 @@ condition: compare it explicitly, `p != 0`."""),
     "E0090": ("usage error", """
 The command line is wrong: an unknown flag, a missing input file, a flag that needs another
 (`--dump-spirv` without `--emit-spirv`) or a value out of range. `mettle --help` lists the
-flags; docs/cli.md describes each. The process exits with status 2."""),
+flags; docs/reference/cli.md describes each. The process exits with status 2."""),
     "E0091": ("program nests too deeply", """
 The program's nesting (expressions or statements) exceeded the compiler's recursion limit.
 Split deeply nested expressions into local variables or helper functions."""),
@@ -210,7 +210,7 @@ A tensor built-in has the wrong positional arguments or an invalid named option:
 unknown shape, element type, layout or epilogue word, or options that contradict each other
 (sub-byte packing of a byte-sized format, a scale mode without its scale type or table,
 rounding of integer accumulation, ...). The message names the option; the rules are listed
-in docs/language_rules.md."""),
+in docs/reference/language_rules.md."""),
     "E0341": ("bad tensor_matmul region controls", """
 `tensor_matmul`'s row, column, M, N and K are unsigned integers of at most 32 bits, and a
 whole-matrix operation needs explicit leading dimensions (`lda:` ... `ldd:`, plus `ldsa:`/
@@ -220,7 +220,7 @@ An epilogue operand (e.g. `alpha:`/`beta:` scale or bias) must have the epilogue
 type, and the options must fit together (`bias:` with a `bias_mode`, `clamp_min:` and
 `clamp_max:` with `activation: clamp`, `ldbias:`/`bias_layout:` for a matrix bias). The
 same rules hold for the fused-epilogue options of `tensor_matmul`, which also need a
-floating-point result and an explicit `ldbias:` for a matrix bias (docs/gemm.md)."""),
+floating-point result and an explicit `ldbias:` for a matrix bias (docs/reference/gemm.md)."""),
     "E0343": ("bad tensor operand pointer", """
 A tensor operand pointer has the wrong element type for its declared format (f16 data are
 `uint16*`, f32 data `float32*` and so on)."""),

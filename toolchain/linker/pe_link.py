@@ -36,6 +36,7 @@ from .objfile import ObjectFile, Symbol
 from .pe_imports import ALIASES, BUILTIN, KERNEL32, UCRT
 from .pe_reader import PeError, dll_exports
 from .pe_startup import ENTRY, start_object
+from .resolve import missing_main
 
 IMAGE_BASE = pe_image.IMAGE_BASE
 _KINDS = (".text", ".rdata", ".data", ".bss")
@@ -129,6 +130,8 @@ class PeLinker:
             if name in names:
                 self.imports[name] = dll
                 return
+        if name == "main":
+            raise missing_main()
         raise error("E0601", f"undefined symbol '{name}' referenced by {obj.name}",
                     help="not defined by any input object nor exported by " +
                          ", ".join(self.dlls) + "; name its DLL by path with -l")

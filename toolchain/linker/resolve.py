@@ -65,7 +65,18 @@ def _import(sym: Symbol, obj: ObjectFile, libraries: list[SharedLibrary]) -> Imp
         return Import(sym.name, found.type in (STT_FUNC, STT_GNU_IFUNC), lib.soname)
     if sym.bind == STB_WEAK:
         return None
+    if sym.name == "main":
+        raise missing_main()
     searched = ", ".join(lib.soname for lib in libraries) or "no libraries"
     raise error("E0601", f"undefined symbol '{sym.name}' referenced by {obj.name}",
                 help=f"not defined by any input object nor by {searched}; "
                      "add the library with -l")
+
+
+def missing_main():
+    """The start-up code calls `main`: without it the program is a library, not an
+    executable, and "add the library with -l" would mislead."""
+    return error("E0601", "the program has no `main` function",
+                 help="an executable starts at `fn main() -> int32 { ... }`; to compile "
+                      "code without one, use --emit-obj (a library) or, for kernels, "
+                      "--emit-ptx or --emit-spirv")

@@ -39,7 +39,7 @@ Diagnostic codes owned here (E0001/E0002/E0003 syntax are the parser's):
   E0330  dispatch misuse (inside a kernel, arguments, controls, dimensions, stream twice)
   M0116  constant divide by zero
 Warnings: W0001 unreachable statement.
-docs/language_rules.md lists every GPU built-in rule with the code that enforces it.
+docs/reference/language_rules.md lists every GPU built-in rule with the code that enforces it.
 """
 from __future__ import annotations
 

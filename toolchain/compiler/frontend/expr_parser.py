@@ -74,7 +74,18 @@ class ExprParser:
 
     def unsupported(self, what: str, tok: Token) -> CompileError:
         return error("E0009", f"{what} is not supported yet", tok.span,
-                     help="this is later-tier Mettle syntax (LANGUAGE §0)")
+                     help="this compiler implements the core language only; "
+                          "`mettle explain E0009` says what to use instead")
+
+    def refuse_increment(self, i: int) -> None:
+        """`i++`, `++i`, `i--`, `--i`: C's increment spelled as two touching `+` (or `-`)
+        tokens. Mettle has no such operator; say what to write instead."""
+        t, u = self.toks[i], self.toks[i + 1]
+        if t.kind in ("+", "-") and u.kind == t.kind and u.line == t.line and \
+                u.col == t.col + 1:
+            raise error("E0002", f"Mettle has no `{t.kind * 2}` operator",
+                        Span(t.path, t.line, t.col, 2),
+                        help=f"write `i = i {t.kind} 1;` (or `i {t.kind}= 1;`)")
 
     def span_from(self, start: Token) -> Span:
         """Span from `start` to the last consumed token (clipped to `start`'s line)."""
@@ -186,6 +197,7 @@ class ExprParser:
                 break
             if t.kind == "*" and t.nl_before and not self.brackets:
                 break  # `*p = v` on a new line is a new statement
+            self.refuse_increment(self.i)
             self.i += 1
             right = self.parse_binary(prec + 1)
             left = A.Binary(t.kind, left, right, span=self.span_from(start))
@@ -237,6 +249,7 @@ class ExprParser:
         t = self.toks[self.i]
         if t.kind not in UNARY_OPS:
             return self.parse_postfix()
+        self.refuse_increment(self.i)
         self.i += 1
         self.enter()
         operand = self.parse_cast()

@@ -245,10 +245,20 @@ class ExprMixin:
             sym.reported_uninit = True
             self.error("E0104", f"`{sym.name}` may be used before it is assigned", span)
 
+    def host_kernel_hint(self, name: str) -> str | None:
+        """A kernel body lowered as host code (no --emit-ptx/--emit-spirv) meets `thread`
+        and friends as plain, undefined names: say which flag was meant."""
+        if self.in_kernel and not self.ctx.gpu and name in ("thread", "block", "block_dim",
+                                                            "grid_dim"):
+            return (f"`{name}` is a GPU built-in, but this file is being compiled as host "
+                    "code: compile kernels with --emit-ptx or --emit-spirv")
+        return None
+
     def expr_Name(self, e: A.Name, hint):
         sym = self.lookup(e.name)
         if sym is None:
-            raise self.fail(*self.ctx.unknown(e.name, "name"), e.span)
+            code, message = self.ctx.unknown(e.name, "name")
+            raise self.fail(code, message, e.span, help=self.host_kernel_hint(e.name))
         if isinstance(sym, TypeSym):
             raise self.fail("E0201", f"type `{e.name}` used as a value", e.span)
         if isinstance(sym, FnSym):

@@ -12,7 +12,7 @@ be runtime integers and the pointer/scalar options become operands. A runtime le
 dimension is any integer of up to 64 bits; the descriptor carries it as u32 (gpu.md: "in
 the descriptor's uint32 range"), so a wider value is checked: with --gpu-checks a value
 above 4294967295 traps before the operation, otherwise its low 32 bits are used
-(docs/language_rules.md). Epilogue scalars (alpha, beta, clamp bounds) have exactly the
+(docs/reference/language_rules.md). Epilogue scalars (alpha, beta, clamp bounds) have exactly the
 epilogue's compute type (float32, or float64 for f64): no implicit conversion. No target
 question is asked here: capability refusals belong to the backends.
 """
@@ -49,12 +49,12 @@ _EPI_WORDS = {"element_type": T.EPILOGUE_TYPES, "layout": T.LAYOUTS,
 _EPI_SCALARS = ("alpha", "beta", "clamp_min", "clamp_max")
 EPILOGUE_OPTIONS = {"shape", "m", "n", "ldd", "leading_dimension", "bias", "ldbias",
                     *_EPI_WORDS, *_EPI_SCALARS}
-# tensor_epilogue options a tensor_matmul fuses (docs/gemm.md "Fused epilogue"); the tile's
+# tensor_epilogue options a tensor_matmul fuses (docs/reference/gemm.md "Fused epilogue"); the tile's
 # shape, element type, layout, stride and scope are the matmul's own
 _FUSED_WORDS = ("bias_mode", "bias_layout", "activation")
 FUSED_OPTIONS = {"bias", "ldbias", *_FUSED_WORDS, *_EPI_SCALARS}
 # tensor_matmul only: `persistent: G` (a positive constant) tiles the whole area from the
-# origin to (M, N) over the grid's workgroups (docs/gemm.md "Persistent tile loop")
+# origin to (M, N) over the grid's workgroups (docs/reference/gemm.md "Persistent tile loop")
 MATMUL_ONLY = {"persistent"}
 
 
@@ -237,7 +237,7 @@ def _help(key: str) -> str:
         return _HELP["lds"]
     if side in ("a", "b") and rest in _HELP:
         return _HELP[rest].format(s=side)
-    return _HELP.get(key, "see the tensor descriptor rules in docs/language_rules.md")
+    return _HELP.get(key, "see the tensor descriptor rules in docs/reference/language_rules.md")
 
 
 def _control(lw, expr: A.Expr):
@@ -304,7 +304,7 @@ def _fused(lw, e: A.Call, desc: T.TensorDesc, opts: dict, named: dict) -> T.Epil
     _epilogue_errors(lw, e, opts, T.validate_matmul_epilogue(desc, epi, roles), epi,
                      lambda key: "the fused epilogue takes tensor_epilogue's options "
                      "(bias_mode: row|column|matrix with bias:, alpha:, beta:, activation: "
-                     "relu|clamp with clamp_min:/clamp_max:); see docs/gemm.md")
+                     "relu|clamp with clamp_min:/clamp_max:); see docs/reference/gemm.md")
     return epi
 
 
@@ -352,7 +352,7 @@ def _epilogue(lw, e: A.Call):
     _epilogue_errors(lw, e, opts, errs, desc, lambda key: (
         "a row or column bias is a vector (no layout or leading dimension); use "
         "`bias_mode: matrix` for a matrix bias" if key in ("ldbias", "bias_layout") else
-        "see the tensor_epilogue rules in docs/language_rules.md"))
+        "see the tensor_epilogue rules in docs/reference/language_rules.md"))
     return lw.b.tensor_epilogue(desc, d, named, span=e.span)
 
 

@@ -101,7 +101,7 @@ class TensorDesc:
     ldsb: int | None = None
     # tensor.matmul, workgroup scope: 0 = one region at (row, column); G > 0 = the whole
     # area from (row, column) to (M, N) in grid-strided region tiles, grouped G row tiles
-    # at a time (docs/gemm.md "Persistent tile loop")
+    # at a time (docs/reference/gemm.md "Persistent tile loop")
     persistent: int = 0
 
     def __str__(self) -> str:

@@ -23,7 +23,7 @@ id is x + X*(y + Y*z); when X is a multiple of W every subgroup lies inside one 
 thread.x runs over [jW, jW + W) and the same argument holds. A kernel that declares its
 block (`kernel(block = ...)`) is held to these conditions (W = 32): where its shape breaks
 one, the derivation is not applied; an undeclared launch shape is the caller's
-precondition (docs/language_rules.md).
+precondition (docs/reference/language_rules.md).
 
 Copies: a local (or an SSA phi) all of whose stores (incoming values) equal thread.x, or
 are k * subgroup_size(), is itself such a value, so `var t = thread.x; var w = t / 32;`

@@ -36,7 +36,7 @@ from .gvn import PURE
 from .unroll_runtime import BODY_LIMIT, _shape, close_main_loop, open_main_loop
 
 NAME = "load-ahead"
-STORE_FACTOR = 16         # measured on the H200 against 4 and 8 (docs/optimizer.md)
+STORE_FACTOR = 16         # measured on the H200 against 4 and 8 (docs/internals/optimizer.md)
 LOAD_FACTOR = 8           # ptxas's own x4 and 16 measured slower
 _SPECIFIC = ("global", "workgroup", "private", "constant")
 

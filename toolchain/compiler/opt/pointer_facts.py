@@ -7,7 +7,7 @@ Passes ask these through `analyses.get("pointers")` instead of reasoning locally
   their addresses are loop-invariant: equal SSA values name equal numbers);
 - `parts(p)`: p as base object + the dynamic terms (value, scale) + a constant byte offset.
 
-Where the facts come from (the IR's promises, docs/optimizer.md "Pointer facts"):
+Where the facts come from (the IR's promises, docs/internals/optimizer.md "Pointer facts"):
 - a typed pointer is naturally aligned for its pointee (LANGUAGE.md: natural alignment;
   the language has no way to form a misaligned typed pointer except through integer casts,
   whose results it does not define);

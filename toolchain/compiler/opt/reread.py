@@ -5,7 +5,7 @@ sum of exponentials, normalise; layer norm: sums, normalise), so every row is re
 three times while 32-64 other rows per SM are in flight: more than L1 holds at 1024
 columns. A load marked `attrs["reread"] = True` tells the target that its bytes are read
 by more than one loop; PTX prints it as `ld.global.L1::evict_last` (a cache priority,
-never a change of result). Measured on the H200 (plainperf2 probe call, docs/gpu.md):
+never a change of result). Measured on the H200 (plainperf2 probe call, docs/reference/gpu.md):
 softmax 65536x1024 under -O 2,729-2,735 -> 2,940-2,965 GB/s with every pass's loads of the
 row marked; 16384x4096 and layer norm (all its loads marked) unchanged within the call's
 noise (1%). Why it helps is not measured; one reading: with every line evict_last, lines
@@ -17,7 +17,7 @@ inherit the mark): a global load in an innermost loop X whose address is a chain
 ptradd/byteadd over a base invariant in X, when another innermost loop outside X loads
 through the same base (an SSA value: the row pointer, not the bytes).
 
-The access policy for re-read rows (STREAM, on: measured in docs/optimizer.md). The
+The access policy for re-read rows (STREAM, on: measured in docs/internals/optimizer.md). The
 -O softmax at 65536x1024 ran 2,732 GB/s at 64 warps per SM and 3,765 with the same SASS at
 40; one model is L2 capacity: 64 warps x 132 SMs x 4 KiB rows is 34.6 MB of rows waiting
 for their next pass while the output and the rows already finished age out of the same

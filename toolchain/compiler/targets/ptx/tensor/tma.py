@@ -1,6 +1,6 @@
 """TMA (bulk tensor copy) helpers of the sm_90a workgroup GEMM (wgmma.py).
 
-Tensor maps are built on the device (docs/gemm.md "Where the tensor map comes from"): one
+Tensor maps are built on the device (docs/reference/gemm.md "Where the tensor map comes from"): one
 thread zero-fills a 128-byte, 128-byte-aligned slot of a module-scope `.global` workspace,
 sets every field the copy engine reads with `tensormap.replace` (address, rank, box, global
 extents, byte stride, element strides, element type, no interleave, 128-byte swizzle, zero

@@ -15,7 +15,7 @@ One workgroup computes one BM x BN output region (BM = 64 * consumers, BN = desc
   the store, its bias loaded with the batch's C.
 Out-of-range A/B elements are zero-filled by the copy engine, so M/N/K tails are exact.
 
-With CLUSTER = 2 (experimental, off by default: docs/gemm.md), workgroups run in clusters
+With CLUSTER = 2 (experimental, off by default: docs/reference/gemm.md), workgroups run in clusters
 of 2 along x (`.reqnctapercluster`): the pair agrees (cluster_agree) on whether both take
 the native path and whether both regions read the same B columns (same B, ldb, N, K and
 column origin); if so each producer loads half of the B box and multicasts it to both
@@ -51,9 +51,9 @@ EPILOGUE_BATCH = 32                       # C pairs loaded before their D stores
 FUSED_BATCH = {"none": 16, "row": 16, "column": 16, "matrix": 8}
 PREFETCH_C_AHEAD = 0                      # K chunks before the end at which the producer
 #                                           asks L2 for C (0: never; 8 measured no gain,
-#                                           docs/gemm.md "Status")
+#                                           docs/reference/gemm.md "Status")
 CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
-#                                           experimental: docs/gemm.md "Status")
+#                                           experimental: docs/reference/gemm.md "Status")
 
 
 def consumers(desc) -> int:
@@ -231,7 +231,7 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     # when the consumers have given theirs up. Its idle warps used to re-increase at
     # once, and could win the pool from the consumers' own increase at the start, which
     # then never succeeded: every warp waited for ever (an intermittent hang of
-    # back-to-back launches, docs/gemm.md "Status").
+    # back-to-back launches, docs/reference/gemm.md "Status").
     _join_sync(em, share)
     em.emit(f"setmaxnreg.inc.sync.aligned.u32 {ENTRY_REGS}")
     em.emit(f"bra.uni {join}")

@@ -1,5 +1,5 @@
 """The fused epilogue of a tensor.matmul region on PTX (attrs["epilogue"],
-ir/tensor.matmul_epilogue; docs/gemm.md "Fused epilogue").
+ir/tensor.matmul_epilogue; docs/reference/gemm.md "Fused epilogue").
 
 For every in-range element of the region (row + r < M, column + c < N):
 t = C + A*B (the f32/f64 sum, before D's rounding), then tensor_epilogue's arithmetic in

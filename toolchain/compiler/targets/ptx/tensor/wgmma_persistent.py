@@ -1,4 +1,4 @@
-"""The tile sequence of a persistent workgroup tensor.matmul (`persistent: G`, docs/gemm.md
+"""The tile sequence of a persistent workgroup tensor.matmul (`persistent: G`, docs/reference/gemm.md
 "Persistent tile loop"): the area from the origin (row, column) to (M, N) is cut into
 desc.m x desc.n tiles, numbered in groups of G row tiles (within a group, down the rows
 first, then across the columns: the group's A rows stay in L2 while it sweeps B), and

@@ -1,4 +1,4 @@
-"""Workgroup-scope tensor.matmul regions (docs/gemm.md) on every PTX profile.
+"""Workgroup-scope tensor.matmul regions (docs/reference/gemm.md) on every PTX profile.
 
 The workgroup computes one desc.m x desc.n region with gpu.md's exact region semantics.
 - sm_90a (PTX 8.3+) and a wgmma-capable descriptor (wgmma.supported): a uniform run-time
@@ -92,7 +92,7 @@ def native_refusal(em, desc) -> str | None:
     if not (p.sm == 90 and p.arch_specific and not p.virtual and p.isa >= TENSORMAP_ISA):
         return f"{p.target} has no wgmma/TMA (sm_90a, PTX 8.3+)"
     if not wgmma.supported(desc):
-        return "no wgmma form for this descriptor (docs/gemm.md: f16/bf16, m128, k64)"
+        return "no wgmma form for this descriptor (docs/reference/gemm.md: f16/bf16, m128, k64)"
     if shape is not None and shape[0] * shape[1] * shape[2] != wgmma.threads(desc):
         return f"the kernel declares a block other than {wgmma.threads(desc)} work-items"
     if _uses_dynamic_shared(em.fn):
