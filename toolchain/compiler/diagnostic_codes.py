@@ -57,6 +57,11 @@ must cover `true` and `false` or have a `default`. The message lists the missing
     "E0016": ("bad condition", """
 Conditions of `if`, `while` and `for` must be `bool` or numeric. A pointer is not a
 condition: compare it explicitly, `p != 0`."""),
+    "E0017": ("static_assert failed", """
+A `static_assert(cond)` (at top level or in a function) takes exactly one condition, which
+must fold to an integer at compile time: literals, integer `const`s, enum variants,
+`sizeof(T)` and the arithmetic, comparison, logical, bitwise and shift operators on them. A
+condition that folds to zero fails the build. Fix the condition or the layout it checks."""),
     # ---------------------------------------------------------------- driver
     "E0090": ("usage error", """
 The command line is wrong: an unknown flag, a missing input file, a flag that needs another

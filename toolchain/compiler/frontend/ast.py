@@ -335,6 +335,13 @@ class Dispatch(Stmt):
 
 
 @dataclass(eq=False)
+class StaticAssert(Stmt):
+    """`static_assert(cond);` at top level or as a statement; `args` as written (the
+    checker wants exactly one compile-time integer condition)."""
+    args: list[Expr]
+
+
+@dataclass(eq=False)
 class Barrier(Stmt):
     regions: list[str]              # subset of {"workgroup", "global"}, as written
     order: str | None = None        # acquire | release | acq_rel | seq_cst

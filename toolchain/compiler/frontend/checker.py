@@ -52,6 +52,7 @@ from .consteval import NOT_CONST, ConstDivZero, const_value
 from .scope import FnSym, Scope, TypeSym, VarSym
 from .typesys import BUILTIN_TYPES, STRING, StructTable, describe, literal_type
 from .globals_init import lower_global
+from .static_assert import check_static_assert
 
 INDEX_NAMES = ("thread", "block", "block_dim", "grid_dim")
 
@@ -117,6 +118,10 @@ class ProgramLowerer:
 
     def lookup_const(self, name: str):
         return self.globals.lookup(name)
+
+    def sizeof_const(self, t: A.TypeExpr) -> int:
+        """`sizeof(T)` for the constant folder (consteval.py asks its lookup's owner)."""
+        return self.resolve_type(t).size
 
     def const_eval(self, e: A.Expr, lookup=None):
         try:
@@ -309,6 +314,9 @@ class ProgramLowerer:
             self.compute_device_fns(items)
         bodies = self.declare_functions(items)
         self.declare_globals(items)
+        for d in items:
+            if isinstance(d, A.StaticAssert):
+                check_static_assert(d, self.const_eval, self.bag.error)
         for d in bodies:
             sym = self.globals.names.get(d.name)
             if isinstance(sym, FnSym) and sym.fn is not None and not sym.fn.blocks:

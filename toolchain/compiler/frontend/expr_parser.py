@@ -296,7 +296,7 @@ class ExprParser:
                 raise self.err("a positional argument cannot follow named arguments", t)
             else:
                 args.append(self.parse_expr())
-            if not self.accept(","):
+            if not self.accept(",") or self.tok.kind == ")":   # a trailing comma is allowed
                 return args, named
 
     def parse_named_value(self) -> A.Expr:

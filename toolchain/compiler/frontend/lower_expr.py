@@ -90,6 +90,9 @@ class ExprMixin:
     def lookup(self, name: str):
         return self.scope.lookup(name)
 
+    def sizeof_const(self, t: A.TypeExpr) -> int:
+        return self.ctx.sizeof_const(t)
+
     def const_int(self, e: A.Expr):
         try:
             v = const_value(e, self.lookup)

@@ -16,7 +16,7 @@ from ..ir.types import (BOOL, F64, I32, I64, U8, U64, VOID, ArrayType, FnPtrType
                         StructType, ptr)
 from .consteval import NOT_CONST, ConstDivZero, const_value
 from .lower_expr import _ARITH, _CMP
-from .scope import FnSym, VarSym
+from .scope import FnSym, TypeSym, VarSym
 from .typesys import STRING, arith_result, describe, literal_type, promote
 
 GPU_CALL_PREFIXES = ("atomic_", "subgroup_", "async_copy_", "tensor_")
@@ -192,8 +192,11 @@ class OpsMixin:
         if isinstance(e, A.Binary) and e.op in ("&&", "||"):
             return self.logic(e)
         if isinstance(e, A.Unary) and e.op == "!":
-            return self.b.unop("not", self.cond(e.operand))
-        v = self.value(e, None)
+            return self.negate(e.operand)
+        return self._truth(self.value(e, None), e)
+
+    def _truth(self, v, e: A.Expr):
+        """A loaded condition value as a bool (E0016 for pointers and aggregates)."""
         if v.type.is_bool:
             return v
         if v.type.is_int or v.type.is_float:
@@ -223,9 +226,21 @@ class OpsMixin:
         return self.b.local_get(tmp)
 
     # ---------------------------------------------------------------- unary & casts
+    def negate(self, operand: A.Expr):
+        """`!x`: 1 when x is zero; on a pointer (or function pointer), 1 when it is null
+        (the one pointer-truthiness form the language has: `if (!p)`)."""
+        if not (isinstance(operand, A.Binary) and operand.op in ("&&", "||") or
+                isinstance(operand, A.Binary) and operand.op in _CMP or
+                isinstance(operand, A.Unary) and operand.op == "!"):
+            v = self.value(operand, None)
+            if isinstance(v.type, (PtrType, FnPtrType)):
+                return self.b.cmp("eq", v, self.b.const(v.type, 0))
+            return self.b.unop("not", self._truth(v, operand))
+        return self.b.unop("not", self.cond(operand))
+
     def expr_Unary(self, e: A.Unary, hint):
         if e.op == "!":
-            return self.b.convert(self.b.unop("not", self.cond(e.operand)), I32)
+            return self.b.convert(self.negate(e.operand), I32)
         v = self.value(e.operand, hint)
         if v.type.is_bool or (v.type.is_int and e.op in "-~"):
             v = self.b.convert(v, promote(v.type))     # C promotes unary operands too
@@ -298,7 +313,18 @@ class OpsMixin:
     def expr_Member(self, e: A.Member, hint):
         if self.is_index_builtin(e):
             return self.index_builtin(e)
+        if isinstance(e.base, A.Name):
+            owner = self.lookup(e.base.name)
+            if isinstance(owner, TypeSym) and owner.enum is not None:
+                return self.qualified_variant(e, owner)
         return self.b.load(self.addr(e))
+
+    def qualified_variant(self, e: A.Member, owner: TypeSym):
+        """`Color.Red`: the plain enum variant, typed like the bare name."""
+        sym = self.lookup(e.name)
+        if not (isinstance(sym, VarSym) and sym.enum == owner.enum and sym.kind == "const"):
+            raise self.fail("E0101", f"enum `{owner.name}` has no variant `{e.name}`", e.span)
+        return self.make_const(sym.storage, sym.type, e.span)
 
     def expr_SizeOf(self, e: A.SizeOf, hint):
         t = self.ctx.resolve_type(e.type)

@@ -13,6 +13,7 @@ from . import ast as A
 from ..ir import IRTypeError
 from ..ir.module import Local
 from ..ir.types import BOOL, I32, VOID, ArrayType, PtrType, StructType
+from .consteval import ConstDivZero, const_value
 from .scope import Scope, VarSym
 from .typesys import describe, with_space
 
@@ -137,6 +138,17 @@ class StmtMixin:
         else:
             sym.needs_init = True
         return sym
+
+    def stmt_StaticAssert(self, s: A.StaticAssert) -> None:
+        from .static_assert import check_static_assert
+        check_static_assert(s, self._fold, self.error)
+
+    def _fold(self, e: A.Expr):
+        try:
+            return const_value(e, self.lookup)
+        except ConstDivZero as z:
+            self.error("M0116", "constant divide by zero", z.span)
+            return None
 
     # ---------------------------------------------------------------- control flow
     def stmt_Return(self, s: A.Return) -> None:

@@ -114,6 +114,8 @@ class Parser(ExprParser):
             return self.parse_struct(exported)
         if t.kind == "enum":
             return self.parse_enum(exported)
+        if t.kind == IDENT and t.text == "static_assert" and self.peek().kind == "(":
+            return self.parse_static_assert()
         if t.kind in ("trait", "impl", "method", "where"):
             raise self.unsupported(f"`{t.kind}`", t)
         if t.kind in ("workgroup", "private"):
@@ -413,6 +415,8 @@ class Parser(ExprParser):
             return self.parse_dispatch()
         if k == "barrier":
             return self.parse_barrier()
+        if k == IDENT and t.text == "static_assert" and self.peek().kind == "(":
+            return self.parse_static_assert()
         if k in LATER_STMTS:
             raise self.unsupported(LATER_STMTS[k], t)
         if k in ("fn", "kernel", "struct", "enum", "import", "extern", "export"):
@@ -437,6 +441,17 @@ class Parser(ExprParser):
                                self.tok)
         self.end_stmt()
         return stmt
+
+    # static_assert = "static_assert" "(" call_args ")" end
+    def parse_static_assert(self) -> A.StaticAssert:
+        kw = self.advance()
+        self.expect("(")
+        args, named = self.in_brackets(self.parse_call_args)
+        if named:
+            raise self.err("static_assert takes no named arguments", self.tok)
+        self.expect(")", "')' or ','")
+        self.end_stmt()
+        return A.StaticAssert(args, span=kw.span)
 
     # if_stmt = "if" "(" expr ")" body ["else" (if_stmt | body)]
     def parse_if(self) -> A.If:
