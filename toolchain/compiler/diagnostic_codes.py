@@ -62,6 +62,19 @@ A `static_assert(cond)` (at top level or in a function) takes exactly one condit
 must fold to an integer at compile time: literals, integer `const`s, enum variants,
 `sizeof(T)` and the arithmetic, comparison, logical, bitwise and shift operators on them. A
 condition that folds to zero fails the build. Fix the condition or the layout it checks."""),
+    "E0018": ("generic misuse", """
+A generic function or struct is used wrongly: the wrong number of type arguments
+(`Pair<int32>` for `struct Pair<A, B>`), type arguments on something that is not generic, a
+type argument that does not implement a trait its parameter is bounded by (`T: Ordered`
+needs an `impl Ordered for` exactly that type), a bound or `where` clause naming an unknown
+trait or type parameter, or instantiation that never ends (a generic using itself with ever
+larger types). Generic calls always spell their type arguments: `swap_in<int64>(&a, &b)`."""),
+    "E0019": ("trait, impl or method misuse", """
+A trait or impl declaration is inconsistent (a duplicate trait or impl, an impl of an unknown
+trait, a missing trait method, a parameter or return type that differs from the trait's after
+`Self` is replaced), or a method call names no method: `recv.m()` needs a `method m` in
+the receiver's struct, an `impl` function `m` for the receiver's type (or, for a pointer
+receiver, for its pointee), or a function-pointer field `m`."""),
     # ---------------------------------------------------------------- driver
     "E0090": ("usage error", """
 The command line is wrong: an unknown flag, a missing input file, a flag that needs another

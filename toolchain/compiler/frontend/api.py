@@ -25,6 +25,7 @@ import os
 from ..diagnostics import CompileError, Diagnostic, DiagnosticBag
 from ..ir import Module, verify_module
 from .checker import ProgramLowerer
+from .later import expand_later_tier
 from .parser import parse_source
 
 _MAX_ROUNDS = 16
@@ -50,10 +51,13 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
                                     target_os)
     items = [i for m in modules for i in m.items if not _is_import(i)]
     name = os.path.splitext(os.path.basename(str(entry_path)))[0] or "main"
+    later_bag = DiagnosticBag()
+    items, methods = expand_later_tier(items, later_bag)
     generic: set[tuple[str, int]] = set()
     for _ in range(_MAX_ROUNDS):
         bag = DiagnosticBag()
-        lowerer = ProgramLowerer(name, gpu, bag, generic, ssa)
+        bag.extend(later_bag.items)
+        lowerer = ProgramLowerer(name, gpu, bag, generic, ssa, methods)
         try:
             module = lowerer.run(items)
         except CompileError:       # the bag hit MAX_ERRORS

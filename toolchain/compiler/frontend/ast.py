@@ -39,6 +39,7 @@ class TypeExpr(Node):
 class NamedType(TypeExpr):
     name: str                       # int32, float64, string, bool, cstring, void, S, E ...
     qualifier: str | None = None     # `vec` in `vec.Vec` (an import alias)
+    args: list[TypeExpr] = field(default_factory=list)   # `Pair<int32, T>` (generics)
 
 
 @dataclass(eq=False)
@@ -149,6 +150,12 @@ class AddrOf(Expr):
 @dataclass(eq=False)
 class Deref(Expr):
     operand: Expr
+
+
+@dataclass(eq=False)
+class New(Expr):
+    """`new T`: zeroed heap storage for one T, typed T*."""
+    type: TypeExpr
 
 
 @dataclass(eq=False)
@@ -373,6 +380,14 @@ class FnDecl(Stmt):
     is_extern: bool = False
     link_name: str | None = None
     internal_name: str | None = None
+    type_params: list[TypeParam] = field(default_factory=list)   # generics (template)
+
+
+@dataclass(eq=False)
+class TypeParam(Node):
+    """`T` or `T: Ordered + Printable` in `<...>`; a `where` clause adds to `bounds`."""
+    name: str
+    bounds: list[str] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -394,6 +409,25 @@ class StructDecl(Stmt):
     fields: list[StructField]
     exported: bool = False
     internal_name: str | None = None
+    methods: list[FnDecl] = field(default_factory=list)     # `method m(...)`, `this` first
+    type_params: list[TypeParam] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class TraitDecl(Stmt):
+    """`trait Name { fn sig; ... }` (signatures only) or the marker `trait Name;`."""
+    name: str
+    methods: list[FnDecl]
+    exported: bool = False
+
+
+@dataclass(eq=False)
+class ImplDecl(Stmt):
+    """`impl Trait for Type { fn ... }`; `Self` in the members means `for_type`."""
+    trait: str
+    for_type: TypeExpr
+    methods: list[FnDecl]
+    trait_span: object = None
 
 
 @dataclass(eq=False)

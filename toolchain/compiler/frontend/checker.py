@@ -53,6 +53,7 @@ from .scope import FnSym, Scope, TypeSym, VarSym
 from .typesys import BUILTIN_TYPES, STRING, StructTable, describe, literal_type
 from .globals_init import lower_global
 from .static_assert import check_static_assert
+from .lower_later import type_key
 
 INDEX_NAMES = ("thread", "block", "block_dim", "grid_dim")
 
@@ -61,7 +62,8 @@ class ProgramLowerer:
     """Lowers a list of top-level items (all modules, already merged) to one IR module."""
 
     def __init__(self, name: str, gpu: bool, bag: DiagnosticBag,
-                 generic_params: set[tuple[str, int]] | None = None, ssa: bool = False):
+                 generic_params: set[tuple[str, int]] | None = None, ssa: bool = False,
+                 methods=()):
         self.gpu = gpu
         self.ssa = ssa          # build scalar locals as SSA values (ir/ssa_builder.py)
         self.bag = bag
@@ -74,6 +76,9 @@ class ProgramLowerer:
         self.device_fns: set[str] = set()
         self.module.structs["string"] = STRING
         self._facts: dict[int, tuple[object, BodyFacts]] = {}
+        self.method_entries = list(methods)     # later.py: struct methods, impl functions
+        self.method_names = {m.name for m in self.method_entries}
+        self.methods: dict[object, dict[str, str]] = {}   # type_key -> name -> function
 
     def body_facts(self, body) -> BodyFacts:
         """`scan_body(body)`, walked once per body however many passes ask."""
@@ -87,6 +92,10 @@ class ProgramLowerer:
         if t is None:
             return VOID
         if isinstance(t, A.NamedType):
+            if t.args:      # instances were renamed by generics.py: this one is not generic
+                self.bag.error("E0018", f"`{t.name}` is not a generic type, so it takes no "
+                               "type arguments", t.span)
+                return I64
             if t.name in BUILTIN_TYPES:
                 return BUILTIN_TYPES[t.name]
             sym = self.globals.lookup(t.name)
@@ -146,6 +155,16 @@ class ProgramLowerer:
             self._declare_enum(e)
         for s in structs:
             self._complete_struct(s, set())
+
+    def declare_methods(self) -> None:
+        """The method table: receiver type -> method name -> lifted function name."""
+        saved, self.bag = self.bag, DiagnosticBag()    # the lifted functions report these
+        try:
+            for m in self.method_entries:
+                key = type_key(self.resolve_type(m.for_type))
+                self.methods.setdefault(key, {}).setdefault(m.name, m.fn_name)
+        finally:
+            self.bag = saved
 
     def _complete_struct(self, s: A.StructDecl, active: set[str]) -> StructType:
         name = self._ir_name(s)
@@ -310,6 +329,7 @@ class ProgramLowerer:
         self._struct_decls = {d.internal_name or d.name: d for d in items
                               if isinstance(d, A.StructDecl)}
         self.declare_types(items)
+        self.declare_methods()
         if self.gpu:
             self.compute_device_fns(items)
         bodies = self.declare_functions(items)

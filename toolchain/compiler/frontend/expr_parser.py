@@ -19,8 +19,8 @@ BINARY_PREC = {
     "*": 10, "/": 10, "%": 10,
 }
 UNARY_OPS = frozenset(("-", "+", "~", "!", "*", "&"))
-LATER_EXPRS = {"new": "`new`", "import_str": "`import_str`", "fn": "lambdas",
-               "match": "`match` expressions", "this": "methods (`this`)"}
+LATER_EXPRS = {"import_str": "`import_str`", "fn": "lambdas",
+               "match": "`match` expressions"}
 # keywords accepted as bare words in named-argument values (`space: workgroup`)
 WORD_KEYWORDS = frozenset(("workgroup", "private", "default", "global"))
 CAST_OPERAND_START = frozenset((IDENT, INT, FLOAT, STRING, "!", "~"))
@@ -42,6 +42,7 @@ class ExprParser:
         self.i = 0
         self.depth = 0
         self.brackets = 0  # > 0 inside () [] {} of an expression: newlines do not matter
+        self.split_gt = False   # an inner type-argument list consumed `>>` (both closes)
 
     # ------------------------------------------------------------ token helpers
     @property
@@ -137,12 +138,45 @@ class ExprParser:
             raise self.err(f"expected a type, found {describe(t)}", t)
         self.i += 1
         if self.tok.kind == "<":
-            raise self.unsupported("generic types", self.tok)
+            args = self.parse_type_args()
+            return A.NamedType(t.text, args=args, span=self.span_from(t))
         if self.tok.kind == "." and self.peek().kind == IDENT:
             self.i += 1
             member = self.advance()
             return A.NamedType(member.text, t.text, span=self.span_from(t))
         return A.NamedType(t.text, span=t.span)
+
+    # type_args = "<" type {"," type} ">"      (a `>>` closes two lists)
+    def parse_type_args(self) -> list[A.TypeExpr]:
+        self.expect("<")
+        args: list[A.TypeExpr] = []
+        while True:
+            args.append(self.parse_type())
+            if not self.accept(","):
+                break
+        if self.split_gt:                   # the inner list consumed `>>`
+            self.split_gt = False
+            return args
+        t = self.tok
+        if t.kind == ">>":
+            self.i += 1
+            self.split_gt = True            # the enclosing list's `>` is spent too
+            return args
+        self.expect(">", "'>' or ','")
+        return args
+
+    def try_call_type_args(self) -> list[A.TypeExpr] | None:
+        """After a name, `<types>(` is a generic call's type arguments; anything else
+        leaves the cursor alone (it is the less-than operator). No diagnostics remain."""
+        saved = (self.i, self.depth, self.brackets, self.split_gt)
+        try:
+            args = self.parse_type_args()
+            if self.tok.kind == "(" and not self.split_gt:
+                return args
+        except CompileError:
+            pass
+        self.i, self.depth, self.brackets, self.split_gt = saved
+        return None
 
     def parse_fn_type(self) -> A.FnPtrType:
         start = self.advance()
@@ -272,13 +306,16 @@ class ExprParser:
                 name = self.expect(IDENT, "a member name").text
                 cls = A.Member if k == "." else A.Arrow
                 e = cls(e, name, span=self.span_from(start))
-            elif k == "<" and isinstance(e, A.Name) and self.looks_like_type_args():
-                raise self.unsupported("generic calls", t)
+            elif k == "<" and isinstance(e, A.Name):
+                targs = self.try_call_type_args()
+                if targs is None:
+                    return e
+                self.i += 1
+                args, named = self.in_brackets(self.parse_call_args)
+                self.expect(")", "')' or ','")
+                e = A.Call(e, args, named, targs, span=self.span_from(start))
             else:
                 return e
-
-    def looks_like_type_args(self) -> bool:
-        return self.peek().kind in TYPE_KEYWORDS and self.peek(2).kind in (">", ",", "*")
 
     # call_args = [arg { "," arg }]
     # arg = [(IDENT | keyword) ":"] expr      (named arguments come last)
@@ -331,6 +368,13 @@ class ExprParser:
             return self.in_brackets(self.parse_array_lit)
         if k == "{":
             return self.in_brackets(self.parse_struct_lit)
+        if k == "this":
+            self.i += 1
+            return A.Name("this", span=t.span)
+        if k == "new":
+            self.i += 1
+            ty = self.parse_type()
+            return A.New(ty, span=self.span_from(t))
         if k in LATER_EXPRS:
             raise self.unsupported(LATER_EXPRS[k], t)
         raise self.err(f"expected an expression, found {describe(t)}", t)

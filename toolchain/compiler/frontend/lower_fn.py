@@ -27,6 +27,7 @@ from ..ir.types import VOID, ArrayType, StructType, Type
 from .lower_dispatch import DispatchMixin
 from .lower_expr import ExprMixin
 from .lower_gpu import GpuMixin
+from .lower_later import LaterMixin
 from .lower_ops import OpsMixin
 from .lower_stmt import Abort, StmtMixin   # Abort is defined beside its handler
 from .scope import FnSym, Scope, VarSym
@@ -40,7 +41,7 @@ class LoopCtx:
     broke: bool = False
 
 
-class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin):
+class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, LaterMixin):
     def __init__(self, ctx, sym: FnSym):
         self.ctx = ctx
         self.sym = sym

@@ -16,6 +16,7 @@ from ..ir.types import (BOOL, F64, I32, I64, U8, U64, VOID, ArrayType, FnPtrType
                         StructType, ptr)
 from .consteval import NOT_CONST, ConstDivZero, const_value
 from .lower_expr import _ARITH, _CMP
+from .lower_later import NOT_A_METHOD
 from .scope import FnSym, TypeSym, VarSym
 from .typesys import STRING, arith_result, describe, literal_type, promote
 
@@ -344,9 +345,14 @@ class OpsMixin:
 
     # ---------------------------------------------------------------- calls
     def expr_Call(self, e: A.Call, hint, discard: bool = False):
-        if e.type_args:
-            raise self.fail("E0009", "generic calls are not supported yet", e.span)
         callee = e.callee
+        if e.type_args:     # instances were renamed by generics.py: this one is not generic
+            raise self.fail("E0018", f"`{getattr(callee, 'name', '?')}` is not a generic "
+                            "function, so it takes no type arguments", e.span)
+        if isinstance(callee, (A.Member, A.Arrow)) and callee.name in self.ctx.method_names:
+            r = self.method_call(e, discard)
+            if r is not NOT_A_METHOD:
+                return r
         if isinstance(callee, A.Name):
             sym = self.lookup(callee.name)
             if sym is None or (isinstance(sym, FnSym) and sym.is_extern and

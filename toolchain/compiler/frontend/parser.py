@@ -22,7 +22,7 @@ from __future__ import annotations
 import sys
 
 from . import ast as A
-from ..diagnostics import MAX_ERRORS, CompileError, DiagnosticBag, Span
+from ..diagnostics import MAX_ERRORS, CompileError, DiagnosticBag, Span, error
 from .expr_parser import ExprParser, describe
 from .tokens import ASSIGN_OPS, EOF, IDENT, INT, STRING, Token
 
@@ -116,8 +116,15 @@ class Parser(ExprParser):
             return self.parse_enum(exported)
         if t.kind == IDENT and t.text == "static_assert" and self.peek().kind == "(":
             return self.parse_static_assert()
-        if t.kind in ("trait", "impl", "method", "where"):
-            raise self.unsupported(f"`{t.kind}`", t)
+        if t.kind == "trait":
+            return self.parse_trait(exported)
+        if t.kind == "impl":
+            if exported:
+                raise self.err("an impl cannot be exported (export the trait or type)", t)
+            return self.parse_impl()
+        if t.kind in ("method", "where"):
+            raise self.err(f"'{t.kind}' is only allowed inside a struct or after a "
+                           "signature", t)
         if t.kind in ("workgroup", "private"):
             raise self.err(f"`{t.kind} var` is only allowed inside a kernel body", t)
         raise self.err(f"expected a declaration, found {describe(t)}", t)
@@ -186,12 +193,99 @@ class Parser(ExprParser):
     def parse_fn(self, decos: list[A.Attribute], exported: bool) -> A.FnDecl:
         self.expect("fn")
         name = self.expect(IDENT, "a function name")
-        if self.tok.kind == "<":
-            raise self.unsupported("generic functions", self.tok)
+        tparams = self.parse_type_params() if self.tok.kind == "<" else []
         params, ret = self.parse_signature()
+        if self.tok.kind == "where":
+            self.parse_where(tparams)
         body = self.parse_fn_body()
         return A.FnDecl(name.text, params, ret, body, decorators=decos, exported=exported,
-                        span=name.span)
+                        type_params=tparams, span=name.span)
+
+    # type_params = "<" IDENT [":" IDENT {"+" IDENT}] {"," ...} ">"
+    def parse_type_params(self) -> list[A.TypeParam]:
+        self.expect("<")
+        out: list[A.TypeParam] = []
+        while True:
+            n = self.expect(IDENT, "a type parameter name")
+            if any(p.name == n.text for p in out):
+                raise self.err(f"duplicate type parameter '{n.text}'", n)
+            p = A.TypeParam(n.text, span=n.span)
+            if self.accept(":"):
+                p.bounds = self.parse_bounds()
+            out.append(p)
+            if not self.accept(","):
+                break
+        self.expect(">", "'>' or ','")
+        return out
+
+    def parse_bounds(self) -> list[str]:
+        bounds = [self.expect(IDENT, "a trait name").text]
+        while self.accept("+"):
+            bounds.append(self.expect(IDENT, "a trait name").text)
+        return bounds
+
+    # where = "where" IDENT ":" bounds {"," IDENT ":" bounds}
+    def parse_where(self, tparams: list[A.TypeParam]) -> None:
+        self.expect("where")
+        while True:
+            n = self.expect(IDENT, "a type parameter name")
+            p = next((p for p in tparams if p.name == n.text), None)
+            if p is None:
+                raise error("E0018", f"where clause references unknown type parameter "
+                            f"'{n.text}'", n.span)
+            self.expect(":", "':' and the trait bounds")
+            p.bounds += self.parse_bounds()
+            if not self.accept(","):
+                return
+
+    # trait_decl = "trait" IDENT (";" | "{" { "fn" IDENT signature ";" } "}")
+    def parse_trait(self, exported: bool) -> A.TraitDecl:
+        self.expect("trait")
+        name = self.expect(IDENT, "a trait name")
+        methods: list[A.FnDecl] = []
+        if self.tok.kind != "{":
+            self.end_stmt()
+            return A.TraitDecl(name.text, methods, exported, span=name.span)
+        self.expect("{")
+        while self.tok.kind != "}":
+            if self.tok.kind != "fn":
+                raise self.err("expected a function signature in a trait declaration, "
+                               f"found {describe(self.tok)}", self.tok)
+            self.i += 1
+            m = self.expect(IDENT, "a method name")
+            params, ret = self.parse_signature()
+            if self.tok.kind == "{":
+                raise self.err("trait method declarations must not have a body", self.tok)
+            self.end_stmt()
+            methods.append(A.FnDecl(m.text, params, ret, None, span=m.span))
+        self.expect("}")
+        return A.TraitDecl(name.text, methods, exported, span=name.span)
+
+    # impl_decl = "impl" IDENT "for" type (";" | "{" { fn_decl } "}")
+    def parse_impl(self) -> A.ImplDecl:
+        kw = self.expect("impl")
+        trait = self.expect(IDENT, "a trait name")
+        if self.tok.kind != "for":
+            raise self.err(f"expected 'for' after the trait name in an impl, found "
+                           f"{describe(self.tok)}", self.tok)
+        self.i += 1
+        for_type = self.parse_type()
+        methods: list[A.FnDecl] = []
+        if self.tok.kind != "{":
+            self.end_stmt()
+            return A.ImplDecl(trait.text, for_type, methods, trait.span, span=kw.span)
+        self.expect("{")
+        while self.tok.kind != "}":
+            decos = self.parse_attributes()
+            if self.tok.kind != "fn":
+                raise self.err(f"expected 'fn' in an impl, found {describe(self.tok)}",
+                               self.tok)
+            f = self.parse_fn(decos, False)
+            if f.body is None:
+                raise self.err("impl method declarations must have a body", self.tok)
+            methods.append(f)
+        self.expect("}")
+        return A.ImplDecl(trait.text, for_type, methods, trait.span, span=kw.span)
 
     def parse_fn_body(self) -> A.Block | None:
         if self.tok.kind == "{":
@@ -325,20 +419,35 @@ class Parser(ExprParser):
     def parse_struct(self, exported: bool) -> A.StructDecl:
         self.expect("struct")
         name = self.expect(IDENT, "a struct name")
-        if self.tok.kind == "<":
-            raise self.unsupported("generic structs", self.tok)
+        tparams = self.parse_type_params() if self.tok.kind == "<" else []
+        if self.tok.kind == "where":
+            self.parse_where(tparams)
         self.expect("{")
         fields = []
+        methods: list[A.FnDecl] = []
         while self.tok.kind != "}":
-            if self.tok.kind in ("method", "fn"):
-                raise self.unsupported("methods", self.tok)
+            if self.tok.kind == "method":
+                self.i += 1
+                m = self.expect(IDENT, "a method name")
+                params, ret = self.parse_signature()
+                if self.tok.kind != "{":
+                    raise self.err(f"expected a method body ('{{'), found "
+                                   f"{describe(self.tok)}", self.tok)
+                methods.append(A.FnDecl(m.text, params, ret, self.parse_block(),
+                                        span=m.span))
+                self.accept(";")
+                continue
+            if self.tok.kind == "fn":
+                raise self.err("a struct member function is written 'method name(...)'",
+                               self.tok)
             f = self.expect(IDENT, "a field name or '}'")
             self.expect(":", "':' and the field type")
             fields.append(A.StructField(f.text, self.parse_type(), span=f.span))
             if not self.accept(",") and self.tok.kind != "}":
                 self.end_stmt()
         self.expect("}")
-        return A.StructDecl(name.text, fields, exported=exported, span=name.span)
+        return A.StructDecl(name.text, fields, exported=exported, methods=methods,
+                            type_params=tparams, span=name.span)
 
     # enum_decl = "enum" IDENT "{" [variant { ("," | line break) variant } [","]] "}"
     # variant = IDENT ["=" expr]
