@@ -76,6 +76,33 @@ NEG = [
      ('E0103', 3, 19, '`T_get` is already defined')),
     ('fn main() -> int32 {\n  var p: int32* = new Nope;\n  return 0;\n}',
      ('E0102', 2, 23, 'unknown type `Nope`')),
+    # tagged enums and match
+    ('enum T { Num(int64), Plus, End }\nfn f(t: T) -> int32 {\n  match (t) {\n    case Num(n): { return 1; }\n    case Plus: { return 2; }\n  }\n  return 0;\n}',
+     ('E0020', 3, 3, 'non-exhaustive match on `T`: variant `En')),
+    ('enum T { Num(int64), Plus, End }\nfn f(t: T) -> int64 {\n  return match (t) { case Num(n): n, case End: 0 };\n}',
+     ('E0020', 3, 10, 'non-exhaustive match expression on `T`: ')),
+    ('enum T { Num(int64), Plus, End }\nfn f(t: T) {\n  match (t) {\n    case Num(n): { }\n    case Num: { }\n    default: { }\n  }\n}',
+     ('E0020', 5, 5, 'duplicate match arm for variant `Num` (t')),
+    ('enum T { Num(int64), Plus, End }\nfn f(t: T) {\n  match (t) {\n    case Nope: { }\n    default: { }\n  }\n}',
+     ('E0020', 4, 5, 'unknown variant `Nope` for type `T` in m')),
+    ('enum T { Num(int64), Plus, End }\nfn f(t: T) {\n  match (t) {\n    case Plus(x): { }\n    default: { }\n  }\n}',
+     ('E0020', 4, 5, 'variant `Plus` carries no payload but bi')),
+    ('enum T { Num(int64), Plus, End }\nfn f(t: T) {\n  match (t) {\n    default: { }\n    default: { }\n  }\n}',
+     ('E0020', 5, 5, 'only one default arm is allowed in match')),
+    ('enum T { Num(int64), Plus, End }\nfn f(x: int32) {\n  match (x) {\n    default: { }\n  }\n}',
+     ('E0020', 3, 10, 'match needs a tagged enum, not int32')),
+    ('enum T { Num(int64), Plus, End }\nfn f() -> T {\n  return T.Nope;\n}',
+     ('E0020', 3, 10, 'tagged enum `T` has no variant `Nope`')),
+    ('enum T { Num(int64), Plus, End }\nfn f() -> T {\n  return Num(1, 2);\n}',
+     ('E0108', 3, 10, 'constructor `Num` expects 1 argument(s),')),
+    ('enum T { Num(int64), Plus, End }\nfn f() -> T {\n  return Num(1.5);\n}',
+     ('E0004', 3, 14, 'float to int64 needs a cast')),
+    ('enum M<X> { Just(X), Nothing }\nfn f() {\n  var a: M<int32> = Just(1);\n  var b: M<int64> = Just(2);\n  var c: int64 = 0;\n  c = match (Just(3)) { default: 1 };\n}',
+     ('E0020', 6, 14, 'constructor `Just` belongs to several ta')),
+    ('enum T { Num(int64), Plus, End }\nfn f(t: T) -> int32 {\n  if (t == t) { return 1; }\n  return 0;\n}',
+     ('E0202', 3, 7, 'cannot compare T with T')),
+    ('enum T { Num(int64), Plus, End }\nfn f(t: T) {\n  match (t) {\n    case Num(n): 1\n  }\n}',
+     ('E0002', 4, 18, "expected '{', found '1' (a match arm's b")),
 ]
 
 
@@ -100,3 +127,11 @@ def test_aggregate_elements_may_use_sizeof_and_qualified_enums():
 def test_not_on_pointer_is_allowed():
     ok("fn main() -> int32 {\n  var p: int32* = 0;\n  if (!p) { return 1; }\n"
        "  var q: fn() -> int32 = 0;\n  return !q + !!p;\n}")
+
+
+def test_default_after_every_variant_is_an_unreachable_arm_warning():
+    _, warnings = compile_to_ir("t.mettle", gpu=False, source_text=(
+        "enum T { A(int32), B }\nfn f(t: T) -> int32 {\n  match (t) {\n"
+        "    case A(x): { return x; }\n    case B: { return 0; }\n"
+        "    default: { return 1; }\n  }\n}" + MAIN))
+    assert [(w.code, w.span.line, w.span.col) for w in warnings] == [("W0001", 6, 5)]

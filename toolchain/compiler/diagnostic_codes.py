@@ -75,6 +75,13 @@ trait, a missing trait method, a parameter or return type that differs from the 
 `Self` is replaced), or a method call names no method: `recv.m()` needs a `method m` in
 the receiver's struct, an `impl` function `m` for the receiver's type (or, for a pointer
 receiver, for its pointee), or a function-pointer field `m`."""),
+    "E0020": ("tagged enum or match misuse", """
+A tagged enum value or a `match` is used wrongly: an unknown variant (`Token.Nope`), a
+constructor shared by several tagged enums with no declared target type to pick one, a
+`match` subject that is not a tagged enum (use `switch` for plain enums and integers), an arm
+naming an unknown variant, a duplicate arm (it could never run) or a second `default`, a
+binding on a variant without payload, or a `match` that does not cover every variant and has
+no `default:` arm. The message names the first variant not covered."""),
     # ---------------------------------------------------------------- driver
     "E0090": ("usage error", """
 The command line is wrong: an unknown flag, a missing input file, a flag that needs another

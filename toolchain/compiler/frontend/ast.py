@@ -434,6 +434,7 @@ class ImplDecl(Stmt):
 class EnumVariant(Node):
     name: str
     value: Expr | None = None
+    payload: TypeExpr | None = None     # `Number(int64)`: a tagged enum's variant payload
 
 
 @dataclass(eq=False)
@@ -442,6 +443,33 @@ class EnumDecl(Stmt):
     variants: list[EnumVariant]
     exported: bool = False
     internal_name: str | None = None
+    type_params: list[TypeParam] = field(default_factory=list)   # generic tagged enums
+
+    @property
+    def tagged(self) -> bool:
+        """An enum is tagged as soon as one variant has a payload (or it is generic)."""
+        return bool(self.type_params) or any(v.payload is not None for v in self.variants)
+
+
+@dataclass(eq=False)
+class MatchArm(Node):
+    """`case V:` / `case V(b):` (variant, binding) or `default:` (variant None); `body`
+    is a Block in the statement form and an Expr in the expression form."""
+    variant: str | None
+    binding: str | None
+    body: Node
+
+
+@dataclass(eq=False)
+class Match(Stmt):
+    subject: Expr
+    arms: list[MatchArm]
+
+
+@dataclass(eq=False)
+class MatchExpr(Expr):
+    subject: Expr
+    arms: list[MatchArm]
 
 
 ImportName = namedtuple("ImportName", ("name", "span"))     # name: str

@@ -54,6 +54,7 @@ from .typesys import BUILTIN_TYPES, STRING, StructTable, describe, literal_type
 from .globals_init import lower_global
 from .static_assert import check_static_assert
 from .lower_later import type_key
+from .tagged import TaggedEnum, complete_tagged
 
 INDEX_NAMES = ("thread", "block", "block_dim", "grid_dim")
 
@@ -79,6 +80,8 @@ class ProgramLowerer:
         self.method_entries = list(methods)     # later.py: struct methods, impl functions
         self.method_names = {m.name for m in self.method_entries}
         self.methods: dict[object, dict[str, str]] = {}   # type_key -> name -> function
+        self.tagged: dict[str, TaggedEnum] = {}             # IR struct name -> tagged enum
+        self.variant_owners: dict[str, list[str]] = {}      # variant -> tagged enum IR names
 
     def body_facts(self, body) -> BodyFacts:
         """`scan_body(body)`, walked once per body however many passes ask."""
@@ -147,14 +150,20 @@ class ProgramLowerer:
 
     # ------------------------------------------------------------------ declarations
     def declare_types(self, items: list[A.Stmt]) -> None:
-        structs = [i for i in items if isinstance(i, A.StructDecl)]
+        structs = [i for i in items if isinstance(i, A.StructDecl) or
+                   isinstance(i, A.EnumDecl) and i.tagged]
         for s in structs:   # placeholders first, so fields may point at any struct
             self.define(s.name, TypeSym(s.name, StructType(self._ir_name(s), ())), s.span)
-        for e in (i for i in items if isinstance(i, A.EnumDecl)):
+        for e in (i for i in items if isinstance(i, A.EnumDecl) and not i.tagged):
             self.define(e.name, TypeSym(e.name, I64, enum=e.name), e.span)
             self._declare_enum(e)
         for s in structs:
-            self._complete_struct(s, set())
+            self._complete_any(s, set())
+
+    def _complete_any(self, d, active: set[str]) -> StructType:
+        if isinstance(d, A.EnumDecl):
+            return complete_tagged(self, d, active)
+        return self._complete_struct(d, active)
 
     def declare_methods(self) -> None:
         """The method table: receiver type -> method name -> lifted function name."""
@@ -182,7 +191,7 @@ class ProgramLowerer:
             ft = self.resolve_type(f.type)
             if isinstance(ft, StructType) and not ft.fields:
                 decl = self._struct_decls.get(ft.name)
-                ft = self._complete_struct(decl, active) if decl else ft
+                ft = self._complete_any(decl, active) if decl else ft
             fields.append((f.name, ft))
         active.discard(s.name)
         full = StructType(name, tuple(fields))
@@ -327,7 +336,8 @@ class ProgramLowerer:
     def _run(self, items: list[A.Stmt]) -> Module:
         from .lower_fn import FunctionLowerer
         self._struct_decls = {d.internal_name or d.name: d for d in items
-                              if isinstance(d, A.StructDecl)}
+                              if isinstance(d, A.StructDecl) or
+                              isinstance(d, A.EnumDecl) and d.tagged}
         self.declare_types(items)
         self.declare_methods()
         if self.gpu:

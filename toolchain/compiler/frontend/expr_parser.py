@@ -19,8 +19,7 @@ BINARY_PREC = {
     "*": 10, "/": 10, "%": 10,
 }
 UNARY_OPS = frozenset(("-", "+", "~", "!", "*", "&"))
-LATER_EXPRS = {"import_str": "`import_str`", "fn": "lambdas",
-               "match": "`match` expressions"}
+LATER_EXPRS = {"import_str": "`import_str`", "fn": "lambdas"}
 # keywords accepted as bare words in named-argument values (`space: workgroup`)
 WORD_KEYWORDS = frozenset(("workgroup", "private", "default", "global"))
 CAST_OPERAND_START = frozenset((IDENT, INT, FLOAT, STRING, "!", "~"))
@@ -371,6 +370,10 @@ class ExprParser:
         if k == "this":
             self.i += 1
             return A.Name("this", span=t.span)
+        if k == "match":
+            self.i += 1
+            subject, arms = self.parse_match_rest(t, True)
+            return A.MatchExpr(subject, arms, span=self.span_from(t))
         if k == "new":
             self.i += 1
             ty = self.parse_type()
@@ -389,6 +392,48 @@ class ExprParser:
             self.expect(")", "')' closing sizeof")
             return A.SizeOf(ty, span=self.span_from(t))
         return A.Name(t.text, span=t.span)
+
+    # match = "match" "(" expr ")" "{" { arm } "}"
+    # arm = ("case" IDENT ["(" IDENT ")"] | "default") ":" (block | expr [","|";"])
+    def parse_match_rest(self, kw: Token, as_expr: bool):
+        if self.tok.kind != "(":
+            raise self.err(f"expected '(' after 'match', found {describe(self.tok)}", self.tok)
+        self.i += 1
+        subject = self.in_brackets(self.parse_expr)
+        self.expect(")", "')' closing the match subject")
+        self.expect("{")
+        saved, self.brackets = self.brackets, 0
+        arms: list[A.MatchArm] = []
+        while self.tok.kind != "}":
+            t = self.tok
+            variant = binding = None
+            if t.kind == "default":
+                self.i += 1
+            elif t.kind == "case":
+                self.i += 1
+                variant = self.expect(IDENT, "a variant name").text
+                if self.accept("("):
+                    binding = self.expect(IDENT, "a binding name").text
+                    self.expect(")", "')' closing the binding")
+            else:
+                raise self.err(f"expected 'case' or 'default' in a match, found "
+                               f"{describe(t)}", t)
+            self.expect(":", "':' after the match arm's pattern")
+            if as_expr:
+                body = self.in_brackets(self.parse_expr)
+                if not self.accept(",") and not self.accept(";") and \
+                        self.tok.kind != "}" and not self.tok.nl_before:
+                    raise self.err(f"expected ',' or a line break between match arms, "
+                                   f"found {describe(self.tok)}", self.tok)
+            else:
+                if self.tok.kind != "{":
+                    raise self.err(f"expected '{{', found {describe(self.tok)} (a match "
+                                   "arm's body is a block)", self.tok)
+                body = self.parse_block()
+            arms.append(A.MatchArm(variant, binding, body, span=t.span))
+        self.brackets = saved
+        self.expect("}")
+        return subject, arms
 
     # array_lit = "[" [expr { "," expr } [","]] "]" | "[" expr ";" expr "]"
     def parse_array_lit(self) -> A.Expr:

@@ -1,4 +1,4 @@
-"""Monomorphization of generic functions and structs (the later tier's generics).
+"""Monomorphization of generic functions, structs and tagged enums (the later tier).
 
 Runs on the merged item list before type checking (checker.py, via later.py). Every
 `Name<T, ...>` type and every `f<T, ...>(...)` call reachable from non-generic code is
@@ -31,7 +31,7 @@ class Monomorphizer:
         self.traits = traits
         self.fn_tpl = {d.name: d for d in items if isinstance(d, A.FnDecl) and d.type_params}
         self.struct_tpl = {d.name: d for d in items
-                           if isinstance(d, A.StructDecl) and d.type_params}
+                           if isinstance(d, (A.StructDecl, A.EnumDecl)) and d.type_params}
         self.instances: dict[str, A.Stmt] = {}
         self.work: list[A.Stmt] = []
         self._check_bound_names()
@@ -45,8 +45,7 @@ class Monomorphizer:
                                        f"`{p.name}` on `{tpl.name}`", p.span)
 
     def run(self, items: list[A.Stmt]) -> list[A.Stmt]:
-        out = [d for d in items if not (isinstance(d, (A.FnDecl, A.StructDecl))
-                                        and d.type_params)]
+        out = [d for d in items if not getattr(d, "type_params", None)]
         for d in out:
             self.rewrite(d)
         while self.work:

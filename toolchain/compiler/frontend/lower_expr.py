@@ -251,6 +251,9 @@ class ExprMixin:
     def expr_Name(self, e: A.Name, hint):
         sym = self.lookup(e.name)
         if sym is None:
+            enum = self.variant_owner(e.name, hint, e.span)     # `Plus` (tagged enums)
+            if enum is not None:
+                return self.construct(enum, e.name, [], e.span)
             raise self.fail("E0101", f"undefined name `{e.name}`", e.span)
         if isinstance(sym, TypeSym):
             raise self.fail("E0201", f"type `{e.name}` used as a value", e.span)

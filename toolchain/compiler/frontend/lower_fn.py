@@ -28,6 +28,7 @@ from .lower_dispatch import DispatchMixin
 from .lower_expr import ExprMixin
 from .lower_gpu import GpuMixin
 from .lower_later import LaterMixin
+from .lower_match import MatchMixin
 from .lower_ops import OpsMixin
 from .lower_stmt import Abort, StmtMixin   # Abort is defined beside its handler
 from .scope import FnSym, Scope, VarSym
@@ -41,7 +42,8 @@ class LoopCtx:
     broke: bool = False
 
 
-class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, LaterMixin):
+class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, LaterMixin,
+                      MatchMixin):
     def __init__(self, ctx, sym: FnSym):
         self.ctx = ctx
         self.sym = sym

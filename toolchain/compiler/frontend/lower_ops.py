@@ -318,6 +318,9 @@ class OpsMixin:
             owner = self.lookup(e.base.name)
             if isinstance(owner, TypeSym) and owner.enum is not None:
                 return self.qualified_variant(e, owner)
+            enum = self.qualified_tagged(e.base)
+            if enum is not None:
+                return self.construct(enum, e.name, [], e.span)     # `Token.Plus`
         return self.b.load(self.addr(e))
 
     def qualified_variant(self, e: A.Member, owner: TypeSym):
@@ -349,6 +352,11 @@ class OpsMixin:
         if e.type_args:     # instances were renamed by generics.py: this one is not generic
             raise self.fail("E0018", f"`{getattr(callee, 'name', '?')}` is not a generic "
                             "function, so it takes no type arguments", e.span)
+        if isinstance(callee, A.Member) and self.ctx.tagged:
+            enum = self.qualified_tagged(callee.base)
+            if enum is not None:                                    # `Token.Number(42)`
+                self._no_named(e)
+                return self.construct(enum, callee.name, e.args, e.span)
         if isinstance(callee, (A.Member, A.Arrow)) and callee.name in self.ctx.method_names:
             r = self.method_call(e, discard)
             if r is not NOT_A_METHOD:
@@ -359,6 +367,11 @@ class OpsMixin:
                                self.is_intrinsic(callee.name)):
                 if self.is_gpu_builtin(callee.name, sym):
                     return self.gpu_call(e, callee.name, sym, discard)
+                enum = None if sym is not None else \
+                    self.variant_owner(callee.name, hint, callee.span)
+                if enum is not None:                                # `Number(42)`
+                    self._no_named(e)
+                    return self.construct(enum, callee.name, e.args, e.span)
                 if sym is None:
                     raise self.fail("E0101", f"undefined function `{callee.name}`",
                                     callee.span)

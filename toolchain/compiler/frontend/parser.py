@@ -31,8 +31,7 @@ ORDERS = frozenset(("acquire", "release", "acq_rel", "seq_cst"))
 REGIONS = frozenset(("workgroup", "global"))
 ITEM_START = frozenset(("fn", "kernel", "extern", "export", "var", "const", "struct",
                         "enum", "import", "@", "trait", "impl"))
-LATER_STMTS = {"match": "`match`", "defer": "`defer`", "errdefer": "`errdefer`",
-               "asm": "inline `asm`"}
+LATER_STMTS = {"defer": "`defer`", "errdefer": "`errdefer`", "asm": "inline `asm`"}
 
 
 class Parser(ExprParser):
@@ -454,20 +453,22 @@ class Parser(ExprParser):
     def parse_enum(self, exported: bool) -> A.EnumDecl:
         self.expect("enum")
         name = self.expect(IDENT, "an enum name")
-        if self.tok.kind == "<":
-            raise self.unsupported("generic enums", self.tok)
+        tparams = self.parse_type_params() if self.tok.kind == "<" else []
         self.expect("{")
         variants = []
         while self.tok.kind != "}":
             v = self.expect(IDENT, "a variant name or '}'")
-            if self.tok.kind == "(":
-                raise self.unsupported("tagged enum variants", self.tok)
+            payload = None
+            if self.accept("("):
+                payload = self.in_brackets(self.parse_type)
+                self.expect(")", "')' closing the variant's payload type")
             value = self.in_brackets(self.parse_expr) if self.accept("=") else None
-            variants.append(A.EnumVariant(v.text, value, span=v.span))
+            variants.append(A.EnumVariant(v.text, value, payload, span=v.span))
             if not self.accept(",") and not self.tok.nl_before and self.tok.kind != "}":
                 raise self.err(f"expected ',' or '}}', found {describe(self.tok)}", self.tok)
         self.expect("}")
-        return A.EnumDecl(name.text, variants, exported=exported, span=name.span)
+        return A.EnumDecl(name.text, variants, exported=exported, type_params=tparams,
+                          span=name.span)
 
     # ------------------------------------------------------------ statements
     # block = "{" { statement } "}"
@@ -516,6 +517,10 @@ class Parser(ExprParser):
             return self.parse_loop(t)
         if k == "switch":
             return self.parse_switch()
+        if k == "match":
+            kw = self.advance()
+            subject, arms = self.parse_match_rest(kw, False)
+            return A.Match(subject, arms, span=kw.span)
         if k in ("break", "continue"):
             return self.parse_jump()
         if k == "return":
