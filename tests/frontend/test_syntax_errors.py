@@ -45,7 +45,6 @@ def test_missing_types_are_e0003(src, where):
 
 
 @pytest.mark.parametrize("src,col", [
-    ("fn f() { defer close(fd) }", 10), ("fn f() { errdefer undo() }", 10),
     ("var s: string = import_str \"a\";", 17), ("fn f() { g = fn(x: int32) { } }", 14),
 ])
 def test_later_tier_syntax_is_not_supported_yet(src, col):

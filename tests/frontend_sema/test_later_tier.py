@@ -103,6 +103,19 @@ NEG = [
      ('E0202', 3, 7, 'cannot compare T with T')),
     ('enum T { Num(int64), Plus, End }\nfn f(t: T) {\n  match (t) {\n    case Num(n): 1\n  }\n}',
      ('E0002', 4, 18, "expected '{', found '1' (a match arm's b")),
+    # defer and errdefer
+    ('defer f();\nfn main() -> int32 { return 0; }',
+     ('E0010', 1, 1, 'defer statement outside of a function')),
+    ('fn main() -> int32 {\n  var x: int32 = 1;\n  defer x + 1;\n  return 0;\n}',
+     ('E0010', 3, 9, 'deferred statement must be a function ca')),
+    ('fn main() -> int32 {\n  errdefer x;\n  return 0;\n}',
+     ('E0010', 2, 12, 'errdeferred statement must be a function')),
+    ('fn main() -> int32 {\n  defer;\n  return 0;\n}',
+     ('E0002', 2, 8, "expected a statement after 'defer'")),
+    ('struct S { a: int32; }\nfn f() -> S {\n  var s: S;\n  errdefer s.a = 1;\n  return s;\n}',
+     ('E0021', 4, 3, 'errdefer requires a scalar or pointer re')),
+    ('fn main() -> int32 {\n  defer nope(1);\n  return 0;\n}',
+     ('E0101', 2, 9, 'undefined function `nope`')),
 ]
 
 
@@ -135,3 +148,11 @@ def test_default_after_every_variant_is_an_unreachable_arm_warning():
         "    case A(x): { return x; }\n    case B: { return 0; }\n"
         "    default: { return 1; }\n  }\n}" + MAIN))
     assert [(w.code, w.span.line, w.span.col) for w in warnings] == [("W0001", 6, 5)]
+
+
+def test_an_error_in_a_deferred_statement_is_reported_once_for_all_exit_paths():
+    with pytest.raises(CompileError) as ei:
+        compile_to_ir("t.mettle", gpu=False, source_text=(
+            "fn f(a: int32) -> int32 {\n  defer nope(a);\n  if (a > 0) { return 1; }\n"
+            "  while (a < 9) { a = a + 1; if (a == 5) { break; } }\n  return 0;\n}" + MAIN))
+    assert [(d.code, d.span.line) for d in ei.value.diagnostics] == [("E0101", 2)]

@@ -82,6 +82,11 @@ constructor shared by several tagged enums with no declared target type to pick 
 naming an unknown variant, a duplicate arm (it could never run) or a second `default`, a
 binding on a variant without payload, or a `match` that does not cover every variant and has
 no `default:` arm. The message names the first variant not covered."""),
+    "E0021": ("errdefer needs a scalar return", """
+`errdefer` runs when the function returns a non-zero value (an error code, `true`, a
+non-null pointer), so it needs a function whose return type is a scalar or a pointer; in a
+function returning a struct, array or `string` it is rejected. Return an error code, or use
+`defer` and decide inside the deferred block."""),
     # ---------------------------------------------------------------- driver
     "E0090": ("usage error", """
 The command line is wrong: an unknown flag, a missing input file, a flag that needs another
@@ -342,6 +347,10 @@ result; check the divisor."""),
     "W0001": ("unreachable statement", """
 A statement follows `return`, `break` or `continue` in the same block and can never run.
 Remove it or fix the control flow. (A warning: the compile still succeeds.)"""),
+    "W0002": ("errdefer triggered by a constant", """
+A function with a pending `errdefer` returns a non-zero constant (`return 42;`): by
+convention a non-zero return is an error, so the errdefer statements run. Return 0 on
+success, or use `defer` if the statement should always run. (A warning.)"""),
     "W0103": ("import cycle skipped", """
 Two modules import each other (directly or through others); the repeated import is skipped.
 Move the shared declarations into a third module. (A warning.)"""),

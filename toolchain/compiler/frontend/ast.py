@@ -342,6 +342,13 @@ class Dispatch(Stmt):
 
 
 @dataclass(eq=False)
+class Defer(Stmt):
+    """`defer S` / `errdefer S` (is_err); S is an ExprStmt of a call, an Assign or a Block."""
+    stmt: Stmt
+    is_err: bool = False
+
+
+@dataclass(eq=False)
 class StaticAssert(Stmt):
     """`static_assert(cond);` at top level or as a statement; `args` as written (the
     checker wants exactly one compile-time integer condition)."""

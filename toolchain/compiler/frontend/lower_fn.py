@@ -28,6 +28,7 @@ from .lower_dispatch import DispatchMixin
 from .lower_expr import ExprMixin
 from .lower_gpu import GpuMixin
 from .lower_later import LaterMixin
+from .lower_defer import DeferMixin
 from .lower_match import MatchMixin
 from .lower_ops import OpsMixin
 from .lower_stmt import Abort, StmtMixin   # Abort is defined beside its handler
@@ -40,10 +41,11 @@ class LoopCtx:
     brk: Block
     cont: Block | None              # None for a switch
     broke: bool = False
+    defer_depth: int = 0            # defer frames open outside the loop (lower_defer.py)
 
 
 class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, LaterMixin,
-                      MatchMixin):
+                      MatchMixin, DeferMixin):
     def __init__(self, ctx, sym: FnSym):
         self.ctx = ctx
         self.sym = sym
@@ -59,6 +61,7 @@ class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, L
         self.addr_taken = names.addr_taken
         self.assigned_names = names.assigned
         self._tmp = 0
+        self.defer_frames: list[list] = []      # per open block: pending defers (lower_defer)
 
     # ---------------------------------------------------------------- diagnostics
     def error(self, code: str, msg: str, span, help: str | None = None) -> None:

@@ -31,7 +31,7 @@ ORDERS = frozenset(("acquire", "release", "acq_rel", "seq_cst"))
 REGIONS = frozenset(("workgroup", "global"))
 ITEM_START = frozenset(("fn", "kernel", "extern", "export", "var", "const", "struct",
                         "enum", "import", "@", "trait", "impl"))
-LATER_STMTS = {"defer": "`defer`", "errdefer": "`errdefer`", "asm": "inline `asm`"}
+LATER_STMTS = {"asm": "inline `asm`"}
 
 
 class Parser(ExprParser):
@@ -121,6 +121,8 @@ class Parser(ExprParser):
             if exported:
                 raise self.err("an impl cannot be exported (export the trait or type)", t)
             return self.parse_impl()
+        if t.kind in ("defer", "errdefer"):
+            raise error("E0010", f"{t.kind} statement outside of a function", t.span)
         if t.kind in ("method", "where"):
             raise self.err(f"'{t.kind}' is only allowed inside a struct or after a "
                            "signature", t)
@@ -517,6 +519,8 @@ class Parser(ExprParser):
             return self.parse_loop(t)
         if k == "switch":
             return self.parse_switch()
+        if k in ("defer", "errdefer"):
+            return self.parse_defer()
         if k == "match":
             kw = self.advance()
             subject, arms = self.parse_match_rest(kw, False)
@@ -555,6 +559,24 @@ class Parser(ExprParser):
                                self.tok)
         self.end_stmt()
         return stmt
+
+    # defer_stmt = ("defer" | "errdefer") (block end | call end | assignment end)
+    def parse_defer(self) -> A.Defer:
+        kw = self.advance()
+        what = "deferred" if kw.kind == "defer" else "errdeferred"
+        if self.tok.kind in (";", "}", EOF) or self.tok.nl_before:
+            raise self.err(f"expected a statement after '{kw.kind}'", self.tok)
+        if self.tok.kind == "{":
+            stmt: A.Stmt = self.parse_block()
+            self.end_stmt()
+        else:
+            start = self.tok
+            stmt = self.parse_simple_stmt()
+            if not (isinstance(stmt, A.Assign) or
+                    isinstance(stmt, A.ExprStmt) and isinstance(stmt.expr, A.Call)):
+                raise error("E0010", f"{what} statement must be a function call, "
+                            "assignment, or block", start.span)
+        return A.Defer(stmt, kw.kind == "errdefer", span=kw.span)
 
     # static_assert = "static_assert" "(" call_args ")" end
     def parse_static_assert(self) -> A.StaticAssert:
