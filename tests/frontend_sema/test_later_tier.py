@@ -116,6 +116,15 @@ NEG = [
      ('E0021', 4, 3, 'errdefer requires a scalar or pointer re')),
     ('fn main() -> int32 {\n  defer nope(1);\n  return 0;\n}',
      ('E0101', 2, 9, 'undefined function `nope`')),
+    # lambdas and closures
+    ('fn main() -> int32 {\n  var k: int32 = 1;\n  var f: fn(int32) -> int32 = fn(x: int32) -> int32 { return x + k; };\n  return 0;\n}',
+     ('E0201', 3, 31, 'a capturing closure cannot be stored in ')),
+    ('fn main() -> int32 {\n  var f: Fn(int32) -> int32 = fn(x: int32) -> int32 { return x; };\n  return f(1, 2);\n}',
+     ('E0108', 3, 10, 'expected 1 argument(s), found 2')),
+    ('fn g(x: int64) -> int64 { return x; }\nfn main() -> int32 {\n  var f: Fn(int32) -> int32 = &g;\n  return 0;\n}',
+     ('E0201', 3, 31, 'type mismatch: expected Fn(int32) -> int')),
+    ('fn main() -> int32 {\n  var f: Fn(int32) -> int32 = fn(x: int32) -> int32 { return y; };\n  return 0;\n}',
+     ('E0101', 2, 62, 'undefined name `y`')),
 ]
 
 
@@ -156,3 +165,10 @@ def test_an_error_in_a_deferred_statement_is_reported_once_for_all_exit_paths():
             "fn f(a: int32) -> int32 {\n  defer nope(a);\n  if (a > 0) { return 1; }\n"
             "  while (a < 9) { a = a + 1; if (a == 5) { break; } }\n  return 0;\n}" + MAIN))
     assert [(d.code, d.span.line) for d in ei.value.diagnostics] == [("E0101", 2)]
+
+
+def test_closures_are_refused_in_device_code():
+    code, line, col, msg = first("kernel k(p: int32*) {\n  var f: fn(int32) -> int32 = "
+                                 "fn(x: int32) -> int32 { return x; };\n  p[0] = f(1);\n}",
+                                 gpu=True)
+    assert (code, line, col) == ("E0505", 2, 31) and "device code" in msg

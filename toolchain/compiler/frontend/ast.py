@@ -153,6 +153,14 @@ class Deref(Expr):
 
 
 @dataclass(eq=False)
+class Lambda(Expr):
+    """`fn (params) [-> R] { body }` in expression position (closures.py)."""
+    params: list[Param]
+    ret: TypeExpr | None
+    body: Block
+
+
+@dataclass(eq=False)
 class New(Expr):
     """`new T`: zeroed heap storage for one T, typed T*."""
     type: TypeExpr

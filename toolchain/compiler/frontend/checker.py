@@ -55,6 +55,7 @@ from .globals_init import lower_global
 from .static_assert import check_static_assert
 from .lower_later import type_key
 from .tagged import TaggedEnum, complete_tagged
+from .closures import closure_type
 
 INDEX_NAMES = ("thread", "block", "block_dim", "grid_dim")
 
@@ -82,6 +83,9 @@ class ProgramLowerer:
         self.methods: dict[object, dict[str, str]] = {}   # type_key -> name -> function
         self.tagged: dict[str, TaggedEnum] = {}             # IR struct name -> tagged enum
         self.variant_owners: dict[str, list[str]] = {}      # variant -> tagged enum IR names
+        self.pending_lambdas: list = []                     # closures.py: lifted, to lower
+        self.lambda_count: dict[str, int] = {}
+        self.adapters: dict[object, object] = {}            # thin signature -> adapter fn
 
     def body_facts(self, body) -> BodyFacts:
         """`scan_body(body)`, walked once per body however many passes ask."""
@@ -114,10 +118,10 @@ class ProgramLowerer:
                 self.bag.error("E0102", "array size must be positive", t.span)
             return ArrayType(elem, max(t.size, 1))
         if isinstance(t, A.FnPtrType):
+            params = tuple(self.resolve_type(p) for p in t.params)
             if t.is_closure:
-                self.bag.error("E0102", "closure types `Fn` are not supported yet", t.span)
-            return FnPtrType(tuple(self.resolve_type(p) for p in t.params),
-                             self.resolve_type(t.ret))
+                return closure_type(self.module, params, self.resolve_type(t.ret))
+            return FnPtrType(params, self.resolve_type(t.ret))
         self.bag.error("E0102", "unsupported type", t.span)
         return I64
 
@@ -351,6 +355,8 @@ class ProgramLowerer:
             sym = self.globals.names.get(d.name)
             if isinstance(sym, FnSym) and sym.fn is not None and not sym.fn.blocks:
                 FunctionLowerer(self, sym).lower()
+                while self.pending_lambdas:
+                    self.pending_lambdas.pop(0).lower()
         return self.module
 
 

@@ -19,7 +19,7 @@ BINARY_PREC = {
     "*": 10, "/": 10, "%": 10,
 }
 UNARY_OPS = frozenset(("-", "+", "~", "!", "*", "&"))
-LATER_EXPRS = {"import_str": "`import_str`", "fn": "lambdas"}
+LATER_EXPRS = {"import_str": "`import_str`"}
 # keywords accepted as bare words in named-argument values (`space: workgroup`)
 WORD_KEYWORDS = frozenset(("workgroup", "private", "default", "global"))
 CAST_OPERAND_START = frozenset((IDENT, INT, FLOAT, STRING, "!", "~"))
@@ -370,6 +370,18 @@ class ExprParser:
         if k == "this":
             self.i += 1
             return A.Name("this", span=t.span)
+        if k == "fn" and self.peek().kind == "(":
+            self.i += 1
+            saved, self.brackets = self.brackets, 0
+            try:
+                params, ret = self.parse_signature()
+                if self.tok.kind != "{":
+                    raise self.err(f"expected a lambda body ('{{'), found "
+                                   f"{describe(self.tok)}", self.tok)
+                body = self.parse_block()
+            finally:
+                self.brackets = saved
+            return A.Lambda(params, ret, body, span=t.span)
         if k == "match":
             self.i += 1
             subject, arms = self.parse_match_rest(t, True)

@@ -22,6 +22,7 @@ from ..ir.module import Const, Instr, Param
 from ..ir.types import (BOOL, F64, I32, I64, U8, U64, VOID, ArrayType, FnPtrType, PtrType,
                         StructType, Type, ptr)
 from .consteval import NOT_CONST, ConstDivZero, const_value
+from .closures import closure_sig
 from .globals_init import init_items
 from .scope import FnSym, TypeSym, VarSym
 from .typesys import STRING, arith_result, describe, literal_type, same_ignoring_space
@@ -190,11 +191,17 @@ class ExprMixin:
             v = self.b.load(self.b.fieldptr(self._decay(v), 0))
             s = v.type
         if isinstance(t, PtrType):
+            if isinstance(s, FnPtrType) and closure_sig(t) is not None:
+                return self.adapt_thin(v, t, span)      # thin value into an `Fn` slot
             return self._coerce_ptr(v, t, span, keep_space)
         if isinstance(t, FnPtrType):
             if isinstance(v, Const) and v.value == 0 and s.is_int and \
                     not self.b.from_variable(v):
                 return self.b.const(t, 0)
+            if closure_sig(s) is not None:
+                raise self.fail("E0201", f"a capturing closure cannot be stored in the plain "
+                                f"function-pointer type {describe(t)}", span,
+                                help="declare the slot with a closure type `Fn(...) -> R`")
             raise self._mismatch(t, s, span)
         if t.is_int or t.is_float or t.is_bool:
             if isinstance(s, (PtrType, FnPtrType)):

@@ -23,11 +23,12 @@ from ..ir import IRTypeError
 from ..ir.cfg import remove_unreachable
 from ..ir.module import Block
 from ..ir.ssa_builder import SSABuilder
-from ..ir.types import VOID, ArrayType, StructType, Type
+from ..ir.types import VOID, ArrayType, StructType, Type, ptr
 from .lower_dispatch import DispatchMixin
 from .lower_expr import ExprMixin
 from .lower_gpu import GpuMixin
 from .lower_later import LaterMixin
+from .closures import ClosureMixin
 from .lower_defer import DeferMixin
 from .lower_match import MatchMixin
 from .lower_ops import OpsMixin
@@ -45,7 +46,7 @@ class LoopCtx:
 
 
 class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, LaterMixin,
-                      MatchMixin, DeferMixin):
+                      MatchMixin, DeferMixin, ClosureMixin):
     def __init__(self, ctx, sym: FnSym):
         self.ctx = ctx
         self.sym = sym
@@ -137,3 +138,23 @@ class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, L
             ssa.finish(self.fn)
         remove_unreachable(self.fn)         # (and, in SSA mode, the phi arms from them)
 
+
+
+class LambdaLowerer(FunctionLowerer):
+    """A lifted lambda (closures.py): its captured names are the fields of the record passed
+    as the hidden first parameter; folded local constants are copied in."""
+
+    def __init__(self, ctx, sym: FnSym, env_t, captured: list[str], consts: dict):
+        super().__init__(ctx, sym)
+        self.env_t, self.captured, self.consts = env_t, captured, consts
+
+    def _bind_params(self) -> None:
+        self.scope.names.update(self.consts)
+        super()._bind_params()
+        if self.env_t is None:
+            return
+        env = self.b.bitcast(self.fn.params[0], ptr(self.env_t))
+        for i, name in enumerate(self.captured):
+            field = self.b.fieldptr(env, i + 1)
+            self.scope.names[name] = VarSym(name, self.env_t.fields[i + 1][1], "local",
+                                            field, self.decl.span)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from . import ast as A
 from ..ir.types import I64, FnPtrType, PtrType, StructType, U8, ptr
+from .closures import closure_sig
 from .scope import FnSym, TypeSym
 from .typesys import describe
 
@@ -84,6 +85,9 @@ class LaterMixin:
             raise self.fail("E0019", f"undefined method `{st.name}.{name}` (no method or "
                             "function-pointer field of that name)", e.callee.span)
         fp = self.b.load(self.b.fieldptr(p, i))
+        code = closure_sig(fp.type)
+        if code is not None:
+            return self.closure_call(e, fp, code, discard)
         if not isinstance(fp.type, FnPtrType):
             raise self.fail("E0107", f"field `{name}` of {st.name} is not callable",
                             e.callee.span)

@@ -16,6 +16,7 @@ from ..ir.types import (BOOL, F64, I32, I64, U8, U64, VOID, ArrayType, FnPtrType
                         StructType, ptr)
 from .consteval import NOT_CONST, ConstDivZero, const_value
 from .lower_expr import _ARITH, _CMP
+from .closures import closure_sig
 from .lower_later import NOT_A_METHOD
 from .scope import FnSym, TypeSym, VarSym
 from .typesys import STRING, arith_result, describe, literal_type, promote
@@ -377,8 +378,11 @@ class OpsMixin:
                                     callee.span)
             if isinstance(sym, FnSym):
                 return self.direct_call(e, sym, discard)
-        self._no_named(e)
         fp = self.value(callee, None)
+        code = closure_sig(fp.type)
+        if code is not None:
+            return self.closure_call(e, fp, code, discard)
+        self._no_named(e)
         if not isinstance(fp.type, FnPtrType):
             raise self.fail("E0107", f"{describe(fp.type)} is not callable", callee.span)
         args = self._args(e, list(fp.type.params), None)

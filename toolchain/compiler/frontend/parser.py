@@ -539,7 +539,7 @@ class Parser(ExprParser):
             raise self.unsupported(LATER_STMTS[k], t)
         if k in ("fn", "kernel", "struct", "enum", "import", "extern", "export"):
             if k == "fn" and self.peek().kind == "(":
-                raise self.unsupported("lambdas", t)
+                return self.parse_simple_stmt()     # a lambda called in place
             raise self.err(f"'{k}' declarations are only allowed at the top level", t)
         return self.parse_simple_stmt()
 
