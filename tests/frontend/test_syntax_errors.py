@@ -44,14 +44,11 @@ def test_missing_types_are_e0003(src, where):
     assert diags(src) == [where]
 
 
-@pytest.mark.parametrize("src,col", [
-    ("var s: string = import_str \"a\";", 17),
-])
-def test_later_tier_syntax_is_not_supported_yet(src, col):
+def test_import_str_needs_a_string_literal():
     with pytest.raises(CompileError) as ei:
-        parse_source(src, "e.mettle")
+        parse_source("var s: string = import_str 5;", "e.mettle")
     d = ei.value.diagnostics[0]
-    assert (d.code, d.span.col) == ("E0009", col) and "not supported yet" in d.message
+    assert (d.code, d.span.col) == ("E0002", 28) and "after 'import_str'" in d.message
 
 
 def test_recovery_reports_errors_from_several_statements_and_items():

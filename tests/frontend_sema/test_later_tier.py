@@ -172,3 +172,17 @@ def test_closures_are_refused_in_device_code():
                                  "fn(x: int32) -> int32 { return x; };\n  p[0] = f(1);\n}",
                                  gpu=True)
     assert (code, line, col) == ("E0505", 2, 31) and "device code" in msg
+
+
+def test_import_str_of_a_missing_file_is_a_located_error():
+    code, line, col, msg = first("fn main() -> int32 {\n  var s: string = "
+                                 "import_str \"no/such/file.txt\";\n  return 0;\n}")
+    assert (code, line, col) == ("E0101", 2, 19) and "no/such/file.txt" in msg
+
+
+def test_import_str_embeds_bytes_verbatim(tmp_path):
+    (tmp_path / "blob.bin").write_bytes(b"a\r\nb\x00c")
+    src = tmp_path / "m.mettle"
+    src.write_text('var blob: string = import_str "blob.bin";\n' + MAIN)
+    module, _ = compile_to_ir(str(src), gpu=False)
+    assert any(g.init == b"a\r\nb\x00c\x00" for g in module.globals.values())

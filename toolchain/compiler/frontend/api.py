@@ -25,6 +25,7 @@ import os
 from ..diagnostics import CompileError, Diagnostic, DiagnosticBag
 from ..ir import Module, verify_module
 from .checker import ProgramLowerer
+from .embed import resolve_embeds
 from .later import expand_later_tier
 from .parser import parse_source
 
@@ -52,6 +53,7 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
     items = [i for m in modules for i in m.items if not _is_import(i)]
     name = os.path.splitext(os.path.basename(str(entry_path)))[0] or "main"
     later_bag = DiagnosticBag()
+    resolve_embeds(modules, include_dirs, stdlib_dir, later_bag)
     items, methods = expand_later_tier(items, later_bag)
     generic: set[tuple[str, int]] = set()
     for _ in range(_MAX_ROUNDS):

@@ -83,6 +83,13 @@ class StrLit(Expr):
 
 
 @dataclass(eq=False)
+class ImportStr(StrLit):
+    """`import_str "path"`: a string literal whose bytes (`value`) are the file's, filled in
+    by embed.py once the program is loaded (empty until then)."""
+    path: str = ""
+
+
+@dataclass(eq=False)
 class BoolLit(Expr):
     value: bool
 
@@ -503,6 +510,7 @@ class Import(Stmt):
 class Module(Node):
     items: list[Stmt]
     path: str
+    embeds: list[ImportStr] = field(default_factory=list)   # its `import_str` expressions
 
     @property
     def imports(self) -> list[Import]:

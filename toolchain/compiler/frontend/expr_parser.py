@@ -19,7 +19,7 @@ BINARY_PREC = {
     "*": 10, "/": 10, "%": 10,
 }
 UNARY_OPS = frozenset(("-", "+", "~", "!", "*", "&"))
-LATER_EXPRS = {"import_str": "`import_str`"}
+LATER_EXPRS: dict[str, str] = {}
 # keywords accepted as bare words in named-argument values (`space: workgroup`)
 WORD_KEYWORDS = frozenset(("workgroup", "private", "default", "global"))
 CAST_OPERAND_START = frozenset((IDENT, INT, FLOAT, STRING, "!", "~"))
@@ -42,6 +42,7 @@ class ExprParser:
         self.depth = 0
         self.brackets = 0  # > 0 inside () [] {} of an expression: newlines do not matter
         self.split_gt = False   # an inner type-argument list consumed `>>` (both closes)
+        self.embeds: list[A.ImportStr] = []     # `import_str` nodes, for embed.py
 
     # ------------------------------------------------------------ token helpers
     @property
@@ -386,6 +387,17 @@ class ExprParser:
             self.i += 1
             subject, arms = self.parse_match_rest(t, True)
             return A.MatchExpr(subject, arms, span=self.span_from(t))
+        if k == "import_str":
+            self.i += 1
+            path = self.tok
+            if path.kind != STRING:
+                raise self.err(f"expected a string literal after 'import_str', found "
+                               f"{describe(path)}", path)
+            self.i += 1
+            node = A.ImportStr(b"", path.value.decode("utf-8", "replace"),
+                               span=self.span_from(t))
+            self.embeds.append(node)
+            return node
         if k == "new":
             self.i += 1
             ty = self.parse_type()

@@ -344,6 +344,8 @@ class OpsMixin:
         self.b.store(self.b.fieldptr(tmp, 1), self.b.const(U64, len(e.value)))
         return self.b.load(tmp)
 
+    expr_ImportStr = expr_StrLit       # an embedded file is a string literal (embed.py)
+
     def expr_TupleExpr(self, e, hint):
         raise self.fail("E0201", "a tuple is only allowed as a dispatch grid/block", e.span)
 

@@ -85,7 +85,7 @@ class Parser(ExprParser):
                 self.record(e)
                 self.depth = self.brackets = 0
                 self.sync(start, ITEM_START)
-        return A.Module(items, self.path, span=Span(self.path, 1, 1, 1))
+        return A.Module(items, self.path, self.embeds, span=Span(self.path, 1, 1, 1))
 
     # item = { attribute } ["export"] (fn_decl | kernel_decl | extern_decl | var_decl
     #        | const_decl | struct_decl | enum_decl) | import_decl
