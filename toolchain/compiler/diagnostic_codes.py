@@ -87,6 +87,12 @@ no `default:` arm. The message names the first variant not covered."""),
 non-null pointer), so it needs a function whose return type is a scalar or a pointer; in a
 function returning a struct, array or `string` it is rejected. Return an error code, or use
 `defer` and decide inside the deferred block."""),
+    "E0022": ("test function or assertion", """
+`@test` functions take no parameters and return int64 (0 means pass); `assert(cond)` and
+`assert_eq(left, right)` are test builtins, legal only inside a `@test` function. Under
+`mettle test`, a failed assertion is reported with this code at the assertion, with the
+operands (`left: A, right: B`) or `condition was false`. Outside tests, check with `if` and
+return an error code instead."""),
     # ---------------------------------------------------------------- driver
     "E0090": ("usage error", """
 The command line is wrong: an unknown flag, a missing input file, a flag that needs another

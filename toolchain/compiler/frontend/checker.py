@@ -56,6 +56,7 @@ from .static_assert import check_static_assert
 from .lower_later import type_key
 from .tagged import TaggedEnum, complete_tagged
 from .closures import closure_type
+from .testing import TestPlan, check_test_signature, is_test
 
 INDEX_NAMES = ("thread", "block", "block_dim", "grid_dim")
 
@@ -86,6 +87,8 @@ class ProgramLowerer:
         self.pending_lambdas: list = []                     # closures.py: lifted, to lower
         self.lambda_count: dict[str, int] = {}
         self.adapters: dict[object, object] = {}            # thin signature -> adapter fn
+        self.test_mode = False                              # `mettle test` (testing.py)
+        self.test_plan = TestPlan()
 
     def body_facts(self, body) -> BodyFacts:
         """`scan_body(body)`, walked once per body however many passes ask."""
@@ -357,6 +360,11 @@ class ProgramLowerer:
                 FunctionLowerer(self, sym).lower()
                 while self.pending_lambdas:
                     self.pending_lambdas.pop(0).lower()
+        for d in bodies:
+            if is_test(d):
+                check_test_signature(d, self.bag)
+                if not self.test_mode:      # type-checked, never part of a normal build
+                    self.module.functions.pop(self._ir_name(d), None)
         return self.module
 
 

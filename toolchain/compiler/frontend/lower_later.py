@@ -95,6 +95,28 @@ class LaterMixin:
         args = self._args(e, list(fp.type.params), None)
         return self._void_check(self.b.call_indirect(fp, args), e, discard)
 
+    # ---------------------------------------------------------------- @test builtins
+    def test_assert(self, e: A.Call, name: str):
+        """`assert(c)` / `assert_eq(a, b)` inside a @test function (testing.py)."""
+        if not any(a.name == "test" for a in self.decl.decorators):
+            raise self.fail("E0022", f"`{name}` is a compile-time test builtin and can only "
+                            "be called inside a @test function", e.callee.span,
+                            help="mark the enclosing function @test and run it with `mettle "
+                            "test`, or use an if + return instead")
+        self._no_named(e)
+        want = 1 if name == "assert" else 2
+        if len(e.args) != want:
+            raise self.fail("E0108", f"`{name}` expects {want} argument(s), found "
+                            f"{len(e.args)}", e.span)
+        args = [self.rvalue(a, I64) for a in e.args]
+        plan = self.ctx.test_plan
+        if self.ctx.test_mode:
+            helper = self.ctx.globals.lookup("__mt_" + name)
+            ident = self.b.const(I64, len(plan.asserts))
+            plan.asserts.append((self.decl.name, name, e.span))
+            self.b.call(helper.fn, [ident] + args, span=e.span)
+        return self.b.const(I64, 0)
+
     # ---------------------------------------------------------------- new
     def expr_New(self, e: A.New, hint):
         """`new T`: calloc(1, sizeof(T)) typed T* (null when allocation fails)."""

@@ -370,6 +370,8 @@ class OpsMixin:
                                self.is_intrinsic(callee.name)):
                 if self.is_gpu_builtin(callee.name, sym):
                     return self.gpu_call(e, callee.name, sym, discard)
+                if sym is None and callee.name in ("assert", "assert_eq"):
+                    return self.test_assert(e, callee.name)
                 enum = None if sym is not None else \
                     self.variant_owner(callee.name, hint, callee.span)
                 if enum is not None:                                # `Number(42)`
