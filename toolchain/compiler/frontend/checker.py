@@ -326,7 +326,9 @@ class ProgramLowerer:
         seen: set[str] = set()
         while work:
             d = work.pop()
-            for callee in self.body_facts(d.body).called:
+            facts = self.body_facts(d.body)
+            by_method = [m.fn_name for m in self.method_entries if m.name in facts.methods]
+            for callee in list(facts.called) + by_method:
                 if callee in fns and callee not in seen and not fns[callee].is_kernel:
                     seen.add(callee)
                     work.append(fns[callee])
@@ -372,10 +374,11 @@ class BodyFacts:
     """What one walk of a function body finds: direct callees, plain-name assignment
     targets and names whose address is taken (`&x`)."""
 
-    __slots__ = ("called", "assigned", "addr_taken")
+    __slots__ = ("called", "assigned", "addr_taken", "methods")
 
     def __init__(self) -> None:
         self.called: set[str] = set()
+        self.methods: set[str] = set()      # `x.m(...)` calls: m (later.py's methods)
         self.assigned: set[str] = set()
         self.addr_taken: set[str] = set()
 
@@ -412,6 +415,8 @@ def scan_body(body) -> BodyFacts:
         if isinstance(n, A.Call):
             if isinstance(n.callee, A.Name):
                 facts.called.add(n.callee.name)
+            elif isinstance(n.callee, (A.Member, A.Arrow)):
+                facts.methods.add(n.callee.name)
         elif isinstance(n, A.Assign):
             if isinstance(n.target, A.Name):
                 facts.assigned.add(n.target.name)
