@@ -125,6 +125,11 @@ NEG = [
      ('E0201', 3, 31, 'type mismatch: expected Fn(int32) -> int')),
     ('fn main() -> int32 {\n  var f: Fn(int32) -> int32 = fn(x: int32) -> int32 { return y; };\n  return 0;\n}',
      ('E0101', 2, 62, 'undefined name `y`')),
+    ("trait A { fn m(self: Self) -> int32; }\ntrait B { fn m(self: Self) -> int32; }\n"
+     "impl A for int32 { fn m(self: Self) -> int32 { return 1; } }\n"
+     "impl B for int32 { fn m(self: Self) -> int32 { return 2; } }\n"
+     "fn main() -> int32 {\n  var x: int32 = 1;\n  return x.m();\n}",
+     ("E0019", 7, 10, "method call `.m` is ambiguous")),
 ]
 
 

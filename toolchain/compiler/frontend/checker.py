@@ -53,7 +53,7 @@ from .scope import FnSym, Scope, TypeSym, VarSym
 from .typesys import BUILTIN_TYPES, STRING, StructTable, describe, literal_type
 from .globals_init import lower_global
 from .static_assert import check_static_assert
-from .lower_later import type_key
+from .lower_later import AMBIGUOUS, type_key
 from .tagged import TaggedEnum, complete_tagged
 from .closures import closure_type
 from .testing import TestPlan, check_test_signature, is_test
@@ -178,7 +178,10 @@ class ProgramLowerer:
         try:
             for m in self.method_entries:
                 key = type_key(self.resolve_type(m.for_type))
-                self.methods.setdefault(key, {}).setdefault(m.name, m.fn_name)
+                table = self.methods.setdefault(key, {})
+                # two impls (of different traits) defining m for one type: a call is
+                # ambiguous (lower_later.py reports it); the lifted names stay callable
+                table[m.name] = AMBIGUOUS if m.name in table else m.fn_name
         finally:
             self.bag = saved
 

@@ -18,6 +18,7 @@ from .scope import FnSym, TypeSym
 from .typesys import describe
 
 NOT_A_METHOD = object()
+AMBIGUOUS = "<ambiguous>"       # a method name two impls define for one type
 
 
 def type_key(t):
@@ -47,6 +48,11 @@ class LaterMixin:
             fn = table.get(type_key(recv.type.pointee), {}).get(callee.name)
             if fn is not None:
                 recv = self.b.load(self.struct_view(recv))
+        if fn is AMBIGUOUS:
+            raise self.fail("E0019", f"method call `.{callee.name}` is ambiguous for type "
+                            f"{describe(recv.type)}: several impls define it", callee.span,
+                            help="method calls resolve statically by name and receiver "
+                            "type: rename one of the methods")
         if fn is not None:
             sym = self.ctx.globals.lookup(fn)
             return self.call_method(e, sym, recv, discard)
