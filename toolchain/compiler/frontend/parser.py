@@ -283,7 +283,7 @@ class Parser(ExprParser):
                                self.tok)
             f = self.parse_fn(decos, False)
             if f.body is None:
-                raise self.err("impl method declarations must have a body", self.tok)
+                raise error("E0002", "impl method declarations must have a body", f.span)
             methods.append(f)
         self.expect("}")
         return A.ImplDecl(trait.text, for_type, methods, trait.span, span=kw.span)
