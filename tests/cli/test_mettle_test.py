@@ -113,6 +113,8 @@ def test_normal_builds_type_check_tests_but_drop_them():
     ("fn main() -> int32 {\n  assert(1 == 1);\n  return 0;\n}", (2, 3)),
     ("@test fn t(x: int32) -> int64 { return 0; }\nfn main() -> int32 { return 0; }", (1, 10)),
     ("@test fn t() -> int32 { return 0; }\nfn main() -> int32 { return 0; }", (1, 17)),
+    ("@test fn t() -> int64 { return 0; }\nfn main() -> int32 { return (int32)t(); }",
+     (2, 36)),
 ])
 def test_test_misuse_is_e0022(src, where):
     with pytest.raises(CompileError) as ei:

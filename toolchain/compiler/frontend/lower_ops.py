@@ -19,6 +19,7 @@ from .lower_expr import _ARITH, _CMP
 from .closures import closure_sig
 from .lower_later import NOT_A_METHOD
 from .scope import FnSym, TypeSym, VarSym
+from .testing import is_test
 from .typesys import STRING, arith_result, describe, literal_type, promote
 
 GPU_CALL_PREFIXES = ("atomic_", "subgroup_", "async_copy_", "tensor_")
@@ -421,6 +422,10 @@ class OpsMixin:
         if sym.fn is None:
             raise self.fail("E0107", f"kernel `{sym.name}` cannot be called; launch it "
                             "with `dispatch`", e.callee.span)
+        if sym.decl.decorators and is_test(sym.decl) and not self.ctx.test_mode and \
+                not is_test(self.decl):
+            raise self.fail("E0022", f"`{sym.name}` is a @test function: only `mettle test` "
+                            "runs it, other code cannot call it", e.callee.span)
         args = self._args(e, sym.params, sym)
         return self._void_check(self.b.call(sym.fn, args, span=e.span), e, discard)
 
