@@ -44,19 +44,11 @@ def test_missing_types_are_e0003(src, where):
     assert diags(src) == [where]
 
 
-@pytest.mark.parametrize("src,col", [
-    ("trait T { }", 1), ("impl T for int32 { }", 1), ("fn id<T>(x: T) -> T { }", 6),
-    ("fn f() { defer close(fd) }", 10), ("fn f() { errdefer undo() }", 10),
-    ("fn f() { x = match (o) { } }", 14), ("fn f() { p = new Cell }", 14),
-    ("var s: string = import_str \"a\";", 17), ("fn f() { g = fn(x: int32) { } }", 14),
-    ("fn f() { x = id<int32>(5) }", 16), ("struct S { method get() -> int32 { } }", 12),
-    ("enum O { Some(int32), None }", 14), ("struct S<T> { a: T }", 9),
-])
-def test_later_tier_syntax_is_not_supported_yet(src, col):
+def test_import_str_needs_a_string_literal():
     with pytest.raises(CompileError) as ei:
-        parse_source(src, "e.mettle")
+        parse_source("var s: string = import_str 5;", "e.mettle")
     d = ei.value.diagnostics[0]
-    assert (d.code, d.span.col) == ("E0009", col) and "not supported yet" in d.message
+    assert (d.code, d.span.col) == ("E0002", 28) and "after 'import_str'" in d.message
 
 
 def test_recovery_reports_errors_from_several_statements_and_items():

@@ -200,7 +200,8 @@ def _locate_flags(diags: list[Diagnostic], argv: list[str]) -> list[Diagnostic]:
     return out
 
 
-def _report(diags: list[Diagnostic], fmt: str, argv: list[str] | None = None) -> None:
+def _report(diags: list[Diagnostic], fmt: str, argv: list[str] | None = None,
+            summary: bool = True) -> None:
     """Print `diags`; with `argv`, flag diagnostics first point into the command line."""
     if not diags:
         return
@@ -222,7 +223,7 @@ def _report(diags: list[Diagnostic], fmt: str, argv: list[str] | None = None) ->
     for d in diags:
         print(render_text(d, sources), file=sys.stderr)
     errors = sum(1 for d in diags if d.severity == "error")
-    if errors:
+    if errors and summary:
         print(f"error: could not compile due to {errors} previous "
               f"error{'s' if errors != 1 else ''}", file=sys.stderr)
 
@@ -237,6 +238,8 @@ def _subcommand(argv: list[str]) -> int | None:
         return _check(argv[1:])
     if argv[:1] == ["imports"]:
         return _imports(argv[1:])
+    if argv[:1] == ["test"]:
+        return _test(argv[1:])
     if argv[:1] == ["help"]:
         build_parser().print_help()
         return 0
@@ -324,6 +327,66 @@ def _imports(args: list[str]) -> int:
             return 1
         print(json.dumps(scan_report(path, text, ns.include, std_root), sort_keys=True))
     return 0
+
+
+def _test(argv: list[str]) -> int:
+    """`mettle test FILE [--filter=SUBSTR] [flags]`: build the @test runner natively and run
+    each test in its own process (test_report.py has the report format)."""
+    import tempfile
+    from . import test_report as tr
+    from .driver import compile_file
+    from .frontend.testing import ASSERT_FAILED_STATUS
+    fmt = "json" if "--error-format=json" in argv else "text"
+    filt = next((a.split("=", 1)[1] for a in argv if a.startswith("--filter=")), "")
+    argv = [a for a in argv if not a.startswith("--filter=")]
+    try:
+        ns = build_parser().parse_args(argv)
+        source = ns.input or ns.file
+        if not source:
+            raise _UsageError("mettle test FILE: no input file")
+        opts = _options(ns)
+    except _UsageError as e:
+        _report([Diagnostic("E0090", f"usage: {e}")], fmt)
+        return 2
+    if opts.host_target != HOST_TARGETS[native_target()]:
+        _report([Diagnostic("E0090", "usage: mettle test runs tests natively; --target must "
+                            "be this machine's")], fmt)
+        return 2
+    opts.emit, opts.test_mode = "exe", True
+    try:
+        result = compile_file(source, opts)
+    except CompileError as e:
+        _report(e.diagnostics, fmt)
+        return 1
+    except Exception as e:  # a compiler bug: say so plainly, never a traceback
+        _report([Diagnostic("E0900", f"internal compiler error: {type(e).__name__}: {e}",
+                            help="please report this with the input file")], fmt)
+        return EXIT_INTERNAL
+    _report(result.warnings, fmt)
+    plan = result.test_plan
+    chosen = [(i, n) for i, n in enumerate(plan.tests) if filt in n]
+    print(f"\nrunning {len(chosen)} test{'' if len(chosen) == 1 else 's'} (native build)")
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = os.path.join(tmp, "mettle-tests")
+        with open(exe, "wb") as f:
+            f.write(result.data)
+        os.chmod(exe, 0o755)
+        for i, name in chosen:
+            outcome, detail, own, assertion = tr.run_one(exe, i, ASSERT_FAILED_STATUS)
+            if own:
+                sys.stdout.write(own.decode("utf-8", "replace") + "\n")
+            print(f"test {name} ... {outcome}" + (f" ({detail})" if detail else ""),
+                  flush=True)
+            if assertion is not None:
+                _report([tr.assertion_diag(plan, assertion)], fmt, summary=False)
+            passed, failed = (passed + 1, failed) if outcome == "ok" else (passed, failed + 1)
+    print("\n" + tr.summary(passed, failed, source))
+    if not chosen:
+        print("note: no @test functions found" + (f" matching '{filt}'" if filt else "") +
+              "\n  declare one as: @test fn test_name() -> int64 { assert(1 + 1 == 2); "
+              "return 0; }")
+    return 1 if failed else 0
 
 
 def _exit_now(status: int) -> None:

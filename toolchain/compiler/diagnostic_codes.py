@@ -63,6 +63,42 @@ must cover `true` and `false` or have a `default`. The message lists the missing
     "E0016": ("bad condition", """
 Conditions of `if`, `while` and `for` must be `bool` or numeric. A pointer is not a
 condition: compare it explicitly, `p != 0`."""),
+    "E0017": ("static_assert failed", """
+A `static_assert(cond)` (at top level or in a function) takes exactly one condition, which
+must fold to an integer at compile time: literals, integer `const`s, enum variants,
+`sizeof(T)` and the arithmetic, comparison, logical, bitwise and shift operators on them. A
+condition that folds to zero fails the build. Fix the condition or the layout it checks."""),
+    "E0018": ("generic misuse", """
+A generic function or struct is used wrongly: the wrong number of type arguments
+(`Pair<int32>` for `struct Pair<A, B>`), type arguments on something that is not generic, a
+type argument that does not implement a trait its parameter is bounded by (`T: Ordered`
+needs an `impl Ordered for` exactly that type), a bound or `where` clause naming an unknown
+trait or type parameter, or instantiation that never ends (a generic using itself with ever
+larger types). Generic calls always spell their type arguments: `swap_in<int64>(&a, &b)`."""),
+    "E0019": ("trait, impl or method misuse", """
+A trait or impl declaration is inconsistent (a duplicate trait or impl, an impl of an unknown
+trait, a missing trait method, a parameter or return type that differs from the trait's after
+`Self` is replaced), or a method call names no method: `recv.m()` needs a `method m` in
+the receiver's struct, an `impl` function `m` for the receiver's type (or, for a pointer
+receiver, for its pointee), or a function-pointer field `m`."""),
+    "E0020": ("tagged enum or match misuse", """
+A tagged enum value or a `match` is used wrongly: an unknown variant (`Token.Nope`), a
+constructor shared by several tagged enums with no declared target type to pick one, a
+`match` subject that is not a tagged enum (use `switch` for plain enums and integers), an arm
+naming an unknown variant, a duplicate arm (it could never run) or a second `default`, a
+binding on a variant without payload, or a `match` that does not cover every variant and has
+no `default:` arm. The message names the first variant not covered."""),
+    "E0021": ("errdefer needs a scalar return", """
+`errdefer` runs when the function returns a non-zero value (an error code, `true`, a
+non-null pointer), so it needs a function whose return type is a scalar or a pointer; in a
+function returning a struct, array or `string` it is rejected. Return an error code, or use
+`defer` and decide inside the deferred block."""),
+    "E0022": ("test function or assertion", """
+`@test` functions take no parameters and return int64 (0 means pass); `assert(cond)` and
+`assert_eq(left, right)` are test builtins, legal only inside a `@test` function. Under
+`mettle test`, a failed assertion is reported with this code at the assertion, with the
+operands (`left: A, right: B`) or `condition was false`. Outside tests, check with `if` and
+return an error code instead."""),
     # ---------------------------------------------------------------- driver
     "E0090": ("usage error", """
 The command line is wrong: an unknown flag, a missing input file, a flag that needs another
@@ -338,6 +374,10 @@ result; check the divisor."""),
     "W0001": ("unreachable statement", """
 A statement follows `return`, `break` or `continue` in the same block and can never run.
 Remove it or fix the control flow. (A warning: the compile still succeeds.)"""),
+    "W0002": ("errdefer triggered by a constant", """
+A function with a pending `errdefer` returns a non-zero constant (`return 42;`): by
+convention a non-zero return is an error, so the errdefer statements run. Return 0 on
+success, or use `defer` if the statement should always run. (A warning.)"""),
     "W0103": ("import cycle skipped", """
 Two modules import each other (directly or through others); the repeated import is skipped.
 Move the shared declarations into a third module. (A warning.)"""),

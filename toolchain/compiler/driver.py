@@ -39,6 +39,7 @@ class Options:
     host_target: str | None = None    # registry name of the host target (--target); None: x86_64
     dump_ir_after: tuple[str, ...] = ()   # --dump-ir=after:PASS|all (stderr, per pass)
     explain: bool = False                 # --explain: the remarks report on stdout
+    test_mode: bool = False               # `mettle test`: keep @test fns, add the runner
 
 
 @dataclass
@@ -50,6 +51,7 @@ class Result:
     explain: str | None = None        # the --explain report
     objects: object | None = None     # the target's in-memory form (PTX: ptx.instr.PtxModule)
     signature: dict | None = None     # GPU output: the kernels' typed parameters (signature.py)
+    test_plan: object | None = None   # `mettle test`: frontend.testing.TestPlan
 
 
 class _Timer:
@@ -98,7 +100,7 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                  include_dirs=tuple(opts.include_dirs),
                                  stdlib_dir=opts.stdlib_dir, gpu=gpu,
                                  source_text=source_text, target_os=host_os(opts),
-                                 ssa=gpu and optimizing,
+                                 ssa=gpu and optimizing, test_mode=opts.test_mode,
                                  checks=not gpu and not opts.release)
     if gpu and not module.kernels():      # located at the file (callgraph's E0401 is not)
         from .diagnostics import Span
@@ -126,7 +128,8 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
     ir_text = format_module(module) if opts.dump_ir else None
     data, objects = timer.run("codegen", _generate, module, opts, path)
     explain = module.remarks.format() if opts.explain else None
-    return Result(data, warnings, ir_text, timer.phases, explain, objects, signature)
+    return Result(data, warnings, ir_text, timer.phases, explain, objects, signature,
+                  getattr(module, "test_plan", None))
 
 
 def dependencies(path: str, opts: Options) -> list[str]:

@@ -26,6 +26,10 @@ import os
 from ..diagnostics import CompileError, Diagnostic, DiagnosticBag
 from ..ir import Module, verify_module
 from .checker import ProgramLowerer
+from .embed import resolve_embeds
+from .ast import FnDecl
+from .later import expand_later_tier
+from .testing import TestPlan, runnable_tests, runner_items
 from .parser import parse_source
 
 _MAX_ROUNDS = 16
@@ -52,18 +56,31 @@ def _aliases(mod) -> list:
 
 def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: bool,
                   source_text: str | None = None, target_os: str = "linux",
-                  ssa: bool = False, checks: bool = False) -> tuple[Module, list[Diagnostic]]:
+                  ssa: bool = False, checks: bool = False,
+                  test_mode: bool = False) -> tuple[Module, list[Diagnostic]]:
     modules, warnings = _load_items(entry_path, include_dirs, stdlib_dir, source_text,
                                     target_os)
     units = [(path, [i for i in m.items if not _is_import(i)], hidden, aliases)
              for path, m, hidden, aliases in modules]
     items = [i for _, unit, _, _ in units for i in unit]
+    asts = [m for _, m, _, _ in modules]
+    plan = TestPlan()
+    if test_mode:       # `mettle test`: keep the tests, replace `main` by the runner
+        tests = runnable_tests(asts)
+        plan.tests = [d.name for d in tests]
+        items = [i for i in items if not (isinstance(i, FnDecl) and i.name == "main")] + \
+            runner_items(tests)
     name = os.path.splitext(os.path.basename(str(entry_path)))[0] or "main"
+    later_bag = DiagnosticBag()
+    resolve_embeds(asts, include_dirs, stdlib_dir, later_bag)
+    items, methods = expand_later_tier(items, later_bag)
     generic: set[tuple[str, int]] = set()
     for _ in range(_MAX_ROUNDS):
         bag = DiagnosticBag()
-        lowerer = ProgramLowerer(name, gpu, bag, generic, ssa, checks)
+        bag.extend(later_bag.items)
+        lowerer = ProgramLowerer(name, gpu, bag, generic, ssa, methods, checks)
         lowerer.set_modules(units)
+        lowerer.test_mode, lowerer.test_plan = test_mode, TestPlan(plan.tests)
         try:
             module = lowerer.run(items)
         except CompileError:       # the bag hit MAX_ERRORS
@@ -72,6 +89,8 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
             break
         generic |= lowerer.wanted_generic
     bag.raise_if_errors()
+    if test_mode:
+        module.test_plan = lowerer.test_plan
     verify_module(module)
     return module, warnings + [d for d in bag.items if d.severity == "warning"]
 

@@ -39,6 +39,7 @@ class TypeExpr(Node):
 class NamedType(TypeExpr):
     name: str                       # int32, float64, string, bool, cstring, void, S, E ...
     qualifier: str | None = None     # `vec` in `vec.Vec` (an import alias)
+    args: list[TypeExpr] = field(default_factory=list)   # `Pair<int32, T>` (generics)
 
 
 @dataclass(eq=False)
@@ -79,6 +80,13 @@ class FloatLit(Expr):
 @dataclass(eq=False)
 class StrLit(Expr):
     value: bytes
+
+
+@dataclass(eq=False)
+class ImportStr(StrLit):
+    """`import_str "path"`: a string literal whose bytes (`value`) are the file's, filled in
+    by embed.py once the program is loaded (empty until then)."""
+    path: str = ""
 
 
 @dataclass(eq=False)
@@ -149,6 +157,20 @@ class AddrOf(Expr):
 @dataclass(eq=False)
 class Deref(Expr):
     operand: Expr
+
+
+@dataclass(eq=False)
+class Lambda(Expr):
+    """`fn (params) [-> R] { body }` in expression position (closures.py)."""
+    params: list[Param]
+    ret: TypeExpr | None
+    body: Block
+
+
+@dataclass(eq=False)
+class New(Expr):
+    """`new T`: zeroed heap storage for one T, typed T*."""
+    type: TypeExpr
 
 
 @dataclass(eq=False)
@@ -335,6 +357,20 @@ class Dispatch(Stmt):
 
 
 @dataclass(eq=False)
+class Defer(Stmt):
+    """`defer S` / `errdefer S` (is_err); S is an ExprStmt of a call, an Assign or a Block."""
+    stmt: Stmt
+    is_err: bool = False
+
+
+@dataclass(eq=False)
+class StaticAssert(Stmt):
+    """`static_assert(cond);` at top level or as a statement; `args` as written (the
+    checker wants exactly one compile-time integer condition)."""
+    args: list[Expr]
+
+
+@dataclass(eq=False)
 class Barrier(Stmt):
     regions: list[str]              # subset of {"workgroup", "global"}, as written
     order: str | None = None        # acquire | release | acq_rel | seq_cst
@@ -366,6 +402,14 @@ class FnDecl(Stmt):
     is_extern: bool = False
     link_name: str | None = None
     internal_name: str | None = None
+    type_params: list[TypeParam] = field(default_factory=list)   # generics (template)
+
+
+@dataclass(eq=False)
+class TypeParam(Node):
+    """`T` or `T: Ordered + Printable` in `<...>`; a `where` clause adds to `bounds`."""
+    name: str
+    bounds: list[str] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -387,12 +431,32 @@ class StructDecl(Stmt):
     fields: list[StructField]
     exported: bool = False
     internal_name: str | None = None
+    methods: list[FnDecl] = field(default_factory=list)     # `method m(...)`, `this` first
+    type_params: list[TypeParam] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class TraitDecl(Stmt):
+    """`trait Name { fn sig; ... }` (signatures only) or the marker `trait Name;`."""
+    name: str
+    methods: list[FnDecl]
+    exported: bool = False
+
+
+@dataclass(eq=False)
+class ImplDecl(Stmt):
+    """`impl Trait for Type { fn ... }`; `Self` in the members means `for_type`."""
+    trait: str
+    for_type: TypeExpr
+    methods: list[FnDecl]
+    trait_span: object = None
 
 
 @dataclass(eq=False)
 class EnumVariant(Node):
     name: str
     value: Expr | None = None
+    payload: TypeExpr | None = None     # `Number(int64)`: a tagged enum's variant payload
 
 
 @dataclass(eq=False)
@@ -401,6 +465,33 @@ class EnumDecl(Stmt):
     variants: list[EnumVariant]
     exported: bool = False
     internal_name: str | None = None
+    type_params: list[TypeParam] = field(default_factory=list)   # generic tagged enums
+
+    @property
+    def tagged(self) -> bool:
+        """An enum is tagged as soon as one variant has a payload (or it is generic)."""
+        return bool(self.type_params) or any(v.payload is not None for v in self.variants)
+
+
+@dataclass(eq=False)
+class MatchArm(Node):
+    """`case V:` / `case V(b):` (variant, binding) or `default:` (variant None); `body`
+    is a Block in the statement form and an Expr in the expression form."""
+    variant: str | None
+    binding: str | None
+    body: Node
+
+
+@dataclass(eq=False)
+class Match(Stmt):
+    subject: Expr
+    arms: list[MatchArm]
+
+
+@dataclass(eq=False)
+class MatchExpr(Expr):
+    subject: Expr
+    arms: list[MatchArm]
 
 
 ImportName = namedtuple("ImportName", ("name", "span"))     # name: str
@@ -419,6 +510,7 @@ class Import(Stmt):
 class Module(Node):
     items: list[Stmt]
     path: str
+    embeds: list[ImportStr] = field(default_factory=list)   # its `import_str` expressions
 
     @property
     def imports(self) -> list[Import]:

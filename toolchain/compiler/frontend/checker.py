@@ -52,6 +52,11 @@ from .consteval import NOT_CONST, ConstDivZero, const_value
 from .scope import FnSym, ModuleAlias, Scope, TypeSym, VarSym
 from .typesys import BUILTIN_TYPES, STRING, StructTable, describe, literal_type
 from .globals_init import lower_global
+from .static_assert import check_static_assert
+from .lower_later import AMBIGUOUS, type_key
+from .tagged import TaggedEnum, complete_tagged
+from .closures import closure_type
+from .testing import TestPlan, check_test_signature, is_test
 
 INDEX_NAMES = ("thread", "block", "block_dim", "grid_dim")
 
@@ -61,7 +66,7 @@ class ProgramLowerer:
 
     def __init__(self, name: str, gpu: bool, bag: DiagnosticBag,
                  generic_params: set[tuple[str, int]] | None = None, ssa: bool = False,
-                 checks: bool = False):
+                 methods=(), checks: bool = False):
         self.gpu = gpu
         self.checks = checks and not gpu    # run-time checks of host code (lower_checks.py)
         self.ssa = ssa          # build scalar locals as SSA values (ir/ssa_builder.py)
@@ -80,6 +85,16 @@ class ProgramLowerer:
         self.device_fns: set[str] = set()
         self.module.structs["string"] = STRING
         self._facts: dict[int, tuple[object, BodyFacts]] = {}
+        self.method_entries = list(methods)     # later.py: struct methods, impl functions
+        self.method_names = {m.name for m in self.method_entries}
+        self.methods: dict[object, dict[str, str]] = {}   # type_key -> name -> function
+        self.tagged: dict[str, TaggedEnum] = {}             # IR struct name -> tagged enum
+        self.variant_owners: dict[str, list[str]] = {}      # variant -> tagged enum IR names
+        self.pending_lambdas: list = []                     # closures.py: lifted, to lower
+        self.lambda_count: dict[str, int] = {}
+        self.adapters: dict[object, object] = {}            # thin signature -> adapter fn
+        self.test_mode = False                              # `mettle test` (testing.py)
+        self.test_plan = TestPlan()
 
     def body_facts(self, body) -> BodyFacts:
         """`scan_body(body)`, walked once per body however many passes ask."""
@@ -93,6 +108,10 @@ class ProgramLowerer:
         if t is None:
             return VOID
         if isinstance(t, A.NamedType):
+            if t.args:      # instances were renamed by generics.py: this one is not generic
+                self.bag.error("E0018", f"`{t.name}` is not a generic type, so it takes no "
+                               "type arguments", t.span)
+                return I64
             if t.name in BUILTIN_TYPES:
                 return BUILTIN_TYPES[t.name]
             sym = self.globals.lookup(t.name)
@@ -109,10 +128,10 @@ class ProgramLowerer:
                 self.bag.error("E0102", "array size must be positive", t.span)
             return ArrayType(elem, max(t.size, 1))
         if isinstance(t, A.FnPtrType):
+            params = tuple(self.resolve_type(p) for p in t.params)
             if t.is_closure:
-                self.bag.error("E0102", "closure types `Fn` are not supported yet", t.span)
-            return FnPtrType(tuple(self.resolve_type(p) for p in t.params),
-                             self.resolve_type(t.ret))
+                return closure_type(self.module, params, self.resolve_type(t.ret))
+            return FnPtrType(params, self.resolve_type(t.ret))
         self.bag.error("E0102", "unsupported type", t.span)
         return I64
 
@@ -125,6 +144,10 @@ class ProgramLowerer:
 
     def lookup_const(self, name: str):
         return self.globals.lookup(name)
+
+    def sizeof_const(self, t: A.TypeExpr) -> int:
+        """`sizeof(T)` for the constant folder (consteval.py asks its lookup's owner)."""
+        return self.resolve_type(t).size
 
     def const_eval(self, e: A.Expr, lookup=None):
         try:
@@ -207,17 +230,36 @@ class ProgramLowerer:
 
     # ------------------------------------------------------------------ declarations
     def declare_types(self, items: list[A.Stmt]) -> None:
-        structs = [i for i in items if isinstance(i, A.StructDecl)]
+        structs = [i for i in items if isinstance(i, A.StructDecl) or
+                   isinstance(i, A.EnumDecl) and i.tagged]
         for s in structs:   # placeholders first, so fields may point at any struct
             self.enter(s)
             self.define(s.name, TypeSym(s.name, StructType(self._ir_name(s), ())), s.span)
-        for e in (i for i in items if isinstance(i, A.EnumDecl)):
+        for e in (i for i in items if isinstance(i, A.EnumDecl) and not i.tagged):
             self.enter(e)
             self.define(e.name, TypeSym(e.name, I64, enum=e.name), e.span)
             self._declare_enum(e)
         for s in structs:
-            self._complete_struct(s, set())
+            self._complete_any(s, set())
         self.globals = self.public
+
+    def _complete_any(self, d, active: set[str]) -> StructType:
+        if isinstance(d, A.EnumDecl):
+            return complete_tagged(self, d, active)
+        return self._complete_struct(d, active)
+
+    def declare_methods(self) -> None:
+        """The method table: receiver type -> method name -> lifted function name."""
+        saved, self.bag = self.bag, DiagnosticBag()    # the lifted functions report these
+        try:
+            for m in self.method_entries:
+                key = type_key(self.resolve_type(m.for_type))
+                table = self.methods.setdefault(key, {})
+                # two impls (of different traits) defining m for one type: a call is
+                # ambiguous (lower_later.py reports it); the lifted names stay callable
+                table[m.name] = AMBIGUOUS if m.name in table else m.fn_name
+        finally:
+            self.bag = saved
 
     def _complete_struct(self, s: A.StructDecl, active: set[str]) -> StructType:
         name = self._ir_name(s)
@@ -236,7 +278,7 @@ class ProgramLowerer:
             ft = self.resolve_type(f.type)
             if isinstance(ft, StructType) and not ft.fields:
                 decl = self._struct_decls.get(ft.name)
-                ft = self._complete_struct(decl, active) if decl else ft
+                ft = self._complete_any(decl, active) if decl else ft
             fields.append((f.name, ft))
         active.discard(s.name)
         full = StructType(name, tuple(fields))
@@ -386,7 +428,9 @@ class ProgramLowerer:
         while work:
             d = work.pop()
             where = id(self._scope_of.get(id(d)))
-            for name in self.body_facts(d.body).called:
+            facts = self.body_facts(d.body)
+            by_method = [m.fn_name for m in self.method_entries if m.name in facts.methods]
+            for name in list(facts.called) + by_method:
                 callee = private.get((where, name), name)
                 if callee in fns and callee not in seen and not fns[callee].is_kernel:
                     seen.add(callee)
@@ -404,18 +448,30 @@ class ProgramLowerer:
     def _run(self, items: list[A.Stmt]) -> Module:
         from .lower_fn import FunctionLowerer
         self._struct_decls = {d.internal_name or d.name: d for d in items
-                              if isinstance(d, A.StructDecl)}
+                              if isinstance(d, A.StructDecl) or
+                              isinstance(d, A.EnumDecl) and d.tagged}
         self.declare_types(items)
+        self.declare_methods()
         if self.gpu:
             self.compute_device_fns(items)
         bodies = self.declare_functions(items)
         self.declare_globals(items)
+        for d in items:
+            if isinstance(d, A.StaticAssert):
+                check_static_assert(d, self.const_eval, self.bag.error)
         for d in bodies:
             self.enter(d)
             sym = self.globals.names.get(d.name)
             if isinstance(sym, FnSym) and sym.fn is not None and not sym.fn.blocks:
                 FunctionLowerer(self, sym).lower()
+                while self.pending_lambdas:
+                    self.pending_lambdas.pop(0).lower()
         self.globals = self.public
+        for d in bodies:
+            if is_test(d):
+                check_test_signature(d, self.bag)
+                if not self.test_mode:      # type-checked, never part of a normal build
+                    self.module.functions.pop(self._ir_name(d), None)
         return self.module
 
 
@@ -423,10 +479,11 @@ class BodyFacts:
     """What one walk of a function body finds: direct callees, plain-name assignment
     targets and names whose address is taken (`&x`)."""
 
-    __slots__ = ("called", "assigned", "addr_taken")
+    __slots__ = ("called", "assigned", "addr_taken", "methods")
 
     def __init__(self) -> None:
         self.called: set[str] = set()
+        self.methods: set[str] = set()      # `x.m(...)` calls: m (later.py's methods)
         self.assigned: set[str] = set()
         self.addr_taken: set[str] = set()
 
@@ -463,6 +520,8 @@ def scan_body(body) -> BodyFacts:
         if isinstance(n, A.Call):
             if isinstance(n.callee, A.Name):
                 facts.called.add(n.callee.name)
+            elif isinstance(n.callee, (A.Member, A.Arrow)):
+                facts.methods.add(n.callee.name)
         elif isinstance(n, A.Assign):
             if isinstance(n.target, A.Name):
                 facts.assigned.add(n.target.name)

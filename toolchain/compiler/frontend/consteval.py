@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from . import ast as A
-from .scope import VarSym
+from .scope import TypeSym, VarSym
 from .typesys import BUILTIN_TYPES
 
 NOT_CONST = object()
@@ -50,6 +50,13 @@ def const_value(e: A.Expr, lookup):
                 isinstance(sym.storage, (int, float)):
             return sym.storage
         return NOT_CONST
+    if isinstance(e, A.SizeOf):
+        # the lookup is a bound method of the checker (program or function level), which
+        # resolves types; a plain lookup function cannot, so sizeof is not constant there
+        owner = getattr(lookup, "__self__", None)
+        return owner.sizeof_const(e.type) if hasattr(owner, "sizeof_const") else NOT_CONST
+    if isinstance(e, A.Member) and isinstance(e.base, A.Name):
+        return enum_variant_value(e, lookup)
     if isinstance(e, A.Unary):
         v = const_value(e.operand, lookup)
         if v is NOT_CONST:
@@ -75,6 +82,17 @@ def const_value(e: A.Expr, lookup):
         if t.is_float:
             return float(v)
         return NOT_CONST
+    return NOT_CONST
+
+
+def enum_variant_value(e: A.Member, lookup):
+    """`Color.Red`: the value of variant Red of plain enum Color, or NOT_CONST."""
+    owner = lookup(e.base.name)
+    if not (isinstance(owner, TypeSym) and owner.enum is not None):
+        return NOT_CONST
+    sym = lookup(e.name)
+    if isinstance(sym, VarSym) and sym.enum == owner.enum and sym.kind == "const":
+        return sym.storage
     return NOT_CONST
 
 

@@ -19,8 +19,7 @@ BINARY_PREC = {
     "*": 10, "/": 10, "%": 10,
 }
 UNARY_OPS = frozenset(("-", "+", "~", "!", "*", "&"))
-LATER_EXPRS = {"new": "`new`", "import_str": "`import_str`", "fn": "lambdas",
-               "match": "`match` expressions", "this": "methods (`this`)"}
+LATER_EXPRS: dict[str, str] = {}
 # keywords accepted as bare words in named-argument values (`space: workgroup`)
 WORD_KEYWORDS = frozenset(("workgroup", "private", "default", "global"))
 CAST_OPERAND_START = frozenset((IDENT, INT, FLOAT, STRING, "!", "~"))
@@ -42,6 +41,8 @@ class ExprParser:
         self.i = 0
         self.depth = 0
         self.brackets = 0  # > 0 inside () [] {} of an expression: newlines do not matter
+        self.split_gt = False   # an inner type-argument list consumed `>>` (both closes)
+        self.embeds: list[A.ImportStr] = []     # `import_str` nodes, for embed.py
 
     # ------------------------------------------------------------ token helpers
     @property
@@ -148,12 +149,45 @@ class ExprParser:
             raise self.err(f"expected a type, found {describe(t)}", t)
         self.i += 1
         if self.tok.kind == "<":
-            raise self.unsupported("generic types", self.tok)
+            args = self.parse_type_args()
+            return A.NamedType(t.text, args=args, span=self.span_from(t))
         if self.tok.kind == "." and self.peek().kind == IDENT:
             self.i += 1
             member = self.advance()
             return A.NamedType(member.text, t.text, span=self.span_from(t))
         return A.NamedType(t.text, span=t.span)
+
+    # type_args = "<" type {"," type} ">"      (a `>>` closes two lists)
+    def parse_type_args(self) -> list[A.TypeExpr]:
+        self.expect("<")
+        args: list[A.TypeExpr] = []
+        while True:
+            args.append(self.parse_type())
+            if not self.accept(","):
+                break
+        if self.split_gt:                   # the inner list consumed `>>`
+            self.split_gt = False
+            return args
+        t = self.tok
+        if t.kind == ">>":
+            self.i += 1
+            self.split_gt = True            # the enclosing list's `>` is spent too
+            return args
+        self.expect(">", "'>' or ','")
+        return args
+
+    def try_call_type_args(self) -> list[A.TypeExpr] | None:
+        """After a name, `<types>(` is a generic call's type arguments; anything else
+        leaves the cursor alone (it is the less-than operator). No diagnostics remain."""
+        saved = (self.i, self.depth, self.brackets, self.split_gt)
+        try:
+            args = self.parse_type_args()
+            if self.tok.kind == "(" and not self.split_gt:
+                return args
+        except CompileError:
+            pass
+        self.i, self.depth, self.brackets, self.split_gt = saved
+        return None
 
     def parse_fn_type(self) -> A.FnPtrType:
         start = self.advance()
@@ -285,13 +319,16 @@ class ExprParser:
                 name = self.expect(IDENT, "a member name").text
                 cls = A.Member if k == "." else A.Arrow
                 e = cls(e, name, span=self.span_from(start))
-            elif k == "<" and isinstance(e, A.Name) and self.looks_like_type_args():
-                raise self.unsupported("generic calls", t)
+            elif k == "<" and isinstance(e, A.Name):
+                targs = self.try_call_type_args()
+                if targs is None:
+                    return e
+                self.i += 1
+                args, named = self.in_brackets(self.parse_call_args)
+                self.expect(")", "')' or ','")
+                e = A.Call(e, args, named, targs, span=self.span_from(start))
             else:
                 return e
-
-    def looks_like_type_args(self) -> bool:
-        return self.peek().kind in TYPE_KEYWORDS and self.peek(2).kind in (">", ",", "*")
 
     # call_args = [arg { "," arg }]
     # arg = [(IDENT | keyword) ":"] expr      (named arguments come last)
@@ -309,7 +346,7 @@ class ExprParser:
                 raise self.err("a positional argument cannot follow named arguments", t)
             else:
                 args.append(self.parse_expr())
-            if not self.accept(","):
+            if not self.accept(",") or self.tok.kind == ")":   # a trailing comma is allowed
                 return args, named
 
     def parse_named_value(self) -> A.Expr:
@@ -344,6 +381,40 @@ class ExprParser:
             return self.in_brackets(self.parse_array_lit)
         if k == "{":
             return self.in_brackets(self.parse_struct_lit)
+        if k == "this":
+            self.i += 1
+            return A.Name("this", span=t.span)
+        if k == "fn" and self.peek().kind == "(":
+            self.i += 1
+            saved, self.brackets = self.brackets, 0
+            try:
+                params, ret = self.parse_signature()
+                if self.tok.kind != "{":
+                    raise self.err(f"expected a lambda body ('{{'), found "
+                                   f"{describe(self.tok)}", self.tok)
+                body = self.parse_block()
+            finally:
+                self.brackets = saved
+            return A.Lambda(params, ret, body, span=t.span)
+        if k == "match":
+            self.i += 1
+            subject, arms = self.parse_match_rest(t, True)
+            return A.MatchExpr(subject, arms, span=self.span_from(t))
+        if k == "import_str":
+            self.i += 1
+            path = self.tok
+            if path.kind != STRING:
+                raise self.err(f"expected a string literal after 'import_str', found "
+                               f"{describe(path)}", path)
+            self.i += 1
+            node = A.ImportStr(b"", path.value.decode("utf-8", "replace"),
+                               span=self.span_from(t))
+            self.embeds.append(node)
+            return node
+        if k == "new":
+            self.i += 1
+            ty = self.parse_type()
+            return A.New(ty, span=self.span_from(t))
         if k in LATER_EXPRS:
             raise self.unsupported(LATER_EXPRS[k], t)
         raise self.err(f"expected an expression, found {describe(t)}", t)
@@ -358,6 +429,48 @@ class ExprParser:
             self.expect(")", "')' closing sizeof")
             return A.SizeOf(ty, span=self.span_from(t))
         return A.Name(t.text, span=t.span)
+
+    # match = "match" "(" expr ")" "{" { arm } "}"
+    # arm = ("case" IDENT ["(" IDENT ")"] | "default") ":" (block | expr [","|";"])
+    def parse_match_rest(self, kw: Token, as_expr: bool):
+        if self.tok.kind != "(":
+            raise self.err(f"expected '(' after 'match', found {describe(self.tok)}", self.tok)
+        self.i += 1
+        subject = self.in_brackets(self.parse_expr)
+        self.expect(")", "')' closing the match subject")
+        self.expect("{")
+        saved, self.brackets = self.brackets, 0
+        arms: list[A.MatchArm] = []
+        while self.tok.kind != "}":
+            t = self.tok
+            variant = binding = None
+            if t.kind == "default":
+                self.i += 1
+            elif t.kind == "case":
+                self.i += 1
+                variant = self.expect(IDENT, "a variant name").text
+                if self.accept("("):
+                    binding = self.expect(IDENT, "a binding name").text
+                    self.expect(")", "')' closing the binding")
+            else:
+                raise self.err(f"expected 'case' or 'default' in a match, found "
+                               f"{describe(t)}", t)
+            self.expect(":", "':' after the match arm's pattern")
+            if as_expr:
+                body = self.in_brackets(self.parse_expr)
+                if not self.accept(",") and not self.accept(";") and \
+                        self.tok.kind != "}" and not self.tok.nl_before:
+                    raise self.err(f"expected ',' or a line break between match arms, "
+                                   f"found {describe(self.tok)}", self.tok)
+            else:
+                if self.tok.kind != "{":
+                    raise self.err(f"expected '{{', found {describe(self.tok)} (a match "
+                                   "arm's body is a block)", self.tok)
+                body = self.parse_block()
+            arms.append(A.MatchArm(variant, binding, body, span=t.span))
+        self.brackets = saved
+        self.expect("}")
+        return subject, arms
 
     # array_lit = "[" [expr { "," expr } [","]] "]" | "[" expr ";" expr "]"
     def parse_array_lit(self) -> A.Expr:

@@ -22,6 +22,7 @@ from ..ir.module import Const, Instr, Param
 from ..ir.types import (BOOL, F64, I32, I64, U8, U64, VOID, ArrayType, FnPtrType, PtrType,
                         StructType, Type, ptr)
 from .consteval import NOT_CONST, ConstDivZero, const_value
+from .closures import closure_sig
 from .globals_init import init_items
 from .scope import FnSym, TypeSym, VarSym
 from .typesys import STRING, arith_result, describe, literal_type, same_ignoring_space
@@ -89,6 +90,9 @@ class ExprMixin:
     # ---------------------------------------------------------------- constants
     def lookup(self, name: str):
         return self.scope.lookup(name)
+
+    def sizeof_const(self, t: A.TypeExpr) -> int:
+        return self.ctx.sizeof_const(t)
 
     def const_int(self, e: A.Expr):
         try:
@@ -187,11 +191,17 @@ class ExprMixin:
             v = self.b.load(self.b.fieldptr(self._decay(v), 0))
             s = v.type
         if isinstance(t, PtrType):
+            if isinstance(s, FnPtrType) and closure_sig(t) is not None:
+                return self.adapt_thin(v, t, span)      # thin value into an `Fn` slot
             return self._coerce_ptr(v, t, span, keep_space)
         if isinstance(t, FnPtrType):
             if isinstance(v, Const) and v.value == 0 and s.is_int and \
                     not self.b.from_variable(v):
                 return self.b.const(t, 0)
+            if closure_sig(s) is not None:
+                raise self.fail("E0201", f"a capturing closure cannot be stored in the plain "
+                                f"function-pointer type {describe(t)}", span,
+                                help="declare the slot with a closure type `Fn(...) -> R`")
             raise self._mismatch(t, s, span)
         if t.is_int or t.is_float or t.is_bool:
             if isinstance(s, (PtrType, FnPtrType)):
@@ -257,6 +267,9 @@ class ExprMixin:
     def expr_Name(self, e: A.Name, hint):
         sym = self.lookup(e.name)
         if sym is None:
+            enum = self.variant_owner(e.name, hint, e.span)     # `Plus` (tagged enums)
+            if enum is not None:
+                return self.construct(enum, e.name, [], e.span)
             code, message = self.ctx.unknown(e.name, "name")
             raise self.fail(code, message, e.span, help=self.host_kernel_hint(e.name))
         if isinstance(sym, TypeSym):

@@ -23,11 +23,15 @@ from ..ir import IRTypeError
 from ..ir.cfg import remove_unreachable
 from ..ir.module import Block
 from ..ir.ssa_builder import SSABuilder
-from ..ir.types import VOID, ArrayType, StructType, Type
+from ..ir.types import VOID, ArrayType, StructType, Type, ptr
 from .lower_checks import ChecksMixin
 from .lower_dispatch import DispatchMixin
 from .lower_expr import ExprMixin
 from .lower_gpu import GpuMixin
+from .lower_later import LaterMixin
+from .closures import ClosureMixin
+from .lower_defer import DeferMixin
+from .lower_match import MatchMixin
 from .lower_ops import OpsMixin
 from .lower_stmt import Abort, StmtMixin   # Abort is defined beside its handler
 from .scope import FnSym, Scope, VarSym
@@ -39,9 +43,11 @@ class LoopCtx:
     brk: Block
     cont: Block | None              # None for a switch
     broke: bool = False
+    defer_depth: int = 0            # defer frames open outside the loop (lower_defer.py)
 
 
-class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, ChecksMixin):
+class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, ChecksMixin,
+                      LaterMixin, MatchMixin, DeferMixin, ClosureMixin):
     def __init__(self, ctx, sym: FnSym):
         self.ctx = ctx
         self.sym = sym
@@ -57,6 +63,7 @@ class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, C
         self.addr_taken = names.addr_taken
         self.assigned_names = names.assigned
         self._tmp = 0
+        self.defer_frames: list[list] = []      # per open block: pending defers (lower_defer)
 
     # ---------------------------------------------------------------- diagnostics
     def error(self, code: str, msg: str, span, help: str | None = None) -> None:
@@ -132,3 +139,23 @@ class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, C
             ssa.finish(self.fn)
         remove_unreachable(self.fn)         # (and, in SSA mode, the phi arms from them)
 
+
+
+class LambdaLowerer(FunctionLowerer):
+    """A lifted lambda (closures.py): its captured names are the fields of the record passed
+    as the hidden first parameter; folded local constants are copied in."""
+
+    def __init__(self, ctx, sym: FnSym, env_t, captured: list[str], consts: dict):
+        super().__init__(ctx, sym)
+        self.env_t, self.captured, self.consts = env_t, captured, consts
+
+    def _bind_params(self) -> None:
+        self.scope.names.update(self.consts)
+        super()._bind_params()
+        if self.env_t is None:
+            return
+        env = self.b.bitcast(self.fn.params[0], ptr(self.env_t))
+        for i, name in enumerate(self.captured):
+            field = self.b.fieldptr(env, i + 1)
+            self.scope.names[name] = VarSym(name, self.env_t.fields[i + 1][1], "local",
+                                            field, self.decl.span)

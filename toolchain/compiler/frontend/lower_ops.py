@@ -16,7 +16,10 @@ from ..ir.types import (BOOL, F64, I32, I64, U8, U64, VOID, ArrayType, FnPtrType
                         StructType, ptr)
 from .consteval import NOT_CONST, ConstDivZero, const_value
 from .lower_expr import _ARITH, _CMP
-from .scope import FnSym, VarSym
+from .closures import closure_sig
+from .lower_later import NOT_A_METHOD
+from .scope import FnSym, TypeSym, VarSym
+from .testing import is_test
 from .typesys import STRING, arith_result, describe, literal_type, promote
 
 GPU_CALL_PREFIXES = ("atomic_", "subgroup_", "async_copy_", "tensor_")
@@ -195,8 +198,11 @@ class OpsMixin:
         if isinstance(e, A.Binary) and e.op in ("&&", "||"):
             return self.logic(e)
         if isinstance(e, A.Unary) and e.op == "!":
-            return self.b.unop("not", self.cond(e.operand))
-        v = self.value(e, None)
+            return self.negate(e.operand)
+        return self._truth(self.value(e, None), e)
+
+    def _truth(self, v, e: A.Expr):
+        """A loaded condition value as a bool (E0016 for pointers and aggregates)."""
         if v.type.is_bool:
             return v
         if v.type.is_int or v.type.is_float:
@@ -226,9 +232,21 @@ class OpsMixin:
         return self.b.local_get(tmp)
 
     # ---------------------------------------------------------------- unary & casts
+    def negate(self, operand: A.Expr):
+        """`!x`: 1 when x is zero; on a pointer (or function pointer), 1 when it is null
+        (the one pointer-truthiness form the language has: `if (!p)`)."""
+        if not (isinstance(operand, A.Binary) and operand.op in ("&&", "||") or
+                isinstance(operand, A.Binary) and operand.op in _CMP or
+                isinstance(operand, A.Unary) and operand.op == "!"):
+            v = self.value(operand, None)
+            if isinstance(v.type, (PtrType, FnPtrType)):
+                return self.b.cmp("eq", v, self.b.const(v.type, 0))
+            return self.b.unop("not", self._truth(v, operand))
+        return self.b.unop("not", self.cond(operand))
+
     def expr_Unary(self, e: A.Unary, hint):
         if e.op == "!":
-            return self.b.convert(self.b.unop("not", self.cond(e.operand)), I32)
+            return self.b.convert(self.negate(e.operand), I32)
         v = self.value(e.operand, hint)
         if v.type.is_bool or (v.type.is_int and e.op in "-~"):
             v = self.b.convert(v, promote(v.type))     # C promotes unary operands too
@@ -304,7 +322,21 @@ class OpsMixin:
         key = self.ctx.qualified(e, self.lookup, self.fail)
         if key is not None:                    # `alias.x` through `import ... as`
             return self.expr_Name(A.Name(key, span=e.span), hint)
+        if isinstance(e.base, A.Name):
+            owner = self.lookup(e.base.name)
+            if isinstance(owner, TypeSym) and owner.enum is not None:
+                return self.qualified_variant(e, owner)
+            enum = self.qualified_tagged(e.base)
+            if enum is not None:
+                return self.construct(enum, e.name, [], e.span)     # `Token.Plus`
         return self.b.load(self.addr(e))
+
+    def qualified_variant(self, e: A.Member, owner: TypeSym):
+        """`Color.Red`: the plain enum variant, typed like the bare name."""
+        sym = self.lookup(e.name)
+        if not (isinstance(sym, VarSym) and sym.enum == owner.enum and sym.kind == "const"):
+            raise self.fail("E0101", f"enum `{owner.name}` has no variant `{e.name}`", e.span)
+        return self.make_const(sym.storage, sym.type, e.span)
 
     def expr_SizeOf(self, e: A.SizeOf, hint):
         t = self.ctx.resolve_type(e.type)
@@ -319,31 +351,53 @@ class OpsMixin:
         self.b.store(self.b.fieldptr(tmp, 1), self.b.const(U64, len(e.value)))
         return self.b.load(tmp)
 
+    expr_ImportStr = expr_StrLit       # an embedded file is a string literal (embed.py)
+
     def expr_TupleExpr(self, e, hint):
         raise self.fail("E0201", "a tuple is only allowed as a dispatch grid/block", e.span)
 
     # ---------------------------------------------------------------- calls
     def expr_Call(self, e: A.Call, hint, discard: bool = False):
-        if e.type_args:
-            raise self.fail("E0009", "generic calls are not supported yet", e.span)
         callee = e.callee
+        if e.type_args:     # instances were renamed by generics.py: this one is not generic
+            raise self.fail("E0018", f"`{getattr(callee, 'name', '?')}` is not a generic "
+                            "function, so it takes no type arguments", e.span)
         if isinstance(callee, A.Member):       # `alias.f(...)` through `import ... as`
             key = self.ctx.qualified(callee, self.lookup, self.fail)
             if key is not None:
                 callee = A.Name(key, span=callee.span)
+        if isinstance(callee, A.Member) and self.ctx.tagged:
+            enum = self.qualified_tagged(callee.base)
+            if enum is not None:                                    # `Token.Number(42)`
+                self._no_named(e)
+                return self.construct(enum, callee.name, e.args, e.span)
+        if isinstance(callee, (A.Member, A.Arrow)) and callee.name in self.ctx.method_names:
+            r = self.method_call(e, discard)
+            if r is not NOT_A_METHOD:
+                return r
         if isinstance(callee, A.Name):
             sym = self.lookup(callee.name)
             if sym is None or (isinstance(sym, FnSym) and sym.is_extern and
                                self.is_intrinsic(callee.name)):
                 if self.is_gpu_builtin(callee.name, sym):
                     return self.gpu_call(e, callee.name, sym, discard)
+                if sym is None and callee.name in ("assert", "assert_eq"):
+                    return self.test_assert(e, callee.name)
+                enum = None if sym is not None else \
+                    self.variant_owner(callee.name, hint, callee.span)
+                if enum is not None:                                # `Number(42)`
+                    self._no_named(e)
+                    return self.construct(enum, callee.name, e.args, e.span)
                 if sym is None:
                     raise self.fail(*self.ctx.unknown(callee.name, "function"),
                                     callee.span)
             if isinstance(sym, FnSym):
                 return self.direct_call(e, sym, discard)
-        self._no_named(e)
         fp = self.value(callee, None)
+        code = closure_sig(fp.type)
+        if code is not None:
+            return self.closure_call(e, fp, code, discard)
+        self._no_named(e)
         if not isinstance(fp.type, FnPtrType):
             raise self.fail("E0107", f"{describe(fp.type)} is not callable", callee.span)
         args = self._args(e, list(fp.type.params), None)
@@ -378,6 +432,10 @@ class OpsMixin:
         if sym.fn is None:
             raise self.fail("E0107", f"kernel `{sym.name}` cannot be called; launch it "
                             "with `dispatch`", e.callee.span)
+        if sym.decl.decorators and is_test(sym.decl) and not self.ctx.test_mode and \
+                not is_test(self.decl):
+            raise self.fail("E0022", f"`{sym.name}` is a @test function: only `mettle test` "
+                            "runs it, other code cannot call it", e.callee.span)
         args = self._args(e, sym.params, sym)
         return self._void_check(self.b.call(sym.fn, args, span=e.span), e, discard)
 

@@ -13,6 +13,7 @@ from . import ast as A
 from ..ir import IRTypeError
 from ..ir.module import Local
 from ..ir.types import BOOL, I32, VOID, ArrayType, PtrType, StructType
+from .consteval import ConstDivZero, const_value
 from .scope import Scope, VarSym
 from .typesys import describe, with_space
 
@@ -31,13 +32,18 @@ class StmtMixin:
     def lower_block_stmts(self, stmts: list[A.Stmt], scope: Scope) -> None:
         saved, self.scope = self.scope, scope
         warned = False
+        frames = self.defer_frames
+        frames.append([])
         try:
             for i, s in enumerate(stmts):
                 if i and isinstance(stmts[i - 1], _TERMINATING) and not warned:
                     self.warn("W0001", "unreachable statement", s.span)
                     warned = True
                 self.lower_stmt_safe(s)
+            if frames[-1] and not self.b.terminated:
+                self.run_defers(len(frames) - 1, False)     # leaving the block normally
         finally:
+            frames.pop()
             self.scope = saved
 
     def lower_stmt_safe(self, s: A.Stmt) -> None:
@@ -138,6 +144,17 @@ class StmtMixin:
             sym.needs_init = True
         return sym
 
+    def stmt_StaticAssert(self, s: A.StaticAssert) -> None:
+        from .static_assert import check_static_assert
+        check_static_assert(s, self._fold, self.error)
+
+    def _fold(self, e: A.Expr):
+        try:
+            return const_value(e, self.lookup)
+        except ConstDivZero as z:
+            self.error("M0116", "constant divide by zero", z.span)
+            return None
+
     # ---------------------------------------------------------------- control flow
     def stmt_Return(self, s: A.Return) -> None:
         ret = self.fn.ret
@@ -146,13 +163,18 @@ class StmtMixin:
                 self.error("E0208", f"`return` needs a value of type {describe(ret)}",
                            s.span)
                 self.b.unreachable()
-            else:
+            elif not any(self.defer_frames):
                 self.b.ret()
         elif ret == VOID:
             self.error("E0208", f"`{self.sym.name}` returns no value", s.value.span)
             self.b.ret()
         else:
-            self.b.ret(self.rvalue(s.value, ret))
+            self.return_value(self.rvalue(s.value, ret), s)
+            self.assigned = None
+            return
+        if any(self.defer_frames) and not self.b.terminated:
+            self.run_defers(0, False)
+            self.b.ret()
         self.assigned = None
 
     def stmt_If(self, s: A.If) -> None:
@@ -198,7 +220,7 @@ class StmtMixin:
             test = self.b.cbr(self.cond(cond_expr), body_b, end_b, span=cond_expr.span)
             if unroll:                      # a directive for the optimizer's unroll pass
                 test.attrs["unroll"] = unroll
-        ctx = LoopCtx(label, end_b, step_b)
+        ctx = LoopCtx(label, end_b, step_b, defer_depth=len(self.defer_frames))
         self.loops.append(ctx)
         self.b.position_at_end(body_b)
         try:
@@ -293,11 +315,13 @@ class StmtMixin:
     def stmt_Break(self, s: A.Break) -> None:
         ctx = self._find_loop(s, False)
         ctx.broke = True
+        self.run_defers(ctx.defer_depth, False)
         self.b.br(ctx.brk)
         self.assigned = None
 
     def stmt_Continue(self, s: A.Continue) -> None:
         ctx = self._find_loop(s, True)
+        self.run_defers(ctx.defer_depth, False)
         self.b.br(ctx.cont)
         self.assigned = None
 
@@ -318,7 +342,7 @@ class StmtMixin:
         default = next((bodies[i] for i, c in enumerate(s.cases) if c.is_default), end_b)
         self.goto(default)
         before = None if self.assigned is None else set(self.assigned)
-        ctx = LoopCtx(None, end_b, None)
+        ctx = LoopCtx(None, end_b, None, defer_depth=len(self.defer_frames))
         self.loops.append(ctx)
         reach_end = s.default is None and not self._exhaustive
         try:

@@ -31,8 +31,7 @@ ORDERS = frozenset(("acquire", "release", "acq_rel", "seq_cst"))
 REGIONS = frozenset(("workgroup", "global"))
 ITEM_START = frozenset(("fn", "kernel", "extern", "export", "var", "const", "struct",
                         "enum", "import", "@", "trait", "impl"))
-LATER_STMTS = {"match": "`match`", "defer": "`defer`", "errdefer": "`errdefer`",
-               "asm": "inline `asm`"}
+LATER_STMTS = {"asm": "inline `asm`"}
 
 
 class Parser(ExprParser):
@@ -86,7 +85,7 @@ class Parser(ExprParser):
                 self.record(e)
                 self.depth = self.brackets = 0
                 self.sync(start, ITEM_START)
-        return A.Module(items, self.path, span=Span(self.path, 1, 1, 1))
+        return A.Module(items, self.path, self.embeds, span=Span(self.path, 1, 1, 1))
 
     # item = { attribute } ["export"] (fn_decl | kernel_decl | extern_decl | var_decl
     #        | const_decl | struct_decl | enum_decl) | import_decl
@@ -114,8 +113,19 @@ class Parser(ExprParser):
             return self.parse_struct(exported)
         if t.kind == "enum":
             return self.parse_enum(exported)
-        if t.kind in ("trait", "impl", "method", "where"):
-            raise self.unsupported(f"`{t.kind}`", t)
+        if t.kind == IDENT and t.text == "static_assert" and self.peek().kind == "(":
+            return self.parse_static_assert()
+        if t.kind == "trait":
+            return self.parse_trait(exported)
+        if t.kind == "impl":
+            if exported:
+                raise self.err("an impl cannot be exported (export the trait or type)", t)
+            return self.parse_impl()
+        if t.kind in ("defer", "errdefer"):
+            raise error("E0010", f"{t.kind} statement outside of a function", t.span)
+        if t.kind in ("method", "where"):
+            raise self.err(f"'{t.kind}' is only allowed inside a struct or after a "
+                           "signature", t)
         if t.kind in ("workgroup", "private"):
             raise self.err(f"`{t.kind} var` is only allowed inside a kernel body", t)
         raise self.err(f"expected a declaration, found {describe(t)}", t)
@@ -184,12 +194,99 @@ class Parser(ExprParser):
     def parse_fn(self, decos: list[A.Attribute], exported: bool) -> A.FnDecl:
         self.expect("fn")
         name = self.expect(IDENT, "a function name")
-        if self.tok.kind == "<":
-            raise self.unsupported("generic functions", self.tok)
+        tparams = self.parse_type_params() if self.tok.kind == "<" else []
         params, ret = self.parse_signature()
+        if self.tok.kind == "where":
+            self.parse_where(tparams)
         body = self.parse_fn_body()
         return A.FnDecl(name.text, params, ret, body, decorators=decos, exported=exported,
-                        span=name.span)
+                        type_params=tparams, span=name.span)
+
+    # type_params = "<" IDENT [":" IDENT {"+" IDENT}] {"," ...} ">"
+    def parse_type_params(self) -> list[A.TypeParam]:
+        self.expect("<")
+        out: list[A.TypeParam] = []
+        while True:
+            n = self.expect(IDENT, "a type parameter name")
+            if any(p.name == n.text for p in out):
+                raise self.err(f"duplicate type parameter '{n.text}'", n)
+            p = A.TypeParam(n.text, span=n.span)
+            if self.accept(":"):
+                p.bounds = self.parse_bounds()
+            out.append(p)
+            if not self.accept(","):
+                break
+        self.expect(">", "'>' or ','")
+        return out
+
+    def parse_bounds(self) -> list[str]:
+        bounds = [self.expect(IDENT, "a trait name").text]
+        while self.accept("+"):
+            bounds.append(self.expect(IDENT, "a trait name").text)
+        return bounds
+
+    # where = "where" IDENT ":" bounds {"," IDENT ":" bounds}
+    def parse_where(self, tparams: list[A.TypeParam]) -> None:
+        self.expect("where")
+        while True:
+            n = self.expect(IDENT, "a type parameter name")
+            p = next((p for p in tparams if p.name == n.text), None)
+            if p is None:
+                raise error("E0018", f"where clause references unknown type parameter "
+                            f"'{n.text}'", n.span)
+            self.expect(":", "':' and the trait bounds")
+            p.bounds += self.parse_bounds()
+            if not self.accept(","):
+                return
+
+    # trait_decl = "trait" IDENT (";" | "{" { "fn" IDENT signature ";" } "}")
+    def parse_trait(self, exported: bool) -> A.TraitDecl:
+        self.expect("trait")
+        name = self.expect(IDENT, "a trait name")
+        methods: list[A.FnDecl] = []
+        if self.tok.kind != "{":
+            self.end_stmt()
+            return A.TraitDecl(name.text, methods, exported, span=name.span)
+        self.expect("{")
+        while self.tok.kind != "}":
+            if self.tok.kind != "fn":
+                raise self.err("expected a function signature in a trait declaration, "
+                               f"found {describe(self.tok)}", self.tok)
+            self.i += 1
+            m = self.expect(IDENT, "a method name")
+            params, ret = self.parse_signature()
+            if self.tok.kind == "{":
+                raise self.err("trait method declarations must not have a body", self.tok)
+            self.end_stmt()
+            methods.append(A.FnDecl(m.text, params, ret, None, span=m.span))
+        self.expect("}")
+        return A.TraitDecl(name.text, methods, exported, span=name.span)
+
+    # impl_decl = "impl" IDENT "for" type (";" | "{" { fn_decl } "}")
+    def parse_impl(self) -> A.ImplDecl:
+        kw = self.expect("impl")
+        trait = self.expect(IDENT, "a trait name")
+        if self.tok.kind != "for":
+            raise self.err(f"expected 'for' after the trait name in an impl, found "
+                           f"{describe(self.tok)}", self.tok)
+        self.i += 1
+        for_type = self.parse_type()
+        methods: list[A.FnDecl] = []
+        if self.tok.kind != "{":
+            self.end_stmt()
+            return A.ImplDecl(trait.text, for_type, methods, trait.span, span=kw.span)
+        self.expect("{")
+        while self.tok.kind != "}":
+            decos = self.parse_attributes()
+            if self.tok.kind != "fn":
+                raise self.err(f"expected 'fn' in an impl, found {describe(self.tok)}",
+                               self.tok)
+            f = self.parse_fn(decos, False)
+            if f.body is None:
+                raise error("E0002", "impl method declarations must have a body", f.span)
+            methods.append(f)
+        self.expect("}")
+        return A.ImplDecl(trait.text, for_type, methods, trait.span, span=kw.span)
 
     def parse_fn_body(self) -> A.Block | None:
         if self.tok.kind == "{":
@@ -323,40 +420,57 @@ class Parser(ExprParser):
     def parse_struct(self, exported: bool) -> A.StructDecl:
         self.expect("struct")
         name = self.expect(IDENT, "a struct name")
-        if self.tok.kind == "<":
-            raise self.unsupported("generic structs", self.tok)
+        tparams = self.parse_type_params() if self.tok.kind == "<" else []
+        if self.tok.kind == "where":
+            self.parse_where(tparams)
         self.expect("{")
         fields = []
+        methods: list[A.FnDecl] = []
         while self.tok.kind != "}":
-            if self.tok.kind in ("method", "fn"):
-                raise self.unsupported("methods", self.tok)
+            if self.tok.kind == "method":
+                self.i += 1
+                m = self.expect(IDENT, "a method name")
+                params, ret = self.parse_signature()
+                if self.tok.kind != "{":
+                    raise self.err(f"expected a method body ('{{'), found "
+                                   f"{describe(self.tok)}", self.tok)
+                methods.append(A.FnDecl(m.text, params, ret, self.parse_block(),
+                                        span=m.span))
+                self.accept(";")
+                continue
+            if self.tok.kind == "fn":
+                raise self.err("a struct member function is written 'method name(...)'",
+                               self.tok)
             f = self.expect(IDENT, "a field name or '}'")
             self.expect(":", "':' and the field type")
             fields.append(A.StructField(f.text, self.parse_type(), span=f.span))
             if not self.accept(",") and self.tok.kind != "}":
                 self.end_stmt()
         self.expect("}")
-        return A.StructDecl(name.text, fields, exported=exported, span=name.span)
+        return A.StructDecl(name.text, fields, exported=exported, methods=methods,
+                            type_params=tparams, span=name.span)
 
     # enum_decl = "enum" IDENT "{" [variant { ("," | line break) variant } [","]] "}"
     # variant = IDENT ["=" expr]
     def parse_enum(self, exported: bool) -> A.EnumDecl:
         self.expect("enum")
         name = self.expect(IDENT, "an enum name")
-        if self.tok.kind == "<":
-            raise self.unsupported("generic enums", self.tok)
+        tparams = self.parse_type_params() if self.tok.kind == "<" else []
         self.expect("{")
         variants = []
         while self.tok.kind != "}":
             v = self.expect(IDENT, "a variant name or '}'")
-            if self.tok.kind == "(":
-                raise self.unsupported("tagged enum variants", self.tok)
+            payload = None
+            if self.accept("("):
+                payload = self.in_brackets(self.parse_type)
+                self.expect(")", "')' closing the variant's payload type")
             value = self.in_brackets(self.parse_expr) if self.accept("=") else None
-            variants.append(A.EnumVariant(v.text, value, span=v.span))
+            variants.append(A.EnumVariant(v.text, value, payload, span=v.span))
             if not self.accept(",") and not self.tok.nl_before and self.tok.kind != "}":
                 raise self.err(f"expected ',' or '}}', found {describe(self.tok)}", self.tok)
         self.expect("}")
-        return A.EnumDecl(name.text, variants, exported=exported, span=name.span)
+        return A.EnumDecl(name.text, variants, exported=exported, type_params=tparams,
+                          span=name.span)
 
     # ------------------------------------------------------------ statements
     # block = "{" { statement } "}"
@@ -405,6 +519,12 @@ class Parser(ExprParser):
             return self.parse_loop(t)
         if k == "switch":
             return self.parse_switch()
+        if k in ("defer", "errdefer"):
+            return self.parse_defer()
+        if k == "match":
+            kw = self.advance()
+            subject, arms = self.parse_match_rest(kw, False)
+            return A.Match(subject, arms, span=kw.span)
         if k in ("break", "continue"):
             return self.parse_jump()
         if k == "return":
@@ -413,11 +533,13 @@ class Parser(ExprParser):
             return self.parse_dispatch()
         if k == "barrier":
             return self.parse_barrier()
+        if k == IDENT and t.text == "static_assert" and self.peek().kind == "(":
+            return self.parse_static_assert()
         if k in LATER_STMTS:
             raise self.unsupported(LATER_STMTS[k], t)
         if k in ("fn", "kernel", "struct", "enum", "import", "extern", "export"):
             if k == "fn" and self.peek().kind == "(":
-                raise self.unsupported("lambdas", t)
+                return self.parse_simple_stmt()     # a lambda called in place
             raise self.err(f"'{k}' declarations are only allowed at the top level", t)
         return self.parse_simple_stmt()
 
@@ -437,6 +559,35 @@ class Parser(ExprParser):
                                self.tok)
         self.end_stmt()
         return stmt
+
+    # defer_stmt = ("defer" | "errdefer") (block end | call end | assignment end)
+    def parse_defer(self) -> A.Defer:
+        kw = self.advance()
+        what = "deferred" if kw.kind == "defer" else "errdeferred"
+        if self.tok.kind in (";", "}", EOF) or self.tok.nl_before:
+            raise self.err(f"expected a statement after '{kw.kind}'", self.tok)
+        if self.tok.kind == "{":
+            stmt: A.Stmt = self.parse_block()
+            self.end_stmt()
+        else:
+            start = self.tok
+            stmt = self.parse_simple_stmt()
+            if not (isinstance(stmt, A.Assign) or
+                    isinstance(stmt, A.ExprStmt) and isinstance(stmt.expr, A.Call)):
+                raise error("E0010", f"{what} statement must be a function call, "
+                            "assignment, or block", start.span)
+        return A.Defer(stmt, kw.kind == "errdefer", span=kw.span)
+
+    # static_assert = "static_assert" "(" call_args ")" end
+    def parse_static_assert(self) -> A.StaticAssert:
+        kw = self.advance()
+        self.expect("(")
+        args, named = self.in_brackets(self.parse_call_args)
+        if named:
+            raise self.err("static_assert takes no named arguments", self.tok)
+        self.expect(")", "')' or ','")
+        self.end_stmt()
+        return A.StaticAssert(args, span=kw.span)
 
     # if_stmt = "if" "(" expr ")" body ["else" (if_stmt | body)]
     def parse_if(self) -> A.If:

@@ -40,7 +40,11 @@ def describe(t: Type) -> str:
     if t in _NAMES:
         return _NAMES[t]
     if isinstance(t, PtrType):
-        return describe(t.pointee) + "*"
+        pt = t.pointee
+        if isinstance(pt, StructType) and pt.name.startswith("Fn.") and pt.fields:
+            code = pt.fields[0][1]          # a closure type (closures.py)
+            return f"Fn({', '.join(map(describe, code.params[1:]))}) -> {describe(code.ret)}"
+        return describe(pt) + "*"
     if isinstance(t, ArrayType):
         return f"{describe(t.elem)}[{t.count}]"
     if isinstance(t, StructType):

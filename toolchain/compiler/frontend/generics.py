@@ -1,0 +1,110 @@
+"""Monomorphization of generic functions, structs and tagged enums (the later tier).
+
+Runs on the merged item list before type checking (checker.py, via later.py). Every
+`Name<T, ...>` type and every `f<T, ...>(...)` call reachable from non-generic code is
+rewritten to a concrete copy, made once per distinct argument list and named
+deterministically: the base name, then `__` and each argument's spelling with `*` -> `_ptr`
+and other punctuation -> `_` (`Pair<int32,float64>` -> `Pair__int32__float64`,
+`id<int8*>` -> `id__int8_ptr`). Copies are made transitively (generic code using generic
+code, recursion), deduplicated program-wide (all modules share one table), and their type
+parameters are substituted everywhere a type can be spelled (parameter/return/local/cast/
+`new`/`sizeof`/function-pointer types, struct fields, method bodies). Templates are never
+type-checked or emitted: a template that is never instantiated is never checked.
+
+Type arguments are always explicit (`swap_in<int64>(&a, &b)`); there is no inference.
+Each argument must implement every trait bound of its parameter (an `impl` for exactly that
+type spelling), else E0018.
+"""
+from __future__ import annotations
+
+from . import ast as A
+from .substitute import _fields, clone, mangle_part, spell
+
+MAX_INSTANCES = 2000        # a runaway recursion (f<T> using f<T*>) stops here, E0018
+
+
+class Monomorphizer:
+    def __init__(self, items: list[A.Stmt], bag, impls: set[tuple[str, str]],
+                 traits: set[str]):
+        self.bag = bag
+        self.impls = impls              # (trait, spelling of the for-type)
+        self.traits = traits
+        self.fn_tpl = {d.name: d for d in items if isinstance(d, A.FnDecl) and d.type_params}
+        self.struct_tpl = {d.name: d for d in items
+                           if isinstance(d, (A.StructDecl, A.EnumDecl)) and d.type_params}
+        self.instances: dict[str, A.Stmt] = {}
+        self.work: list[A.Stmt] = []
+        self._check_bound_names()
+
+    def _check_bound_names(self) -> None:
+        for tpl in list(self.fn_tpl.values()) + list(self.struct_tpl.values()):
+            for p in tpl.type_params:
+                for b in p.bounds:
+                    if b not in self.traits:
+                        self.bag.error("E0018", f"unknown trait `{b}` in the bound of "
+                                       f"`{p.name}` on `{tpl.name}`", p.span)
+
+    def run(self, items: list[A.Stmt]) -> list[A.Stmt]:
+        out = [d for d in items if not getattr(d, "type_params", None)]
+        for d in out:
+            self.rewrite(d)
+        while self.work:
+            self.rewrite(self.work.pop())
+        return out + [self.instances[k] for k in sorted(self.instances)]
+
+    # ---------------------------------------------------------------- rewriting
+    def rewrite(self, node) -> None:
+        """Replace generic uses below `node` (in place) by their instances' names."""
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, A.NamedType) and n.args:
+                for a in n.args:
+                    self.rewrite(a)
+                n.name = self.instance(self.struct_tpl, n.name, n.args, n.span, "type")
+                n.args = []
+                continue
+            if isinstance(n, A.Call) and n.type_args and isinstance(n.callee, A.Name):
+                for a in n.type_args:
+                    self.rewrite(a)
+                n.callee.name = self.instance(self.fn_tpl, n.callee.name, n.type_args,
+                                              n.span, "function")
+                n.type_args = []
+            if isinstance(n, A.Node):
+                for name in _fields(type(n)):
+                    v = getattr(n, name)
+                    if isinstance(v, (A.Node, list, tuple)):
+                        stack.append(v)
+            elif isinstance(n, (list, tuple)):
+                stack.extend(x for x in n if isinstance(x, (A.Node, list, tuple)))
+
+    def instance(self, table: dict, name: str, args: list[A.TypeExpr], span,
+                 what: str) -> str:
+        tpl = table.get(name)
+        if tpl is None:
+            self.bag.error("E0018", f"`{name}` is not a generic {what}, so it takes no "
+                           "type arguments", span)
+            return name
+        if len(args) != len(tpl.type_params):
+            self.bag.error("E0018", f"generic `{name}` expects {len(tpl.type_params)} type "
+                           f"argument(s) but got {len(args)}", span)
+            return name
+        mangled = name + "".join("__" + mangle_part(a) for a in args)
+        if mangled in self.instances:
+            return mangled
+        for p, a in zip(tpl.type_params, args):
+            for b in p.bounds:
+                if b in self.traits and (b, spell(a)) not in self.impls:
+                    self.bag.error("E0018", f"type `{spell(a)}` does not implement trait "
+                                   f"`{b}` required by `{name}`", span)
+        if len(self.instances) >= MAX_INSTANCES:
+            self.bag.error("E0018", f"too many generic instances (over {MAX_INSTANCES}); "
+                           f"does `{name}` instantiate itself with ever larger types?", span)
+            return name
+        inst = clone(tpl, {p.name: a for p, a in zip(tpl.type_params, args)})
+        inst.name, inst.type_params = mangled, []
+        if tpl.internal_name:
+            inst.internal_name = tpl.internal_name + mangled[len(name):]
+        self.instances[mangled] = inst
+        self.work.append(inst)
+        return mangled
