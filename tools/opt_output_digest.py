@@ -3,15 +3,19 @@ leave the output byte-identical).
 
     python3 tools/opt_output_digest.py --save /tmp/opt-before [--root DIR] [extra files/dirs]
     python3 tools/opt_output_digest.py --check /tmp/opt-before [extra files/dirs]
+    python3 tools/opt_output_digest.py --all-profiles --save /tmp/ptx-before [...]
 
-Every `.mettle` under tests/data, tests/spirv_emit/data, tests/difftest/data, bench, examples
-and app, the programs embedded as strings in tests/host (`fn main(`, the std-using host
+Every `.mettle` under tests/data, tests/spirv_emit/data, tests/difftest/data, bench, examples,
+app and std, the programs embedded as strings in tests/host (`fn main(`, the std-using host
 programs), and the extra files or directories given, is compiled in process with -O: files
 with a kernel to PTX (sm_90a) and to SPIR-V, host programs (no kernel) to IR (`--dump-ir`).
 A file that does not compile records its diagnostics instead, so a changed error counts as a
 difference too.
 `--root` picks the checkout whose compiler runs (the baseline can come from `git archive`);
 file names are recorded relative to the current directory's corpus.
+`--all-profiles` records, for every file with a kernel, the PTX of every profile in
+`PROFILES` with -O and without it, and the SPIR-V both ways (PTX backend work must leave
+all of them byte-identical, or list each difference); `--jobs N` compiles in N processes.
 """
 from __future__ import annotations
 
@@ -23,7 +27,9 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = ("tests/data", "tests/spirv_emit/data", "tests/difftest/data", "bench", "examples",
-          "app")
+          "app", "std")
+PROFILES = ("portable", "compute_75", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a",
+            "sm_120a", "gb10")
 
 
 def corpus(extra: list[str]) -> list[str]:
@@ -60,26 +66,39 @@ def test_programs(out_dir: str) -> list[str]:
     return paths
 
 
-def outputs(path: str) -> dict[str, str]:
-    """kind -> the -O output text (or the error) of one file."""
+def outputs(path: str, all_profiles: bool = False) -> dict[str, str]:
+    """kind -> the -O output text (or the error) of one file; with `all_profiles`, also
+    every profile's PTX and the SPIR-V without -O (kind `ptx:<profile>[:O]`, `spirv[:O]`)."""
     got = {"ptx": _one(path, emit="ptx", gpu_arch="sm_90a")}
     if "no kernel" in got["ptx"]:          # a host program
         return {"ir": _one(path, emit="ir", dump_ir=True)}
     got["spirv"] = _one(path, emit="spirv")
+    if all_profiles:
+        for arch in PROFILES:
+            for opt in (True, False):
+                got[f"ptx:{arch}{':O' if opt else ''}"] = _one(path, optimize=opt, emit="ptx",
+                                                               gpu_arch=arch)
+        got["spirv:plain"] = _one(path, optimize=False, emit="spirv")
     return got
 
 
-def _one(path: str, **kw) -> str:
+def _one(path: str, optimize: bool = True, **kw) -> str:
     from toolchain.compiler.diagnostics import CompileError
     from toolchain.compiler.driver import Options, compile_file
     try:
-        r = compile_file(path, Options(optimize=True, **kw))
+        r = compile_file(path, Options(optimize=optimize, **kw))
         return r.ir_text if kw["emit"] == "ir" else r.data.hex() if kw["emit"] == "spirv" \
             else r.data.decode()
     except CompileError as e:
         return "error: " + "; ".join(d.message for d in e.diagnostics)
     except Exception as e:        # a crash is an output too: it must not change either
         return f"crash: {type(e).__name__}: {e}"
+
+
+def _digests(work: tuple[str, bool]) -> dict[str, str]:
+    path, all_profiles = work
+    return {k: hashlib.sha256(v.encode()).hexdigest() for k, v in
+            outputs(path, all_profiles).items()}
 
 
 def main() -> int:
@@ -90,6 +109,9 @@ def main() -> int:
     ap.add_argument("--root", default=ROOT, help="checkout whose compiler runs")
     ap.add_argument("--no-test-programs", action="store_true",
                     help="leave out the host programs embedded in tests/host")
+    ap.add_argument("--all-profiles", action="store_true",
+                    help="every PTX profile, with and without -O, and plain SPIR-V too")
+    ap.add_argument("--jobs", type=int, default=1, help="compile in this many processes")
     ap.add_argument("extra", nargs="*")
     a = ap.parse_args()
     sys.path.insert(0, os.path.abspath(a.root))
@@ -98,11 +120,17 @@ def main() -> int:
     embedded = [] if a.no_test_programs else test_programs(tmp)
     files = corpus(a.extra) + embedded
     result = {}
-    for p in files:
+    work = [(p, a.all_profiles) for p in files]
+    if a.jobs > 1:
+        import multiprocessing
+        with multiprocessing.get_context("fork").Pool(a.jobs) as pool:
+            got = pool.map(_digests, work, chunksize=1)
+    else:
+        got = [_digests(w) for w in work]
+    for p, digests in zip(files, got):
         name = ("tests/host:" + os.path.basename(p)) if p in embedded \
             else os.path.relpath(p, ROOT)
-        result[name] = {k: hashlib.sha256(v.encode()).hexdigest() for k, v in
-                        outputs(p).items()}
+        result[name] = digests
     if a.save:
         os.makedirs(a.save, exist_ok=True)
         with open(os.path.join(a.save, "digests.json"), "w") as f:
@@ -113,7 +141,9 @@ def main() -> int:
         want = json.load(f)
     bad = [n for n in sorted(set(want) | set(result)) if want.get(n) != result.get(n)]
     for n in bad:
-        print(f"DIFFERS: {n}: {want.get(n)} -> {result.get(n)}")
+        old, new = want.get(n) or {}, result.get(n) or {}
+        kinds = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        print(f"DIFFERS: {n}: {', '.join(kinds)}")
     print(f"{len(result) - len(bad)}/{len(result)} identical")
     return 1 if bad else 0
 

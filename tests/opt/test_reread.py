@@ -126,3 +126,45 @@ def test_hint_assembles_on_older_targets(tmp_path, ptxas, arch):
     ptx = compile_file(src, Options(emit="ptx", gpu_arch=arch, optimize=True)).data.decode()
     assert "ld.global.L1::evict_last.f32" in ptx
     ptxas(ptx, arch)
+
+
+def test_a_target_without_the_priority_gets_no_reread_mark():
+    """The access policy asks the target (`has("L1::evict_last")`): PTX ISA 6.4 has no
+    cache priority, so nothing is marked reread (the last-read marks stay: `.cs` exists)."""
+    m = parse_module(TWO_LOOPS)
+    fn = m.functions["f"]
+    old = TargetInfo(32, "ptx", True, features=("cp.async",))
+    saved, reread.STREAM = reread.STREAM, False
+    try:
+        n = reread.mark(fn, Analyses(fn, m, gpu=True, target=old))
+    finally:
+        reread.STREAM = saved
+    assert n == 0
+    assert not any(i.attrs.get("reread") for b in fn.blocks for i in b.instrs)
+
+
+def test_portable_profile_assembles_the_row_kernels(ptxas):
+    """-O on the portable profile (PTX 6.4): the row passes load plainly, and ptxas takes
+    the module (it refuses `.L1::evict_last` before PTX 7.4)."""
+    from toolchain.compiler.driver import Options, compile_file
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    src = os.path.join(root, "bench", "kernels", "plain.mettle")
+    out = compile_file(src, Options(emit="ptx", gpu_arch="portable", optimize=True,
+                                    explain=True))
+    ptx = out.data.decode()
+    assert "evict_last" not in ptx and ".version 6.4" in ptx
+    assert "marked reread" not in out.explain
+    ptxas(ptx, "sm_75")
+
+
+def test_backend_drops_a_priority_its_profile_lacks():
+    """A `reread` load reaching a PTX 6.4 profile (IR built by hand) prints plain."""
+    from toolchain.compiler.targets.ptx import emit_ptx, resolve_profile
+    m = parse_module("kernel @f(%x: ptr<f32, global>, %y: ptr<f32, global>) -> void export {\n"
+                     "entry:\n  %v = load f32 %x\n  store %y, %v\n  ret\n}\n")
+    for b in m.functions["f"].blocks:
+        for i in b.instrs:
+            if i.op == "load":
+                i.attrs["reread"] = True
+    assert "evict_last" not in emit_ptx(m, resolve_profile("portable", None))
+    assert "ld.global.L1::evict_last.f32" in emit_ptx(m, resolve_profile("sm_80", None))

@@ -84,4 +84,5 @@ def test_resolving_loads_no_code_generator():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert eval(out.stdout) == ["toolchain.compiler.targets.ptx",
+                                "toolchain.compiler.targets.ptx.isa",
                                 "toolchain.compiler.targets.ptx.profiles"]

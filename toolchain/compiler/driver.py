@@ -192,9 +192,12 @@ def _honour_directives(module, opts: Options, gpu: bool) -> None:
 
 def _target_info(opts: Options):
     """What the optimizer may assume about the target (`opt.analyses.TargetInfo` reads
-    `name` and `subgroup_width`: 32 on PTX, None on SPIR-V and hosts)."""
+    `name` and `subgroup_width`: 32 on PTX, None on SPIR-V and hosts). A GPU target is
+    resolved for the options' architecture, so the optimizer also learns its instruction
+    features (`has("L1::evict_last")`)."""
     from .targets import for_options
-    return for_options(opts).info()
+    target = for_options(opts)
+    return target.resolve(opts).info() if target.gpu else target.info()
 
 
 def _generate(module, opts: Options, path: str | None = None

@@ -34,13 +34,20 @@ ALL = CFG + ("uses", "pointers", "ops")
 
 class TargetInfo:
     """What a target tells the optimizer. `subgroup_width` is None when it varies or is
-    unknown. Built from the target registry's object or a plain dict (`from_any`)."""
+    unknown. Built from the target registry's object or a plain dict (`from_any`).
+    `features`: the instruction features the resolved architecture has (names of the
+    registry's PTX instruction table), or None when no architecture was resolved; `has`
+    then answers yes, and the backend leaves out a hint its profile lacks."""
 
     def __init__(self, subgroup_width: int | None = None, name: str | None = None,
-                 unrolls_loops: bool = False):
+                 unrolls_loops: bool = False, features=None):
         self.subgroup_width = subgroup_width
         self.name = name
         self.unrolls_loops = unrolls_loops      # the backend's assembler unrolls (ptxas)
+        self.features = None if features is None else frozenset(features)
+
+    def has(self, feature: str) -> bool:
+        return self.features is None or feature in self.features
 
     @classmethod
     def from_any(cls, info) -> "TargetInfo":
@@ -50,7 +57,7 @@ class TargetInfo:
             return info
         get = info.get if isinstance(info, dict) else (lambda k, d=None: getattr(info, k, d))
         return cls(get("subgroup_width", None), get("name", None),
-                   bool(get("unrolls_loops", False)))
+                   bool(get("unrolls_loops", False)), get("features", None))
 
 
 class Analyses:

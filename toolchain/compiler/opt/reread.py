@@ -8,7 +8,8 @@ by more than one loop; PTX prints it as `ld.global.L1::evict_last` (a cache prio
 never a change of result). Measured on the H200 (plainperf2 probe call, docs/reference/gpu.md):
 softmax 65536x1024 under -O 2,729-2,735 -> 2,940-2,965 GB/s with every pass's loads of the
 row marked; 16384x4096 and layer norm (all its loads marked) unchanged within the call's
-noise (1%). Why it helps is not measured; one reading: with every line evict_last, lines
+noise (1%). A target without the cache priority (`analyses.target.has("L1::evict_last")`
+is false: PTX ISA before 7.4, the portable profile) gets no `reread` mark. Why it helps is not measured; one reading: with every line evict_last, lines
 already in L1 are kept rather than cycled out by the next rows, so part of the re-reads
 hit instead of none.
 
@@ -65,28 +66,30 @@ def mark(fn, analyses, nest=None) -> int:
             if not ys or ys[-1] is not lp:
                 ys.append(lp)
     marked = 0
+    priority = analyses.target.has("L1::evict_last")
     for x, got in zip(loops, reads):
         hits = [(i, base) for i, base in got if len(readers[id(base)]) > 1
                 and x.is_invariant(base) and not i.attrs.get(ATTR) and not i.attrs.get(LAST)]
         if not hits:
             continue
-        last = 0
+        last = reread = 0
         after = _after(x) if STREAM else None
         for ins, base in hits:
             # the last read: no loop that loads through `base` (`x` included) runs after `x`
             if STREAM and not any(y.header in after for y in readers[id(base)]):
                 ins.attrs[LAST] = True
                 last += 1
-            else:
+            elif priority:
                 ins.attrs[ATTR] = True
+                reread += 1
         span = x.header.terminator.span
-        if len(hits) > last:
-            analyses.remark(span, NAME, f"{len(hits) - last} load(s) marked reread: "
+        if reread:
+            analyses.remark(span, NAME, f"{reread} load(s) marked reread: "
                             "another loop reads the same base (kept in L1 on PTX)")
         if last:
             analyses.remark(span, NAME, f"{last} load(s) marked last read: no loop "
                             "reads the base after this one (evict-first on PTX)")
-        marked += len(hits)
+        marked += last + reread
     if marked and STREAM:
         _mark_streams(fn, analyses, loops, readers)
     return marked

@@ -3,11 +3,14 @@
 A `Target` names a backend, the output kinds it serves, a lazy `generate(module, opts)`
 (so a PTX compile never imports the SPIR-V or x86-64 code) and `resolve(opts)`, which
 answers the capability questions for the options' architecture with a `ResolvedTarget`:
-tensor instruction families (wmma, mma.sync, wgmma, TMA, cp.async), the subgroup width,
-per-SM limits and, for PTX, the ISA range. The driver looks targets up here instead of
+tensor instruction families (wmma, mma.sync, wgmma, TMA, cp.async), every feature of the
+PTX instruction table (`features`, computed from targets/ptx/isa.py, the one place PTX
+facts are written), the subgroup width, per-SM limits and, for PTX, the ISA range. The driver looks targets up here instead of
 branching on names; build rules and benchmarks ask `resolve_target` (or
 `mettle --print-target`) for the resolved architecture instead of reading `.target` out
-of PTX. The optimizer sees only `ResolvedTarget.info()` (it never imports targets).
+of PTX. The optimizer sees only `ResolvedTarget.info()` (it never imports targets): the driver
+hands it the resolved facts, features included, so an optimizer decision that depends on
+the target asks `analyses.target.has(feature)`.
 
 Registering another host target is one line (see the bottom of this file), e.g.
     register(host_target("aarch64-linux", ".arm64:emit_object"))
@@ -42,6 +45,7 @@ class Capabilities:
     subgroup_width: int | None = None         # None: varies by device, or no subgroups
     limits: Limits | None = None
     ptx_isa: tuple[str, str] | None = None     # (oldest, newest) ISA this arch accepts
+    features: tuple[str, ...] = ()            # PTX: names of targets/ptx/isa.py FEATURES
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,7 @@ class TargetInfo:
     gpu: bool
     subgroup_width: int | None
     unrolls_loops: bool = False     # the backend's own assembler unrolls counted loops
+    features: tuple[str, ...] | None = None     # None: not resolved (an arch-free info())
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ class ResolvedTarget:
 
     def info(self) -> TargetInfo:
         return TargetInfo(self.target, self.gpu, self.capabilities.subgroup_width,
-                          lookup(self.target).unrolls_loops)
+                          lookup(self.target).unrolls_loops, self.capabilities.features)
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -133,36 +138,25 @@ def resolve_target(name: str = "ptx", gpu_arch: str | None = None,
 
 
 # ---- PTX ----------------------------------------------------------------------------------
-_K = 1024
-# sm -> (shared memory per SM, max per block, max resident threads per SM)
-_SM_LIMITS = {
-    50: (64 * _K, 48 * _K, 2048), 52: (96 * _K, 48 * _K, 2048), 53: (64 * _K, 48 * _K, 2048),
-    60: (64 * _K, 48 * _K, 2048), 61: (96 * _K, 48 * _K, 2048), 62: (64 * _K, 48 * _K, 2048),
-    70: (96 * _K, 96 * _K, 2048), 72: (96 * _K, 96 * _K, 2048), 75: (64 * _K, 64 * _K, 1024),
-    80: (164 * _K, 163 * _K, 2048), 86: (100 * _K, 99 * _K, 1536),
-    87: (164 * _K, 163 * _K, 2048), 89: (100 * _K, 99 * _K, 1536),
-    90: (228 * _K, 227 * _K, 2048), 100: (228 * _K, 227 * _K, 2048),
-    101: (228 * _K, 227 * _K, 2048), 103: (228 * _K, 227 * _K, 2048),
-    110: (228 * _K, 227 * _K, 2048), 120: (100 * _K, 99 * _K, 1536),
-    121: (100 * _K, 99 * _K, 1536),
-}
 PTX_SUBGROUP_WIDTH = 32           # the warp
 MIN_PTXAS_SM = 75                 # ptxas 13 refuses older targets (notes/facts.md)
 
 
 def _ptx_resolve(opts) -> ResolvedTarget:
     # profiles.py imports no emitter code (targets/ptx/__init__.py loads those lazily).
+    from .ptx import isa
     from .ptx.profiles import MAX_ISA, min_isa, resolve_profile
     p = resolve_profile(opts.gpu_arch, opts.ptx_version)
-    shared, per_block, threads = _SM_LIMITS[p.sm]
+    shared, per_block, threads = isa.SM_LIMITS[p.sm]
     lo = min_isa(p.sm, p.arch_specific)
+    has = isa.features_of(p.isa, p.sm, p.arch_specific, p.virtual)
     caps = Capabilities(
-        wmma=p.at_least((6, 0), 70), mma_sync=p.at_least((7, 0), 80),
-        wgmma=p.sm == 90 and p.arch_specific and p.isa >= (8, 0),
-        tma=p.at_least((8, 0), 90), cp_async=p.at_least((7, 0), 80),
+        wmma="wmma.f16" in has, mma_sync="mma.sync" in has, wgmma="wgmma" in has,
+        tma="cp.async.bulk.tensor" in has, cp_async="cp.async" in has,
         subgroup_width=PTX_SUBGROUP_WIDTH,
-        limits=Limits(65536, 255, shared, per_block, threads),
-        ptx_isa=(f"{lo[0]}.{lo[1]}", f"{MAX_ISA[0]}.{MAX_ISA[1]}"))
+        limits=Limits(isa.REGISTERS_PER_SM, isa.MAX_REGISTERS_PER_THREAD, shared, per_block,
+                      threads),
+        ptx_isa=(f"{lo[0]}.{lo[1]}", f"{MAX_ISA[0]}.{MAX_ISA[1]}"), features=has)
     ptxas = None if p.sm < MIN_PTXAS_SM else f"sm_{p.sm}{'a' if p.arch_specific else ''}"
     return ResolvedTarget("ptx", True, p.target, p.version, ptxas, caps)
 

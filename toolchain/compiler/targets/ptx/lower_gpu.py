@@ -32,8 +32,6 @@ INDEX_REG = {"thread": "%tid", "block": "%ctaid", "block_dim": "%ntid", "grid_di
 SCOPE = {"work_item": "cta", "subgroup": "cta", "workgroup": "cta", "device": "gpu",
          "system": "sys"}
 ATOM_SPACE = {"global": "global", "workgroup": "shared"}
-SCOPED_ATOMICS = ((6, 0), 70)
-CP_ASYNC = ((7, 0), 80)
 WORKGROUP_ALIGN = 32
 
 
@@ -69,7 +67,7 @@ def lower_barrier(em, ins: Instr) -> None:
 # ---- atomics -------------------------------------------------------------------------
 def _atomic_target(em, ins: Instr) -> tuple[Addr, str, str]:
     """(address operand, `.scope`, `.space`) for an atomic on operand 0."""
-    em.profile.require(f"scoped atomic {ins.op}", *SCOPED_ATOMICS, ins.span)
+    em.profile.need("atom.scoped", f"scoped atomic {ins.op}", ins.span)
     p = ins.operands[0]
     space = ins.attrs.get("space", "global")
     if p.type.space == space:
@@ -141,7 +139,7 @@ def lower_atomic_cmpxchg(em, ins: Instr) -> None:
 
 # ---- asynchronous staging ------------------------------------------------------------
 def native_async(em) -> bool:
-    return em.profile.at_least(*CP_ASYNC)
+    return em.profile.has("cp.async")
 
 
 def lower_async_copy(em, ins: Instr) -> None:

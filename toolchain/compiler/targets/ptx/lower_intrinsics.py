@@ -23,9 +23,6 @@ from .lower_memory import address, cast_space, local_array, space_of
 
 LN2 = "0f3F317218"
 LOG2E = "0f3FB8AA3B"
-HALF2 = ((4, 2), 53)
-DP4A = ((5, 0), 61)
-BF16_CVT = ((7, 0), 80)
 
 
 def _f32_only(ins: Instr) -> None:
@@ -66,7 +63,7 @@ def lower_half(em, ins: Instr) -> None:
         em.op("cvt.u32.u16", w, a)
         em.op("shl.b32", w, w, "16")
         em.op("mov.b32", em.result(ins), w)
-    elif em.profile.at_least(*BF16_CVT):
+    elif em.profile.has("cvt.bf16"):
         em.op("cvt.rn.bf16.f32", em.result(ins), a)
     else:
         _f2bf_bits(em, ins, a)
@@ -89,7 +86,7 @@ def _signed_attr(ins: Instr) -> str:
 
 
 def lower_dp(em, ins: Instr) -> None:
-    em.profile.require(ins.op, *DP4A, ins.span)
+    em.profile.need("dp4a", ins.op, ins.span)
     a, b, c = (em.reg(o) for o in ins.operands)
     s = _signed_attr(ins)
     if ins.op == "int.dp4a":
@@ -105,7 +102,7 @@ def lower_prmt(em, ins: Instr) -> None:
 
 
 def lower_half2(em, ins: Instr) -> None:
-    em.profile.require(ins.op, *HALF2, ins.span)
+    em.profile.need("f16x2", ins.op, ins.span)
     ops = [em.reg(o) for o in ins.operands]
     name = ins.op.split(".")[1]
     em.op(f"{name}.rn.f16x2", em.result(ins), *ops)

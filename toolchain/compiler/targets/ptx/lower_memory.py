@@ -86,14 +86,14 @@ def store_from(em, t: Type, space: str, addr: Addr, value) -> None:
         em.effect(f"st{space}.{regs.exact(t)}", addr, em.val(value))
 
 
-def _space_and_hint(p, ins: Instr) -> str:
+def _space_and_hint(em, p, ins: Instr) -> str:
     """The state space with opt/reread.py's cache priority: `.global.L1::evict_last` for a
     global load a later loop reads again (keep its lines in L1), `.global.cs` (evict-first
     in L1 and L2) for a row's last read and for a store no loop of the kernel reads back."""
     space = space_of(p)
     if space != ".global" or not ins.attrs:
         return space
-    if ins.attrs.get("reread"):
+    if ins.attrs.get("reread") and em.profile.has("L1::evict_last"):
         return space + ".L1::evict_last"
     return space + ".cs" if ins.attrs.get("last_read") or ins.attrs.get("stream") else space
 
@@ -103,22 +103,22 @@ def lower_load(em, ins: Instr) -> None:
     if ins.type.is_vector:
         t = ins.type
         vals = Vec([em.new_t(t.elem) for _ in range(t.count)])
-        em.op(f"ld{_space_and_hint(p, ins)}.v{t.count}.{regs.exact(t.elem)}", vals,
+        em.op(f"ld{_space_and_hint(em, p, ins)}.v{t.count}.{regs.exact(t.elem)}", vals,
               address(em, p))
         em.define(ins, vals)
         return
     _check_scalar(ins.type, ins)
-    load_into(em, em.result(ins), ins.type, _space_and_hint(p, ins), address(em, p))
+    load_into(em, em.result(ins), ins.type, _space_and_hint(em, p, ins), address(em, p))
 
 
 def lower_store(em, ins: Instr) -> None:
     p, v = ins.operands
     if v.type.is_vector:
-        em.effect(f"st{_space_and_hint(p, ins)}.v{v.type.count}.{regs.exact(v.type.elem)}",
+        em.effect(f"st{_space_and_hint(em, p, ins)}.v{v.type.count}.{regs.exact(v.type.elem)}",
                   address(em, p), _vector(em, v))
         return
     _check_scalar(v.type, ins)
-    store_from(em, v.type, _space_and_hint(p, ins), address(em, p), v)
+    store_from(em, v.type, _space_and_hint(em, p, ins), address(em, p), v)
 
 
 def _vector(em, v) -> Vec:

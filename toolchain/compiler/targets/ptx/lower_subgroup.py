@@ -16,13 +16,11 @@ from ...ir.module import Const, Instr
 from ...ir.types import FloatType, IntType
 from . import regs
 
-SYNC_OPS = ((6, 2), 30)           # activemask (6.2) with shfl.sync / vote.sync (6.0)
-REDUX = ((7, 0), 80)
 FULL = "31"                        # shfl clamp operand: the whole 32-lane segment
 
 
 def _mask(em, ins: Instr) -> str:
-    em.profile.require(f"subgroup operation {ins.op}", *SYNC_OPS, ins.span)
+    em.profile.need("subgroup.sync", f"subgroup operation {ins.op}", ins.span)
     m = em.new("r")
     em.op("activemask.b32", m)
     return m
@@ -100,7 +98,7 @@ def lower_reduce(em, ins: Instr) -> None:
     t, op = value.type, ins.attrs.get("op", "add")
     _check32(ins, t)
     m = _mask(em, ins)
-    if isinstance(t, IntType) and em.profile.at_least(*REDUX):
+    if isinstance(t, IntType) and em.profile.has("redux.sync"):
         kind = "u32" if op == "add" or not t.signed else "s32"
         em.op(f"redux.sync.{op}.{kind}", em.result(ins), em.reg(value), m)
         return

@@ -8,7 +8,9 @@ names a PTX version or an `sm_NN` (DESIGN.md layer 4). Invariants:
   GPU machine reject 9.1 and later (notes/facts.md);
 - arch-specific `a` targets exist only from sm_90 on, as NVIDIA defines them.
 Diagnostic codes: E0501 bad --gpu-arch, E0502 bad --ptx-version, E0503 ISA too old for the
-target, E0504 an operation needs a newer ISA/target (raised by `PtxProfile.require`).
+target, E0504 an operation needs a newer ISA/target (raised by `PtxProfile.need`).
+What each profile can do is asked by feature name (`has`, `need`): isa.py's instruction
+table is the one place that says which ISA and SM generation a feature needs.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import re
 from ....records import dataclass
 
 from ...diagnostics import Span, error
+from . import isa as _isa
 
 # Minimum PTX ISA per SM generation (PTX ISA "Target ISA notes"). The `a` variants share the
 # base number except sm_90a, which arrived one ISA version after sm_90.
@@ -54,14 +57,27 @@ class PtxProfile:
         kind = "compute" if self.virtual else "sm"
         return f"{kind}_{self.sm}{'a' if self.arch_specific else ''}"
 
-    def at_least(self, isa: tuple[int, int], sm: int) -> bool:
-        return self.isa >= isa and self.sm >= sm
+    def has(self, feature: str) -> bool:
+        """Whether the profile has `feature` (a name of isa.FEATURES)."""
+        return _isa.has(feature, self.isa, self.sm, self.arch_specific, self.virtual)
 
-    def require(self, feature: str, isa: tuple[int, int], sm: int,
+    def need(self, feature: str, what: str, span: Span | None = None) -> None:
+        """Raise E0504 (naming `what`) unless the profile has `feature`."""
+        if not self.has(feature):
+            self._refuse(what, *_isa.requirement(feature), span)
+
+    @property
+    def shared_memory_per_block(self) -> int:
+        """The most shared memory one workgroup may opt into (bytes)."""
+        return _isa.SM_LIMITS[self.sm][1]
+
+    @property
+    def tuple_budget(self) -> int:
+        """The default register budget per lane of a resident tensor_matmul region."""
+        return next(budget for sm, budget in _isa.TUPLE_BUDGET if self.sm >= sm)
+
+    def _refuse(self, feature: str, isa: tuple[int, int], sm: int,
                 span: Span | None = None) -> None:
-        """Raise E0504 unless this profile has PTX ISA `isa` and target `sm_<sm>` or newer."""
-        if self.at_least(isa, sm):
-            return
         raise error("E0504", f"{feature} needs PTX ISA {isa[0]}.{isa[1]} and target sm_{sm} "
                     f"or newer; the profile is PTX {self.version} / {self.target}", span,
                     help=f"compile with --gpu-arch=sm_{sm} (or newer) and "

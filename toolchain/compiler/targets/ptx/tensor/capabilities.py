@@ -4,7 +4,8 @@
 of physical tiles covering the logical M x N, the number of K chunks, and the register
 counts of every fragment. It never truncates the logical tile or changes precision,
 layout, rounding, overflow or scope: anything it cannot execute exactly is refused with
-E0504 (naming the PTX ISA and target it needs, via PtxProfile.require) or, when no PTX
+E0504 (naming the PTX ISA and target it needs, via PtxProfile.need: the ISA and SM of
+each family's `wmma.<family>` row of isa.py) or, when no PTX
 profile of this backend can run it, E0505. The family table below is the stable WMMA list
 of gpu.md; fragment sizes are PTX ISA "Matrix fragments for WMMA" per (type, shape).
 """
@@ -15,20 +16,21 @@ from dataclasses import dataclass
 from ....diagnostics import error
 from ....ir import tensor as T
 
-# family -> (PTX ISA, sm, {physical shape: (a regs, b regs)}, grid base (m, n) or None)
+# family -> ({physical shape: (a regs, b regs)}, grid base (m, n) or None); the family
+# is available where the profile has the feature `wmma.<family>` (isa.py)
 _F16_SHAPES = {(16, 16, 16): (8, 8), (8, 32, 16): (8, 8), (32, 8, 16): (8, 8)}
 _BF16_SHAPES = {(16, 16, 16): (4, 4), (8, 32, 16): (2, 8), (32, 8, 16): (8, 2)}
 _I8_SHAPES = {(16, 16, 16): (2, 2), (8, 32, 16): (1, 4), (32, 8, 16): (4, 1)}
 FAMILIES = {
-    "f16": ((6, 0), 70, _F16_SHAPES, (16, 16)),
-    "bf16": ((7, 0), 80, _BF16_SHAPES, (16, 16)),
-    "tf32": ((7, 0), 80, {(16, 16, 8): (4, 4)}, (16, 16)),
-    "f64": ((7, 0), 80, {(8, 8, 4): (1, 1)}, (8, 8)),
-    "i8": ((6, 3), 75, _I8_SHAPES, (16, 16)),
-    "u8": ((6, 3), 75, _I8_SHAPES, (16, 16)),
-    "i4": ((6, 3), 75, {(8, 8, 32): (1, 1)}, None),
-    "u4": ((6, 3), 75, {(8, 8, 32): (1, 1)}, None),
-    "b1": ((6, 3), 75, {(8, 8, 128): (1, 1)}, None),
+    "f16": (_F16_SHAPES, (16, 16)),
+    "bf16": (_BF16_SHAPES, (16, 16)),
+    "tf32": ({(16, 16, 8): (4, 4)}, (16, 16)),
+    "f64": ({(8, 8, 4): (1, 1)}, (8, 8)),
+    "i8": (_I8_SHAPES, (16, 16)),
+    "u8": (_I8_SHAPES, (16, 16)),
+    "i4": ({(8, 8, 32): (1, 1)}, None),
+    "u4": ({(8, 8, 32): (1, 1)}, None),
+    "b1": ({(8, 8, 128): (1, 1)}, None),
 }
 PTX_TYPE = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "f32": "f32", "f64": "f64",
             "i8": "s8", "u8": "u8", "i4": "s4", "u4": "u4", "b1": "b1", "i32": "s32"}
@@ -102,10 +104,10 @@ class _AnyProfile:
     """A profile answering yes to every capability question: checks a descriptor against
     the WMMA tables on a profile that will replay it instead (replay.replaces_native)."""
 
-    def at_least(self, isa, sm) -> bool:
+    def has(self, feature) -> bool:
         return True
 
-    def require(self, *args, **kw) -> None:
+    def need(self, *args, **kw) -> None:
         return None
 
 
@@ -115,10 +117,10 @@ ANY_PROFILE = _AnyProfile()
 def select_wmma(desc: T.TensorDesc, profile, span, grid_ok: bool = True) -> WmmaPlan:
     fam = _family(desc, span)
     _check_modes(desc, fam, span)
-    isa, sm, shapes, base = FAMILIES[fam]
-    profile.require(f"{fam} tensor MMA (WMMA)", isa, sm, span)
+    shapes, base = FAMILIES[fam]
+    profile.need(f"wmma.{fam}", f"{fam} tensor MMA (WMMA)", span)
     if desc.math == "and_popcount":
-        profile.require("b1 AND-popcount MMA", (7, 1), 80, span)
+        profile.need("wmma.b1.and", "b1 AND-popcount MMA", span)
     m, n, k = desc.m, desc.n, desc.k
     for (pm, pn, pk), (ar, br) in shapes.items():
         if (m, n) == (pm, pn) and k % pk == 0 and (base is not None or k == pk):

@@ -160,7 +160,7 @@ def lower_epilogue(em, ins) -> None:
     desc, ops = ins.attrs["desc"], operands(ins)
     fmt = desc.element_type
     if fmt == "bf16":
-        em.profile.require("bf16 tensor_epilogue (cvt.rn.bf16.f32)", (7, 0), 80, ins.span)
+        em.profile.need("cvt.bf16", "bf16 tensor_epilogue (cvt.rn.bf16.f32)", ins.span)
     default = desc.n if desc.layout == "row" else desc.m
     D = _mat(em, ops["d"], desc.layout, desc.ld, default, fmt, ops, "ldd")
     bias = _bias_view(em, desc, ops, fmt) if "bias" in ops else None

@@ -24,8 +24,6 @@ from .frag import A8_K16, A8_K32, B8_K16, B8_K32
 from .mma_sync import MAX_ACC_REGS, SUB_M, SUB_N, Form
 
 FP8 = ("e4m3", "e5m2")
-ISA_K32, ISA_K16, SM = (8, 4), (8, 7), 89
-CVT = ((7, 8), 89)                     # cvt.rn.f16x2.e4m3x2 / e5m2x2
 
 
 def is_fp8(desc: T.TensorDesc) -> bool:
@@ -56,14 +54,14 @@ def check(desc: T.TensorDesc, profile, span, matmul: bool) -> None:
         raise refuse(desc, f"`math: {desc.math}` needs b1 inputs", span)
     if matmul and desc.scope != "subgroup":
         raise refuse(desc, "tensor_matmul regions are subgroup-scoped", span)
-    profile.require("FP8 E4M3/E5M2 mma.sync m16n8k32", ISA_K32, SM, span)
+    profile.need("mma.fp8.k32", "FP8 E4M3/E5M2 mma.sync m16n8k32", span)
     m, n, k = desc.m, desc.n, desc.k
     if m % SUB_M or n % SUB_N or k % 16 or m * n // 32 > MAX_ACC_REGS:
         raise refuse(desc, f"FP8 tiles are exact grids of m16n8 subtiles with K a multiple "
                      f"of 16 and at most {MAX_ACC_REGS * 32} outputs, found m{m}n{n}k{k}",
                      span)
     if k % 32:
-        profile.require("FP8 E4M3/E5M2 mma.sync m16n8k16", ISA_K16, SM, span)
+        profile.need("mma.fp8.k16", "FP8 E4M3/E5M2 mma.sync m16n8k16", span)
 
 
 def tile_forms(desc: T.TensorDesc) -> list[Form]:
@@ -74,7 +72,7 @@ def tile_forms(desc: T.TensorDesc) -> list[Form]:
 
 def load_decoded(em, fmt: str, space: str, addr: str) -> str:
     """One FP8 byte at `addr` as an exact f32 register."""
-    if not em.profile.at_least(*CVT):
+    if not em.profile.has("cvt.f16x2.fp8"):
         return _decode_int(em, fmt, space, addr)
     byte, pair, lo, hi, out = em.new("rs"), em.new("r"), em.new("rs"), em.new("rs"), \
         em.new("f")

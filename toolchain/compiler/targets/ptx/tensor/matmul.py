@@ -23,7 +23,7 @@ from __future__ import annotations
 from .capabilities import ANY_PROFILE, refuse, select_wmma
 from .common import Mat, add_addr, linear, mat, offset_terms, operands, scale_bytes
 from .narrow import claims, lower_narrow_matmul
-from .replay import NEEDS, Region, native_region_pred, native_then_replay, replaces_native
+from .replay import Region, native_region_pred, native_then_replay, replaces_native
 from .wmma import run_grid
 
 TUPLE_BUDGET = 200                      # registers of resident fragments per lane
@@ -107,7 +107,7 @@ def lower_matmul(em, ins) -> None:
     _check_family(desc, em.profile, ins.span)
     has_native = not replaces_native(desc, em.profile)
     plan = select_wmma(desc, em.profile if has_native else ANY_PROFILE, ins.span)
-    em.profile.require("exact cooperative tensor replay", *NEEDS, ins.span)
+    em.profile.need("warp.sync", "exact cooperative tensor replay", ins.span)
     A, B, C, D = (mat(em, desc, ops, w) for w in "abcd")
     g = Region(desc, A, B, C, D, *(em.reg(ops[k]) for k in ("row", "column", "m", "n", "k")))
     native = origins = None

@@ -27,13 +27,13 @@ from .capabilities import ANY_PROFILE, refuse
 from .common import mat, operands
 from .mma_sync import SUB_M, SUB_N, add_origin, run_tile, tuple_pressure
 from .scaled_matmul import scale_mats, scaled_k_loop
-from .replay import (NEEDS, Region, native_region_pred, native_then_replay,
+from .replay import (Region, native_region_pred, native_then_replay,
                      replaces_native, replay_tile)
 from .scaled_matmul import lower_scaled_matmul
 
 
 def _has_sparse(profile) -> bool:
-    return profile.at_least(sparse.ISA, sparse.SM)
+    return profile.has("mma.sp")
 
 
 def claims(desc: T.TensorDesc) -> bool:
@@ -148,7 +148,7 @@ def lower_narrow_matmul(em, ins) -> None:
         tile_meta = sparse.Meta(add_origin(em, meta, g.row, 0)) if is_sparse else None
         run_tile(em, *origins, (desc.m // SUB_M, desc.n // SUB_N), (form, chunks), tile_meta)
     if replaces_native(desc, em.profile) or is_sparse and not _has_sparse(em.profile):
-        em.profile.require("exact cooperative tensor replay", *NEEDS, ins.span)
+        em.profile.need("warp.sync", "exact cooperative tensor replay", ins.span)
         native_then_replay(em, g, "tms", None, form.k, native, k_loop)   # replay alone
         return
     native_then_replay(em, g, "tms", native_region_pred(em, g, form.k), form.k, native,

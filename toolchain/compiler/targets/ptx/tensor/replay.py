@@ -15,15 +15,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .capabilities import F64_ROUNDING, FAMILIES
+from .capabilities import F64_ROUNDING
 from .common import Mat, elem_addr, label, linear, live_lanes, offset_terms, scale_bytes
-from .fp8 import FP8, ISA_K32, SM, load_decoded
+from .fp8 import FP8, load_decoded
 
 COMPUTE = {"f16": "f", "bf16": "f", "f32": "f", "f64": "fd", "i8": "r", "u8": "r",
            "i32": "r"}
 # (A/B format, accumulator = result) pairs replay computes exactly (module docstring)
 EXACT = {("f16", "f32"), ("bf16", "f32"), ("f64", "f64"), ("i8", "i32"), ("u8", "i32")}
-NEEDS = ((6, 2), 70)                    # activemask / bar.warp.sync
 
 
 def replaces_native(desc, profile) -> bool:
@@ -35,9 +34,9 @@ def replaces_native(desc, profile) -> bool:
         not desc.sparse and not desc.scaled and desc.math == "multiply_add"
     if fam in FP8 and desc.b_type in FP8:
         return plain and desc.accumulator_type == "f32" and desc.rounding == "default" \
-            and not profile.at_least(ISA_K32, SM)
+            and not profile.has("mma.fp8.k32")
     return plain and fam == desc.b_type and (fam, desc.accumulator_type) in EXACT and \
-        not profile.at_least(*FAMILIES[fam][:2])
+        not profile.has(f"wmma.{fam}")
 
 
 @dataclass
@@ -105,7 +104,7 @@ def replay_tile(em, desc, A: Mat, B: Mat, C: Mat, D: Mat, span, make_k_loop=None
     """A whole tensor.mma tile by exact replay: the region at the origin with M, N, K the
     tile's m, n, k (used where the profile lacks the native family). `make_k_loop(region)`
     gives a family's own K loop (structured sparsity, block scaling)."""
-    em.profile.require("exact cooperative tensor replay", *NEEDS, span)
+    em.profile.need("warp.sync", "exact cooperative tensor replay", span)
     regs = []
     for v in (0, 0, desc.m, desc.n, desc.k):
         r = em.new("r")
@@ -141,7 +140,7 @@ def load_value(em, fmt: str, m: Mat, addr: str) -> str:
 def store_value(em, fmt: str, m: Mat, addr: str, value: str) -> None:
     if fmt in ("f16", "bf16"):               # an f32 result rounded once (workgroup regions)
         h = em.new("rs")
-        if fmt == "f16" or em.profile.at_least((7, 0), 80):
+        if fmt == "f16" or em.profile.has("cvt.bf16"):
             em.emit(f"cvt.rn.{fmt}.f32 {h}, {value}")
         else:
             _bf16_rne(em, h, value)

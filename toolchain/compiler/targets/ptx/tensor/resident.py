@@ -34,7 +34,7 @@ from .wmma import load_frag, run_grid_on, store_frag, sub_addrs
 
 
 def default_budget(profile) -> int:
-    return 96 if profile.sm >= 90 else 64
+    return profile.tuple_budget
 
 
 def tuple_pressure(plan) -> int:

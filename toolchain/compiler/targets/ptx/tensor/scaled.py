@@ -79,8 +79,7 @@ def check(desc: T.TensorDesc, profile, span, native: bool = True) -> str:
 def has_target(profile) -> bool:
     """Whether the profile has the block-scaled mma.sync: PTX ISA 8.8+ on the
     architecture-specific sm_120a/sm_121a."""
-    return profile.isa >= (8, 8) and profile.arch_specific and profile.sm in (120, 121) \
-        and not profile.virtual
+    return profile.has("mma.block_scale")
 
 
 def require_target(kind: str, profile, span, what: str = "block-scaled MMA") -> None:

@@ -40,7 +40,7 @@ from ..lower_memory import SPACE
 from .capabilities import refuse
 from .common import Mat, add_addr, elem_addr, label, linear, mat, offset_terms, operands
 from .mma_sync import MAX_ACC_REGS, SUB_M, SUB_N, add_origin
-from .replay import NEEDS, Region, native_region_pred, native_then_replay
+from .replay import Region, native_region_pred, native_then_replay
 from .scaled import KINDS, _gather, _kind, has_target, run_scaled
 
 # fmt -> (exponent bits, mantissa bits, bias, specials): the neutral minifloats
@@ -61,8 +61,8 @@ def check_region(desc: T.TensorDesc, profile, span) -> str:
     if desc.scope != "subgroup":
         raise refuse(desc, "tensor_matmul regions are subgroup-scoped", span)
     if not has_target(profile):                        # replay alone (module docstring)
-        profile.require(f"exact cooperative replay of a block-scaled region ({kind})",
-                        *NEEDS, span)
+        profile.need("warp.sync",
+                     f"exact cooperative replay of a block-scaled region ({kind})", span)
     return kind
 
 

@@ -26,7 +26,6 @@ from .frag import A16_SPARSE, B16_K16, Offsets
 from .mma_sync import MAX_ACC_REGS, SUB_M, SUB_N, Form
 
 MASK_TABLE = 0x444E4DC449844444       # nibble m: (first | second << 2) of mask m, clamped
-ISA, SM, ORDERED_ISA = (7, 1), 80, (8, 5)
 
 
 def check(desc: T.TensorDesc, profile, span) -> None:
@@ -44,7 +43,7 @@ def check(desc: T.TensorDesc, profile, span) -> None:
                      "options", span)
     if desc.scope != "subgroup":
         raise refuse(desc, "structured 2:4 MMA is subgroup-scoped", span)
-    profile.require("structured 2:4 sparse MMA (mma.sp)", ISA, SM, span)
+    profile.need("mma.sp", "structured 2:4 sparse MMA (mma.sp)", span)
     m, n, k = desc.m, desc.n, desc.k
     if m % SUB_M or n % SUB_N or k % 16 or m * n // 32 > MAX_ACC_REGS:
         raise refuse(desc, f"structured 2:4 tiles are exact grids of m16n8k16 with "
@@ -52,7 +51,8 @@ def check(desc: T.TensorDesc, profile, span) -> None:
 
 
 def form(desc: T.TensorDesc, profile) -> Form:
-    sp = "mma.sp::ordered_metadata" if profile.isa >= ORDERED_ISA else "mma.sp"
+    sp = "mma.sp::ordered_metadata" if profile.has("mma.sp::ordered_metadata") \
+        else "mma.sp"
     t = desc.a_type
     return Form(16, A16_SPARSE, B16_K16,
                 f"{sp}.sync.aligned.m16n8k16.row.col.f32.{t}.{t}.f32", 8)

@@ -73,7 +73,7 @@ def why_not(em, plan, desc) -> str | None:
     fn = em.fn
     if not getattr(em.module, "wmma_staging", True):
         return "staging off (--gpu-wmma-staging=off)"
-    if em.profile.sm < 80:
+    if not em.profile.has("cp.async"):
         return f"{em.profile.target} is below sm_80"
     if not fn.is_kernel or not fn.block_shape:
         return "no declared kernel block shape for the shared staging slots"

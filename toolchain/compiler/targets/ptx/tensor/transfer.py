@@ -60,7 +60,7 @@ def lower_transfer(em, ins) -> None:
     wg = em.reg(ops["dst"] if desc.loads else ops["src"])
     gl = em.reg(ops["src"] if desc.loads else ops["dst"])
     why = native_eligible(desc) if "view" in ops else "no view operand"
-    if why is None and not em.profile.at_least((8, 3), 90):
+    if why is None and not em.profile.has("fence.proxy.tensormap"):
         why = f"the {em.profile.target} profile has no tensor copy engine (sm_90, PTX 8.3)"
     em.emit("bar.sync 0")
     if why is not None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .. import isa
 from . import mbarrier as mb
 from . import tma
 from .common import label
@@ -42,7 +43,8 @@ from .wgmma_persistent import open_loop
 BK = 64                                   # K elements per stage: one 128-byte swizzle row
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
 ENTRY_REGS = 168                          # the .maxntid 384 cap: 65536 / 384, rounded to 8
-SMEM_LIMIT = 227 * 1024                   # opt-in dynamic shared memory per workgroup
+# opt-in dynamic shared memory per workgroup on the one generation that has wgmma
+SMEM_LIMIT = isa.SM_LIMITS[isa.FEATURES["wgmma"][0].only[0]][1]
 SHAPES_N = (64, 128, 192, 256)
 EPILOGUE_BATCH = 32                       # C pairs loaded before their D stores (1: one
 #                                           pair per round trip, the first measured form)

@@ -26,13 +26,12 @@ from . import wgmma
 from .capabilities import refuse
 from .common import label, mat, operands
 from .matmul import lower_matmul
-from .replay import NEEDS, Region, replay
+from .replay import Region, replay
 from .resident import remark
 from .wgmma_epilogue import Fused
 from .wgmma_persistent import Tiles, open_loop
 
 SUB_M, SUB_N = 32, 64                # under the native path's 168-register cap: no spills
-TENSORMAP_ISA = (8, 3)                 # tensormap.replace
 
 
 class _SubRegion:
@@ -89,7 +88,7 @@ def _uses_dynamic_shared(fn) -> bool:
 def native_refusal(em, desc) -> str | None:
     """Why the sm_90a pipeline cannot be compiled for this region (None: it can)."""
     p, shape = em.profile, em.fn.block_shape
-    if not (p.sm == 90 and p.arch_specific and not p.virtual and p.isa >= TENSORMAP_ISA):
+    if not (p.has("wgmma") and p.has("tensormap.replace")):
         return f"{p.target} has no wgmma/TMA (sm_90a, PTX 8.3+)"
     if not wgmma.supported(desc):
         return "no wgmma form for this descriptor (docs/reference/gemm.md: f16/bf16, m128, k64)"
@@ -208,7 +207,7 @@ def _split(em, ins, desc, sub, ops, tid, ntid, end, fused, row: str, col: str) -
     em.emit(f"mad.lo.u32 {r}, {r}, {sub.m}, {row}")
     em.emit(f"mad.lo.u32 {c}, {c}, {sub.n}, {col}")
     if rounded_result(desc):
-        em.profile.require("exact cooperative tensor replay", *NEEDS, ins.span)
+        em.profile.need("warp.sync", "exact cooperative tensor replay", ins.span)
         replay(em, _region(em, sub, ops, r, c), 0, False,
                k_loop=fused.replay_k_loop() if fused is not None else None)
     else:
