@@ -36,8 +36,8 @@ _INVERSE = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "e
 
 
 def run(fn, analyses) -> bool:
-    if not any(op in CHECK_OPS for op in analyses.get("ops")):
-        return False
+    if analyses.gpu or not any(op in CHECK_OPS for op in analyses.get("ops")):
+        return False              # (device code never has checks: no census walk)
     changed = _remove_redundant(fn, analyses)
     loops = analyses.get("loops")
     if loops.loops:
