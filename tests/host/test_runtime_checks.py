@@ -252,3 +252,25 @@ fn main(argc: int32, argv: cstring*) -> int32 {
         assert (r.returncode, r.stdout, r.stderr) == \
             (EXIT, "0\n1\n2\n3\n", "app.mettle:4:51: index out of bounds: index 3, length 3\n"), \
             (flags, r)
+
+
+def test_unsigned_counters_hoist_only_what_is_exact(tmp_path):
+    """`xs[i - 1]` over a uint32 counter and a uint64 counter: -O fails exactly where the
+    plain build does (and passes where it passes)."""
+    src = """import "std/io";
+fn main(argc: int32, argv: cstring*) -> int32 {
+    var xs: int32[4];
+    var n: uint32 = (uint32)argc + 4;
+    var t: int64 = 0;
+    for i in (uint32)1..n { xs[i - 1] = (int32)i; t = t + (int64)xs[i - 1]; }
+    println_int(t);
+    var m: uint64 = (uint64)argc + 4;
+    for j in (uint64)0..m { t = t + (int64)xs[j]; }
+    return (int32)t;
+}
+"""
+    results = set()
+    for flags in ((), ("-O",)):
+        r = trap(tmp_path, src, *flags)
+        results.add((r.returncode, r.stdout, r.stderr))
+    assert results == {(EXIT, "10\n", "app.mettle:9:44: index out of bounds: index 4, length 4\n")}

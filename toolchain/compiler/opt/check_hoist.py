@@ -158,10 +158,14 @@ class _Hoister:
                 isinstance(idx.operands[1], Const):
             c = idx.operands[1].value * (1 if idx.op == "add" else -1)
             idx = idx.operands[0]
+        iv = tc.iv.phi.type
+        if not iv.signed and iv.bits >= 64:
+            return None         # (i64 arithmetic would see its upper half as negative)
         if isinstance(idx, Instr) and idx.op == "convert" and idx.operands[0].type.is_int:
             inner = idx.operands[0]
             if c == 0 and isinstance(inner, Instr) and inner.op in ("add", "sub") and \
-                    isinstance(inner.operands[1], Const):
+                    isinstance(inner.operands[1], Const) and inner.type.signed:
+                # (an unsigned `i - 1` wraps where the i64 range would go negative)
                 c = inner.operands[1].value * (1 if inner.op == "add" else -1)
                 inner = inner.operands[0]
             idx = inner
