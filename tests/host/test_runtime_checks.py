@@ -252,3 +252,65 @@ fn main(argc: int32, argv: cstring*) -> int32 {
         assert (r.returncode, r.stdout, r.stderr) == \
             (EXIT, "0\n1\n2\n3\n", "app.mettle:4:51: index out of bounds: index 3, length 3\n"), \
             (flags, r)
+
+
+def test_unsigned_counters_hoist_only_what_is_exact(tmp_path):
+    """`xs[i - 1]` over a uint32 counter and a uint64 counter: -O fails exactly where the
+    plain build does (and passes where it passes)."""
+    src = """import "std/io";
+fn main(argc: int32, argv: cstring*) -> int32 {
+    var xs: int32[4];
+    var n: uint32 = (uint32)argc + 4;
+    var t: int64 = 0;
+    for i in (uint32)1..n { xs[i - 1] = (int32)i; t = t + (int64)xs[i - 1]; }
+    println_int(t);
+    var m: uint64 = (uint64)argc + 4;
+    for j in (uint64)0..m { t = t + (int64)xs[j]; }
+    return (int32)t;
+}
+"""
+    results = set()
+    for flags in ((), ("-O",)):
+        r = trap(tmp_path, src, *flags)
+        results.add((r.returncode, r.stdout, r.stderr))
+    assert results == {(EXIT, "10\n", "app.mettle:9:44: index out of bounds: index 4, length 4\n")}
+
+
+def _random_loop(seed: int) -> str:
+    """A counted loop over two fixed arrays at offsets, maybe a pointer that may be null,
+    maybe a print per iteration, with a run-time trip count: it may pass or fail anywhere."""
+    import random
+    r = random.Random(seed)
+    t = r.choice(["int32", "int64", "uint32", "int16"])
+    c1, c2 = r.randint(-2, 2), r.randint(-1, 3)
+    stmts = [f"a[i {'+' if c1 >= 0 else '-'} {abs(c1)}] = (int32)i;",
+             f"s = s + (int64)b[i {'+' if c2 >= 0 else '-'} {abs(c2)}];"]
+    if r.random() < 0.4:
+        stmts.append("s = s + (int64)*p;")
+    r.shuffle(stmts)
+    if r.random() < 0.2:
+        stmts.insert(0, "println_int((int64)i);")
+    return f"""import "std/io";
+var cell: int32 = 3;
+fn getp(k: int32) -> int32* {{ if (k > {r.randint(0, 2)}) {{ return &cell; }} return 0; }}
+fn main(argc: int32, argv: cstring*) -> int32 {{
+    var a: int32[{r.randint(1, 8)}];
+    var b: int32[{r.randint(1, 8)}];
+    var p: int32* = getp(argc);
+    var s: int64 = 0;
+    var n: {t} = ({t})(argc + {r.randint(-2, 6)});
+    for i in ({t}){r.randint(0, 4)}{'..=' if r.random() < 0.3 else '..'}n {{ {' '.join(stmts)} }}
+    println_int(s);
+    return 0;
+}}
+"""
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_O_fails_like_the_plain_build_on_random_loops(tmp_path, seed):
+    src = _random_loop(seed)
+    got = set()
+    for flags in ((), ("-O",)):
+        r = trap(tmp_path, src, *flags)
+        got.add((r.returncode, r.stdout, r.stderr))
+    assert len(got) == 1, (src, got)

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
 from dataclasses import dataclass
 
 from .gen import generate
-from .runner import Outcome, compile_mettle, run_c, OPT_LEVELS, RUN_TIMEOUT_S
+from .runner import OPT_LEVELS, RUN_TIMEOUT_S, compile_mettle, run_c
 
 EXIT = 1          # the documented status of a failed check
 KINDS = ("index", "negative", "loop", "loop-print", "global", "string", "null-read",
@@ -140,7 +141,7 @@ def run_case(case: TrapCase, workdir: str, targets, opts=("O0", "O")) -> list[st
 
 
 def _run_capture(cmd) -> tuple:
-    import subprocess
+    """(exit status, stdout, stderr) with Windows line ends as Unix ones."""
     env = dict(os.environ, WINEDEBUG="-all")
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
@@ -150,4 +151,4 @@ def _run_capture(cmd) -> tuple:
     return (r.returncode, r.stdout.replace("\r\n", "\n"), r.stderr.replace("\r\n", "\n"))
 
 
-__all__ = ["KINDS", "TrapCase", "trap_case", "run_case", "Outcome"]
+__all__ = ["KINDS", "TrapCase", "trap_case", "run_case"]

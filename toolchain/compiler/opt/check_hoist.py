@@ -36,8 +36,8 @@ _INVERSE = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "e
 
 
 def run(fn, analyses) -> bool:
-    if not any(op in CHECK_OPS for op in analyses.get("ops")):
-        return False
+    if analyses.gpu or not any(op in CHECK_OPS for op in analyses.get("ops")):
+        return False              # (device code never has checks: no census walk)
     changed = _remove_redundant(fn, analyses)
     loops = analyses.get("loops")
     if loops.loops:
@@ -158,10 +158,14 @@ class _Hoister:
                 isinstance(idx.operands[1], Const):
             c = idx.operands[1].value * (1 if idx.op == "add" else -1)
             idx = idx.operands[0]
+        iv = tc.iv.phi.type
+        if not iv.signed and iv.bits >= 64:
+            return None         # (i64 arithmetic would see its upper half as negative)
         if isinstance(idx, Instr) and idx.op == "convert" and idx.operands[0].type.is_int:
             inner = idx.operands[0]
             if c == 0 and isinstance(inner, Instr) and inner.op in ("add", "sub") and \
-                    isinstance(inner.operands[1], Const):
+                    isinstance(inner.operands[1], Const) and inner.type.signed:
+                # (an unsigned `i - 1` wraps where the i64 range would go negative)
                 c = inner.operands[1].value * (1 if inner.op == "add" else -1)
                 inner = inner.operands[0]
             idx = inner
