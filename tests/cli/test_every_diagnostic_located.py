@@ -240,3 +240,12 @@ def test_diagnostic_is_located(tmp_path, code):
             "\n".join(block)
     caret = next((l for l in block if re.fullmatch(r"\s*\|\s*\^+\s*", l)), None)
     assert caret is not None, "\n".join(block)
+
+
+def test_a_backend_refusal_without_a_statement_span_points_at_its_function(tmp_path):
+    src = ("struct S { a: int32; b: int32; }\n"
+           "fn h(p: S*) -> int32 { var s: S = p[0]; return s.a; }\n"
+           + K + "    x[0] = (uint32)h((S*)x);\n}\n")
+    rc, stderr, path = _run(tmp_path, src, ("--emit-ptx",))
+    assert rc == 1 and "error[E0505]: load of aggregate type S " in stderr, stderr
+    assert f" --> {path}:2:4" in stderr and "%S" not in stderr
