@@ -104,3 +104,21 @@ def test_switch_over_an_imported_enum_sees_all_its_variants(tmp_path):
                    '{ case Red: return 1; } return 0; }\nfn main() -> int32 { return f(Green); }\n',
                    "E0015", 2, 27)
     assert "missing Green" in err
+
+
+def test_a_kernel_calls_a_device_helper_through_an_alias(tmp_path, ptxas):
+    from tests.support.spirv import find_spirv_val, validate
+    from toolchain.compiler.driver import Options, compile_file
+    (tmp_path / "dev.mettle").write_text(
+        "export fn twice(p: float32*, i: int32) -> float32 { return p[i] * 2.0; }\n"
+        "fn unused() -> int32 { return 0; }\n")
+    entry = tmp_path / "main.mettle"
+    entry.write_text('import "dev" as d;\nkernel(block = 64) k(f: float32*) {\n'
+                     "    workgroup var t: float32[64];\n    t[thread.x] = f[thread.x];\n"
+                     "    f[thread.x] = d.twice(&t[0], (int32)thread.x);\n}\n")
+    ptx = compile_file(str(entry), Options(emit="ptx", gpu_arch="sm_80")).data.decode()
+    assert "twice" in ptx and "unused" not in ptx
+    ptxas(ptx, "sm_80")
+    spv = compile_file(str(entry), Options(emit="spirv")).data
+    if find_spirv_val():
+        validate(spv)

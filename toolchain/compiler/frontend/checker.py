@@ -383,8 +383,12 @@ class ProgramLowerer:
         seen: set[str] = set()
         while work:
             d = work.pop()
-            where = id(self._scope_of.get(id(d)))
-            for name in self.body_facts(d.body).called:
+            scope = self._scope_of.get(id(d))
+            where = id(scope)
+            facts = self.body_facts(d.body)
+            via_alias = [f for a, f in facts.qualified if scope is not None and
+                         isinstance(scope.names.get(a), ModuleAlias)]
+            for name in (*facts.called, *via_alias):
                 callee = private.get((where, name), name)
                 if callee in fns and callee not in seen and not fns[callee].is_kernel:
                     seen.add(callee)
@@ -421,10 +425,11 @@ class BodyFacts:
     """What one walk of a function body finds: direct callees, plain-name assignment
     targets and names whose address is taken (`&x`)."""
 
-    __slots__ = ("called", "assigned", "addr_taken")
+    __slots__ = ("called", "qualified", "assigned", "addr_taken")
 
     def __init__(self) -> None:
         self.called: set[str] = set()
+        self.qualified: set[tuple[str, str]] = set()    # `a.f(...)`: (a, f)
         self.assigned: set[str] = set()
         self.addr_taken: set[str] = set()
 
@@ -461,6 +466,8 @@ def scan_body(body) -> BodyFacts:
         if isinstance(n, A.Call):
             if isinstance(n.callee, A.Name):
                 facts.called.add(n.callee.name)
+            elif isinstance(n.callee, A.Member) and isinstance(n.callee.base, A.Name):
+                facts.qualified.add((n.callee.base.name, n.callee.name))
         elif isinstance(n, A.Assign):
             if isinstance(n.target, A.Name):
                 facts.assigned.add(n.target.name)
