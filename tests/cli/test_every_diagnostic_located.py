@@ -141,6 +141,8 @@ CASES: dict[str, tuple[str, tuple[str, ...], tuple[int, int]]] = {
     "E0601": ("extern fn no_such_function() -> int32;\nfn main() -> int32 { return "
               "no_such_function(); }\n", ("--build",), (1, 11)),
     "E0603": (H + "    return 0;\n}\n", ("--build", "-lno_such_library_here"), (1, 0)),
+    "E0604": ("extern var errno: int32;\n" + H + "    return errno;\n}\n", ("--build",),
+              (1, 12)),
     "M0105": (H + "    var a: int32[4];\n    a[7] = 1;\n    return 0;\n}\n", (), (3, 7)),
     "M0116": (H + "    var a: int32 = 4 / 0;\n    return a;\n}\n", (), (2, 20)),
     "W0001": (H + "    return 0;\n    return 1;\n}\n", (), (3, 5)),
@@ -159,8 +161,6 @@ EXEMPT = {
              "only ever receives the one object the compiler itself made",
     "E0602": "two input objects defining one symbol: a compile produces one object, and "
              "duplicates inside it are E0103 in the frontend",
-    "E0604": "a thread-local symbol imported from a shared library: glibc exports none "
-             "that a Mettle `extern` can name without also failing as undefined first",
     "E0605": "an unsupported relocation is emitted only by a compiler bug",
     "E0407": "a host-only IR operation in device code: the only one is the launch behind "
              "`dispatch`, which is reported as E0406 first; the check guards IR that other "
