@@ -18,6 +18,7 @@ Diagnostic codes owned here (E0001/E0002/E0003 syntax are the parser's):
   E0104  local used before it is assigned                      E0105 declared, never defined
   E0106  not assignable (const, parameter of a kernel view, rvalue)
   E0107  not callable            E0108 wrong argument count    E0109 `&` needs an lvalue
+  E0110  a name another module keeps private (module scopes: set_modules)
   E0201  type mismatch           E0202 operator not defined for these types
   E0203  pointer <-> integer needs a cast (literal 0 excepted) E0204 invalid cast
   E0205  no such field           E0206 not indexable           E0207 dereference of non-pointer
