@@ -122,3 +122,15 @@ def test_a_kernel_calls_a_device_helper_through_an_alias(tmp_path, ptxas):
     spv = compile_file(str(entry), Options(emit="spirv")).data
     if find_spirv_val():
         validate(spv)
+
+
+def test_private_structs_enums_and_globals_of_two_modules_never_collide(tmp_path):
+    for name, base in (("m1", 10), ("m2", 20)):
+        (tmp_path / f"{name}.mettle").write_text(
+            f"export fn {name}_value() -> int32 {{ var n: Node; n.v = {base}; "
+            f"count = count + n.v; return count + (int32)On; }}\n"
+            "struct Node { v: int32; }\nenum Mode { Off, On }\nvar count: int32 = 0;\n")
+    r = _build(tmp_path, 'import "m1";\nimport "m2";\n'
+               "fn main() -> int32 { return m1_value() + m2_value(); }\n")
+    assert r.returncode == 0, r.stderr
+    assert run(tmp_path / "prog").returncode == 11 + 21
