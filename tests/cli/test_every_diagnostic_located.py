@@ -141,6 +141,8 @@ CASES: dict[str, tuple[str, tuple[str, ...], tuple[int, int]]] = {
     "E0601": ("extern fn no_such_function() -> int32;\nfn main() -> int32 { return "
               "no_such_function(); }\n", ("--build",), (1, 11)),
     "E0603": (H + "    return 0;\n}\n", ("--build", "-lno_such_library_here"), (1, 0)),
+    "E0604": ("extern var errno: int32;\n" + H + "    return errno;\n}\n", ("--build",),
+              (1, 12)),
     "M0105": (H + "    var a: int32[4];\n    a[7] = 1;\n    return 0;\n}\n", (), (3, 7)),
     "M0116": (H + "    var a: int32 = 4 / 0;\n    return a;\n}\n", (), (2, 20)),
     "W0001": (H + "    return 0;\n    return 1;\n}\n", (), (3, 5)),
@@ -159,8 +161,6 @@ EXEMPT = {
              "only ever receives the one object the compiler itself made",
     "E0602": "two input objects defining one symbol: a compile produces one object, and "
              "duplicates inside it are E0103 in the frontend",
-    "E0604": "a thread-local symbol imported from a shared library: glibc exports none "
-             "that a Mettle `extern` can name without also failing as undefined first",
     "E0605": "an unsupported relocation is emitted only by a compiler bug",
     "E0407": "a host-only IR operation in device code: the only one is the launch behind "
              "`dispatch`, which is reported as E0406 first; the check guards IR that other "
@@ -240,3 +240,12 @@ def test_diagnostic_is_located(tmp_path, code):
             "\n".join(block)
     caret = next((l for l in block if re.fullmatch(r"\s*\|\s*\^+\s*", l)), None)
     assert caret is not None, "\n".join(block)
+
+
+def test_a_backend_refusal_without_a_statement_span_points_at_its_function(tmp_path):
+    src = ("struct S { a: int32; b: int32; }\n"
+           "fn h(p: S*) -> int32 { var s: S = p[0]; return s.a; }\n"
+           + K + "    x[0] = (uint32)h((S*)x);\n}\n")
+    rc, stderr, path = _run(tmp_path, src, ("--emit-ptx",))
+    assert rc == 1 and "error[E0505]: load of aggregate type S " in stderr, stderr
+    assert f" --> {path}:2:4" in stderr and "%S" not in stderr

@@ -104,3 +104,33 @@ def test_switch_over_an_imported_enum_sees_all_its_variants(tmp_path):
                    '{ case Red: return 1; } return 0; }\nfn main() -> int32 { return f(Green); }\n',
                    "E0015", 2, 27)
     assert "missing Green" in err
+
+
+def test_a_kernel_calls_a_device_helper_through_an_alias(tmp_path, ptxas):
+    from tests.support.spirv import find_spirv_val, validate
+    from toolchain.compiler.driver import Options, compile_file
+    (tmp_path / "dev.mettle").write_text(
+        "export fn twice(p: float32*, i: int32) -> float32 { return p[i] * 2.0; }\n"
+        "fn unused() -> int32 { return 0; }\n")
+    entry = tmp_path / "main.mettle"
+    entry.write_text('import "dev" as d;\nkernel(block = 64) k(f: float32*) {\n'
+                     "    workgroup var t: float32[64];\n    t[thread.x] = f[thread.x];\n"
+                     "    f[thread.x] = d.twice(&t[0], (int32)thread.x);\n}\n")
+    ptx = compile_file(str(entry), Options(emit="ptx", gpu_arch="sm_80")).data.decode()
+    assert "twice" in ptx and "unused" not in ptx
+    ptxas(ptx, "sm_80")
+    spv = compile_file(str(entry), Options(emit="spirv")).data
+    if find_spirv_val():
+        validate(spv)
+
+
+def test_private_structs_enums_and_globals_of_two_modules_never_collide(tmp_path):
+    for name, base in (("m1", 10), ("m2", 20)):
+        (tmp_path / f"{name}.mettle").write_text(
+            f"export fn {name}_value() -> int32 {{ var n: Node; n.v = {base}; "
+            f"count = count + n.v; return count + (int32)On; }}\n"
+            "struct Node { v: int32; }\nenum Mode { Off, On }\nvar count: int32 = 0;\n")
+    r = _build(tmp_path, 'import "m1";\nimport "m2";\n'
+               "fn main() -> int32 { return m1_value() + m2_value(); }\n")
+    assert r.returncode == 0, r.stderr
+    assert run(tmp_path / "prog").returncode == 11 + 21

@@ -82,6 +82,10 @@ UNIFORM = [  # (block, statements before, condition): uniform per subgroup
     ("128", "var u: int64 = (int64)t; var w: int64 = u / 64;", "w == 0"),
     ("(64, 2, 1)", "var c: int32 = t; var w: int32 = c >> 6;", "w == 0"),
     ("128", "var n: uint32 = subgroup_size() * 2; var w: uint32 = (uint32)t / n;", "w == 1"),
+    ("(8, 16, 1)", "var r: int32 = (int32)thread.y; var w: int32 = r / 32;", "w == 0"),
+    ("(12, 40, 2)", "", "((int32)thread.y >> 5) == 0"),          # X*Y = 480, a multiple
+    ("(48, 8, 2)", "var r: uint32 = thread.y / 64;", "r == 0"),    # Y <= 32
+    ("(4, 4, 64)", "var q: int32 = (int32)thread.z;", "q / 32 == 1"),
 ]
 VARYING = [  # the same shapes where the spec's rules do not make the value uniform
     ("128", "", "t < 2"),
@@ -90,6 +94,9 @@ VARYING = [  # the same shapes where the spec's rules do not make the value unif
     ("128", "var c: int32 = t; if (x[t] == 0) { c = 5; } var w: int32 = c / 32;", "w < 1"),
     ("128", "var w: int32 = 0; if (t < 5) { w = 1; }", "w == 0"),   # chosen under varying
     ("128", "var c: int8 = (int8)t; var w: int8 = c / 32;", "w < 1"),   # may wrap negative
+    ("(4, 36, 2)", "var w: int32 = (int32)thread.y / 32;", "w == 0"),   # y wraps mid-warp
+    ("(4, 4, 64)", "var q: int32 = (int32)thread.z / 16;", "q == 1"),   # not a whole warp
+    ("(8, 16, 1)", "var r: int32 = (int32)thread.y;", "r == 0"),        # y alone varies
 ]
 
 

@@ -222,15 +222,20 @@ def _generate(module, opts: Options, path: str | None = None
 
 
 def _locate_link_error(d: Diagnostic, module) -> Diagnostic:
-    """An undefined symbol the program declared `extern` points at that declaration."""
+    """A link symbol the program declared `extern` (undefined, or a thread-local import)
+    points at that declaration."""
     import re
-    m = re.match(r"undefined symbol '([^']+)'", d.message) if d.span is None else None
+    m = re.match(r"(?:undefined )?symbol '([^']+)'", d.message) if d.span is None else None
     if m is None:
         return d
     for fn in module.functions.values():
         if fn.is_extern and (fn.link_name or fn.name) == m.group(1) and fn.span is not None:
             return Diagnostic(d.code, d.message + f" (declared `extern fn {fn.name}` here)",
                               fn.span, d.severity, d.help)
+    for g in module.globals.values():
+        if g.linkage == "import" and (g.link_name or g.name) == m.group(1) and g.span:
+            return Diagnostic(d.code, d.message + f" (declared `extern var {g.name}` here)",
+                              g.span, d.severity, d.help)
     return d
 
 

@@ -18,6 +18,7 @@ Diagnostic codes owned here (E0001/E0002/E0003 syntax are the parser's):
   E0104  local used before it is assigned                      E0105 declared, never defined
   E0106  not assignable (const, parameter of a kernel view, rvalue)
   E0107  not callable            E0108 wrong argument count    E0109 `&` needs an lvalue
+  E0110  a name another module keeps private (module scopes: set_modules)
   E0201  type mismatch           E0202 operator not defined for these types
   E0203  pointer <-> integer needs a cast (literal 0 excepted) E0204 invalid cast
   E0205  no such field           E0206 not indexable           E0207 dereference of non-pointer
@@ -427,10 +428,13 @@ class ProgramLowerer:
         seen: set[str] = set()
         while work:
             d = work.pop()
-            where = id(self._scope_of.get(id(d)))
+            scope = self._scope_of.get(id(d))
+            where = id(scope)
             facts = self.body_facts(d.body)
             by_method = [m.fn_name for m in self.method_entries if m.name in facts.methods]
-            for name in list(facts.called) + by_method:
+            via_alias = [f for a, f in facts.qualified if scope is not None and
+                         isinstance(scope.names.get(a), ModuleAlias)]
+            for name in (*facts.called, *by_method, *via_alias):
                 callee = private.get((where, name), name)
                 if callee in fns and callee not in seen and not fns[callee].is_kernel:
                     seen.add(callee)
@@ -479,10 +483,11 @@ class BodyFacts:
     """What one walk of a function body finds: direct callees, plain-name assignment
     targets and names whose address is taken (`&x`)."""
 
-    __slots__ = ("called", "assigned", "addr_taken", "methods")
+    __slots__ = ("called", "qualified", "assigned", "addr_taken", "methods")
 
     def __init__(self) -> None:
         self.called: set[str] = set()
+        self.qualified: set[tuple[str, str]] = set()    # `a.f(...)`: (a, f)
         self.methods: set[str] = set()      # `x.m(...)` calls: m (later.py's methods)
         self.assigned: set[str] = set()
         self.addr_taken: set[str] = set()
@@ -522,6 +527,8 @@ def scan_body(body) -> BodyFacts:
                 facts.called.add(n.callee.name)
             elif isinstance(n.callee, (A.Member, A.Arrow)):
                 facts.methods.add(n.callee.name)
+                if isinstance(n.callee, A.Member) and isinstance(n.callee.base, A.Name):
+                    facts.qualified.add((n.callee.base.name, n.callee.name))
         elif isinstance(n, A.Assign):
             if isinstance(n.target, A.Name):
                 facts.assigned.add(n.target.name)

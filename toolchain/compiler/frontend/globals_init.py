@@ -32,6 +32,7 @@ def lower_global(ctx, d: A.VarDecl) -> None:
     enum = ctx.enum_of_type(d.type)
     if d.is_extern:
         g = ctx.b.global_var(name, t, linkage="import", link_name=d.link_name)
+        g.span = d.span             # an unresolvable link symbol points here
         ctx.define(d.name, VarSym(d.name, t, "global", g, d.span, enum=enum), d.span)
         return
     if d.is_const and d.init is not None and (t is None or t.is_int):

@@ -20,8 +20,9 @@ Invariants:
   symbol) get `internal_name = "__import_<hash>_<name>"`; `LoadedModule.hidden` maps every
   hidden name (enum variants included) to that internal name.
 - Errors: E0101 missing module, E0102 unreadable file or bad UTF-8, E0105 a selected name
-  that the module does not make public. Parse errors keep their own codes. Everything is
-  collected and raised together as one CompileError.
+  that the module does not define, E0110 one it keeps private, E0103 two modules defining
+  one public name (at the import bringing in the second). Parse errors keep their own
+  codes. Everything is collected and raised together as one CompileError.
 """
 from __future__ import annotations
 

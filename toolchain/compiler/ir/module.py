@@ -180,6 +180,7 @@ class Global(Value):
     space: str = "generic"
     linkage: str = "internal"         # "internal" | "export" | "import"
     link_name: str | None = None
+    span: object = None               # the source declaration, where a frontend gives one
 
     @property
     def type(self) -> Type:  # type: ignore[override]

@@ -25,6 +25,14 @@ block (`kernel(block = ...)`) is held to these conditions (W = 32): where its sh
 one, the derivation is not applied; an undeclared launch shape is the caller's
 precondition (docs/reference/language_rules.md).
 
+Other axes (LANGUAGE.md §12.8 names thread.x/y/z): `thread.y / 32k`, `thread.z / 32k` (and
+`>> s`, s >= 5) with constant divisors. The value of floor(thread.z / 32k) changes only at
+linear id X*Y*32k*m, a multiple of 32, and z never wraps, so it is the same across every
+aligned run of 32 ids, hence on every subgroup (W = 32, or a W dividing 32). floor(thread.y /
+32k) changes at X*32k*m (aligned) and where y wraps to 0 at each new z; that wrap is at a
+multiple of 32 when X*Y is, and harmless when Z = 1 (no wrap) or Y <= 32 (the quotient is 0
+throughout). A declared block that meets none of these keeps thread.y / 32k varying.
+
 Copies: a local (or an SSA phi) all of whose stores (incoming values) equal thread.x, or
 are k * subgroup_size(), is itself such a value, so `var t = thread.x; var w = t / 32;`
 derives what `thread.x / 32` does, with or without -O (greatest fixpoint over the stores;
@@ -66,7 +74,9 @@ class _FunctionState:
         self.rank: dict[int, int] = {}
         self.locals: dict[int, int] = {id(l): WORKGROUP for l in fn.locals}
         self.ctrl: dict[int, int] = {}
-        self.lane_x: set[int] = set()     # values equal to thread.x (modulo conversion)
+        # values equal to thread.x / .y / .z (modulo conversion), by axis
+        self.lane: dict[str, set[int]] = {"x": set(), "y": set(), "z": set()}
+        self.lane_x = self.lane["x"]
         self.width: set[int] = set()      # values k * subgroup_size(), k a positive const
         shape = fn.block_shape
         # which subgroup-index derivations this kernel's declared block keeps sound
@@ -74,6 +84,9 @@ class _FunctionState:
         self.x_rows_ok = shape is None or shape[1] * shape[2] == 1 or shape[0] % 32 == 0
         self.full_ok = self.x_rows_ok and (shape is None or
                                            shape[0] * shape[1] * shape[2] % 32 == 0)
+        # thread.y / 32k and thread.z / 32k ("Other axes" in the module docstring)
+        self.axis_ok = {"y": shape is None or shape[2] == 1 or shape[1] <= 32 or
+                        shape[0] * shape[1] % 32 == 0, "z": True}
         self.order = reverse_postorder(fn)
         self.ipdom = immediate_postdominators(fn)
         self.swept = False                # lane_x and width are complete after one sweep
@@ -111,7 +124,8 @@ def _seed_copies(st: _FunctionState) -> None:
                 gets.setdefault(id(ins.operands[0]), []).append(ins)
             elif ins.op == "phi":
                 phis.append(ins)
-    for kind, into in ((_is_lane_x, st.lane_x), (_is_width, st.width)):
+    kinds = [(_lane_of(axis), st.lane[axis]) for axis in "xyz"] + [(_is_width, st.width)]
+    for kind, into in kinds:
         locs, ph = set(stores), {id(p) for p in phis}
         changed = True
         while changed:
@@ -129,17 +143,19 @@ def _seed_copies(st: _FunctionState) -> None:
         into.update(ph)
 
 
-def _is_lane_x(v, locs: set, phis: set) -> bool:
-    """`v` equals thread.x, given the locals/phis still assumed to."""
-    while v.__class__ is Instr and v.op == "convert" and _keeps_value(v):
-        v = v.operands[0]
-    if v.__class__ is not Instr:
-        return False
-    if v.op == "gpu.index":
-        return v.attrs["kind"] == "thread" and v.attrs["axis"] == "x"
-    if v.op == "local.get":
-        return id(v.operands[0]) in locs
-    return v.op == "phi" and id(v) in phis
+def _lane_of(axis: str):
+    def is_lane(v, locs: set, phis: set) -> bool:
+        """`v` equals thread.<axis>, given the locals/phis still assumed to."""
+        while v.__class__ is Instr and v.op == "convert" and _keeps_value(v):
+            v = v.operands[0]
+        if v.__class__ is not Instr:
+            return False
+        if v.op == "gpu.index":
+            return v.attrs["kind"] == "thread" and v.attrs["axis"] == axis
+        if v.op == "local.get":
+            return id(v.operands[0]) in locs
+        return v.op == "phi" and id(v) in phis
+    return is_lane
 
 
 def _is_width(v, locs: set, phis: set) -> bool:
@@ -173,6 +189,13 @@ def _is_warp_divisor(st: _FunctionState, v, op: str) -> bool:
     if op == "div" and isinstance(v, Instr) and id(v) in st.width:
         return st.full_ok
     if not _positive_const(v) or not st.x_rows_ok:
+        return False
+    return v.value % 32 == 0 if op == "div" else v.value >= 5
+
+
+def _is_row_divisor(v, op: str) -> bool:
+    """A constant `/ 32k` or `>> s` (s >= 5): the thread.y/z forms (constants only)."""
+    if not _positive_const(v):
         return False
     return v.value % 32 == 0 if op == "div" else v.value >= 5
 
@@ -212,16 +235,23 @@ def _instr_rank(st: _FunctionState, ins: Instr, first: bool = True) -> int:
         return WORKGROUP if ins.attrs.get("space") == "workgroup" else VARYING
     if op == "gpu.index":
         if ins.attrs["kind"] == "thread":
-            if first and ins.attrs["axis"] == "x":
-                st.lane_x.add(id(ins))
+            if first and ins.attrs["axis"] in st.lane:
+                st.lane[ins.attrs["axis"]].add(id(ins))
             return VARYING
         return WORKGROUP
-    if op == "convert" and id(ins.operands[0]) in st.lane_x and _keeps_value(ins):
-        st.lane_x.add(id(ins))
-        return VARYING
-    if op in ("div", "shr") and id(ins.operands[0]) in st.lane_x and \
-            _is_warp_divisor(st, ins.operands[1], op):
-        return SUBGROUP
+    if op == "convert" and _keeps_value(ins):
+        for lane in st.lane.values():
+            if id(ins.operands[0]) in lane:
+                lane.add(id(ins))
+                return VARYING
+    if op in ("div", "shr"):
+        a = id(ins.operands[0])
+        if a in st.lane_x and _is_warp_divisor(st, ins.operands[1], op):
+            return SUBGROUP
+        for axis in ("y", "z"):
+            if a in st.lane[axis] and st.axis_ok[axis] and \
+                    _is_row_divisor(ins.operands[1], op):
+                return SUBGROUP
     if op == "local.get":
         return st.locals[id(ins.operands[0])]
     if op == "phi":                       # merged under its predecessors' control

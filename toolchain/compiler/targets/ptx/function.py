@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...diagnostics import error
+from ...diagnostics import CompileError, Diagnostic, error
 from ...ir.module import Const, Function, Global, Instr, Local, Param, Undef, UseMap
 from ...ir.types import BoolType, Type
 from . import lower_memory, regs
@@ -313,7 +313,10 @@ class FnEmitter:
                     raise error("E0505", f"operation {ins.op} cannot be emitted as PTX",
                                 ins.span) from None
                 if ins not in absorbed:
-                    handler(self, ins)
+                    try:
+                        handler(self, ins)
+                    except CompileError as e:      # unlocated: at least the function
+                        raise _located(e, self.fn.span) from None
 
     def reg_decls(self) -> list[str]:
         out = []
@@ -326,3 +329,12 @@ class FnEmitter:
 
 def _mov_suffix(t: Type) -> str:
     return "pred" if isinstance(t, BoolType) else regs.bits(t)
+
+
+def _located(e: CompileError, span) -> CompileError:
+    """`e` with each diagnostic that has no span given `span` (the enclosing function's)."""
+    if span is None or all(d.span is not None for d in e.diagnostics):
+        return e
+    return CompileError([d if d.span is not None else
+                         Diagnostic(d.code, d.message, span, d.severity, d.help, d.notes)
+                         for d in e.diagnostics])

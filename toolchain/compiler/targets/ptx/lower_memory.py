@@ -64,8 +64,8 @@ def address(em, p) -> Addr:
 
 def _check_scalar(t: Type, ins: Instr) -> None:
     if not t.is_scalar:
-        raise error("E0505", f"{ins.op} of aggregate type {t} is not supported in device "
-                    "code; access its fields", ins.span)
+        raise error("E0505", f"{ins.op} of aggregate type {str(t).lstrip('%')} is not "
+                    "supported in device code; access its fields", ins.span)
 
 
 def load_into(em, d: str, t: Type, space: str, addr: Addr) -> None:
