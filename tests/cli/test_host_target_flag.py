@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
-from tests.host.support import REPO
+from tests.host.support import REPO, compile_cmd
 
 SOURCE = "fn main() -> int32 { return 0; }\n"
 
 
 def _mettle(*args):
-    return subprocess.run([sys.executable, "-m", "toolchain.compiler", *args], cwd=REPO,
-                          capture_output=True, text=True)
+    return subprocess.run(compile_cmd(*args), cwd=REPO, capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("target, name", [("x86_64-linux", "x86_64"),
