@@ -66,6 +66,7 @@ fn /* before name */ f(a: int32, /* mid */ b: int32) -> int32 { // after brace
     else { x = 2; /* inline */ }
     g(x, // after comma
       /* own */ x);
+    h(/* only a comment */);
     return x; // done
     // end of block
 } // after fn

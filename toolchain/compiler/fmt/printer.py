@@ -281,8 +281,10 @@ class Printer:
         if commas and i in self.rec.type_tokens:  # a function-pointer type: packed
             return self.packed(i, close, commas)
         if not commas:
-            inner = self.gap(i + 1, " " if brace else "", Nest(1, [HARD]))
-            inner.append(self.inner(i + 1, close))
+            inner = []
+            if close > i + 1:                     # not `( /* only a comment */ )`
+                inner += self.gap(i + 1, " " if brace else "", Nest(1, [HARD]))
+                inner.append(self.inner(i + 1, close))
             inner += self.gap(close, " " if brace else "", Nest(1, [HARD]))
             body = [Tok(self.toks[i].text, i)] + inner + [Tok(self.toks[close].text, close)]
             if any(self.gaps[x].forces_newline for x in (i + 1, close)):
