@@ -8,7 +8,7 @@ or expression `{` holding a top-level comma), which lay out flat or one item per
 """
 from __future__ import annotations
 
-from .doc import HARD, LINE, SOFT, Aligned, Fill, Group, Indent, Nest, Suffix, Tok
+from .doc import BREAK, HARD, LINE, SOFT, Aligned, Fill, Group, Indent, Nest, Suffix, Tok
 from .spacing import Spacing
 from .trivia import Gap
 
@@ -64,6 +64,8 @@ class Printer:
                 if blank_ok and c.newlines_before >= 2:
                     out.append(nl)
             out.append(c.text)
+        if g.forces_newline:
+            out.insert(0, BREAK)
         if not tail:
             return out
         last = g.comments[-1]
