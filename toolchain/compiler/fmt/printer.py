@@ -322,7 +322,7 @@ class Printer:
             if k:
                 fill.append(self.gap(a, LINE, HARD))
             fill.append(item)
-        body = [Nest(1, [Fill(fill)])] + self.gap(close, None, Nest(1, [HARD]), tail=False)
+        body = [Nest(1, [Fill(fill)])] + self.gap(close, None, Nest(1, [HARD]))
         return [Tok(self.toks[i].text, i)] + body + [Tok(self.toks[close].text, close)]
 
     def top_commas(self, i: int, close: int) -> list[int]:
