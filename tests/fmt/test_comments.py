@@ -66,6 +66,10 @@ fn /* before name */ f(a: int32, /* mid */ b: int32) -> int32 { // after brace
     else { x = 2; /* inline */ }
     g(x, // after comma
       /* own */ x);
+    h(/* only a comment */);
+    var call: fn(int32, int32
+        // in a function-pointer type
+        ) -> int32 = (fn(int32, int32) -> int32)x;
     return x; // done
     // end of block
 } // after fn

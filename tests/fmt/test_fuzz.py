@@ -15,9 +15,16 @@ from toolchain.compiler.fmt import format_source
 from toolchain.compiler.fmt.verify import dump
 from toolchain.compiler.frontend import parse_source
 
+from .corpus import mettle_files
+
+# The frontend fuzzers' seeds and a few repository files (longer lists, comments, switches).
+LAYOUT_SEEDS = SEEDS + [p.read_text(encoding="utf-8") for p in mettle_files()
+                        if p.name in ("vadd4.mettle", "io.mettle", "host_program.mettle",
+                                      "typical200.mettle")]
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
                     suppress_health_check=list(HealthCheck))
-LAYOUT = ["\n", "\n\n\n", "   ", "\t", " // c\n", " /* c */ ", "\n/* c\n d */\n", ""]
+LAYOUT = ["\n", "\n\n\n", "   ", "\t", " // c\n", " /* c */ ", "\n/* c\n d */\n", "",
+          "\n// own line\n", "/*a*/"]
 
 
 def check(src: str) -> bool:
@@ -37,7 +44,7 @@ def test_the_seeds_format():
 
 
 @SETTINGS
-@given(st.sampled_from(SEEDS), st.data())
+@given(st.sampled_from(LAYOUT_SEEDS), st.data())
 def test_layout_mutations(seed, data):
     toks = TOKEN_RE.findall(seed)
     for _ in range(data.draw(st.integers(1, 12))):

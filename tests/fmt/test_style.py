@@ -135,6 +135,12 @@ def test_a_line_comment_inside_a_list_breaks_it():
     assert fmt(src) == "fn f() {\n    g(\n        1, // why\n        2\n    );\n}\n"
 
 
+def test_a_comment_on_its_own_line_inside_a_list_breaks_it():
+    src = "fn f() {\n    g(1,\n      // own\n      2);\n    h(/* a\n b */ 3);\n}\n"
+    assert fmt(src) == ("fn f() {\n    g(\n        1,\n        // own\n        2\n    );\n"
+                        "    h( /* a\n b */ 3);\n}\n")
+
+
 def test_blank_lines():
     src = ("import \"std/io\";\nimport \"std/mem\";\n\n\n\nconst A = 1;\nfn f() {\n\n"
            "    var x: int32 = 1;\n\n\n    x = 2;\n\n}\nfn g() { }\n")

@@ -31,6 +31,14 @@ class _Hard:
 HARD = _Hard()
 
 
+class _Break:
+    __slots__ = ()
+
+
+# Prints nothing; breaks every group around it (a comment that must end its line is there).
+BREAK = _Break()
+
+
 class Tok:
     __slots__ = ("text", "index")
 
@@ -95,7 +103,7 @@ def propagate(doc) -> bool:
         for part in doc:
             found = propagate(part) or found
         return found
-    if doc is HARD or isinstance(doc, Suffix):
+    if doc is HARD or doc is BREAK or isinstance(doc, Suffix):
         return True
     if isinstance(doc, Group):
         if propagate(doc.parts):
@@ -249,6 +257,8 @@ def render(doc, width: int = WIDTH) -> str:
             r.suffixes.append(d)
         elif isinstance(d, Aligned):
             r.text(" " * max(0, r.suffix_col - r.col) + d.text)
+        elif d is BREAK:
+            pass
         else:
             raise TypeError(f"not a document part: {d!r}")
     return r.finish()

@@ -8,7 +8,7 @@ or expression `{` holding a top-level comma), which lay out flat or one item per
 """
 from __future__ import annotations
 
-from .doc import HARD, LINE, SOFT, Aligned, Fill, Group, Indent, Nest, Suffix, Tok
+from .doc import BREAK, HARD, LINE, SOFT, Aligned, Fill, Group, Indent, Nest, Suffix, Tok
 from .spacing import Spacing
 from .trivia import Gap
 
@@ -64,6 +64,8 @@ class Printer:
                 if blank_ok and c.newlines_before >= 2:
                     out.append(nl)
             out.append(c.text)
+        if g.forces_newline:
+            out.insert(0, BREAK)
         if not tail:
             return out
         last = g.comments[-1]
@@ -281,8 +283,10 @@ class Printer:
         if commas and i in self.rec.type_tokens:  # a function-pointer type: packed
             return self.packed(i, close, commas)
         if not commas:
-            inner = self.gap(i + 1, " " if brace else "", Nest(1, [HARD]))
-            inner.append(self.inner(i + 1, close))
+            inner = []
+            if close > i + 1:                     # not `( /* only a comment */ )`
+                inner += self.gap(i + 1, " " if brace else "", Nest(1, [HARD]))
+                inner.append(self.inner(i + 1, close))
             inner += self.gap(close, " " if brace else "", Nest(1, [HARD]))
             body = [Tok(self.toks[i].text, i)] + inner + [Tok(self.toks[close].text, close)]
             if any(self.gaps[x].forces_newline for x in (i + 1, close)):
@@ -318,7 +322,7 @@ class Printer:
             if k:
                 fill.append(self.gap(a, LINE, HARD))
             fill.append(item)
-        body = [Nest(1, [Fill(fill)])] + self.gap(close, None, Nest(1, [HARD]), tail=False)
+        body = [Nest(1, [Fill(fill)])] + self.gap(close, None, Nest(1, [HARD]))
         return [Tok(self.toks[i].text, i)] + body + [Tok(self.toks[close].text, close)]
 
     def top_commas(self, i: int, close: int) -> list[int]:
