@@ -9,27 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.fake_cuda import CallLog
 from toolchain.providers.cuda import driver
 from toolchain.providers.cuda.fake import build
-
-
-class CallLog:
-    """The fake driver's log: one `name k=v k=v ...` line per call."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def lines(self) -> list[str]:
-        return self.path.read_text().splitlines() if self.path.exists() else []
-
-    def calls(self, name: str) -> list[dict[str, str]]:
-        """Each logged call of `name` as {argument: text}, in call order."""
-        found = []
-        for line in self.lines():
-            head, *fields = line.split(" ")
-            if head == name:
-                found.append(dict(f.split("=", 1) for f in fields if "=" in f))
-        return found
 
 
 @pytest.fixture(scope="session")
