@@ -79,6 +79,28 @@ def test_cupy_arrays(vadd):
     assert bool((c == a + b).all())
 
 
+def test_numba_device_arrays(vadd):
+    cuda = pytest.importorskip("numba.cuda")
+    a = np.arange(N, dtype=np.float32)
+    da, dc = cuda.to_device(a), cuda.device_array(N, dtype=np.float32)
+    vadd.vadd[grid(N), 256](da, da, dc, N)
+    mettle.synchronize()
+    np.testing.assert_array_equal(dc.copy_to_host(), 2 * a)
+
+
+def test_jax_arrays_as_inputs(vadd, monkeypatch):
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("jax sees no GPU")
+    a = np.arange(N, dtype=np.float32)
+    ja = jax.device_put(a, jax.devices("gpu")[0])
+    ja.block_until_ready()
+    c = mettle.empty(N, "float32")
+    vadd.vadd[grid(N), 256](ja, ja, c, N)
+    np.testing.assert_array_equal(c.numpy(), 2 * a)
+
+
 def test_two_streams_overlap():
     mod = mettle.compile(SPIN)
     x = mettle.zeros(2)

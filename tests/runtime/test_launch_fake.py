@@ -334,3 +334,19 @@ def test_no_device_is_a_clear_launch_error(tmp_path, monkeypatch):
             mod.vadd[1, 1](None, None, None, 0)
     finally:
         runtime_cuda.reset()
+
+
+class RefusingInterface:
+    """A library array whose interface raises (as a CPU JAX array's CUDA interface does)."""
+
+    @property
+    def __cuda_array_interface__(self):
+        raise AttributeError("a CPU array has no CUDA array interface")
+
+
+def test_an_interface_that_raises_is_a_value_error_naming_the_parameter(vadd):
+    a = mettle.zeros(4)
+    with pytest.raises(ValueError, match=r"kernel vadd: parameter 0 `a` \(float32\*\): cannot "
+                       "read the device address of this RefusingInterface \\(AttributeError: "
+                       "a CPU array has no CUDA array interface\\)"):
+        vadd.vadd[1, 4](RefusingInterface(), a, a, 4)

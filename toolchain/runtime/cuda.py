@@ -299,6 +299,9 @@ def _pointer_converter(param: Param, device_ordinal: int):
                                               classify(type(value)))(value)
         except arrays.NotAnArray as exc:
             raise _Bad(TypeError if "not an array" in str(exc) else ValueError, str(exc))
+        except Exception as exc:  # noqa: BLE001  a library's interface refusing (a CPU array)
+            raise _Bad(ValueError, f"cannot read the device address of this "
+                       f"{type(value).__name__} ({type(exc).__name__}: {exc})") from None
         if dev is None:               # None or a raw c_void_p address: taken as given
             return ptr
         if dev != device_ordinal:
