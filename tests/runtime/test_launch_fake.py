@@ -350,3 +350,19 @@ def test_an_interface_that_raises_is_a_value_error_naming_the_parameter(vadd):
                        "read the device address of this RefusingInterface \\(AttributeError: "
                        "a CPU array has no CUDA array interface\\)"):
         vadd.vadd[1, 4](RefusingInterface(), a, a, 4)
+
+
+def test_two_devices_switch_contexts_and_keep_arrays_apart(fake_driver, monkeypatch):
+    monkeypatch.setenv("METTLE_FAKE_CUDA_DEVICES", "2")
+    on0 = mettle.compile(VADD, arch="sm_90a", device=0)
+    on1 = mettle.compile(VADD, arch="sm_90a", device=1)
+    a0, a1 = mettle.zeros(4, device=0), mettle.zeros(4, device=1)
+    on0.vadd[1, 4](a0, a0, a0, 4)
+    on1.vadd[1, 4](a1, a1, a1, 4)
+    fake_driver.clear()
+    on0.vadd[1, 4](a0, a0, a0, 4)              # device 1 was current: switch back first
+    assert [line.split()[0] for line in fake_driver.lines()] == ["cuCtxSetCurrent",
+                                                                 "cuLaunchKernel"]
+    with pytest.raises(ValueError, match=r"parameter 0 `a` \(float32\*\): the array is on "
+                       "device 1, the kernel on device 0"):
+        on0.vadd[1, 4](a1, a0, a0, 4)

@@ -57,24 +57,41 @@ class Device:
         return self.driver.attribute(attr)
 
     def synchronize(self) -> None:
+        self.activate()
         self.driver.synchronize()
+
+    def activate(self) -> None:
+        """Make this device's context current (a no-op while it is the only device used:
+        each Device makes its context current when it is created)."""
+        global _CURRENT
+        if _CURRENT is not self:
+            driver.call("cuCtxSetCurrent", self.driver.context)
+            _CURRENT = self
 
     def __repr__(self) -> str:
         return f"<mettle.Device {self.ordinal}: {self.name}>"
 
 
+_CURRENT: Device | None = None
+
+
 def device(ordinal: int = 0) -> Device:
     """The runtime's Device for CUDA device `ordinal` (its primary context made current)."""
+    global _CURRENT
     found = _DEVICES.get(ordinal)
     if found is None:
-        found = _DEVICES[ordinal] = Device(ordinal)
+        found = _DEVICES[ordinal] = _CURRENT = Device(ordinal)
+    elif len(_DEVICES) > 1:
+        found.activate()
     return found
 
 
 def reset() -> None:
     """Forget every Device (and the driver library), so the next use re-reads
     METTLE_CUDA_DRIVER; for tests that switch between fake drivers."""
+    global _CURRENT
     _DEVICES.clear()
+    _CURRENT = None
     from . import bench
     bench._FLUSH.clear()
     driver.reset()
@@ -379,6 +396,7 @@ class LaunchPlan:
 
     def __init__(self, sig: KernelSignature, function: driver.Function, device_ordinal: int):
         self.sig, self.name, self.device = sig, sig.name, device_ordinal
+        self.device_object = _DEVICES[device_ordinal]
         self.function = function
         self.handle = function.handle
         unsupported = [p for p in sig.params if p.kind not in ("pointer", "scalar")]
@@ -415,6 +433,8 @@ class LaunchPlan:
             stream = _stream_cell(stream_handle(stream))
         if shared > self.max_shared_set:
             self.opt_in_shared(shared)
+        if _CURRENT is not self.device_object:      # more than one device in use
+            self.device_object.activate()
         rc = self.launch_kernel(self.handle, *dims, shared, stream, self.params, None)
         if rc != 0:
             name, text = driver.error_text(rc)
