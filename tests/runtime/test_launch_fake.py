@@ -366,3 +366,27 @@ def test_two_devices_switch_contexts_and_keep_arrays_apart(fake_driver, monkeypa
     with pytest.raises(ValueError, match=r"parameter 0 `a` \(float32\*\): the array is on "
                        "device 1, the kernel on device 0"):
         on0.vadd[1, 4](a1, a0, a0, 4)
+
+
+def test_a_new_thread_gets_the_context_made_current(vadd, fake_driver):
+    import threading
+    a = mettle.zeros(4)
+    vadd.vadd[1, 4](a, a, a, 4)
+    fake_driver.clear()
+    errors = []
+    thread = threading.Thread(target=lambda: _launch_or_record(vadd, a, errors))
+    thread.start()
+    thread.join()
+    assert errors == []
+    assert [line.split()[0] for line in fake_driver.lines()] == ["cuCtxSetCurrent",
+                                                                 "cuLaunchKernel"]
+    fake_driver.clear()
+    vadd.vadd[1, 4](a, a, a, 4)                 # this thread's context is still current
+    assert [line.split()[0] for line in fake_driver.lines()] == ["cuLaunchKernel"]
+
+
+def _launch_or_record(vadd, a, errors):
+    try:
+        vadd.vadd[1, 4](a, a, a, 4)
+    except Exception as exc:  # noqa: BLE001
+        errors.append(exc)

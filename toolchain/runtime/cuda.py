@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import math
 import re
+import threading
 from ctypes import byref, c_int, c_void_p
 
 from ..providers.cuda import driver
@@ -61,27 +62,25 @@ class Device:
         self.driver.synchronize()
 
     def activate(self) -> None:
-        """Make this device's context current (a no-op while it is the only device used:
-        each Device makes its context current when it is created)."""
-        global _CURRENT
-        if _CURRENT is not self:
+        """Make this device's context current on this thread (CUDA keeps one per thread)."""
+        if getattr(_THREAD, "device", None) is not self:
             driver.call("cuCtxSetCurrent", self.driver.context)
-            _CURRENT = self
+            _THREAD.device = self
 
     def __repr__(self) -> str:
         return f"<mettle.Device {self.ordinal}: {self.name}>"
 
 
-_CURRENT: Device | None = None
+_THREAD = threading.local()   # .device: the Device whose context is current on this thread
 
 
 def device(ordinal: int = 0) -> Device:
-    """The runtime's Device for CUDA device `ordinal` (its primary context made current)."""
-    global _CURRENT
+    """The runtime's Device for CUDA device `ordinal`, its primary context current on this
+    thread."""
     found = _DEVICES.get(ordinal)
     if found is None:
-        found = _DEVICES[ordinal] = _CURRENT = Device(ordinal)
-    elif len(_DEVICES) > 1:
+        found = _DEVICES[ordinal] = _THREAD.device = Device(ordinal)
+    else:
         found.activate()
     return found
 
@@ -89,9 +88,8 @@ def device(ordinal: int = 0) -> Device:
 def reset() -> None:
     """Forget every Device (and the driver library), so the next use re-reads
     METTLE_CUDA_DRIVER; for tests that switch between fake drivers."""
-    global _CURRENT
     _DEVICES.clear()
-    _CURRENT = None
+    _THREAD.__dict__.clear()
     from . import bench
     bench._FLUSH.clear()
     driver.reset()
@@ -433,8 +431,8 @@ class LaunchPlan:
             stream = _stream_cell(stream_handle(stream))
         if shared > self.max_shared_set:
             self.opt_in_shared(shared)
-        if _CURRENT is not self.device_object:      # more than one device in use
-            self.device_object.activate()
+        if getattr(_THREAD, "device", None) is not self.device_object:
+            self.device_object.activate()     # another device's, or another thread
         rc = self.launch_kernel(self.handle, *dims, shared, stream, self.params, None)
         if rc != 0:
             name, text = driver.error_text(rc)
