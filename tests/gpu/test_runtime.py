@@ -59,6 +59,7 @@ def test_torch_tensors_on_torchs_stream(vadd):
     a, b = torch.rand(N, device="cuda"), torch.rand(N, device="cuda")
     c = torch.empty(N, device="cuda")
     side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())   # a and b are written on the default one
     with torch.cuda.stream(side):              # launched on torch's current stream: side
         vadd.vadd[grid(N), 256](a, b, c, N)
     side.synchronize()
