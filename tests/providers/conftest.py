@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_cuda import CallLog
+from tests.support.fake_cuda import IN_PROCESS_NAME, CallLog
 from toolchain.providers.cuda import driver
 from toolchain.providers.cuda.fake import build
 
@@ -18,7 +18,9 @@ from toolchain.providers.cuda.fake import build
 def fake_cuda_lib(tmp_path_factory) -> Path:
     if build.compiler() is None:
         pytest.skip("no C compiler (cc) to build the fake CUDA driver")
-    return build.build(tmp_path_factory.mktemp("fake-cuda"))
+    # not named libcuda.so.1: loaded in process, that soname would answer later tests'
+    # dlopen("libcuda.so.1") (tests/support/fake_cuda.py)
+    return build.build(tmp_path_factory.mktemp("fake-cuda"), name=IN_PROCESS_NAME)
 
 
 @pytest.fixture

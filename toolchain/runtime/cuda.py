@@ -160,6 +160,7 @@ class Event:
     def __init__(self):
         self.handle = c_void_p()
         driver.call("cuEventCreate", byref(self.handle), 0)
+        self._generation = driver.generation()
 
     def record(self, stream=None) -> "Event":
         driver.call("cuEventRecord", self.handle, stream_handle(stream))
@@ -176,8 +177,8 @@ class Event:
         return ms.value
 
     def __del__(self):
-        try:
-            if self.handle:
+        try:      # not through a library opened after this event's (tests switch drivers)
+            if self.handle and self._generation == driver.generation():
                 driver.call("cuEventDestroy", self.handle)
         except Exception:   # interpreter shutdown, a poisoned context: nothing to do
             pass
@@ -199,6 +200,7 @@ class DeviceArray:
         self.device = device(device_ordinal)
         self.nbytes = math.prod(self.shape) * self.dtype.itemsize
         self._buffer = self.device.driver.alloc(self.nbytes)
+        self._generation = driver.generation()
         self.ptr = self._buffer.ptr
 
     @property
@@ -231,9 +233,9 @@ class DeviceArray:
         return out
 
     def free(self) -> None:
-        if self._buffer.ptr:
+        if self._buffer.ptr and self._generation == driver.generation():
             self._buffer.free()
-        self.ptr = 0
+        self._buffer.ptr = self.ptr = 0
 
     def __del__(self):
         try:
