@@ -46,13 +46,8 @@ from tensor_sources import matmul_source  # noqa: E402
 from timing import timed_together  # noqa: E402
 
 # The device-built tensor-map probe's parameters (hand-written PTX: no compiler signature).
-PROBE_SIGNATURE = {"format": "mettle.signature/1", "target": "ptx", "kernels": [{
-    "name": "probe", "symbol": "probe", "block": None, "params": [
-        {"name": "out", "type": "uint8*", "kind": "pointer", "element": "uint8", "size": 8},
-        {"name": "p", "type": "uint16*", "kind": "pointer", "element": "uint16", "size": 8},
-        {"name": "k", "type": "uint32", "kind": "scalar", "size": 4},
-        {"name": "rows", "type": "uint32", "kind": "scalar", "size": 4},
-        {"name": "ld", "type": "uint64", "kind": "scalar", "size": 8}]}]}
+PROBE_PARAMS = (("out", "uint8*"), ("p", "uint16*"), ("k", "uint32"), ("rows", "uint32"),
+                ("ld", "uint64"))
 
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (16384, 1024, 4096),
           (5000, 3000, 4104))
@@ -68,7 +63,7 @@ def probe(torch) -> int:
     x = torch.empty(1000, 72, device="cuda", dtype=torch.float16)
     variants = [(e, r, s) for e in (6, 9, 10) for r in (1, 2) for s in (0, 4)]
     module = mettle.Module("ptx", H.probe_ptx(variants, 128).encode(),
-                           mettle.Signature.from_json(PROBE_SIGNATURE), origin="probe")
+                           mettle.Signature.of("probe", PROBE_PARAMS), origin="probe")
     out = torch.zeros(128 * len(variants), dtype=torch.uint8, device="cuda")
     module.probe[1, 1](out, x, 64, 1000, 144)
     torch.cuda.synchronize()

@@ -2,8 +2,8 @@
 
     python3 bench/gpu_kernels.py [--json gpu_kernels.json] [--reps 50]
 
-Kernels are compiled by Mettle for the local GPU, loaded through our ctypes driver binding
-into the same primary context torch uses, and launched on torch's buffers; both sides are
+Kernels are compiled in process by the Python runtime (`mettle`) for the local GPU and
+launched typed on torch's tensors, in the primary context torch uses; both sides are
 timed with CUDA events over `--reps` launches after warm-up (median of 5 batches; the row
 problems time our kernels and the peers in interleaved rounds, twice in opposite orders). GB/s
 counts the bytes each kernel must move (read once + written once). Each result is checked
@@ -12,7 +12,6 @@ against torch before it is timed.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import sys
@@ -21,20 +20,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from toolchain.compiler.driver import Options, compile_file  # noqa: E402
-from toolchain.providers.cuda import driver  # noqa: E402
+import mettle  # noqa: E402
 from timing import timed, timed_together  # noqa: E402
 
 SUITE = os.path.join(ROOT, "tests", "data", "gpu_suite")
 KERNELS = os.path.join(ROOT, "tests", "data", "kernels")
 
 
-def compile_ptx(path: str, arch: str) -> str:
-    return compile_file(path, Options(emit="ptx", gpu_arch=arch, optimize=True)).data.decode()
-
-
-def ptr(t) -> ctypes.c_uint64:
-    return ctypes.c_uint64(t.data_ptr())
+def local_arch() -> str:
+    """The --gpu-arch of CUDA device 0 (sm_90a on an H200)."""
+    major, minor = mettle.device(0).compute_capability
+    return f"sm_{major}{minor}" + ("a" if major >= 9 else "")
 
 
 def bench_vadd(torch, mods, n, reps):
@@ -43,9 +39,9 @@ def bench_vadd(torch, mods, n, reps):
     rows = []
     for name, fn_name, per_thread in (("vadd (1 elem/thread)", "vadd", 1),
                                       ("vadd4 (128-bit)", "vadd4", 4)):
-        f = mods[fn_name].function(fn_name)
         grid = (n + 256 * per_thread - 1) // (256 * per_thread)
-        launch = lambda: f.launch(grid, 256, [ptr(a), ptr(b), ptr(c), ctypes.c_int32(n)])
+        bound = mods[fn_name][fn_name][grid, 256]
+        launch = lambda: bound(a, b, c, n)
         c.fill_(float("nan"))
         launch()
         torch.cuda.synchronize()
@@ -87,20 +83,18 @@ def bench_rows(torch, mods, rows_n, cols, reps):
     x = torch.randn(rows_n, cols, device="cuda")
     y = torch.empty_like(x)
     gamma, beta = torch.randn(cols, device="cuda"), torch.randn(cols, device="cuda")
-    i32, f32 = ctypes.c_int32, ctypes.c_float
-    shape = [i32(rows_n), i32(cols), i32(cols), i32(cols)]
+    shape = [rows_n, cols, cols, cols]
     threads = wide_threads(cols)
     refs = {"softmax": torch.softmax(x, dim=1),
             "layernorm": torch.nn.functional.layer_norm(x, (cols,), gamma, beta, 1e-5)}
     out = []
     for kind, tol in (("softmax", dict(rtol=2e-5, atol=1e-6)),
                       ("layernorm", dict(rtol=1e-4, atol=1e-4))):
-        argv = [ptr(x), ptr(y)] + ([] if kind == "softmax" else [ptr(gamma), ptr(beta)]) + \
-            shape + ([] if kind == "softmax" else [f32(1e-5)])
-        rows_fn = mods["rows"].function(f"{kind}_rows")
-        wide_fn = mods["rows"].function(f"{kind}_wide")
-        ours = {kind: lambda: rows_fn.launch((rows_n + 3) // 4, 128, argv),
-                f"{kind}_wide": lambda: wide_fn.launch(rows_n, threads, argv)}
+        argv = [x, y] + ([] if kind == "softmax" else [gamma, beta]) + \
+            shape + ([] if kind == "softmax" else [1e-5])
+        rows_fn = mods["rows"][f"{kind}_rows"][(rows_n + 3) // 4, 128]
+        wide_fn = mods["rows"][f"{kind}_wide"][rows_n, threads]
+        ours = {kind: lambda: rows_fn(*argv), f"{kind}_wide": lambda: wide_fn(*argv)}
         for fn in ours.values():
             y.fill_(float("nan"))
             fn()
@@ -123,12 +117,11 @@ def main() -> int:
     args = ap.parse_args()
     import torch
     torch.zeros(1, device="cuda")               # create torch's (primary) context first
-    dev = driver.Device(0)
-    major, minor = dev.compute_capability
-    arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
-    mods = {"vadd": dev.load_ptx(compile_ptx(os.path.join(KERNELS, "vadd.mettle"), arch)),
-            "vadd4": dev.load_ptx(compile_ptx(os.path.join(SUITE, "vadd4.mettle"), arch)),
-            "rows": dev.load_ptx(compile_ptx(os.path.join(SUITE, "rows.mettle"), arch))}
+    dev = mettle.device(0)
+    arch = local_arch()
+    mods = {"vadd": mettle.compile(os.path.join(KERNELS, "vadd.mettle"), arch),
+            "vadd4": mettle.compile(os.path.join(SUITE, "vadd4.mettle"), arch),
+            "rows": mettle.compile(os.path.join(SUITE, "rows.mettle"), arch)}
     results = bench_vadd(torch, mods, 1 << 26, args.reps)
     for cols in (1024, 4096):
         results += bench_rows(torch, mods, 65536 if cols == 1024 else 16384, cols, args.reps)

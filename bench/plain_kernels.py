@@ -6,8 +6,8 @@ and torch.compile in the same process.
 `bench/kernels/plain.mettle` holds kernels written the way a user first writes them (a
 grid-stride vadd, saxpy through a device helper, one subgroup per row with strided passes for
 softmax and layer norm, a loop of `tensor_mma` over K with the tile as C and D). Each is
-compiled by Mettle three ways (no -O; -O; -O --fp-contract=off where the flag exists), loaded
-through our ctypes driver binding into torch's primary context, checked against torch on
+compiled by Mettle three ways (no -O; -O; -O --fp-contract=off where the flag exists), launched
+typed through the Python runtime (`mettle`) in torch's primary context, checked against torch on
 random non-zero data with a NaN-poisoned output, then timed with CUDA events. The peers are
 torch eager, Triton (one program per row, as in its tutorials) and torch.compile, when they
 import. GB/s counts the bytes a kernel must move; TFLOP/s counts 2*M*N*K.
@@ -15,7 +15,6 @@ import. GB/s counts the bytes a kernel must move; TFLOP/s counts 2*M*N*K.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import sys
@@ -24,9 +23,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from toolchain.compiler.driver import Options, compile_file  # noqa: E402
-from toolchain.providers.cuda import driver  # noqa: E402
+import mettle  # noqa: E402
+from launching import compile_module, local_arch  # noqa: E402
 from timing import timed  # noqa: E402
+from toolchain.compiler.driver import Options  # noqa: E402
 
 SOURCE = os.path.join(ROOT, "bench", "kernels", "plain.mettle")
 # The established C compiler of Mettle on the same source, H200 (issue 18's measurement;
@@ -34,24 +34,17 @@ SOURCE = os.path.join(ROOT, "bench", "kernels", "plain.mettle")
 ESTABLISHED = {"softmax 65536x1024": 2570, "softmax 16384x4096": 1266,
                "layernorm 65536x1024": 2750, "layernorm 16384x4096": 1338,
                "gemm_kloop 4096": 29.5}
-i32, f32 = ctypes.c_int32, ctypes.c_float
-
-
-def ptr(t) -> ctypes.c_uint64:
-    return ctypes.c_uint64(t.data_ptr())
-
-
 def row_case(torch, kind, x, y, gamma, beta):
     """The torch reference and the launch arguments of plain.mettle's `{kind}_plain` row
     kernel (softmax or layernorm) reading x and writing y."""
     rows_n, cols = x.shape
     if kind == "softmax":
-        return torch.softmax(x, dim=1), [ptr(x), ptr(y), i32(rows_n), i32(cols)]
+        return torch.softmax(x, dim=1), [x, y, rows_n, cols]
     ref = torch.nn.functional.layer_norm(x, (cols,), gamma, beta, 1e-5)
-    return ref, [ptr(x), ptr(y), ptr(gamma), ptr(beta), i32(rows_n), i32(cols), f32(1e-5)]
+    return ref, [x, y, gamma, beta, rows_n, cols, 1e-5]
 
 
-def build_variants(dev, arch: str) -> dict:
+def build_variants(arch: str) -> dict:
     """name -> loaded module, for each compile mode that this compiler accepts."""
     modes = {"plain": {"optimize": False}, "-O": {"optimize": True}}
     if "fp_contract" in Options.__dataclass_fields__:
@@ -60,8 +53,7 @@ def build_variants(dev, arch: str) -> dict:
         modes["-O no-staging"] = {"optimize": True, "wmma_staging": False}
     out = {}
     for name, kw in modes.items():
-        ptx = compile_file(SOURCE, Options(emit="ptx", gpu_arch=arch, **kw)).data
-        out[name] = dev.load_ptx(ptx.decode())
+        out[name] = compile_module(SOURCE, arch, **kw)
     # A/B of one pass: the same -O pipeline without load-ahead (ptxas alone decides how
     # far the row loops unroll), so one run gives the pass's before/after
     from toolchain.compiler.opt import manager
@@ -69,15 +61,14 @@ def build_variants(dev, arch: str) -> dict:
     manager.PIPELINE = tuple(p for p in saved if not (p == "load-ahead" or (
         isinstance(p, tuple) and p[0] == "load-ahead")))
     try:
-        ptx = compile_file(SOURCE, Options(emit="ptx", gpu_arch=arch, optimize=True)).data
-        out["-O no-load-ahead"] = dev.load_ptx(ptx.decode())
+        out["-O no-load-ahead"] = compile_module(SOURCE, arch, optimize=True)
     finally:
         manager.PIPELINE = saved
-    out.update(_ab_modes(dev, arch))
+    out.update(_ab_modes(arch))
     return out
 
 
-def _ab_modes(dev, arch: str) -> dict:
+def _ab_modes(arch: str) -> dict:
     """Before/after of this session's -O decisions, in the same process: the reread hint
     off (opt/reread.py: no .L1::evict_last on the row passes), its access policy flipped
     (reread.STREAM: the rows' last pass ld.global.cs, their output st.global.cs) and the
@@ -98,8 +89,7 @@ def _ab_modes(dev, arch: str) -> dict:
         saved = getattr(mod, attr)
         setattr(mod, attr, off)
         try:
-            ptx = compile_file(SOURCE, Options(emit="ptx", gpu_arch=arch, optimize=True)).data
-            out[name] = dev.load_ptx(ptx.decode())
+            out[name] = compile_module(SOURCE, arch, optimize=True)
         finally:
             setattr(mod, attr, saved)
     return out
@@ -151,9 +141,8 @@ def bench_rows(torch, mods, rows_n, cols, reps, compiled_peer=True):
         label = f"{kind} {rows_n}x{cols}"
         ref, args = row_case(torch, kind, x, y, gamma, beta)
         for mode, mod in mods.items():
-            fn = mod.function(f"{kind}_plain")
-            ms = check_and_time(torch, f"{label} {mode}", lambda: fn.launch(grid, 128, args),
-                                y, ref, reps, 1e-4)
+            fn = mod[f"{kind}_plain"][grid, 128]
+            ms = check_and_time(torch, f"{label} {mode}", lambda: fn(*args), y, ref, reps, 1e-4)
             results.append((label, f"mettle {mode}", ms, nbytes / ms / 1e6, "GB/s"))
         for peer, ms in row_peers(torch, kind, x, gamma, beta, reps, compiled_peer):
             results.append((label, peer, ms, nbytes / ms / 1e6, "GB/s"))
@@ -166,18 +155,17 @@ def bench_streams(torch, mods, n, reps):
     results = []
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for mode, mod in mods.items():
-        fn = mod.function("vadd_gs")
-        ms = check_and_time(torch, f"vadd_gs {mode}",
-                            lambda: fn.launch(sms * 8, 256, [ptr(a), ptr(b), ptr(c), i32(n)]),
-                            c, a + b, reps, 0.0)
+        fn = mod.vadd_gs[sms * 8, 256]
+        ms = check_and_time(torch, f"vadd_gs {mode}", lambda: fn(a, b, c, n), c, a + b, reps,
+                            0.0)
         results.append((f"vadd_gs {n}", f"mettle {mode}", ms, 12 * n / ms / 1e6, "GB/s"))
     results.append((f"vadd_gs {n}", "torch",
                     timed(torch, lambda: torch.add(a, b, out=c), reps), None, "GB/s"))
     y0 = torch.randn(n, device="cuda")
     for mode, mod in mods.items():
-        fn = mod.function("saxpy_helper")
+        fn = mod.saxpy_helper[(n + 255) // 256, 256]
         y = y0.clone()
-        launch = lambda: fn.launch((n + 255) // 256, 256, [f32(1.5), ptr(a), ptr(y), i32(n)])
+        launch = lambda: fn(1.5, a, y, n)
         y.copy_(y0)
         launch()
         torch.cuda.synchronize()
@@ -200,16 +188,16 @@ def bench_gemm(torch, mods, size, reps):
     flop = 2.0 * size ** 3
     results, outs = [], {}
     for mode, mod in mods.items():
-        fn = mod.function("gemm_kloop")
-        args = [ptr(a), ptr(b), ptr(c), i32(size), i32(size), i32(size)]
+        fn = mod.gemm_kloop[(tiles + 3) // 4, 128]
+        args = [a, b, c, size, size, size]
         c.copy_(c0)
-        fn.launch((tiles + 3) // 4, 128, args)
+        fn(*args)
         torch.cuda.synchronize()
         err = ((c - ref).abs().max() / ref.abs().max()).item()
         if not err < 1e-3:
             raise SystemExit(f"gemm_kloop {mode}: differs from torch (max rel err {err})")
         outs[mode] = c.clone()
-        ms = timed(torch, lambda: fn.launch((tiles + 3) // 4, 128, args), reps)
+        ms = timed(torch, lambda: fn(*args), reps)
         results.append((f"gemm_kloop {size}", f"mettle {mode}", ms, flop / ms / 1e9, "TFLOP/s"))
     for other in ("-O no-staging", "-O sync-staging"):   # same data, same MMAs in order:
         if other in outs:                                  # staging must be bitwise neutral
@@ -229,10 +217,9 @@ def main() -> int:
     args = ap.parse_args()
     import torch
     torch.zeros(1, device="cuda")                 # torch's (primary) context first
-    dev = driver.Device(0)
-    major, minor = dev.compute_capability
-    arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
-    mods = build_variants(dev, arch)
+    dev = mettle.device(0)
+    arch = local_arch()
+    mods = build_variants(arch)
     results = bench_streams(torch, mods, 1 << 26, args.reps)
     for rows_n, cols in ((65536, 1024), (16384, 4096)):
         results += bench_rows(torch, mods, rows_n, cols, args.reps, not args.quick)

@@ -1,8 +1,9 @@
 """Row-kernel cache-policy and unroll-factor variants (a tuning script, not a test).
 
 Driven by bench/softmax_variants.py: `--policy-emit DIR` (any machine with the compiler and
-ptxas) writes the variants' PTX and a manifest, `--policy DIR` (the GPU machine) loads,
-checks and times them. Why: under -O, softmax 65536x1024 lost speed to occupancy (64 warps
+ptxas) writes the variants' PTX, the kernels' signature (signature.json: every variant is
+plain.mettle with edited PTX) and a manifest, `--policy DIR` (the GPU machine) loads them
+through the Python runtime (`mettle`), checks and times them. Why: under -O, softmax 65536x1024 lost speed to occupancy (64 warps
 per SM against 48 or 40 with the same SASS; docs/internals/optimizer.md, load-ahead). One reading is
 L2 capacity: 64 warps x 132 SMs x 4 KiB rows is 34.6 MB of rows waiting for their second
 and third pass while the output streams through the same L2. If so, an access policy that
@@ -21,7 +22,6 @@ win back the speed at any row length, with no occupancy limit. The variants:
 """
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import os
@@ -61,7 +61,8 @@ STREAM_VARIANTS = (("head", ()), ("st.cs", ("stcs",)), ("ld.cs+st.cs", ("stcs", 
 EL = "ld.global.L1::evict_last.f32"
 
 
-def _compile(store: int, load: int) -> str:
+def _compile(store: int, load: int) -> tuple[str, dict]:
+    """(PTX, kernel signature) of plain.mettle with these load-ahead factors."""
     sys.path.insert(0, ROOT)
     from toolchain.compiler.driver import Options, compile_file
     from toolchain.compiler.opt import load_ahead, reread
@@ -69,8 +70,8 @@ def _compile(store: int, load: int) -> str:
     load_ahead.STORE_FACTOR, load_ahead.LOAD_FACTOR = store, load
     reread.STREAM = False           # the text edits start from evict_last on every pass
     try:
-        return compile_file(SOURCE, Options(emit="ptx", gpu_arch="sm_90a",
-                                            optimize=True)).data.decode()
+        result = compile_file(SOURCE, Options(emit="ptx", gpu_arch="sm_90a", optimize=True))
+        return result.data.decode(), result.signature
     finally:
         load_ahead.STORE_FACTOR, load_ahead.LOAD_FACTOR, reread.STREAM = saved
 
@@ -148,7 +149,10 @@ def _regs(path: str) -> dict:
 
 def emit(out_dir: str) -> int:
     os.makedirs(out_dir, exist_ok=True)
-    base = {name: _compile(*f) for name, f in CONFIGS.items()}
+    compiled = {name: _compile(*f) for name, f in CONFIGS.items()}
+    base = {name: ptx for name, (ptx, _) in compiled.items()}
+    with open(os.path.join(out_dir, "signature.json"), "w", encoding="utf-8") as fh:
+        json.dump(next(iter(compiled.values()))[1], fh, indent=1, sort_keys=True)
     manifest = {"rows": [], "streams": []}
     for name, cfg, edits, shared in VARIANTS:
         ptx = _apply(base[cfg], ROWS, _edit_row, edits)
@@ -172,18 +176,16 @@ def emit(out_dir: str) -> int:
     return 0
 
 
-def _ptr(t) -> ctypes.c_uint64:
-    return ctypes.c_uint64(t.data_ptr())
-
-
-def time_all(torch, dev, out_dir: str, reps: int = 30) -> int:
+def time_all(torch, out_dir: str, reps: int = 30) -> int:
+    import mettle
     from timing import timed
     with open(os.path.join(out_dir, "manifest.json"), encoding="utf-8") as fh:
         manifest = json.load(fh)
-    mods = {v["file"]: dev.load_ptx(open(os.path.join(out_dir, v["file"])).read())
+    signature = os.path.join(out_dir, "signature.json")
+    mods = {v["file"]: mettle.load(os.path.join(out_dir, v["file"]), signature=signature)
             for v in manifest["rows"] + manifest["streams"]}
     for v in manifest["rows"]:
-        v["regs"] = {k: mods[v["file"]].function(k).num_regs for k in ROWS}
+        v["regs"] = {k: mods[v["file"]][k].registers for k in ROWS}
     problems = []
     for rows_n, cols in ((65536, 1024), (16384, 4096)):
         x = torch.randn(rows_n, cols, device="cuda")
@@ -209,8 +211,8 @@ def _rows(torch, mods, manifest, problems, table, ok, timed, reps):
             ref, args = row_case(torch, kind, x, y, g, b)
             label = f"{kind} {rows_n}x{cols}"
             for v in order:
-                f = mods[v["file"]].function(f"{kind}_plain")
-                launch = lambda: f.launch((rows_n + 3) // 4, 128, args, shared=v["shared"])
+                f = mods[v["file"]][f"{kind}_plain"][(rows_n + 3) // 4, 128]
+                launch = lambda: f(*args, shared=v["shared"])
                 key = (v["name"], label)
                 if rnd == 0:
                     y.fill_(float("nan"))
@@ -242,7 +244,6 @@ def _print_rows(manifest, problems, table, ok):
 
 
 def _streams(torch, mods, manifest, timed, reps):
-    i32, f32 = ctypes.c_int32, ctypes.c_float
     n = 1 << 26
     a, bb = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
     c = torch.empty_like(a)
@@ -253,10 +254,10 @@ def _streams(torch, mods, manifest, timed, reps):
         order = manifest["streams"] if rnd == 0 else manifest["streams"][::-1]
         for v in order:
             mod = mods[v["file"]]
-            fv, fs = mod.function("vadd_gs"), mod.function("saxpy_helper")
-            lv = lambda: fv.launch(sms * 8, 256, [_ptr(a), _ptr(bb), _ptr(c), i32(n)])
+            fv, fs = mod.vadd_gs[sms * 8, 256], mod.saxpy_helper[(n + 255) // 256, 256]
+            lv = lambda: fv(a, bb, c, n)
             y = y0.clone()
-            ls = lambda: fs.launch((n + 255) // 256, 256, [f32(1.5), _ptr(a), _ptr(y), i32(n)])
+            ls = lambda: fs(1.5, a, y, n)
             if rnd == 0:
                 lv()
                 ls()

@@ -28,7 +28,6 @@ checking its result.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import sys
@@ -37,11 +36,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from gpu_kernels import ptr  # noqa: E402
+import mettle  # noqa: E402
+from launching import compile_module, local_arch, with_ptx  # noqa: E402
 from timing import timed  # noqa: E402
-from toolchain.compiler.driver import Options, compile_file  # noqa: E402
-from toolchain.providers.cuda import driver  # noqa: E402
-from tuned_row_variants import compile_ptx  # noqa: E402
 
 SOURCE = os.path.join(ROOT, "tests", "data", "gpu_suite", "rows.mettle")
 
@@ -63,20 +60,20 @@ def variant(text: str, rows_per_block: int, persistent: bool) -> str:
     return text
 
 
-def build(dev, src: str, arch: str):
-    return dev.load_ptx(compile_ptx(src, arch)).function("softmax_rows")
+def build(src: str, arch: str):
+    return compile_module("softmax_rows.mettle", arch, text=src, optimize=True).softmax_rows
 
 
 CAPS = ((0, "64 warps"), (15 * 1024, "56 warps"), (18 * 1024, "48 warps"),
         (22 * 1024, "40 warps"))          # dynamic shared bytes per 128-item block
 
 
-def _plain(torch, dev, arch: str) -> int:
+def _plain(torch, arch: str) -> int:
     src = os.path.join(ROOT, "bench", "kernels", "plain.mettle")
-    ptx = compile_file(src, Options(emit="ptx", gpu_arch=arch, optimize=True)).data.decode()
-    mods = {"-O": dev.load_ptx(ptx),
-            "-O st.cs": dev.load_ptx(ptx.replace("st.global.f32", "st.global.cs.f32"))}
-    i32, f32 = ctypes.c_int32, ctypes.c_float
+    plain = compile_module(src, arch, optimize=True)
+    mods = {"-O": plain,
+            "-O st.cs": with_ptx(plain, plain.ptx.replace("st.global.f32", "st.global.cs.f32"),
+                                 "plain.mettle st.cs")}
     for rows_n, cols in ((65536, 1024), (16384, 4096)):
         x = torch.randn(rows_n, cols, device="cuda")
         y = torch.empty_like(x)
@@ -84,12 +81,12 @@ def _plain(torch, dev, arch: str) -> int:
         refs = {"softmax": torch.softmax(x, dim=1),
                 "layernorm": torch.nn.functional.layer_norm(x, (cols,), g, b, 1e-5)}
         for kind, ref in refs.items():
-            args = [ptr(x), ptr(y), i32(rows_n), i32(cols)] if kind == "softmax" else \
-                [ptr(x), ptr(y), ptr(g), ptr(b), i32(rows_n), i32(cols), f32(1e-5)]
+            args = [x, y, rows_n, cols] if kind == "softmax" else \
+                [x, y, g, b, rows_n, cols, 1e-5]
             for name, mod in mods.items():
-                f = mod.function(f"{kind}_plain")
+                f = mod[f"{kind}_plain"][(rows_n + 3) // 4, 128]
                 for shared, label in CAPS:
-                    launch = lambda: f.launch((rows_n + 3) // 4, 128, args, shared=shared)
+                    launch = lambda: f(*args, shared=shared)
                     y.fill_(float("nan"))
                     launch()
                     torch.cuda.synchronize()
@@ -106,17 +103,15 @@ def main() -> int:
         return policy_variants.emit(sys.argv[sys.argv.index("--policy-emit") + 1])
     import torch
     torch.zeros(1, device="cuda")
-    dev = driver.Device(0)
-    major, minor = dev.compute_capability
-    arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
+    dev = mettle.device(0)
+    arch = local_arch()
     if "--plain" in sys.argv[1:]:
-        return _plain(torch, dev, arch)
+        return _plain(torch, arch)
     if "--policy" in sys.argv[1:]:
         import policy_variants
-        return policy_variants.time_all(torch, dev, sys.argv[sys.argv.index("--policy") + 1])
+        return policy_variants.time_all(torch, sys.argv[sys.argv.index("--policy") + 1])
     sms = dev.attribute(16)                   # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
     text = open(SOURCE, encoding="utf-8").read()
-    i32 = ctypes.c_int32
     for rows_n, cols in ((65536, 1024), (16384, 4096)):
         x = torch.randn(rows_n, cols, device="cuda")
         y = torch.empty_like(x)
@@ -124,12 +119,12 @@ def main() -> int:
         print(f"{rows_n}x{cols}: torch {8 * x.numel() / ref_ms / 1e6:.0f} GB/s")
         for rpb, persistent, waves in ((4, False, 0), (8, False, 0), (2, False, 0),
                                        (8, True, 4), (8, True, 8), (4, True, 16)):
-            f = build(dev, variant(text, rpb, persistent), arch)
+            f = build(variant(text, rpb, persistent), arch)
             grid = (rows_n + rpb - 1) // rpb
             if persistent:
                 grid = min(grid, sms * waves)
-            launch = lambda: f.launch(grid, 32 * rpb, [ptr(x), ptr(y), i32(rows_n), i32(cols),
-                                                       i32(cols), i32(cols)])
+            bound = f[grid, 32 * rpb]
+            launch = lambda: bound(x, y, rows_n, cols, cols, cols)
             y.fill_(float("nan"))
             launch()
             torch.cuda.synchronize()

@@ -25,9 +25,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from toolchain.compiler.driver import Options, compile_file  # noqa: E402
-from toolchain.providers.cuda import driver, tensor_map  # noqa: E402
+import mettle  # noqa: E402
+from launching import compile_module, local_arch  # noqa: E402
 from timing import timed  # noqa: E402
+from toolchain.providers.cuda import tensor_map  # noqa: E402
 
 N, TX, TY = 8192, 64, 32
 GEO = f"""extent0: {N}, extent1: {N}, stride1: {4 * N}, tile0: {TX}, tile1: {TY},
@@ -57,26 +58,23 @@ def main() -> int:
     args = ap.parse_args()
     import torch
     torch.zeros(1, device="cuda")
-    dev = driver.Device(0)
-    major, minor = dev.compute_capability
-    arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
-    ptx = compile_file("copy2d.mettle", Options(emit="ptx", gpu_arch=arch),
-                       source_text=SOURCE).data.decode()
-    if "mtlc.tensor_transfer native" not in ptx:
+    dev = mettle.device(0)
+    arch = local_arch()
+    module = compile_module("copy2d.mettle", arch, text=SOURCE)
+    if "mtlc.tensor_transfer native" not in module.ptx:
         print(f"note: {arch} has no tensor copy engine: the 'tma' row is the replay too")
-    fn = dev.load_ptx(ptx).function("copy2d")
     src = torch.randn(N, N, device="cuda")
     dst = torch.empty_like(src)
     geo = dict(element="f32", extents=(N, N), strides=(4, 4 * N), tiles=(TX, TY),
                element_strides=(1, 1))
-    maps = [tensor_map.device_view(dev, t.data_ptr(), **geo) for t in (src, dst)]
+    maps = [tensor_map.device_view(dev.driver, t.data_ptr(), **geo) for t in (src, dst)]
     tiles = (N // TX) * (N // TY)
-    u64 = ctypes.c_uint64
+    copy2d = module.copy2d[tiles, 256]
     rows = []
     for name, vin, vout in (("tma", maps[0][1], maps[1][1]), ("replay", 0, 0)):
-        cells = [u64(src.data_ptr()), u64(dst.data_ptr()), u64(vin), u64(vout),
-                 ctypes.c_int32(N // TX)]
-        launch = lambda: fn.launch(tiles, 256, cells)
+        # the views are raw device addresses of the maps (c_void_p: passed unchecked)
+        args = (src, dst, ctypes.c_void_p(vin), ctypes.c_void_p(vout), N // TX)
+        launch = lambda: copy2d(*args)
         dst.fill_(float("nan"))
         launch()
         torch.cuda.synchronize()

@@ -26,18 +26,16 @@ clock change reaches every contender alike. Prints a table and writes JSON.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import re
 import sys
-import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from toolchain.compiler.driver import Options, compile_file  # noqa: E402
+from launching import compile_module, local_arch, with_ptx  # noqa: E402
 
 SOURCE = os.path.join(ROOT, "tests", "data", "gpu_suite", "rows.mettle")
 KERNELS = ("softmax_rows", "layernorm_rows")
@@ -88,15 +86,6 @@ def gamma_beta_early(text: str) -> str:
     return text[:a] + body + text[b:]
 
 
-def compile_ptx(text: str, arch: str) -> str:
-    with tempfile.NamedTemporaryFile("w", suffix=".mettle", delete=False) as f:
-        f.write(text)
-    try:
-        return compile_file(f.name, Options(emit="ptx", gpu_arch=arch, optimize=True)).data.decode()
-    finally:
-        os.unlink(f.name)
-
-
 def _edit_entry(ptx: str, name: str, edits) -> str:
     start = ptx.index(f".entry {name}(")
     end = ptx.index("\n}\n", start)
@@ -122,17 +111,18 @@ def _edit_entry(ptx: str, name: str, edits) -> str:
 
 
 def variants(arch: str, only=None) -> dict:
-    """name -> (ptx, rows per block)."""
+    """name -> (module, rows per block): the source compiled with -O once per launch shape,
+    its PTX edited per variant (the kernels' signatures stay the compile's)."""
     out, by_rpb = {}, {}
     for name, edits, rpb in VARIANTS:
         if only and name not in only:
             continue
         if rpb not in by_rpb:
-            by_rpb[rpb] = compile_ptx(source(rpb), arch)
-        ptx = by_rpb[rpb]
+            by_rpb[rpb] = compile_module("rows.mettle", arch, text=source(rpb), optimize=True)
+        ptx = by_rpb[rpb].ptx
         for k in (KERNELS if isinstance(rpb, int) else ()):
             ptx = _edit_entry(ptx, k, edits)
-        out[name] = (ptx, rpb)
+        out[name] = (with_ptx(by_rpb[rpb], ptx, name), rpb)
     return out
 
 
@@ -145,22 +135,20 @@ def main() -> int:
     args = ap.parse_args()
     if args.emit:
         os.makedirs(args.emit, exist_ok=True)
-        for name, (ptx, _) in variants("sm_90a").items():
+        for name, (module, _) in variants("sm_90a").items():
             with open(os.path.join(args.emit, re.sub(r"\W", "_", name) + ".ptx"), "w") as fh:
-                fh.write(ptx)
+                fh.write(module.ptx)
         return 0
     import torch
     from gpu_kernels import peer_launchers
     from timing import timed_together
-    from toolchain.providers.cuda import driver
+
+    import mettle
     torch.zeros(1, device="cuda")
-    dev = driver.Device(0)
-    major, minor = dev.compute_capability
-    arch = f"sm_{major}{minor}" + ("a" if major >= 9 else "")
+    dev = mettle.device(0)
+    arch = local_arch()
     only = set(args.only.split(",")) if args.only else None
-    mods = {name: (dev.load_ptx(ptx.encode()), rpb)
-            for name, (ptx, rpb) in variants(arch, only).items()}
-    i32, ptr = ctypes.c_int32, lambda t: ctypes.c_uint64(t.data_ptr())
+    mods = variants(arch, only)
     report = {"device": dev.name, "arch": arch, "rows": []}
     for rows_n, cols in ((65536, 1024), (16384, 4096)):
         x = torch.randn(rows_n, cols, device="cuda")
@@ -172,16 +160,15 @@ def main() -> int:
             fns = {}
             for name, (mod, rpb) in mods.items():
                 if isinstance(rpb, int):
-                    fn = mod.function(kernel)
+                    fn = mod[kernel]
                     grid, block = (rows_n + rpb - 1) // rpb, 32 * rpb
                 else:
-                    fn = mod.function(kernel.replace("_rows", "_wide"))
+                    fn = mod[kernel.replace("_rows", "_wide")]
                     grid, block = rows_n, int(rpb[4:].rstrip("gb"))
-                tail = [i32(rows_n), i32(cols), i32(cols), i32(cols)]
-                argv = ([ptr(x), ptr(y)] + tail if kind == "softmax" else
-                        [ptr(x), ptr(y), ptr(gamma), ptr(beta)] + tail + [ctypes.c_float(1e-5)])
-                fns[name] = (lambda fn=fn, grid=grid, block=block, argv=argv:
-                             fn.launch(grid, block, argv))
+                tail = [rows_n, cols, cols, cols]
+                argv = ([x, y] + tail if kind == "softmax" else
+                        [x, y, gamma, beta] + tail + [1e-5])
+                fns[name] = (lambda bound=fn[grid, block], argv=argv: bound(*argv))
                 y.fill_(float("nan"))
                 fns[name]()
                 torch.cuda.synchronize()

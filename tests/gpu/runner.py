@@ -33,7 +33,6 @@ if str(REPO_ROOT) not in sys.path:  # run as a script: make `mettle` importable
 
 import mettle  # noqa: E402
 from mettle.providers.cuda import driver  # noqa: E402
-from mettle.providers.cuda.launch import CELL_TYPES  # noqa: E402
 
 MAGNITUDE_RANGE = (0.5, 2.0)
 INT_RANGE = (1, 100)
@@ -67,25 +66,18 @@ def initial_contents(spec: dict, base: Path) -> np.ndarray:
     return host
 
 
-def job_signature(job: dict) -> dict:
-    """The kernel's typed parameters as the job declares them (a mettle.signature/1
-    document): buffers are pointers to their dtype, scalars their ctype, tensor views and
-    "ptr" scalars untyped addresses."""
+def job_signature(job: dict) -> "mettle.Signature":
+    """The kernel's typed parameters as the job declares them: buffers are pointers to
+    their dtype, scalars their ctype, tensor views and "ptr" scalars untyped addresses."""
     params = []
     for i, spec in enumerate(job["args"]):
-        kind, name = spec["kind"], spec.get("name", f"arg{i}")
-        if kind == "buffer":
-            params.append({"name": name, "type": spec["dtype"] + "*", "kind": "pointer",
-                           "element": spec["dtype"], "size": 8})
-        elif kind == "tensor_view" or spec["ctype"] == "ptr":
-            params.append({"name": name, "type": "void*", "kind": "pointer",
-                           "element": "void", "size": 8})
+        if spec["kind"] == "buffer":
+            params.append((spec["name"], spec["dtype"] + "*"))
+        elif spec["kind"] == "tensor_view" or spec["ctype"] == "ptr":
+            params.append((f"arg{i}", "void*"))
         else:
-            params.append({"name": name, "type": spec["ctype"], "kind": "scalar",
-                           "size": ctypes.sizeof(CELL_TYPES[spec["ctype"]])})
-    return {"format": "mettle.signature/1", "target": "ptx",
-            "kernels": [{"name": job["kernel"], "symbol": job["kernel"], "block": None,
-                         "params": params}]}
+            params.append((f"arg{i}", spec["ctype"]))
+    return mettle.Signature.of(job["kernel"], params)
 
 
 def _launch(device, kernel, job: dict, base: Path) -> float:
@@ -134,8 +126,7 @@ def run(job_path: Path) -> dict:
     job = json.loads(job_path.read_text())
     base = job_path.parent
     device = mettle.device(job.get("device", 0))
-    module = mettle.Module("ptx", (base / job["ptx"]).read_bytes(),
-                           mettle.Signature.from_json(job_signature(job)),
+    module = mettle.Module("ptx", (base / job["ptx"]).read_bytes(), job_signature(job),
                            origin=str(base / job["ptx"]), device=device.ordinal)
     kernel = module[job["kernel"]]
     elapsed = _launch(device, kernel, job, base)

@@ -59,6 +59,7 @@ def test_torch_tensors_on_torchs_stream(vadd):
     a, b = torch.rand(N, device="cuda"), torch.rand(N, device="cuda")
     c = torch.empty(N, device="cuda")
     side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())   # a and b are written on the default one
     with torch.cuda.stream(side):              # launched on torch's current stream: side
         vadd.vadd[grid(N), 256](a, b, c, N)
     side.synchronize()
@@ -77,6 +78,28 @@ def test_cupy_arrays(vadd):
     vadd.vadd[grid(N), 256](a, b, c, N, stream=cupy.cuda.get_current_stream())
     cupy.cuda.get_current_stream().synchronize()
     assert bool((c == a + b).all())
+
+
+def test_numba_device_arrays(vadd):
+    cuda = pytest.importorskip("numba.cuda")
+    a = np.arange(N, dtype=np.float32)
+    da, dc = cuda.to_device(a), cuda.device_array(N, dtype=np.float32)
+    vadd.vadd[grid(N), 256](da, da, dc, N)
+    mettle.synchronize()
+    np.testing.assert_array_equal(dc.copy_to_host(), 2 * a)
+
+
+def test_jax_arrays_as_inputs(vadd, monkeypatch):
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("jax sees no GPU")
+    a = np.arange(N, dtype=np.float32)
+    ja = jax.device_put(a, jax.devices("gpu")[0])
+    ja.block_until_ready()
+    c = mettle.empty(N, "float32")
+    vadd.vadd[grid(N), 256](ja, ja, c, N)
+    np.testing.assert_array_equal(c.numpy(), 2 * a)
 
 
 def test_two_streams_overlap():

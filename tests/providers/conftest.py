@@ -9,34 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.fake_cuda import IN_PROCESS_NAME, CallLog
 from toolchain.providers.cuda import driver
 from toolchain.providers.cuda.fake import build
-
-
-class CallLog:
-    """The fake driver's log: one `name k=v k=v ...` line per call."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def lines(self) -> list[str]:
-        return self.path.read_text().splitlines() if self.path.exists() else []
-
-    def calls(self, name: str) -> list[dict[str, str]]:
-        """Each logged call of `name` as {argument: text}, in call order."""
-        found = []
-        for line in self.lines():
-            head, *fields = line.split(" ")
-            if head == name:
-                found.append(dict(f.split("=", 1) for f in fields if "=" in f))
-        return found
 
 
 @pytest.fixture(scope="session")
 def fake_cuda_lib(tmp_path_factory) -> Path:
     if build.compiler() is None:
         pytest.skip("no C compiler (cc) to build the fake CUDA driver")
-    return build.build(tmp_path_factory.mktemp("fake-cuda"))
+    # not named libcuda.so.1: loaded in process, that soname would answer later tests'
+    # dlopen("libcuda.so.1") (tests/support/fake_cuda.py)
+    return build.build(tmp_path_factory.mktemp("fake-cuda"), name=IN_PROCESS_NAME)
 
 
 @pytest.fixture

@@ -85,6 +85,9 @@ def test_packaged_host_runs_beside_its_kernels(clone, first):
     dist = clone / "dist" / "app"
     ptx = (dist / "kernels.ptx").read_text()
     assert ".target sm_90a" in ptx and ".entry vadd" in ptx
+    sidecar = json.loads((dist / "kernels.ptx.sig.json").read_text())   # for mettle.load
+    assert [p["type"] for p in sidecar["kernels"][0]["params"]] == \
+        ["float32*", "float32*", "float32*", "int32"]
     proc = subprocess.run([str(dist / "host")], capture_output=True, text=True, timeout=60)
     # Exit 2 + "no GPU" on machines without one; 0 + "vadd: OK" where a GPU is present.
     assert (proc.returncode, proc.stdout.split(":")[0].strip()) in ((2, "no GPU"), (0, "vadd"))

@@ -334,3 +334,59 @@ def test_no_device_is_a_clear_launch_error(tmp_path, monkeypatch):
             mod.vadd[1, 1](None, None, None, 0)
     finally:
         runtime_cuda.reset()
+
+
+class RefusingInterface:
+    """A library array whose interface raises (as a CPU JAX array's CUDA interface does)."""
+
+    @property
+    def __cuda_array_interface__(self):
+        raise AttributeError("a CPU array has no CUDA array interface")
+
+
+def test_an_interface_that_raises_is_a_value_error_naming_the_parameter(vadd):
+    a = mettle.zeros(4)
+    with pytest.raises(ValueError, match=r"kernel vadd: parameter 0 `a` \(float32\*\): cannot "
+                       "read the device address of this RefusingInterface \\(AttributeError: "
+                       "a CPU array has no CUDA array interface\\)"):
+        vadd.vadd[1, 4](RefusingInterface(), a, a, 4)
+
+
+def test_two_devices_switch_contexts_and_keep_arrays_apart(fake_driver, monkeypatch):
+    monkeypatch.setenv("METTLE_FAKE_CUDA_DEVICES", "2")
+    on0 = mettle.compile(VADD, arch="sm_90a", device=0)
+    on1 = mettle.compile(VADD, arch="sm_90a", device=1)
+    a0, a1 = mettle.zeros(4, device=0), mettle.zeros(4, device=1)
+    on0.vadd[1, 4](a0, a0, a0, 4)
+    on1.vadd[1, 4](a1, a1, a1, 4)
+    fake_driver.clear()
+    on0.vadd[1, 4](a0, a0, a0, 4)              # device 1 was current: switch back first
+    assert [line.split()[0] for line in fake_driver.lines()] == ["cuCtxSetCurrent",
+                                                                 "cuLaunchKernel"]
+    with pytest.raises(ValueError, match=r"parameter 0 `a` \(float32\*\): the array is on "
+                       "device 1, the kernel on device 0"):
+        on0.vadd[1, 4](a1, a0, a0, 4)
+
+
+def test_a_new_thread_gets_the_context_made_current(vadd, fake_driver):
+    import threading
+    a = mettle.zeros(4)
+    vadd.vadd[1, 4](a, a, a, 4)
+    fake_driver.clear()
+    errors = []
+    thread = threading.Thread(target=lambda: _launch_or_record(vadd, a, errors))
+    thread.start()
+    thread.join()
+    assert errors == []
+    assert [line.split()[0] for line in fake_driver.lines()] == ["cuCtxSetCurrent",
+                                                                 "cuLaunchKernel"]
+    fake_driver.clear()
+    vadd.vadd[1, 4](a, a, a, 4)                 # this thread's context is still current
+    assert [line.split()[0] for line in fake_driver.lines()] == ["cuLaunchKernel"]
+
+
+def _launch_or_record(vadd, a, errors):
+    try:
+        vadd.vadd[1, 4](a, a, a, 4)
+    except Exception as exc:  # noqa: BLE001
+        errors.append(exc)

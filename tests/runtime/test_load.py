@@ -98,3 +98,29 @@ def test_spirv_sidecar(tmp_path):
     assert proc.returncode == 0, proc.stderr
     mod = mettle.load(tmp_path / "k.spv")
     assert mod.target == "spirv" and mod.kernels == ["vadd", "kinds"]
+
+
+def test_signatures_for_hand_written_ptx_round_trip():
+    sig = mettle.Signature.of("probe", [("out", "uint8*"), ("p", "void*"), ("k", "uint32"),
+                                        ("ok", "bool")], block=(32, 1, 1))
+    probe = sig.kernels["probe"]
+    assert str(probe) == "probe(out: uint8*, p: void*, k: uint32, ok: bool)"
+    assert [(p.kind, p.size, p.dtype) for p in probe.params] == [
+        ("pointer", 8, "uint8"), ("pointer", 8, None), ("scalar", 4, None), ("scalar", 1, None)]
+    assert mettle.Signature.from_json(sig.to_json()) == sig
+    with pytest.raises(ValueError, match="probe: parameter x: unknown type 'int128'"):
+        mettle.Signature.of("probe", [("x", "int128")])
+
+
+def test_a_parameter_kind_the_runtime_cannot_pass_is_refused_by_name(fake_driver, tmp_path):
+    (tmp_path / "k.mettle").write_text(SOURCE)
+    proc = cli("--emit-ptx", "k.mettle", "-o", "k.ptx", "--gpu-arch=sm_90a",
+               "--emit-signature", "k.ptx.sig.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "k.ptx.sig.json").read_text())
+    doc["kernels"][0]["params"][3] = {"name": "n", "type": "struct Pair", "kind": "aggregate",
+                                      "size": 8}
+    mod = mettle.load(tmp_path / "k.ptx", signature=doc)
+    with pytest.raises(mettle.LaunchError, match="kernel vadd: parameter `n` has type struct "
+                       "Pair, which this runtime cannot pass"):
+        mod.vadd[1, 1](None, None, None, b"12345678")

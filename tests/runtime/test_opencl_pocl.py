@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import mettle  # noqa: F401  the script below runs it inside the root: a build dependency
 from tools.opencl_root import opencl_available, run_in_root, trixie_root
 
 SCRIPT = r'''

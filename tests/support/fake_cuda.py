@@ -11,6 +11,9 @@ from toolchain.providers.cuda.fake import build
 from toolchain.runtime import cuda as runtime_cuda
 
 ENV = ("METTLE_FAKE_CUDA_CELLS", "METTLE_FAKE_CUDA_FAIL", "METTLE_FAKE_CUDA_DEVICES")
+# Not libcuda.so.1: once a library with that soname is loaded, every later
+# dlopen("libcuda.so.1") in the process (a GPU test's probe) would get the fake.
+IN_PROCESS_NAME = "libmettle-fake-cuda.so"
 
 
 class CallLog:
@@ -38,7 +41,7 @@ class CallLog:
 def build_library(tmp_path_factory) -> Path:
     if build.compiler() is None:
         pytest.skip("no C compiler (cc) to build the fake CUDA driver")
-    return build.build(tmp_path_factory.mktemp("fake-cuda"))
+    return build.build(tmp_path_factory.mktemp("fake-cuda"), name=IN_PROCESS_NAME)
 
 
 def use(library: Path, log_path: Path, monkeypatch) -> CallLog:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import math
 import re
+import threading
 from ctypes import byref, c_int, c_void_p
 
 from ..providers.cuda import driver
@@ -57,17 +58,30 @@ class Device:
         return self.driver.attribute(attr)
 
     def synchronize(self) -> None:
+        self.activate()
         self.driver.synchronize()
+
+    def activate(self) -> None:
+        """Make this device's context current on this thread (CUDA keeps one per thread)."""
+        if getattr(_THREAD, "device", None) is not self:
+            driver.call("cuCtxSetCurrent", self.driver.context)
+            _THREAD.device = self
 
     def __repr__(self) -> str:
         return f"<mettle.Device {self.ordinal}: {self.name}>"
 
 
+_THREAD = threading.local()   # .device: the Device whose context is current on this thread
+
+
 def device(ordinal: int = 0) -> Device:
-    """The runtime's Device for CUDA device `ordinal` (its primary context made current)."""
+    """The runtime's Device for CUDA device `ordinal`, its primary context current on this
+    thread."""
     found = _DEVICES.get(ordinal)
     if found is None:
-        found = _DEVICES[ordinal] = Device(ordinal)
+        found = _DEVICES[ordinal] = _THREAD.device = Device(ordinal)
+    else:
+        found.activate()
     return found
 
 
@@ -75,6 +89,7 @@ def reset() -> None:
     """Forget every Device (and the driver library), so the next use re-reads
     METTLE_CUDA_DRIVER; for tests that switch between fake drivers."""
     _DEVICES.clear()
+    _THREAD.__dict__.clear()
     from . import bench
     bench._FLUSH.clear()
     driver.reset()
@@ -145,6 +160,7 @@ class Event:
     def __init__(self):
         self.handle = c_void_p()
         driver.call("cuEventCreate", byref(self.handle), 0)
+        self._generation = driver.generation()
 
     def record(self, stream=None) -> "Event":
         driver.call("cuEventRecord", self.handle, stream_handle(stream))
@@ -161,8 +177,8 @@ class Event:
         return ms.value
 
     def __del__(self):
-        try:
-            if self.handle:
+        try:      # not through a library opened after this event's (tests switch drivers)
+            if self.handle and self._generation == driver.generation():
                 driver.call("cuEventDestroy", self.handle)
         except Exception:   # interpreter shutdown, a poisoned context: nothing to do
             pass
@@ -184,6 +200,7 @@ class DeviceArray:
         self.device = device(device_ordinal)
         self.nbytes = math.prod(self.shape) * self.dtype.itemsize
         self._buffer = self.device.driver.alloc(self.nbytes)
+        self._generation = driver.generation()
         self.ptr = self._buffer.ptr
 
     @property
@@ -216,9 +233,9 @@ class DeviceArray:
         return out
 
     def free(self) -> None:
-        if self._buffer.ptr:
+        if self._buffer.ptr and self._generation == driver.generation():
             self._buffer.free()
-        self.ptr = 0
+        self._buffer.ptr = self.ptr = 0
 
     def __del__(self):
         try:
@@ -299,6 +316,9 @@ def _pointer_converter(param: Param, device_ordinal: int):
                                               classify(type(value)))(value)
         except arrays.NotAnArray as exc:
             raise _Bad(TypeError if "not an array" in str(exc) else ValueError, str(exc))
+        except Exception as exc:  # noqa: BLE001  a library's interface refusing (a CPU array)
+            raise _Bad(ValueError, f"cannot read the device address of this "
+                       f"{type(value).__name__} ({type(exc).__name__}: {exc})") from None
         if dev is None:               # None or a raw c_void_p address: taken as given
             return ptr
         if dev != device_ordinal:
@@ -376,6 +396,7 @@ class LaunchPlan:
 
     def __init__(self, sig: KernelSignature, function: driver.Function, device_ordinal: int):
         self.sig, self.name, self.device = sig, sig.name, device_ordinal
+        self.device_object = _DEVICES[device_ordinal]
         self.function = function
         self.handle = function.handle
         unsupported = [p for p in sig.params if p.kind not in ("pointer", "scalar")]
@@ -412,6 +433,8 @@ class LaunchPlan:
             stream = _stream_cell(stream_handle(stream))
         if shared > self.max_shared_set:
             self.opt_in_shared(shared)
+        if getattr(_THREAD, "device", None) is not self.device_object:
+            self.device_object.activate()     # another device's, or another thread
         rc = self.launch_kernel(self.handle, *dims, shared, stream, self.params, None)
         if rc != 0:
             name, text = driver.error_text(rc)

@@ -86,6 +86,39 @@ class Signature:
         return cls(doc["target"], kernels)
 
     @classmethod
+    def of(cls, kernel: str, params, target: str = "ptx",
+           block: tuple[int, int, int] | None = None) -> "Signature":
+        """A one-kernel signature from (name, type) pairs in Mettle spelling ("float32*",
+        "int32", "void*": an untyped pointer), for PTX written by hand or by a tool."""
+        entries = []
+        for name, spelled in params:
+            if spelled.endswith("*"):
+                element = spelled[:-1]
+                if element not in SCALARS and element != "void":
+                    raise ValueError(f"{kernel}: parameter {name}: unknown element type "
+                                     f"{element!r}")
+                entries.append(Param(name, spelled, "pointer", 8, element, "global"))
+            elif spelled in SCALARS:
+                entries.append(Param(name, spelled, "scalar",
+                                     ctypes.sizeof(SCALARS[spelled][0])))
+            else:
+                raise ValueError(f"{kernel}: parameter {name}: unknown type {spelled!r}")
+        return cls(target, {kernel: KernelSignature(kernel, kernel, tuple(entries), block)})
+
+    def to_json(self) -> dict:
+        """The mettle.signature/1 document (what --emit-signature writes)."""
+        def param(p: Param) -> dict:
+            entry = {"name": p.name, "type": p.type, "kind": p.kind, "size": p.size}
+            if p.kind == "pointer":
+                entry.update(element=p.element, space=p.space)
+            return entry
+        return {"format": FORMAT, "target": self.target,
+                "kernels": [{"name": k.name, "symbol": k.symbol,
+                             "block": list(k.block) if k.block else None,
+                             "params": [param(p) for p in k.params]}
+                            for k in self.kernels.values()]}
+
+    @classmethod
     def read(cls, path: str) -> "Signature":
         with open(path, encoding="utf-8") as f:
             return cls.from_json(json.load(f), path)

@@ -50,16 +50,12 @@ def decode(raw: bytes, n: int, m: int) -> list[int]:
 
 
 def case_signature(case: KernelCase, target: str) -> dict:
-    """The generated kernel's parameters (kernels.render): out: int64*, one typed input
-    buffer per scalar type, n: int32."""
-    params = [{"name": "out", "type": "int64*", "kind": "pointer", "element": "int64",
-               "size": 8}]
-    params += [{"name": b, "type": f"{dt}*", "kind": "pointer", "element": dt, "size": 8}
-               for b, dt, _ in case.inputs]
-    params.append({"name": "n", "type": "int32", "kind": "scalar", "size": 4})
-    return {"format": "mettle.signature/1", "target": target,
-            "kernels": [{"name": case.name, "symbol": case.name, "block": None,
-                         "params": params}]}
+    """The generated kernel's parameters (kernels.render) as a mettle.signature/1 document:
+    out: int64*, one typed input buffer per scalar type, n: int32."""
+    import mettle
+    params = [("out", "int64*")] + [(b, f"{dt}*") for b, dt, _ in case.inputs] + \
+        [("n", "int32")]
+    return mettle.Signature.of(case.name, params, target).to_json()
 
 
 def _write_job(folder: Path, case: KernelCase, artifact: bytes, target: str) -> None:

@@ -81,22 +81,14 @@ def load_variants(pairs: list[list[str]], kernel: str) -> list[dict]:
     return out
 
 
-def workload_signature(wl) -> dict:
-    """The kernel's typed parameters as the workload declares them (a mettle.signature/1
-    document): the runtime then checks and marshals every launch, as for compiled kernels."""
-    params = []
-    for i, arg in enumerate(wl.args):
-        if "buffer" in arg:
-            element = gpu_workload.DTYPE_NUMPY[wl.buffers[arg["buffer"]].dtype]
-            params.append({"name": arg["buffer"], "type": element + "*", "kind": "pointer",
-                           "element": element, "space": "global", "size": 8})
-        else:
-            name = gpu_workload.DTYPE_NUMPY[arg["type"]]
-            params.append({"name": f"arg{i}", "type": name, "kind": "scalar",
-                           "size": gpu_workload.DTYPES[arg["type"]][1]})
-    return {"format": "mettle.signature/1", "target": "ptx",
-            "kernels": [{"name": wl.kernel, "symbol": wl.kernel, "block": None,
-                         "params": params}]}
+def workload_signature(wl):
+    """The kernel's typed parameters as the workload declares them (a mettle.Signature):
+    the runtime then checks and marshals every launch, as for compiled kernels."""
+    import mettle
+    params = [(a["buffer"], gpu_workload.DTYPE_NUMPY[wl.buffers[a["buffer"]].dtype] + "*")
+              if "buffer" in a else (f"arg{i}", gpu_workload.DTYPE_NUMPY[a["type"]])
+              for i, a in enumerate(wl.args)]
+    return mettle.Signature.of(wl.kernel, params)
 
 
 class Session:
@@ -139,8 +131,7 @@ class Session:
     def launcher(self, variant: dict):
         """The variant's kernel, loaded (a JIT failure reports the driver's error log)."""
         mettle = self.mettle
-        module = mettle.Module("ptx", variant["ptx"],
-                               mettle.Signature.from_json(workload_signature(self.wl)),
+        module = mettle.Module("ptx", variant["ptx"], workload_signature(self.wl),
                                origin=variant["ptx_path"], device=self.device.ordinal)
         kernel = module[self.wl.kernel]
         try:

@@ -142,10 +142,19 @@ def library() -> _Library:
     return _LIBRARY
 
 
+_GENERATION = 0   # bumped by reset(): objects made before it must not call the new library
+
+
 def reset() -> None:
     """Forget the opened library so the next call re-reads METTLE_CUDA_DRIVER (tests)."""
-    global _LIBRARY, _INITIALISED
+    global _LIBRARY, _INITIALISED, _GENERATION
     _LIBRARY, _INITIALISED = None, False
+    _GENERATION += 1
+
+
+def generation() -> int:
+    """Which opening of the library this is; a finalizer compares it before freeing."""
+    return _GENERATION
 
 
 def error_text(code: int) -> tuple[str, str]:
