@@ -21,6 +21,8 @@ Pages: README.md and every docs/**/*.md. A fence's info string is a language and
                            CUDA driver (toolchain/providers/cuda/fake)
   ```python build-file     a BUILD-file excerpt: parsed, and every call names a target type
                            the Pants plugin registers
+  ```mettle example=E0101  an error-code page example: run with its flags, and its output
+                           compared, by tests/docs/test_error_codes.py
   gpu (any language)       needs an NVIDIA GPU: run by tests/gpu/test_docs_gpu.py
 """
 from __future__ import annotations
@@ -32,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 EXECUTED = ("mettle", "sh", "python")
-ATTRIBUTES = {"mettle": {"spirv", "error", "file", "partial", "gpu"},
+ATTRIBUTES = {"mettle": {"spirv", "error", "file", "partial", "gpu", "example"},
               "sh": {"synopsis", "covered-by", "gpu"},
               "python": {"build-file", "gpu"}}
 WRAP_COMMENT = re.compile(r"<!-- wrap (\S+)\n(.*?)-->", re.S)
