@@ -40,8 +40,19 @@ def prepare(block: Block, work: Path) -> dict[str, str]:
 
 def run(block: Block, work: Path, env_extra: dict[str, str] | None = None,
         timeout: int = 300) -> subprocess.CompletedProcess:
+    """Run the page's earlier steps (a reader has done them: they make vadd.ptx and the
+    like), then `block`; the result is the block's own."""
     env = prepare(block, work)
     env.update(env_extra or {})
+    for step in block.steps:
+        proc = _run_one(step, work, env, timeout)
+        if proc.returncode != 0:
+            return proc            # the step this block depends on fails: report that
+    return _run_one(block, work, env, timeout)
+
+
+def _run_one(block: Block, work: Path, env: dict[str, str],
+             timeout: int) -> subprocess.CompletedProcess:
     if block.lang == "sh":
         command = ["bash", "-e", "-o", "pipefail", "-c", block.text]
     else:

@@ -6,15 +6,17 @@ spirv-val, the variant tools) as a hermetic Process on declared inputs only.
 """
 from __future__ import annotations
 
-from toolchain.rules import (compile_kernel, host_binary, inputs, kernel_package, tools,
-                             variants)
+from toolchain.rules import (compile_kernel, docs_site, host_binary, inputs, kernel_package,
+                             tools, variants)
+from toolchain.rules.docs_site import MettleDocsSiteTarget
 from toolchain.rules.subsystems import MettleSubsystem, SpirvValTool
 from toolchain.rules.target_types import (GpuVariantSelectTarget, MettleHostBinaryTarget,
                                           MettleKernelTarget)
 
 
 def target_types():
-    return [MettleKernelTarget, MettleHostBinaryTarget, GpuVariantSelectTarget]
+    return [MettleKernelTarget, MettleHostBinaryTarget, GpuVariantSelectTarget,
+            MettleDocsSiteTarget]
 
 
 def rules():
@@ -27,4 +29,5 @@ def rules():
         *kernel_package.rules(),
         *host_binary.rules(),
         *variants.rules(),
+        *docs_site.rules(),
     ]

@@ -13,6 +13,8 @@ from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuatio
 from toolchain.compiler.frontend.tokens import (BUILTIN_TYPE_NAMES, KEYWORDS, OPERATORS,
                                                 TYPE_KEYWORDS)
 
+__all__ = ["MettleLexer"]
+
 # GPU built-ins: the index vectors and the families the frontend recognises by prefix.
 INDEX_NAMES = ("thread", "block", "block_dim", "grid_dim")
 BUILTIN_PREFIXES = r"(?:tensor|subgroup|atomic|async_copy|gpu)_\w+"
