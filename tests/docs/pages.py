@@ -19,6 +19,7 @@ Pages: README.md and every docs/**/*.md. A fence's info string is a language and
                            command's program must appear in the named test file(s)
   ```python                run by python3 in the same temporary directory, against the fake
                            CUDA driver (toolchain/providers/cuda/fake)
+  ```python partial=NAME   a piece of a script, run once put into the page's wrap comment
   ```python build-file     a BUILD-file excerpt: parsed, and every call names a target type
                            the Pants plugin registers
   ```mettle example=E0101  an error-code page example: run with its flags, and its output
@@ -38,7 +39,7 @@ FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 EXECUTED = ("mettle", "sh", "python")
 ATTRIBUTES = {"mettle": {"spirv", "error", "file", "partial", "example"},
               "sh": {"synopsis", "covered-by", "gpu", "gpu-only"},
-              "python": {"build-file", "gpu", "gpu-only"}}
+              "python": {"build-file", "gpu", "gpu-only", "partial"}}
 # sh/python blocks the docs tests do not run here (the rest are a page's runnable steps).
 RUN_ELSEWHERE = {"gpu-only", "synopsis", "covered-by", "build-file"}
 WRAP_COMMENT = re.compile(r"<!-- wrap (\S+)\n(.*?)-->", re.S)

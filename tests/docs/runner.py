@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .pages import ROOT, Block
+from .pages import ROOT, Block, wrapped
 
 LINKED = ("bench", "std", "tests", "third_party", "toolchain", "tools")
 COPIED = ("app", "examples")        # small; a page's commands write their outputs there
@@ -56,7 +56,8 @@ def _run_one(block: Block, work: Path, env: dict[str, str],
     if block.lang == "sh":
         command = ["bash", "-e", "-o", "pipefail", "-c", block.text]
     else:
-        (work / "snippet.py").write_text(block.text)
+        text = wrapped(block) if "partial" in block.attrs else block.text
+        (work / "snippet.py").write_text(text)
         command = [sys.executable, "snippet.py"]
     return subprocess.run(command, cwd=work, env=env, capture_output=True, text=True,
                           timeout=timeout)

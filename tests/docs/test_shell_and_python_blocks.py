@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -98,3 +99,13 @@ def test_build_file_excerpts_name_real_target_types(block):
 def test_gpu_blocks_are_also_run_by_the_hardware_suite():
     assert (ROOT / "tests" / "gpu" / "test_docs_gpu.py").is_file()
     assert [b for b in BLOCKS if "gpu" in b.attrs], "the quickstart has GPU steps"
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if "partial" in b.attrs],
+                         ids=lambda b: b.name)
+def test_partial_python_is_really_partial(tmp_path, block, fake_driver):
+    """Run alone, a partial Python block fails (a name its wrap defines is missing)."""
+    alone = replace(block, attrs={k: v for k, v in block.attrs.items() if k != "partial"},
+                    steps=[])
+    proc = run(alone, tmp_path, {"METTLE_CUDA_DRIVER": fake_driver})
+    assert proc.returncode != 0 and "NameError" in proc.stderr, proc.stderr
