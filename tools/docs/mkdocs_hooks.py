@@ -6,6 +6,7 @@ lexer to the table works from a plain checkout and from the Pants sandbox alike.
 """
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -43,3 +44,12 @@ def on_config(config, **_kwargs):
                 if rel not in listed:
                     pages.append(rel)
     return config
+
+
+# A fence's attributes (```mettle file=k.mettle spirv) tell tests/docs how to check the
+# block; the site shows only the language, which is all the highlighter understands.
+FENCE_ATTRIBUTES = re.compile(r"^(\s*```+)([\w+-]+)[ \t]+[^`\n]*$", re.M)
+
+
+def on_page_markdown(markdown: str, **_kwargs) -> str:
+    return FENCE_ATTRIBUTES.sub(r"\1\2", markdown)
