@@ -1,5 +1,5 @@
 """`mettle explain CODE`: every diagnostic code the compiler can raise is explained, in the
-CLI and in docs/reference/language.md."""
+CLI (the docs page of every code, docs/reference/errors.md, is tests/docs/test_error_codes.py)."""
 from __future__ import annotations
 
 import os
@@ -7,8 +7,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from toolchain.compiler.diagnostic_codes import CODES, explain
 
@@ -37,11 +35,6 @@ def test_every_code_the_compiler_raises_is_explained():
     assert sorted(used - CODES.keys()) == []
 
 
-def test_every_explained_code_is_listed_in_the_language_reference():
-    doc = (ROOT / "docs" / "reference" / "language.md").read_text(encoding="utf-8")
-    assert [c for c in CODES if f"`{c}`" not in doc] == []
-
-
 def test_explain_prints_the_title_and_text():
     proc = mettle("explain", "e0410")
     assert proc.returncode == 0, proc.stderr
@@ -60,21 +53,3 @@ def test_unknown_code_is_a_usage_error_without_traceback():
     assert proc.returncode == 2
     assert proc.stderr.startswith("error[E0090]: usage: mettle explain CODE: unknown")
     assert "Traceback" not in proc.stderr and proc.stdout == ""
-
-
-def codes_section() -> str:
-    """The generated list of docs/reference/language.md: one line per code with its title."""
-    return "".join(f"- `{code}` {title}\n" for code, (title, _) in CODES.items())
-
-
-def test_language_reference_lists_the_codes_as_generated():
-    """METTLE_BLESS=1 rewrites the section from diagnostic_codes.py."""
-    path = ROOT / "docs" / "reference" / "language.md"
-    doc = path.read_text(encoding="utf-8")
-    start = doc.index("<!-- diagnostic-codes")
-    start = doc.index("\n", start) + 1
-    end = doc.index("<!-- end diagnostic-codes -->")
-    if doc[start:end] != codes_section():
-        if os.environ.get("METTLE_BLESS") != "1":
-            pytest.fail("docs/reference/language.md's code list is stale: run with METTLE_BLESS=1")
-        path.write_text(doc[:start] + codes_section() + doc[end:], encoding="utf-8")

@@ -19,9 +19,14 @@ Pages: README.md and every docs/**/*.md. A fence's info string is a language and
                            command's program must appear in the named test file(s)
   ```python                run by python3 in the same temporary directory, against the fake
                            CUDA driver (toolchain/providers/cuda/fake)
+  ```python partial=NAME   a piece of a script, run once put into the page's wrap comment
   ```python build-file     a BUILD-file excerpt: parsed, and every call names a target type
                            the Pants plugin registers
-  gpu (any language)       needs an NVIDIA GPU: run by tests/gpu/test_docs_gpu.py
+  ```mettle example=E0101  an error-code page example: run with its flags, and its output
+                           compared, by tests/docs/test_error_codes.py
+  gpu                      (sh, python) runs against the fake driver here and, on a GPU, the
+                           hardware suite (tests/gpu/test_docs_gpu.py) runs it for real
+  gpu-only                 (sh, python) needs a real GPU: run by the hardware suite only
 """
 from __future__ import annotations
 
@@ -32,9 +37,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 EXECUTED = ("mettle", "sh", "python")
-ATTRIBUTES = {"mettle": {"spirv", "error", "file", "partial", "gpu"},
-              "sh": {"synopsis", "covered-by", "gpu"},
-              "python": {"build-file", "gpu"}}
+ATTRIBUTES = {"mettle": {"spirv", "error", "file", "partial", "example"},
+              "sh": {"synopsis", "covered-by", "gpu", "gpu-only"},
+              "python": {"build-file", "gpu", "gpu-only", "partial"}}
+# sh/python blocks the docs tests do not run here (the rest are a page's runnable steps).
+RUN_ELSEWHERE = {"gpu-only", "synopsis", "covered-by", "build-file"}
 WRAP_COMMENT = re.compile(r"<!-- wrap (\S+)\n(.*?)-->", re.S)
 
 # The wraps every page may name; a page defines others in a comment (see the docstring).
@@ -55,6 +62,7 @@ class Block:
     text: str
     output: str | None = None           # the ```output block right after it, if any
     files: dict[str, str] = field(default_factory=dict)   # the page's file= blocks so far
+    steps: list["Block"] = field(default_factory=list)    # the page's sh/python blocks so far
 
     @property
     def name(self) -> str:
@@ -80,13 +88,14 @@ def blocks(page: Path) -> list[Block]:
     text = page.read_text(encoding="utf-8")
     out: list[Block] = []
     files: dict[str, str] = {}
+    steps: list[Block] = []
     matches = list(FENCE.finditer(text))
     for i, m in enumerate(matches):
         lang, attrs = parse_info(m.group(1))
         if lang not in EXECUTED:
             continue
         block = Block(page, text.count("\n", 0, m.start()) + 1, lang, attrs, m.group(2),
-                      files=dict(files))
+                      files=dict(files), steps=list(steps))
         if i + 1 < len(matches):
             nxt = matches[i + 1]
             between = text[m.end():nxt.start()]
@@ -94,6 +103,8 @@ def blocks(page: Path) -> list[Block]:
                 block.output = nxt.group(2)
         if "file" in attrs:
             files[attrs["file"]] = m.group(2)
+        if lang in ("sh", "python") and not RUN_ELSEWHERE & set(attrs):
+            steps.append(block)
         out.append(block)
     return out
 

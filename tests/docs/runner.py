@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .pages import ROOT, Block
+from .pages import ROOT, Block, wrapped
 
 LINKED = ("bench", "std", "tests", "third_party", "toolchain", "tools")
 COPIED = ("app", "examples")        # small; a page's commands write their outputs there
@@ -40,12 +40,24 @@ def prepare(block: Block, work: Path) -> dict[str, str]:
 
 def run(block: Block, work: Path, env_extra: dict[str, str] | None = None,
         timeout: int = 300) -> subprocess.CompletedProcess:
+    """Run the page's earlier steps (a reader has done them: they make vadd.ptx and the
+    like), then `block`; the result is the block's own."""
     env = prepare(block, work)
     env.update(env_extra or {})
+    for step in block.steps:
+        proc = _run_one(step, work, env, timeout)
+        if proc.returncode != 0:
+            return proc            # the step this block depends on fails: report that
+    return _run_one(block, work, env, timeout)
+
+
+def _run_one(block: Block, work: Path, env: dict[str, str],
+             timeout: int) -> subprocess.CompletedProcess:
     if block.lang == "sh":
         command = ["bash", "-e", "-o", "pipefail", "-c", block.text]
     else:
-        (work / "snippet.py").write_text(block.text)
+        text = wrapped(block) if "partial" in block.attrs else block.text
+        (work / "snippet.py").write_text(text)
         command = [sys.executable, "snippet.py"]
     return subprocess.run(command, cwd=work, env=env, capture_output=True, text=True,
                           timeout=timeout)

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 
 import pytest
 
 from toolchain.providers.cuda.fake import build as fake_build
 
-from .pages import ATTRIBUTES, ROOT, all_blocks
+from .pages import ATTRIBUTES, ROOT, RUN_ELSEWHERE, all_blocks
 from .runner import run
 
 BLOCKS = all_blocks("sh") + all_blocks("python")
-RUN_HERE = [b for b in BLOCKS if not {"gpu", "synopsis", "covered-by", "build-file"} & set(b.attrs)]
+RUN_HERE = [b for b in BLOCKS if not RUN_ELSEWHERE & set(b.attrs)]
 PLACEHOLDER = re.compile(r"\b[A-Z][A-Z0-9_]+\b")
 
 
@@ -95,6 +96,16 @@ def test_build_file_excerpts_name_real_target_types(block):
     assert calls and set(calls) <= target_types(), calls
 
 
-def test_gpu_blocks_are_left_to_the_hardware_suite():
+def test_gpu_blocks_are_also_run_by_the_hardware_suite():
     assert (ROOT / "tests" / "gpu" / "test_docs_gpu.py").is_file()
     assert [b for b in BLOCKS if "gpu" in b.attrs], "the quickstart has GPU steps"
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if "partial" in b.attrs],
+                         ids=lambda b: b.name)
+def test_partial_python_is_really_partial(tmp_path, block, fake_driver):
+    """Run alone, a partial Python block fails (a name its wrap defines is missing)."""
+    alone = replace(block, attrs={k: v for k, v in block.attrs.items() if k != "partial"},
+                    steps=[])
+    proc = run(alone, tmp_path, {"METTLE_CUDA_DRIVER": fake_driver})
+    assert proc.returncode != 0 and "NameError" in proc.stderr, proc.stderr

@@ -1,7 +1,7 @@
-"""The documentation's GPU steps on real hardware: every ```sh gpu, ```python gpu and
-```mettle gpu block of README.md and docs/** (the quickstart's "run it on the GPU" steps
-first) runs as the page says, against the machine's CUDA driver. Skips without a GPU
-(conftest.py); tests/docs runs everything else of the same pages without one."""
+"""The documentation's GPU steps on real hardware: every ```sh and ```python block marked
+`gpu` or `gpu-only` in README.md and docs/** (the quickstart's Python and host-program
+runs among them) runs as the page says, against the machine's CUDA driver. Skips without a
+GPU (conftest.py); tests/docs runs the `gpu` ones against the fake driver as well."""
 from __future__ import annotations
 
 import pytest
@@ -9,7 +9,7 @@ import pytest
 from tests.docs.pages import all_blocks
 from tests.docs.runner import run
 
-GPU_BLOCKS = [b for b in all_blocks() if "gpu" in b.attrs and b.lang in ("sh", "python")]
+GPU_BLOCKS = [b for b in all_blocks() if {"gpu", "gpu-only"} & set(b.attrs)]
 
 
 @pytest.mark.parametrize("block", GPU_BLOCKS, ids=lambda b: b.name)

@@ -6,8 +6,9 @@ spirv-val, the variant tools) as a hermetic Process on declared inputs only.
 """
 from __future__ import annotations
 
-from toolchain.rules import (check, compile_kernel, dependency_inference, fmt, host_binary,
-                             inputs, kernel_package, tailor, tools, variants)
+from toolchain.rules import (check, compile_kernel, dependency_inference, docs_site, fmt,
+                             host_binary, inputs, kernel_package, tailor, tools, variants)
+from toolchain.rules.docs_site import MettleDocsSiteTarget
 from toolchain.rules.subsystems import MettleSubsystem, SpirvValTool
 from toolchain.rules.target_types import (GpuVariantSelectTarget, MettleHostBinaryTarget,
                                           MettleKernelTarget, MettleSourcesGeneratorTarget,
@@ -16,7 +17,7 @@ from toolchain.rules.target_types import (GpuVariantSelectTarget, MettleHostBina
 
 def target_types():
     return [MettleSourcesGeneratorTarget, MettleSourceTarget, MettleKernelTarget,
-            MettleHostBinaryTarget, GpuVariantSelectTarget]
+            MettleHostBinaryTarget, GpuVariantSelectTarget, MettleDocsSiteTarget]
 
 
 def rules():
@@ -33,4 +34,5 @@ def rules():
         *tailor.rules(),
         *check.rules(),
         *fmt.rules(),
+        *docs_site.rules(),
     ]

@@ -1,0 +1,34 @@
+"""docs/reference/errors.md is generated from the compiler's code table and the examples in
+tools/docs/error_examples/: every code has its explanation and an example that raises it
+(or a paragraph saying why no program can), and the page shows what the compiler prints.
+METTLE_BLESS=1 rewrites a stale page."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tools.docs import gen_errors
+from toolchain.compiler.diagnostic_codes import CODES
+
+# Codes without a source example: compiler-bug reports and checks the frontend makes first.
+MOST_WITHOUT_EXAMPLE = 10
+
+
+def test_every_code_has_an_example_and_no_example_is_stray():
+    names = {p.stem for p in gen_errors.EXAMPLES.iterdir()}
+    assert sorted(set(CODES) - names) == [], "add tools/docs/error_examples/CODE.mettle"
+    assert sorted(names - set(CODES)) == []
+    without = sorted(p.stem for p in gen_errors.EXAMPLES.glob("*.txt"))
+    assert len(without) <= MOST_WITHOUT_EXAMPLE, without
+    assert not [c for c in without if (gen_errors.EXAMPLES / f"{c}.mettle").exists()]
+
+
+def test_the_page_is_generated_from_the_table():
+    page = gen_errors.generate()       # raises when an example does not raise its code
+    if gen_errors.PAGE.read_text(encoding="utf-8") != page:
+        if os.environ.get("METTLE_BLESS") != "1":
+            pytest.fail("docs/reference/errors.md is stale: python3 tools/docs/gen_errors.py")
+        gen_errors.PAGE.write_text(page, encoding="utf-8")
+    for code, (title, _) in CODES.items():
+        assert f"## {code}: {title}\n" in page
