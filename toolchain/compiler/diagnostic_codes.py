@@ -29,9 +29,9 @@ A floating-point value is used where an integer (or another float width) is expe
 is applied to a float. Mettle converts between float and integer types only with an explicit
 cast: `(int32)x`, `(float32)i`. `%` is defined for integers only."""),
     "E0009": ("not supported yet", """
-The construct is later-tier Mettle syntax (generics, closures and similar) that this compiler
-does not implement yet. Rewrite it with the core language: plain functions, structs and
-pointers."""),
+The construct is Mettle syntax this compiler does not implement yet: inline `asm`. Write
+the code in Mettle, or in C linked in through an `extern fn`. (On host targets the code
+generators also use it for vector operations they cannot encode.)"""),
     "E0010": ("statement not allowed here", """
 The statement cannot appear where it is: e.g. `break` or `continue` outside a loop (or naming
 a label that is not an enclosing loop), or a declaration form that is only legal at the top
