@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .cross import TARGETS, check_program
+from .cross import TARGETS, build_for, check_program, run_on
 
 HERE = Path(__file__).parent / "std"
 PROGRAMS = sorted(p.stem for p in HERE.glob("*.mettle"))
@@ -18,3 +18,11 @@ PROGRAMS = sorted(p.stem for p in HERE.glob("*.mettle"))
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_std_module_program(tmp_path, name, target, opt):
     check_program(tmp_path, HERE / f"{name}.mettle", target, opt)
+
+
+def test_system_returns_the_raw_wait_status_on_linux(tmp_path):
+    prog = ('import "std/io"\nimport "std/system"\n'
+            'fn main() -> int32 { println_int((int64)system("exit 3")); return 0; }\n')
+    exe = build_for(tmp_path, prog, "x86_64-linux", "system")
+    r = run_on("x86_64-linux", exe)
+    assert (r.returncode, r.stdout) == (0, "768\n")

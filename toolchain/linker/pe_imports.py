@@ -36,7 +36,7 @@ LoadLibraryA LoadLibraryW GetProcAddress FreeLibrary GetLastError SetLastError E
 GetModuleHandleA GetModuleFileNameA GetCommandLineA GetCurrentProcessId GetCurrentThreadId
 Sleep QueryPerformanceCounter QueryPerformanceFrequency GetTickCount GetTickCount64
 GetStdHandle WriteFile ReadFile CloseHandle CreateFileA GetEnvironmentVariableA
-SetEnvironmentVariableA VirtualAlloc VirtualFree GetSystemInfo
+SetEnvironmentVariableA VirtualAlloc VirtualFree VirtualProtect GetSystemInfo
 """
 
 BUILTIN: dict[str, frozenset[str]] = {
