@@ -37,7 +37,8 @@ GetModuleHandleA GetModuleFileNameA GetCommandLineA GetCurrentProcessId GetCurre
 Sleep QueryPerformanceCounter QueryPerformanceFrequency GetTickCount GetTickCount64
 GetStdHandle WriteFile ReadFile CloseHandle CreateFileA GetEnvironmentVariableA
 SetEnvironmentVariableA VirtualAlloc VirtualFree VirtualProtect GetSystemInfo
-GetFileAttributesA
+GetFileAttributesA CreateThread WaitForSingleObject CreateMutexA ReleaseMutex
+AcquireSRWLockExclusive ReleaseSRWLockExclusive
 """
 
 BUILTIN: dict[str, frozenset[str]] = {
