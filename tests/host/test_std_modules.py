@@ -26,3 +26,22 @@ def test_system_returns_the_raw_wait_status_on_linux(tmp_path):
     exe = build_for(tmp_path, prog, "x86_64-linux", "system")
     r = run_on("x86_64-linux", exe)
     assert (r.returncode, r.stdout) == (0, "768\n")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_alloc_reports_a_write_after_free(tmp_path, target):
+    from .cross import skip_unless_runnable
+    skip_unless_runnable(target)
+    prog = ('import "std/alloc"\n'
+            "fn main() -> int32 {\n"
+            "    var h: MemHeap* = mem_heap_create();\n"
+            "    var p: cstring = mem_alloc(h, 24);\n"
+            "    mem_free(h, p);\n"
+            "    p[3] = 1;                          // the bug\n"
+            "    for (var i: int32 = 0; i < 40; i = i + 1) { mem_free(h, mem_alloc(h, 24)); }\n"
+            "    return 0;\n"
+            "}\n")
+    exe = build_for(tmp_path, prog, target, "uaf")
+    r = run_on(target, exe)
+    assert r.returncode == 134
+    assert r.stderr.replace("\r\n", "\n").startswith("Fatal error: use-after-free detected\n")
