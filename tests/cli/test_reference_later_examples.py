@@ -15,7 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ("traits.md", "generics.md", "enums-match.md", "defer.md", "closures.md",
-         "new-sizeof.md", "import-str.md", "testing.md")
+         "new-sizeof.md", "import-str.md", "testing.md", "std-conv.md", "std-math.md", "std-system.md",
+         "std-arena-strbuf.md", "std-alloc.md")
 FENCE = re.compile(r"^```mettle([^\n]*)\n(.*?)^```\n(?:```output\n(.*?)^```)?", re.M | re.S)
 
 

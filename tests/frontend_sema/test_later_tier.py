@@ -130,6 +130,9 @@ NEG = [
      "impl B for int32 { fn m(self: Self) -> int32 { return 2; } }\n"
      "fn main() -> int32 {\n  var x: int32 = 1;\n  return x.m();\n}",
      ("E0019", 7, 10, "method call `.m` is ambiguous")),
+    ("fn f<T>(x: T) -> int64 { return f<T*>(&x); }\n"
+     "fn main() -> int32 { return (int32)f<int32>(1); }",
+     ("E0018", 1, 33, "generic instantiation of `f` does not end")),
 ]
 
 

@@ -102,3 +102,14 @@ def normalized_driver_log(log: str) -> str:
     for hexval, n in names.items():
         text = text.replace(int(hexval, 16).to_bytes(8, "little").hex(), n)
     return text
+
+
+def check_program(tmp_path: Path, src_path: Path, target: str, opt: str) -> None:
+    """Build `src_path` for `target` (`opt` is "-O0" or "-O"), run it and compare its stdout
+    with the `.out` file beside it (exit status 0)."""
+    skip_unless_runnable(target)
+    exe = build_for(tmp_path, src_path.read_text(), target, src_path.stem,
+                    extra=() if opt == "-O0" else ("-O",))
+    r = run_on(target, exe)
+    assert (r.returncode, r.stdout.replace("\r\n", "\n")) == \
+        (0, src_path.with_suffix(".out").read_text())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .cross import TARGETS, build_for, run_on, skip_unless_runnable
+from .cross import TARGETS, check_program
 
 HERE = Path(__file__).parent / "later"
 PROGRAMS = sorted(p.stem for p in HERE.glob("*.mettle"))
@@ -21,9 +21,4 @@ PROGRAMS = sorted(p.stem for p in HERE.glob("*.mettle"))
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_later_tier_program(tmp_path, name, target, opt):
-    skip_unless_runnable(target)
-    src = (HERE / f"{name}.mettle").read_text()
-    exe = build_for(tmp_path, src, target, name, extra=() if opt == "-O0" else ("-O",))
-    r = run_on(target, exe)
-    assert (r.returncode, r.stdout.replace("\r\n", "\n")) == \
-        (0, (HERE / f"{name}.out").read_text())
+    check_program(tmp_path, HERE / f"{name}.mettle", target, opt)

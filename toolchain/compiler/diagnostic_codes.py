@@ -35,9 +35,9 @@ else int64, else uint64, and one beyond uint64 is refused rather than truncated.
 a literal that fits into a narrower variable, as in `var u: uint8 = 300;`, converts the
 value as any assignment does.) Write a smaller value or compute it in a wider form."""),
     "E0009": ("not supported yet", """
-The construct is later-tier Mettle syntax (generics, closures and similar) that this compiler
-does not implement yet. Rewrite it with the core language: plain functions, structs and
-pointers."""),
+The construct is Mettle syntax this compiler does not implement yet: inline `asm`. Write
+the code in Mettle, or in C linked in through an `extern fn`. (On host targets the code
+generators also use it for vector operations they cannot encode.)"""),
     "E0010": ("statement not allowed here", """
 The statement cannot appear where it is: e.g. `break` or `continue` outside a loop (or naming
 a label that is not an enclosing loop), or a declaration form that is only legal at the top

@@ -18,7 +18,7 @@ _set_app_type _configure_narrow_argv _initialize_narrow_environment __p___argc _
 __acrt_iob_func __stdio_common_vfprintf __stdio_common_vsprintf __stdio_common_vfscanf
 __stdio_common_vsscanf _errno _exit _fileno _setmode _strdup _stricmp _strnicmp _time64
 _ftelli64 _fseeki64 _isatty _write _read _open _close _lseeki64 _getpid _aligned_malloc
-_aligned_free
+_aligned_free _mkdir _getcwd _findfirst64 _findnext64 _findclose
 abort abs atof atoi atol bsearch calloc clock div exit fabs fclose feof ferror fflush
 fgetc fgets fopen fputc fputs fread free freopen fseek ftell fwrite getc getchar getenv
 isalnum isalpha isdigit islower isprint isspace isupper isxdigit labs ldiv localeconv malloc
@@ -36,7 +36,9 @@ LoadLibraryA LoadLibraryW GetProcAddress FreeLibrary GetLastError SetLastError E
 GetModuleHandleA GetModuleFileNameA GetCommandLineA GetCurrentProcessId GetCurrentThreadId
 Sleep QueryPerformanceCounter QueryPerformanceFrequency GetTickCount GetTickCount64
 GetStdHandle WriteFile ReadFile CloseHandle CreateFileA GetEnvironmentVariableA
-SetEnvironmentVariableA VirtualAlloc VirtualFree GetSystemInfo
+SetEnvironmentVariableA VirtualAlloc VirtualFree VirtualProtect GetSystemInfo
+GetFileAttributesA CreateThread WaitForSingleObject CreateMutexA ReleaseMutex
+AcquireSRWLockExclusive ReleaseSRWLockExclusive
 """
 
 BUILTIN: dict[str, frozenset[str]] = {

@@ -19,7 +19,6 @@ BINARY_PREC = {
     "*": 10, "/": 10, "%": 10,
 }
 UNARY_OPS = frozenset(("-", "+", "~", "!", "*", "&"))
-LATER_EXPRS: dict[str, str] = {}
 # keywords accepted as bare words in named-argument values (`space: workgroup`)
 WORD_KEYWORDS = frozenset(("workgroup", "private", "default", "global"))
 CAST_OPERAND_START = frozenset((IDENT, INT, FLOAT, STRING, "!", "~"))
@@ -415,8 +414,6 @@ class ExprParser:
             self.i += 1
             ty = self.parse_type()
             return A.New(ty, span=self.span_from(t))
-        if k in LATER_EXPRS:
-            raise self.unsupported(LATER_EXPRS[k], t)
         raise self.err(f"expected an expression, found {describe(t)}", t)
 
     def parse_name(self, t: Token) -> A.Expr:

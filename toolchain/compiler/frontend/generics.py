@@ -21,6 +21,17 @@ from . import ast as A
 from .substitute import _fields, clone, mangle_part, spell
 
 MAX_INSTANCES = 2000        # a runaway recursion (f<T> using f<T*>) stops here, E0018
+MAX_TYPE_DEPTH = 40         # ... and so does a type argument nested this deeply
+
+
+def _depth(t) -> int:
+    if isinstance(t, (A.PointerType, A.ArrayType)):
+        return 1 + _depth(t.elem)
+    if isinstance(t, A.NamedType) and t.args:
+        return 1 + max(_depth(a) for a in t.args)
+    if isinstance(t, A.FnPtrType):
+        return 1 + max([_depth(p) for p in t.params] + [_depth(t.ret)])
+    return 0
 
 
 class Monomorphizer:
@@ -97,9 +108,12 @@ class Monomorphizer:
                 if b in self.traits and (b, spell(a)) not in self.impls:
                     self.bag.error("E0018", f"type `{spell(a)}` does not implement trait "
                                    f"`{b}` required by `{name}`", span)
-        if len(self.instances) >= MAX_INSTANCES:
-            self.bag.error("E0018", f"too many generic instances (over {MAX_INSTANCES}); "
-                           f"does `{name}` instantiate itself with ever larger types?", span)
+        if len(self.instances) >= MAX_INSTANCES or \
+                max(_depth(a) for a in args) > MAX_TYPE_DEPTH:
+            self.bag.error("E0018", f"generic instantiation of `{name}` does not end (type "
+                           f"arguments nested over {MAX_TYPE_DEPTH} deep, or over "
+                           f"{MAX_INSTANCES} instances): does it instantiate itself with ever "
+                           "larger types?", span)
             return name
         inst = clone(tpl, {p.name: a for p, a in zip(tpl.type_params, args)})
         inst.name, inst.type_params = mangled, []

@@ -71,6 +71,8 @@ def init_items(ctx, t: Type, e: A.Expr, off: int) -> list:
         g = ctx.b.string_literal(e.value)
         return [(off, STRING.fields[0][1], g), (off + 8, U64, len(e.value))]
     if isinstance(t, StructType):
+        if t.name in ctx.tagged:
+            return _tagged_items(ctx, ctx.tagged[t.name], e, off)
         return _struct_items(ctx, ctx.structs.full(t), e, off)
     if isinstance(t, (PtrType, FnPtrType)):
         return _pointer_item(ctx, t, e, off)
@@ -138,3 +140,28 @@ def _struct_items(ctx, t: StructType, e: A.Expr, off: int) -> list:
             continue
         out += init_items(ctx, t.fields[i][1], f.value, off + t.offsets[i])
     return out
+
+
+def _tagged_items(ctx, enum, e: A.Expr, off: int) -> list:
+    """A tagged-enum constant: `Plus`, `Number(42)`, `Token.Number(42)` (constant payload)."""
+    args: list = []
+    name = None
+    if isinstance(e, A.Call):
+        args, e = e.args, e.callee
+    if isinstance(e, A.Name):
+        name = e.name
+    elif isinstance(e, A.Member) and isinstance(e.base, A.Name) and \
+            e.base.name == enum.name:
+        name = e.name
+    tag = None if name is None else enum.tag_of(name)
+    if tag is None:
+        return _bad(ctx, e, enum.type)
+    payload_t = enum.variants[tag][1]
+    if len(args) != (0 if payload_t is None else 1):
+        ctx.bag.error("E0108", f"constructor `{name}` expects "
+                      f"{0 if payload_t is None else 1} argument(s), got {len(args)}", e.span)
+        return []
+    items = [(off, enum.type.fields[0][1], tag)] if tag else []
+    if payload_t is not None:
+        items += init_items(ctx, payload_t, args[0], off + enum.type.offsets[1])
+    return items

@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import ast as A
 from .generics import Monomorphizer
 from .methods import check_traits, lift_impls, lift_struct_methods
+from .substitute import spell
 
 _LATER = (A.TraitDecl, A.ImplDecl)
 
@@ -28,12 +29,8 @@ def expand_later_tier(items: list[A.Stmt], bag):
         if isinstance(d, A.ImplDecl) and d.trait in traits:
             t = d.for_type
             mono.rewrite(t)
-            mono.impls.add((d.trait, _spell(t)))
+            mono.impls.add((d.trait, spell(t)))
     core = mono.run(core)
     method_fns, method_entries = lift_struct_methods(core)
     return core + method_fns, entries + method_entries
 
-
-def _spell(t):
-    from .substitute import spell
-    return spell(t)

@@ -1,4 +1,5 @@
-"""Recursive-descent parser for the core tier of Mettle (LANGUAGE §3-§6, §9, §11; gpu.md).
+"""Recursive-descent parser for Mettle (LANGUAGE §3-§6, §9, §11; gpu.md; the later tier:
+generics, traits, impls, methods, tagged enums, match, defer, lambdas, new, import_str).
 
 Each `parse_*` method is named after the grammar rule written in the comment above it.
 
@@ -12,8 +13,13 @@ Invariants and design decisions:
   a name followed by `*` or `[N]`, or bool/cstring/void), or when a bare name in
   parentheses is followed by a token that can only start an operand (name, literal, `!`,
   `~`). `(a) - b` stays a subtraction and `(f)(x)` a call.
+- After a name, `<` starts type arguments only when the tokens up to a matching `>` parse
+  as types and `(` follows (a speculative parse that leaves no diagnostics); otherwise it
+  is less-than. In type position a `>>` closes two argument lists.
+- `match` at the start of a statement is the statement form (block arms); anywhere an
+  expression starts it is the expression form (one expression per arm).
 - Errors: E0002 syntax (located at the offending token), E0003 `var` without a type or a
-  local `const` without a type, E0009 later-tier syntax ("not supported yet"). The parser
+  local `const` without a type, E0009 inline `asm` ("not supported yet"). The parser
   recovers at statement and item boundaries and reports up to MAX_ERRORS diagnostics.
 - Nesting deeper than MAX_DEPTH is a located E0002 rather than a Python RecursionError.
 """

@@ -22,31 +22,31 @@ from . import ast as A
 ASSERT_FAILED_STATUS = 101
 
 RUNNER = """
-extern fn putchar(c: int32) -> int32;
-extern fn atoi(s: cstring) -> int32;
-extern fn exit(code: int32);
+extern fn __mt_putchar(c: int32) -> int32 = "putchar";
+extern fn __mt_atoi(s: cstring) -> int32 = "atoi";
+extern fn __mt_exit(code: int32) = "exit";
 fn __mt_put_u(u: uint64) {
     if (u >= 10) { __mt_put_u(u / 10); }
-    putchar((int32)(u % 10) + 48);
+    __mt_putchar((int32)(u % 10) + 48);
 }
 fn __mt_put(n: int64) {
     var u: uint64 = (uint64)n;
-    if (n < 0) { putchar(45); u = (uint64)0 - u; }
+    if (n < 0) { __mt_putchar(45); u = (uint64)0 - u; }
     __mt_put_u(u);
 }
 fn __mt_assert(id: int64, c: int64) {
-    if (c == 0) { putchar(1); __mt_put(id); putchar(10); exit(@STATUS@); }
+    if (c == 0) { __mt_putchar(1); __mt_put(id); __mt_putchar(10); __mt_exit(@STATUS@); }
 }
 fn __mt_assert_eq(id: int64, a: int64, b: int64) {
     if (a != b) {
-        putchar(1); __mt_put(id); putchar(32); __mt_put(a); putchar(32); __mt_put(b);
-        putchar(10); exit(@STATUS@);
+        __mt_putchar(1); __mt_put(id); __mt_putchar(32); __mt_put(a); __mt_putchar(32); __mt_put(b);
+        __mt_putchar(10); __mt_exit(@STATUS@);
     }
 }
-fn __mt_report(r: int64) { putchar(2); __mt_put(r); putchar(10); }
+fn __mt_report(r: int64) { __mt_putchar(2); __mt_put(r); __mt_putchar(10); }
 fn main(argc: int32, argv: cstring*) -> int32 {
     if (argc < 2) { return 2; }
-    var which: int32 = atoi(argv[1]);
+    var which: int32 = __mt_atoi(argv[1]);
 @CASES@
     return 3;
 }
