@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..ir.module import Block, Const, Function, Instr
 from ..ir.types import BOOL, U32, VOID
 from .clone import clone_blocks
-from .edit import fresh_block_name, has_op
+from .edit import fresh_block_name, has_op, make_instr
 
 NAME = "subgroup-width"
 _STATIC = ("alloca", "gpu.alloc")
@@ -99,9 +99,9 @@ def _version(fn, width: int) -> None:
         entry.instrs.remove(s)
         s.block = head
         head.instrs.append(s)
-    size = Instr("subgroup.size", U32, [], {}, [], None, head)
-    full = Instr("cmp", BOOL, [size, Const(U32, width)], {"pred": "eq"}, [], None, head)
-    head.instrs += [size, full, Instr("cbr", VOID, [full], {}, [copies[0], entry], None, head)]
+    size = make_instr("subgroup.size", U32, [], {}, [], None, head)
+    full = make_instr("cmp", BOOL, [size, Const(U32, width)], {"pred": "eq"}, [], None, head)
+    head.instrs += [size, full, make_instr("cbr", VOID, [full], {}, [copies[0], entry], None, head)]
     fn.blocks[:] = [head] + copies + fn.blocks
 
 
