@@ -104,3 +104,9 @@ def test_no_target_fact_outside_the_table():
             if re.search(r"\bsm_\d+\b(?!a?`)|\bat_least\(|from \.\.targets", text):
                 bad.append(os.path.relpath(fp, ROOT))
     assert bad == []
+
+
+def test_the_registry_reads_the_tables_subgroup_width():
+    # the registry keeps its own constant only to stay importable without the PTX package
+    assert T.PTX_SUBGROUP_WIDTH == isa.SUBGROUP_WIDTH
+    assert T.resolve_target("ptx", "sm_80").capabilities.subgroup_width == isa.SUBGROUP_WIDTH
