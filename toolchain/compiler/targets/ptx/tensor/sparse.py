@@ -99,7 +99,7 @@ class Meta:
                 for g in range(4):
                     self.offs.get(SUB_M * i + h, g)
 
-    def word(self, em, i: int, group: int) -> str:
+    def word(self, em, i: int, group: int) -> tuple[str, str]:
         w = em.new("r")
         em.emit(f"mov.b32 {w}, 0")
         for h in (0, 1):
@@ -110,7 +110,7 @@ class Meta:
                 em.emit(f"ld{self.m.space}.u8 {mask}, [{a}]")
                 em.emit(f"bfi.b32 {w}, {translate(em, self.table, mask)}, {w}, "
                         f"{16 * h + 4 * g}, 4")
-        return f", {w}, 0"
+        return w, "0"
 
     def advance(self, em, groups: int) -> None:
         em.emit(f"add.s64 {self.ptr}, {self.ptr}, {groups}")
