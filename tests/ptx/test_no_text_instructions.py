@@ -19,11 +19,9 @@ PTX = Path(__file__).resolve().parents[2] / "toolchain" / "compiler" / "targets"
 PORTING = {
     "function.py": (1, 7),
     "lower_arith.py": (0, 20),
-    "lower_control.py": (0, 5),
     "lower_gpu.py": (0, 9),
     "lower_intrinsics.py": (0, 11),
     "lower_memory.py": (0, 15),
-    "lower_subgroup.py": (0, 5),
     "tensor/epilogue.py": (31, 0),
     "tensor/fp8.py": (26, 0),
     "tensor/matmul.py": (9, 0),

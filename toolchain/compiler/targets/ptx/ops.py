@@ -242,3 +242,20 @@ def mma_sync(spelling: str, d, a, b, c, *extra) -> PtxInstr:
     if not spelling.startswith(("mma.sync.", "mma.sp.", "mma.sp::ordered_metadata.")):
         raise ValueError(f"{spelling!r} is not an mma.sync form")
     return _op(spelling, (vec(*d),), (vec(*a), vec(*b), vec(*c), *extra))
+
+
+# ---- selection and warp-synchronous collectives (features subgroup.sync, redux.sync) --------
+def selp(ty: str, d, a, b, p) -> PtxInstr:
+    return _op(f"selp.{_t(ty)}", (d,), (a, b, p))
+
+
+def vote_sync(mode: str, d, p, mask) -> PtxInstr:
+    """`vote.sync.any.pred` / `vote.sync.all.pred` / `vote.sync.ballot.b32`."""
+    ty = {"any": "pred", "all": "pred", "ballot": "b32"}[mode]
+    return _op(f"vote.sync.{mode}.{ty}", (d,), (p, mask))
+
+
+def redux_sync(op: str, ty: str, d, a, mask) -> PtxInstr:
+    if op not in ("add", "min", "max", "and", "or", "xor"):
+        raise ValueError(f"redux.sync op {op!r}")
+    return _op(f"redux.sync.{op}.{_t(ty)}", (d,), (a, mask))
