@@ -24,7 +24,6 @@ PORTING = {
     "lower_memory.py": (0, 15),
     "tensor/epilogue.py": (31, 0),
     "tensor/fp8.py": (26, 0),
-    "tensor/matmul.py": (9, 0),
     "tensor/replay.py": (71, 0),
     "tensor/scaled.py": (34, 0),
     "tensor/scaled_matmul.py": (58, 0),
@@ -32,7 +31,6 @@ PORTING = {
     "tensor/staging.py": (52, 0),
     "tensor/transfer.py": (80, 0),
     "tensor/wgmma.py": (230, 0),
-    "tensor/wgmma_epilogue.py": (12, 0),
     "tensor/wgmma_persistent.py": (36, 0),
     "tensor/wgmma_split.py": (27, 0),
 }

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from .instr import COMMENT, LABEL, OP, Addr, PtxInstr, Vec
 
-TYPES = frozenset(("pred", "b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16",
-                   "s32", "s64", "f16", "f16x2", "bf16", "bf16x2", "f32", "f64"))
+TYPES = frozenset(("pred", "b1", "b8", "b16", "b32", "b64", "u4", "u8", "u16", "u32", "u64",
+                   "s4", "s8", "s16", "s32", "s64", "f16", "f16x2", "bf16", "bf16x2", "tf32",
+                   "f32", "f64", "e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "ue8m0"))
 COMPARES = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs", "equ",
                       "neu", "ltu", "leu", "gtu", "geu", "num", "nan"))
 SPACES = frozenset(("", ".global", ".shared", ".local", ".param", ".const", ".shared::cta"))
@@ -75,7 +76,7 @@ def binary(opcode: str, ty: str, d, a, b) -> PtxInstr:
 
 
 _BINARY = frozenset(("add", "sub", "and", "or", "xor", "shl", "shr", "min", "max", "div",
-                     "rem", "mul.lo", "mul.wide", "mul.hi"))
+                     "rem", "mul.lo", "mul.wide", "mul.hi", "add.rn", "sub.rn", "mul.rn"))
 
 
 def mad(mode: str, ty: str, d, a, b, c) -> PtxInstr:
@@ -105,8 +106,8 @@ def activemask(d) -> PtxInstr:
 
 
 # ---- memory ---------------------------------------------------------------------------------
-def ld(space: str, ty: str, d, addr: Addr) -> PtxInstr:
-    return _op(f"ld{_space(space)}.{_t(ty)}", (d,), (addr,))
+def ld(space: str, ty: str, d, addr: Addr, guard: str | None = None) -> PtxInstr:
+    return _op(f"ld{_space(space)}.{_t(ty)}", (d,), (addr,), guard)
 
 
 def st(space: str, ty: str, addr: Addr, s) -> PtxInstr:
@@ -125,6 +126,11 @@ def bra(target: str, guard: str | None = None, negated: bool = False,
 
 def bar_sync(barrier: int = 0) -> PtxInstr:
     return _op("bar.sync", (), (barrier,))
+
+
+def bar_warp_sync(mask) -> PtxInstr:
+    """Feature `warp.sync`."""
+    return _op("bar.warp.sync", (), (mask,))
 
 
 def label(name: str, comment: str | None = None) -> PtxInstr:
