@@ -16,7 +16,8 @@ from .instr import COMMENT, LABEL, OP, Addr, PtxInstr, Vec
 
 TYPES = frozenset(("pred", "b1", "b8", "b16", "b32", "b64", "u4", "u8", "u16", "u32", "u64",
                    "s4", "s8", "s16", "s32", "s64", "f16", "f16x2", "bf16", "bf16x2", "tf32",
-                   "f32", "f64", "e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "ue8m0"))
+                   "f32", "f64", "e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "ue8m0", "e4m3x2",
+                   "e5m2x2"))
 COMPARES = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs", "equ",
                       "neu", "ltu", "leu", "gtu", "geu", "num", "nan"))
 SPACES = frozenset(("", ".global", ".shared", ".local", ".param", ".const", ".shared::cta"))
@@ -84,6 +85,14 @@ def mad(mode: str, ty: str, d, a, b, c) -> PtxInstr:
     if mode not in ("lo", "wide", "hi"):
         raise ValueError(f"mad mode {mode!r}")
     return _op(f"mad.{mode}.{_t(ty)}", (d,), (a, b, c))
+
+
+def bfe(ty: str, d, a, pos, length) -> PtxInstr:
+    return _op(f"bfe.{_t(ty)}", (d,), (a, pos, length))
+
+
+def bfi(ty: str, d, field, into, pos, length) -> PtxInstr:
+    return _op(f"bfi.{_t(ty)}", (d,), (field, into, pos, length))
 
 
 def popc(ty: str, d, a) -> PtxInstr:
