@@ -251,3 +251,69 @@ def test_checker_accepts_downward_imports(rel, source):
 def test_checker_flags_third_party_but_not_stdlib():
     assert third_party_imports(_fake("compiler/ir/x.py"), "import numpy\nimport json\n") == [
         "toolchain/compiler/ir/x.py:1: imports third-party numpy"]
+
+
+# ---- the optimizer's passes ---------------------------------------------------------------
+# Passes share helpers only through these modules (the edit API, cloning, analyses and the
+# shared facts), never through each other's private names; only edit.make_instr
+# constructs an `Instr` (passes create and rewrite instructions through it or the builder).
+OPT = TOOLCHAIN / "compiler" / "opt"
+OPT_SHARED = {"__init__", "analyses", "clone", "edit", "loop_shape", "op_facts",
+              "pointer_facts"}
+INSTR_MAKER = "edit"
+
+
+def opt_violations(name: str, source: str, modules: set[str]) -> list[str]:
+    """Breaches of the pass rules above in opt module `name` (`modules`: the opt modules)."""
+    tree = ast.parse(source)
+    out, aliases = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module is None:
+                for a in node.names:
+                    aliases[a.asname or a.name] = a.name
+                    if name in OPT_SHARED and a.name in modules - OPT_SHARED:
+                        out.append(f"{name}:{node.lineno}: shared module imports pass {a.name}")
+                continue
+            top = node.module.split(".")[0]
+            if top not in modules:
+                continue
+            for a in node.names:
+                if a.name.startswith("_"):
+                    out.append(f"{name}:{node.lineno}: imports private {top}.{a.name}")
+            if name in OPT_SHARED and top not in OPT_SHARED:
+                out.append(f"{name}:{node.lineno}: shared module imports pass {top}")
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id in aliases and node.attr.startswith("_"):
+            out.append(f"{name}:{node.lineno}: uses private "
+                       f"{aliases[node.value.id]}.{node.attr}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id == "Instr" and name != INSTR_MAKER:
+            out.append(f"{name}:{node.lineno}: constructs Instr (use edit.make_instr)")
+    return out
+
+
+def _opt_modules() -> dict[str, str]:
+    return {p.stem: p.read_text(encoding="utf-8") for p in sorted(OPT.glob("*.py"))}
+
+
+def test_passes_share_only_public_helpers_and_build_through_edit():
+    mods = _opt_modules()
+    problems = [v for n, src in mods.items() for v in opt_violations(n, src, set(mods))]
+    assert not problems, "optimizer pass rule breaches:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("name, source", [
+    ("load_ahead", "from .unroll_runtime import _shape\n"),
+    ("load_ahead", "from . import unroll_runtime\nx = unroll_runtime._shape\n"),
+    ("edit", "from .gvn import PURE\n"),
+    ("licm", "from ..ir.module import Instr\nx = Instr('add', None, [], {}, [])\n"),
+])
+def test_pass_rule_checker_flags(name, source):
+    assert opt_violations(name, source, set(_opt_modules()))
+
+
+def test_pass_rule_checker_accepts_the_shared_api():
+    src = ("from .edit import make_instr\nfrom .op_facts import PURE\n"
+           "from .unroll_runtime import open_main_loop\nx = make_instr('add', None, [], {}, [])\n")
+    assert opt_violations("load_ahead", src, set(_opt_modules())) == []

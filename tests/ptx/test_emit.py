@@ -29,12 +29,13 @@ CHECK: .param .s32 vadd_param_3
 CHECK-NEXT: )
 CHECK-NEXT: .reqntid 256, 1, 1
 CHECK-NOT: .maxntid
-CHECK: ld.param.u64 %rd1, [vadd_param_0];
+CHECK: ld.param.u64 {{%rd[0-9]+}}, [vadd_param_0];
+CHECK: ld.param.s32 [[N:%r[0-9]+]], [vadd_param_3];
 CHECK: mov.u32 {{%r[0-9]+}}, %ctaid.x;
 CHECK: mov.u32 {{%r[0-9]+}}, %ntid.x;
 CHECK: mov.u32 {{%r[0-9]+}}, %tid.x;
-CHECK: setp.ge.s32 %p1
-CHECK: @%p1 bra $L__BB2;
+CHECK: setp.ge.s32 [[P:%p[0-9]+]], {{%r[0-9]+}}, [[N]];
+CHECK: @[[P]] bra $L__BB2;
 CHECK-NOT: cvt.s64.s32
 """
 
@@ -88,8 +89,10 @@ CHECK: st.param.f32 [func_retval0],
 CHECK-LABEL: .func (.param .b16 func_retval0) pick(
 CHECK-NEXT: .param .b32 pick_param_0,
 CHECK-NEXT: .param .b16 pick_param_1
-CHECK: setp.ne.u32 %p1, %r1, 0;
-CHECK: selp.b16 %rs2, %rs1, -3, %p1;
+CHECK: ld.param.b32 [[S:%r[0-9]+]], [pick_param_0];
+CHECK: setp.ne.u32 [[C:%p[0-9]+]], [[S]], 0;
+CHECK: ld.param.b16 [[V:%rs[0-9]+]], [pick_param_1];
+CHECK: selp.b16 {{%rs[0-9]+}}, [[V]], -3, [[C]];
 CHECK-LABEL: .visible .entry saxpy(
 CHECK-NEXT: .param .s32 saxpy_param_0,
 CHECK-NEXT: .param .f32 saxpy_param_1,
@@ -119,9 +122,9 @@ CHECK: rsqrt.approx.f32
 CHECK: abs.f32
 CHECK: sin.approx.f32
 CHECK: cos.approx.f32
-CHECK: lg2.approx.f32 {{%f[0-9]+}}
+CHECK: lg2.approx.f32 {{%f[0-9]+}}, [[X:%f[0-9]+]];
 CHECK-NEXT: mul.f32 {{%f[0-9]+}}, {{%f[0-9]+}}, 0f3F317218;
-CHECK: mul.f32 {{%f[0-9]+}}, %f1, 0f3FB8AA3B;
+CHECK: mul.f32 {{%f[0-9]+}}, [[X]], 0f3FB8AA3B;
 CHECK-NEXT: ex2.approx.f32
 CHECK: sqrt.rn.f64
 CHECK: rsqrt.approx.f64

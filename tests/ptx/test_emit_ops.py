@@ -13,10 +13,11 @@ RS = "{{%rs[0-9]+}}"
 def test_integer_signedness_and_8bit_widening():
     text = emit(K.build_arith())
     filecheck(text, f"""
-CHECK: ld.global.s8 %rs1, [%rd1];
-CHECK: add.s16 %rs3, %rs1, %rs2;
-CHECK-NEXT: cvt.s16.s8 %rs3, %rs3;
-CHECK-NEXT: st.global.s8 [%rd1+2], %rs3;
+CHECK: ld.global.s8 [[A:%rs[0-9]+]], [[[P:%rd[0-9]+]]];
+CHECK-NEXT: ld.global.s8 [[B:%rs[0-9]+]], [[[P]]+1];
+CHECK-NEXT: add.s16 [[S:%rs[0-9]+]], [[A]], [[B]];
+CHECK-NEXT: cvt.s16.s8 [[S]], [[S]];
+CHECK-NEXT: st.global.s8 [[[P]]+2], [[S]];
 CHECK: div.s16
 CHECK-NOT: cvt.s16.s8
 CHECK: st.global.s8
@@ -68,22 +69,23 @@ CHECK-NEXT: .param .u32 casts_param_7,
 CHECK-NEXT: .param .u64 casts_param_8,
 CHECK-NEXT: .param .f32 casts_param_9,
 CHECK-NEXT: .param .f64 casts_param_10,
-CHECK: ld.param.u8 %rs1, [casts_param_0];
-CHECK-NEXT: setp.ne.u16 %p1, %rs1, 0;
-CHECK: selp.f32 {{%f[0-9]+}}, 0f3F800000, 0f00000000, %p1;
+CHECK: ld.param.u8 [[B:%rs[0-9]+]], [casts_param_0];
+CHECK-NEXT: setp.ne.u16 [[Q:%p[0-9]+]], [[B]], 0;
+CHECK: ld.param.f32 [[F:%f[0-9]+]], [casts_param_9];
+CHECK: selp.f32 {{%f[0-9]+}}, 0f3F800000, 0f00000000, [[Q]];
 CHECK: cvt.s32.s8
 CHECK: cvt.u8.s8
 CHECK: cvt.rn.f32.s16
 CHECK: cvt.s8.s32
 CHECK: cvt.s64.s32
 CHECK: cvt.u64.u32
-CHECK: setp.neu.f32 {{%p[0-9]+}}, %f1, 0f00000000;
+CHECK: setp.neu.f32 {{%p[0-9]+}}, [[F]], 0f00000000;
 CHECK: cvt.rzi.s8.f32
 CHECK: cvt.rzi.s32.f32
 CHECK: cvt.rzi.u64.f32
 CHECK: cvt.f64.f32
 CHECK: cvt.rn.f32.f64
-CHECK: mov.b32 {{%r[0-9]+}}, %f1;
+CHECK: mov.b32 {{%r[0-9]+}}, [[F]];
 CHECK: mov.b32 {{%f[0-9]+}}, {{%r[0-9]+}};
 CHECK: cvta.to.global.u64
 CHECK: cvta.global.u64
@@ -98,15 +100,16 @@ CHECK: cvt.u32.u64
 def test_control_flow_falls_through_and_keeps_locals_in_registers():
     text = emit(K.build_control())
     filecheck(text, """
+CHECK: ld.param.s32 [[N:%r[0-9]+]], [control_param_1];
 CHECK: $L__BB1:	// outer
-CHECK-NEXT: setp.ge.s32 %p1, %r3, %r1;
-CHECK-NEXT: @%p1 bra $L__BB9;
+CHECK-NEXT: setp.ge.s32 [[P:%p[0-9]+]], [[I:%r[0-9]+]], [[N]];
+CHECK-NEXT: @[[P]] bra $L__BB9;
 CHECK-NEXT: $L__BB2:	// outer_body
 CHECK: rem.s32
 CHECK: setp.ne.s32
 CHECK: @{{%p[0-9]+}} bra $L__BB7;
-CHECK: setp.eq.s32 {{%p[0-9]+}}, %r3, %r5;
-CHECK: mul.lo.s32 {{%r[0-9]+}}, %r3, %r5;
+CHECK: setp.eq.s32 {{%p[0-9]+}}, [[I]], [[J:%r[0-9]+]];
+CHECK: mul.lo.s32 {{%r[0-9]+}}, [[I]], [[J]];
 CHECK: bra.uni $L__BB3;
 CHECK: bra.uni $L__BB1;
 CHECK: $L__BB9:	// done
@@ -121,16 +124,18 @@ def test_atomics_orders_scopes_spaces():
     text = emit(K.build_atomics())
     filecheck(text, """
 CHECK: .shared .align 32 .b8 atomics_counters[256];
+CHECK: ld.param.u64 [[G:%rd[0-9]+]], [atomics_param_0];
+CHECK: mov.u64 [[W:%rd[0-9]+]], atomics_counters;
 CHECK: ld.relaxed.cta.global.u32
 CHECK: ld.acquire.cta.global.u32
 CHECK: fence.sc.cta;
 CHECK-NEXT: ld.acquire.cta.global.u32
-CHECK: st.relaxed.cta.global.u32 [%rd1], 1;
+CHECK: st.relaxed.cta.global.u32 [[[G]]], 1;
 CHECK: st.release.cta.global.u32
 CHECK: fence.sc.cta;
 CHECK-NEXT: st.relaxed.cta.global.u32
-CHECK: atom.relaxed.cta.global.add.u32 {{%r[0-9]+}}, [%rd1], 1;
-CHECK-NEXT: atom.relaxed.cta.global.add.u32 {{%r[0-9]+}}, [%rd1], 4294967295;
+CHECK: atom.relaxed.cta.global.add.u32 {{%r[0-9]+}}, [[[G]]], 1;
+CHECK-NEXT: atom.relaxed.cta.global.add.u32 {{%r[0-9]+}}, [[[G]]], 4294967295;
 CHECK-NEXT: atom.relaxed.cta.global.min.u32
 CHECK-NEXT: atom.relaxed.cta.global.max.u32
 CHECK-NEXT: atom.relaxed.cta.global.and.b32
@@ -141,7 +146,7 @@ CHECK: atom.release.cta.global.add.u32
 CHECK: atom.acq_rel.cta.global.add.u32
 CHECK: fence.sc.cta;
 CHECK-NEXT: atom.acquire.cta.global.add.u32
-CHECK: atom.acq_rel.cta.global.cas.b32 {{%r[0-9]+}}, [%rd1], 1, 2;
+CHECK: atom.acq_rel.cta.global.cas.b32 {{%r[0-9]+}}, [[[G]]], 1, 2;
 CHECK: fence.sc.cta;
 CHECK-NEXT: atom.acquire.cta.global.cas.b32
 CHECK: atom.release.cta.global.cas.b32
@@ -149,7 +154,7 @@ CHECK: ld.acquire.gpu.global.u32
 CHECK: ld.acquire.sys.global.u32
 CHECK: ld.relaxed.cta.global.u64
 CHECK: atom.relaxed.gpu.global.min.u64
-CHECK: ld.relaxed.cta.shared.u32 {{%r[0-9]+}}, [%rd4];
+CHECK: ld.relaxed.cta.shared.u32 {{%r[0-9]+}}, [[[W]]];
 CHECK: atom.acq_rel.cta.shared.add.u32
 CHECK: cvta.to.global.u64
 CHECK: ld.relaxed.cta.global.u32
@@ -219,7 +224,7 @@ def test_subgroup_collectives():
     filecheck(emit(K.build_subgroup()), "CHECK: st.global.u32 [{{%rd[0-9]+}}+160], 32;")
     gb10 = emit(K.build_subgroup(block=(48, 1, 1)))   # a partial second warp
     filecheck(gb10, """
-CHECK: mov.u32 %r1, %laneid;
+CHECK: mov.u32 [[LANE:%r[0-9]+]], %laneid;
 CHECK: mov.u32 {{%r[0-9]+}}, %ntid.z;
 CHECK: and.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, -32;
 CHECK: min.u32 {{%r[0-9]+}}, {{%r[0-9]+}}, 32;
@@ -258,7 +263,10 @@ CHECK: vote.sync.all.pred
 def test_packed_half_bf16_dp4a_vectors():
     text = emit(K.build_packed())
     filecheck(text, """
-CHECK: cvt.f32.f16 {{%f[0-9]+}}, %rs1;
+CHECK: ld.param.u64 [[X:%rd[0-9]+]], [packed_param_0];
+CHECK-NEXT: ld.param.u64 [[V:%rd[0-9]+]], [packed_param_1];
+CHECK: ld.global.u16 [[H:%rs[0-9]+]], [[[X]]];
+CHECK: cvt.f32.f16 {{%f[0-9]+}}, [[H]];
 CHECK: cvt.rn.f16.f32
 CHECK: cvt.u32.u16
 CHECK-NEXT: shl.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 16;
@@ -276,10 +284,10 @@ CHECK: mov.b32 {{{%rs[0-9]+}}, {{%rs[0-9]+}}}, {{%r[0-9]+}};
 CHECK: cvt.rn.f16.f32
 CHECK-NEXT: cvt.rn.f16.f32
 CHECK-NEXT: mov.b32 {{%r[0-9]+}}, {{{%rs[0-9]+}}, {{%rs[0-9]+}}};
-CHECK: ld.global.v4.f32 {{{%f[0-9]+}}, {{%f[0-9]+}}, {{%f[0-9]+}}, {{%f[0-9]+}}}, [%rd2+64];
+CHECK: ld.global.v4.f32 {{{%f[0-9]+}}, {{%f[0-9]+}}, {{%f[0-9]+}}, {{%f[0-9]+}}}, [[[V]]+64];
 CHECK: st.local.f32 [{{%rd[0-9]+}}+12],
 CHECK: ld.local.f32
-CHECK: st.global.v4.f32 [%rd2+128],
+CHECK: st.global.v4.f32 [[[V]]+128],
 """)
     portable = emit(K.build_packed(), "portable")
     assert "bf16" not in portable
@@ -297,8 +305,9 @@ def test_debug_print_and_assert():
 CHECK: .extern .func (.param .b32 func_retval0) vprintf
 CHECK: .global .align 1 .b8 _str_0[16] = {110, 61, 37, 100,
 CHECK: .local .align 8 .b8 __local_depot1[24];
+CHECK: ld.param.s32 [[N:%r[0-9]+]], [debug_param_1];
 CHECK: cvta.global.u64
-CHECK: st.local.s32 [__local_depot1], %r1;
+CHECK: st.local.s32 [__local_depot1], [[N]];
 CHECK: cvt.f64.f32
 CHECK-NEXT: st.local.f64 [__local_depot1+8],
 CHECK: cvt.s32.s8

@@ -104,3 +104,22 @@ def test_no_target_fact_outside_the_table():
             if re.search(r"\bsm_\d+\b(?!a?`)|\bat_least\(|from \.\.targets", text):
                 bad.append(os.path.relpath(fp, ROOT))
     assert bad == []
+
+
+def test_the_registry_reads_the_tables_subgroup_width():
+    # the registry keeps its own constant only to stay importable without the PTX package
+    assert T.PTX_SUBGROUP_WIDTH == isa.SUBGROUP_WIDTH
+    assert T.resolve_target("ptx", "sm_80").capabilities.subgroup_width == isa.SUBGROUP_WIDTH
+
+
+def test_the_reference_page_lists_every_feature_as_the_table_says():
+    doc = open(os.path.join(ROOT, "docs", "reference", "ptx-target-features.md"),
+               encoding="utf-8").read()
+    for name in isa.FEATURES:
+        (i, _), f = isa.requirement(name), isa.FEATURES[name][0]
+        cells = ["yes" if resolve_profile(p, None).has(name) else "" for p in PROFILES]
+        row = next((line for line in doc.splitlines() if line.startswith(f"| `{name}` |")),
+                   None)
+        assert row is not None, f"{name} is missing from the reference page"
+        got = [c.strip() for c in row.strip("|").split("|")]
+        assert got[1] == f"{i[0]}.{i[1]}" and got[3:] == cells, row

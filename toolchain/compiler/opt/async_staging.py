@@ -22,7 +22,7 @@ from __future__ import annotations
 from ..ir.module import Const, Instr
 from ..ir.ops import OPS
 from ..ir.types import I32, VOID
-from .edit import publication_barrier
+from .edit import make_instr, publication_barrier
 
 NAME = "async-staging"
 _ASYNC = ("async.copy", "async.commit", "async.wait")
@@ -81,15 +81,15 @@ def _stage_block(b, uses, facts, remarks) -> bool:
 def _rewrite(b, pairs, barrier: Instr) -> None:
     last = None
     for load, store in pairs:
-        copy = Instr("async.copy", VOID, [store.operands[0], load.operands[0], Const(I32, 1)],
+        copy = make_instr("async.copy", VOID, [store.operands[0], load.operands[0], Const(I32, 1)],
                      {"transaction": load.type.size, "cache": "all"}, [], store.span, b)
         b.instrs[b.instrs.index(store)] = copy   # where both addresses are defined
         b.instrs.remove(load)
         last = copy
     b.instrs.insert(b.instrs.index(last) + 1,
-                    Instr("async.commit", VOID, [], {}, [], last.span, b))
+                    make_instr("async.commit", VOID, [], {}, [], last.span, b))
     b.instrs.insert(b.instrs.index(barrier),
-                    Instr("async.wait", VOID, [], {"pending": 0}, [], barrier.span, b))
+                    make_instr("async.wait", VOID, [], {"pending": 0}, [], barrier.span, b))
 
 
 def run(fn, analyses) -> bool:

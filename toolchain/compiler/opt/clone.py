@@ -9,6 +9,7 @@ kept. Instructions listed in `skip` are not copied (their uses must be mapped in
 from __future__ import annotations
 
 from ..ir.module import Block, Instr
+from .edit import make_instr
 
 
 def clone_blocks(fn, blocks: list[Block], vmap: dict, suffix: str,
@@ -35,7 +36,7 @@ def clone_blocks(fn, blocks: list[Block], vmap: dict, suffix: str,
             if skip and ins in skip:
                 continue
             attrs, targets = ins.attrs, ins.targets
-            c = Instr(ins.op, ins.type, list(ins.operands), attrs.copy() if attrs else {},
+            c = make_instr(ins.op, ins.type, list(ins.operands), attrs.copy() if attrs else {},
                       [bget(t, t) for t in targets] if targets else [], ins.span, nb)
             out.append(c)
             vmap[ins] = c

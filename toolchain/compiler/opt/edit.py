@@ -1,10 +1,23 @@
-"""Small CFG edits shared by passes (no pass calls another pass; they share these)."""
+"""Small CFG edits shared by passes (no pass calls another pass; they share these), and
+`make_instr`, the one way a pass creates an instruction (tests/test_repo_layout.py holds
+passes to it: no pass constructs `Instr` itself)."""
 from __future__ import annotations
 
 from ..ir.cfg import remove_phi_arm, remove_unreachable   # (re-exported: passes' edits)
 from ..ir.module import Block, Const, Function, Instr, UseMap, replace_all_uses_with
+from ..ir.ops import OPS
 from ..ir.ssa_builder import zero      # (re-exported: what an unwritten promoted local reads)
-from .gvn import PURE
+from .op_facts import PURE
+
+
+def make_instr(op: str, type_, operands: list, attrs: dict, targets: list, span=None,
+               block: Block | None = None) -> Instr:
+    """A new instruction (not yet in a block's list: the caller places it; `block` is the
+    block it will sit in). The lists and dict are taken as given, not copied. The op must
+    be one of the IR's (ir/ops.py), as the builder checks."""
+    if op not in OPS:
+        raise ValueError(f"make_instr: unknown op {op}")
+    return Instr(op, type_, operands, attrs, targets, span, block)
 
 
 def has_op(fn: Function, op: str) -> bool:

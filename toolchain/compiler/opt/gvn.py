@@ -24,15 +24,8 @@ import struct
 from ..ir import ops as O
 from ..ir.module import Const, Instr
 from ..ir.types import BoolType, FloatType, IntType
+from .op_facts import PURE
 
-PURE = frozenset((
-    "add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "min", "max",
-    "neg", "not", "cmp", "select", "convert", "bitcast", "ptrtoint", "inttoptr",
-    "addrspacecast", "ptradd", "byteadd", "fieldptr", "gpu.index",
-    "cvt.h2f", "cvt.f2h", "cvt.bf2f", "cvt.f2bf", "int.dp4a", "int.dp2a", "int.prmt",
-    "half2.add", "half2.mul", "half2.fma", "half2.lo", "half2.hi", "half2.pack",
-    *(f"math.{n}" for n in ("sqrt", "rsqrt", "fabs", "sin", "cos", "log", "exp")),
-))
 _COMMUTATIVE = frozenset(("add", "mul", "and", "or", "xor"))
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..ir.cfg import TERMINATORS
 from ..ir.module import Instr
 from ..ir.types import VOID
-from .edit import speculation_safe
+from .edit import make_instr, speculation_safe
 
 NAME = "if-convert"
 ARM_LIMIT = 6
@@ -66,7 +66,7 @@ def _try(fn, head, preds, analyses, touched: set) -> bool:
             at += 1
     for phi in merge.phis:
         inc = dict(zip(phi.targets, phi.operands))
-        sel = Instr("select", phi.type, [cond, inc[edge_then], inc[edge_else]], {}, [],
+        sel = make_instr("select", phi.type, [cond, inc[edge_then], inc[edge_else]], {}, [],
                     phi.span, head)
         head.instrs.insert(at, sel)
         at += 1
@@ -74,7 +74,7 @@ def _try(fn, head, preds, analyses, touched: set) -> bool:
                 if b not in (edge_then, edge_else)]
         phi.operands = [v for v, _ in keep] + [sel]
         phi.targets = [b for _, b in keep] + [head]
-    head.instrs[-1] = Instr("br", VOID, [], {}, [merge], term.span, head)
+    head.instrs[-1] = make_instr("br", VOID, [], {}, [merge], term.span, head)
     for arm in arms:
         fn.blocks.remove(arm)
         del preds[arm]

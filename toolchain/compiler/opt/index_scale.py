@@ -21,6 +21,7 @@ from __future__ import annotations
 from ..ir.cfg import successors
 from ..ir.module import Const, Instr, Param
 from ..ir.types import I64
+from .edit import make_instr
 
 NAME = "index-scale"
 
@@ -59,9 +60,9 @@ def run(fn, analyses) -> bool:
         first = next((u for u in home.instrs if u in mine), home.terminator)
         idx = users[0].operands[1]
         if any(u.operands[1] is not idx for u in users):   # equal widenings of one value
-            idx = home.insert_before(first, Instr("convert", I64, [idx.operands[0]], {}, [],
+            idx = home.insert_before(first, make_instr("convert", I64, [idx.operands[0]], {}, [],
                                                   users[0].span))
-        scaled = home.insert_before(first, Instr("mul", I64, [idx, Const(I64, size)], {}, [],
+        scaled = home.insert_before(first, make_instr("mul", I64, [idx, Const(I64, size)], {}, [],
                                                  users[0].span))
         for u in users:
             u.op = "byteadd"

@@ -22,7 +22,7 @@ from ..ir.cfg import successors
 from ..ir.module import Block, Function, Instr, Local
 from ..ir.types import VOID
 from .clone import clone_blocks, remap
-from .edit import fresh_block_name
+from .edit import fresh_block_name, make_instr
 
 NAME = "inline"
 SIZE = 48
@@ -164,13 +164,13 @@ def inline_call(fn: Function, call: Instr, edits: _Edits | None = None) -> None:
         if term.op == "ret":
             b.instrs.pop()
             if ret_slot is not None:
-                b.instrs.append(Instr("local.set", VOID, [ret_slot, term.operands[0]], {}, [],
+                b.instrs.append(make_instr("local.set", VOID, [ret_slot, term.operands[0]], {}, [],
                                       term.span, b))
             elif returns:
                 ret_values.append(term.operands[0])
                 ret_blocks.append(b)
-            b.instrs.append(Instr("br", VOID, [], {}, [after], term.span, b))
-    block.instrs.append(Instr("br", VOID, [], {}, [copies[0]], call.span, block))
+            b.instrs.append(make_instr("br", VOID, [], {}, [after], term.span, b))
+    block.instrs.append(make_instr("br", VOID, [], {}, [copies[0]], call.span, block))
     if returns:     # the call becomes the get of its result slot, or the phi of the
         # returned values, in place (same object: its users read the result)
         if ret_slot is not None:
@@ -211,7 +211,7 @@ def _splice(call: Instr, callee: Function, block: Block, at: int) -> bool:
                 ins.op, ins.type, list(ins.operands), [], ins.span
             c.attrs = ins.attrs.copy() if ins.attrs else {}
         else:
-            c = Instr(ins.op, ins.type, list(ins.operands),
+            c = make_instr(ins.op, ins.type, list(ins.operands),
                       ins.attrs.copy() if ins.attrs else {}, [], ins.span, block)
         vmap[ins] = c
         new.append(c)

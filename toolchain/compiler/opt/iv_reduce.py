@@ -17,6 +17,7 @@ from __future__ import annotations
 from ..ir.cfg import ensure_preheader
 from ..ir.module import Const, Instr, replace_all_uses_with
 from ..ir.types import I64
+from .edit import make_instr
 
 NAME = "iv-reduce"
 
@@ -54,16 +55,16 @@ def _reduce(fn, lp, remarks) -> bool:
             if isinstance(init, Const):
                 init = Const(I64, init.value)
             else:
-                init = Instr("convert", I64, [init], {}, [], None, pre)
+                init = make_instr("convert", I64, [init], {}, [], None, pre)
                 pre.insert(len(pre.instrs) - 1, init)
         if isinstance(init, Const) and init.value == 0 and base.type == ptype:
             start = base                         # the common `for i in 0..n`
         else:
-            start = Instr("ptradd", ptype, [base, init], {}, [], uses[0].span, pre)
+            start = make_instr("ptradd", ptype, [base, init], {}, [], uses[0].span, pre)
             pre.insert(len(pre.instrs) - 1, start)
-        phi = Instr("phi", ptype, [start], {}, [pre], uses[0].span, header)
+        phi = make_instr("phi", ptype, [start], {}, [pre], uses[0].span, header)
         header.insert(0, phi)
-        nxt = Instr("ptradd", ptype, [phi, Const(I64, tc.step)], {}, [], uses[0].span, latch)
+        nxt = make_instr("ptradd", ptype, [phi, Const(I64, tc.step)], {}, [], uses[0].span, latch)
         latch.insert(len(latch.instrs) - 1, nxt)
         phi.operands.append(nxt)
         phi.targets.append(latch)

@@ -30,10 +30,11 @@ from operator import itemgetter
 from ..ir.cfg import ensure_preheader
 from ..ir.module import Block, Const, Instr
 from ..ir.types import BOOL, I64, VOID
-from .edit import fresh_block_name
+from .edit import fresh_block_name, make_instr
 from . import reread
-from .gvn import PURE
-from .unroll_runtime import BODY_LIMIT, _shape, close_main_loop, open_main_loop
+from .loop_shape import runtime_trip_count
+from .op_facts import PURE
+from .unroll_runtime import BODY_LIMIT, close_main_loop, open_main_loop
 
 NAME = "load-ahead"
 STORE_FACTOR = 16         # measured on the H200 against 4 and 8 (docs/internals/optimizer.md)
@@ -180,7 +181,7 @@ def _at_entry(v, lp, pre, vmap):
 
 def _emit(pre, op, type_, operands: list, attrs=None, span=None):
     """`op` before the preheader's branch (`operands`, `attrs`: fresh, the instruction's own)."""
-    ins = Instr(op, type_, operands, {} if attrs is None else attrs, [], span, pre)
+    ins = make_instr(op, type_, operands, {} if attrs is None else attrs, [], span, pre)
     pre.instrs.insert(len(pre.instrs) - 1, ins)
     return ins
 
@@ -222,13 +223,13 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     main, phis = frame.main, frame.phis
     span = header.terminator.span
     if safe is not None:
-        both = Instr("and", BOOL, [frame.ok, safe], {}, [], span, main)
+        both = make_instr("and", BOOL, [frame.ok, safe], {}, [], span, main)
         main.instrs.append(both)
         cond = both
     else:
         cond = frame.ok
     group = Block(fresh_block_name(fn, f"{header.name}.r0", frame.used), function=fn)
-    main.instrs.append(Instr("cbr", VOID, [cond], {}, [group, frame.rest], span, main))
+    main.instrs.append(make_instr("cbr", VOID, [cond], {}, [group, frame.rest], span, main))
     tmpl = header.instrs[len(phis):-1] + body.instrs[:-1]
     nt, nph = len(tmpl), len(phis)
     rebased = {}        # access template position -> its advance A (bytes per iteration)
@@ -282,14 +283,14 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
                 ops = [win[src[0]]]
             else:
                 ops = list(src(win)) if arity else []
-            c = Instr(op, ty, ops, attrs.copy() if attrs else {}, [], sp, group)
+            c = make_instr(op, ty, ops, attrs.copy() if attrs else {}, [], sp, group)
             out = up if h else down
             if adv:
                 if not j:
                     first[n] = ops[0]
                 elif tw < 0:
                     a0 = first[n]
-                    at = addr[n] = Instr("byteadd", a0.type, [a0, Const(I64, j * adv)], {},
+                    at = addr[n] = make_instr("byteadd", a0.type, [a0, Const(I64, j * adv)], {},
                                          [], sp, group)
                     out.append(at)
                     ops[0] = at
@@ -300,10 +301,10 @@ def _group(fn, lp, tc, factor: int, safe=None, advance: int | None = None):
     last = [win[s] for s in upd]
     latch_br = body.terminator
     iv = frame.main_phis[tc.iv.phi]
-    step = Instr("add", iv.type, [iv, Const(iv.type, factor * tc.step)], {}, [],
+    step = make_instr("add", iv.type, [iv, Const(iv.type, factor * tc.step)], {}, [],
                  latch_br.span, group)
     down.append(step)
-    down.append(Instr("br", VOID, [], latch_br.attrs.copy() if latch_br.attrs else {}, [main],
+    down.append(make_instr("br", VOID, [], latch_br.attrs.copy() if latch_br.attrs else {}, [main],
                       latch_br.span, group))
     group.instrs = up + down
     values = [step if p is tc.iv.phi else v for p, v in zip(phis, last)]
@@ -418,7 +419,7 @@ def run(fn, analyses) -> bool:
             if why:
                 analyses.remark(span, NAME, f"loop with stores left rolled: {why}")
             continue
-        tc, _ = _shape(lp)
+        tc, _ = runtime_trip_count(lp)
         if tc is None:
             continue
         if kind == "load":

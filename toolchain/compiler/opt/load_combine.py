@@ -19,9 +19,10 @@ scalars. Remark: `load-combine: 4 loads combined into one 16-byte vector load`.
 """
 from __future__ import annotations
 
-from ..ir.module import Const, Instr, Undef
+from ..ir.module import Const, Undef
 from ..ir.ops import OPS
 from ..ir.types import I64, PtrType, VectorType
+from .edit import make_instr
 
 NAME = "load-combine"
 
@@ -179,9 +180,9 @@ def _vector_pointer(members, facts, vt, anchor) -> list:
     out = []
     delta = facts.parts(p0)[2] - facts.parts(p)[2]
     if delta:
-        p = Instr("byteadd", p.type, [p, Const(I64, delta)], {}, [], members[0].span)
+        p = make_instr("byteadd", p.type, [p, Const(I64, delta)], {}, [], members[0].span)
         out.append(p)
-    out.append(Instr("bitcast", PtrType(vt, p.type.space), [p], {}, [], members[0].span))
+    out.append(make_instr("bitcast", PtrType(vt, p.type.space), [p], {}, [], members[0].span))
     return out
 
 
@@ -193,10 +194,10 @@ def _rewrite(members, kind, t, n, facts, pos, replace) -> tuple:
     if kind == "load":
         anchor = min(members, key=pos.__getitem__)
         new = _vector_pointer(members, facts, vt, anchor)
-        vec = Instr("load", vt, [new[-1]], {}, [], span)
+        vec = make_instr("load", vt, [new[-1]], {}, [], span)
         new.append(vec)
         for i, m in enumerate(members):
-            ext = Instr("vec.extract", t, [vec], {"index": i}, [], m.span)
+            ext = make_instr("vec.extract", t, [vec], {"index": i}, [], m.span)
             new.append(ext)
             replace[m] = ext
         return anchor, new
@@ -205,7 +206,7 @@ def _rewrite(members, kind, t, n, facts, pos, replace) -> tuple:
     vp = new[-1]
     value = Undef(vt)
     for i, m in enumerate(members):
-        value = Instr("vec.insert", vt, [value, m.operands[1]], {"index": i}, [], m.span)
+        value = make_instr("vec.insert", vt, [value, m.operands[1]], {"index": i}, [], m.span)
         new.append(value)
-    new.append(Instr("store", anchor.type, [vp, value], {}, [], span))
+    new.append(make_instr("store", anchor.type, [vp, value], {}, [], span))
     return anchor, new

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..ir.cfg import DomTree, successors
 from ..ir.module import Instr, Local
-from .edit import remove_unreachable, zero
+from .edit import make_instr, remove_unreachable, zero
 
 
 def run(fn, analyses) -> bool:
@@ -86,7 +86,7 @@ def _place_phis(dom: DomTree, cands: dict[Local, list], upward: set[Local]) -> d
             for f in df.get(work.pop(), ()):
                 if f not in has_phi:
                     has_phi.add(f)
-                    phi = Instr("phi", loc.type, [], {}, [], None, f)
+                    phi = make_instr("phi", loc.type, [], {}, [], None, f)
                     f.instrs.insert(0, phi)
                     placed.setdefault(f, []).append((phi, loc))
                     if f not in queued:

@@ -11,8 +11,9 @@ A predecessor listed twice (cbr c, X, X) carries one value (mem2reg never makes 
 """
 from __future__ import annotations
 
-from ..ir.module import Instr, Local
+from ..ir.module import Local
 from ..ir.types import VOID
+from .edit import make_instr
 
 
 def run(fn, analyses) -> bool:
@@ -39,7 +40,7 @@ def run(fn, analyses) -> bool:
                     continue
                 done.add(p)
                 p.insert(len(p.instrs) - 1,
-                         Instr("local.set", VOID, [slot, v], {}, [], phi.span, p))
+                         make_instr("local.set", VOID, [slot, v], {}, [], phi.span, p))
             # the phi becomes a get of its slot, in place (same object: users keep it)
             phi.op, phi.operands, phi.targets, phi.attrs = "local.get", [slot], [], {}
     return changed

@@ -14,9 +14,9 @@ When a run only merged blocks, a cached dominator tree follows the merges
 from __future__ import annotations
 
 from ..ir.cfg import TERMINATORS, block_predecessors, successors
-from ..ir.module import Const, Instr
+from ..ir.module import Const
 from ..ir.types import VOID
-from .edit import remove_phi_arm
+from .edit import make_instr, remove_phi_arm
 
 
 NAME = "simplify-cfg"
@@ -195,7 +195,7 @@ def _fold(b, term) -> None:
         remove_phi_arm(drop, b)
     elif drop is None:
         remove_phi_arm(keep, b)                # two arms from b became one edge
-    b.instrs[-1] = Instr("br", VOID, [], {}, [keep], term.span, b)
+    b.instrs[-1] = make_instr("br", VOID, [], {}, [keep], term.span, b)
 
 
 def _remove_unreached(fn, live: dict) -> None:

@@ -17,40 +17,24 @@ multiple of W.
 """
 from __future__ import annotations
 
-from ..ir.module import Block, Const, Function, Instr
+from ..ir.launch import partial_subgroup_reach
+from ..ir.module import Block, Const, Instr
 from ..ir.types import BOOL, U32, VOID
 from .clone import clone_blocks
-from .edit import fresh_block_name, has_op
+from .edit import fresh_block_name, has_op, make_instr
 
 NAME = "subgroup-width"
 _STATIC = ("alloca", "gpu.alloc")
 
 
-def _full_block(k: Function, width: int) -> bool:
-    shape = k.block_shape
-    return bool(shape) and (shape[0] * shape[1] * shape[2]) % width == 0
-
-
 def _partial_reach(module, width: int) -> set:
-    """Functions reachable from a kernel whose launch may leave a subgroup partial (computed
-    once per module and width: the pass runs once per function)."""
+    """Functions reachable from a kernel whose launch may leave a subgroup partial (the
+    shared analysis of ir/launch.py, computed once per module and width: the pass runs
+    once per function)."""
     cache = module.__dict__.setdefault("_partial_subgroup_reach", {})
     if width not in cache:
-        cache[width] = _walk_partial(module, width)
+        cache[width] = partial_subgroup_reach(module.kernels(), width)
     return cache[width]
-
-
-def _walk_partial(module, width: int) -> set:
-    reach: set = set()
-    stack = [k for k in module.kernels() if not _full_block(k, width)]
-    while stack:
-        fn = stack.pop()
-        if fn in reach:
-            continue
-        reach.add(fn)
-        stack.extend(i.operands[0] for i in fn.instructions()
-                     if i.op == "call" and isinstance(i.operands[0], Function))
-    return reach
 
 
 def _strides_by_size(fn, analyses) -> bool:
@@ -99,9 +83,9 @@ def _version(fn, width: int) -> None:
         entry.instrs.remove(s)
         s.block = head
         head.instrs.append(s)
-    size = Instr("subgroup.size", U32, [], {}, [], None, head)
-    full = Instr("cmp", BOOL, [size, Const(U32, width)], {"pred": "eq"}, [], None, head)
-    head.instrs += [size, full, Instr("cbr", VOID, [full], {}, [copies[0], entry], None, head)]
+    size = make_instr("subgroup.size", U32, [], {}, [], None, head)
+    full = make_instr("cmp", BOOL, [size, Const(U32, width)], {"pred": "eq"}, [], None, head)
+    head.instrs += [size, full, make_instr("cbr", VOID, [full], {}, [copies[0], entry], None, head)]
     fn.blocks[:] = [head] + copies + fn.blocks
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from ..ir.module import Block, Const, Function, Instr, Local, Param
 from ..ir.types import VOID
-from .edit import fresh_block_name, zero
+from .edit import fresh_block_name, make_instr, zero
 
 NAME = "tail-recursion"
 ACCUMULATE = ("add", "mul", "and", "or", "xor")
@@ -94,7 +94,7 @@ def _rewrite(fn: Function, sites: list, accum: str | None, analyses) -> None:
     entry = Block(fresh_block_name(fn, "tre.entry"), function=fn)
     slots = [Local(p.type, f"tre.{p.name}") for p in fn.params]
     fn.locals.extend(slots)
-    reads = {p: Instr("local.get", p.type, [s], {}, [], fn.span, header)
+    reads = {p: make_instr("local.get", p.type, [s], {}, [], fn.span, header)
              for p, s in zip(fn.params, slots)}
     for b in fn.blocks:                     # the body reads the parameters' slots
         for ins in b.instrs:
@@ -104,28 +104,28 @@ def _rewrite(fn: Function, sites: list, accum: str | None, analyses) -> None:
                     ops[k] = reads[o]
     header.instrs[0:0] = list(reads.values())
     for p, s in zip(fn.params, slots):
-        entry.append(Instr("local.set", VOID, [s, p], {}, [], fn.span))
+        entry.append(make_instr("local.set", VOID, [s, p], {}, [], fn.span))
     acc = None
     if accum is not None:
         acc = Local(fn.ret, "tre.acc")
         fn.locals.append(acc)
-        entry.append(Instr("local.set", VOID, [acc, _identity(accum, fn.ret)], {}, [],
+        entry.append(make_instr("local.set", VOID, [acc, _identity(accum, fn.ret)], {}, [],
                            fn.span))
-    entry.append(Instr("br", VOID, [], {}, [header], fn.span))
+    entry.append(make_instr("br", VOID, [], {}, [header], fn.span))
     site_blocks = {b for b, _, _ in sites}
     for b, call, op in sites:
         span = call.span
         del b.instrs[-3 if op is not None else -2:]
         if op is not None:
             x = op.operands[1] if op.operands[0] is call else op.operands[0]
-            a = b.append(Instr("local.get", fn.ret, [acc], {}, [], span))
-            s = b.append(Instr(accum, fn.ret, [a, x], {}, [], span))
-            b.append(Instr("local.set", VOID, [acc, s], {}, [], span))
+            a = b.append(make_instr("local.get", fn.ret, [acc], {}, [], span))
+            s = b.append(make_instr(accum, fn.ret, [a, x], {}, [], span))
+            b.append(make_instr("local.set", VOID, [acc, s], {}, [], span))
         for slot, arg in zip(slots, call.operands[1:]):
-            b.append(Instr("local.set", VOID, [slot, arg], {}, [], span))
+            b.append(make_instr("local.set", VOID, [slot, arg], {}, [], span))
         for loc in own:
-            b.append(Instr("local.set", VOID, [loc, zero(loc.type)], {}, [], span))
-        b.append(Instr("br", VOID, [], {}, [header], span))
+            b.append(make_instr("local.set", VOID, [loc, zero(loc.type)], {}, [], span))
+        b.append(make_instr("br", VOID, [], {}, [header], span))
         analyses.remark(span, NAME, f"tail call to {fn.name} became a loop" +
                         (f" (accumulator recursion: {accum})" if op is not None else ""))
     if acc is not None:                     # every remaining return folds the accumulator
@@ -133,8 +133,8 @@ def _rewrite(fn: Function, sites: list, accum: str | None, analyses) -> None:
             term = b.instrs[-1] if b.instrs else None
             if b in site_blocks or term is None or term.op != "ret":
                 continue
-            a = Instr("local.get", fn.ret, [acc], {}, [], term.span, b)
-            r = Instr(accum, fn.ret, [a, term.operands[0]], {}, [], term.span, b)
+            a = make_instr("local.get", fn.ret, [acc], {}, [], term.span, b)
+            r = make_instr(accum, fn.ret, [a, term.operands[0]], {}, [], term.span, b)
             b.instrs[-1:-1] = [a, r]
             term.operands = [r]
     fn.blocks.insert(0, entry)

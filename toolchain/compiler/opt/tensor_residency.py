@@ -32,8 +32,8 @@ from ..ir.cfg import ensure_preheader, split_edge
 from ..ir.module import Const, Instr
 from ..ir.ops import OPS
 from ..ir.types import VOID
-from .edit import publication_barrier
-from .gvn import PURE
+from .edit import make_instr, publication_barrier
+from .op_facts import PURE
 
 NAME = "tensor-residency"
 
@@ -83,7 +83,7 @@ def _eligible_desc(ins: Instr) -> str | None:
 def _begin(mma: Instr, group: int, kind: str) -> Instr:
     r = _roles(mma)
     roles = ("c",) + (("ldc",) if "ldc" in r else ())
-    return Instr("tensor.acc_begin", VOID, [r[k] for k in roles],
+    return make_instr("tensor.acc_begin", VOID, [r[k] for k in roles],
                  {"desc": mma.attrs["desc"], "roles": roles, "group": group, "kind": kind},
                  [], mma.span)
 
@@ -91,7 +91,7 @@ def _begin(mma: Instr, group: int, kind: str) -> Instr:
 def _commit(mma: Instr, group: int, kind: str) -> Instr:
     r = _roles(mma)
     roles = ("d",) + (("ldd",) if "ldd" in r else ())
-    return Instr("tensor.acc_commit", VOID, [r[k] for k in roles],
+    return make_instr("tensor.acc_commit", VOID, [r[k] for k in roles],
                  {"desc": mma.attrs["desc"], "roles": roles, "group": group, "kind": kind},
                  [], mma.span)
 

@@ -18,10 +18,9 @@ peephole); a refusal of an `@unroll` loop is a remark.
 from __future__ import annotations
 
 from ..ir.cfg import ensure_preheader
-from ..ir.module import Instr
 from ..ir.types import VOID
 from .clone import clone_blocks
-from .edit import redirect
+from .edit import make_instr, redirect
 
 NAME = "unroll"
 AUTO_TRIPS = 8
@@ -80,7 +79,7 @@ def unroll_fully(fn, lp, trips: int) -> None:
         new, bmap = clone_blocks(fn, blocks, vmap, f".u{i}", skip=frozenset(phis))
         h = bmap[header]
         term = h.instrs[-1]
-        h.instrs[-1] = Instr("br", VOID, [], {}, [exit_ if last else bmap[inner]],
+        h.instrs[-1] = make_instr("br", VOID, [], {}, [exit_ if last else bmap[inner]],
                              term.span, h)
         if prev_latch is None:
             redirect(pre.terminator, header, h)

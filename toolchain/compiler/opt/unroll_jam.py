@@ -26,7 +26,7 @@ from __future__ import annotations
 from ..ir.cfg import ensure_preheader
 from ..ir.module import Block, Const, Instr
 from ..ir.types import BOOL, VOID
-from .edit import fresh_block_name, speculation_safe
+from .edit import fresh_block_name, make_instr, speculation_safe
 
 NAME = "unroll-jam"
 BODY_LIMIT = 40
@@ -150,41 +150,41 @@ def _jam(fn, outer, tc, pre, ih, il, post, itc, factor: int):
                                                "jam.post"))
     # the jammed loop's header: j+m < n for every copy m. An and of all the tests: j+m+1
     # wraps only past the type's maximum, which j+m < n already rules out
-    j2 = h2.append(Instr("phi", j.type, [entry_j], {}, [preheader], j.span))
+    j2 = h2.append(make_instr("phi", j.type, [entry_j], {}, [preheader], j.span))
     js, ok = [j2], None
     for m in range(factor):
         if m:
-            js.append(h2.append(Instr("add", j.type, [j2, Const(j.type, m)], {}, [], span)))
-        c = h2.append(Instr("cmp", BOOL, [js[m], tc.bound], {"pred": "lt"}, [], span))
-        ok = c if ok is None else h2.append(Instr("and", BOOL, [ok, c], {}, [], span))
-    h2.append(Instr("cbr", VOID, [ok], {}, [p2, head], span))
+            js.append(h2.append(make_instr("add", j.type, [j2, Const(j.type, m)], {}, [], span)))
+        c = h2.append(make_instr("cmp", BOOL, [js[m], tc.bound], {"pred": "lt"}, [], span))
+        ok = c if ok is None else h2.append(make_instr("and", BOOL, [ok, c], {}, [], span))
+    h2.append(make_instr("cbr", VOID, [ok], {}, [p2, head], span))
     k, kup = itc.iv.phi, itc.iv.update
-    k2 = Instr("phi", k.type, [], {}, [], k.span)
+    k2 = make_instr("phi", k.type, [], {}, [], k.span)
     maps = [{j: jm, k: k2} for jm in js]
     for vmap in maps:                        # P for each copy
         _copy(pre.instrs[:-1], p2, vmap)
-    p2.append(Instr("br", VOID, [], {}, [ih2], span))
+    p2.append(make_instr("br", VOID, [], {}, [ih2], span))
     ih2.append(k2)
     phis = []
     for vmap in maps:                        # the inner header's other phis, per copy
         for phi in ih.phis:
             if phi is k:
                 continue
-            c = ih2.append(Instr("phi", phi.type, [], {}, [], phi.span))
+            c = ih2.append(make_instr("phi", phi.type, [], {}, [], phi.span))
             vmap[phi] = c
             phis.append((phi, c, vmap))
     test = ih.instrs[len(ih.phis)]
-    t2 = ih2.append(Instr(test.op, test.type, [maps[0].get(o, o) for o in test.operands],
+    t2 = ih2.append(make_instr(test.op, test.type, [maps[0].get(o, o) for o in test.operands],
                           dict(test.attrs), [], test.span))
     stay = ih.terminator.targets[0] is il
-    ih2.append(Instr("cbr", VOID, [t2], {}, [il2, e2] if stay else [e2, il2], span))
+    ih2.append(make_instr("cbr", VOID, [t2], {}, [il2, e2] if stay else [e2, il2], span))
     for vmap in maps:                        # I for each copy (k's update once, shared)
         _copy([i for i in il.instrs[:-1] if i is not kup], il2, vmap)
-    kup2 = il2.append(Instr(kup.op, kup.type, [maps[0].get(o, o) for o in kup.operands],
+    kup2 = il2.append(make_instr(kup.op, kup.type, [maps[0].get(o, o) for o in kup.operands],
                             dict(kup.attrs), [], kup.span))
     for vmap in maps:
         vmap[kup] = kup2
-    il2.append(Instr("br", VOID, [], {}, [ih2], span))
+    il2.append(make_instr("br", VOID, [], {}, [ih2], span))
     init = dict(zip(k.targets, k.operands))
     k2.operands, k2.targets = [init[pre], kup2], [p2, il2]
     for phi, c, vmap in phis:
@@ -193,8 +193,8 @@ def _jam(fn, outer, tc, pre, ih, il, post, itc, factor: int):
         c.targets = [p2, il2]
     for vmap in maps:                        # E for each copy, in order
         _copy(post.instrs[:-1], e2, vmap)
-    step = e2.append(Instr("add", j.type, [j2, Const(j.type, factor)], {}, [], span))
-    e2.append(Instr("br", VOID, [], {}, [h2], span))
+    step = e2.append(make_instr("add", j.type, [j2, Const(j.type, factor)], {}, [], span))
+    e2.append(make_instr("br", VOID, [], {}, [h2], span))
     j2.operands.append(step)
     j2.targets.append(e2)
     # enter the jammed loop; the original finishes from its j

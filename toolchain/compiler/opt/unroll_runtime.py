@@ -23,14 +23,14 @@ register-hungry). Full unrolling (unroll.py) already took the constant-count loo
 from __future__ import annotations
 
 from ..ir.cfg import ensure_preheader
-from ..ir.module import Block, Const, Instr
+from ..ir.module import Block, Const
 from ..ir.types import BOOL, I64, VOID
 from .clone import clone_blocks
-from .edit import fresh_block_name, redirect
+from .edit import fresh_block_name, make_instr, redirect
+from .loop_shape import runtime_trip_count
 
 NAME = "unroll-runtime"
 BODY_LIMIT = 40
-_PRED = {"lt": 1, "le": 1, "gt": -1, "ge": -1}
 
 
 def _factor(lp) -> tuple[int | None, str]:
@@ -46,26 +46,10 @@ def _factor(lp) -> tuple[int | None, str]:
     return None, "no load to overlap"
 
 
-def _shape(lp):
-    """The TripCount of a header-tested loop with a run-time bound, or a refusal reason."""
-    if lp.latch is None or lp.children:
-        return None, "not an innermost loop with one latch"
-    exits = [(e, x) for e in lp.exiting for x in e.successors if not lp.contains(x)]
-    if len(exits) != 1 or exits[0][0] is not lp.header:
-        return None, "the loop does not leave only from its header test"
-    tc = lp.trip_count()
-    if tc is None or tc.tests_next or tc.count is not None:
-        return None, "not a counted loop with a run-time trip count"
-    t = tc.iv.phi.type
-    if tc.pred not in _PRED or _PRED[tc.pred] * tc.step <= 0 or t.bits > 32:
-        return None, "an unsupported exit test"
-    return tc, ""
-
-
 def _widen(v, block, span) -> object:
     if isinstance(v, Const):
         return Const(I64, v.value)
-    ins = Instr("convert", I64, [v], {}, [], span, block)
+    ins = make_instr("convert", I64, [v], {}, [], span, block)
     block.instrs.insert(len(block.instrs) - 1 if block.terminator else len(block.instrs), ins)
     return ins
 
@@ -84,11 +68,11 @@ def unroll_runtime(fn, lp, tc, factor: int) -> Block:
         vmap = dict(current)
         new, bmap = clone_blocks(fn, lp.blocks, vmap, f".r{j}", skip=frozenset(phis))
         h = bmap[header]
-        h.instrs[-1] = Instr("br", VOID, [], {}, [bmap[inner]], span, h)
+        h.instrs[-1] = make_instr("br", VOID, [], {}, [bmap[inner]], span, h)
         if prev_latch is not None:
             redirect(prev_latch.terminator, prev_header, h)
         else:
-            main.instrs.append(Instr("cbr", VOID, [frame.ok], {}, [h, frame.rest], span, main))
+            main.instrs.append(make_instr("cbr", VOID, [frame.ok], {}, [h, frame.rest], span, main))
         prev_latch, prev_header = bmap[latch], h
         current = {p: vmap.get(frame.latch_value[p], frame.latch_value[p]) for p in phis}
         copies.extend(new)
@@ -121,17 +105,17 @@ def open_main_loop(fn, lp, tc, factor: int) -> MainLoop:
     rest = Block(fresh_block_name(fn, f"{header.name}.rest", used), function=fn)
     main_phis = {}
     for p in phis:
-        mp = Instr("phi", p.type, [incoming[p][pre]], {}, [pre], p.span, main)
+        mp = make_instr("phi", p.type, [incoming[p][pre]], {}, [pre], p.span, main)
         main.instrs.append(mp)
         main_phis[p] = mp
     iv = main_phis[tc.iv.phi]
-    test_iv = Instr("convert", I64, [iv], {}, [], span, main)
+    test_iv = make_instr("convert", I64, [iv], {}, [], span, main)
     main.instrs.append(test_iv)
-    ahead = Instr("add", I64, [test_iv, Const(I64, (factor - 1) * tc.step)], {}, [], span,
+    ahead = make_instr("add", I64, [test_iv, Const(I64, (factor - 1) * tc.step)], {}, [], span,
                   main)
     main.instrs.append(ahead)
     bound = _widen(tc.bound, main, span)
-    ok = Instr("cmp", BOOL, [ahead, bound], {"pred": tc.pred}, [], span, main)
+    ok = make_instr("cmp", BOOL, [ahead, bound], {"pred": tc.pred}, [], span, main)
     main.instrs.append(ok)
     frame = MainLoop(pre, main, rest, phis, main_phis, {p: incoming[p][latch] for p in phis},
                      ok)
@@ -150,7 +134,7 @@ def close_main_loop(fn, lp, frame: MainLoop, values: list, last, blocks: list) -
         mp.targets.append(last)
         p.operands = [mp if t is pre else x for x, t in zip(p.operands, p.targets)]
         p.targets = [rest if t is pre else t for t in p.targets]
-    rest.instrs.append(Instr("br", VOID, [], {}, [header], header.terminator.span, rest))
+    rest.instrs.append(make_instr("br", VOID, [], {}, [header], header.terminator.span, rest))
     redirect(pre.terminator, header, main)
     pos = fn.blocks.index(header)
     fn.blocks[pos:pos] = [main] + blocks + [rest]
@@ -166,7 +150,7 @@ def run(fn, analyses) -> bool:
         factor, _ = _factor(lp)
         if factor is None:
             continue
-        tc, _ = _shape(lp)
+        tc, _ = runtime_trip_count(lp)
         if tc is None:
             continue
         unroll_runtime(fn, lp, tc, factor)

@@ -138,7 +138,7 @@ def resolve_target(name: str = "ptx", gpu_arch: str | None = None,
 
 
 # ---- PTX ----------------------------------------------------------------------------------
-PTX_SUBGROUP_WIDTH = 32           # the warp
+PTX_SUBGROUP_WIDTH = 32           # the warp: ptx/isa.py SUBGROUP_WIDTH (tests/ptx/test_isa_table.py)
 MIN_PTXAS_SM = 75                 # ptxas 13 refuses older targets (notes/facts.md)
 
 

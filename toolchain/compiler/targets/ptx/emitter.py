@@ -20,12 +20,14 @@ import struct
 
 from ...diagnostics import error
 from ...ir.callgraph import device_program
+from ...ir.launch import partial_subgroup_reach
 from . import peephole
 from ...ir.module import Function, Global, Module
 from . import (lower_arith, lower_control, lower_gpu, lower_intrinsics, lower_memory,
                lower_subgroup, regs)
 from .function import FnEmitter
 from .instr import PtxFunction, PtxModule
+from .isa import SUBGROUP_WIDTH as WARP
 from .printer import format_module
 from .profiles import PtxProfile
 
@@ -68,7 +70,7 @@ class ModuleEmitter:
         self.tensor_tuple_budget = tensor_tuple_budget
         self.fp_contract = fp_contract
         self.kernels: list[Function] = []
-        self.partial_reach: set[int] | None = None   # ids of functions a partial warp may run
+        self.partial_reach: set | None = None   # the functions a partial warp may run
         self.uses_vprintf = False
         self.names: dict[int, str] = {}
         self.taken: set[str] = {"vprintf"}
@@ -137,27 +139,13 @@ class ModuleEmitter:
         return self.dyn_names[id(fn)]
 
     # ---- launch facts ---------------------------------------------------------------------
-    def _find_partial_reach(self) -> set[int]:
-        """ids of the functions reachable from a kernel whose launch may leave a warp
-        partial (no declared block shape, or a volume that is not a multiple of 32)."""
-        reach: set[int] = set()
-        stack = [k for k in self.kernels if not _full_block(k)]
-        while stack:
-            fn = stack.pop()
-            if id(fn) in reach:
-                continue
-            reach.add(id(fn))
-            for ins in fn.instructions():
-                if ins.op == "call" and isinstance(ins.operands[0], Function):
-                    stack.append(ins.operands[0])
-        return reach
-
     def full_subgroups(self, fn: Function) -> bool:
-        """True when every subgroup that can run `fn` has all 32 lanes (the call graph is
-        walked on first use: most modules never ask)."""
+        """True when every subgroup that can run `fn` has all 32 lanes: the analysis the
+        optimizer's subgroup-width pass uses (ir/launch.py), asked on first use (most
+        modules never ask)."""
         if self.partial_reach is None:
-            self.partial_reach = self._find_partial_reach()
-        return id(fn) not in self.partial_reach
+            self.partial_reach = partial_subgroup_reach(self.kernels, WARP)
+        return fn not in self.partial_reach
 
     def _remarks(self, fn: Function, em: FnEmitter) -> None:
         remarks = getattr(self.module, "remarks", None)
@@ -219,10 +207,6 @@ class ModuleEmitter:
     def emit(self) -> str:
         return format_module(self.lower())
 
-
-def _full_block(k: Function) -> bool:
-    shape = k.block_shape
-    return bool(shape) and (shape[0] * shape[1] * shape[2]) % 32 == 0
 
 
 def _init_bytes(g: Global, size: int) -> list[int] | None:

@@ -200,6 +200,13 @@ class FnEmitter:
     def append(self, ins: PtxInstr) -> None:
         self.body.append(ins)
 
+    def put(self, *instrs: PtxInstr) -> None:
+        """Append instructions built by ops.py's typed constructors, exempt from the
+        peepholes (the tensor lowerings' sequences keep the shape their tests check)."""
+        for ins in instrs:
+            self.compat.add(id(ins))
+            self.body.append(ins)
+
     # Compatibility entry points: the tensor lowerings still format PTX text; each line is
     # parsed into a PtxInstr here, so every later stage (peepholes, printer, simulator)
     # sees objects only.

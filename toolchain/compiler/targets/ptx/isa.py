@@ -147,6 +147,7 @@ SM_LIMITS = {
     110: (228 * _K, 227 * _K, 2048), 120: (100 * _K, 99 * _K, 1536),
     121: (100 * _K, 99 * _K, 1536),
 }
+SUBGROUP_WIDTH = 32                   # the warp
 REGISTERS_PER_SM = 65536
 MAX_REGISTERS_PER_THREAD = 255
 # registers per lane a tensor_matmul region keeps resident by default (tensor/resident.py):

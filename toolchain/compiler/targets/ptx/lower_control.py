@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...ir.module import Instr
 from ...ir.types import BoolType, VOID
-from . import regs
+from . import ops, regs
 from .instr import Addr, directive, scope
 
 
@@ -36,7 +36,7 @@ def store_param(em, name: str, t, value) -> None:
         em.op("selp.u32", tmp, "1", "0", em.reg(value))
         em.effect("st.param.b32", Addr(name), tmp)
     else:
-        em.effect(f"st.param{regs.param_type(t, False)}", Addr(name), em.reg(value))
+        em.append(ops.st(".param", regs.param_type(t, False)[1:], Addr(name), em.reg(value)))
 
 
 def load_param(em, dest: str, name: str, t) -> None:
@@ -45,7 +45,7 @@ def load_param(em, dest: str, name: str, t) -> None:
         em.op("ld.param.b32", tmp, Addr(name))
         em.op("setp.ne.u32", dest, tmp, "0")
     else:
-        em.op(f"ld.param{regs.param_type(t, False)}", dest, Addr(name))
+        em.append(ops.ld(".param", regs.param_type(t, False)[1:], dest, Addr(name)))
 
 
 def lower_ret(em, ins: Instr) -> None:
@@ -84,13 +84,13 @@ def lower_local_get(em, ins: Instr) -> None:
         em.define(ins, src)
         return
     dst = em.result(ins)
-    em.op(f"mov.{_mov_type(ins.type)}", dst, src)
+    em.append(ops.mov(_mov_type(ins.type), dst, src))
 
 
 def lower_local_set(em, ins: Instr) -> None:
     loc, value = ins.operands
     dst = em.local_reg(loc)
-    em.op(f"mov.{_mov_type(loc.type)}", dst, em.val(value))
+    em.append(ops.mov(_mov_type(loc.type), dst, em.val(value)))
 
 
 def _mov_type(t) -> str:
@@ -106,7 +106,7 @@ def lower_select(em, ins: Instr) -> None:
         em.op("mov.pred", d, em.reg(a), guard=p)
         em.op("mov.pred", d, em.reg(b), guard=p, negated=True)
         return
-    em.op(f"selp.{regs.bits(ins.type)}", d, em.val(a), em.val(b), p)
+    em.append(ops.selp(regs.bits(ins.type), d, em.val(a), em.val(b), p))
 
 
 LOWER = {

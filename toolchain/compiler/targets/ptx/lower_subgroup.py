@@ -14,7 +14,7 @@ from __future__ import annotations
 from ...diagnostics import error
 from ...ir.module import Const, Instr
 from ...ir.types import FloatType, IntType
-from . import regs
+from . import ops, regs
 
 FULL = "31"                        # shfl clamp operand: the whole 32-lane segment
 
@@ -84,7 +84,7 @@ def lower_shuffle(em, ins: Instr) -> None:
     em.op("shr.b32", bit, m, src)                 # a lane >= 32 shifts the mask to 0
     em.op("and.b32", bit, bit, "1")
     em.op("setp.ne.u32", ok, bit, "0")
-    em.op(f"selp.{regs.bits(value.type)}", em.result(ins), got, v, ok)
+    em.append(ops.selp(regs.bits(value.type), em.result(ins), got, v, ok))
 
 
 def _combine(op: str, t) -> str:
@@ -100,7 +100,7 @@ def lower_reduce(em, ins: Instr) -> None:
     m = _mask(em, ins)
     if isinstance(t, IntType) and em.profile.has("redux.sync"):
         kind = "u32" if op == "add" or not t.signed else "s32"
-        em.op(f"redux.sync.{op}.{kind}", em.result(ins), em.reg(value), m)
+        em.append(ops.redux_sync(op, kind, em.result(ins), em.reg(value), m))
         return
     lane = _lane(em)
     above = em.new("r")                           # bit k set <=> lane + k is active
@@ -144,7 +144,7 @@ def lower_scan(em, ins: Instr) -> None:
     em.op("shfl.sync.up.b32", got, acc, "1", "0", m)
     em.op("and.b32", bit, below, str(1 << 30))
     em.op("setp.ne.u32", ok, bit, "0")
-    em.op(f"selp.{regs.bits(t)}", em.result(ins), got, regs.imm(t, 0), ok)
+    em.append(ops.selp(regs.bits(t), em.result(ins), got, regs.imm(t, 0), ok))
 
 
 def lower_ballot(em, ins: Instr) -> None:
@@ -159,14 +159,14 @@ def lower_ballot(em, ins: Instr) -> None:
         em.define(ins, b)
         return
     first = em.new("p")
-    em.op(f"setp.eq.{regs.arith(word.type)}", first, em.reg(word), "0")
+    em.append(ops.setp("eq", regs.arith(word.type), first, em.reg(word), "0"))
     em.op("selp.b32", em.result(ins), b, "0", first)
 
 
 def lower_vote(em, ins: Instr) -> None:
     m = _mask(em, ins)
     mode = "any" if ins.op == "subgroup.any" else "all"
-    em.op(f"vote.sync.{mode}.pred", em.result(ins), em.reg(ins.operands[0]), m)
+    em.append(ops.vote_sync(mode, em.result(ins), em.reg(ins.operands[0]), m))
 
 
 LOWER = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....ir import tensor as T
+from .. import ops as I
 from ..lower_memory import SPACE
 
 
@@ -44,9 +45,9 @@ def u64(em, v: int | str) -> str:
     """A 64-bit register holding the unsigned 32-bit value or constant `v`."""
     r = em.new("rd")
     if isinstance(v, int):
-        em.emit(f"mov.u64 {r}, {v}")
+        em.put(I.mov("u64", r, v))
     else:
-        em.emit(f"cvt.u64.u32 {r}, {v}")
+        em.put(I.cvt("u64", "u32", r, v))
     return r
 
 
@@ -64,13 +65,13 @@ def linear(em, terms: list[tuple[int | str, int | str]]) -> int | str:
             continue
         if acc is None:
             acc = em.new("rd")
-            em.emit(f"mul.wide.u32 {acc}, {a}, {b}")
+            em.put(I.binary("mul.wide", "u32", acc, a, b))
         else:
-            em.emit(f"mad.wide.u32 {acc}, {a}, {b}, {acc}")
+            em.put(I.mad("wide", "u32", acc, a, b, acc))
     if acc is None:
         return const
     if const:
-        em.emit(f"add.s64 {acc}, {acc}, {const}")
+        em.put(I.binary("add", "s64", acc, acc, const))
     return acc
 
 
@@ -89,11 +90,11 @@ def scale_bytes(em, elems: int | str, bits: int) -> int | str:
     if bits >= 8:
         shift = (bits // 8).bit_length() - 1
         if 1 << shift == bits // 8:
-            em.emit(f"shl.b64 {r}, {elems}, {shift}")
+            em.put(I.binary("shl", "b64", r, elems, shift))
         else:
-            em.emit(f"mul.lo.u64 {r}, {elems}, {bits // 8}")
+            em.put(I.binary("mul.lo", "u64", r, elems, bits // 8))
     else:
-        em.emit(f"shr.u64 {r}, {elems}, {(8 // bits).bit_length() - 1}")
+        em.put(I.binary("shr", "u64", r, elems, (8 // bits).bit_length() - 1))
     return r
 
 
@@ -101,7 +102,7 @@ def add_addr(em, base: str, byte_off: int | str) -> str:
     if isinstance(byte_off, int) and byte_off == 0:
         return base
     r = em.new("rd")
-    em.emit(f"add.s64 {r}, {base}, {byte_off}")
+    em.put(I.binary("add", "s64", r, base, byte_off))
     return r
 
 
@@ -115,11 +116,9 @@ def live_lanes(em) -> tuple[str, str, str]:
     """(activemask, this lane's rank among the live lanes, number of live lanes): the
     cooperative replay distributes work over exactly the lanes that are present."""
     mask, rank, count, below = em.new("r"), em.new("r"), em.new("r"), em.new("r")
-    em.emit(f"activemask.b32 {mask}")
-    em.emit(f"mov.u32 {below}, %lanemask_lt")
-    em.emit(f"and.b32 {below}, {below}, {mask}")
-    em.emit(f"popc.b32 {rank}, {below}")
-    em.emit(f"popc.b32 {count}, {mask}")
+    em.put(I.activemask(mask), I.mov("u32", below, "%lanemask_lt"),
+           I.binary("and", "b32", below, below, mask), I.popc("b32", rank, below),
+           I.popc("b32", count, mask))
     return mask, rank, count
 
 

@@ -23,6 +23,7 @@ complete memory operation follows. A replayed group leaves D in memory: memory o
 from __future__ import annotations
 
 from ....ir import tensor as T
+from .. import ops as I
 from ..lower_memory import SPACE
 from .common import Mat, add_addr, elem_addr, label, live_lanes, operands
 from .mma_sync import acc_offsets
@@ -40,27 +41,26 @@ def _distribution(em, scope: str) -> tuple[str, str, str | None]:
     """(rank, count, warp mask or None) and the entry ordering barrier."""
     if scope == "subgroup":
         mask, rank, count = live_lanes(em)
-        em.emit(f"bar.warp.sync {mask}")
+        em.put(I.bar_warp_sync(mask))
         return rank, count, mask
-    em.emit("bar.sync 0")
+    em.put(I.bar_sync(0))
     r = {k: em.new("r") for k in ("tx", "ty", "tz", "nx", "ny", "nz", "rank", "count")}
     for k, sreg in (("tx", "%tid.x"), ("ty", "%tid.y"), ("tz", "%tid.z"),
                     ("nx", "%ntid.x"), ("ny", "%ntid.y"), ("nz", "%ntid.z")):
-        em.emit(f"mov.u32 {r[k]}, {sreg}")
-    em.emit(f"mad.lo.u32 {r['rank']}, {r['tz']}, {r['ny']}, {r['ty']}")
-    em.emit(f"mad.lo.u32 {r['rank']}, {r['rank']}, {r['nx']}, {r['tx']}")
-    em.emit(f"mul.lo.u32 {r['count']}, {r['nx']}, {r['ny']}")
-    em.emit(f"mul.lo.u32 {r['count']}, {r['count']}, {r['nz']}")
+        em.put(I.mov("u32", r[k], sreg))
+    em.put(I.mad("lo", "u32", r["rank"], r["tz"], r["ny"], r["ty"]),
+           I.mad("lo", "u32", r["rank"], r["rank"], r["nx"], r["tx"]),
+           I.binary("mul.lo", "u32", r["count"], r["nx"], r["ny"]),
+           I.binary("mul.lo", "u32", r["count"], r["count"], r["nz"]))
     return r["rank"], r["count"], None
 
 
 def _store(em, fmt: str, m: Mat, addr: str, v: str) -> None:
     if fmt in ("f16", "bf16"):
         h = em.new("rs")
-        em.emit(f"cvt.rn.{fmt}.f32 {h}, {v}")
-        em.emit(f"st{m.space}.b16 [{addr}], {h}")
+        em.put(I.cvt(fmt, "f32", h, v, rounding="rn"), I.st(m.space, "b16", I.mem(addr), h))
     else:
-        em.emit(f"st{m.space}.{fmt} [{addr}], {v}")
+        em.put(I.st(m.space, fmt, I.mem(addr), v))
 
 
 def _bias_view(em, desc, ops, fmt: str) -> Mat:
@@ -79,27 +79,24 @@ def _scaled_bias(em, desc, ops, bias: Mat, addr: str, ty: str) -> str:
     """beta*bias[addr] (beta*bias rounded first, as the memory path does)."""
     b = load_value(em, desc.element_type, bias, addr)
     if "beta" in ops:
-        em.emit(f"mul.rn.{ty} {b}, {em.reg(ops['beta'])}, {b}")
+        em.put(I.binary("mul.rn", ty, b, em.reg(ops["beta"]), b))
     return b
 
 
 def _apply(em, desc, ops, t: str, ty: str, bias=None) -> None:
     """t = act(alpha*t + bias()) in place; `bias` returns the beta-scaled bias register."""
     if "alpha" in ops:
-        em.emit(f"mul.rn.{ty} {t}, {em.reg(ops['alpha'])}, {t}")
+        em.put(I.binary("mul.rn", ty, t, em.reg(ops["alpha"]), t))
     if bias is not None:
-        em.emit(f"add.rn.{ty} {t}, {t}, {bias()}")
+        em.put(I.binary("add.rn", ty, t, t, bias()))
     p = em.new("p")
     zero = "0d0000000000000000" if ty == "f64" else "0f00000000"
     if desc.activation == "relu":
-        em.emit(f"setp.lt.{ty} {p}, {t}, {zero}")
-        em.emit(f"selp.{ty} {t}, {zero}, {t}, {p}")
+        em.put(I.setp("lt", ty, p, t, zero), I.selp(ty, t, zero, t, p))
     elif desc.activation == "clamp":
         lo, hi = em.reg(ops["clamp_min"]), em.reg(ops["clamp_max"])
-        em.emit(f"setp.lt.{ty} {p}, {t}, {lo}")
-        em.emit(f"selp.{ty} {t}, {lo}, {t}, {p}")
-        em.emit(f"setp.gt.{ty} {p}, {t}, {hi}")
-        em.emit(f"selp.{ty} {t}, {hi}, {t}, {p}")
+        em.put(I.setp("lt", ty, p, t, lo), I.selp(ty, t, lo, t, p),
+               I.setp("gt", ty, p, t, hi), I.selp(ty, t, hi, t, p))
 
 
 def _element(em, desc, ops, D: Mat, bias: Mat | None, r: str, c: str) -> None:
@@ -127,11 +124,11 @@ def _on_registers(em, ins, group, state: Group | None) -> bool:
     else:
         why = None
     if why is not None:
-        em.raw(f"\t// mtlc.tensor_epilogue memory group={group}: {why}")
+        em.put(I.comment(f"mtlc.tensor_epilogue memory group={group}: {why}".strip()))
         remark(em, ins, f"tensor epilogue on group {group}: complete memory operation ({why})")
         return False
     how = f"{state.family} registers" + (f", {mode} bias" if mode != "none" else "")
-    em.raw(f"\t// mtlc.tensor_epilogue fused on resident group={group} ({how})")
+    em.put(I.comment(f"mtlc.tensor_epilogue fused on resident group={group} ({how})"))
     regs, load = state.registers(), None
     if mode != "none":
         bias, cache = _bias_view(em, desc, ops, desc.element_type), {}
@@ -166,16 +163,11 @@ def lower_epilogue(em, ins) -> None:
     bias = _bias_view(em, desc, ops, fmt) if "bias" in ops else None
     rank, count, mask = _distribution(em, desc.scope)
     e, p = em.new("r"), em.new("p")
-    em.emit(f"mov.u32 {e}, {rank}")
+    em.put(I.mov("u32", e, rank))
     top, end = label(em, "tep_e"), label(em, "tep_end")
-    em.raw(f"{top}:")
-    em.emit(f"setp.ge.u32 {p}, {e}, {desc.m * desc.n}")
-    em.emit(f"@{p} bra {end}")
+    em.put(I.label(top), I.setp("ge", "u32", p, e, desc.m * desc.n), I.bra(end, guard=p))
     r, c = em.new("r"), em.new("r")
-    em.emit(f"div.u32 {r}, {e}, {desc.n}")
-    em.emit(f"rem.u32 {c}, {e}, {desc.n}")
+    em.put(I.binary("div", "u32", r, e, desc.n), I.binary("rem", "u32", c, e, desc.n))
     _element(em, desc, ops, D, bias, r, c)
-    em.emit(f"add.u32 {e}, {e}, {count}")
-    em.emit(f"bra {top}")
-    em.raw(f"{end}:")
-    em.emit(f"bar.warp.sync {mask}" if mask is not None else "bar.sync 0")
+    em.put(I.binary("add", "u32", e, e, count), I.bra(top), I.label(end),
+           I.bar_warp_sync(mask) if mask is not None else I.bar_sync(0))

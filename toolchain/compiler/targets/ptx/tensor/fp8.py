@@ -19,6 +19,7 @@ by rebiasing the exponent (+8), a subnormal one is m * 2^-9, 0x7F/0xFF are NaN.
 from __future__ import annotations
 
 from ....ir import tensor as T
+from .. import ops as I
 from .capabilities import refuse
 from .frag import A8_K16, A8_K32, B8_K16, B8_K32
 from .mma_sync import MAX_ACC_REGS, SUB_M, SUB_N, Form
@@ -76,41 +77,34 @@ def load_decoded(em, fmt: str, space: str, addr: str) -> str:
         return _decode_int(em, fmt, space, addr)
     byte, pair, lo, hi, out = em.new("rs"), em.new("r"), em.new("rs"), em.new("rs"), \
         em.new("f")
-    em.emit(f"ld{space}.u8 {byte}, [{addr}]")
-    em.emit(f"mul.lo.u16 {byte}, {byte}, 257")     # the byte in both halves: either half
-    em.emit(f"cvt.rn.f16x2.{fmt}x2 {pair}, {byte}")
-    em.emit(f"mov.b32 {{{lo}, {hi}}}, {pair}")
-    em.emit(f"cvt.f32.f16 {out}, {lo}")
+    em.put(I.ld(space, "u8", byte, I.mem(addr)),
+           I.binary("mul.lo", "u16", byte, byte, 257),   # the byte in both halves: either
+           I.cvt("f16x2", f"{fmt}x2", pair, byte, rounding="rn"),
+           I.mov("b32", I.vec(lo, hi), pair), I.cvt("f32", "f16", out, lo))
     return out
 
 
 def _decode_int(em, fmt: str, space: str, addr: str) -> str:
     """The exact decode without the FP8 conversion instruction (module docstring)."""
     byte, half, out = em.new("rs"), em.new("rs"), em.new("f")
-    em.emit(f"ld{space}.u8 {byte}, [{addr}]")
+    em.put(I.ld(space, "u8", byte, I.mem(addr)))
     if fmt == "e5m2":
-        em.emit(f"shl.b16 {half}, {byte}, 8")
-        em.emit(f"cvt.f32.f16 {out}, {half}")
+        em.put(I.binary("shl", "b16", half, byte, 8), I.cvt("f32", "f16", out, half))
         return out
     b, mag, h, t = (em.new("r") for _ in range(4))
-    em.emit(f"cvt.u32.u16 {b}, {byte}")
-    em.emit(f"and.b32 {mag}, {b}, 127")
-    em.emit(f"shl.b32 {h}, {mag}, 7")              # e << 10 | m << 7
-    em.emit(f"add.u32 {h}, {h}, 8192")             # exponent bias 7 -> 15
-    em.emit(f"and.b32 {t}, {b}, 128")
-    em.emit(f"shl.b32 {t}, {t}, 8")
-    em.emit(f"or.b32 {h}, {h}, {t}")               # the sign
+    em.put(I.cvt("u32", "u16", b, byte), I.binary("and", "b32", mag, b, 127),
+           I.binary("shl", "b32", h, mag, 7),            # e << 10 | m << 7
+           I.binary("add", "u32", h, h, 8192),           # exponent bias 7 -> 15
+           I.binary("and", "b32", t, b, 128), I.binary("shl", "b32", t, t, 8),
+           I.binary("or", "b32", h, h, t))               # the sign
     nan, neg, sub = em.new("p"), em.new("p"), em.new("p")
-    em.emit(f"setp.eq.u32 {nan}, {mag}, 127")
-    em.emit(f"selp.b32 {h}, 32256, {h}, {nan}")    # 0x7E00, an f16 NaN
-    em.emit(f"cvt.u16.u32 {half}, {h}")
+    em.put(I.setp("eq", "u32", nan, mag, 127),
+           I.selp("b32", h, 32256, h, nan),              # 0x7E00, an f16 NaN
+           I.cvt("u16", "u32", half, h))
     normal, small, scale = em.new("f"), em.new("f"), em.new("f")
-    em.emit(f"cvt.f32.f16 {normal}, {half}")
-    em.emit(f"and.b32 {t}, {b}, 7")
-    em.emit(f"cvt.rn.f32.u32 {small}, {t}")
-    em.emit(f"setp.gt.u32 {neg}, {b}, 127")
-    em.emit(f"selp.f32 {scale}, 0fBB000000, 0f3B000000, {neg}")   # -+2^-9
-    em.emit(f"mul.rn.f32 {small}, {small}, {scale}")              # exact (m < 8)
-    em.emit(f"setp.lt.u32 {sub}, {mag}, 8")
-    em.emit(f"selp.f32 {out}, {small}, {normal}, {sub}")
+    em.put(I.cvt("f32", "f16", normal, half), I.binary("and", "b32", t, b, 7),
+           I.cvt("f32", "u32", small, t, rounding="rn"), I.setp("gt", "u32", neg, b, 127),
+           I.selp("f32", scale, "0fBB000000", "0f3B000000", neg),     # -+2^-9
+           I.binary("mul.rn", "f32", small, small, scale),            # exact (m < 8)
+           I.setp("lt", "u32", sub, mag, 8), I.selp("f32", out, small, normal, sub))
     return out

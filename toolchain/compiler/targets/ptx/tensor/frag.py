@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import ops as I
 from .common import Mat, add_addr, linear, offset_terms, scale_bytes
 
 
@@ -56,9 +57,8 @@ class Lane:
 
 def lane_ids(em) -> Lane:
     lane, gid, tig = em.new("r"), em.new("r"), em.new("r")
-    em.emit(f"mov.u32 {lane}, %laneid")
-    em.emit(f"shr.u32 {gid}, {lane}, 2")
-    em.emit(f"and.b32 {tig}, {lane}, 3")
+    em.put(I.mov("u32", lane, "%laneid"), I.binary("shr", "u32", gid, lane, 2),
+           I.binary("and", "b32", tig, lane, 3))
     return Lane(gid, tig)
 
 
@@ -79,7 +79,7 @@ class Offsets:
 def lane_base(em, spec: FragSpec, lane: Lane, m: Mat, base: str) -> str:
     """Address of this lane's (dr, dc) = (0, 0) element of the subtile at `base`."""
     scaled = em.new("r")
-    em.emit(f"shl.b32 {scaled}, {lane.tig}, {spec.w.bit_length() - 1}")
+    em.put(I.binary("shl", "b32", scaled, lane.tig, spec.w.bit_length() - 1))
     r, c = (lane.gid, scaled) if spec.kind == "a" else (scaled, lane.gid)
     return add_addr(em, base, scale_bytes(em, linear(em, offset_terms(m, r, c)), m.bits))
 
@@ -94,12 +94,11 @@ def element_addrs(em, spec: FragSpec, offs: Offsets, base: str, dr0: int = 0,
 def _pack(em, parts: list[str], per: int) -> str:
     out = em.new("r")
     if per == 2:
-        em.emit(f"mov.b32 {out}, {{{parts[0]}, {parts[1]}}}")
+        em.put(I.mov("b32", out, I.vec(parts[0], parts[1])))
         return out
     lo, hi = em.new("r"), em.new("r")
-    em.emit(f"prmt.b32 {lo}, {parts[0]}, {parts[1]}, 0x3340")
-    em.emit(f"prmt.b32 {hi}, {parts[2]}, {parts[3]}, 0x3340")
-    em.emit(f"prmt.b32 {out}, {lo}, {hi}, 0x5410")
+    em.put(I.prmt(lo, parts[0], parts[1], "0x3340"), I.prmt(hi, parts[2], parts[3], "0x3340"),
+           I.prmt(out, lo, hi, "0x5410"))
     return out
 
 
@@ -109,10 +108,10 @@ def load_packed(em, spec: FragSpec, space: str, addrs: list[str]) -> list[str]:
     for a in addrs:
         if spec.per == 4:
             v = em.new("r")
-            em.emit(f"ld{space}.u8 {v}, [{a}]")
+            em.put(I.ld(space, "u8", v, I.mem(a)))
         else:
             v = em.new("rs")
-            em.emit(f"ld{space}.b16 {v}, [{a}]")
+            em.put(I.ld(space, "b16", v, I.mem(a)))
         vals.append(v)
     return [_pack(em, vals[i:i + spec.per], spec.per) for i in range(0, len(vals), spec.per)]
 
@@ -121,11 +120,11 @@ def load_acc(em, space: str, addrs: list[str]) -> list[str]:
     out = []
     for a in addrs:
         f = em.new("f")
-        em.emit(f"ld{space}.f32 {f}, [{a}]")
+        em.put(I.ld(space, "f32", f, I.mem(a)))
         out.append(f)
     return out
 
 
 def store_acc(em, space: str, addrs: list[str], regs: list[str]) -> None:
     for a, f in zip(addrs, regs):
-        em.emit(f"st{space}.f32 [{a}], {f}")
+        em.put(I.st(space, "f32", I.mem(a), f))

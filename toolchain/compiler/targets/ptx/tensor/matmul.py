@@ -20,6 +20,7 @@ refused (E0504/E0505).
 """
 from __future__ import annotations
 
+from .. import ops as I
 from .capabilities import ANY_PROFILE, refuse, select_wmma
 from .common import Mat, add_addr, linear, mat, offset_terms, operands, scale_bytes
 from .narrow import claims, lower_narrow_matmul
@@ -69,23 +70,21 @@ def _aligned(em, mats: list[Mat], align: int) -> str | None:
     """A predicate: every origin is `align`-byte aligned and every runtime leading
     dimension is a multiple of 16 bytes. None when a static ld already rules native out."""
     bad = em.new("rd")
-    em.emit(f"mov.u64 {bad}, 0")
+    em.put(I.mov("u64", bad, 0))
     for m in mats:
         if isinstance(m.ld, int):
             if (m.ld * m.bits // 8) % 16:
                 return None
         else:
             t = em.new("r")
-            em.emit(f"mul.lo.u32 {t}, {m.ld}, {m.bits // 8}")
-            em.emit(f"and.b32 {t}, {t}, 15")
+            em.put(I.binary("mul.lo", "u32", t, m.ld, m.bits // 8),
+                   I.binary("and", "b32", t, t, 15))
             w = em.new("rd")
-            em.emit(f"cvt.u64.u32 {w}, {t}")
-            em.emit(f"or.b64 {bad}, {bad}, {w}")
+            em.put(I.cvt("u64", "u32", w, t), I.binary("or", "b64", bad, bad, w))
         t = em.new("rd")
-        em.emit(f"and.b64 {t}, {m.base}, {align - 1}")
-        em.emit(f"or.b64 {bad}, {bad}, {t}")
+        em.put(I.binary("and", "b64", t, m.base, align - 1), I.binary("or", "b64", bad, bad, t))
     p = em.new("p")
-    em.emit(f"setp.eq.u64 {p}, {bad}, 0")
+    em.put(I.setp("eq", "u64", p, bad, 0))
     return p
 
 
@@ -95,7 +94,7 @@ def _native_pred(em, g: Region, plan, origins: list[Mat]) -> str | None:
     if aligned is None:
         return None
     ok = em.new("p")
-    em.emit(f"mov.pred {ok}, {aligned}")
+    em.put(I.mov("pred", ok, aligned))
     return native_region_pred(em, g, plan.shape[2], ok)
 
 

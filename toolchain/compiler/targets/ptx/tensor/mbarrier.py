@@ -9,30 +9,29 @@ ring proceeds without a separate prologue.
 """
 from __future__ import annotations
 
+from .. import ops
 from .common import label
 
 
 def init(em, bar: str, count: int) -> None:
-    em.emit(f"mbarrier.init.shared::cta.b64 [{bar}], {count}")
+    em.put(ops.mbarrier_init(bar, count))
 
 
 def wait(em, bar: str, parity: str, cluster: bool = False) -> None:
     """Spin until the phase with `parity` (a u32 register, 0 or 1) of `bar` completed;
     `cluster`: acquire at cluster scope (arrivals come from another workgroup too)."""
     top, done = label(em, "mbw"), em.new("p")
-    sem = ".acquire.cluster" if cluster else ""
-    em.raw(f"{top}:")
-    em.emit(f"mbarrier.try_wait.parity{sem}.shared::cta.b64 {done}, [{bar}], {parity}")
-    em.emit(f"@!{done} bra {top}")
+    em.put(ops.label(top), ops.mbarrier_try_wait_parity(done, bar, parity, cluster),
+           ops.bra(top, guard=done, negated=True))
 
 
 def arrive(em, bar: str) -> None:
-    em.emit(f"mbarrier.arrive.shared::cta.b64 _, [{bar}]")
+    em.put(ops.mbarrier_arrive(bar))
 
 
 def arrive_expect_tx(em, bar: str, nbytes: int) -> None:
-    em.emit(f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{bar}], {nbytes}")
+    em.put(ops.mbarrier_arrive_expect_tx(bar, nbytes))
 
 
 def inval(em, bar: str) -> None:
-    em.emit(f"mbarrier.inval.shared::cta.b64 [{bar}]")
+    em.put(ops.mbarrier_inval(bar))

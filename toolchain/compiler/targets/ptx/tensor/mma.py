@@ -7,6 +7,7 @@ visible to the whole workgroup afterwards.
 """
 from __future__ import annotations
 
+from .. import ops as I
 from .capabilities import ANY_PROFILE, select_wmma
 from .common import label, mat, operands
 from .narrow import claims, tile_lowering
@@ -20,11 +21,11 @@ def warp_zero(em) -> str:
     r = {k: em.new("r") for k in ("tx", "ty", "tz", "nx", "ny", "lin")}
     for k, sreg in (("tx", "%tid.x"), ("ty", "%tid.y"), ("tz", "%tid.z"),
                     ("nx", "%ntid.x"), ("ny", "%ntid.y")):
-        em.emit(f"mov.u32 {r[k]}, {sreg}")
-    em.emit(f"mad.lo.u32 {r['lin']}, {r['tz']}, {r['ny']}, {r['ty']}")
-    em.emit(f"mad.lo.u32 {r['lin']}, {r['lin']}, {r['nx']}, {r['tx']}")
+        em.put(I.mov("u32", r[k], sreg))
+    em.put(I.mad("lo", "u32", r["lin"], r["tz"], r["ny"], r["ty"]),
+           I.mad("lo", "u32", r["lin"], r["lin"], r["nx"], r["tx"]))
     p = em.new("p")
-    em.emit(f"setp.lt.u32 {p}, {r['lin']}, 32")
+    em.put(I.setp("lt", "u32", p, r["lin"], 32))
     return p
 
 
@@ -41,9 +42,9 @@ def lower_mma(em, ins) -> None:
                                            ins.span)
     skip = None
     if desc.scope == "workgroup":
-        em.emit("bar.sync 0")
+        em.put(I.bar_sync(0))
         p, skip = warp_zero(em), label(em, "tmma_skip")
-        em.emit(f"@!{p} bra {skip}")
+        em.put(I.bra(skip, guard=p, negated=True))
     if narrow is not None:                         # FP8, sparse, block-scaled: mma.sync
         narrow(em, ops)
     else:
@@ -53,5 +54,4 @@ def lower_mma(em, ins) -> None:
         else:
             run_grid(em, plan, desc, A, B, C, D, plan.chunks)
     if skip is not None:
-        em.raw(f"{skip}:")
-        em.emit("bar.sync 0")
+        em.put(I.label(skip), I.bar_sync(0))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import ops as I
 from .common import Mat, add_addr, label, linear, offset_terms, scale_bytes
 from .frag import (ACC_F32, FragSpec, Lane, Offsets, element_addrs, lane_base, lane_ids,
                    load_acc, load_packed, store_acc)
@@ -51,7 +52,7 @@ class Operand:
     def advance(self, rows: int, cols: int) -> None:
         step = scale_bytes(self.em, linear(self.em, offset_terms(self.m, rows, cols)),
                            self.m.bits)
-        self.em.emit(f"add.s64 {self.ptr}, {self.ptr}, {step}")
+        self.em.put(I.binary("add", "s64", self.ptr, self.ptr, step))
 
 
 @dataclass
@@ -97,12 +98,8 @@ def tuple_pressure(grid: tuple[int, int], a_regs: int, b_regs: int, a_word: int 
 
 def _pointer(em, spec: FragSpec, lane: Lane, m: Mat) -> Operand:
     ptr = em.new("rd")
-    em.emit(f"mov.u64 {ptr}, {lane_base(em, spec, lane, m, m.base)}")
+    em.put(I.mov("u64", ptr, lane_base(em, spec, lane, m, m.base)))
     return Operand(em, m, ptr)
-
-
-def _tuple(regs: list[str]) -> str:
-    return "{" + ", ".join(regs) + "}"
 
 
 class Tile:
@@ -125,14 +122,13 @@ class Tile:
         held = []
         for i in range(gm):
             a = load_packed(em, form.a, self.a.m.space, self.a.addrs(form.a, SUB_M * i, a_col))
-            extra = self.meta.word(em, i, group) if self.meta is not None else ""
+            extra = self.meta.word(em, i, group) if self.meta is not None else ()
             held.append((a, extra))
         for j in range(gn):
             b = load_packed(em, form.b, self.b.m.space, self.b.addrs(form.b, b_row, SUB_N * j))
             for i, (a, extra) in enumerate(held):
                 acc = self.acc[i][j]
-                em.emit(f"{form.head} {_tuple(acc)}, {_tuple(a)}, {_tuple(b)}, "
-                        f"{_tuple(acc)}{extra}")
+                em.put(I.mma_sync(form.head, acc, a, b, acc, *extra))
 
     def prewarm(self, form: Form) -> None:
         gm, gn = self.grid
@@ -161,17 +157,16 @@ def run_tile(em, A: Mat, B: Mat, C: Mat | None, D: Mat | None, grid: tuple[int, 
         form, count = chunks
         tile.prewarm(form)
         left, more = em.new("r"), em.new("p")
-        em.emit(f"mov.u32 {left}, {count}")
+        em.put(I.mov("u32", left, count))
         top = label(em, "tms_k")
-        em.raw(f"{top}:")
+        em.put(I.label(top))
         tile.chunk(form, 0, 0, 0)
         tile.a.advance(0, form.a_cols)
         tile.b.advance(form.k, 0)
         if meta is not None:
             meta.advance(em, form.k // 4)
-        em.emit(f"sub.u32 {left}, {left}, 1")
-        em.emit(f"setp.ne.u32 {more}, {left}, 0")
-        em.emit(f"@{more} bra.uni {top}")
+        em.put(I.binary("sub", "u32", left, left, 1), I.setp("ne", "u32", more, left, 0),
+               I.bra(top, guard=more, uniform=True))
     if res is None:
         store_d(em, acc, D)
 

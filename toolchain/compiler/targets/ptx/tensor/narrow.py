@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ....ir import tensor as T
+from .. import ops as I
 from . import fp8, scaled, sparse
 from .capabilities import ANY_PROFILE, refuse
 from .common import mat, operands
@@ -138,8 +139,7 @@ def lower_narrow_matmul(em, ins) -> None:
     k_loop = None
     if is_sparse:
         groups = em.new("r")
-        em.emit(f"add.u32 {groups}, {g.K}, 3")
-        em.emit(f"shr.u32 {groups}, {groups}, 2")
+        em.put(I.binary("add", "u32", groups, g.K, 3), I.binary("shr", "u32", groups, groups, 2))
         meta = sparse.meta_mat(em, ops, groups)
         k_loop = sparse.k_loop(meta)
     def native(chunks):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import ops as I
 from .capabilities import select_wmma
 from .common import Mat, mat, operands
 from .frag import lane_ids
@@ -122,7 +123,7 @@ def lower_begin(em, ins) -> None:
         why = f"tuple pressure {need} > budget {budget}"
     if why is not None:
         _groups(em)[group] = None
-        em.raw(f"\t// mtlc.tensor_{kind} replay group={group}: {why}")
+        em.put(I.comment(f"mtlc.tensor_{kind} replay group={group}: {why}".strip()))
         remark(em, ins, f"tensor_{kind} group {group}: replay ({why})")
         return
     C = mat(em, desc, operands(ins), "c")
@@ -139,8 +140,8 @@ def lower_begin(em, ins) -> None:
     _groups(em)[group] = state
     how = " m16n8" if native is not None else ""
     loads = _stage(em, ins, state, kind, group) if plan is not None else ""
-    em.raw(f"\t// mtlc.tensor_{kind} resident{how} group={group} tuple={need} "
-           f"budget={budget}{loads}")
+    em.put(I.comment(f"mtlc.tensor_{kind} resident{how} group={group} tuple={need} "
+                     f"budget={budget}{loads}".strip()))
     remark(em, ins, f"tensor_{kind} group {group}: resident{how} (C loaded once, D stored "
            f"once; tuple pressure {need} <= budget {budget})")
 

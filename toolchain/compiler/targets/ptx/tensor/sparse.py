@@ -19,6 +19,7 @@ Capabilities: `mma.sp` PTX ISA 7.1 / sm_80; the ordered-metadata spelling from P
 from __future__ import annotations
 
 from ....ir import tensor as T
+from .. import ops as I
 from .capabilities import refuse
 from ..lower_memory import SPACE
 from .common import Mat, elem_addr, label
@@ -66,17 +67,15 @@ def meta_mat(em, ops: dict, ld: int | str) -> Mat:
 def translate(em, table: str, mask: str) -> str:
     """The clamped 4-bit index pair of one mask byte (a u32 register)."""
     sh, wide, nib = em.new("r"), em.new("rd"), em.new("r")
-    em.emit(f"and.b32 {sh}, {mask}, 15")
-    em.emit(f"shl.b32 {sh}, {sh}, 2")
-    em.emit(f"shr.b64 {wide}, {table}, {sh}")
-    em.emit(f"cvt.u32.u64 {nib}, {wide}")
-    em.emit(f"and.b32 {nib}, {nib}, 15")
+    em.put(I.binary("and", "b32", sh, mask, 15), I.binary("shl", "b32", sh, sh, 2),
+           I.binary("shr", "b64", wide, table, sh), I.cvt("u32", "u64", nib, wide),
+           I.binary("and", "b32", nib, nib, 15))
     return nib
 
 
 def _table(em) -> str:
     t = em.new("rd")
-    em.emit(f"mov.b64 {t}, {MASK_TABLE:#x}")
+    em.put(I.mov("b64", t, f"{MASK_TABLE:#x}"))
     return t
 
 
@@ -91,7 +90,7 @@ class Meta:
         self.offs = Offsets(em, self.m)
         self.ptr = em.new("rd")
         row = elem_addr(em, self.m, lane.gid, 0)
-        em.emit(f"mov.u64 {self.ptr}, {row}")
+        em.put(I.mov("u64", self.ptr, row))
 
     def prewarm(self, em, gm: int) -> None:
         for i in range(gm):
@@ -99,21 +98,21 @@ class Meta:
                 for g in range(4):
                     self.offs.get(SUB_M * i + h, g)
 
-    def word(self, em, i: int, group: int) -> str:
+    def word(self, em, i: int, group: int) -> tuple[str, str]:
         w = em.new("r")
-        em.emit(f"mov.b32 {w}, 0")
+        em.put(I.mov("b32", w, 0))
         for h in (0, 1):
             for g in range(4):
                 a, off = em.new("rd"), self.offs.get(SUB_M * i + 8 * h, group + g)
-                em.emit(f"add.s64 {a}, {self.ptr}, {off}")
+                em.put(I.binary("add", "s64", a, self.ptr, off))
                 mask = em.new("r")
-                em.emit(f"ld{self.m.space}.u8 {mask}, [{a}]")
-                em.emit(f"bfi.b32 {w}, {translate(em, self.table, mask)}, {w}, "
-                        f"{16 * h + 4 * g}, 4")
-        return f", {w}, 0"
+                em.put(I.ld(self.m.space, "u8", mask, I.mem(a)))
+                pair = translate(em, self.table, mask)
+                em.put(I.bfi("b32", w, pair, w, 16 * h + 4 * g, 4))
+        return w, "0"
 
     def advance(self, em, groups: int) -> None:
-        em.emit(f"add.s64 {self.ptr}, {self.ptr}, {groups}")
+        em.put(I.binary("add", "s64", self.ptr, self.ptr, groups))
 
 
 def k_loop(meta: Mat):
@@ -125,28 +124,22 @@ def k_loop(meta: Mat):
     def run(em, g, gr: str, gc: str, q0: int | str, acc: str) -> None:
         desc, table = g.desc, _table(em)
         grp, q4, p = em.new("r"), em.new("r"), em.new("p")
-        em.emit(f"mov.u32 {grp}, {q0}")
-        em.emit(f"shr.u32 {grp}, {grp}, 2")
+        em.put(I.mov("u32", grp, q0), I.binary("shr", "u32", grp, grp, 2))
         top, end = label(em, "tsp_g"), label(em, "tsp_gend")
-        em.raw(f"{top}:")
-        em.emit(f"shl.b32 {q4}, {grp}, 2")
-        em.emit(f"setp.ge.u32 {p}, {q4}, {g.K}")
-        em.emit(f"@{p} bra {end}")
+        em.put(I.label(top), I.binary("shl", "b32", q4, grp, 2),
+               I.setp("ge", "u32", p, q4, g.K), I.bra(end, guard=p))
         mask = em.new("r")
-        em.emit(f"ld{meta.space}.u8 {mask}, [{elem_addr(em, meta, gr, grp)}]")
+        at = elem_addr(em, meta, gr, grp)
+        em.put(I.ld(meta.space, "u8", mask, I.mem(at)))
         nib = translate(em, table, mask)
         for s in (0, 1):
             idx, q, col, skip = em.new("r"), em.new("r"), em.new("r"), label(em, "tsp_s")
-            em.emit(f"bfe.u32 {idx}, {nib}, {2 * s}, 2")
-            em.emit(f"add.u32 {q}, {q4}, {idx}")
-            em.emit(f"setp.ge.u32 {p}, {q}, {g.K}")
-            em.emit(f"@{p} bra {skip}")
-            em.emit(f"mad.lo.u32 {col}, {grp}, 2, {s}")
+            em.put(I.bfe("u32", idx, nib, 2 * s, 2), I.binary("add", "u32", q, q4, idx),
+                   I.setp("ge", "u32", p, q, g.K), I.bra(skip, guard=p),
+                   I.mad("lo", "u32", col, grp, 2, s))
             va = load_value(em, desc.a_type, g.A, elem_addr(em, g.A, gr, col))
             vb = load_value(em, desc.b_type, g.B, elem_addr(em, g.B, q, gc))
             fma(em, desc.accumulator_type, acc, va, vb)
-            em.raw(f"{skip}:")
-        em.emit(f"add.u32 {grp}, {grp}, 1")
-        em.emit(f"bra {top}")
-        em.raw(f"{end}:")
+            em.put(I.label(skip))
+        em.put(I.binary("add", "u32", grp, grp, 1), I.bra(top), I.label(end))
     return run

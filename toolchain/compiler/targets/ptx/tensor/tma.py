@@ -17,6 +17,8 @@ bytes, which is what makes M/N/K tails exact without a separate tail path.
 """
 from __future__ import annotations
 
+from .. import ops
+
 ELEMTYPE = {"f16": 6, "bf16": 10}      # PTX tensormap.replace .elemtype codes
 SWIZZLE_128B = 3
 RANK_FIELD = 1                         # .rank takes rank - 1
@@ -38,45 +40,36 @@ def build(em, slot: str, base: str, fmt: str, kdim: str, rows_dim: str, ld_bytes
     """Write one tensor map at global address `slot` (%rd) for the K-contiguous matrix at
     global address `base` (%rd): extents kdim x rows_dim (u32), row pitch ld_bytes (%rd)."""
     z = em.new("r")
-    em.emit(f"mov.u32 {z}, 0")
+    em.put(ops.mov("u32", z, 0))
     for off in range(0, MAP_BYTES, 16):
-        em.emit(f"st.global.v4.b32 [{slot}+{off}], {{{z}, {z}, {z}, {z}}}")
-    op = "tensormap.replace.tile"
-    sfx = ".global.b1024"
-    em.emit(f"{op}.global_address{sfx}.b64 [{slot}], {base}")
-    em.emit(f"{op}.rank{sfx}.b32 [{slot}], {RANK_FIELD}")
-    em.emit(f"{op}.box_dim{sfx}.b32 [{slot}], 0, {box_k}")
-    em.emit(f"{op}.box_dim{sfx}.b32 [{slot}], 1, {box_rows}")
-    em.emit(f"{op}.global_dim{sfx}.b32 [{slot}], 0, {kdim}")
-    em.emit(f"{op}.global_dim{sfx}.b32 [{slot}], 1, {rows_dim}")
+        em.put(ops.st_vec(".global", "b32", ops.mem(slot, off), ops.vec(z, z, z, z)))
+    rep = ops.tensormap_replace
+    em.put(rep("global_address", slot, base), rep("rank", slot, RANK_FIELD),
+           rep("box_dim", slot, 0, box_k), rep("box_dim", slot, 1, box_rows),
+           rep("global_dim", slot, 0, kdim), rep("global_dim", slot, 1, rows_dim))
     if STRIDE_SHIFT:
         shifted = em.new("rd")
-        em.emit(f"shr.u64 {shifted}, {ld_bytes}, {STRIDE_SHIFT}")
+        em.put(ops.binary("shr", "u64", shifted, ld_bytes, STRIDE_SHIFT))
         ld_bytes = shifted
-    em.emit(f"{op}.global_stride{sfx}.b64 [{slot}], 0, {ld_bytes}")
-    em.emit(f"{op}.element_stride{sfx}.b32 [{slot}], 0, 1")
-    em.emit(f"{op}.element_stride{sfx}.b32 [{slot}], 1, 1")
-    em.emit(f"{op}.elemtype{sfx}.b32 [{slot}], {ELEMTYPE.get(fmt, fmt)}")
-    em.emit(f"{op}.interleave_layout{sfx}.b32 [{slot}], 0")
-    em.emit(f"{op}.swizzle_mode{sfx}.b32 [{slot}], {SWIZZLE_128B}")
-    em.emit(f"{op}.fill_mode{sfx}.b32 [{slot}], 0")
+    em.put(rep("global_stride", slot, 0, ld_bytes), rep("element_stride", slot, 0, 1),
+           rep("element_stride", slot, 1, 1), rep("elemtype", slot, ELEMTYPE.get(fmt, fmt)),
+           rep("interleave_layout", slot, 0), rep("swizzle_mode", slot, SWIZZLE_128B),
+           rep("fill_mode", slot, 0))
 
 
 def publish(em, slots: list[str]) -> None:
     """Order this thread's generic-proxy writes of the maps before its own tensor copies."""
-    em.emit("fence.proxy.tensormap::generic.release.gpu")
+    em.put(ops.fence_proxy_tensormap_release())
     for s in slots:
-        em.emit(f"fence.proxy.tensormap::generic.acquire.gpu [{s}], {MAP_BYTES}")
+        em.put(ops.fence_proxy_tensormap_acquire(s, MAP_BYTES))
 
 
 def load_2d(em, dst: str, tmap: str, k: str, row: str, bar: str) -> None:
     """Copy one box at coordinates (k, row) into shared `dst`, completing on `bar`."""
-    em.emit(f"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-            f" [{dst}], [{tmap}, {{{k}, {row}}}], [{bar}]")
+    em.put(ops.cp_async_bulk_tensor_2d(dst, tmap, k, row, bar))
 
 
 def load_2d_multicast(em, dst: str, tmap: str, k: str, row: str, bar: str, mask: str) -> None:
     """load_2d into the same shared offset of every cluster workgroup in `mask` (u16),
     completing on the barrier at `bar`'s offset in each of them."""
-    em.emit(f"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-            f".multicast::cluster [{dst}], [{tmap}, {{{k}, {row}}}], [{bar}], {mask}")
+    em.put(ops.cp_async_bulk_tensor_2d(dst, tmap, k, row, bar, multicast_mask=mask))

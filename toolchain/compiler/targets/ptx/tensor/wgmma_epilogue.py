@@ -23,6 +23,7 @@ rounding:
 """
 from __future__ import annotations
 
+from .. import ops as I
 from .common import Mat, elem_addr, operands
 from .epilogue import _apply, _bias_view, _scaled_bias
 from .replay import Region, _k_loop, replay
@@ -65,11 +66,10 @@ class Fused:
         its K loop; entry- and exit-ordered for the live lanes."""
         assert self.fmt in ("f32", "f64"), "16-bit results take the epilogue in replay"
         mask = em.new("r")
-        em.emit(f"activemask.b32 {mask}")
-        em.emit(f"bar.warp.sync {mask}")
+        em.put(I.activemask(mask), I.bar_warp_sync(mask))
         replay(em, g, 0, init_from_d=True,
                k_loop=lambda em, g, gr, gc, q0, t: self.apply_at(em, t, gr, gc))
-        em.emit(f"bar.warp.sync {mask}")
+        em.put(I.bar_warp_sync(mask))
 
 
 class NativeBias:
@@ -101,7 +101,7 @@ class NativeBias:
             self.col_step = step * self.bytes
         else:
             self.col_step = em.new("rd")
-            em.emit(f"mul.wide.u32 {self.col_step}, {step}, {self.bytes}")
+            em.put(I.binary("mul.wide", "u32", self.col_step, step, self.bytes))
 
     def load_pair(self, em, j: int, first: str, second: str) -> tuple[str, str] | None:
         """The raw bias of pair j's two columns (predicated on each being in range)."""
@@ -116,7 +116,7 @@ class NativeBias:
                 addr = self.base
                 if steps:
                     addr = em.new("rd")
-                    em.emit(f"mad.lo.s64 {addr}, {self.col_step}, {steps}, {self.base}")
+                    em.put(I.mad("lo", "s64", addr, self.col_step, steps, self.base))
             out.append(self._load(em, pred, addr))
         return out[0], out[1]
 
@@ -127,12 +127,12 @@ class NativeBias:
         return self._widen(em, raw[0]), self._widen(em, raw[1])
 
     def _load(self, em, pred: str | None, addr: str) -> str:
-        fmt, g = self.f.fmt, f"@{pred} " if pred else ""
+        fmt = self.f.fmt
         kind, ty = ("rs", "b16") if fmt in ("f16", "bf16") else ("f", "f32")
         r = em.new(kind)
         if pred:    # a whole definition first: else ptxas keeps an earlier value alive
-            em.emit(f"mov.{ty} {r}, {'0' if kind == 'rs' else '0f00000000'}")
-        em.emit(f"{g}ld{self.m.space}.{ty} {r}, [{addr}]")
+            em.put(I.mov(ty, r, "0" if kind == "rs" else "0f00000000"))
+        em.put(I.ld(self.m.space, ty, r, I.mem(addr), guard=pred or None))
         return r
 
     def _widen(self, em, raw: str) -> str:
@@ -141,14 +141,13 @@ class NativeBias:
         out = raw
         if fmt == "f16":
             out = em.new("f")
-            em.emit(f"cvt.f32.f16 {out}, {raw}")
+            em.put(I.cvt("f32", "f16", out, raw))
         elif fmt == "bf16":
             w, out = em.new("r"), em.new("f")
-            em.emit(f"cvt.u32.u16 {w}, {raw}")
-            em.emit(f"shl.b32 {w}, {w}, 16")
-            em.emit(f"mov.b32 {out}, {w}")
+            em.put(I.cvt("u32", "u16", w, raw), I.binary("shl", "b32", w, w, 16),
+                   I.mov("b32", out, w))
         if "beta" in ops:
             b = em.new("f")
-            em.emit(f"mul.rn.f32 {b}, {em.reg(ops['beta'])}, {out}")
+            em.put(I.binary("mul.rn", "f32", b, em.reg(ops["beta"]), out))
             out = b
         return out

@@ -10,6 +10,7 @@ Fragment registers and WMMA spellings never leave this file.
 """
 from __future__ import annotations
 
+from .. import ops as I
 from .capabilities import F64_ROUNDING, PTX_TYPE, WmmaPlan
 from .common import Mat, add_addr, label, linear, offset_terms, scale_bytes
 
@@ -35,35 +36,24 @@ def load_frag(em, plan: WmmaPlan, which: str, m: Mat, addr: str, fmt: str,
     n = {"a": plan.a_regs, "b": plan.b_regs, "c": plan.c_regs}[which]
     regs = regs or _regs(em, "f64" if fmt == "f64" else ("f32" if which == "c" and
                                                            fmt == "f32" else "r"), n)
-    em.emit(f"wmma.load.{which}.sync.aligned.{m.layout}.{plan.shape_name}{m.space}."
-            f"{PTX_TYPE[fmt]} {_tuple(regs)}, [{addr}], {_ld(m)}")
+    em.put(I.wmma_load(which, m.layout, plan.shape_name, m.space, PTX_TYPE[fmt], regs, addr,
+                       _ld(m)))
     return regs
 
 
 def store_frag(em, plan: WmmaPlan, m: Mat, addr: str, fmt: str, regs: list[str]) -> None:
-    em.emit(f"wmma.store.d.sync.aligned.{m.layout}.{plan.shape_name}{m.space}."
-            f"{PTX_TYPE[fmt]} [{addr}], {_tuple(regs)}, {_ld(m)}")
+    em.put(I.wmma_store(m.layout, plan.shape_name, m.space, PTX_TYPE[fmt], addr, regs,
+                        _ld(m)))
 
 
 def mma(em, plan: WmmaPlan, desc, d: list[str], a: list[str], b: list[str], c: list[str],
         c_fmt: str, d_fmt: str) -> None:
-    al, bl, shape = desc.stored_layout("a"), desc.stored_layout("b"), plan.shape_name
-    fam = plan.family
-    if fam == "f16":
-        head = f"wmma.mma.sync.aligned.{al}.{bl}.{shape}.{d_fmt}.{c_fmt}"
-    elif fam in ("bf16", "tf32"):
-        head = f"wmma.mma.sync.aligned.{al}.{bl}.{shape}.f32.{fam}.{fam}.f32"
-    elif fam == "f64":
-        head = f"wmma.mma.sync.aligned.{al}.{bl}.{shape}.{F64_ROUNDING[desc.rounding]}" \
-            ".f64.f64.f64.f64"
-    elif fam == "b1":
-        op = "xor" if desc.math == "xor_popcount" else "and"
-        head = f"wmma.mma.{op}.popc.sync.aligned.row.col.{shape}.s32.b1.b1.s32"
-    else:
-        sat = ".satfinite" if desc.overflow == "saturate_finite" else ""
-        head = (f"wmma.mma.sync.aligned.{al}.{bl}.{shape}.s32.{PTX_TYPE[desc.a_type]}."
-                f"{PTX_TYPE[desc.b_type]}.s32{sat}")
-    em.emit(f"{head} {_tuple(d)}, {_tuple(a)}, {_tuple(b)}, {_tuple(c)}")
+    em.put(I.wmma_mma(plan.family, desc.stored_layout("a"), desc.stored_layout("b"),
+                      plan.shape_name, d, a, b, c, d_type=d_fmt, c_type=c_fmt,
+                      rounding=F64_ROUNDING[desc.rounding] if plan.family == "f64" else "rn",
+                      popc="xor" if desc.math == "xor_popcount" else "and",
+                      a_type=PTX_TYPE.get(desc.a_type, ""), b_type=PTX_TYPE.get(desc.b_type, ""),
+                      satfinite=desc.overflow == "saturate_finite"))
 
 
 def _sub_addrs(em, m: Mat, coords: list[tuple[int, int]]) -> list[str]:
@@ -169,17 +159,16 @@ def _runtime_chunks(em, plan, desc, A, B, acc, chunks: str, a_step, b_step) -> N
     b_addrs = _sub_addrs(em, B, [(0, j * pn) for j in range(gn)])
     pa, pb = [em.new("rd") for _ in a_addrs], [em.new("rd") for _ in b_addrs]
     for r, src in (*zip(pa, a_addrs), *zip(pb, b_addrs)):
-        em.emit(f"mov.u64 {r}, {src}")
+        em.put(I.mov("u64", r, src))
     count, done = em.new("r"), em.new("p")
-    em.emit(f"mov.u32 {count}, {chunks}")
+    em.put(I.mov("u32", count, chunks))
     top = label(em, "tmm_k")
-    em.raw(f"{top}:")
+    em.put(I.label(top))
     fmts = (desc.accumulator_type, desc.result_type)
     _chunk(em, plan, desc, A, B, pa, pb, acc, fmts)
     for r in pa:
-        em.emit(f"add.s64 {r}, {r}, {a_step}")
+        em.put(I.binary("add", "s64", r, r, a_step))
     for r in pb:
-        em.emit(f"add.s64 {r}, {r}, {b_step}")
-    em.emit(f"sub.u32 {count}, {count}, 1")
-    em.emit(f"setp.ne.u32 {done}, {count}, 0")
-    em.emit(f"@{done} bra.uni {top}")
+        em.put(I.binary("add", "s64", r, r, b_step))
+    em.put(I.binary("sub", "u32", count, count, 1), I.setp("ne", "u32", done, count, 0),
+           I.bra(top, guard=done, uniform=True))

@@ -1,0 +1,276 @@
+"""Typed constructors of PTX instructions: what a lowering calls instead of writing text.
+
+Each constructor takes the instruction's modifiers as separate, checked arguments (a type
+from `TYPES`, a comparison from `COMPARES`, a state space from `SPACES`) and its operands
+as registers, immediates (ints are printed in decimal), `Addr` memory operands (`mem`) or
+`Vec` vectors (`vec`), and returns one `PtxInstr`; nothing is parsed. Forms that need a
+particular target are rows of isa.py (their feature names are in the docstrings); the
+lowering asks `profile.has(feature)` before it builds one. Spellings are PTX ISA 9.0's.
+
+Lowerings append what these return with `em.put(...)`, which also exempts the instruction
+from the peepholes (the tensor lowerings' sequences keep the shape their tests check).
+"""
+from __future__ import annotations
+
+from .instr import COMMENT, LABEL, OP, Addr, PtxInstr, Vec
+
+TYPES = frozenset(("pred", "b1", "b8", "b16", "b32", "b64", "u4", "u8", "u16", "u32", "u64",
+                   "s4", "s8", "s16", "s32", "s64", "f16", "f16x2", "bf16", "bf16x2", "tf32",
+                   "f32", "f64", "e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "ue8m0", "e4m3x2",
+                   "e5m2x2"))
+COMPARES = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs", "equ",
+                      "neu", "ltu", "leu", "gtu", "geu", "num", "nan"))
+SPACES = frozenset(("", ".global", ".shared", ".local", ".param", ".const", ".shared::cta"))
+
+
+def _t(ty: str) -> str:
+    if ty not in TYPES:
+        raise ValueError(f"PTX type {ty!r} is not one of {sorted(TYPES)}")
+    return ty
+
+
+def _space(space: str) -> str:
+    if space not in SPACES:
+        raise ValueError(f"PTX state space {space!r} is not one of {sorted(SPACES)}")
+    return space
+
+
+def _ops(values) -> tuple:
+    return tuple(v if isinstance(v, str) else str(v) for v in values)
+
+
+def _op(name: str, dsts=(), srcs=(), guard: str | None = None,
+        negated: bool = False) -> PtxInstr:
+    return PtxInstr(OP, name, _ops(dsts), _ops(srcs), guard, negated)
+
+
+def mem(base: str, offset: int = 0) -> Addr:
+    """The memory operand `[base]` / `[base+offset]`. `base` may carry a constant offset
+    already (`reg+N`, as address helpers hand them on); a zero offset is not printed."""
+    reg, plus, off = base.partition("+")
+    if plus and off.lstrip("-").isdigit():
+        return Addr(reg, int(off) + offset)
+    return Addr(base, offset)
+
+
+def vec(*regs) -> Vec:
+    """The vector operand `{a, b, ...}`."""
+    return Vec(_ops(regs))
+
+
+# ---- data movement and integer arithmetic -------------------------------------------------
+def mov(ty: str, d, s) -> PtxInstr:
+    return _op(f"mov.{_t(ty)}", (d,), (s,))
+
+
+def cvt(to: str, frm: str, d, s, rounding: str | None = None) -> PtxInstr:
+    rnd = f".{rounding}" if rounding else ""
+    return _op(f"cvt{rnd}.{_t(to)}.{_t(frm)}", (d,), (s,))
+
+
+def binary(opcode: str, ty: str, d, a, b) -> PtxInstr:
+    """`add`, `sub`, `and`, `or`, `xor`, `shl`, `shr`, `min`, `max`, `div`, `rem` and the
+    `mul.lo`/`mul.wide`/`mul.hi` forms (opcode spelled with its mode)."""
+    if opcode not in _BINARY:
+        raise ValueError(f"{opcode!r} is not a binary PTX opcode of this table")
+    return _op(f"{opcode}.{_t(ty)}", (d,), (a, b))
+
+
+_BINARY = frozenset(("add", "sub", "and", "or", "xor", "shl", "shr", "min", "max", "div",
+                     "rem", "mul.lo", "mul.wide", "mul.hi", "add.rn", "sub.rn", "mul.rn"))
+
+
+def mad(mode: str, ty: str, d, a, b, c) -> PtxInstr:
+    """`mad.lo` / `mad.wide` / `mad.hi`."""
+    if mode not in ("lo", "wide", "hi"):
+        raise ValueError(f"mad mode {mode!r}")
+    return _op(f"mad.{mode}.{_t(ty)}", (d,), (a, b, c))
+
+
+def bfe(ty: str, d, a, pos, length) -> PtxInstr:
+    return _op(f"bfe.{_t(ty)}", (d,), (a, pos, length))
+
+
+def bfi(ty: str, d, field, into, pos, length) -> PtxInstr:
+    return _op(f"bfi.{_t(ty)}", (d,), (field, into, pos, length))
+
+
+def popc(ty: str, d, a) -> PtxInstr:
+    return _op(f"popc.{_t(ty)}", (d,), (a,))
+
+
+def prmt(d, a, b, selector) -> PtxInstr:
+    return _op("prmt.b32", (d,), (a, b, selector))
+
+
+def setp(compare: str, ty: str, p, a, b) -> PtxInstr:
+    if compare not in COMPARES:
+        raise ValueError(f"setp comparison {compare!r}")
+    return _op(f"setp.{compare}.{_t(ty)}", (p,), (a, b))
+
+
+def activemask(d) -> PtxInstr:
+    """Feature `subgroup.sync`."""
+    return _op("activemask.b32", (d,))
+
+
+# ---- memory ---------------------------------------------------------------------------------
+def ld(space: str, ty: str, d, addr: Addr, guard: str | None = None) -> PtxInstr:
+    return _op(f"ld{_space(space)}.{_t(ty)}", (d,), (addr,), guard)
+
+
+def st(space: str, ty: str, addr: Addr, s) -> PtxInstr:
+    return _op(f"st{_space(space)}.{_t(ty)}", (), (addr, s))
+
+
+def st_vec(space: str, ty: str, addr: Addr, values: Vec) -> PtxInstr:
+    return _op(f"st{_space(space)}.v{len(values.regs)}.{_t(ty)}", (), (addr, values))
+
+
+# ---- control --------------------------------------------------------------------------------
+def bra(target: str, guard: str | None = None, negated: bool = False,
+        uniform: bool = False) -> PtxInstr:
+    return _op("bra.uni" if uniform else "bra", (), (target,), guard, negated)
+
+
+def bar_sync(barrier: int = 0) -> PtxInstr:
+    return _op("bar.sync", (), (barrier,))
+
+
+def bar_warp_sync(mask) -> PtxInstr:
+    """Feature `warp.sync`."""
+    return _op("bar.warp.sync", (), (mask,))
+
+
+def label(name: str, comment: str | None = None) -> PtxInstr:
+    return PtxInstr(LABEL, name, comment=comment)
+
+
+def comment(text: str) -> PtxInstr:
+    """A `// text` line (annotations such as `mtlc.tensor_loop ...`)."""
+    return PtxInstr(COMMENT, text)
+
+
+# ---- mbarrier (sm_90: the workgroup GEMM's transaction barriers) ----------------------------
+_MB = ".shared::cta.b64"
+
+
+def mbarrier_init(bar: str, count) -> PtxInstr:
+    return _op(f"mbarrier.init{_MB}", (), (mem(bar), count))
+
+
+def mbarrier_try_wait_parity(done, bar: str, parity, cluster: bool = False) -> PtxInstr:
+    sem = ".acquire.cluster" if cluster else ""
+    return _op(f"mbarrier.try_wait.parity{sem}{_MB}", (done,), (mem(bar), parity))
+
+
+def mbarrier_arrive(bar: str) -> PtxInstr:
+    return _op(f"mbarrier.arrive{_MB}", ("_",), (mem(bar),))
+
+
+def mbarrier_arrive_expect_tx(bar: str, nbytes) -> PtxInstr:
+    return _op(f"mbarrier.arrive.expect_tx{_MB}", ("_",), (mem(bar), nbytes))
+
+
+def mbarrier_inval(bar: str) -> PtxInstr:
+    return _op(f"mbarrier.inval{_MB}", (), (mem(bar),))
+
+
+# ---- tensor maps and bulk tensor copies (features tensormap.replace, fence.proxy.tensormap,
+# cp.async.bulk.tensor) -------------------------------------------------------------------------
+TENSORMAP_FIELDS = {"global_address": "b64", "rank": "b32", "box_dim": "b32",
+                    "global_dim": "b32", "global_stride": "b64", "element_stride": "b32",
+                    "elemtype": "b32", "interleave_layout": "b32", "swizzle_mode": "b32",
+                    "fill_mode": "b32"}
+
+
+def tensormap_replace(field: str, slot: str, *values) -> PtxInstr:
+    """`tensormap.replace.tile.<field>.global.b1024.<type> [slot], [ordinal,] value`."""
+    ty = TENSORMAP_FIELDS[field]
+    return _op(f"tensormap.replace.tile.{field}.global.b1024.{ty}", (), (mem(slot), *values))
+
+
+def fence_proxy_tensormap_release() -> PtxInstr:
+    return _op("fence.proxy.tensormap::generic.release.gpu")
+
+
+def fence_proxy_tensormap_acquire(slot: str, nbytes) -> PtxInstr:
+    return _op("fence.proxy.tensormap::generic.acquire.gpu", (), (mem(slot), nbytes))
+
+
+def cp_async_bulk_tensor_2d(dst: str, tmap: str, k, row, bar: str,
+                            multicast_mask=None) -> PtxInstr:
+    """A 2-D tile copy global -> shared completing on an mbarrier (`.multicast::cluster`
+    to the cluster workgroups in `multicast_mask`, a u16, when given)."""
+    name = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    coords = Addr(f"{tmap}, {vec(k, row)}")      # [map, {coordinates}]
+    if multicast_mask is None:
+        return _op(name, (), (mem(dst), coords, mem(bar)))
+    return _op(name + ".multicast::cluster", (), (mem(dst), coords, mem(bar), multicast_mask))
+
+
+# ---- WMMA (features wmma.<family>, wmma.b1.and) ----------------------------------------------
+def wmma_load(which: str, layout: str, shape: str, space: str, ty: str, regs, addr: str,
+              ld) -> PtxInstr:
+    """`wmma.load.{a,b,c}.sync.aligned.<layout>.<shape><space>.<type> {regs}, [addr], ld`."""
+    if which not in ("a", "b", "c") or layout not in ("row", "col"):
+        raise ValueError(f"wmma.load.{which}.{layout}")
+    return _op(f"wmma.load.{which}.sync.aligned.{layout}.{shape}{_space(space)}.{_t(ty)}",
+               (vec(*regs),), (mem(addr), ld))
+
+
+def wmma_store(layout: str, shape: str, space: str, ty: str, addr: str, regs, ld) -> PtxInstr:
+    if layout not in ("row", "col"):
+        raise ValueError(f"wmma.store layout {layout!r}")
+    return _op(f"wmma.store.d.sync.aligned.{layout}.{shape}{_space(space)}.{_t(ty)}", (),
+               (mem(addr), vec(*regs), ld))
+
+
+def wmma_mma(family: str, a_layout: str, b_layout: str, shape: str, d, a, b, c, *,
+             d_type: str = "f32", c_type: str = "f32", rounding: str = "rn",
+             popc: str = "xor", a_type: str = "", b_type: str = "",
+             satfinite: bool = False) -> PtxInstr:
+    """One `wmma.mma` of `family` (f16, bf16, tf32, f64, b1, or an integer family with its
+    PTX `a_type`/`b_type`): d = a*b + c over register tuples."""
+    al, bl = a_layout, b_layout
+    if family == "f16":
+        name = f"wmma.mma.sync.aligned.{al}.{bl}.{shape}.{_t(d_type)}.{_t(c_type)}"
+    elif family in ("bf16", "tf32"):
+        name = f"wmma.mma.sync.aligned.{al}.{bl}.{shape}.f32.{family}.{family}.f32"
+    elif family == "f64":
+        name = f"wmma.mma.sync.aligned.{al}.{bl}.{shape}.{rounding}.f64.f64.f64.f64"
+    elif family == "b1":
+        if popc not in ("xor", "and"):
+            raise ValueError(f"b1 wmma popc op {popc!r}")
+        name = f"wmma.mma.{popc}.popc.sync.aligned.row.col.{shape}.s32.b1.b1.s32"
+    else:
+        sat = ".satfinite" if satfinite else ""
+        name = f"wmma.mma.sync.aligned.{al}.{bl}.{shape}.s32.{a_type}.{b_type}.s32{sat}"
+    return _op(name, (vec(*d),), (vec(*a), vec(*b), vec(*c)))
+
+
+# ---- warp-level mma.sync (features mma.sync, mma.sp, mma.fp8.*, mma.block_scale) --------------
+def mma_sync(spelling: str, d, a, b, c, *extra) -> PtxInstr:
+    """One `mma.sync`/`mma.sp` of the form `spelling` (the tensor Form's head, e.g.
+    `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`): d = a*b + c over register
+    tuples; `extra`: a sparse form's metadata register and selector."""
+    if not spelling.startswith(("mma.sync.", "mma.sp.", "mma.sp::ordered_metadata.")):
+        raise ValueError(f"{spelling!r} is not an mma.sync form")
+    return _op(spelling, (vec(*d),), (vec(*a), vec(*b), vec(*c), *extra))
+
+
+# ---- selection and warp-synchronous collectives (features subgroup.sync, redux.sync) --------
+def selp(ty: str, d, a, b, p) -> PtxInstr:
+    return _op(f"selp.{_t(ty)}", (d,), (a, b, p))
+
+
+def vote_sync(mode: str, d, p, mask) -> PtxInstr:
+    """`vote.sync.any.pred` / `vote.sync.all.pred` / `vote.sync.ballot.b32`."""
+    ty = {"any": "pred", "all": "pred", "ballot": "b32"}[mode]
+    return _op(f"vote.sync.{mode}.{ty}", (d,), (p, mask))
+
+
+def redux_sync(op: str, ty: str, d, a, mask) -> PtxInstr:
+    if op not in ("add", "min", "max", "and", "or", "xor"):
+        raise ValueError(f"redux.sync op {op!r}")
+    return _op(f"redux.sync.{op}.{_t(ty)}", (d,), (a, mask))
