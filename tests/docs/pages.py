@@ -39,7 +39,7 @@ FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 EXECUTED = ("mettle", "sh", "python")
 ATTRIBUTES = {"mettle": {"spirv", "error", "file", "partial", "example"},
               "sh": {"synopsis", "covered-by", "gpu", "gpu-only"},
-              "python": {"build-file", "gpu", "gpu-only", "partial"}}
+              "python": {"build-file", "gpu", "gpu-only", "partial", "covered-by"}}
 # sh/python blocks the docs tests do not run here (the rest are a page's runnable steps).
 RUN_ELSEWHERE = {"gpu-only", "synopsis", "covered-by", "build-file"}
 WRAP_COMMENT = re.compile(r"<!-- wrap (\S+)\n(.*?)-->", re.S)

@@ -1,7 +1,7 @@
 """Every ```python example of docs/reference/python.md runs as written (each in a fresh
 interpreter, against the fake CUDA driver, in a directory holding the page's kernels.mettle
 and a packaged dist/app/kernels.ptx with its signature sidecar). The torch example runs on
-a stand-in torch (doc_stubs/torch); ```python no-run examples are shown, not run (the OpenCL
+a stand-in torch (doc_stubs/torch); ```python covered-by=... examples are run by the named test (the OpenCL
 one runs on PoCL in test_opencl_pocl.py)."""
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def blocks(kind: str) -> list:
 
 
 EXAMPLES = [pytest.param(code, id=f"python.md:{line}") for line, words, code in blocks("python")
-            if "no-run" not in words]
+            if not any(w.startswith("covered-by=") for w in words)]
 
 
 def test_the_page_has_an_example_of_each_topic():
