@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 EXECUTED = ("mettle", "sh", "python")
-ATTRIBUTES = {"mettle": {"spirv", "error", "file", "partial", "example"},
+ATTRIBUTES = {"mettle": {"spirv", "error", "file", "partial", "example", "proposed"},
               "sh": {"synopsis", "covered-by", "gpu", "gpu-only"},
               "python": {"build-file", "gpu", "gpu-only", "partial", "covered-by"}}
 # sh/python blocks the docs tests do not run here (the rest are a page's runnable steps).

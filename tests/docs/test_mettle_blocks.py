@@ -17,7 +17,15 @@ from .pages import ATTRIBUTES, ROOT, WRAPS, all_blocks, page_wraps, wrapped
 
 KERNEL = re.compile(r"^\s*kernel\b", re.M)
 MAIN = re.compile(r"^\s*fn\s+main\s*\(", re.M)
-BLOCKS = [b for b in all_blocks("mettle") if "example" not in b.attrs]   # test_error_codes
+BLOCKS = [b for b in all_blocks("mettle") if "example" not in b.attrs   # test_error_codes
+          and "proposed" not in b.attrs]
+
+
+def test_proposed_syntax_appears_only_in_design_pages():
+    """`mettle proposed` marks syntax a design page proposes (not implemented, so not
+    compiled); no tutorial or reference page may show it."""
+    pages = {str(b.page) for b in all_blocks("mettle") if "proposed" in b.attrs}
+    assert all("/internals/" in p for p in pages), pages
 
 
 def compile_(tmp_path: Path, source: str, *flags: str) -> subprocess.CompletedProcess:
