@@ -194,3 +194,11 @@ def test_import_str_embeds_bytes_verbatim(tmp_path):
     src.write_text('var blob: string = import_str "blob.bin";\n' + MAIN)
     module, _ = compile_to_ir(str(src), gpu=False)
     assert any(g.init == b"a\r\nb\x00c\x00" for g in module.globals.values())
+
+
+def test_local_aggregate_elements_may_name_local_integer_consts():
+    ok("fn main() -> int32 {\n  const K: int32 = 3;\n  var a: int32[3] = [K, K * 2, -K];\n"
+       "  return a[1];\n}")
+    code, line, col, msg = first("fn main() -> int32 {\n  var k: int32 = 3;\n"
+                                 "  var a: int32[2] = [k, 1];\n  return a[0];\n}")
+    assert (code, line, col) == ("E0013", 3, 22) and "compile-time constant" in msg

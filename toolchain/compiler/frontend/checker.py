@@ -95,6 +95,7 @@ class ProgramLowerer:
         self.lambda_count: dict[str, int] = {}
         self.adapters: dict[object, object] = {}            # thin signature -> adapter fn
         self.test_mode = False                              # `mettle test` (testing.py)
+        self.const_scope = None     # a local aggregate initializer's scope (local consts)
         self.test_plan = TestPlan()
 
     def body_facts(self, body) -> BodyFacts:
@@ -144,7 +145,7 @@ class ProgramLowerer:
         return None
 
     def lookup_const(self, name: str):
-        return self.globals.lookup(name)
+        return (self.const_scope or self.globals).lookup(name)
 
     def sizeof_const(self, t: A.TypeExpr) -> int:
         """`sizeof(T)` for the constant folder (consteval.py asks its lookup's owner)."""

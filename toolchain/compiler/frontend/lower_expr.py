@@ -62,7 +62,12 @@ class ExprMixin:
             if not isinstance(t, (ArrayType, StructType)):
                 raise self.fail("E0012", f"aggregate literal cannot initialize "
                                 f"{describe(t)}", e.span)
-            g = self._const_global(t, init_items(self.ctx, t, e, 0))
+            saved, self.ctx.const_scope = self.ctx.const_scope, self.scope
+            try:                                # elements may name local integer consts
+                items = init_items(self.ctx, t, e, 0)
+            finally:
+                self.ctx.const_scope = saved
+            g = self._const_global(t, items)
             self.b.memcpy(p, g, t.size)
             return
         self.b.store(p, self.rvalue(e, t))
