@@ -11,8 +11,11 @@ import pytest
 from tools.docs import gen_errors
 from toolchain.compiler.diagnostic_codes import CODES
 
-# Codes without a source example: compiler-bug reports and checks the frontend makes first.
-MOST_WITHOUT_EXAMPLE = 10
+# Codes without a source example (CODE.txt says why): compiler-bug reports (E0400, E0605,
+# E0900), IR-verifier twins of checks the frontend makes first (E0323, E0406, E0407, E0423,
+# E0424, E0514), a recursion fallback (E0091), a multi-object link (E0602) and E0313. A new
+# code gets an example unless it is one of these kinds.
+MOST_WITHOUT_EXAMPLE = 12
 
 
 def test_every_code_has_an_example_and_no_example_is_stray():
