@@ -29,7 +29,6 @@ PORTING = {
     "tensor/transfer.py": (80, 0),
     "tensor/wgmma.py": (230, 0),
     "tensor/wgmma_persistent.py": (36, 0),
-    "tensor/wgmma_split.py": (27, 0),
 }
 
 

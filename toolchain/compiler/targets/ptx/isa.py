@@ -114,10 +114,19 @@ def available(form: Form, isa: tuple[int, int], sm: int, specific: bool,
         and (specific or not form.specific) and not (form.real and virtual)
 
 
+_HAS: dict[tuple, bool] = {}
+
+
 def has(feature: str, isa: tuple[int, int], sm: int, specific: bool = False,
         virtual: bool = False) -> bool:
-    """Whether every form of `feature` exists on the target (KeyError: no such feature)."""
-    return all(available(f, isa, sm, specific, virtual) for f in FEATURES[feature])
+    """Whether every form of `feature` exists on the target (KeyError: no such feature).
+    Memoized: lowerings ask per instruction."""
+    key = (feature, isa, sm, specific, virtual)
+    got = _HAS.get(key)
+    if got is None:
+        got = _HAS[key] = all(available(f, isa, sm, specific, virtual)
+                              for f in FEATURES[feature])
+    return got
 
 
 def requirement(feature: str) -> tuple[tuple[int, int], int]:

@@ -84,13 +84,13 @@ def lower_local_get(em, ins: Instr) -> None:
         em.define(ins, src)
         return
     dst = em.result(ins)
-    em.append(ops.mov(_mov_type(ins.type), dst, src))
+    em.op(ops.MOV[_mov_type(ins.type)], dst, src)
 
 
 def lower_local_set(em, ins: Instr) -> None:
     loc, value = ins.operands
     dst = em.local_reg(loc)
-    em.append(ops.mov(_mov_type(loc.type), dst, em.val(value)))
+    em.op(ops.MOV[_mov_type(loc.type)], dst, em.val(value))
 
 
 def _mov_type(t) -> str:
@@ -106,7 +106,7 @@ def lower_select(em, ins: Instr) -> None:
         em.op("mov.pred", d, em.reg(a), guard=p)
         em.op("mov.pred", d, em.reg(b), guard=p, negated=True)
         return
-    em.append(ops.selp(regs.bits(ins.type), d, em.val(a), em.val(b), p))
+    em.op(ops.SELP[regs.bits(ins.type)], d, em.val(a), em.val(b), p)
 
 
 LOWER = {

@@ -84,7 +84,7 @@ def lower_shuffle(em, ins: Instr) -> None:
     em.op("shr.b32", bit, m, src)                 # a lane >= 32 shifts the mask to 0
     em.op("and.b32", bit, bit, "1")
     em.op("setp.ne.u32", ok, bit, "0")
-    em.append(ops.selp(regs.bits(value.type), em.result(ins), got, v, ok))
+    em.op(ops.SELP[regs.bits(value.type)], em.result(ins), got, v, ok)
 
 
 def _combine(op: str, t) -> str:
@@ -144,7 +144,7 @@ def lower_scan(em, ins: Instr) -> None:
     em.op("shfl.sync.up.b32", got, acc, "1", "0", m)
     em.op("and.b32", bit, below, str(1 << 30))
     em.op("setp.ne.u32", ok, bit, "0")
-    em.append(ops.selp(regs.bits(t), em.result(ins), got, regs.imm(t, 0), ok))
+    em.op(ops.SELP[regs.bits(t)], em.result(ins), got, regs.imm(t, 0), ok)
 
 
 def lower_ballot(em, ins: Instr) -> None:

@@ -39,6 +39,17 @@ def _ops(values) -> tuple:
     return tuple(v if isinstance(v, str) else str(v) for v in values)
 
 
+def _s(v) -> str:
+    return v if isinstance(v, str) else str(v)
+
+
+# Spelled names per type, made once (KeyError: not a PTX type). The core lowerings' hottest
+# paths (a local's mov, a select) take the name from here and append with `em.op`, which
+# costs no more than the formatted name did.
+MOV = {t: "mov." + t for t in TYPES}
+SELP = {t: "selp." + t for t in TYPES}
+
+
 def _op(name: str, dsts=(), srcs=(), guard: str | None = None,
         negated: bool = False) -> PtxInstr:
     return PtxInstr(OP, name, _ops(dsts), _ops(srcs), guard, negated)
@@ -60,7 +71,7 @@ def vec(*regs) -> Vec:
 
 # ---- data movement and integer arithmetic -------------------------------------------------
 def mov(ty: str, d, s) -> PtxInstr:
-    return _op(f"mov.{_t(ty)}", (d,), (s,))
+    return PtxInstr(OP, MOV[ty], (_s(d),), (_s(s),))
 
 
 def cvt(to: str, frm: str, d, s, rounding: str | None = None) -> PtxInstr:
@@ -261,7 +272,7 @@ def mma_sync(spelling: str, d, a, b, c, *extra) -> PtxInstr:
 
 # ---- selection and warp-synchronous collectives (features subgroup.sync, redux.sync) --------
 def selp(ty: str, d, a, b, p) -> PtxInstr:
-    return _op(f"selp.{_t(ty)}", (d,), (a, b, p))
+    return PtxInstr(OP, SELP[ty], (_s(d),), (_s(a), _s(b), _s(p)))
 
 
 def vote_sync(mode: str, d, p, mask) -> PtxInstr:

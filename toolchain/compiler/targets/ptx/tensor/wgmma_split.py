@@ -22,6 +22,7 @@ from dataclasses import replace
 
 from ....ir.module import Param
 from ....ir.types import U32
+from .. import ops as I
 from . import wgmma
 from .capabilities import refuse
 from .common import label, mat, operands
@@ -67,17 +68,11 @@ def _reg_param(em, reg: str, name: str) -> Param:
 def _linear_ids(em) -> tuple[str, str]:
     """(linear work-item id, work-items per workgroup) as u32 registers."""
     tid, n, t = em.new("r"), em.new("r"), em.new("r")
-    em.emit(f"mov.u32 {tid}, %tid.z")
-    em.emit(f"mov.u32 {t}, %ntid.y")
-    em.emit(f"mov.u32 {n}, %tid.y")
-    em.emit(f"mad.lo.u32 {tid}, {tid}, {t}, {n}")
-    em.emit(f"mov.u32 {t}, %ntid.x")
-    em.emit(f"mov.u32 {n}, %tid.x")
-    em.emit(f"mad.lo.u32 {tid}, {tid}, {t}, {n}")
-    em.emit(f"mov.u32 {n}, %ntid.y")
-    em.emit(f"mul.lo.u32 {n}, {n}, {t}")
-    em.emit(f"mov.u32 {t}, %ntid.z")
-    em.emit(f"mul.lo.u32 {n}, {n}, {t}")
+    em.put(I.mov("u32", tid, "%tid.z"), I.mov("u32", t, "%ntid.y"), I.mov("u32", n, "%tid.y"),
+           I.mad("lo", "u32", tid, tid, t, n), I.mov("u32", t, "%ntid.x"),
+           I.mov("u32", n, "%tid.x"), I.mad("lo", "u32", tid, tid, t, n),
+           I.mov("u32", n, "%ntid.y"), I.binary("mul.lo", "u32", n, n, t),
+           I.mov("u32", t, "%ntid.z"), I.binary("mul.lo", "u32", n, n, t))
     return tid, n
 
 
@@ -142,9 +137,9 @@ def lower_any_matmul(em, ins) -> None:
                 narrow = Tiles(em, desc, row, col, g.M, g.N, wide=False)
                 narrow.fits_u32(em, ok)
             ok, share = (ok, None) if tiles else wgmma.cluster_agree(em, g, tid, ok)
-            em.emit(f"@!{ok} bra.uni {split}")
+            em.put(I.bra(split, guard=ok, negated=True, uniform=True))
             wgmma.lower_native(em, g, tid, end, share, fused, narrow)
-            em.raw(f"{split}:")
+            em.put(I.label(split))
             _entry_cap(em, wgmma.threads(desc), paired=tiles is None)
         else:
             why = "an operand is not in global memory"
@@ -153,11 +148,11 @@ def lower_any_matmul(em, ins) -> None:
         t_row, t_col, close = open_loop(em, tiles, "wgm_split")
         nxt = label(em, "wgm_split_next")
         _split(em, ins, desc, sub, ops, tid, ntid, nxt, fused, t_row, t_col)
-        em.raw(f"{nxt}:")
+        em.put(I.label(nxt))
         close()
     else:
         _split(em, ins, desc, sub, ops, tid, ntid, end, fused, row, col)
-    em.raw(f"{end}:")
+    em.put(I.label(end))
 
 
 def _region_remark(why: str | None) -> str:
@@ -194,18 +189,14 @@ def _split(em, ins, desc, sub, ops, tid, ntid, end, fused, row: str, col: str) -
     `end`."""
     gm, gn = desc.m // sub.m, desc.n // sub.n
     i, nw, p = em.new("r"), em.new("r"), em.new("p")
-    em.emit(f"shr.u32 {i}, {tid}, 5")
-    em.emit(f"add.u32 {nw}, {ntid}, 31")
-    em.emit(f"shr.u32 {nw}, {nw}, 5")
+    em.put(I.binary("shr", "u32", i, tid, 5), I.binary("add", "u32", nw, ntid, 31),
+           I.binary("shr", "u32", nw, nw, 5))
     top = label(em, "wgm_sub")
-    em.raw(f"{top}:")
-    em.emit(f"setp.ge.u32 {p}, {i}, {gm * gn}")
-    em.emit(f"@{p} bra.uni {end}")
+    em.put(I.label(top), I.setp("ge", "u32", p, i, gm * gn),
+           I.bra(end, guard=p, uniform=True))
     r, c = em.new("r"), em.new("r")
-    em.emit(f"div.u32 {r}, {i}, {gn}")
-    em.emit(f"rem.u32 {c}, {i}, {gn}")
-    em.emit(f"mad.lo.u32 {r}, {r}, {sub.m}, {row}")
-    em.emit(f"mad.lo.u32 {c}, {c}, {sub.n}, {col}")
+    em.put(I.binary("div", "u32", r, i, gn), I.binary("rem", "u32", c, i, gn),
+           I.mad("lo", "u32", r, r, sub.m, row), I.mad("lo", "u32", c, c, sub.n, col))
     if rounded_result(desc):
         em.profile.need("warp.sync", "exact cooperative tensor replay", ins.span)
         replay(em, _region(em, sub, ops, r, c), 0, False,
@@ -215,5 +206,4 @@ def _split(em, ins, desc, sub, ops, tid, ntid, end, fused, row: str, col: str) -
                                     _reg_param(em, c, "column")))
         if fused is not None:
             fused.memory_pass(em, _region(em, sub, ops, r, c))
-    em.emit(f"add.u32 {i}, {i}, {nw}")
-    em.emit(f"bra.uni {top}")
+    em.put(I.binary("add", "u32", i, i, nw), I.bra(top, uniform=True))
