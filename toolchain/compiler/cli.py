@@ -50,6 +50,10 @@ def _formatter_class(argparse):
 # `--help`'s closing lines: the subcommands, which argparse does not see (`_subcommand`).
 SUBCOMMANDS_HELP = """subcommands:
   mettle explain [CODE]  what a diagnostic code (E0123) means; no CODE lists every code
+  mettle check FILE...   frontend and GPU verifiers only: no code generation, no output
+  mettle fmt FILE...     rewrite files in the canonical style (--check, --diff, - for stdin)
+  mettle test FILE       build and run the file's @test functions (--filter=SUBSTR)
+  mettle imports FILE... the modules each file imports, as JSON (for build tools)
   mettle version         print the version (also --version)
   mettle help            print this help
 
