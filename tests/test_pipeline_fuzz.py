@@ -17,6 +17,7 @@ import pytest
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.driver import Options, compile_file
 import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
+import toolchain.compiler.targets.x86_64  # noqa: F401  (compiles host objects: its backend)
 
 DATA = Path(__file__).resolve().parent / "data"
 SEEDS = sorted(DATA.glob("kernels/*.mettle")) + sorted(DATA.glob("gpu_suite/*.mettle"))
