@@ -117,7 +117,7 @@ def prmt(d, a, b, selector) -> PtxInstr:
 def setp(compare: str, ty: str, p, a, b) -> PtxInstr:
     if compare not in COMPARES:
         raise ValueError(f"setp comparison {compare!r}")
-    return _op(f"setp.{compare}.{_t(ty)}", (p,), (a, b))
+    return PtxInstr(OP, f"setp.{compare}.{_t(ty)}", (_s(p),), (_s(a), _s(b)))
 
 
 def activemask(d) -> PtxInstr:
@@ -127,11 +127,11 @@ def activemask(d) -> PtxInstr:
 
 # ---- memory ---------------------------------------------------------------------------------
 def ld(space: str, ty: str, d, addr: Addr, guard: str | None = None) -> PtxInstr:
-    return _op(f"ld{_space(space)}.{_t(ty)}", (d,), (addr,), guard)
+    return PtxInstr(OP, f"ld{_space(space)}.{_t(ty)}", (_s(d),), (addr,), guard)
 
 
 def st(space: str, ty: str, addr: Addr, s) -> PtxInstr:
-    return _op(f"st{_space(space)}.{_t(ty)}", (), (addr, s))
+    return PtxInstr(OP, f"st{_space(space)}.{_t(ty)}", (), (addr, _s(s)))
 
 
 def st_vec(space: str, ty: str, addr: Addr, values: Vec) -> PtxInstr:
