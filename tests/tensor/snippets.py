@@ -1,7 +1,10 @@
 """A stand-in for the PTX function emitter that collects the straight-line snippet a
-backend helper emits (its two calls: `new` register names, `emit` instructions), so unit
-tests can wrap it in a tiny kernel and run it on the interpreter (ptx_sim.py)."""
+backend helper emits (its calls: `new` register names, `emit` text instructions, `put`
+typed ones), so unit tests can wrap it in a tiny kernel and run it on the interpreter
+(ptx_sim.py)."""
 from __future__ import annotations
+
+from toolchain.compiler.targets.ptx.printer import format_instr
 
 
 class SnippetEmitter:
@@ -15,3 +18,9 @@ class SnippetEmitter:
 
     def emit(self, text: str) -> None:
         self.lines.append(text + ";")
+
+    def put(self, *instrs) -> None:
+        """Instructions built by targets/ptx/ops.py's typed constructors, as the printer
+        writes them (the function emitter's `put`)."""
+        for ins in instrs:
+            self.lines.append(format_instr(ins).lstrip("\t"))
