@@ -15,6 +15,10 @@ import pytest
 
 from toolchain.compiler.cli import main
 from toolchain.compiler.diagnostic_codes import CODES
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
+import toolchain.compiler.targets.arm64  # noqa: F401  (compiles host code: the backends,
+import toolchain.compiler.targets.x86_64  # noqa: F401  which the registry loads by name)
+import toolchain.compiler.targets.x86_64.target_win64  # noqa: F401
 
 K = "kernel(block = 64) k(x: uint32*, f: float32*) {\n"      # a kernel header, line 1
 H = "fn main() -> int32 {\n"                                  # a host main, line 1

@@ -18,6 +18,10 @@ from toolchain.compiler.driver import Options, compile_file
 from toolchain.compiler.fmt import format_source
 
 from .corpus import REPO, doc_blocks, mettle_files
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
+import toolchain.compiler.targets.arm64  # noqa: F401  (compiles host code: the backends,
+import toolchain.compiler.targets.x86_64  # noqa: F401  which the registry loads by name)
+import toolchain.compiler.targets.x86_64.target_win64  # noqa: F401
 
 EMITS = ("ptx", "spirv", "obj")
 _POSITIONS = re.compile(rb"^\s*\.(loc|file)\b[^\n]*\n", re.M)

@@ -9,6 +9,10 @@ import subprocess
 from pathlib import Path
 
 from tests.host.support import REPO, compile_cmd, run
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
+import toolchain.compiler.targets.arm64  # noqa: F401  (compiles host code: the backends,
+import toolchain.compiler.targets.x86_64  # noqa: F401  which the registry loads by name)
+import toolchain.compiler.targets.x86_64.target_win64  # noqa: F401
 
 GEOM = """export fn area(w: int32, h: int32) -> int32 { return helper(w) * h; }
 export struct Box { w: int32; }

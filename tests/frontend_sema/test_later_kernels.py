@@ -14,6 +14,7 @@ import pytest
 from tests.support.spirv import validate
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.driver import Options, compile_file
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 SCALAR = """
 fn add_twice<T>(a: T, b: T) -> T { return a + b + b; }

@@ -11,6 +11,9 @@ import pytest
 
 from . import test_arith, test_convert, test_programs
 from .cross import build_for, run_on, skip_unless_runnable
+import toolchain.compiler.targets.arm64  # noqa: F401  (compiles host code: the backends,
+import toolchain.compiler.targets.x86_64  # noqa: F401  which the registry loads by name)
+import toolchain.compiler.targets.x86_64.target_win64  # noqa: F401
 
 
 def _int_program() -> str:

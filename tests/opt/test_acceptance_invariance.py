@@ -13,6 +13,7 @@ import pytest
 
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.driver import Options, compile_file
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL = re.compile(r"^\s*(@\w+!?\s+)*(export\s+)?kernel\b", re.M)

@@ -9,6 +9,9 @@ import pytest
 
 from tests.host import support
 from tests.host.test_dispatch import fake_driver, vadd_app  # noqa: F401 - fixtures
+import toolchain.compiler.targets.arm64  # noqa: F401  (compiles host code: the backends,
+import toolchain.compiler.targets.x86_64  # noqa: F401  which the registry loads by name)
+import toolchain.compiler.targets.x86_64.target_win64  # noqa: F401
 
 D = importlib.import_module("tests.host.test_dispatch")
 pytestmark = D.pytestmark

@@ -9,6 +9,9 @@ import pytest
 
 from toolchain.linker.pe_imports import BUILTIN
 from toolchain.linker.pe_reader import dll_exports
+import toolchain.compiler.targets.arm64  # noqa: F401  (compiles host code: the backends,
+import toolchain.compiler.targets.x86_64  # noqa: F401  which the registry loads by name)
+import toolchain.compiler.targets.x86_64.target_win64  # noqa: F401
 
 pefile = pytest.importorskip("pefile", reason="pefile (pip install pefile) is missing")
 WINE_DLLS = Path("/usr/lib/x86_64-linux-gnu/wine/x86_64-windows")

@@ -13,6 +13,9 @@ from tests.host.cross import skip_unless_runnable
 from tests.host.dispatch_cross import (check_failed_launch, check_log_equals_x86_64,
                                       check_missing_driver)
 from toolchain.providers.cuda.fake import build as fake_build
+import toolchain.compiler.targets.arm64  # noqa: F401  (compiles host code: the backends,
+import toolchain.compiler.targets.x86_64  # noqa: F401  which the registry loads by name)
+import toolchain.compiler.targets.x86_64.target_win64  # noqa: F401
 
 MINGW = "x86_64-w64-mingw32-gcc"
 TARGET = "x86_64-windows"

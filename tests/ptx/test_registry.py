@@ -11,6 +11,7 @@ import pytest
 from toolchain.compiler import targets as T
 from toolchain.compiler.diagnostics import CompileError
 from tests.support.mettle_cli import mettle
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 
 def test_driver_targets_are_registered_and_selected_by_options():

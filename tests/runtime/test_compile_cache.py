@@ -9,6 +9,7 @@ import pytest
 
 import mettle
 from toolchain.runtime import cache
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 KERNEL = """kernel scale(x: float32*, n: int32, f: float32) {
     var i: int32 = (int32)(block.x * block_dim.x + thread.x);

@@ -9,6 +9,7 @@ import pytest
 
 from tests.spirv.kernels import scaled_sum_module, vadd_module
 from tests.support.opencl import Buf, Local, Scalar, opencl_available, run_spirv_kernel
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 np = pytest.importorskip("numpy")
 
