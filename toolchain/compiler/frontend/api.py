@@ -28,7 +28,7 @@ from ..ir import Module, verify_module
 from .checker import ProgramLowerer
 from .embed import resolve_embeds
 from .ast import FnDecl
-from .later import expand_later_tier
+from .later import expand_later_tier, place_in_modules
 from .testing import TestPlan, runnable_tests, runner_items
 from .parser import parse_source
 
@@ -73,7 +73,8 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
     name = os.path.splitext(os.path.basename(str(entry_path)))[0] or "main"
     later_bag = DiagnosticBag()
     resolve_embeds(asts, include_dirs, stdlib_dir, later_bag)
-    items, methods = expand_later_tier(items, later_bag)
+    items, methods, origin = expand_later_tier(items, later_bag)
+    units = place_in_modules(units, items, origin)     # made items join their source's module
     generic: set[tuple[str, int]] = set()
     for _ in range(_MAX_ROUNDS):
         bag = DiagnosticBag()
