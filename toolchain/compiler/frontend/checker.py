@@ -119,7 +119,9 @@ class ProgramLowerer:
             if isinstance(sym, TypeSym):
                 return sym.type
             code, msg = self.unknown(t.name, "type")
-            self.bag.error("E0102" if code == "E0101" else code, msg, t.span)
+            if code == "E0101":         # not private elsewhere: E0102, as before modules
+                code, msg = "E0102", f"unknown type `{t.name}`"
+            self.bag.error(code, msg, t.span)
             return I64
         if isinstance(t, A.PointerType):
             return ptr(self.resolve_type(t.elem, True))
