@@ -207,8 +207,10 @@ def _generate(module, opts: Options, path: str | None = None
         return None, None
     from .targets import for_options
     if opts.emit in ("obj", "exe"):
-        from .ir.checks import expand_checks       # run-time checks -> compare and branch
-        expand_checks(module, write_name="_write" if host_os(opts) == "windows" else "write")
+        from .ir.checks import CHECK_EXIT_CODE, expand_checks   # checks -> compare, branch
+        from .frontend.testing import CHECK_FAILED_STATUS
+        expand_checks(module, write_name="_write" if host_os(opts) == "windows" else "write",
+                      exit_code=CHECK_FAILED_STATUS if opts.test_mode else CHECK_EXIT_CODE)
     data, objects = for_options(opts).generate(module, opts)
     if opts.emit == "exe":
         from ..linker import link_executable
