@@ -101,6 +101,7 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                  stdlib_dir=opts.stdlib_dir, gpu=gpu,
                                  source_text=source_text, target_os=host_os(opts),
                                  ssa=gpu and optimizing, test_mode=opts.test_mode,
+                                 device_target=opts.emit if gpu else None,
                                  checks=not gpu and not opts.release)
     if gpu and not module.kernels():      # located at the file (callgraph's E0401 is not)
         from .diagnostics import Span

@@ -69,6 +69,7 @@ class ProgramLowerer:
                  generic_params: set[tuple[str, int]] | None = None, ssa: bool = False,
                  methods=(), checks: bool = False):
         self.gpu = gpu
+        self.device_target: str | None = None   # the GPU output ("ptx", "spirv"), if known
         self.checks = checks and not gpu    # run-time checks of host code (lower_checks.py)
         self.ssa = ssa          # build scalar locals as SSA values (ir/ssa_builder.py)
         self.bag = bag
