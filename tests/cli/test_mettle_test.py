@@ -50,13 +50,31 @@ def test_report_lines_assertions_and_exit_status(tmp_path):
         "printed by the test\n"
         "test test_wrong ... FAILED\n"
         "test test_returns ... FAILED (returned 4; a test must return 0)\n"
-        "test test_crash ... FAILED (crashed: SIGSEGV)\n"
+        "test test_crash ... FAILED (crashed: runtime guard trap - null pointer dereference)\n"
         "test test_cond ... FAILED\n"
         f"\n1 passed, 4 failed ({src})\n")
     assert "error[E0022]: assertion failed in test 'test_wrong': left: 6, right: 5" in r.stderr
     assert f"--> {src}:13:5" in r.stderr
     assert "assertion failed in test 'test_cond': condition was false" in r.stderr
+    assert f"{src}:17:68: null pointer dereference\n" in r.stderr   # the run-time check
     assert "Traceback" not in r.stderr
+
+
+def test_a_release_runner_has_no_checks_so_a_null_read_crashes(tmp_path):
+    src = tmp_path / "app.mettle"
+    src.write_text(APP)
+    r = mettle_test(tmp_path, str(src), "--filter=crash", "--release")
+    assert r.returncode == 1
+    assert "test test_crash ... FAILED (crashed: SIGSEGV)\n" in r.stdout
+    assert "null pointer dereference" not in r.stderr
+
+
+def test_a_test_exiting_1_is_not_a_failed_check(tmp_path):
+    src = tmp_path / "app.mettle"
+    src.write_text('extern fn exit(status: int32);\n'
+                   "@test fn test_exit() -> int64 { exit(1); return 0; }\n")
+    r = mettle_test(tmp_path, str(src))
+    assert "test test_exit ... FAILED (exited with status 1)\n" in r.stdout, r.stderr
 
 
 def test_filter_and_passing_run_exit_zero(tmp_path):

@@ -138,3 +138,35 @@ def test_private_structs_enums_and_globals_of_two_modules_never_collide(tmp_path
                "fn main() -> int32 { return m1_value() + m2_value(); }\n")
     assert r.returncode == 0, r.stderr
     assert run(tmp_path / "prog").returncode == 11 + 21
+
+
+# The later tier's rewrites (lifted methods, impl functions, generic instances) make new
+# items; they belong to the module they came from and see its private names.
+LATER_LIB = """export struct Counter {
+    n: int64;
+    method bump() -> int64 { return helper(this.n); }
+}
+export trait Score { fn score(self: Self) -> int64; }
+impl Score for Counter { fn score(self: Self) -> int64 { return helper(self.n) * 10; } }
+export fn twice<T>(x: T) -> T { return add_self<T>(x); }
+fn add_self<T>(x: T) -> T { return x + x; }
+fn helper(x: int64) -> int64 { return x + 1; }
+export enum Opt<T> { Some(T), None }
+export fn pick(x: int64) -> int64 { return match (wrap(x)) { case Some(v): v, case None: 0 }; }
+fn wrap(x: int64) -> Opt<int64> { return Some(x); }
+"""
+
+
+def test_later_tier_items_see_their_own_modules_private_names(tmp_path):
+    (tmp_path / "later.mettle").write_text(LATER_LIB)
+    r = _build(tmp_path, 'import "later";\nfn main() -> int32 { var c: Counter = { n: 4 };\n'
+               "    return (int32)(c.bump() + c.score() + twice<int64>(21) + pick(3)); }\n")
+    assert r.returncode == 0, r.stderr
+    assert run(tmp_path / "prog").returncode == 5 + 50 + 42 + 3
+
+
+def test_an_instance_of_a_private_generic_is_private(tmp_path):
+    (tmp_path / "later.mettle").write_text(LATER_LIB)
+    err = _refused(tmp_path, 'import "later";\n'
+                   "fn main() -> int32 { return (int32)add_self<int64>(2); }\n", "E0110", 2, 36)
+    assert "is private to module" in err and "later.mettle" in err

@@ -98,3 +98,30 @@ def test_ptx_aggregate_load_is_refused_with_a_location(tmp_path):
         build(tmp_path, src, "ptx", False)
     d = ei.value.diagnostics[0]
     assert d.code == "E0505" and "aggregate" in d.message
+
+
+FN_VALUE = """fn twice(x: int32) -> int32 { return x * 2; }
+kernel k(x: int32*) {
+    var f: fn(int32) -> int32 = twice;
+    x[thread.x] = 0;
+}
+"""
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+@pytest.mark.parametrize("emit,code", [("ptx", "E0505"), ("spirv", "E0510")])
+def test_a_function_value_in_device_code_is_refused_where_named(tmp_path, emit, code,
+                                                                 optimize):
+    # -O deletes the unused local before a back end sees it: the frontend refuses it
+    with pytest.raises(CompileError) as ei:
+        build(tmp_path, FN_VALUE, emit, optimize)
+    d = ei.value.diagnostics[0]
+    assert (d.code, d.span.line, d.span.col) == (code, 3, 33) and "twice" in d.message
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+def test_ptx_aggregate_parameter_is_refused_not_an_internal_error(tmp_path, optimize):
+    with pytest.raises(CompileError) as ei:
+        build(tmp_path, AGGREGATE, "ptx", optimize)
+    d = ei.value.diagnostics[0]
+    assert d.code == "E0505" and "aggregate type" in d.message and d.span is not None

@@ -339,7 +339,7 @@ def _test(argv: list[str]) -> int:
     import tempfile
     from . import test_report as tr
     from .driver import compile_file
-    from .frontend.testing import ASSERT_FAILED_STATUS
+    from .frontend.testing import ASSERT_FAILED_STATUS, CHECK_FAILED_STATUS
     fmt = "json" if "--error-format=json" in argv else "text"
     filt = next((a.split("=", 1)[1] for a in argv if a.startswith("--filter=")), "")
     argv = [a for a in argv if not a.startswith("--filter=")]
@@ -377,13 +377,16 @@ def _test(argv: list[str]) -> int:
             f.write(result.data)
         os.chmod(exe, 0o755)
         for i, name in chosen:
-            outcome, detail, own, assertion = tr.run_one(exe, i, ASSERT_FAILED_STATUS)
+            outcome, detail, own, assertion, trap = tr.run_one(exe, i, ASSERT_FAILED_STATUS,
+                                                               CHECK_FAILED_STATUS)
             if own:
                 sys.stdout.write(own.decode("utf-8", "replace") + "\n")
             print(f"test {name} ... {outcome}" + (f" ({detail})" if detail else ""),
                   flush=True)
             if assertion is not None:
                 _report([tr.assertion_diag(plan, assertion)], fmt, summary=False)
+            if trap is not None:
+                print(trap, file=sys.stderr, flush=True)
             passed, failed = (passed + 1, failed) if outcome == "ok" else (passed, failed + 1)
     print("\n" + tr.summary(passed, failed, source))
     if not chosen:

@@ -101,6 +101,7 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                  stdlib_dir=opts.stdlib_dir, gpu=gpu,
                                  source_text=source_text, target_os=host_os(opts),
                                  ssa=gpu and optimizing, test_mode=opts.test_mode,
+                                 device_target=opts.emit if gpu else None,
                                  checks=not gpu and not opts.release)
     if gpu and not module.kernels():      # located at the file (callgraph's E0401 is not)
         from .diagnostics import Span
@@ -207,8 +208,10 @@ def _generate(module, opts: Options, path: str | None = None
         return None, None
     from .targets import for_options
     if opts.emit in ("obj", "exe"):
-        from .ir.checks import expand_checks       # run-time checks -> compare and branch
-        expand_checks(module, write_name="_write" if host_os(opts) == "windows" else "write")
+        from .ir.checks import CHECK_EXIT_CODE, expand_checks   # checks -> compare, branch
+        from .frontend.testing import CHECK_FAILED_STATUS
+        expand_checks(module, write_name="_write" if host_os(opts) == "windows" else "write",
+                      exit_code=CHECK_FAILED_STATUS if opts.test_mode else CHECK_EXIT_CODE)
     data, objects = for_options(opts).generate(module, opts)
     if opts.emit == "exe":
         from ..linker import link_executable

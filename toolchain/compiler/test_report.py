@@ -7,29 +7,37 @@ crash or a hang fails that test alone. The report on stdout has the reference fo
     running N tests (native build)
     test NAME ... ok | FAILED | FAILED (returned N; a test must return 0)
                  | FAILED (crashed: SIGNAL) | FAILED (did not finish within S seconds - infinite loop?)
+                 | FAILED (crashed: runtime guard trap - WHAT)
     (blank line)
     P passed[, F failed] (FILE)
 
 A failed assertion is also a located diagnostic on stderr (`error[E0022]: assertion failed
-in test 'NAME'` with `left: A, right: B` or `condition was false`). Output a test prints
-itself is passed through before its result line. Exit status 1 when any test failed.
+in test 'NAME'` with `left: A, right: B` or `condition was false`); so is the located line
+of a failed run-time check (`app.mettle:4:5: null pointer dereference`: the runner is a
+checked build, and its checks exit with their own status, see frontend/testing.py). Output a
+test prints itself is passed through before its result line. Exit status 1 when any test
+failed.
 """
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 
 from .diagnostics import Diagnostic
 
 TIMEOUT_S = 20
+_CHECK_LINE = re.compile(rb":\d+:\d+: (.+)$")     # file:line:col: what (ir/checks.py)
 
 
-def run_one(exe: str, index: int, status_failed: int):
-    """(outcome, detail, own_output, assertion) for test `index` of the runner `exe`."""
+def run_one(exe: str, index: int, status_failed: int, status_check: int):
+    """(outcome, detail, own_output, assertion, check_line) for test `index` of the runner
+    `exe`; check_line is the located message of a failed run-time check, else None."""
     try:
         p = subprocess.run([exe, str(index)], capture_output=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return "FAILED", f"did not finish within {TIMEOUT_S} seconds - infinite loop?", b"", None
+        return ("FAILED", f"did not finish within {TIMEOUT_S} seconds - infinite loop?", b"",
+                None, None)
     own, returned, failed = [], None, None
     for line in p.stdout.split(b"\n"):
         if line.startswith(b"\x02"):
@@ -40,18 +48,24 @@ def run_one(exe: str, index: int, status_failed: int):
             own.append(line)
     text = b"\n".join(own).rstrip(b"\n")
     if failed is not None and p.returncode == status_failed:
-        return "FAILED", None, text, failed
+        return "FAILED", None, text, failed, None
+    lines = p.stderr.rstrip(b"\n").split(b"\n")
+    trap = _CHECK_LINE.search(lines[-1]) if p.returncode == status_check else None
+    if trap is not None:
+        what = trap.group(1).decode("utf-8", "replace")
+        return ("FAILED", f"crashed: runtime guard trap - {what}", text, None,
+                lines[-1].decode("utf-8", "replace"))
     if p.returncode < 0:
         try:
             name = signal.Signals(-p.returncode).name
         except ValueError:
             name = f"signal {-p.returncode}"
-        return "FAILED", f"crashed: {name}", text, None
+        return "FAILED", f"crashed: {name}", text, None, None
     if returned is None or p.returncode != 0:
-        return "FAILED", f"exited with status {p.returncode}", text, None
+        return "FAILED", f"exited with status {p.returncode}", text, None, None
     if returned != 0:
-        return "FAILED", f"returned {returned}; a test must return 0", text, None
-    return "ok", None, text, None
+        return "FAILED", f"returned {returned}; a test must return 0", text, None, None
+    return "ok", None, text, None, None
 
 
 def assertion_diag(plan, failed: list[int]) -> Diagnostic:

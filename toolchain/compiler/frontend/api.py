@@ -28,7 +28,7 @@ from ..ir import Module, verify_module
 from .checker import ProgramLowerer
 from .embed import resolve_embeds
 from .ast import FnDecl
-from .later import expand_later_tier
+from .later import expand_later_tier, place_in_modules
 from .testing import TestPlan, runnable_tests, runner_items
 from .parser import parse_source
 
@@ -57,7 +57,8 @@ def _aliases(mod) -> list:
 def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: bool,
                   source_text: str | None = None, target_os: str = "linux",
                   ssa: bool = False, checks: bool = False,
-                  test_mode: bool = False) -> tuple[Module, list[Diagnostic]]:
+                  test_mode: bool = False,
+                  device_target: str | None = None) -> tuple[Module, list[Diagnostic]]:
     modules, warnings = _load_items(entry_path, include_dirs, stdlib_dir, source_text,
                                     target_os)
     units = [(path, [i for i in m.items if not _is_import(i)], hidden, aliases)
@@ -73,13 +74,15 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
     name = os.path.splitext(os.path.basename(str(entry_path)))[0] or "main"
     later_bag = DiagnosticBag()
     resolve_embeds(asts, include_dirs, stdlib_dir, later_bag)
-    items, methods = expand_later_tier(items, later_bag)
+    items, methods, origin = expand_later_tier(items, later_bag)
+    units = place_in_modules(units, items, origin)     # made items join their source's module
     generic: set[tuple[str, int]] = set()
     for _ in range(_MAX_ROUNDS):
         bag = DiagnosticBag()
         bag.extend(later_bag.items)
         lowerer = ProgramLowerer(name, gpu, bag, generic, ssa, methods, checks)
         lowerer.set_modules(units)
+        lowerer.device_target = device_target     # "ptx"/"spirv": which code refuses what
         lowerer.test_mode, lowerer.test_plan = test_mode, TestPlan(plan.tests)
         try:
             module = lowerer.run(items)

@@ -69,6 +69,7 @@ class ProgramLowerer:
                  generic_params: set[tuple[str, int]] | None = None, ssa: bool = False,
                  methods=(), checks: bool = False):
         self.gpu = gpu
+        self.device_target: str | None = None   # the GPU output ("ptx", "spirv"), if known
         self.checks = checks and not gpu    # run-time checks of host code (lower_checks.py)
         self.ssa = ssa          # build scalar locals as SSA values (ir/ssa_builder.py)
         self.bag = bag
@@ -120,7 +121,9 @@ class ProgramLowerer:
             if isinstance(sym, TypeSym):
                 return sym.type
             code, msg = self.unknown(t.name, "type")
-            self.bag.error("E0102" if code == "E0101" else code, msg, t.span)
+            if code == "E0101":         # not private elsewhere: E0102, as before modules
+                code, msg = "E0102", f"unknown type `{t.name}`"
+            self.bag.error(code, msg, t.span)
             return I64
         if isinstance(t, A.PointerType):
             return ptr(self.resolve_type(t.elem, True))

@@ -74,7 +74,7 @@ class ExprParser:
 
     def unsupported(self, what: str, tok: Token) -> CompileError:
         return error("E0009", f"{what} is not supported yet", tok.span,
-                     help="this compiler implements the core language only; "
+                     help="this compiler does not implement it; "
                           "`mettle explain E0009` says what to use instead")
 
     def refuse_increment(self, i: int) -> None:

@@ -36,8 +36,9 @@ def _depth(t) -> int:
 
 class Monomorphizer:
     def __init__(self, items: list[A.Stmt], bag, impls: set[tuple[str, str]],
-                 traits: set[str]):
+                 traits: set[str], origin: dict | None = None):
         self.bag = bag
+        self.origin = {} if origin is None else origin     # id(instance) -> its template
         self.impls = impls              # (trait, spelling of the for-type)
         self.traits = traits
         self.fn_tpl = {d.name: d for d in items if isinstance(d, A.FnDecl) and d.type_params}
@@ -120,5 +121,6 @@ class Monomorphizer:
         if tpl.internal_name:
             inst.internal_name = tpl.internal_name + mangled[len(name):]
         self.instances[mangled] = inst
+        self.origin[id(inst)] = tpl
         self.work.append(inst)
         return mangled

@@ -283,13 +283,26 @@ class ExprMixin:
             if sym.fn is None:
                 raise self.fail("E0107", f"kernel `{e.name}` is only usable in `dispatch`",
                                 e.span)
-            return sym.fn
+            return self.function_value(sym, e.span)
         if sym.kind == "const" and not isinstance(sym.storage, (Global, Instr)):
             return self.make_const(sym.storage, sym.type, e.span)
         if sym.kind in ("gpu", "param"):
             return sym.storage
         self.check_init(sym, e.span)
         return self.load_slot(sym.storage)
+
+    def function_value(self, sym: FnSym, span):
+        """A function used as a value (not called). Neither GPU target has function
+        pointers: refused here, in the program as written, with the code the back end
+        gives (so -O, which would delete an unused one first, cannot change the verdict)."""
+        if not self.device:
+            return sym.fn
+        if self.ctx.device_target == "spirv":
+            raise self.fail("E0510", f"function `{sym.name}` cannot be used as a value in "
+                            "device code: OpenCL SPIR-V has no function pointers (no "
+                            "indirect calls on this target)", span)
+        raise self.fail("E0505", f"the address of function `{sym.name}` cannot be taken in "
+                        "device code (PTX has no indirect calls here)", span)
 
     def place(self, e: A.Expr):
         """('addr', pointer-to-e) for lvalues held in memory, else ('val', value)."""

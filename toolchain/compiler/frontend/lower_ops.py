@@ -297,7 +297,7 @@ class OpsMixin:
         if isinstance(op, A.Name):
             sym = self.lookup(op.name)
             if isinstance(sym, FnSym) and sym.fn is not None:
-                return sym.fn
+                return self.function_value(sym, e.span)
             if isinstance(sym, VarSym) and sym.kind in ("local", "param") and self.device:
                 raise self.fail("E0311", f"`&{op.name}`: device code cannot take the "
                                 "address of a local", e.span, help="use `private var`")

@@ -31,9 +31,10 @@ def check_traits(items: list[A.Stmt], bag) -> dict[str, A.TraitDecl]:
     return traits
 
 
-def lift_impls(items: list[A.Stmt], traits: dict[str, A.TraitDecl], bag):
+def lift_impls(items: list[A.Stmt], traits: dict[str, A.TraitDecl], bag, origin=None):
     """The impl functions as FnDecls, their MethodEntries, and the (trait, type spelling)
-    pairs that generic bounds are checked against."""
+    pairs that generic bounds are checked against. `origin` (if given) gets
+    id(function) -> its impl declaration."""
     fns: list[A.FnDecl] = []
     entries: list[MethodEntry] = []
     seen: set[tuple[str, str]] = set()
@@ -56,6 +57,8 @@ def lift_impls(items: list[A.Stmt], traits: dict[str, A.TraitDecl], bag):
             f = clone(m, self_map)
             f.name = f"__trait_{d.trait}__{mangle_part(d.for_type)}__{m.name}"
             fns.append(f)
+            if origin is not None:
+                origin[id(f)] = d
             entries.append(MethodEntry(clone(d.for_type), m.name, f.name))
     return fns, entries, seen
 
@@ -81,8 +84,9 @@ def _check_against_trait(d: A.ImplDecl, trait: A.TraitDecl, self_map, bag) -> No
                       f"`{d.trait}`", m.span)
 
 
-def lift_struct_methods(items: list[A.Stmt]):
-    """`S_m(this: S, ...)` for every method of every (concrete) struct."""
+def lift_struct_methods(items: list[A.Stmt], origin=None):
+    """`S_m(this: S, ...)` for every method of every (concrete) struct. `origin` (if
+    given) gets id(function) -> its struct declaration."""
     fns: list[A.FnDecl] = []
     entries: list[MethodEntry] = []
     for d in items:
@@ -96,6 +100,8 @@ def lift_struct_methods(items: list[A.Stmt]):
             if d.internal_name:
                 f.internal_name = f"{d.internal_name}_{m.name}"
             fns.append(f)
+            if origin is not None:
+                origin[id(f)] = d
             entries.append(MethodEntry(A.NamedType(d.name, span=d.span), m.name, f.name))
         d.methods = []
     return fns, entries

@@ -31,6 +31,7 @@ def complete_tagged(ctx, e: A.EnumDecl, active: set[str]) -> StructType:
     name = e.internal_name or e.name
     if name in ctx.structs.by_name:
         return ctx.structs.by_name[name]
+    outer = ctx.enter(e)                # payload types resolve in e's own module
     active.add(e.name)
     variants: list[tuple[str, Type | None]] = []
     seen: set[str] = set()
@@ -60,9 +61,10 @@ def complete_tagged(ctx, e: A.EnumDecl, active: set[str]) -> StructType:
     count = max(1, -(-size // elem.size))
     full = StructType(name, (("tag", I32), ("payload", ArrayType(elem, count))))
     ctx.structs.by_name[name] = full
-    ctx.globals.names[e.name] = TypeSym(e.name, full)
+    ctx._bind(e.name, TypeSym(e.name, full))   # replaces the placeholder where it was bound
     ctx.module.structs[name] = full
     ctx.tagged[name] = TaggedEnum(e.name, full, variants)
     for vname, _ in variants:
         ctx.variant_owners.setdefault(vname, []).append(name)
+    ctx.globals = outer
     return full

@@ -8,7 +8,8 @@ a test (E0022).
 For `mettle test`, the compile keeps the tests, drops the program's own `main`, and adds a
 runner: `main(argc, argv)` runs the test whose index is argv[1] and reports on stdout with
 marker lines the CLI parses (\\x02 and the returned value; \\x01, the assertion's index and
-its operands, then exit status 101 when an assertion fails). Each assertion call gets an
+its operands, then exit status 101 when an assertion fails; a failed run-time check exits
+102 after its located message on stderr). Each assertion call gets an
 index into the TestPlan, which keeps its test name, kind and span for the report. The tests
 of an imported module run too, unless that module uses `export` (its tests stay private);
 the entry module's always run, imports first.
@@ -20,6 +21,7 @@ from ...records import dataclass, field
 from . import ast as A
 
 ASSERT_FAILED_STATUS = 101
+CHECK_FAILED_STATUS = 102   # a failed run-time check in the runner (normal builds exit 1)
 
 RUNNER = """
 extern fn __mt_putchar(c: int32) -> int32 = "putchar";

@@ -11,7 +11,8 @@ routine, so the backends only ever see cmp/cbr/call/unreachable:
 
 The failure routine formats `file:line:col: <what>` with snprintf into a stack buffer,
 writes it to standard error (file descriptor 2) with one `write` and exits with
-CHECK_EXIT_CODE (exit flushes the program's buffered standard output first). The only thing
+CHECK_EXIT_CODE (exit flushes the program's buffered standard output first; the `mettle
+test` runner passes its own status, so a failed check is told apart from a test's exit(1)). The only thing
 that differs between C runtimes is the name of POSIX `write` (the UCRT calls it `_write`),
 which the caller passes in.
 """
@@ -53,21 +54,23 @@ def strip_checks(module: Module) -> None:
             b.instrs = [i for i in b.instrs if i.op not in CHECK_OPS]
 
 
-def expand_checks(module: Module, write_name: str = "write") -> bool:
+def expand_checks(module: Module, write_name: str = "write",
+                  exit_code: int = CHECK_EXIT_CODE) -> bool:
     """Replace every `check.*` of `module` by its test and failure branch; True iff any."""
     expander = None
     for fn in list(module.functions.values()):
         if fn.is_extern or not any(i.op in CHECK_OPS for b in fn.blocks for i in b.instrs):
             continue
         if expander is None:
-            expander = _Expander(module, write_name)
+            expander = _Expander(module, write_name, exit_code)
         expander.function(fn)
     return expander is not None
 
 
 class _Expander:
-    def __init__(self, module: Module, write_name: str):
+    def __init__(self, module: Module, write_name: str, exit_code: int):
         self.module = module
+        self.exit_code = exit_code
         self.b = Builder(module)
         self.formats: dict[str, Global] = {}
         self.fail_fn = self._failure_routine(write_name)
@@ -153,7 +156,7 @@ class _Expander:
         return fn if fn is not None else self.b.extern_function(name, params, ret, link)
 
     def _failure_routine(self, write_name: str) -> Function:
-        """fn(fmt, a, b): snprintf the message, write it to fd 2, exit(CHECK_EXIT_CODE)."""
+        """fn(fmt, a, b): snprintf the message, write it to fd 2, exit(self.exit_code)."""
         b = self.b
         u8p = ptr(U8)
         snprintf = self._extern(".rt.snprintf", [("buf", u8p), ("size", I64), ("fmt", u8p),
@@ -170,7 +173,7 @@ class _Expander:
         n = b.select(b.cmp("lt", n, limit), n, limit)       # snprintf's length if it fit
         n = b.select(b.cmp("lt", n, zero), zero, n)
         b.call(write, [Const(I32, 2), buf, b.convert(n, I64)])
-        b.call(exit_, [Const(I32, CHECK_EXIT_CODE)])
+        b.call(exit_, [Const(I32, self.exit_code)])
         b.unreachable()
         b.block = None
         return fn

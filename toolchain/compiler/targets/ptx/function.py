@@ -296,6 +296,7 @@ class FnEmitter:
     # ---- driver ----------------------------------------------------------------------
     def load_params(self, names: list[str]) -> None:
         entry = self.fn.is_kernel
+        self.refuse_aggregate_signature()
         for p, name in zip(self.fn.params, names):
             r = self.new_t(p.type)
             if isinstance(p.type, BoolType):
@@ -305,6 +306,21 @@ class FnEmitter:
             else:
                 self.op(f"ld.param{regs.param_type(p.type, entry)}", r, Addr(name))
             self.vals[id(p)] = r
+
+    def refuse_aggregate_signature(self) -> None:
+        """Struct/array parameters and results pass by value in the IR; PTX's .param space
+        could carry them, but this back end keeps values in registers only (E0505, at the
+        function, rather than an internal error)."""
+        fn = self.fn
+        for p in fn.params:
+            if not p.type.is_scalar:
+                raise error("E0505", f"parameter `{p.name}` of `{fn.name}` has aggregate type "
+                            f"{str(p.type).lstrip('%')}, which device code cannot pass by "
+                            "value yet; pass a pointer to it", fn.span)
+        if fn.ret.size != 0 and not fn.ret.is_scalar:
+            raise error("E0505", f"`{fn.name}` returns aggregate type "
+                        f"{str(fn.ret).lstrip('%')}, which device code cannot return by "
+                        "value yet; write the result through a pointer parameter", fn.span)
 
     def lower_body(self) -> None:
         blocks = self.fn.blocks
