@@ -13,7 +13,7 @@ from ..diagnostics import DiagnosticBag
 from ..frontend import ast as A
 from ..frontend.expr_parser import UNARY_OPS
 from ..frontend.parser import Parser
-from ..frontend.tokens import EOF, Token
+from ..frontend.tokens import EOF, IDENT, Token
 
 OPENERS = {"(": ")", "[": "]", "{": "}"}
 
@@ -29,6 +29,9 @@ class RecordingParser(Parser):
         self.casts: set[int] = set()           # `(` opening a cast
         self.calls: set[int] = set()           # `(` of a call or a signature
         self.words: set[int] = set()           # contextual keywords (`in`, `from`)
+        self.angles: set[int] = set()          # `<` `>` `>>` of type parameters/arguments
+        self.item_braces: dict[int, str] = {}  # `{` of a struct/enum/trait/impl body -> kind
+        self.match_braces: set[int] = set()    # `{` of a match
 
     def parse_item(self) -> A.Stmt:
         start = self.i
@@ -52,6 +55,85 @@ class RecordingParser(Parser):
         self.type_starts.add(start)
         self.type_tokens.update(range(start, self.i))
         return ty
+
+    def parse_type_params(self):
+        start = self.i
+        out = super().parse_type_params()
+        self.angles.update((start, self.i - 1))
+        return out
+
+    def parse_type_args(self):
+        start = self.i
+        args = super().parse_type_args()
+        self.angles.update((start, self.i - 1))     # `>`, or `>>` closing two lists
+        return args
+
+    def try_call_type_args(self):
+        """`a < b * c` is first tried as type arguments: forget what that attempt noted
+        unless it turned out to be `f<T>(`."""
+        saved = (self.type_tokens, self.type_starts, self.angles)
+        self.type_tokens, self.type_starts, self.angles = set(), set(), set()
+        args = super().try_call_type_args()
+        tried = (self.type_tokens, self.type_starts, self.angles)
+        self.type_tokens, self.type_starts, self.angles = saved
+        if args is not None:
+            for kept, new in zip(saved, tried):
+                kept.update(new)
+        return args
+
+    def parse_struct(self, exported):
+        return self._item_body(super().parse_struct(exported), "items")
+
+    def parse_enum(self, exported):
+        start = self.i
+        node = self._item_body(super().parse_enum(exported), "items")
+        depth = 0
+        for k in range(start, self.i):            # `Number(int64)`: a variant's payload
+            kind = self.toks[k].kind
+            if kind == "(" and depth == 0 and self.toks[k - 1].kind == IDENT:
+                self.calls.add(k)
+            depth += (kind in ("(", "[")) - (kind in (")", "]"))
+        return node
+
+    def parse_trait(self, exported):
+        return self._item_body(super().parse_trait(exported), "items")
+
+    def parse_impl(self):
+        return self._item_body(super().parse_impl(), "impl")
+
+    def _item_body(self, node, kind: str):
+        """Note the body `{` of the item just parsed (it ends at its `}`, if it has one)."""
+        close = self.i - 1
+        if self.toks[close].kind == "}":
+            depth, k = 0, close
+            while True:
+                kk = self.toks[k].kind
+                depth += (kk == "}") - (kk == "{")
+                if depth == 0:
+                    break
+                k -= 1
+            self.item_braces[k] = kind
+        return node
+
+    def parse_match_rest(self, kw, as_expr):
+        start = self.i                             # the subject's `(`
+        out = super().parse_match_rest(kw, as_expr)
+        depth, k = 0, start
+        while True:
+            kk = self.toks[k].kind
+            depth += (kk in ("(", "[", "{")) - (kk in (")", "]", "}"))
+            if depth == 0:
+                break
+            k += 1
+        brace = k + 1
+        self.match_braces.add(brace)
+        depth = 0
+        for k in range(brace + 1, self.i - 1):     # `case Just(v):`: the binding's `(`
+            kk = self.toks[k].kind
+            if depth == 0 and kk == "case" and self.toks[k + 2].kind == "(":
+                self.calls.add(k + 2)
+            depth += (kk in ("(", "[", "{")) - (kk in (")", "]", "}"))
+        return out
 
     def parse_unary(self) -> A.Expr:
         if self.toks[self.i].kind in UNARY_OPS:
