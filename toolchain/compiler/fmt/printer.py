@@ -3,8 +3,9 @@
 The printer walks the tokens of each statement in order and never adds, drops or reorders
 a token; it only chooses what goes between two tokens: nothing, a space, or a line break
 with an indentation. Structure comes from the parse record: statement ranges, statement
-blocks (`{` of a body), struct/enum bodies, switch bodies, and bracketed lists (a `(`, `[`
-or expression `{` holding a top-level comma), which lay out flat or one item per line.
+blocks (`{` of a body, also a lambda's), struct/enum/trait/impl bodies, switch and match
+bodies, and bracketed lists (a `(`, `[` or expression `{` holding a top-level comma), which
+lay out flat or one item per line.
 """
 from __future__ import annotations
 
@@ -248,8 +249,6 @@ class Printer:
             return self.rec.item_braces[i]
         if i in self.rec.blocks:
             return "block"
-        if i >= 2 and self.toks[i - 2].kind in ("struct", "enum"):
-            return "items"
         prev = self.toks[i - 1] if i > 0 else None
         if prev is not None and prev.kind == ")":
             opener = self.pairs.get(i - 1, 0)

@@ -40,6 +40,8 @@ class Spacing:
             return True                        # a body after `if (c)` or a label
         if ak in _NO_SPACE_AFTER or bk in _NO_SPACE_BEFORE:
             return False
+        if ak == ">" and bk in (">", ">>"):
+            return True                        # `> >` written apart would lex as `>>`
         if j in self.rec.angles or (ak == "<" and i in self.rec.angles):
             return False                       # `Pair<int32, T>`, `fn f<T>(`
         if ak == "=" and i > 0 and self.toks[i - 1].kind == "..":

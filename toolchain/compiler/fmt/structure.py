@@ -2,8 +2,9 @@
 
 `RecordingParser` is the frontend's parser with a few rule methods wrapped: each wrapper
 notes token indexes (where a statement starts and ends, which `{` opens a block, which
-tokens form a type, which operators are unary, which `(` opens a cast or a call) and then
-runs the real rule. The parser itself is unchanged, so the formatter reads the program
+tokens form a type, which operators are unary, which `(` opens a cast or a call, which
+`<` `>` enclose type parameters, which `{` opens an item body or a match) and then runs the
+real rule. The parser itself is unchanged, so the formatter reads the program
 exactly as the compiler does; a construct the wrappers do not see still parses, and the
 output check (verify.py) catches any layout that would read differently.
 """
@@ -105,27 +106,13 @@ class RecordingParser(Parser):
         """Note the body `{` of the item just parsed (it ends at its `}`, if it has one)."""
         close = self.i - 1
         if self.toks[close].kind == "}":
-            depth, k = 0, close
-            while True:
-                kk = self.toks[k].kind
-                depth += (kk == "}") - (kk == "{")
-                if depth == 0:
-                    break
-                k -= 1
-            self.item_braces[k] = kind
+            self.item_braces[_partner(self.toks, close, -1)] = kind
         return node
 
     def parse_match_rest(self, kw, as_expr):
         start = self.i                             # the subject's `(`
         out = super().parse_match_rest(kw, as_expr)
-        depth, k = 0, start
-        while True:
-            kk = self.toks[k].kind
-            depth += (kk in ("(", "[", "{")) - (kk in (")", "]", "}"))
-            if depth == 0:
-                break
-            k += 1
-        brace = k + 1
+        brace = _partner(self.toks, start, 1) + 1
         self.match_braces.add(brace)
         depth = 0
         for k in range(brace + 1, self.i - 1):     # `case Just(v):`: the binding's `(`
@@ -156,6 +143,17 @@ class RecordingParser(Parser):
     def expect_word(self, word: str) -> Token:
         self.words.add(self.i)
         return super().expect_word(word)
+
+
+def _partner(tokens: list[Token], k: int, step: int) -> int:
+    """The bracket matching tokens[k], searching forward (step 1) or backward (-1)."""
+    depth = 0
+    while True:
+        kind = tokens[k].kind
+        depth += (kind in OPENERS) - (kind in (")", "]", "}"))
+        if depth == 0:
+            return k
+        k += step
 
 
 def match_brackets(tokens: list[Token]) -> dict[int, int]:
