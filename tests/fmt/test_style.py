@@ -388,3 +388,17 @@ fn f(p: int64) -> int32 {
     return 0;
 }
 """
+
+
+def test_a_method_after_a_field_without_separator_is_a_member():
+    src = ("struct Item {\n    id: int64\n    method m() -> int64 { return this.id; } y: int32\n}\n"
+           "struct T { a: int32; method m() -> int32 { return 1; } b: int32 }\n")
+    assert fmt(src) == """\
+struct Item {
+    id: int64
+    method m() -> int64 { return this.id; }
+    y: int32
+}
+
+struct T { a: int32; method m() -> int32 { return 1; } b: int32 }
+"""

@@ -223,10 +223,10 @@ class Printer:
                 inner += self.gap(j, LINE, LINE)
             else:
                 inner += self.gap(j, " " if self.sp.space(j - 1, j) else "", HARD)
-            if start and t.kind == "method":
+            if t.kind == "method":
                 e = self.member_end(j)
                 inner.append(self.run(j, e, level + 1))
-                j = e
+                j, start = e, True
                 continue
             if t.kind in ("(", "[", "{"):
                 inner.append(self.bracket(j))
