@@ -402,3 +402,25 @@ struct Item {
 
 struct T { a: int32; method m() -> int32 { return 1; } b: int32 }
 """
+
+
+def test_nested_lambdas_and_a_lambda_in_a_broken_list_indent_from_their_line():
+    long = "a" * 40 + ", " + "b" * 50
+    src = ("fn f() {\n  run(fn() {\n    each(items, fn(x: int32) {\n      use(x);\n    });\n  });\n"
+           f"  foo({long}, fn(x: int32) {{\n  use(x);\n  }});\n}}\n")
+    assert fmt(src) == f"""\
+fn f() {{
+    run(fn() {{
+        each(items, fn(x: int32) {{
+            use(x);
+        }});
+    }});
+    foo(
+        {"a" * 40},
+        {"b" * 50},
+        fn(x: int32) {{
+            use(x);
+        }}
+    );
+}}
+"""
