@@ -301,7 +301,8 @@ fn g(t: Tok) -> int64 { return match (t) { case Num(n): n, default: 0 }; }
 
 
 def test_a_match_inside_a_call_hangs_below_it():
-    src = "fn f(m: Maybe<int64>) {\n  print(match (m) { case Just(v): v\n  case Nothing: -1 });\n}\n"
+    src = ("fn f(m: Maybe<int64>) {\n  print(match (m) { case Just(v): v\n"
+           "  case Nothing: -1 });\n}\n")
     assert fmt(src) == """\
 fn f(m: Maybe<int64>) {
     print(match (m) {
@@ -359,7 +360,8 @@ impl Marker for int32;
 def test_a_closure_argument_keeps_its_call_on_one_line():
     src = ("fn f(base: int32) -> int32 {\n"
            "  var add: Fn(int32) -> int32 = fn(x:int32)->int32{return x+base;};\n"
-           "  return apply(fn(x: int32) -> int32 {\n  var y: int32 = x * 2;\n  return y;\n  }, 3);\n}\n")
+           "  return apply(fn(x: int32) -> int32 {\n  var y: int32 = x * 2;\n  return y;\n"
+           "  }, 3);\n}\n")
     assert fmt(src) == """\
 fn f(base: int32) -> int32 {
     var add: Fn(int32) -> int32 = fn(x: int32) -> int32 { return x + base; };
