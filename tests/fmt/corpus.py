@@ -1,6 +1,8 @@
 """The formatter's test corpus: every .mettle file of the repository and every ```mettle
 block of the documentation that parses as a whole module (fragments are skipped: they are
-statements shown out of context, and the formatter refuses them like the compiler does)."""
+statements shown out of context, and the formatter refuses them like the compiler does).
+The error-code examples (tools/docs/error_examples/) that fail to parse on purpose are left
+out too; test_idempotence checks the formatter refuses them with their own code."""
 from __future__ import annotations
 
 import re
@@ -11,12 +13,34 @@ from toolchain.compiler.frontend import parse_source
 
 REPO = Path(__file__).resolve().parents[2]
 _SKIP_DIRS = {".git", "dist", ".pants.d", "node_modules", "__pycache__"}
+ERROR_EXAMPLES = "tools/docs/error_examples"
 _BLOCK = re.compile(r"^```mettle([^\n]*)\n(.*?)^```", re.M | re.S)
 
 
-def mettle_files() -> list[Path]:
+def _all_mettle_files() -> list[Path]:
     return sorted(p for p in REPO.rglob("*.mettle")
                   if not _SKIP_DIRS.intersection(p.relative_to(REPO).parts))
+
+
+def _parses(path: Path) -> bool:
+    try:
+        parse_source(path.read_text(encoding="utf-8"), str(path))
+    except CompileError:
+        return False
+    return True
+
+
+def syntax_error_examples() -> list[Path]:
+    """The error-code examples that do not parse (each shows a syntax error on purpose)."""
+    folder = REPO / ERROR_EXAMPLES
+    return [p for p in _all_mettle_files() if folder in p.parents and not _parses(p)]
+
+
+def mettle_files() -> list[Path]:
+    """Every .mettle file but the syntax-error examples (any other file that does not parse
+    stays in, so its tests fail)."""
+    skip = set(syntax_error_examples())
+    return [p for p in _all_mettle_files() if p not in skip]
 
 
 def doc_blocks() -> list[tuple[str, str]]:

@@ -17,10 +17,12 @@ from toolchain.compiler.frontend import parse_source
 
 from .corpus import mettle_files
 
-# The frontend fuzzers' seeds and a few repository files (longer lists, comments, switches).
+# The frontend fuzzers' seeds and a few repository files (longer lists, comments, switches;
+# the later tier: generics, traits, impls, methods, match, defer, lambdas).
 LAYOUT_SEEDS = SEEDS + [p.read_text(encoding="utf-8") for p in mettle_files()
                         if p.name in ("vadd4.mettle", "io.mettle", "host_program.mettle",
-                                      "typical200.mettle")]
+                                      "typical200.mettle", "all_constructs.mettle",
+                                      "enums_match.mettle", "closures.mettle")]
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
                     suppress_health_check=list(HealthCheck))
 LAYOUT = ["\n", "\n\n\n", "   ", "\t", " // c\n", " /* c */ ", "\n/* c\n d */\n", "",

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.fmt import format_source
 
-from .corpus import corpus, dedent, mettle_files
+from .corpus import REPO, corpus, dedent, mettle_files, syntax_error_examples
 
 CASES = corpus()
 
@@ -25,3 +26,11 @@ def test_formatting_is_idempotent(name, source):
     assert format_source(once, name) == once
     settled = format_source(dedent(source), name)
     assert format_source(settled, name) == settled
+
+
+@pytest.mark.parametrize("path", syntax_error_examples(), ids=lambda p: p.name)
+def test_syntax_error_examples_are_refused_with_their_code(path):
+    """Left out of the corpus: the formatter reports their error (E0001.mettle: E0001)."""
+    with pytest.raises(CompileError) as e:
+        format_source(path.read_text(encoding="utf-8"), str(path.relative_to(REPO)))
+    assert e.value.diagnostics[0].code == path.stem

@@ -4,18 +4,21 @@ both in the canonical width and in a narrow one that breaks most lists.
 
 Each file is compiled in a copy of the repository's Mettle tree (so relative imports
 resolve), for every output kind; an output kind the file cannot produce must fail with the
-same diagnostics. PTX `.loc`/`.file` lines (source positions) are ignored.
+same diagnostics. Source positions are ignored: PTX `.loc`/`.file` lines, and the
+`file:line:col` of the host run-time check messages (docs/reference/runtime-checks.md).
 """
 from __future__ import annotations
 
 import re
 import shutil
+from types import SimpleNamespace
 
 import pytest
 
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.driver import Options, compile_file
 from toolchain.compiler.fmt import format_source
+from toolchain.compiler.ir import checks
 
 from .corpus import REPO, doc_blocks, mettle_files
 import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
@@ -41,6 +44,14 @@ def tree(tmp_path_factory):
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(deps, root / rel)
     return root
+
+
+@pytest.fixture(autouse=True)
+def checks_without_positions(monkeypatch):
+    """A check's message starts with its `file:line:col`, which formatting moves."""
+    real = checks.message_format
+    monkeypatch.setattr(checks, "message_format", lambda ins: real(SimpleNamespace(
+        op=ins.op, attrs={**ins.attrs, "site": "<site>"})))
 
 
 def outcomes(path) -> dict:

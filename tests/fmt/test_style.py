@@ -272,3 +272,157 @@ def test_the_style_page_examples_are_formatted():
     assert blocks
     for block in blocks:
         assert fmt(block) == block
+
+
+# ---------------------------------------------------------------- the later tier
+def test_match_arms_one_per_line():
+    src = ("enum Tok{Num(int64),Plus,End}\n"
+           "fn f(t:Tok)->int64{\nmatch(t){\ncase Num(n):{return n;}\ncase Plus:{return 1;}\n"
+           "default:{}\n}\nreturn match(t){case Num(n):n,case Plus:1\ndefault:0};\n}\n"
+           "fn g(t: Tok) -> int64 { return match (t) { case Num(n): n, default: 0 }; }\n")
+    assert fmt(src) == """\
+enum Tok { Num(int64), Plus, End }
+
+fn f(t: Tok) -> int64 {
+    match (t) {
+        case Num(n): { return n; }
+        case Plus: { return 1; }
+        default: {}
+    }
+    return match (t) {
+        case Num(n): n,
+        case Plus: 1
+        default: 0
+    };
+}
+
+fn g(t: Tok) -> int64 { return match (t) { case Num(n): n, default: 0 }; }
+"""
+
+
+def test_a_match_inside_a_call_hangs_below_it():
+    src = ("fn f(m: Maybe<int64>) {\n  print(match (m) { case Just(v): v\n"
+           "  case Nothing: -1 });\n}\n")
+    assert fmt(src) == """\
+fn f(m: Maybe<int64>) {
+    print(match (m) {
+        case Just(v): v
+        case Nothing: -1
+    });
+}
+"""
+
+
+def test_generic_fn_with_where_and_type_arguments():
+    src = ("struct Pair < A , B > { a : A ; b : B ; }\n"
+           "fn max_of < T : Ordered + Hash > ( xs : T * , n : int64 ) -> T where T : Sized {\n"
+           "var p : Pair < int32 , Pair < int8 , T > > ;\nvar q:Box<T>* =new Box<T>;\n"
+           "return first < T > ( xs , n ) ;\n}\n"
+           "fn lt(a: int32, b: int32, c: int32) -> bool { return a < b * c; }\n")
+    assert fmt(src) == """\
+struct Pair<A, B> { a: A; b: B; }
+
+fn max_of<T: Ordered + Hash>(xs: T*, n: int64) -> T where T: Sized {
+    var p: Pair<int32, Pair<int8, T> >;
+    var q: Box<T>* = new Box<T>;
+    return first<T>(xs, n);
+}
+
+fn lt(a: int32, b: int32, c: int32) -> bool { return a < b * c; }
+"""
+
+
+def test_traits_impl_blocks_and_methods():
+    src = ("trait Shape{fn area(self:Self)->float64;fn name(self:Self)->cstring;}\n"
+           "trait Marker;\n"
+           "struct Sq{side:float64;\nmethod twice()->float64{return this.side*2.0;}\n}\n"
+           "impl Shape for Sq{\n@inline fn area(self:Self)->float64{return self.side*self.side;}\n"
+           "fn name(self:Self)->cstring{return \"sq\";}\n}\n"
+           "impl Marker for int32;\n")
+    assert fmt(src) == """\
+trait Shape { fn area(self: Self) -> float64; fn name(self: Self) -> cstring; }
+trait Marker;
+
+struct Sq {
+    side: float64;
+    method twice() -> float64 { return this.side * 2.0; }
+}
+
+impl Shape for Sq {
+    @inline fn area(self: Self) -> float64 { return self.side * self.side; }
+    fn name(self: Self) -> cstring { return "sq"; }
+}
+
+impl Marker for int32;
+"""
+
+
+def test_a_closure_argument_keeps_its_call_on_one_line():
+    src = ("fn f(base: int32) -> int32 {\n"
+           "  var add: Fn(int32) -> int32 = fn(x:int32)->int32{return x+base;};\n"
+           "  return apply(fn(x: int32) -> int32 {\n  var y: int32 = x * 2;\n  return y;\n"
+           "  }, 3);\n}\n")
+    assert fmt(src) == """\
+fn f(base: int32) -> int32 {
+    var add: Fn(int32) -> int32 = fn(x: int32) -> int32 { return x + base; };
+    return apply(fn(x: int32) -> int32 {
+        var y: int32 = x * 2;
+        return y;
+    }, 3);
+}
+"""
+
+
+def test_defer_errdefer_static_assert_and_import_str():
+    src = ("fn f(p: int64) -> int32 {\n  defer   free(p);\n  errdefer{log(1);\nlog(2);}\n"
+           "  defer n=n+1;\n  static_assert( sizeof(int64)==8 );\n"
+           "  var s: string = import_str   \"a.txt\";\n  return 0;\n}\n")
+    assert fmt(src) == """\
+fn f(p: int64) -> int32 {
+    defer free(p);
+    errdefer {
+        log(1);
+        log(2);
+    }
+    defer n = n + 1;
+    static_assert(sizeof(int64) == 8);
+    var s: string = import_str "a.txt";
+    return 0;
+}
+"""
+
+
+def test_a_method_after_a_field_without_separator_is_a_member():
+    src = ("struct Item {\n    id: int64\n    method m() -> int64 { return this.id; } y: int32\n}\n"
+           "struct T { a: int32; method m() -> int32 { return 1; } b: int32 }\n")
+    assert fmt(src) == """\
+struct Item {
+    id: int64
+    method m() -> int64 { return this.id; }
+    y: int32
+}
+
+struct T { a: int32; method m() -> int32 { return 1; } b: int32 }
+"""
+
+
+def test_nested_lambdas_and_a_lambda_in_a_broken_list_indent_from_their_line():
+    long = "a" * 40 + ", " + "b" * 50
+    src = ("fn f() {\n  run(fn() {\n    each(items, fn(x: int32) {\n      use(x);\n    });\n  });\n"
+           f"  foo({long}, fn(x: int32) {{\n  use(x);\n  }});\n}}\n")
+    assert fmt(src) == f"""\
+fn f() {{
+    run(fn() {{
+        each(items, fn(x: int32) {{
+            use(x);
+        }});
+    }});
+    foo(
+        {"a" * 40},
+        {"b" * 50},
+        fn(x: int32) {{
+            use(x);
+        }}
+    );
+}}
+"""

@@ -3,8 +3,9 @@
 A document is a nested list of parts: strings, `Tok` (a source token), `Line` (a space, or
 nothing when soft, when its group fits on the line; else a line break), `HARD` (always a
 line break), `Group` (laid out flat when it fits in the width, else broken), `Nest`
-(relative indentation), `Indent` (absolute indentation) and `Suffix` (a trailing comment,
-written before the next line break). A group holding a hard break or a trailing line comment
+(relative indentation), `Indent` (absolute indentation), `Rebase` and `Hang` (a block
+inside an expression) and `Suffix` (a trailing comment, written before the next line
+break). A group holding a hard break or a trailing line comment
 is always broken (`propagate`). Lines never end in spaces.
 """
 from __future__ import annotations
@@ -76,6 +77,24 @@ class Indent:
         self.level, self.parts = level, parts
 
 
+class Rebase:
+    """Parts laid out for absolute indentation `level` (a block inside an expression: a
+    lambda body, a match), moved to start from the indentation of the line they are on."""
+    __slots__ = ("level", "parts")
+
+    def __init__(self, level: int, parts: list):
+        self.level, self.parts = level, parts
+
+
+class Hang:
+    """Parts whose forced breaks do not break the groups around them: `f(fn() {` stays on
+    its line and the lambda body hangs below it. Only its first line is measured."""
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list):
+        self.parts = parts
+
+
 class Suffix:
     """A trailing comment. It keeps the column it had in the source (shifted with its
     line's indentation) while its line still starts with the same token, so hand-aligned
@@ -109,9 +128,28 @@ def propagate(doc) -> bool:
         if propagate(doc.parts):
             doc.broken = True
         return doc.broken
-    if isinstance(doc, (Nest, Indent, Fill)):
+    if isinstance(doc, (Nest, Indent, Fill, Rebase)):
         return propagate(doc.parts)
+    if isinstance(doc, Hang):
+        propagate(doc.parts)
     return False
+
+
+def _shift(doc, delta: int):
+    """`doc` with every absolute indentation moved by `delta` levels."""
+    if isinstance(doc, list):
+        return [_shift(p, delta) for p in doc]
+    if isinstance(doc, Group):
+        return Group(_shift(doc.parts, delta), doc.broken)
+    if isinstance(doc, Indent):
+        return Indent(doc.level + delta, _shift(doc.parts, delta))
+    if isinstance(doc, Nest):
+        return Nest(doc.levels, _shift(doc.parts, delta))
+    if isinstance(doc, Fill):
+        return Fill(_shift(doc.parts, delta))
+    if isinstance(doc, Hang):
+        return Hang(_shift(doc.parts, delta))
+    return doc                      # tokens, lines, comments, a nested Rebase (its own base)
 
 
 _FLAT, _BREAK = 0, 1
@@ -191,7 +229,7 @@ def _fits(next_cmd, rest: list, width: int) -> bool:
             return True
         elif isinstance(d, Group):
             cmds.append((ind, _BREAK if d.broken else mode, d.parts))
-        elif isinstance(d, (Nest, Indent)):
+        elif isinstance(d, (Nest, Indent, Rebase, Hang)):
             cmds.append((ind, mode, d.parts))
         elif isinstance(d, Fill):
             cmds.append((ind, mode, d.parts))
@@ -253,6 +291,11 @@ def render(doc, width: int = WIDTH) -> str:
             stack.append((ind + d.levels * INDENT, mode, d.parts))
         elif isinstance(d, Indent):
             stack.append((d.level * INDENT, mode, d.parts))
+        elif isinstance(d, Rebase):
+            delta = r.line_indent // INDENT - d.level
+            stack.append((ind, mode, _shift(d.parts, delta) if delta else d.parts))
+        elif isinstance(d, Hang):
+            stack.append((ind, mode, d.parts))
         elif isinstance(d, Suffix):
             r.suffixes.append(d)
         elif isinstance(d, Aligned):

@@ -3,12 +3,14 @@
 The printer walks the tokens of each statement in order and never adds, drops or reorders
 a token; it only chooses what goes between two tokens: nothing, a space, or a line break
 with an indentation. Structure comes from the parse record: statement ranges, statement
-blocks (`{` of a body), struct/enum bodies, switch bodies, and bracketed lists (a `(`, `[`
-or expression `{` holding a top-level comma), which lay out flat or one item per line.
+blocks (`{` of a body, also a lambda's), struct/enum/trait/impl bodies, switch and match
+bodies, and bracketed lists (a `(`, `[` or expression `{` holding a top-level comma), which
+lay out flat or one item per line.
 """
 from __future__ import annotations
 
-from .doc import BREAK, HARD, LINE, SOFT, Aligned, Fill, Group, Indent, Nest, Suffix, Tok
+from .doc import (BREAK, HARD, LINE, SOFT, Aligned, Fill, Group, Hang, Indent, Nest, Rebase,
+                  Suffix, Tok)
 from .spacing import Spacing
 from .trivia import Gap
 
@@ -126,9 +128,12 @@ class Printer:
             i = e
         return out
 
-    def block(self, i: int, level: int) -> list:
+    def block(self, i: int, level: int, items: list | None = None) -> list:
+        """A statement block, or a body of other units [s, e) (`items`: match arms, impl
+        members), one per line when broken."""
         close = self.pairs[i]
-        items = self.children(i + 1, close)
+        if items is None:
+            items = self.children(i + 1, close)
         if not items and not self.gaps[close].comments:
             return [Tok("{", i), Tok("}", close)]
         inner: list = []
@@ -139,6 +144,36 @@ class Printer:
         broken = self.toks[i].line != self.toks[close].line
         return [Group([Tok("{", i), Indent(level + 1, inner),
                        Indent(level, [LINE]), Tok("}", close)], broken)]
+
+    def match_block(self, i: int, level: int) -> list:
+        """`match (x) { case A(v): ... default: ... }`: one arm per line when broken."""
+        close = self.pairs[i]
+        starts, j = [], i + 1
+        while j < close:
+            k = self.toks[j].kind
+            if k in ("case", "default"):
+                starts.append(j)
+            j = self.pairs[j] + 1 if k in ("(", "[", "{") else j + 1
+        return self.block(i, level, list(zip(starts, starts[1:] + [close])))
+
+    def impl_block(self, i: int, level: int) -> list:
+        """`impl T for X { fn ... }`: each member (attributes, signature, body) a unit."""
+        close = self.pairs[i]
+        members, j = [], i + 1
+        while j < close:
+            k = j
+            while k not in self.rec.blocks:
+                k += 1
+            members.append((j, self.pairs[k] + 1))
+            j = self.pairs[k] + 1
+        return self.block(i, level, members)
+
+    def member_end(self, j: int) -> int:
+        """The end of a struct's `method m(...) { ... }` (and its optional `;`)."""
+        while j not in self.rec.blocks:
+            j += 1
+        e = self.pairs[j] + 1
+        return e + 1 if self.toks[e].kind == ";" else e
 
     def switch_block(self, i: int, level: int) -> list:
         close = self.pairs[i]
@@ -188,6 +223,11 @@ class Printer:
                 inner += self.gap(j, LINE, LINE)
             else:
                 inner += self.gap(j, " " if self.sp.space(j - 1, j) else "", HARD)
+            if t.kind == "method":
+                e = self.member_end(j)
+                inner.append(self.run(j, e, level + 1))
+                j, start = e, True
+                continue
             if t.kind in ("(", "[", "{"):
                 inner.append(self.bracket(j))
                 j = self.pairs[j] + 1
@@ -201,11 +241,14 @@ class Printer:
                        Indent(level, [LINE]), Tok("}", close)], broken)]
 
     def brace_kind(self, i: int) -> str:
-        """`block`, `switch`, `items` (struct/enum body) or `list` (an expression)."""
+        """`block`, `switch`, `match`, `items` (struct/enum/trait body), `impl` or `list`
+        (an expression)."""
+        if i in self.rec.match_braces:
+            return "match"
+        if i in self.rec.item_braces:
+            return self.rec.item_braces[i]
         if i in self.rec.blocks:
             return "block"
-        if i >= 2 and self.toks[i - 2].kind in ("struct", "enum"):
-            return "items"
         prev = self.toks[i - 1] if i > 0 else None
         if prev is not None and prev.kind == ")":
             opener = self.pairs.get(i - 1, 0)
@@ -241,7 +284,8 @@ class Printer:
                         parts += self.gap(j, " ", nl)
                     else:
                         parts += self.gap(j, nl, nl)
-                elif t.kind == "{" and self.brace_kind(j) in ("switch", "items"):
+                elif t.kind == "{" and self.brace_kind(j) in ("switch", "items", "impl",
+                                                              "match"):
                     parts += self.gap(j, " ", Indent(level, [HARD]))
                 elif newline:
                     if not cont:
@@ -261,6 +305,10 @@ class Printer:
                     parts += self.switch_block(j, level)
                 elif kind == "items":
                     parts += self.item_block(j, level)
+                elif kind == "impl":
+                    parts += self.impl_block(j, level)
+                elif kind == "match":
+                    parts += self.match_block(j, level)
                 else:
                     parts.append(self.bracket(j))
                 j = self.pairs[j] + 1
@@ -359,7 +407,12 @@ class Printer:
                 else:
                     sep = " " if self.sp.space(j - 1, j) else ""
                     parts += self.gap(j, sep, HARD)
-            if t.kind in ("(", "[", "{"):
+            if t.kind == "{" and self.brace_kind(j) in ("block", "match"):
+                # a lambda body or a match inside brackets: indented from its line
+                body = self.block(j, 0) if j in self.rec.blocks else self.match_block(j, 0)
+                parts.append(Hang([Rebase(0, body)]))
+                j = self.pairs[j] + 1
+            elif t.kind in ("(", "[", "{"):
                 parts.append(self.bracket(j))
                 j = self.pairs[j] + 1
             else:

@@ -29,7 +29,8 @@ class Spacing:
     def is_binary(self, i: int) -> bool:
         """A binary operator (for wrapped expressions: a break may follow or precede it)."""
         k = self.toks[i].kind
-        return k in BINARY_PREC and i not in self.rec.unary and i not in self.rec.type_tokens
+        return k in BINARY_PREC and i not in self.rec.unary and \
+            i not in self.rec.type_tokens and i not in self.rec.angles
 
     def space(self, i: int, j: int) -> bool:
         """Token j follows token i (j == i + 1) on the same line."""
@@ -39,6 +40,10 @@ class Spacing:
             return True                        # a body after `if (c)` or a label
         if ak in _NO_SPACE_AFTER or bk in _NO_SPACE_BEFORE:
             return False
+        if ak == ">" and bk in (">", ">>"):
+            return True                        # `> >` written apart would lex as `>>`
+        if j in self.rec.angles or (ak == "<" and i in self.rec.angles):
+            return False                       # `Pair<int32, T>`, `fn f<T>(`
         if ak == "=" and i > 0 and self.toks[i - 1].kind == "..":
             return False                       # `0..=n`
         if self.is_member_arrow(i) or self.is_member_arrow(j):

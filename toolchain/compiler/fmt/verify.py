@@ -13,27 +13,33 @@ from .trivia import scan_gaps
 
 # The syntax-tree node classes the printer was written for, with their fields. A node of
 # another class, or a field not listed here holding a value, is syntax the printer has not
-# seen (a later parser may add `fn f<T>` as a new field of FnDecl).
+# seen (a later parser may add a field, as generics added `type_params` to FnDecl).
 _KNOWN = """
     AddrOf: ty operand | ArrayLit: ty elems | ArrayRepeat: ty value count
     ArrayType: elem size | Arrow: ty base name | Assign: op target value
     Attribute: name args | Barrier: regions order | Binary: ty op left right
-    Block: stmts | BoolLit: ty value | Break: label | Call: ty callee args named_args
-    Cast: ty type expr | Continue: label | Deref: ty operand
+    Block: stmts | BoolLit: ty value | Break: label | Call: ty callee args named_args type_args
+    Cast: ty type expr | Continue: label | Defer: stmt is_err | Deref: ty operand
     Dispatch: kernel args named grid block shared stream work on_stream
-    EnumDecl: name variants exported internal_name | EnumVariant: name value
-    ExprStmt: expr | FloatLit: ty value text | For: init cond step body label attrs
+    EnumDecl: name variants exported internal_name type_params
+    EnumVariant: name value payload | ExprStmt: expr | FloatLit: ty value text
+    For: init cond step body label attrs
     FnDecl: name params ret body is_kernel kernel_block kernel_per decorators exported
-        is_extern link_name internal_name
+        is_extern link_name internal_name type_params
     ExternKernel: name params ret body is_kernel kernel_block kernel_per decorators
-        exported is_extern link_name internal_name
+        exported is_extern link_name internal_name type_params
     FnPtrType: params ret is_closure | ForRange: var type lo hi inclusive body label attrs
-    If: cond then else_ | Import: path alias names guard | Index: ty base index
-    IntLit: ty value | Member: ty base name | Module: items path | Name: ty name
-    NamedType: name qualifier | Param: name type | PointerType: elem | Return: value
-    SizeOf: ty type | StrLit: ty value | StructDecl: name fields exported internal_name
+    If: cond then else_ | ImplDecl: trait for_type methods trait_span
+    Import: path alias names guard | ImportStr: ty value path | Index: ty base index
+    IntLit: ty value | Lambda: ty params ret body | Match: subject arms
+    MatchArm: variant binding body | MatchExpr: ty subject arms | Member: ty base name
+    Module: items path embeds | Name: ty name | NamedType: name qualifier args | New: ty type
+    Param: name type | PointerType: elem | Return: value
+    SizeOf: ty type | StaticAssert: args | StrLit: ty value
+    StructDecl: name fields exported internal_name methods type_params
     StructField: name type | StructLit: ty fields | Switch: subject cases
-    SwitchCase: values ranges body is_default | TupleExpr: ty elems
+    SwitchCase: values ranges body is_default | TraitDecl: name methods exported
+    TupleExpr: ty elems | TypeParam: name bounds
     Unary: ty op operand | While: cond body label attrs
     VarDecl: name type init is_const storage is_global exported is_extern link_name
         internal_name
@@ -56,9 +62,8 @@ def _known_fields(text: str) -> dict[str, frozenset]:
 
 KNOWN_FIELDS = _known_fields(_KNOWN)
 
-# Later-tier words: the parser may learn them before the printer does.
-LATER_WORDS = frozenset(("trait", "impl", "where", "method", "match", "defer", "errdefer",
-                         "asm", "new", "this", "import_str"))
+# Words the parser may learn before the printer does (`asm` is refused by the parser today).
+LATER_WORDS = frozenset(("asm",))
 
 
 def dump(node) -> list:
@@ -90,9 +95,6 @@ def unknown_syntax(module: A.Module, tokens) -> Diagnostic | None:
     for t in tokens:
         if t.kind in LATER_WORDS:
             return _unknown(f"`{t.text}`", t.span)
-    for i, t in enumerate(tokens[:-1]):
-        if t.kind == "<" and i >= 2 and tokens[i - 2].kind in ("fn", "struct", "enum"):
-            return _unknown("generic parameters", t.span)
     stack = [module]
     while stack:
         node = stack.pop()
