@@ -26,7 +26,7 @@ from ..ir.cfg import ensure_preheader
 from ..ir.module import Const, Instr
 from ..ir.ops import CHECK_OPS
 from ..ir.types import BOOL, I64
-from .edit import speculation_safe
+from .edit import make_instr, speculation_safe
 
 _OBSERVABLE = frozenset(("call", "call_indirect", "gpu.launch"))
 _NONNULL = frozenset(("alloca", "fieldptr", "elemptr"))
@@ -218,7 +218,7 @@ def _entry_guard(lp, pre):
         if isinstance(a, Const) and isinstance(c, Const) and a.type.is_int:
             runs = _PRED[pred](a.value, c.value)     # e.g. `for r in 0..5`: it does
             return True if runs else Const(BOOL, False)
-        g = Instr("cmp", BOOL, [a, c], {"pred": pred}, [], cond.span)
+        g = make_instr("cmp", BOOL, [a, c], {"pred": pred}, [], cond.span)
         return pre.insert(len(pre.instrs) - 1, g)
     g = entry_value(cond)
     if g is None or not enter_on_true:
@@ -321,13 +321,13 @@ class _Emitter:
             if g is True or isinstance(g, Const):
                 g = own if g is True else g
             elif own is not True:
-                g = self.put(Instr("and", BOOL, [g, own], {}, [], ins.span))
+                g = self.put(make_instr("and", BOOL, [g, own], {}, [], ins.span))
         attrs = dict(ins.attrs)
         attrs.pop("guarded", None)
         if g is not True:
             operands = operands + [g]
             attrs["guarded"] = True
-        return Instr(ins.op, ins.type, operands, attrs, [], ins.span)
+        return make_instr(ins.op, ins.type, operands, attrs, [], ins.span)
 
     def move(self, ins: Instr, always: bool) -> None:
         ops = ins.operands[:-1] if ins.attrs.get("guarded") else list(ins.operands)
@@ -341,14 +341,14 @@ class _Emitter:
             return v
         if isinstance(v, Const):
             return Const(I64, v.value)
-        return self.put(Instr("convert", I64, [v], {}, [], span))
+        return self.put(make_instr("convert", I64, [v], {}, [], span))
 
     def _plus(self, v, c: int, span):
         if c == 0:
             return v
         if isinstance(v, Const):
             return Const(I64, v.value + c)
-        return self.put(Instr("add", I64, [v, Const(I64, c)], {}, [], span))
+        return self.put(make_instr("add", I64, [v, Const(I64, c)], {}, [], span))
 
     def first_index(self, ins: Instr, init, c: int) -> None:
         first = self._plus(self._ext(init, ins.span), c, ins.span)
