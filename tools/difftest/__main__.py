@@ -5,6 +5,7 @@
     python3 -m tools.difftest --seeds 42 --show           # print one program (Mettle and C)
     python3 -m tools.difftest --kernels --seeds 0:50      # scalar kernels: PTX (ptxas) + SPIR-V
     python3 -m tools.difftest --traps --seeds 0:24        # programs failing a run-time check
+    python3 -m tools.difftest --literals --seeds 0:8      # literals at and beyond uint64
 
 Every mismatch is reduced (delta debugging over statements) and written to --out as
 `seed<N>.mettle` / `seed<N>.c` with the first differing line. Exit status 1 when any
@@ -82,9 +83,13 @@ def report(s, prog, m, by_name, work, a) -> None:
         print(small.mettle(), flush=True)
 
 
-def traps_main(seeds, a, names) -> int:
-    """--traps: every debug build of each trap program must fail with the same message."""
-    from .traps import run_case, trap_case
+def traps_main(seeds, a, names, literals: bool = False) -> int:
+    """--traps: every debug build of each trap program must fail with the same message.
+    --literals: literals at the widest type build and run; beyond it, every build is E0005."""
+    if literals:
+        from .literals import literal_case as trap_case, run_case
+    else:
+        from .traps import run_case, trap_case
     targets = []
     for t in TARGETS:
         ok, why = availability(t) if names is None or t.name in names else (False, "")
@@ -104,7 +109,7 @@ def traps_main(seeds, a, names) -> int:
             for line in found:
                 print(line, flush=True)
             bad += found
-    print(f"difftest --traps: {len(seeds)} programs on {', '.join(t.name for t in targets)} "
+    print(f"difftest --{'literals' if literals else 'traps'}: {len(seeds)} programs on {', '.join(t.name for t in targets)} "
           f"({', '.join(opts)}), {len(bad)} disagreeing, {time.time() - t0:.0f}s")
     return 1 if bad else 0
 
@@ -126,12 +131,14 @@ def main(argv=None) -> int:
     ap.add_argument("--kernels", action="store_true", help="random scalar kernels instead")
     ap.add_argument("--traps", action="store_true",
                     help="programs that must fail a run-time check (traps.py)")
+    ap.add_argument("--literals", action="store_true",
+                    help="integer literals at and beyond uint64 (literals.py)")
     a = ap.parse_args(argv)
     seeds = parse_seeds(a.seeds)
     if a.kernels:
         from .kernels import main as kernels_main
         return kernels_main(seeds, a)
-    if a.show and not a.traps:
+    if a.show and not (a.traps or a.literals):
         for s in seeds:
             p = generate(s, a.size)
             print(p.mettle(), "\n", p.c(), sep="")
@@ -140,8 +147,8 @@ def main(argv=None) -> int:
         print("difftest: no C compiler (cc/gcc) on PATH; install gcc", file=sys.stderr)
         return 2
     names = a.targets.split(",") if a.targets else None
-    if a.traps:
-        return traps_main(seeds, a, names)
+    if a.traps or a.literals:
+        return traps_main(seeds, a, names, literals=a.literals)
     targets = []
     for t in TARGETS:
         if names is not None and t.name not in names:
