@@ -39,9 +39,9 @@ FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 EXECUTED = ("mettle", "sh", "python")
 ATTRIBUTES = {"mettle": {"spirv", "error", "file", "partial", "example", "proposed"},
               "sh": {"synopsis", "covered-by", "gpu", "gpu-only"},
-              "python": {"build-file", "gpu", "gpu-only", "partial", "covered-by"}}
+              "python": {"build-file", "gpu", "gpu-only", "partial", "covered-by", "proposed"}}
 # sh/python blocks the docs tests do not run here (the rest are a page's runnable steps).
-RUN_ELSEWHERE = {"gpu-only", "synopsis", "covered-by", "build-file"}
+RUN_ELSEWHERE = {"gpu-only", "synopsis", "covered-by", "build-file", "proposed"}
 WRAP_COMMENT = re.compile(r"<!-- wrap (\S+)\n(.*?)-->", re.S)
 
 # The wraps every page may name; a page defines others in a comment (see the docstring).
