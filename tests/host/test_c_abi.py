@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 
 from .cross import build_for, run_on, skip_unless_runnable
+import toolchain.compiler.targets.arm64  # noqa: F401  (compiles host code: the backends,
+import toolchain.compiler.targets.x86_64  # noqa: F401  which the registry loads by name)
+import toolchain.compiler.targets.x86_64.target_win64  # noqa: F401
 
 PEER = Path(__file__).with_name("data") / "abi_peer.c"
 COMPILERS = {"x86_64-linux": "cc", "aarch64-linux": "aarch64-linux-gnu-gcc",
@@ -21,9 +24,6 @@ COMPILERS = {"x86_64-linux": "cc", "aarch64-linux": "aarch64-linux-gnu-gcc",
 
 SOURCE = """
 import "std/io";
-import toolchain.compiler.targets.arm64  # noqa: F401  (compiles host code: the backends,
-import toolchain.compiler.targets.x86_64  # noqa: F401  which the registry loads by name)
-import toolchain.compiler.targets.x86_64.target_win64  # noqa: F401
 struct V2 { x: float64; y: float64; }
 struct F3 { a: float32; b: float32; c: float32; }
 struct Mixed { a: int32; f: float32; }
