@@ -12,24 +12,13 @@ from __future__ import annotations
 import os
 
 from . import ast as A
-from .modules import _deps_roots, _join, _parent, stdlib_root
+from .modules import candidates, stdlib_root
 
 
 def embed_candidates(spec: str, importer: str, include_dirs, std_root: str,
                      cwd: str) -> list[str]:
-    if os.path.isabs(spec):
-        return [spec]
-    out: list[str] = []
-    if spec.startswith("std/"):
-        out.append(_join(std_root, spec[4:]))
-    head, _, tail = spec.partition("/")
-    importer_dir = _parent(importer)
-    if tail:
-        out += [_join(root, tail) for name, root in _deps_roots(importer_dir) if name == head]
-    out.append(_join(importer_dir, spec))
-    out += [_join(os.fspath(d), spec) for d in include_dirs]
-    out.append(_join(cwd, spec))
-    return out
+    """The paths an import would try for `spec`, with the path used exactly as written."""
+    return candidates(spec, importer, include_dirs, std_root, cwd, exact=True)
 
 
 def resolve_embeds(modules: list[A.Module], include_dirs, stdlib_dir, bag) -> None:

@@ -139,17 +139,18 @@ def _deps_roots(importer_dir: str) -> list[tuple[str, str]]:
 
 
 def candidates(spec: str, importer: str, include_dirs, std_root: str, cwd: str,
-               target_os: str = TARGET_OS) -> list[str]:
-    """Every path tried for `spec`, in lookup order (the first existing file wins)."""
-    rel = _with_ext(spec)
+               target_os: str = TARGET_OS, exact: bool = False) -> list[str]:
+    """Every path tried for `spec`, in lookup order (the first existing file wins). `exact`
+    (import_str's files) uses the path as written: no `.mettle` added, no OS variant."""
+    rel = spec if exact else _with_ext(spec)
     if os.path.isabs(spec):
-        return [_clean(rel)]
+        return [spec] if exact else [_clean(rel)]
     out: list[str] = []
     if spec.startswith("std/"):
         rest = spec[4:]
-        if not _has_suffix(spec):
+        if not exact and not _has_suffix(spec):
             out.append(_join(std_root, f"{rest}.{target_os}.mettle"))
-        out.append(_join(std_root, _with_ext(rest)))
+        out.append(_join(std_root, rest if exact else _with_ext(rest)))
     head, _, tail = rel.partition("/")
     importer_dir = _parent(importer)
     if tail:
