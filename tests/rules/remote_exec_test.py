@@ -53,6 +53,7 @@ def test_the_demo_runs_exactly_the_documented_command():
     class Fake:
         address = "grpc://HOST:PORT"
     page = (ROOT / "docs/reference/remote-execution.md").read_text()
-    block = page.split("## The documented command", 1)[1].split("```sh", 1)[1].split("```")[0]
+    fence = page.split("## The documented command", 1)[1].split("```sh", 1)[1]
+    block = fence.split("\n", 1)[1].split("```")[0]  # past the info string (covered-by=...)
     documented = block.replace("\\\n", " ").split()
     assert documented == ["./pants", *remote_flags(Fake()), "package", "//app:host"]
