@@ -13,7 +13,7 @@
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
 # summary last. Steps, in order of value:
 #   1. benchmarks: plain-source kernels with/without -O, tuned row kernels vs Triton and
-#      torch.compile, tensor_transfer TMA vs replay
+#      torch.compile, launch overhead vs CuPy/Triton/torch, tensor_transfer TMA vs replay
 #   2. the hardware suite twice at once, plain and -O --fp-contract=off, each recording a
 #      digest of every output buffer; compare_records.py then checks they are identical
 #   3. the new -O / tensor forms under compute-sanitizer memcheck and racecheck
@@ -24,6 +24,11 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1
 export METTLE_PTXAS=${METTLE_PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
 cd "$(dirname "$0")/../.."
+# pytest travels as wheels in .whl/ when the machine's python3 lacks it (tools/gpu/README.md)
+if ! python3 -c "import pytest" 2>/dev/null && ls .whl/*.whl > /dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
 t0=$SECONDS
 step() { echo "=== $* ($((SECONDS - t0)) s)"; }
 PYTEST="python3 -m pytest -q -p no:cacheprovider"
@@ -34,6 +39,8 @@ benchmarks() {
     --json "$OUT/plain_kernels.json" > "$OUT/plain_kernels.txt" 2>&1
   timeout 80 python3 bench/gpu_kernels.py --reps 20 --json "$OUT/gpu_kernels.json" \
     > "$OUT/gpu_kernels.txt" 2>&1
+  timeout 90 python3 bench/launch_overhead.py --json "$OUT/launch_overhead.json" \
+    > "$OUT/launch_overhead.txt" 2>&1
   [ -z "${QUICK:-}" ] && timeout 60 python3 bench/transfer.py --json "$OUT/transfer.json" \
     > "$OUT/transfer.txt" 2>&1
   return 0
@@ -132,6 +139,7 @@ step "summary"
 [ -f "$OUT/plain_kernels.txt" ] && grep -E "^(softmax|layernorm|gemm_kloop|vadd_gs|saxpy)" "$OUT/plain_kernels.txt" | head -40
 [ -f "$OUT/gpu_kernels.txt" ] && grep -E "_vs_" "$OUT/gpu_kernels.txt"
 [ -f "$OUT/transfer.txt" ] && tail -4 "$OUT/transfer.txt"
+[ -f "$OUT/launch_overhead.txt" ] && tail -14 "$OUT/launch_overhead.txt"
 grep "^row" "$OUT/gemm.txt" 2>/dev/null | cut -c6-
 for f in "$OUT"/suite_*.txt "$OUT"/sanitizer_*.txt; do
   [ -f "$f" ] && echo "$(basename "$f"): $(tail -1 "$f")"
