@@ -285,3 +285,30 @@ def redux_sync(op: str, ty: str, d, a, mask) -> PtxInstr:
     if op not in ("add", "min", "max", "and", "or", "xor"):
         raise ValueError(f"redux.sync op {op!r}")
     return _op(f"redux.sync.{op}.{_t(ty)}", (d,), (a, mask))
+
+
+# ==== appended for the block-scaled lowerings (tensor/scaled.py, tensor/scaled_matmul.py) ====
+def fma(ty: str, d, a, b, c, rounding: str = "rn") -> PtxInstr:
+    """`fma.<rounding>.<type>`: d = a*b + c rounded once (f32/f64; f16x2 is feature
+    `f16x2`)."""
+    if rounding not in ("rn", "rz", "rm", "rp"):
+        raise ValueError(f"fma rounding {rounding!r}")
+    return _op(f"fma.{rounding}.{_t(ty)}", (d,), (a, b, c))
+
+
+SCALE_VEC = {"mxf8f6f4": ("1X",), "mxf4": ("2X",), "mxf4nvf4": ("2X", "4X")}
+
+
+def mma_block_scale(kind: str, scale_vec: str, k: int, a_type: str, b_type: str,
+                    scale_type: str, d, a, b, c, scale_a, scale_b) -> PtxInstr:
+    """Feature `mma.block_scale`: one m16n8k{k} block-scaled `mma.sync` of `kind`, d = (a *
+    scale_a) (b * scale_b) + c over register tuples; `scale_a`/`scale_b` are the lanes'
+    32-bit scale words (byte-id and thread-id 0)."""
+    if scale_vec not in SCALE_VEC.get(kind, ()) or k not in (32, 64) \
+            or scale_type not in ("ue8m0", "ue4m3"):
+        raise ValueError(f"block-scaled mma kind::{kind} scale_vec::{scale_vec} k{k} "
+                         f"{scale_type}")
+    name = (f"mma.sync.aligned.m16n8k{k}.row.col.kind::{kind}.block_scale"
+            f".scale_vec::{scale_vec}.f32.{_t(a_type)}.{_t(b_type)}.f32.{scale_type}")
+    zero = vec(0, 0)                                   # byte-id, thread-id
+    return _op(name, (vec(*d),), (vec(*a), vec(*b), vec(*c), scale_a, zero, scale_b, zero))
