@@ -23,7 +23,6 @@ PORTING = {
     "lower_intrinsics.py": (0, 11),
     "lower_memory.py": (0, 15),
     "tensor/replay.py": (71, 0),
-    "tensor/scaled.py": (34, 0),
     "tensor/staging.py": (52, 0),
     "tensor/transfer.py": (80, 0),
     "tensor/wgmma.py": (230, 0),
