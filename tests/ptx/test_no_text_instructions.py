@@ -19,7 +19,6 @@ PTX = Path(__file__).resolve().parents[2] / "toolchain" / "compiler" / "targets"
 PORTING = {
     "lower_gpu.py": (0, 9),
     "lower_intrinsics.py": (0, 11),
-    "lower_memory.py": (0, 15),
     "tensor/replay.py": (71, 0),
     "tensor/staging.py": (52, 0),
     "tensor/transfer.py": (80, 0),
