@@ -17,7 +17,6 @@ PTX = Path(__file__).resolve().parents[2] / "toolchain" / "compiler" / "targets"
 
 # file (relative to targets/ptx) -> (emit/raw text lines, f-string opcodes)
 PORTING = {
-    "lower_intrinsics.py": (0, 11),
     "tensor/replay.py": (71, 0),
     "tensor/staging.py": (52, 0),
     "tensor/transfer.py": (80, 0),
