@@ -17,14 +17,7 @@ PTX = Path(__file__).resolve().parents[2] / "toolchain" / "compiler" / "targets"
 
 # file (relative to targets/ptx) -> (emit/raw text lines, f-string opcodes)
 PORTING = {
-    "function.py": (1, 7),
-    "lower_arith.py": (0, 20),
-    "lower_gpu.py": (0, 9),
-    "lower_intrinsics.py": (0, 11),
-    "lower_memory.py": (0, 15),
     "tensor/replay.py": (71, 0),
-    "tensor/scaled.py": (34, 0),
-    "tensor/scaled_matmul.py": (58, 0),
     "tensor/staging.py": (52, 0),
     "tensor/transfer.py": (80, 0),
     "tensor/wgmma.py": (230, 0),

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from ...diagnostics import CompileError, Diagnostic, error
 from ...ir.module import Const, Function, Global, Instr, Local, Param, Undef, UseMap
 from ...ir.types import BoolType, Type
-from . import lower_memory, regs
+from . import lower_memory, ops as I, regs
 from .instr import LABEL, OP, Addr, PtxInstr
 
 LOCAL_OPS = ("local.get", "local.set")
@@ -216,8 +216,7 @@ class FnEmitter:
         self.compat.add(id(ins))
         self.body.append(ins)
 
-    def raw(self, line: str) -> None:
-        self.emit(line)
+    raw = emit                               # a label or comment line (same parse)
 
     def define(self, ins: Instr, reg: str) -> str:
         """`ins`'s value is (already) in `reg`. A value used before this point (see
@@ -225,7 +224,7 @@ class FnEmitter:
         if id(ins) in self.forward:
             pre = self.vals[id(ins)]
             if pre != reg:
-                self.op(f"mov.{_mov_suffix(ins.type)}", pre, reg)
+                self.op(I.MOV[_mov_suffix(ins.type)], pre, reg)
             return pre
         self.vals[id(ins)] = reg
         return reg
@@ -241,7 +240,7 @@ class FnEmitter:
         """`ins` is the constant `imm`: used as an immediate where PTX takes one, moved
         into a fresh register where it needs a register."""
         if id(ins) in self.forward:
-            self.op(f"mov.{_mov_suffix(ins.type)}", self.vals[id(ins)], imm)
+            self.op(I.MOV[_mov_suffix(ins.type)], self.vals[id(ins)], imm)
             return
         self.imms[id(ins)] = imm
 
@@ -262,12 +261,12 @@ class FnEmitter:
             return r
         if id(v) in self.imms:
             r = self.new_t(v.type)
-            self.op(f"mov.{regs.bits(v.type)}", r, self.imms[id(v)])
+            self.op(I.MOV[regs.bits(v.type)], r, self.imms[id(v)])
             return r
         if isinstance(v, (Const, Undef)):
             r = self.new_t(v.type)
             value = v.value if isinstance(v, Const) else 0
-            self.op(f"mov.{'pred' if r.startswith('%p') else regs.bits(v.type)}", r,
+            self.op(I.MOV["pred" if r.startswith("%p") else regs.bits(v.type)], r,
                     regs.imm(v.type, value))
             return r
         if isinstance(v, Global):
@@ -301,10 +300,11 @@ class FnEmitter:
             r = self.new_t(p.type)
             if isinstance(p.type, BoolType):
                 tmp = self.new("rs" if entry else "r")
-                self.op(f"ld.param.{'u8' if entry else 'b32'}", tmp, Addr(name))
-                self.op(f"setp.ne.{'u16' if entry else 'u32'}", r, tmp, "0")
+                self.op(I.LD[".param", "", 1, "u8" if entry else "b32"], tmp, Addr(name))
+                self.op(I.SETP["ne", "u16" if entry else "u32"], r, tmp, "0")
             else:
-                self.op(f"ld.param{regs.param_type(p.type, entry)}", r, Addr(name))
+                self.op(I.LD[".param", "", 1, regs.param_format(p.type, entry)], r,
+                        Addr(name))
             self.vals[id(p)] = r
 
     def refuse_aggregate_signature(self) -> None:

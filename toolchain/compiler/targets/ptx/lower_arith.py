@@ -14,13 +14,14 @@ from __future__ import annotations
 from ...diagnostics import error
 from ...ir.module import Const, Instr
 from ...ir.types import BoolType, FloatType, IntType, Type
-from . import regs
+from . import ops as I, regs
 
 INT_OPS = {"add": "add", "sub": "sub", "mul": "mul.lo", "div": "div", "rem": "rem",
            "min": "min", "max": "max"}
 FLOAT_OPS = {"add": "add.rn", "sub": "sub.rn", "mul": "mul.rn", "div": "div.rn",
              "min": "min", "max": "max"}
 CONTRACTIBLE = ("add", "sub", "mul")
+FLOAT = {16: "f16", 32: "f32", 64: "f64"}          # float width -> PTX type
 SIGNED_PRED = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
 UNSIGNED_PRED = {"eq": "eq", "ne": "ne", "lt": "lo", "le": "ls", "gt": "hi", "ge": "hs"}
 FLOAT_PRED = {"eq": "eq", "ne": "neu", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
@@ -31,14 +32,14 @@ _RENORMALIZE = {"add", "sub", "mul", "shl", "neg", "not"}
 def normalize8(em, t: Type, r: str) -> None:
     """Re-extend an 8-bit value in a 16-bit register from its bit 7 (regs.py invariant)."""
     if regs.is_small_int(t):
-        em.op(f"cvt.{'s16.s8' if t.signed else 'u16.u8'}", r, r)
+        em.op(I.CVT["s16", "s8", ""] if t.signed else I.CVT["u16", "u8", ""], r, r)
 
 
 def float_op(em, op: str, bits: int) -> str:
     """The opcode of an f32/f64 add/sub/mul/div/min/max under the contraction setting."""
     if em.contract and op in CONTRACTIBLE:
-        return f"{op}.f{bits}"
-    return f"{FLOAT_OPS[op]}.f{bits}"
+        return I.BINARY[op, FLOAT[bits]]
+    return I.BINARY[FLOAT_OPS[op], FLOAT[bits]]
 
 
 def _note_contraction(em, ins: Instr) -> None:
@@ -62,7 +63,7 @@ def alias_or_mov(em, ins: Instr, src) -> None:
         em.define(ins, em.reg(src))
         return
     d = em.result(ins)
-    em.op(f"mov.{regs.bits(ins.type)}", d, em.val(src))
+    em.op(I.MOV[regs.bits(ins.type)], d, em.val(src))
 
 
 def _first(em, v) -> str:
@@ -74,10 +75,10 @@ def lower_binop(em, ins: Instr) -> None:
     a, b = ins.operands
     t = ins.type
     if isinstance(t, BoolType):
-        em.op(f"{ins.op}.pred", em.result(ins), em.reg(a), em.reg(b))
+        em.op(I.BINARY[ins.op, "pred"], em.result(ins), em.reg(a), em.reg(b))
         return
     if ins.op in ("and", "or", "xor"):
-        em.op(f"{ins.op}.b{regs.reg_bits(t)}", em.result(ins), _first(em, a), em.val(b))
+        em.op(I.BINARY[ins.op, regs.untyped(t)], em.result(ins), _first(em, a), em.val(b))
         return
     if ins.op in ("shl", "shr"):
         _shift(em, ins)
@@ -89,7 +90,7 @@ def lower_binop(em, ins: Instr) -> None:
         if em.contract:
             _note_contraction(em, ins)
     else:
-        name = f"{INT_OPS[ins.op]}.{regs.arith(t)}"
+        name = I.BINARY[INT_OPS[ins.op], regs.arith(t)]
     d = em.result(ins)
     va, vb = _first(em, a), em.val(b)
     em.op(name, d, va, vb)
@@ -106,7 +107,7 @@ def shift_count(em, b) -> str:
         return em.reg(b)
     r = em.new("r")
     src = em.reg(b)
-    em.op(f"cvt.u32.{'u16' if bits == 16 else 'u64'}", r, src)
+    em.op(I.CVT["u32", "u16" if bits == 16 else "u64", ""], r, src)
     return r
 
 
@@ -115,8 +116,8 @@ def _shift(em, ins: Instr) -> None:
     t = ins.type
     count = shift_count(em, b)
     d = em.result(ins)
-    kind = f"b{regs.reg_bits(t)}" if ins.op == "shl" else regs.arith(t)
-    em.op(f"{ins.op}.{kind}", d, _first(em, a), count)
+    kind = regs.untyped(t) if ins.op == "shl" else regs.arith(t)
+    em.op(I.BINARY[ins.op, kind], d, _first(em, a), count)
     if ins.op == "shl":
         normalize8(em, t, d)
 
@@ -128,11 +129,11 @@ def lower_unop(em, ins: Instr) -> None:
     if isinstance(t, BoolType):
         em.op("not.pred", d, a)
     elif ins.op == "not":
-        em.op(f"not.b{regs.reg_bits(t)}", d, a)
+        em.op(I.UNARY["not", regs.untyped(t)], d, a)
     elif isinstance(t, FloatType):
-        em.op(f"neg.f{t.bits}", d, a)
+        em.op(I.UNARY["neg", FLOAT[t.bits]], d, a)
     else:
-        em.op(f"neg.s{regs.reg_bits(t)}", d, a)
+        em.op(I.UNARY["neg", regs.signed(t)], d, a)
     normalize8(em, t, d)
 
 
@@ -150,7 +151,7 @@ def lower_cmp(em, ins: Instr) -> None:
     else:
         name = UNSIGNED_PRED[pred]
     va, vb = _first(em, a), em.val(b)
-    em.op(f"setp.{name}.{regs.arith(t)}", d, va, vb)
+    em.op(I.SETP[name, regs.arith(t)], d, va, vb)
 
 
 def _cmp_bool(em, pred: str, a: str, b: str, d: str) -> None:
@@ -162,27 +163,27 @@ def _cmp_bool(em, pred: str, a: str, b: str, d: str) -> None:
     ra, rb = em.new("r"), em.new("r")        # false < true, as unsigned 0 < 1
     em.op("selp.u32", ra, "1", "0", a)
     em.op("selp.u32", rb, "1", "0", b)
-    em.op(f"setp.{UNSIGNED_PRED[pred]}.u32", d, ra, rb)
+    em.op(I.SETP[UNSIGNED_PRED[pred], "u32"], d, ra, rb)
 
 
 def convert_into(em, d: str, src: str, st: Type, dt: Type) -> None:
     """Emit the conversion of register `src` (type st) into register `d` (type dt)."""
     if isinstance(st, BoolType):
         one, zero = (regs.imm(dt, 1.0), regs.imm(dt, 0.0)) if dt.is_float else ("1", "0")
-        em.op(f"selp.{regs.bits(dt)}", d, one, zero, src)
+        em.op(I.SELP[regs.bits(dt)], d, one, zero, src)
     elif isinstance(dt, BoolType):
         pred = "neu" if st.is_float else "ne"
-        em.op(f"setp.{pred}.{regs.arith(st)}", d, src, regs.imm(st, 0))
+        em.op(I.SETP[pred, regs.arith(st)], d, src, regs.imm(st, 0))
     elif st.is_float and dt.is_float:
         em.op("cvt.f64.f32" if dt.bits == 64 else "cvt.rn.f32.f64", d, src)
     elif st.is_float:
-        em.op(f"cvt.rzi.{regs.exact(dt)}.{regs.arith(st)}", d, src)
+        em.op(I.CVT[regs.exact(dt), regs.arith(st), "rzi"], d, src)
     elif dt.is_float:
-        em.op(f"cvt.rn.{regs.arith(dt)}.{regs.arith(st)}", d, src)
+        em.op(I.CVT[regs.arith(dt), regs.arith(st), "rn"], d, src)
     elif regs.reg_bits(st) == regs.reg_bits(dt) and not regs.is_small_int(dt):
-        em.op(f"mov.b{regs.reg_bits(dt)}", d, src)
+        em.op(I.MOV[regs.untyped(dt)], d, src)
     else:
-        em.op(f"cvt.{regs.exact(dt)}.{regs.exact(st)}", d, src)
+        em.op(I.CVT[regs.exact(dt), regs.exact(st), ""], d, src)
 
 
 def lower_convert(em, ins: Instr) -> None:
@@ -206,7 +207,7 @@ def lower_bitcast(em, ins: Instr) -> None:
     if regs.is_small_int(dt) or regs.is_small_int(st):
         convert_into(em, d, em.reg(a), st, dt)     # 8-bit <-> 8-bit: renormalize
         return
-    em.op(f"mov.b{regs.reg_bits(dt)}", d, em.reg(a))
+    em.op(I.MOV[regs.untyped(dt)], d, em.reg(a))
 
 
 def lower_ptrtoint(em, ins: Instr) -> None:
@@ -214,7 +215,7 @@ def lower_ptrtoint(em, ins: Instr) -> None:
     if regs.reg_bits(ins.type) == 64:
         alias_or_mov(em, ins, a)
         return
-    em.op(f"cvt.{regs.exact(ins.type)}.u64", em.result(ins), em.reg(a))
+    em.op(I.CVT[regs.exact(ins.type), "u64", ""], em.result(ins), em.reg(a))
 
 
 def lower_inttoptr(em, ins: Instr) -> None:
@@ -223,7 +224,7 @@ def lower_inttoptr(em, ins: Instr) -> None:
         alias_or_mov(em, ins, a)
         return
     ext = "s64" if a.type.signed else "u64"
-    em.op(f"cvt.{ext}.{regs.arith(a.type)}", em.result(ins), em.reg(a))
+    em.op(I.CVT[ext, regs.arith(a.type), ""], em.result(ins), em.reg(a))
 
 
 LOWER = {

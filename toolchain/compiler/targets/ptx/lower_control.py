@@ -36,7 +36,7 @@ def store_param(em, name: str, t, value) -> None:
         em.op("selp.u32", tmp, "1", "0", em.reg(value))
         em.effect("st.param.b32", Addr(name), tmp)
     else:
-        em.append(ops.st(".param", regs.param_type(t, False)[1:], Addr(name), em.reg(value)))
+        em.append(ops.st(".param", regs.param_format(t, False), Addr(name), em.reg(value)))
 
 
 def load_param(em, dest: str, name: str, t) -> None:
@@ -45,7 +45,7 @@ def load_param(em, dest: str, name: str, t) -> None:
         em.op("ld.param.b32", tmp, Addr(name))
         em.op("setp.ne.u32", dest, tmp, "0")
     else:
-        em.append(ops.ld(".param", regs.param_type(t, False)[1:], dest, Addr(name)))
+        em.append(ops.ld(".param", regs.param_format(t, False), dest, Addr(name)))
 
 
 def lower_ret(em, ins: Instr) -> None:

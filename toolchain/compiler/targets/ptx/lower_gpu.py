@@ -24,7 +24,7 @@ from __future__ import annotations
 from ...diagnostics import error
 from ...ir.module import Const, Instr
 from ...ir.types import IntType
-from . import regs
+from . import ops as I, regs
 from .instr import Addr
 from .lower_memory import address, cast_space, local_array
 
@@ -80,7 +80,7 @@ def _atomic_target(em, ins: Instr) -> tuple[Addr, str, str]:
 def _order(em, order: str, scope: str, seq_cst_as: str) -> str:
     """The `.sem` qualifier for `order`, emitting the leading fence.sc for seq_cst."""
     if order == "seq_cst":
-        em.effect(f"fence.sc.{scope}")
+        em.append(I.fence("sc", scope))
         return seq_cst_as
     return order
 
@@ -88,14 +88,14 @@ def _order(em, order: str, scope: str, seq_cst_as: str) -> str:
 def lower_atomic_load(em, ins: Instr) -> None:
     addr, scope, space = _atomic_target(em, ins)
     sem = _order(em, ins.attrs.get("order", "seq_cst"), scope, "acquire")
-    em.op(f"ld.{sem}.{scope}.{space}.{regs.exact(ins.type)}", em.result(ins), addr)
+    em.append(I.ld_ordered(sem, scope, space, regs.exact(ins.type), em.result(ins), addr))
 
 
 def lower_atomic_store(em, ins: Instr) -> None:
     addr, scope, space = _atomic_target(em, ins)
     value = ins.operands[1]
     sem = _order(em, ins.attrs.get("order", "seq_cst"), scope, "relaxed")
-    em.effect(f"st.{sem}.{scope}.{space}.{regs.exact(value.type)}", addr, em.val(value))
+    em.append(I.st_ordered(sem, scope, space, regs.exact(value.type), addr, em.val(value)))
 
 
 RMW = {"add": ("add", "u"), "sub": ("add", "u"), "min": ("min", "u"), "max": ("max", "u"),
@@ -111,11 +111,12 @@ def lower_atomic_rmw(em, ins: Instr) -> None:
         operand = regs.imm(t, -int(value.value))
     elif op == "sub":
         neg = em.new_t(t)
-        em.op(f"neg.s{t.bits}", neg, em.reg(value))
+        em.op(I.UNARY["neg", f"s{t.bits}"], neg, em.reg(value))
         operand = neg
     name, kind = RMW[op]
     sem = _order(em, ins.attrs.get("order", "seq_cst"), scope, "acquire")
-    em.op(f"atom.{sem}.{scope}.{space}.{name}.{kind}{t.bits}", em.result(ins), addr, operand)
+    em.append(I.atom(sem, scope, space, name, f"{kind}{t.bits}", em.result(ins), addr,
+                     operand))
 
 
 _STRENGTH = {"relaxed": 0, "acquire": 1, "release": 1, "acq_rel": 2, "seq_cst": 3}
@@ -133,8 +134,8 @@ def lower_atomic_cmpxchg(em, ins: Instr) -> None:
     order = _cas_order(ins.attrs.get("order", "seq_cst"),
                        ins.attrs.get("failure_order", "seq_cst"))
     sem = _order(em, order, scope, "acquire")
-    em.op(f"atom.{sem}.{scope}.{space}.cas.b{ins.type.bits}", em.result(ins), addr,
-          em.val(expected), em.val(desired))
+    em.append(I.atom(sem, scope, space, "cas", f"b{ins.type.bits}", em.result(ins), addr,
+                     em.val(expected), em.val(desired)))
 
 
 # ---- asynchronous staging ------------------------------------------------------------
@@ -157,12 +158,12 @@ def lower_async_copy(em, ins: Instr) -> None:
     if native_async(em):
         cache = "cg" if step == 16 and ins.attrs.get("cache") == "global" else "ca"
         for off in range(0, total, step):
-            em.effect(f"cp.async.{cache}.shared.global", Addr(d, off), Addr(s, off), str(step))
+            em.append(I.cp_async(cache, Addr(d, off), Addr(s, off), str(step)))
         return
     for off in range(0, total, elem.size):              # synchronous replay, in order
         t = em.new_t(elem)
-        em.op(f"ld.global.{regs.exact(elem)}", t, Addr(s, off))
-        em.effect(f"st.shared.{regs.exact(elem)}", Addr(d, off), t)
+        em.op(I.LD[".global", "", 1, regs.exact(elem)], t, Addr(s, off))
+        em.effect(I.ST[".shared", "", 1, regs.exact(elem)], Addr(d, off), t)
 
 
 def lower_async_commit(em, ins: Instr) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ...diagnostics import error
 from ...ir.module import Instr
 from ...ir.types import BoolType, F64, FloatType, I32, IntType, U32, Type, align_up
-from . import regs
+from . import ops as I, regs
 from .instr import Addr, Vec, directive, scope
 from .lower_arith import convert_into, float_op
 from .lower_memory import address, cast_space, local_array, space_of
@@ -31,17 +31,20 @@ def _f32_only(ins: Instr) -> None:
                     ins.span)
 
 
+_SIMPLE = {"sqrt": "sqrt.rn", "rsqrt": "rsqrt.approx", "fabs": "abs"}
+_APPROX = {"sin": "sin.approx", "cos": "cos.approx"}
+
+
 def lower_math(em, ins: Instr) -> None:
     name, t = ins.op.split(".", 1)[1], ins.type
     a = em.reg(ins.operands[0])
     sfx = regs.arith(t)
-    simple = {"sqrt": "sqrt.rn", "rsqrt": "rsqrt.approx", "fabs": "abs"}
-    if name in simple:
-        em.op(f"{simple[name]}.{sfx}", em.result(ins), a)
+    if name in _SIMPLE:
+        em.op(I.UNARY[_SIMPLE[name], sfx], em.result(ins), a)
         return
     _f32_only(ins)
-    if name in ("sin", "cos"):
-        em.op(f"{name}.approx.f32", em.result(ins), a)
+    if name in _APPROX:
+        em.op(I.UNARY[_APPROX[name], "f32"], em.result(ins), a)
     elif name == "log":
         t2 = em.new("f")
         em.op("lg2.approx.f32", t2, a)
@@ -89,11 +92,8 @@ def lower_dp(em, ins: Instr) -> None:
     em.profile.need("dp4a", ins.op, ins.span)
     a, b, c = (em.reg(o) for o in ins.operands)
     s = _signed_attr(ins)
-    if ins.op == "int.dp4a":
-        em.op(f"dp4a.{s}.{s}", em.result(ins), a, b, c)
-    else:
-        part = "hi" if ins.attrs.get("hi") else "lo"
-        em.op(f"dp2a.{part}.{s}.{s}", em.result(ins), a, b, c)
+    part = "" if ins.op == "int.dp4a" else "hi" if ins.attrs.get("hi") else "lo"
+    em.append(I.dp(part, s, s, em.result(ins), a, b, c))
 
 
 def lower_prmt(em, ins: Instr) -> None:
@@ -101,11 +101,16 @@ def lower_prmt(em, ins: Instr) -> None:
     em.op("prmt.b32", em.result(ins), a, b, em.val(ins.operands[2]))
 
 
+_HALF2 = {"half2.add": "add.rn", "half2.mul": "mul.rn"}
+
+
 def lower_half2(em, ins: Instr) -> None:
     em.profile.need("f16x2", ins.op, ins.span)
     ops = [em.reg(o) for o in ins.operands]
-    name = ins.op.split(".")[1]
-    em.op(f"{name}.rn.f16x2", em.result(ins), *ops)
+    if ins.op == "half2.fma":
+        em.append(I.fma("f16x2", em.result(ins), *ops))
+    else:
+        em.op(I.BINARY[_HALF2[ins.op], "f16x2"], em.result(ins), *ops)
 
 
 def lower_half2_part(em, ins: Instr) -> None:
@@ -132,10 +137,10 @@ def lower_vec_load4(em, ins: Instr) -> None:
     src, dst = ins.operands
     t = _vec4_elem(ins, src)
     vals = [em.new_t(t) for _ in range(4)]
-    em.op(f"ld{space_of(src)}.v4.{regs.exact(t)}", Vec(vals), address(em, src))
+    em.op(I.LD[space_of(src), "", 4, regs.exact(t)], Vec(vals), address(em, src))
     d, sp = em.reg(dst), space_of(dst)
     for i, v in enumerate(vals):
-        em.effect(f"st{sp}.{regs.exact(t)}", Addr(d, 4 * i), v)
+        em.effect(I.ST[sp, "", 1, regs.exact(t)], Addr(d, 4 * i), v)
 
 
 def lower_vec_store4(em, ins: Instr) -> None:
@@ -144,8 +149,8 @@ def lower_vec_store4(em, ins: Instr) -> None:
     s, sp = em.reg(src), space_of(src)
     vals = [em.new_t(t) for _ in range(4)]
     for i, v in enumerate(vals):
-        em.op(f"ld{sp}.{regs.exact(t)}", v, Addr(s, 4 * i))
-    em.effect(f"st{space_of(dst)}.v4.{regs.exact(t)}", address(em, dst), Vec(vals))
+        em.op(I.LD[sp, "", 1, regs.exact(t)], v, Addr(s, 4 * i))
+    em.effect(I.ST[space_of(dst), "", 4, regs.exact(t)], address(em, dst), Vec(vals))
 
 
 def _promoted(t: Type) -> Type:
@@ -176,7 +181,7 @@ def lower_print(em, ins: Instr) -> None:
                 r2 = em.new_t(pt)
                 convert_into(em, r2, r, a.type, pt)
                 r = r2
-            em.effect(f"st.local.{regs.exact(pt)}", Addr(name, o), r)
+            em.effect(I.ST[".local", "", 1, regs.exact(pt)], Addr(name, o), r)
         em.op("mov.u64", buf, name)
         em.op("cvta.local.u64", buf, buf)
     else:
@@ -201,7 +206,7 @@ def lower_assert(em, ins: Instr) -> None:
         em.effect("trap", guard=em.reg(cond), negated=True)
         return
     bad = em.new("p")
-    em.op(f"setp.eq.{regs.arith(cond.type)}", bad, em.reg(cond), "0")
+    em.op(I.SETP["eq", regs.arith(cond.type)], bad, em.reg(cond), "0")
     em.effect("trap", guard=bad)
 
 

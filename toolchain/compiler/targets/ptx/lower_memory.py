@@ -17,13 +17,14 @@ from __future__ import annotations
 from ...diagnostics import error
 from ...ir.module import Const, Global, Instr, Undef
 from ...ir.types import BoolType, IntType, StructType, Type
-from . import regs
+from . import ops as I, regs
 from .instr import Addr, Vec, label
 from .lower_arith import alias_or_mov, mutable
 
 SPACE = {"global": ".global", "workgroup": ".shared", "private": ".local", "generic": "",
          "constant": ".const"}
 _CVTA = {"global": "global", "workgroup": "shared", "private": "local", "constant": "const"}
+_WIDE = {True: "s32", False: "u32"}            # mul.wide's source type by signedness
 
 
 def space_of(ptr_value) -> str:
@@ -68,57 +69,58 @@ def _check_scalar(t: Type, ins: Instr) -> None:
                     "supported in device code; access its fields", ins.span)
 
 
-def load_into(em, d: str, t: Type, space: str, addr: Addr) -> None:
+def load_into(em, d: str, t: Type, space: str, addr: Addr, cache: str = "") -> None:
     if isinstance(t, BoolType):
         tmp = em.new("rs")
-        em.op(f"ld{space}.u8", tmp, addr)
+        em.op(I.LD[space, cache, 1, "u8"], tmp, addr)
         em.op("setp.ne.u16", d, tmp, "0")
     else:
-        em.op(f"ld{space}.{regs.exact(t)}", d, addr)
+        em.op(I.LD[space, cache, 1, regs.exact(t)], d, addr)
 
 
-def store_from(em, t: Type, space: str, addr: Addr, value) -> None:
+def store_from(em, t: Type, space: str, addr: Addr, value, cache: str = "") -> None:
     if isinstance(t, BoolType):
         tmp = em.new("rs")
         em.op("selp.u16", tmp, "1", "0", em.reg(value))
-        em.effect(f"st{space}.u8", addr, tmp)
+        em.effect(I.ST[space, cache, 1, "u8"], addr, tmp)
     else:
-        em.effect(f"st{space}.{regs.exact(t)}", addr, em.val(value))
+        em.effect(I.ST[space, cache, 1, regs.exact(t)], addr, em.val(value))
 
 
-def _space_and_hint(em, p, ins: Instr) -> str:
-    """The state space with opt/reread.py's cache priority: `.global.L1::evict_last` for a
+def _space_and_hint(em, p, ins: Instr) -> tuple[str, str]:
+    """The state space and opt/reread.py's cache priority: `.global.L1::evict_last` for a
     global load a later loop reads again (keep its lines in L1), `.global.cs` (evict-first
     in L1 and L2) for a row's last read and for a store no loop of the kernel reads back."""
     space = space_of(p)
     if space != ".global" or not ins.attrs:
-        return space
+        return space, ""
     if ins.attrs.get("reread") and em.profile.has("L1::evict_last"):
-        return space + ".L1::evict_last"
-    return space + ".cs" if ins.attrs.get("last_read") or ins.attrs.get("stream") else space
+        return space, "L1::evict_last"
+    return space, "cs" if ins.attrs.get("last_read") or ins.attrs.get("stream") else ""
 
 
 def lower_load(em, ins: Instr) -> None:
     p = ins.operands[0]
+    space, cache = _space_and_hint(em, p, ins)
     if ins.type.is_vector:
         t = ins.type
         vals = Vec([em.new_t(t.elem) for _ in range(t.count)])
-        em.op(f"ld{_space_and_hint(em, p, ins)}.v{t.count}.{regs.exact(t.elem)}", vals,
-              address(em, p))
+        em.op(I.LD[space, cache, t.count, regs.exact(t.elem)], vals, address(em, p))
         em.define(ins, vals)
         return
     _check_scalar(ins.type, ins)
-    load_into(em, em.result(ins), ins.type, _space_and_hint(em, p, ins), address(em, p))
+    load_into(em, em.result(ins), ins.type, space, address(em, p), cache)
 
 
 def lower_store(em, ins: Instr) -> None:
     p, v = ins.operands
+    space, cache = _space_and_hint(em, p, ins)
     if v.type.is_vector:
-        em.effect(f"st{_space_and_hint(em, p, ins)}.v{v.type.count}.{regs.exact(v.type.elem)}",
-                  address(em, p), _vector(em, v))
+        em.effect(I.ST[space, cache, v.type.count, regs.exact(v.type.elem)], address(em, p),
+                  _vector(em, v))
         return
     _check_scalar(v.type, ins)
-    store_from(em, v.type, _space_and_hint(em, p, ins), address(em, p), v)
+    store_from(em, v.type, space, address(em, p), v, cache)
 
 
 def _vector(em, v) -> Vec:
@@ -139,7 +141,7 @@ def lower_vec_insert(em, ins: Instr) -> None:
     r = em.reg(value)
     if mutable(em, value):                     # a local's register may change later
         r = em.new_t(value.type)
-        em.op(f"mov.{regs.bits(value.type)}", r, em.reg(value))
+        em.op(I.MOV[regs.bits(value.type)], r, em.reg(value))
     elems[ins.attrs["index"]] = r
     em.define(ins, Vec(elems))
 
@@ -190,7 +192,7 @@ def lower_mul_wide(em, ins: Instr) -> None:
     """The isel pattern for `wide_factor` muls (function.FnEmitter picks it)."""
     conv, c = wide_factor(ins)
     src = conv.operands[0]
-    em.op(f"mul.wide.{'s' if src.type.signed else 'u'}32", em.result(ins), em.reg(src), str(c))
+    em.op(I.BINARY["mul.wide", _WIDE[src.type.signed]], em.result(ins), em.reg(src), str(c))
 
 
 def lower_mul_pow2(em, ins: Instr) -> None:
@@ -205,7 +207,7 @@ def scaled_index(em, index, size: int) -> str:
     src = wide_source(em, index, size)
     if src is not None:
         t = em.new("rd")
-        em.op(f"mul.wide.{'s' if src.type.signed else 'u'}32", t, em.reg(src), str(size))
+        em.op(I.BINARY["mul.wide", _WIDE[src.type.signed]], t, em.reg(src), str(size))
         return t
     if size == 1:
         return em.reg(index)
@@ -278,8 +280,8 @@ def lower_memcpy(em, ins: Instr) -> None:
     if size // unit <= 64:
         for off in range(0, size, unit):
             t = em.new(cls)
-            em.op(f"ld{ss}.{ty}", t, Addr(s, off))
-            em.effect(f"st{ds}.{ty}", Addr(d, off), t)
+            em.op(I.LD[ss, "", 1, ty], t, Addr(s, off))
+            em.effect(I.ST[ds, "", 1, ty], Addr(d, off), t)
         return
     i, pd, ps, t, p = em.new("rd"), em.new("rd"), em.new("rd"), em.new(cls), em.new("p")
     loop = em.unique("$L__memcpy")
@@ -287,8 +289,8 @@ def lower_memcpy(em, ins: Instr) -> None:
     em.append(label(loop))
     em.op("add.s64", ps, s, i)
     em.op("add.s64", pd, d, i)
-    em.op(f"ld{ss}.{ty}", t, Addr(ps))
-    em.effect(f"st{ds}.{ty}", Addr(pd), t)
+    em.op(I.LD[ss, "", 1, ty], t, Addr(ps))
+    em.effect(I.ST[ds, "", 1, ty], Addr(pd), t)
     em.op("add.s64", i, i, str(unit))
     em.op("setp.lt.u64", p, i, str(size))
     em.effect("bra", loop, guard=p)
@@ -300,11 +302,11 @@ def cast_space(em, r: str, src: str, dst: str) -> str:
         return r
     if src != "generic":
         g = em.new("rd")
-        em.op(f"cvta.{_CVTA[src]}.u64", g, r)
+        em.append(I.cvta(_CVTA[src], g, r))
         r = g
     if dst != "generic":
         out = em.new("rd")
-        em.op(f"cvta.to.{_CVTA[dst]}.u64", out, r)
+        em.append(I.cvta(_CVTA[dst], out, r, to=True))
         r = out
     return r
 

@@ -285,3 +285,166 @@ def redux_sync(op: str, ty: str, d, a, mask) -> PtxInstr:
     if op not in ("add", "min", "max", "and", "or", "xor"):
         raise ValueError(f"redux.sync op {op!r}")
     return _op(f"redux.sync.{op}.{_t(ty)}", (d,), (a, mask))
+
+
+# ==== appended for the block-scaled lowerings (tensor/scaled.py, tensor/scaled_matmul.py) ====
+def fma(ty: str, d, a, b, c, rounding: str = "rn") -> PtxInstr:
+    """`fma.<rounding>.<type>`: d = a*b + c rounded once (f32/f64; f16x2 is feature
+    `f16x2`)."""
+    if rounding not in ("rn", "rz", "rm", "rp"):
+        raise ValueError(f"fma rounding {rounding!r}")
+    return _op(f"fma.{rounding}.{_t(ty)}", (d,), (a, b, c))
+
+
+SCALE_VEC = {"mxf8f6f4": ("1X",), "mxf4": ("2X",), "mxf4nvf4": ("2X", "4X")}
+
+
+def mma_block_scale(kind: str, scale_vec: str, k: int, a_type: str, b_type: str,
+                    scale_type: str, d, a, b, c, scale_a, scale_b) -> PtxInstr:
+    """Feature `mma.block_scale`: one m16n8k{k} block-scaled `mma.sync` of `kind`, d = (a *
+    scale_a) (b * scale_b) + c over register tuples; `scale_a`/`scale_b` are the lanes'
+    32-bit scale words (byte-id and thread-id 0)."""
+    if scale_vec not in SCALE_VEC.get(kind, ()) or k not in (32, 64) \
+            or scale_type not in ("ue8m0", "ue4m3"):
+        raise ValueError(f"block-scaled mma kind::{kind} scale_vec::{scale_vec} k{k} "
+                         f"{scale_type}")
+    name = (f"mma.sync.aligned.m16n8k{k}.row.col.kind::{kind}.block_scale"
+            f".scale_vec::{scale_vec}.f32.{_t(a_type)}.{_t(b_type)}.f32.{scale_type}")
+    zero = vec(0, 0)                                   # byte-id, thread-id
+    return _op(name, (vec(*d),), (vec(*a), vec(*b), vec(*c), scale_a, zero, scale_b, zero))
+
+
+# ==== appended for the core lowerings (function.py, lower_arith/gpu/intrinsics/memory.py) ====
+# The scalar lowerings append one instruction per IR instruction with `em.op(name, ...)`
+# (the hot path of every compile), so their opcodes come from the tables below: keyed by
+# the form's typed parts, each name is spelled and checked once on first use (ValueError
+# for a part outside the form), then it is a dict hit. Rarer forms have constructors.
+class Spellings(dict):
+    """(typed parts) -> the opcode they spell, spelled by `spell` on first use."""
+    __slots__ = ("spell",)
+
+    def __init__(self, spell):
+        super().__init__()
+        self.spell = spell
+
+    def __missing__(self, key):
+        name = self[key] = self.spell(*key)
+        return name
+
+
+_FLOAT_TYPES = frozenset(("f16", "f16x2", "bf16", "bf16x2", "f32", "f64"))
+_FLOAT_ONLY = frozenset(("mul", "div.rn"))        # the plain float multiply, IEEE divide
+
+
+def _binary_name(opcode: str, ty: str) -> str:
+    if opcode not in _BINARY and opcode not in _FLOAT_ONLY:
+        raise ValueError(f"{opcode!r} is not a binary PTX opcode of this table")
+    if opcode in _FLOAT_ONLY and ty not in _FLOAT_TYPES:
+        raise ValueError(f"{opcode}.{ty}: {opcode} without a mode is a float form")
+    return f"{opcode}.{_t(ty)}"
+
+
+_UNARY = frozenset(("not", "neg", "abs", "sqrt.rn", "rsqrt.approx", "sin.approx",
+                    "cos.approx", "lg2.approx", "ex2.approx"))
+
+
+def _unary_name(opcode: str, ty: str) -> str:
+    if opcode not in _UNARY:
+        raise ValueError(f"{opcode!r} is not a unary PTX opcode of this table")
+    return f"{opcode}.{_t(ty)}"
+
+
+def _setp_name(compare: str, ty: str) -> str:
+    if compare not in COMPARES:
+        raise ValueError(f"setp comparison {compare!r}")
+    return f"setp.{compare}.{_t(ty)}"
+
+
+def _cvt_name(to: str, frm: str, rounding: str) -> str:
+    if rounding not in ("", "rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi"):
+        raise ValueError(f"cvt rounding {rounding!r}")
+    return f"cvt{'.' + rounding if rounding else ''}.{_t(to)}.{_t(frm)}"
+
+
+CACHE_HINTS = frozenset(("", "L1::evict_last", "cs"))
+
+
+def _access_name(opcode: str, space: str, cache: str, count: int, ty: str) -> str:
+    if cache not in CACHE_HINTS or count not in (1, 2, 4, 8):
+        raise ValueError(f"{opcode}{space} cache hint {cache!r}, vector of {count}")
+    hint = "." + cache if cache else ""
+    return f"{opcode}{_space(space)}{hint}{'.v%d' % count if count > 1 else ''}.{_t(ty)}"
+
+
+# BINARY[opcode, type]: `add.s32`, `mul.lo.u64`, `mul.wide.s32`, `add.rn.f32`, `mul.f32`...
+BINARY = Spellings(_binary_name)
+# UNARY[opcode, type]: `not.b32`, `neg.f32`, `abs.f64`, `sqrt.rn.f32`, `sin.approx.f32`...
+UNARY = Spellings(_unary_name)
+SETP = Spellings(_setp_name)                      # SETP[compare, type]
+CVT = Spellings(_cvt_name)                        # CVT[to, from, rounding ("": none)]
+# LD/ST[space, cache hint, vector count (1: scalar), type]: `ld.global.cs.v4.f32`
+LD = Spellings(lambda space, cache, count, ty: _access_name("ld", space, cache, count, ty))
+ST = Spellings(lambda space, cache, count, ty: _access_name("st", space, cache, count, ty))
+
+_SEMS = frozenset(("relaxed", "acquire", "release", "acq_rel", "sc"))
+_SCOPES = frozenset(("cta", "cluster", "gpu", "sys"))
+_ATOM_SPACES = frozenset(("global", "shared"))
+_ATOM_OPS = frozenset(("add", "min", "max", "and", "or", "xor", "exch", "cas", "inc", "dec"))
+
+
+def _ordered(sem: str, scope: str, space: str | None = None) -> str:
+    if sem not in _SEMS or scope not in _SCOPES or \
+            (space is not None and space not in _ATOM_SPACES):
+        raise ValueError(f"memory order .{sem}.{scope} in {space!r}")
+    return f".{sem}.{scope}" if space is None else f".{sem}.{scope}.{space}"
+
+
+def fence(sem: str, scope: str) -> PtxInstr:
+    """`fence.<sem>.<scope>` (`fence.sc.gpu`, `fence.acq_rel.cta`)."""
+    return _op("fence" + _ordered(sem, scope))
+
+
+def ld_ordered(sem: str, scope: str, space: str, ty: str, d, addr: Addr) -> PtxInstr:
+    """Feature `atom.scoped`: `ld.<sem>.<scope>.<space>.<type>` (an atomic load)."""
+    return _op(f"ld{_ordered(sem, scope, space)}.{_t(ty)}", (d,), (addr,))
+
+
+def st_ordered(sem: str, scope: str, space: str, ty: str, addr: Addr, s) -> PtxInstr:
+    """Feature `atom.scoped`: `st.<sem>.<scope>.<space>.<type>` (an atomic store)."""
+    return _op(f"st{_ordered(sem, scope, space)}.{_t(ty)}", (), (addr, s))
+
+
+def atom(sem: str, scope: str, space: str, opcode: str, ty: str, d, addr: Addr,
+         *values) -> PtxInstr:
+    """Feature `atom.scoped`: `atom.<sem>.<scope>.<space>.<op>.<type> d, [addr], values`
+    (`cas` takes the expected and the desired value)."""
+    if opcode not in _ATOM_OPS:
+        raise ValueError(f"atom operation {opcode!r}")
+    return _op(f"atom{_ordered(sem, scope, space)}.{opcode}.{_t(ty)}", (d,), (addr, *values))
+
+
+def cp_async(cache: str, dst: Addr, src: Addr, nbytes) -> PtxInstr:
+    """Feature `cp.async`: `cp.async.{ca,cg}.shared.global [dst], [src], nbytes`."""
+    if cache not in ("ca", "cg"):
+        raise ValueError(f"cp.async cache operator {cache!r}")
+    return _op(f"cp.async.{cache}.shared.global", (), (dst, src, nbytes))
+
+
+_CVTA_SPACES = frozenset(("global", "shared", "local", "const", "param"))
+
+
+def cvta(space: str, d, a, to: bool = False) -> PtxInstr:
+    """`cvta.<space>.u64` (a `space` address to generic) or, with `to`, `cvta.to.<space>.u64`
+    (generic to `space`)."""
+    if space not in _CVTA_SPACES:
+        raise ValueError(f"cvta state space {space!r}")
+    return _op(f"cvta{'.to' if to else ''}.{space}.u64", (d,), (a,))
+
+
+def dp(part: str, a_type: str, b_type: str, d, a, b, c) -> PtxInstr:
+    """Feature `dp4a`: `dp4a.<a>.<b>` (part "") or `dp2a.{lo,hi}.<a>.<b>`, d = dot + c."""
+    if part not in ("", "lo", "hi") or a_type not in ("s32", "u32") or \
+            b_type not in ("s32", "u32"):
+        raise ValueError(f"dp {part!r} {a_type} {b_type}")
+    name = f"dp2a.{part}" if part else "dp4a"
+    return _op(f"{name}.{a_type}.{b_type}", (d,), (a, b, c))

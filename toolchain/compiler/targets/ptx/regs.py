@@ -54,6 +54,21 @@ def arith(t: Type) -> str:
     raise KeyError(str(t))
 
 
+_UNTYPED = {16: "b16", 32: "b32", 64: "b64"}
+_SIGNED = {16: "s16", 32: "s32", 64: "s64"}
+
+
+def untyped(t: Type) -> str:
+    """The untyped format of `t`'s (non-predicate) register, .b16/.b32/.b64, floats
+    included: for not/and/or/xor, shl and raw bit moves."""
+    return _UNTYPED[_CLASS_BITS[rclass(t)]]
+
+
+def signed(t: Type) -> str:
+    """The signed integer format of `t`'s register width (for neg)."""
+    return _SIGNED[_CLASS_BITS[rclass(t)]]
+
+
 def bits(t: Type) -> str:
     """Untyped suffix for moves/selects/bitwise ops: .b16/.b32/.b64 (f32/f64 keep theirs)."""
     if isinstance(t, FloatType):
@@ -72,13 +87,18 @@ def exact(t: Type) -> str:
 
 def param_type(t: Type, entry: bool) -> str:
     """`.param` type: natural width for kernel params; .func params widen bool to .b32."""
+    return "." + param_format(t, entry)
+
+
+def param_format(t: Type, entry: bool) -> str:
+    """`param_type` without its dot: the type of the `ld.param` that reads the parameter."""
     if isinstance(t, BoolType):
-        return ".u8" if entry else ".b32"
+        return "u8" if entry else "b32"
     if entry:
-        return "." + exact(t)
+        return exact(t)
     if isinstance(t, FloatType):
-        return f".f{t.bits}"
-    return f".b{reg_bits(t)}"
+        return f"f{t.bits}"
+    return f"b{reg_bits(t)}"
 
 
 def imm(t: Type, value) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ....diagnostics import error
 from ....ir import tensor as T
+from .. import ops as I
 from ..lower_memory import SPACE
 from .capabilities import refuse
 from .common import Mat, add_addr, label, linear, mat, offset_terms
@@ -113,23 +114,19 @@ def _gather(em, m: Mat, lane_idx: str, delta: int | str, fmt: str) -> str:
     idx = add_addr(em, lane_idx, delta)
     v = em.new("r")
     if bits == 8:
-        em.emit(f"ld{m.space}.u8 {v}, [{add_addr(em, m.base, idx)}]")
+        em.put(I.ld(m.space, "u8", v, I.mem(add_addr(em, m.base, idx))))
         return v
     bit, byte, sh = em.new("rd"), em.new("rd"), em.new("r")
-    em.emit(f"mul.lo.u64 {bit}, {idx}, {bits}")
-    em.emit(f"shr.u64 {byte}, {bit}, 3")
-    em.emit(f"cvt.u32.u64 {sh}, {bit}")
-    em.emit(f"and.b32 {sh}, {sh}, 7")
+    em.put(I.binary("mul.lo", "u64", bit, idx, bits), I.binary("shr", "u64", byte, bit, 3),
+           I.cvt("u32", "u64", sh, bit), I.binary("and", "b32", sh, sh, 7))
     addr = add_addr(em, m.base, byte)
-    em.emit(f"ld{m.space}.u8 {v}, [{addr}]")
+    em.put(I.ld(m.space, "u8", v, I.mem(addr)))
     if bits == 6:                                  # a value may straddle two bytes
         hi, p = em.new("r"), em.new("p")
-        em.emit(f"mov.b32 {hi}, 0")
-        em.emit(f"setp.gt.u32 {p}, {sh}, 2")
-        em.emit(f"@{p} ld{m.space}.u8 {hi}, [{addr}+1]")
-        em.emit(f"bfi.b32 {v}, {hi}, {v}, 8, 8")
-    em.emit(f"shr.b32 {v}, {v}, {sh}")
-    em.emit(f"and.b32 {v}, {v}, {(1 << bits) - 1}")
+        em.put(I.mov("b32", hi, 0), I.setp("gt", "u32", p, sh, 2),
+               I.ld(m.space, "u8", hi, I.mem(addr, 1), guard=p),
+               I.bfi("b32", v, hi, v, 8, 8))
+    em.put(I.binary("shr", "b32", v, v, sh), I.binary("and", "b32", v, v, (1 << bits) - 1))
     return v
 
 
@@ -140,16 +137,16 @@ class _Stream:
                  origin: tuple = (0, 0)):
         self.em, self.m, self.spec, self.fmt, self.kind = em, m, spec, fmt, kind
         scaled = em.new("r")
-        em.emit(f"shl.b32 {scaled}, {lane.tig}, {spec.w.bit_length() - 1}")
+        em.put(I.binary("shl", "b32", scaled, lane.tig, spec.w.bit_length() - 1))
         r, c = (lane.gid, scaled) if spec.kind == "a" else (scaled, lane.gid)
         self.idx = em.new("rd")                    # origin: a sub-byte stream stays exact
-        em.emit(f"mov.u64 {self.idx}, "
-                f"{linear(em, offset_terms(m, r, c) + offset_terms(m, *origin))}")
+        em.put(I.mov("u64", self.idx,
+                     linear(em, offset_terms(m, r, c) + offset_terms(m, *origin))))
 
     def advance(self, rows: int, cols: int) -> None:
         """Move this lane's element index by a static logical (rows, cols) step."""
         step = linear(self.em, offset_terms(self.m, rows, cols))
-        self.em.emit(f"add.s64 {self.idx}, {self.idx}, {step}")
+        self.em.put(I.binary("add", "s64", self.idx, self.idx, step))
 
     def frag(self, dr0: int, dc0: int) -> list[str]:
         em, out = self.em, []
@@ -158,25 +155,22 @@ class _Stream:
                  for dr, dc in self.spec.elems]
         if self.kind == "mxf8f6f4":
             if BITS[self.fmt] == 4:
-                for c in codes:
-                    em.emit(f"shl.b32 {c}, {c}, 2")
+                em.put(*(I.binary("shl", "b32", c, c, 2) for c in codes))
             for i in range(0, len(codes), 4):
                 out.append(_pack4(em, codes[i:i + 4]))
             return out
         for i in range(0, len(codes), 8):
             w = em.new("r")
-            em.emit(f"mov.b32 {w}, 0")
-            for j, c in enumerate(codes[i:i + 8]):
-                em.emit(f"bfi.b32 {w}, {c}, {w}, {4 * j}, 4")
+            em.put(I.mov("b32", w, 0))
+            em.put(*(I.bfi("b32", w, c, w, 4 * j, 4) for j, c in enumerate(codes[i:i + 8])))
             out.append(w)
         return out
 
 
 def _pack4(em, parts: list[str]) -> str:
     lo, hi, out = em.new("r"), em.new("r"), em.new("r")
-    em.emit(f"prmt.b32 {lo}, {parts[0]}, {parts[1]}, 0x3340")
-    em.emit(f"prmt.b32 {hi}, {parts[2]}, {parts[3]}, 0x3340")
-    em.emit(f"prmt.b32 {out}, {lo}, {hi}, 0x5410")
+    em.put(I.prmt(lo, parts[0], parts[1], "0x3340"), I.prmt(hi, parts[2], parts[3], "0x3340"),
+           I.prmt(out, lo, hi, "0x5410"))
     return out
 
 
@@ -186,7 +180,7 @@ def _scale_word(em, mt: Mat, picks: list[tuple[str, int, int]]) -> str:
     vals = []
     for base, dr, dc in picks:
         v = em.new("r")
-        em.emit(f"ld{mt.space}.u8 {v}, [{add_addr(em, base, offs.get(dr, dc))}]")
+        em.put(I.ld(mt.space, "u8", v, I.mem(add_addr(em, base, offs.get(dr, dc)))))
         vals.append(v)
     return _pack4(em, vals)
 
@@ -215,13 +209,10 @@ def run_scaled(em, desc: T.TensorDesc, kind: str, mats, chunks: int | str,
     sa_own, sa_other, sb = _scale_bases(em, lane, SA, SB, origin)
     a_st = _Stream(em, A, a_spec, lane, desc.a_type, kind, (origin[0], 0))
     b_st = _Stream(em, B, b_spec, lane, desc.b_type, kind, (0, origin[1]))
-    head = (f"mma.sync.aligned.m16n8k{k}.row.col.kind::{kind}.block_scale.scale_vec::{vec}X"
-            f".f32.{desc.a_type}.{desc.b_type}.f32.{stype}")
     looped = isinstance(chunks, str)
     if looped:
         trip, top, p = em.new("r"), label(em, "tsc_chunk"), em.new("p")
-        em.emit(f"mov.u32 {trip}, {chunks}")
-        em.raw(f"{top}:")
+        em.put(I.mov("u32", trip, chunks), I.label(top))
     for kk in ([0] if looped else range(chunks)):
         blk = kk * vec
         held = []
@@ -235,17 +226,15 @@ def run_scaled(em, desc: T.TensorDesc, kind: str, mats, chunks: int | str,
             sw = _scale_word(em, SB, [(sb, blk + t % vec, SUB_N * j) for t in range(4)])
             for i, (af, aw) in enumerate(held):
                 d = acc[i][j]
-                em.emit(f"{head} {{{', '.join(d)}}}, {{{', '.join(af)}}}, "
-                        f"{{{', '.join(bf)}}}, {{{', '.join(d)}}}, {aw}, {{0, 0}}, {sw}, "
-                        "{0, 0}")
+                em.put(I.mma_block_scale(kind, f"{vec}X", k, desc.a_type, desc.b_type, stype,
+                                         d, af, bf, d, aw, sw))
     if looped:
         a_st.advance(0, k)
         b_st.advance(k, 0)
-        for base in (sa_own, sa_other, sb):        # both tables: one byte per block
-            em.emit(f"add.s64 {base}, {base}, {vec}")
-        em.emit(f"sub.u32 {trip}, {trip}, 1")
-        em.emit(f"setp.ne.u32 {p}, {trip}, 0")
-        em.emit(f"@{p} bra.uni {top}")
+        em.put(*(I.binary("add", "s64", base, base, vec)   # both tables: 1 byte per block
+                 for base in (sa_own, sa_other, sb)))
+        em.put(I.binary("sub", "u32", trip, trip, 1), I.setp("ne", "u32", p, trip, 0),
+               I.bra(top, guard=p, uniform=True))
     if res is None:
         store_d(em, whole, D)
 
@@ -255,16 +244,15 @@ def _scale_bases(em, lane, SA: Mat, SB: Mat, origin: tuple = (0, 0)) -> tuple[st
     gid + 8*(tig & 1) and at the quad's other row (gid + 8 - 8*(tig & 1)), B at column gid,
     all shifted by the tile origin."""
     odd, own, other = em.new("r"), em.new("r"), em.new("r")
-    em.emit(f"and.b32 {odd}, {lane.tig}, 1")
-    em.emit(f"shl.b32 {odd}, {odd}, 3")
-    em.emit(f"add.u32 {own}, {lane.gid}, {odd}")
-    em.emit(f"xor.b32 {other}, {own}, 8")            # gid < 8: flips between gid and gid+8
+    em.put(I.binary("and", "b32", odd, lane.tig, 1), I.binary("shl", "b32", odd, odd, 3),
+           I.binary("add", "u32", own, lane.gid, odd),
+           I.binary("xor", "b32", other, own, 8))    # gid < 8: flips between gid and gid+8
     row0, col0 = origin
     out = []
     for mt, terms in ((SA, offset_terms(SA, own, 0) + offset_terms(SA, row0, 0)),
                       (SA, offset_terms(SA, other, 0) + offset_terms(SA, row0, 0)),
                       (SB, offset_terms(SB, 0, lane.gid) + offset_terms(SB, 0, col0))):
         r = em.new("rd")
-        em.emit(f"mov.u64 {r}, {add_addr(em, mt.base, linear(em, terms))}")
+        em.put(I.mov("u64", r, add_addr(em, mt.base, linear(em, terms))))
         out.append(r)
     return out[0], out[1], out[2]

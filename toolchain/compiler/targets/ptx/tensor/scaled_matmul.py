@@ -36,6 +36,7 @@ origin/stride alignment is needed. Everything else replays from C.
 from __future__ import annotations
 
 from ....ir import tensor as T
+from .. import ops as I
 from ..lower_memory import SPACE
 from .capabilities import refuse
 from .common import Mat, add_addr, elem_addr, label, linear, mat, offset_terms, operands
@@ -73,25 +74,22 @@ def decode(em, fmt: str, code: str) -> str:
     eb, mb, bias, specials = MINI[fmt]
     e, m, p, sig, ex, f, out = (em.new("r"), em.new("r"), em.new("p"), em.new("r"),
                                 em.new("r"), em.new("f"), em.new("f"))
-    em.emit(f"bfe.u32 {e}, {code}, {mb}, {eb}")
-    em.emit(f"and.b32 {m}, {code}, {(1 << mb) - 1}")
-    em.emit(f"setp.eq.u32 {p}, {e}, 0")
-    em.emit(f"or.b32 {sig}, {m}, {1 << mb}")
-    em.emit(f"selp.b32 {sig}, {m}, {sig}, {p}")        # subnormal: no hidden bit
-    em.emit(f"selp.b32 {ex}, 1, {e}, {p}")             # ... and the exponent of e == 1
-    em.emit(f"add.u32 {ex}, {ex}, {127 - bias - mb}")
-    em.emit(f"shl.b32 {ex}, {ex}, 23")                 # 2^(e - bias - mb), a normal f32
-    em.emit(f"cvt.rn.f32.u32 {f}, {sig}")              # sig < 2^5: exact
-    em.emit(f"mul.rn.f32 {f}, {f}, {ex}")              # exact power-of-two scaling
+    em.put(I.bfe("u32", e, code, mb, eb), I.binary("and", "b32", m, code, (1 << mb) - 1),
+           I.setp("eq", "u32", p, e, 0), I.binary("or", "b32", sig, m, 1 << mb),
+           I.selp("b32", sig, m, sig, p),                 # subnormal: no hidden bit
+           I.selp("b32", ex, 1, e, p),                    # ... and the exponent of e == 1
+           I.binary("add", "u32", ex, ex, 127 - bias - mb),
+           I.binary("shl", "b32", ex, ex, 23),            # 2^(e - bias - mb), a normal f32
+           I.cvt("f32", "u32", f, sig, rounding="rn"),    # sig < 2^5: exact
+           I.binary("mul.rn", "f32", f, f, ex))           # exact power-of-two scaling
     bits = em.new("r")
-    em.emit(f"mov.b32 {bits}, {f}")
+    em.put(I.mov("b32", bits, f))
     if specials != "ufn":
         sign = em.new("r")
-        em.emit(f"bfe.u32 {sign}, {code}, {eb + mb}, 1")
-        em.emit(f"shl.b32 {sign}, {sign}, 31")
-        em.emit(f"or.b32 {bits}, {bits}, {sign}")
+        em.put(I.bfe("u32", sign, code, eb + mb, 1), I.binary("shl", "b32", sign, sign, 31),
+               I.binary("or", "b32", bits, bits, sign))
     _specials(em, specials, code, e, m, bits)
-    em.emit(f"mov.b32 {out}, {bits}")
+    em.put(I.mov("b32", out, bits))
     return out
 
 
@@ -100,32 +98,24 @@ def _specials(em, specials: str, code: str, e: str, m: str, bits: str) -> None:
     p = em.new("p")
     if specials in ("fn", "ufn"):                      # E4M3FN: S.1111.111 is NaN
         low = em.new("r")
-        em.emit(f"and.b32 {low}, {code}, 0x7F")
-        em.emit(f"setp.eq.u32 {p}, {low}, 0x7F")
+        em.put(I.binary("and", "b32", low, code, "0x7F"), I.setp("eq", "u32", p, low, "0x7F"))
         if specials == "ufn":                          # UE4M3: a set sign bit is NaN too
             neg = em.new("p")
-            em.emit(f"setp.gt.u32 {neg}, {code}, 0x7F")
-            em.emit(f"or.pred {p}, {p}, {neg}")
-        em.emit(f"selp.b32 {bits}, {NAN}, {bits}, {p}")
+            em.put(I.setp("gt", "u32", neg, code, "0x7F"), I.binary("or", "pred", p, p, neg))
+        em.put(I.selp("b32", bits, NAN, bits, p))
     elif specials == "ieee":                           # E5M2: exponent 31 is inf/NaN
         inf, q = em.new("r"), em.new("p")
-        em.emit(f"setp.eq.u32 {p}, {e}, 31")
-        em.emit(f"and.b32 {inf}, {bits}, 0x80000000")
-        em.emit(f"or.b32 {inf}, {inf}, 0x7F800000")
-        em.emit(f"setp.ne.u32 {q}, {m}, 0")
-        em.emit(f"selp.b32 {inf}, {NAN}, {inf}, {q}")
-        em.emit(f"selp.b32 {bits}, {inf}, {bits}, {p}")
+        em.put(I.setp("eq", "u32", p, e, 31), I.binary("and", "b32", inf, bits, "0x80000000"),
+               I.binary("or", "b32", inf, inf, "0x7F800000"), I.setp("ne", "u32", q, m, 0),
+               I.selp("b32", inf, NAN, inf, q), I.selp("b32", bits, inf, bits, p))
 
 
 def _decode_ue8m0(em, code: str) -> str:
     """2^(code - 127): code << 23 for 1..254, the subnormal 2^-127 for 0, NaN for 255."""
     bits, p, out = em.new("r"), em.new("p"), em.new("f")
-    em.emit(f"shl.b32 {bits}, {code}, 23")
-    em.emit(f"setp.eq.u32 {p}, {code}, 0")
-    em.emit(f"selp.b32 {bits}, 0x00400000, {bits}, {p}")
-    em.emit(f"setp.eq.u32 {p}, {code}, 255")
-    em.emit(f"selp.b32 {bits}, {NAN}, {bits}, {p}")
-    em.emit(f"mov.b32 {out}, {bits}")
+    em.put(I.binary("shl", "b32", bits, code, 23), I.setp("eq", "u32", p, code, 0),
+           I.selp("b32", bits, "0x00400000", bits, p), I.setp("eq", "u32", p, code, 255),
+           I.selp("b32", bits, NAN, bits, p), I.mov("b32", out, bits))
     return out
 
 
@@ -141,8 +131,8 @@ def scale_mats(em, desc: T.TensorDesc, ops: dict, K: str, block: int) -> tuple[M
         if ld is None:
             if packed is None:
                 packed = em.new("r")
-                em.emit(f"add.u32 {packed}, {K}, {block - 1}")
-                em.emit(f"shr.u32 {packed}, {packed}, {block.bit_length() - 1}")
+                em.put(I.binary("add", "u32", packed, K, block - 1),
+                       I.binary("shr", "u32", packed, packed, block.bit_length() - 1))
             ld = packed
         v = ops[f"{side}_scale"]
         out.append(Mat(em.reg(v), SPACE[v.type.space], layout, ld, 8))
@@ -155,36 +145,28 @@ def scaled_k_loop(SA: Mat, SB: Mat, block: int, stype: str):
     def k_loop(em, g: Region, gr: str, gc: str, q0: int | str, acc: str) -> None:
         desc = g.desc
         q, nxt, p = em.new("r"), em.new("r"), em.new("p")
-        em.emit(f"mov.u32 {q}, {q0}")
-        em.emit(f"mov.u32 {nxt}, {q}")                 # the first q reloads the scales
+        em.put(I.mov("u32", q, q0),
+               I.mov("u32", nxt, q))                   # the first q reloads the scales
         ia, ib = em.new("rd"), em.new("rd")
-        em.emit(f"mov.u64 {ia}, {linear(em, offset_terms(g.A, gr, q))}")
-        em.emit(f"mov.u64 {ib}, {linear(em, offset_terms(g.B, q, gc))}")
+        em.put(I.mov("u64", ia, linear(em, offset_terms(g.A, gr, q))))
+        em.put(I.mov("u64", ib, linear(em, offset_terms(g.B, q, gc))))
         step_a = linear(em, offset_terms(g.A, 0, 1))
         step_b = linear(em, offset_terms(g.B, 1, 0))
         row_a = elem_addr(em, SA, gr, 0)               # scale_A row gr, block 0
         col_b = elem_addr(em, SB, 0, gc)               # scale_B column gc, block 0
         sa, sb = em.new("f"), em.new("f")
         top, end, body = label(em, "tsc_k"), label(em, "tsc_kend"), label(em, "tsc_body")
-        em.raw(f"{top}:")
-        em.emit(f"setp.ge.u32 {p}, {q}, {g.K}")
-        em.emit(f"@{p} bra {end}")
-        em.emit(f"setp.ne.u32 {p}, {q}, {nxt}")
-        em.emit(f"@{p} bra {body}")
+        em.put(I.label(top), I.setp("ge", "u32", p, q, g.K), I.bra(end, guard=p),
+               I.setp("ne", "u32", p, q, nxt), I.bra(body, guard=p))
         _reload(em, SA, SB, row_a, col_b, q, block, stype, sa, sb)
-        em.emit(f"and.b32 {nxt}, {q}, {-block & 0xFFFFFFFF:#x}")
-        em.emit(f"add.u32 {nxt}, {nxt}, {block}")
-        em.raw(f"{body}:")
+        em.put(I.binary("and", "b32", nxt, q, f"{-block & 0xFFFFFFFF:#x}"),
+               I.binary("add", "u32", nxt, nxt, block), I.label(body))
         va = decode(em, desc.a_type, _gather(em, g.A, ia, 0, desc.a_type))
         vb = decode(em, desc.b_type, _gather(em, g.B, ib, 0, desc.b_type))
-        em.emit(f"mul.rn.f32 {va}, {va}, {sa}")        # exact (see the module docstring)
-        em.emit(f"mul.rn.f32 {vb}, {vb}, {sb}")
-        em.emit(f"fma.rn.f32 {acc}, {va}, {vb}, {acc}")
-        em.emit(f"add.s64 {ia}, {ia}, {step_a}")
-        em.emit(f"add.s64 {ib}, {ib}, {step_b}")
-        em.emit(f"add.u32 {q}, {q}, 1")
-        em.emit(f"bra {top}")
-        em.raw(f"{end}:")
+        em.put(I.binary("mul.rn", "f32", va, va, sa),   # exact (see the module docstring)
+               I.binary("mul.rn", "f32", vb, vb, sb), I.fma("f32", acc, va, vb, acc),
+               I.binary("add", "s64", ia, ia, step_a), I.binary("add", "s64", ib, ib, step_b),
+               I.binary("add", "u32", q, q, 1), I.bra(top), I.label(end))
     return k_loop
 
 
@@ -192,12 +174,12 @@ def _reload(em, SA: Mat, SB: Mat, row_a: str, col_b: str, q: str, block: int, st
             sa: str, sb: str) -> None:
     """Load and decode the block scales of K position q (block q / block)."""
     blk, wide = em.new("r"), em.new("rd")
-    em.emit(f"shr.u32 {blk}, {q}, {block.bit_length() - 1}")
-    em.emit(f"cvt.u64.u32 {wide}, {blk}")              # both tables step 1 byte per block
+    em.put(I.binary("shr", "u32", blk, q, block.bit_length() - 1),
+           I.cvt("u64", "u32", wide, blk))             # both tables step 1 byte per block
     for mt, base, dst in ((SA, row_a, sa), (SB, col_b, sb)):
         code = em.new("r")
-        em.emit(f"ld{mt.space}.u8 {code}, [{add_addr(em, base, wide)}]")
-        em.emit(f"mov.f32 {dst}, {decode(em, stype, code)}")
+        em.put(I.ld(mt.space, "u8", code, I.mem(add_addr(em, base, wide))))
+        em.put(I.mov("f32", dst, decode(em, stype, code)))
 
 
 def has_interior(desc: T.TensorDesc, kind: str) -> bool:
