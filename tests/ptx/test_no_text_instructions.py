@@ -22,7 +22,6 @@ PORTING = {
     "lower_gpu.py": (0, 9),
     "lower_intrinsics.py": (0, 11),
     "lower_memory.py": (0, 15),
-    "tensor/replay.py": (71, 0),
     "tensor/scaled.py": (34, 0),
     "tensor/scaled_matmul.py": (58, 0),
     "tensor/staging.py": (52, 0),
