@@ -24,7 +24,6 @@ PORTING = {
     "lower_memory.py": (0, 15),
     "tensor/scaled.py": (34, 0),
     "tensor/scaled_matmul.py": (58, 0),
-    "tensor/staging.py": (52, 0),
     "tensor/wgmma.py": (230, 0),
     "tensor/wgmma_persistent.py": (36, 0),
 }
