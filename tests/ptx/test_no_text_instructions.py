@@ -17,9 +17,6 @@ PTX = Path(__file__).resolve().parents[2] / "toolchain" / "compiler" / "targets"
 
 # file (relative to targets/ptx) -> (emit/raw text lines, f-string opcodes)
 PORTING = {
-    "tensor/replay.py": (71, 0),
-    "tensor/staging.py": (52, 0),
-    "tensor/transfer.py": (80, 0),
     "tensor/wgmma.py": (230, 0),
     "tensor/wgmma_persistent.py": (36, 0),
 }

@@ -103,6 +103,15 @@ FORMS: tuple[Form, ...] = (
          specific=True),
 )
 
+# ---- forms of the tensor transfer lowering (tensor/transfer.py): the store direction and the
+# bulk async-group it completes in, under the tensor copy engine's feature
+FORMS += (
+    Form("cp.async.bulk.tensor", "cp.async.bulk.tensor.{1-5}d.global.shared::cta.bulk_group",
+         ("[desc, {..}]", "[shared]"), (8, 0), 90),
+    Form("cp.async.bulk.tensor", "cp.async.bulk.{commit_group,wait_group}", ("imm",), (8, 0),
+         90),
+)
+
 FEATURES: dict[str, tuple[Form, ...]] = {}
 for _f in FORMS:
     FEATURES[_f.feature] = FEATURES.get(_f.feature, ()) + (_f,)

@@ -448,3 +448,65 @@ def dp(part: str, a_type: str, b_type: str, d, a, b, c) -> PtxInstr:
         raise ValueError(f"dp {part!r} {a_type} {b_type}")
     name = f"dp2a.{part}" if part else "dp4a"
     return _op(f"{name}.{a_type}.{b_type}", (d,), (a, b, c))
+
+
+# ---- exact replay, tensor transfer and WMMA staging (tensor/replay.py, transfer.py,
+# staging.py) -----------------------------------------------------------------------------------
+def guarded(ins: PtxInstr, p: str, negated: bool = False) -> PtxInstr:
+    """`ins` under the predicate guard `@p` (`@!p` when `negated`)."""
+    return ins.replaced(guard=p, negated=negated)
+
+
+def setp_and(compare: str, ty: str, p, a, b, c) -> PtxInstr:
+    """`setp.<compare>.and.<type> p, a, b, c`: p = (a compare b) and c."""
+    if compare not in COMPARES:
+        raise ValueError(f"setp comparison {compare!r}")
+    return _op(f"setp.{compare}.and.{_t(ty)}", (p,), (a, b, c))
+
+
+def ld_vec(space: str, ty: str, values: Vec, addr: Addr) -> PtxInstr:
+    """`ld<space>.v<n>.<type> {regs}, [addr]`."""
+    return _op(f"ld{_space(space)}.v{len(values.regs)}.{_t(ty)}", (values,), (addr,))
+
+
+def cp_async_commit_group() -> PtxInstr:
+    """Feature `cp.async`."""
+    return _op("cp.async.commit_group")
+
+
+def cp_async_wait_group(pending) -> PtxInstr:
+    """Feature `cp.async`: wait until at most `pending` copy groups are in flight."""
+    return _op("cp.async.wait_group", (), (pending,))
+
+
+def fence_mbarrier_init() -> PtxInstr:
+    """`fence.mbarrier_init.release.cluster` (feature cp.async.bulk.tensor): publishes
+    mbarrier initializations to the copy engine."""
+    return _op("fence.mbarrier_init.release.cluster")
+
+
+def fence_proxy_async_shared() -> PtxInstr:
+    """`fence.proxy.async.shared::cta` (feature cp.async.bulk.tensor): orders this thread's
+    generic-proxy shared accesses with the async proxy's."""
+    return _op("fence.proxy.async.shared::cta")
+
+
+def cp_async_bulk_tensor_load(dst: str, tmap: str, coords, bar: str) -> PtxInstr:
+    """A rank-len(coords) tile copy global -> shared completing on the mbarrier `bar`."""
+    name = f"cp.async.bulk.tensor.{len(coords)}d.shared::cluster.global.tile" \
+        ".mbarrier::complete_tx::bytes"
+    return _op(name, (), (mem(dst), Addr(f"{tmap}, {vec(*coords)}"), mem(bar)))
+
+
+def cp_async_bulk_tensor_store(tmap: str, coords, src: str) -> PtxInstr:
+    """A rank-len(coords) tile copy shared -> global in the thread's bulk async-group."""
+    name = f"cp.async.bulk.tensor.{len(coords)}d.global.shared::cta.bulk_group"
+    return _op(name, (), (Addr(f"{tmap}, {vec(*coords)}"), mem(src)))
+
+
+def cp_async_bulk_commit_group() -> PtxInstr:
+    return _op("cp.async.bulk.commit_group")
+
+
+def cp_async_bulk_wait_group(pending) -> PtxInstr:
+    return _op("cp.async.bulk.wait_group", (), (pending,))

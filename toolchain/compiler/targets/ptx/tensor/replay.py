@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import ops as I
 from .capabilities import F64_ROUNDING
 from .common import Mat, elem_addr, label, linear, live_lanes, offset_terms, scale_bytes
 from .fp8 import FP8, load_decoded
@@ -59,18 +60,15 @@ def native_region_pred(em, g: Region, k: int, ok: str | None = None) -> str:
     the predicate `ok` when one is given."""
     if ok is None:
         ok = em.new("p")
-        em.emit(f"setp.ge.u32 {ok}, {g.K}, {k}")
+        em.put(I.setp("ge", "u32", ok, g.K, k))
     else:
-        em.emit(f"setp.ge.and.u32 {ok}, {g.K}, {k}, {ok}")
+        em.put(I.setp_and("ge", "u32", ok, g.K, k, ok))
     for base, size, bound in ((g.row, g.desc.m, g.M), (g.col, g.desc.n, g.N)):
         end, lim = em.new("rd"), em.new("rd")
-        em.emit(f"cvt.u64.u32 {end}, {base}")
-        em.emit(f"add.s64 {end}, {end}, {size}")
-        em.emit(f"cvt.u64.u32 {lim}, {bound}")
-        em.emit(f"setp.le.and.u64 {ok}, {end}, {lim}, {ok}")
+        em.put(I.cvt("u64", "u32", end, base), I.binary("add", "s64", end, end, size),
+               I.cvt("u64", "u32", lim, bound), I.setp_and("le", "u64", ok, end, lim, ok))
     mask = em.new("r")
-    em.emit(f"activemask.b32 {mask}")
-    em.emit(f"setp.eq.and.u32 {ok}, {mask}, 0xFFFFFFFF, {ok}")
+    em.put(I.activemask(mask), I.setp_and("eq", "u32", ok, mask, "0xFFFFFFFF", ok))
     return ok
 
 
@@ -82,22 +80,22 @@ def native_then_replay(em, g: Region, tag: str, pred: str | None, k: int, native
     exactly. The exit is ordered for the whole subgroup."""
     end, slow = label(em, f"{tag}_end"), label(em, f"{tag}_replay")
     if pred is not None:
-        em.emit(f"@!{pred} bra.uni {slow}")
+        em.put(I.bra(slow, guard=pred, negated=True, uniform=True))
         chunks, kfull, tail = em.new("r"), em.new("r"), em.new("p")
-        em.emit(f"div.u32 {chunks}, {g.K}, {k}")
+        em.put(I.binary("div", "u32", chunks, g.K, k))
         native(chunks)
-        em.emit(f"mul.lo.u32 {kfull}, {chunks}, {k}")
-        em.emit(f"setp.ge.u32 {tail}, {kfull}, {g.K}")
-        em.emit(f"@{tail} bra.uni {end}")
-        em.emit("bar.warp.sync -1")                # the stored D is what the tail extends
+        em.put(I.binary("mul.lo", "u32", kfull, chunks, k),
+               I.setp("ge", "u32", tail, kfull, g.K),
+               I.bra(end, guard=tail, uniform=True),
+               I.bar_warp_sync(-1))                # the stored D is what the tail extends
         replay(em, g, kfull, init_from_d=True, k_loop=k_loop)
-        em.emit(f"bra.uni {end}")
-    em.raw(f"{slow}:")
+        em.put(I.bra(end, uniform=True))
+    em.put(I.label(slow))
     replay(em, g, 0, init_from_d=False, k_loop=k_loop)
-    em.raw(f"{end}:")
+    em.put(I.label(end))
     mask = em.new("r")
-    em.emit(f"activemask.b32 {mask}")
-    em.emit(f"bar.warp.sync {mask}")               # exit-ordered for the whole subgroup
+    em.put(I.activemask(mask),
+           I.bar_warp_sync(mask))                  # exit-ordered for the whole subgroup
 
 
 def replay_tile(em, desc, A: Mat, B: Mat, C: Mat, D: Mat, span, make_k_loop=None) -> None:
@@ -108,7 +106,7 @@ def replay_tile(em, desc, A: Mat, B: Mat, C: Mat, D: Mat, span, make_k_loop=None
     regs = []
     for v in (0, 0, desc.m, desc.n, desc.k):
         r = em.new("r")
-        em.emit(f"mov.u32 {r}, {v}")
+        em.put(I.mov("u32", r, v))
         regs.append(r)
     g = Region(desc, A, B, C, D, *regs)
     native_then_replay(em, g, "tmma", None, desc.k, None,
@@ -121,19 +119,18 @@ def load_value(em, fmt: str, m: Mat, addr: str) -> str:
         return load_decoded(em, fmt, m.space, addr)
     if fmt in ("f16", "bf16"):
         h, out = em.new("rs"), em.new("f")
-        em.emit(f"ld{m.space}.b16 {h}, [{addr}]")
+        em.put(I.ld(m.space, "b16", h, I.mem(addr)))
         if fmt == "f16":
-            em.emit(f"cvt.f32.f16 {out}, {h}")
+            em.put(I.cvt("f32", "f16", out, h))
         else:
             w = em.new("r")
-            em.emit(f"cvt.u32.u16 {w}, {h}")
-            em.emit(f"shl.b32 {w}, {w}, 16")
-            em.emit(f"mov.b32 {out}, {w}")
+            em.put(I.cvt("u32", "u16", w, h), I.binary("shl", "b32", w, w, 16),
+                   I.mov("b32", out, w))
         return out
     kind = {"f32": ("f", "f32"), "f64": ("fd", "f64"), "i8": ("r", "s8"),
             "u8": ("r", "u8"), "i32": ("r", "s32")}[fmt]
     out = em.new(kind[0])
-    em.emit(f"ld{m.space}.{kind[1]} {out}, [{addr}]")
+    em.put(I.ld(m.space, kind[1], out, I.mem(addr)))
     return out
 
 
@@ -141,61 +138,52 @@ def store_value(em, fmt: str, m: Mat, addr: str, value: str) -> None:
     if fmt in ("f16", "bf16"):               # an f32 result rounded once (workgroup regions)
         h = em.new("rs")
         if fmt == "f16" or em.profile.has("cvt.bf16"):
-            em.emit(f"cvt.rn.{fmt}.f32 {h}, {value}")
+            em.put(I.cvt(fmt, "f32", h, value, rounding="rn"))
         else:
             _bf16_rne(em, h, value)
-        em.emit(f"st{m.space}.b16 [{addr}], {h}")
+        em.put(I.st(m.space, "b16", I.mem(addr), h))
         return
-    em.emit(f"st{m.space}.{ {'f32': 'f32', 'f64': 'f64', 'i32': 's32'}[fmt]} [{addr}], "
-            f"{value}")
+    em.put(I.st(m.space, {"f32": "f32", "f64": "f64", "i32": "s32"}[fmt], I.mem(addr), value))
 
 
 def _bf16_rne(em, h: str, value: str) -> None:
     """cvt.rn.bf16.f32 before sm_80: round the f32 bits to nearest-even on bit 16; a NaN
     keeps its sign and top payload bits, made quiet."""
     b, t, nan = em.new("r"), em.new("r"), em.new("p")
-    em.emit(f"mov.b32 {b}, {value}")
-    em.emit(f"setp.nan.f32 {nan}, {value}, {value}")
-    em.emit(f"shr.u32 {t}, {b}, 16")
-    em.emit(f"and.b32 {t}, {t}, 1")
-    em.emit(f"add.u32 {t}, {t}, 32767")
-    em.emit(f"add.u32 {t}, {b}, {t}")
-    em.emit(f"@{nan} or.b32 {t}, {b}, 4194304")
-    em.emit(f"shr.u32 {t}, {t}, 16")
-    em.emit(f"cvt.u16.u32 {h}, {t}")
+    em.put(I.mov("b32", b, value), I.setp("nan", "f32", nan, value, value),
+           I.binary("shr", "u32", t, b, 16), I.binary("and", "b32", t, t, 1),
+           I.binary("add", "u32", t, t, 32767), I.binary("add", "u32", t, b, t),
+           I.guarded(I.binary("or", "b32", t, b, 4194304), nan),
+           I.binary("shr", "u32", t, t, 16), I.cvt("u16", "u32", h, t))
 
 
 def fma(em, fmt: str, acc: str, a: str, b: str, rounding: str = "default") -> None:
     if COMPUTE[fmt] == "r":
-        em.emit(f"mad.lo.s32 {acc}, {a}, {b}, {acc}")
+        em.put(I.mad("lo", "s32", acc, a, b, acc))
     elif COMPUTE[fmt] == "fd":
-        em.emit(f"fma.{F64_ROUNDING[rounding]}.f64 {acc}, {a}, {b}, {acc}")
+        em.put(I.fma("f64", acc, a, b, acc, F64_ROUNDING[rounding]))
     else:
-        em.emit(f"fma.rn.f32 {acc}, {a}, {b}, {acc}")
+        em.put(I.fma("f32", acc, a, b, acc))
 
 
 def _coords(em, g: Region, e: str) -> tuple[str, str, str]:
     """(global row, global column, in-range predicate) of local element `e`."""
     n = g.desc.n
     r, c = em.new("r"), em.new("r")
-    em.emit(f"div.u32 {r}, {e}, {n}")
-    em.emit(f"rem.u32 {c}, {e}, {n}")
+    em.put(I.binary("div", "u32", r, e, n), I.binary("rem", "u32", c, e, n))
     ok = em.new("p")
     inr = []
     for base, local, bound in ((g.row, r, g.M), (g.col, c, g.N)):
         w, lim = em.new("rd"), em.new("rd")
-        em.emit(f"cvt.u64.u32 {w}, {base}")
-        em.emit(f"cvt.u64.u32 {lim}, {bound}")
+        em.put(I.cvt("u64", "u32", w, base), I.cvt("u64", "u32", lim, bound))
         loc = em.new("rd")
-        em.emit(f"cvt.u64.u32 {loc}, {local}")
-        em.emit(f"add.s64 {w}, {w}, {loc}")
+        em.put(I.cvt("u64", "u32", loc, local), I.binary("add", "s64", w, w, loc))
         p = em.new("p")
-        em.emit(f"setp.lt.u64 {p}, {w}, {lim}")
+        em.put(I.setp("lt", "u64", p, w, lim))
         inr.append(p)
-    em.emit(f"and.pred {ok}, {inr[0]}, {inr[1]}")
+    em.put(I.binary("and", "pred", ok, inr[0], inr[1]))
     gr, gc = em.new("r"), em.new("r")
-    em.emit(f"add.u32 {gr}, {g.row}, {r}")
-    em.emit(f"add.u32 {gc}, {g.col}, {c}")
+    em.put(I.binary("add", "u32", gr, g.row, r), I.binary("add", "u32", gc, g.col, c))
     return gr, gc, ok
 
 
@@ -205,42 +193,33 @@ def replay(em, g: Region, q0: int | str, init_from_d: bool, k_loop=None) -> None
     desc = g.desc
     _, rank, count = live_lanes(em)
     e, p = em.new("r"), em.new("p")
-    em.emit(f"mov.u32 {e}, {rank}")
+    em.put(I.mov("u32", e, rank))
     top, nxt, end = label(em, "trp_e"), label(em, "trp_next"), label(em, "trp_end")
-    em.raw(f"{top}:")
-    em.emit(f"setp.ge.u32 {p}, {e}, {desc.m * desc.n}")
-    em.emit(f"@{p} bra {end}")
+    em.put(I.label(top), I.setp("ge", "u32", p, e, desc.m * desc.n), I.bra(end, guard=p))
     gr, gc, ok = _coords(em, g, e)
-    em.emit(f"@!{ok} bra {nxt}")
+    em.put(I.bra(nxt, guard=ok, negated=True))
     init = g.D if init_from_d else g.C
     init_fmt = desc.result_type if init_from_d else desc.accumulator_type
     acc = load_value(em, init_fmt, init, elem_addr(em, init, gr, gc))
     (k_loop or _k_loop)(em, g, gr, gc, q0, acc)
     store_value(em, desc.result_type, g.D, elem_addr(em, g.D, gr, gc), acc)
-    em.raw(f"{nxt}:")
-    em.emit(f"add.u32 {e}, {e}, {count}")
-    em.emit(f"bra.uni {top}")
-    em.raw(f"{end}:")
+    em.put(I.label(nxt), I.binary("add", "u32", e, e, count), I.bra(top, uniform=True),
+           I.label(end))
 
 
 def _k_loop(em, g: Region, gr: str, gc: str, q0: int | str, acc: str) -> None:
     desc = g.desc
     q, p = em.new("r"), em.new("p")
-    em.emit(f"mov.u32 {q}, {q0}")
+    em.put(I.mov("u32", q, q0))
     pa, pb = em.new("rd"), em.new("rd")
-    em.emit(f"mov.u64 {pa}, {elem_addr(em, g.A, gr, q)}")
-    em.emit(f"mov.u64 {pb}, {elem_addr(em, g.B, q, gc)}")
+    em.put(I.mov("u64", pa, elem_addr(em, g.A, gr, q)))
+    em.put(I.mov("u64", pb, elem_addr(em, g.B, q, gc)))
     sa = scale_bytes(em, linear(em, offset_terms(g.A, 0, 1)), g.A.bits)
     sb = scale_bytes(em, linear(em, offset_terms(g.B, 1, 0)), g.B.bits)
     top, end = label(em, "trp_k"), label(em, "trp_kend")
-    em.raw(f"{top}:")
-    em.emit(f"setp.ge.u32 {p}, {q}, {g.K}")
-    em.emit(f"@{p} bra {end}")
+    em.put(I.label(top), I.setp("ge", "u32", p, q, g.K), I.bra(end, guard=p))
     va = load_value(em, desc.a_type, g.A, pa)
     vb = load_value(em, desc.b_type, g.B, pb)
     fma(em, desc.accumulator_type, acc, va, vb, desc.rounding)
-    em.emit(f"add.s64 {pa}, {pa}, {sa}")
-    em.emit(f"add.s64 {pb}, {pb}, {sb}")
-    em.emit(f"add.u32 {q}, {q}, 1")
-    em.emit(f"bra {top}")
-    em.raw(f"{end}:")
+    em.put(I.binary("add", "s64", pa, pa, sa), I.binary("add", "s64", pb, pb, sb),
+           I.binary("add", "u32", q, q, 1), I.bra(top), I.label(end))

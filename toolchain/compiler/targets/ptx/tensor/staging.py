@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import ops as I
 from .common import Mat, add_addr, label, linear, offset_terms, scale_bytes
 from .wmma import load_frag, mma, run_grid_on
 
@@ -127,31 +128,26 @@ def prepare(em, plan, desc, acc, pipelined: bool) -> Stage:
         sym = _area(em)
     x, y, z = em.fn.block_shape
     lin = em.new("r")                        # linear thread id; its warp is lin / 32
-    em.emit(f"mov.u32 {lin}, %tid.x")
+    em.put(I.mov("u32", lin, "%tid.x"))
     for sreg, extent, scale in (("%tid.y", y, x), ("%tid.z", z, x * y)):
         if extent > 1:
             t = em.new("r")
-            em.emit(f"mov.u32 {t}, {sreg}")
-            em.emit(f"mad.lo.u32 {lin}, {t}, {scale}, {lin}")
+            em.put(I.mov("u32", t, sreg), I.mad("lo", "u32", lin, t, scale, lin))
     warp, base, slot_a, slot_b = (em.new("r") for _ in range(4))
     lane, piece, lane_a, lane_b, row, h = (em.new("r") for _ in range(6))
     half = em.new("rd")
-    em.emit(f"shr.u32 {warp}, {lin}, 5")
-    em.emit(f"mov.u32 {base}, {sym}")
-    em.emit(f"mad.lo.u32 {slot_a}, {warp}, {(2 if pipelined else 1) * STAGE}, {base}")
-    em.emit(f"add.u32 {slot_b}, {slot_a}, {SLOT}")
-    em.emit(f"and.b32 {lane}, {lin}, 31")
-    em.emit(f"shl.b32 {piece}, {lane}, 4")
-    em.emit(f"add.u32 {lane_a}, {slot_a}, {piece}")
-    em.emit(f"add.u32 {lane_b}, {slot_b}, {piece}")
-    em.emit(f"shr.u32 {row}, {lane}, 1")
-    em.emit(f"and.b32 {h}, {lane}, 1")
-    em.emit(f"mul.wide.u32 {half}, {h}, 16")
+    em.put(I.binary("shr", "u32", warp, lin, 5), I.mov("u32", base, sym),
+           I.mad("lo", "u32", slot_a, warp, (2 if pipelined else 1) * STAGE, base),
+           I.binary("add", "u32", slot_b, slot_a, SLOT), I.binary("and", "b32", lane, lin, 31),
+           I.binary("shl", "b32", piece, lane, 4),
+           I.binary("add", "u32", lane_a, slot_a, piece),
+           I.binary("add", "u32", lane_b, slot_b, piece),
+           I.binary("shr", "u32", row, lane, 1), I.binary("and", "b32", h, lane, 1),
+           I.binary("mul.wide", "u32", half, h, 16))
     st = Stage(slot_a, slot_b, lane_a, lane_b, row, half)
     if pipelined:
         st.buf, st.pend, st.plan, st.desc, st.acc = em.new("r"), em.new("r"), plan, desc, acc
-        em.emit(f"mov.u32 {st.buf}, 0")
-        em.emit(f"mov.u32 {st.pend}, 0")
+        em.put(I.mov("u32", st.buf, 0), I.mov("u32", st.pend, 0))
     return st
 
 
@@ -164,20 +160,18 @@ def _misaligned(em, A: Mat, B: Mat) -> str:
     """A uniform predicate: true when an operand base is not 16-byte aligned or a leading
     dimension is not a multiple of 8 elements."""
     both, low = em.new("rd"), em.new("r")
-    em.emit(f"or.b64 {both}, {A.base}, {B.base}")
-    em.emit(f"cvt.u32.u64 {low}, {both}")
-    em.emit(f"and.b32 {low}, {low}, 15")
+    em.put(I.binary("or", "b64", both, A.base, B.base), I.cvt("u32", "u64", low, both),
+           I.binary("and", "b32", low, low, 15))
     lds = [m.ld for m in (A, B) if not isinstance(m.ld, int)]
     if lds:
         ld = lds[0]
         if len(lds) == 2:
             ld = em.new("r")
-            em.emit(f"or.b32 {ld}, {lds[0]}, {lds[1]}")
+            em.put(I.binary("or", "b32", ld, lds[0], lds[1]))
         bad = em.new("r")
-        em.emit(f"and.b32 {bad}, {ld}, 7")
-        em.emit(f"or.b32 {low}, {low}, {bad}")
+        em.put(I.binary("and", "b32", bad, ld, 7), I.binary("or", "b32", low, low, bad))
     p = em.new("p")
-    em.emit(f"setp.ne.u32 {p}, {low}, 0")
+    em.put(I.setp("ne", "u32", p, low, 0))
     return p
 
 
@@ -186,12 +180,12 @@ def _src(em, st: Stage, m: Mat, base: str) -> str:
     is `base` (row st.row)."""
     off = em.new("rd")
     if isinstance(m.ld, int):
-        em.emit(f"mul.wide.u32 {off}, {st.row}, {m.ld * 2}")
+        em.put(I.binary("mul.wide", "u32", off, st.row, m.ld * 2))
     else:
-        em.emit(f"mul.wide.u32 {off}, {st.row}, {m.ld}")
-        em.emit(f"shl.b64 {off}, {off}, 1")
+        em.put(I.binary("mul.wide", "u32", off, st.row, m.ld),
+               I.binary("shl", "b64", off, off, 1))
     addr = em.new("rd")
-    em.emit(f"add.s64 {addr}, {base}, {off}")
+    em.put(I.binary("add", "s64", addr, base, off))
     return addr
 
 
@@ -199,13 +193,13 @@ def _piece(em, st: Stage, m: Mat, base: str) -> list[str]:
     """This lane's 16 bytes of the stored 16x16 tile, loaded into registers."""
     addr = _src(em, st, m, base)
     regs = [em.new("r") for _ in range(4)]
-    em.emit(f"ld{m.space}.v4.u32 {{{', '.join(regs)}}}, [{addr}]")
+    em.put(I.ld_vec(m.space, "u32", I.vec(*regs), I.mem(addr)))
     return regs
 
 
 def _lane_addr(em, st: Stage, base: str) -> str:
     r = em.new("rd")
-    em.emit(f"add.s64 {r}, {base}, {st.half}")
+    em.put(I.binary("add", "s64", r, base, st.half))
     return r
 
 
@@ -220,10 +214,10 @@ def _staged(em, st: Stage, plan, desc, A: Mat, B: Mat, acc, chunks: int) -> None
         if kk:
             a, b = add_addr(em, a, a_step), add_addr(em, b, b_step)
         pa, pb = _piece(em, st, A, a), _piece(em, st, B, b)
-        em.emit("bar.warp.sync -1")                 # the last wmma.load of the slots is done
-        em.emit(f"st.shared.v4.u32 [{st.lane_a}], {{{', '.join(pa)}}}")
-        em.emit(f"st.shared.v4.u32 [{st.lane_b}], {{{', '.join(pb)}}}")
-        em.emit("bar.warp.sync -1")                 # every piece is in the slots
+        em.put(I.bar_warp_sync(-1),                 # the last wmma.load of the slots is done
+               I.st_vec(".shared", "u32", I.mem(st.lane_a), I.vec(*pa)),
+               I.st_vec(".shared", "u32", I.mem(st.lane_b), I.vec(*pb)),
+               I.bar_warp_sync(-1))                 # every piece is in the slots
         af = load_frag(em, plan, "a", sa, st.slot_a, desc.a_type)
         bf = load_frag(em, plan, "b", sb, st.slot_b, desc.b_type)
         mma(em, plan, desc, acc[0][0], af, bf, acc[0][0], desc.accumulator_type,
@@ -240,15 +234,14 @@ def _pipelined(em, st: Stage, plan, desc, A: Mat, B: Mat, chunks: int) -> None:
         if kk:
             a, b = add_addr(em, a, a_step), add_addr(em, b, b_step)
         srcs = (_src(em, st, A, a), _src(em, st, B, b))
-        em.emit("bar.warp.sync -1")        # the stage refilled now was read two steps ago
+        em.put(I.bar_warp_sync(-1))        # the stage refilled now was read two steps ago
         for which, lane, src in zip("ab", (st.lane_a, st.lane_b), srcs):
             dst = em.new("r")
-            em.emit(f"add.u32 {dst}, {lane}, {st.buf}")
-            em.emit(f"cp.async.{CACHE[which]}.shared.global [{dst}], [{src}], 16")
-        em.emit("cp.async.commit_group")
+            em.put(I.binary("add", "u32", dst, lane, st.buf),
+                   I.cp_async(CACHE[which], I.mem(dst), I.mem(src), 16))
+        em.put(I.cp_async_commit_group())
         _multiply_pending(em, st, keep=1)
-        em.emit(f"mov.u32 {st.pend}, 1")
-        em.emit(f"xor.b32 {st.buf}, {st.buf}, {STAGE}")
+        em.put(I.mov("u32", st.pend, 1), I.binary("xor", "b32", st.buf, st.buf, STAGE))
 
 
 def _multiply_pending(em, st: Stage, keep: int) -> None:
@@ -256,14 +249,11 @@ def _multiply_pending(em, st: Stage, keep: int) -> None:
     `keep` copy groups are in flight, make every lane's pieces visible, multiply."""
     idle = label(em, "wmma_pipe_idle")
     p = em.new("p")
-    em.emit(f"setp.eq.u32 {p}, {st.pend}, 0")
-    em.emit(f"@{p} bra.uni {idle}")
-    em.emit(f"cp.async.wait_group {keep}")
-    em.emit("bar.warp.sync -1")
+    em.put(I.setp("eq", "u32", p, st.pend, 0), I.bra(idle, guard=p, uniform=True),
+           I.cp_async_wait_group(keep), I.bar_warp_sync(-1))
     o, sa, sb = em.new("r"), em.new("r"), em.new("r")
-    em.emit(f"xor.b32 {o}, {st.buf}, {STAGE}")
-    em.emit(f"add.u32 {sa}, {st.slot_a}, {o}")
-    em.emit(f"add.u32 {sb}, {st.slot_b}, {o}")
+    em.put(I.binary("xor", "b32", o, st.buf, STAGE), I.binary("add", "u32", sa, st.slot_a, o),
+           I.binary("add", "u32", sb, st.slot_b, o))
     plan, desc, acc = st.plan, st.desc, st.acc
     af = load_frag(em, plan, "a", Mat(sa, ".shared", desc.stored_layout("a"), 16, 16), sa,
                    desc.a_type)
@@ -271,7 +261,7 @@ def _multiply_pending(em, st: Stage, keep: int) -> None:
                    desc.b_type)
     mma(em, plan, desc, acc[0][0], af, bf, acc[0][0], desc.accumulator_type,
         desc.result_type)
-    em.raw(f"{idle}:")
+    em.put(I.label(idle))
 
 
 def settle(em, st: Stage | None) -> None:
@@ -280,7 +270,7 @@ def settle(em, st: Stage | None) -> None:
     if st is None or st.pend is None:
         return
     _multiply_pending(em, st, keep=0)
-    em.emit(f"mov.u32 {st.pend}, 0")
+    em.put(I.mov("u32", st.pend, 0))
 
 
 def run_update(em, st: Stage | None, plan, desc, A: Mat, B: Mat, acc, chunks: int) -> None:
@@ -290,13 +280,12 @@ def run_update(em, st: Stage | None, plan, desc, A: Mat, B: Mat, acc, chunks: in
         run_grid_on(em, plan, desc, A, B, acc, chunks)
         return
     direct, done = label(em, "wmma_direct"), label(em, "wmma_staged_end")
-    em.emit(f"@{_misaligned(em, A, B)} bra.uni {direct}")
+    em.put(I.bra(direct, guard=_misaligned(em, A, B), uniform=True))
     if st.pend is not None:
         _pipelined(em, st, plan, desc, A, B, chunks)
     else:
         _staged(em, st, plan, desc, A, B, acc, chunks)
-    em.emit(f"bra.uni {done}")
-    em.raw(f"{direct}:")
+    em.put(I.bra(done, uniform=True), I.label(direct))
     settle(em, st)
     run_grid_on(em, plan, desc, A, B, acc, chunks)
-    em.raw(f"{done}:")
+    em.put(I.label(done))

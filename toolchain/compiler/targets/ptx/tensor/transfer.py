@@ -25,6 +25,7 @@ copy engine, as in the replay.
 """
 from __future__ import annotations
 
+from .. import ops as I
 from .common import label, operands
 
 _BITS = {1: "b8", 2: "b16", 4: "b32", 8: "b64"}
@@ -62,24 +63,23 @@ def lower_transfer(em, ins) -> None:
     why = native_eligible(desc) if "view" in ops else "no view operand"
     if why is None and not em.profile.has("fence.proxy.tensormap"):
         why = f"the {em.profile.target} profile has no tensor copy engine (sm_90, PTX 8.3)"
-    em.emit("bar.sync 0")
+    em.put(I.bar_sync(0))
     if why is not None:
-        em.raw(f"\t// mtlc.tensor_transfer replay: {why}")
+        em.put(I.comment(f"mtlc.tensor_transfer replay: {why}".strip()))
         _replay(em, desc, wg, gl, coords)
     else:
         view = em.reg(ops["view"])
         fallback, done = label(em, "ttx_replay"), label(em, "ttx_done")
         ok = _aligned(em, view, wg)
         if not desc.loads or desc.rank > OOB_LOAD_MAX_RANK:
-            em.emit(f"and.pred {ok}, {ok}, {_box_inside(em, desc, coords)}")
-        em.raw(f"\t// mtlc.tensor_transfer native (TMA), replay when view/alignment fail")
-        em.emit(f"@!{ok} bra {fallback}")
+            em.put(I.binary("and", "pred", ok, ok, _box_inside(em, desc, coords)))
+        em.put(I.comment("mtlc.tensor_transfer native (TMA), replay when view/alignment fail"),
+               I.bra(fallback, guard=ok, negated=True))
         (_tma_load if desc.loads else _tma_store)(em, desc, view, wg, coords)
-        em.emit(f"bra.uni {done}")
-        em.raw(f"{fallback}:")
+        em.put(I.bra(done, uniform=True), I.label(fallback))
         _replay(em, desc, wg, gl, coords)
-        em.raw(f"{done}:")
-    em.emit("bar.sync 0")
+        em.put(I.label(done))
+    em.put(I.bar_sync(0))
 
 
 def _aligned(em, view: str, wg: str) -> str:
@@ -87,12 +87,9 @@ def _aligned(em, view: str, wg: str) -> str:
     bulk tensor copy's shared operand; workgroup arrays of a function with a transfer are
     allocated so, lower_gpu.TMA_ALIGN)."""
     a, b, p, q = em.new("rd"), em.new("rd"), em.new("p"), em.new("p")
-    em.emit(f"and.b64 {a}, {view}, 63")
-    em.emit(f"and.b64 {b}, {wg}, 127")
-    em.emit(f"or.b64 {a}, {a}, {b}")
-    em.emit(f"setp.eq.u64 {p}, {a}, 0")
-    em.emit(f"setp.ne.u64 {q}, {view}, 0")
-    em.emit(f"and.pred {p}, {p}, {q}")
+    em.put(I.binary("and", "b64", a, view, 63), I.binary("and", "b64", b, wg, 127),
+           I.binary("or", "b64", a, a, b), I.setp("eq", "u64", p, a, 0),
+           I.setp("ne", "u64", q, view, 0), I.binary("and", "pred", p, p, q))
     return p
 
 
@@ -101,15 +98,13 @@ def _box_inside(em, desc, coords: list[str]) -> str:
     instruction for bulk tensor stores whose box crossed the tensor's edge, so a store takes
     the copy engine only when nothing needs discarding (the replay discards exactly)."""
     p = em.new("p")
-    em.emit(f"setp.eq.u32 {p}, 0, 0")
+    em.put(I.setp("eq", "u32", p, 0, 0))
     for d, c in enumerate(coords):
         w, q = em.new("rd"), em.new("p")
-        em.emit(f"cvt.s64.s32 {w}, {c}")
-        em.emit(f"setp.ge.s64 {q}, {w}, 0")
-        em.emit(f"and.pred {p}, {p}, {q}")
-        em.emit(f"add.s64 {w}, {w}, {desc.tiles[d] * desc.element_strides[d]}")
-        em.emit(f"setp.le.s64 {q}, {w}, {desc.extents[d]}")
-        em.emit(f"and.pred {p}, {p}, {q}")
+        em.put(I.cvt("s64", "s32", w, c), I.setp("ge", "s64", q, w, 0),
+               I.binary("and", "pred", p, p, q),
+               I.binary("add", "s64", w, w, desc.tiles[d] * desc.element_strides[d]),
+               I.setp("le", "s64", q, w, desc.extents[d]), I.binary("and", "pred", p, p, q))
     return p
 
 
@@ -117,57 +112,42 @@ def _thread0(em) -> tuple[str, str]:
     """(predicate `linear thread id != 0`, skip label) around an elected-thread section."""
     r = {k: em.new("r") for k in ("x", "y", "z")}
     for k in "xyz":
-        em.emit(f"mov.u32 {r[k]}, %tid.{k}")
-    em.emit(f"or.b32 {r['x']}, {r['x']}, {r['y']}")
-    em.emit(f"or.b32 {r['x']}, {r['x']}, {r['z']}")
+        em.put(I.mov("u32", r[k], f"%tid.{k}"))
+    em.put(I.binary("or", "b32", r["x"], r["x"], r["y"]),
+           I.binary("or", "b32", r["x"], r["x"], r["z"]))
     p, skip = em.new("p"), label(em, "ttx_t0")
-    em.emit(f"setp.ne.u32 {p}, {r['x']}, 0")
+    em.put(I.setp("ne", "u32", p, r["x"], 0))
     return p, skip
 
 
 def _shared32(em, wg: str) -> str:
     s = em.new("r")
-    em.emit(f"cvt.u32.u64 {s}, {wg}")
+    em.put(I.cvt("u32", "u64", s, wg))
     return s
-
-
-def _coord_list(coords: list[str]) -> str:
-    return "{" + ", ".join(coords) + "}"
 
 
 def _tma_load(em, desc, view: str, wg: str, coords: list[str]) -> None:
     mbar = em.module.shared_array(em.fn, "ttx_mbar", 8, 8)
     bar, dst = em.new("r"), _shared32(em, wg)
-    em.emit(f"mov.u32 {bar}, {mbar}")
+    em.put(I.mov("u32", bar, mbar))
     p, skip = _thread0(em)
-    em.emit(f"@{p} bra {skip}")
-    em.emit(f"fence.proxy.tensormap::generic.acquire.gpu [{view}], 128")
-    em.emit(f"mbarrier.init.shared::cta.b64 [{bar}], 1")
-    em.emit("fence.mbarrier_init.release.cluster")
-    em.emit("fence.proxy.async.shared::cta")
-    em.emit(f"cp.async.bulk.tensor.{desc.rank}d.shared::cluster.global.tile.mbarrier::"
-            f"complete_tx::bytes [{dst}], [{view}, {_coord_list(coords)}], [{bar}]")
-    em.emit(f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{bar}], {desc.tile_bytes}")
+    em.put(I.bra(skip, guard=p), I.fence_proxy_tensormap_acquire(view, 128),
+           I.mbarrier_init(bar, 1), I.fence_mbarrier_init(), I.fence_proxy_async_shared(),
+           I.cp_async_bulk_tensor_load(dst, view, coords, bar),
+           I.mbarrier_arrive_expect_tx(bar, desc.tile_bytes))
     top, done = label(em, "ttx_wait"), em.new("p")
-    em.raw(f"{top}:")
-    em.emit(f"mbarrier.try_wait.parity.shared::cta.b64 {done}, [{bar}], 0")
-    em.emit(f"@!{done} bra {top}")
-    em.emit(f"mbarrier.inval.shared::cta.b64 [{bar}]")
-    em.raw(f"{skip}:")
+    em.put(I.label(top), I.mbarrier_try_wait_parity(done, bar, 0),
+           I.bra(top, guard=done, negated=True), I.mbarrier_inval(bar), I.label(skip))
 
 
 def _tma_store(em, desc, view: str, wg: str, coords: list[str]) -> None:
     src = _shared32(em, wg)
-    em.emit("fence.proxy.async.shared::cta")        # this work-item's shared writes
-    em.emit("bar.sync 0")
+    em.put(I.fence_proxy_async_shared(),            # this work-item's shared writes
+           I.bar_sync(0))
     p, skip = _thread0(em)
-    em.emit(f"@{p} bra {skip}")
-    em.emit(f"fence.proxy.tensormap::generic.acquire.gpu [{view}], 128")
-    em.emit(f"cp.async.bulk.tensor.{desc.rank}d.global.shared::cta.bulk_group "
-            f"[{view}, {_coord_list(coords)}], [{src}]")
-    em.emit("cp.async.bulk.commit_group")
-    em.emit("cp.async.bulk.wait_group 0")
-    em.raw(f"{skip}:")
+    em.put(I.bra(skip, guard=p), I.fence_proxy_tensormap_acquire(view, 128),
+           I.cp_async_bulk_tensor_store(view, coords, src), I.cp_async_bulk_commit_group(),
+           I.cp_async_bulk_wait_group(0), I.label(skip))
 
 
 def _replay(em, desc, wg: str, gl: str, coords: list[str]) -> None:
@@ -175,49 +155,46 @@ def _replay(em, desc, wg: str, gl: str, coords: list[str]) -> None:
     r = {k: em.new("r") for k in ("tx", "ty", "tz", "nx", "ny", "nz", "e", "n")}
     for k, sreg in (("tx", "%tid.x"), ("ty", "%tid.y"), ("tz", "%tid.z"),
                     ("nx", "%ntid.x"), ("ny", "%ntid.y"), ("nz", "%ntid.z")):
-        em.emit(f"mov.u32 {r[k]}, {sreg}")
-    em.emit(f"mad.lo.u32 {r['e']}, {r['tz']}, {r['ny']}, {r['ty']}")
-    em.emit(f"mad.lo.u32 {r['e']}, {r['e']}, {r['nx']}, {r['tx']}")
-    em.emit(f"mul.lo.u32 {r['n']}, {r['nx']}, {r['ny']}")
-    em.emit(f"mul.lo.u32 {r['n']}, {r['n']}, {r['nz']}")
+        em.put(I.mov("u32", r[k], sreg))
+    em.put(I.mad("lo", "u32", r["e"], r["tz"], r["ny"], r["ty"]),
+           I.mad("lo", "u32", r["e"], r["e"], r["nx"], r["tx"]),
+           I.binary("mul.lo", "u32", r["n"], r["nx"], r["ny"]),
+           I.binary("mul.lo", "u32", r["n"], r["n"], r["nz"]))
     wide = []
     for c in coords:                                 # signed coordinates, widened once
         w = em.new("rd")
-        em.emit(f"cvt.s64.s32 {w}, {c}")
+        em.put(I.cvt("s64", "s32", w, c))
         wide.append(w)
     top, end, skip = label(em, "ttx_e"), label(em, "ttx_end"), label(em, "ttx_oob")
     done = em.new("p")
-    em.raw(f"{top}:")
-    em.emit(f"setp.ge.u32 {done}, {r['e']}, {desc.tile_elements}")
-    em.emit(f"@{done} bra {end}")
+    em.put(I.label(top), I.setp("ge", "u32", done, r["e"], desc.tile_elements),
+           I.bra(end, guard=done))
     rest, inb, goff = em.new("r"), em.new("p"), em.new("rd")
-    em.emit(f"mov.u32 {rest}, {r['e']}")
-    em.emit(f"setp.eq.u32 {inb}, {rest}, {rest}")     # true
-    em.emit(f"mov.u64 {goff}, 0")
+    em.put(I.mov("u32", rest, r["e"]),
+           I.setp("eq", "u32", inb, rest, rest),    # true
+           I.mov("u64", goff, 0))
     for d in range(desc.rank):
         i, g, p = em.new("r"), em.new("rd"), em.new("p")
-        em.emit(f"rem.u32 {i}, {rest}, {desc.tiles[d]}")
-        em.emit(f"div.u32 {rest}, {rest}, {desc.tiles[d]}")
-        em.emit(f"mul.wide.u32 {g}, {i}, {desc.element_strides[d]}")
-        em.emit(f"add.s64 {g}, {g}, {wide[d]}")
-        em.emit(f"setp.lt.u64 {p}, {g}, {desc.extents[d]}")   # 0 <= g < extent
-        em.emit(f"and.pred {inb}, {inb}, {p}")
-        em.emit(f"mad.lo.s64 {goff}, {g}, {desc.strides[d]}, {goff}")
+        em.put(I.binary("rem", "u32", i, rest, desc.tiles[d]),
+               I.binary("div", "u32", rest, rest, desc.tiles[d]),
+               I.binary("mul.wide", "u32", g, i, desc.element_strides[d]),
+               I.binary("add", "s64", g, g, wide[d]),
+               I.setp("lt", "u64", p, g, desc.extents[d]),      # 0 <= g < extent
+               I.binary("and", "pred", inb, inb, p),
+               I.mad("lo", "s64", goff, g, desc.strides[d], goff))
     gaddr, saddr = em.new("rd"), em.new("rd")
-    em.emit(f"add.s64 {gaddr}, {gl}, {goff}")
-    em.emit(f"mul.wide.u32 {saddr}, {r['e']}, {size}")
-    em.emit(f"add.s64 {saddr}, {wg}, {saddr}")
+    em.put(I.binary("add", "s64", gaddr, gl, goff),
+           I.binary("mul.wide", "u32", saddr, r["e"], size),
+           I.binary("add", "s64", saddr, wg, saddr))
     v, bits = em.new(_CLASS[size]), _BITS[size]
     ld_bits = "u8" if size == 1 else bits
     if desc.loads:
-        em.emit(f"mov.{'b16' if size == 1 else bits} {v}, 0")
-        em.emit(f"@{inb} ld.global.{ld_bits} {v}, [{gaddr}]")
-        em.emit(f"st.shared.{ld_bits} [{saddr}], {v}")
+        em.put(I.mov("b16" if size == 1 else bits, v, 0),
+               I.ld(".global", ld_bits, v, I.mem(gaddr), guard=inb),
+               I.st(".shared", ld_bits, I.mem(saddr), v))
     else:
-        em.emit(f"@!{inb} bra {skip}")
-        em.emit(f"ld.shared.{ld_bits} {v}, [{saddr}]")
-        em.emit(f"st.global.{ld_bits} [{gaddr}], {v}")
-        em.raw(f"{skip}:")
-    em.emit(f"add.u32 {r['e']}, {r['e']}, {r['n']}")
-    em.emit(f"bra.uni {top}")
-    em.raw(f"{end}:")
+        em.put(I.bra(skip, guard=inb, negated=True),
+               I.ld(".shared", ld_bits, v, I.mem(saddr)),
+               I.st(".global", ld_bits, I.mem(gaddr), v), I.label(skip))
+    em.put(I.binary("add", "u32", r["e"], r["e"], r["n"]), I.bra(top, uniform=True),
+           I.label(end))
