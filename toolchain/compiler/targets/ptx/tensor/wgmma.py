@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import isa
+from .. import ops as I
 from . import mbarrier as mb
 from . import tma
 from .common import label
@@ -91,11 +92,10 @@ def supported(desc) -> bool:
 def _desc_base(em, smem: str) -> str:
     """The constant bits of a K-major 128B-swizzle wgmma descriptor plus smem >> 4."""
     d, lo = em.new("rd"), em.new("r")
-    em.emit(f"shr.u32 {lo}, {smem}, 4")
-    em.emit(f"and.b32 {lo}, {lo}, 16383")
-    em.emit(f"cvt.u64.u32 {d}, {lo}")
     # LBO 16 B (unused when swizzled), SBO 1024 B (8 rows x 128 B), swizzle mode 1 (128B)
-    em.emit(f"or.b64 {d}, {d}, {(1 << 16) | ((1024 >> 4) << 32) | (1 << 62)}")
+    em.put(I.binary("shr", "u32", lo, smem, 4), I.binary("and", "b32", lo, lo, 16383),
+           I.cvt("u64", "u32", d, lo),
+           I.binary("or", "b64", d, d, (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)))
     return d
 
 
@@ -103,38 +103,33 @@ def native_pred(em, g, ntid: str) -> str:
     """The uniform predicate of the native path (see the module docstring)."""
     desc = g.desc
     ok, t = em.new("p"), em.new("r")
-    em.emit(f"setp.eq.u32 {ok}, {ntid}, {threads(desc)}")
-    em.emit(f"mov.u32 {t}, %dynamic_smem_size")
-    em.emit(f"setp.ge.and.u32 {ok}, {t}, {shared_bytes(desc)}, {ok}")
-    em.emit(f"mov.u32 {t}, %smid")
-    em.emit(f"setp.lt.and.u32 {ok}, {t}, {tma.SLOTS}, {ok}")
+    em.put(I.setp("eq", "u32", ok, ntid, threads(desc)),
+           I.mov("u32", t, "%dynamic_smem_size"),
+           I.setp_and("ge", "u32", ok, t, shared_bytes(desc), ok),
+           I.mov("u32", t, "%smid"), I.setp_and("lt", "u32", ok, t, tma.SLOTS, ok))
     d_align = 7 if desc.result_type == "f32" else 3         # one D pair: 8 or 4 bytes
     for m, align, ld_mask in ((g.A, 15, 7), (g.B, 15, 7), (g.C, 7, 1), (g.D, d_align, 1)):
         lo = em.new("r")
-        em.emit(f"cvt.u32.u64 {lo}, {m.base}")
-        em.emit(f"and.b32 {lo}, {lo}, {align}")
-        em.emit(f"setp.eq.and.u32 {ok}, {lo}, 0, {ok}")
+        em.put(I.cvt("u32", "u64", lo, m.base), I.binary("and", "b32", lo, lo, align),
+               I.setp_and("eq", "u32", ok, lo, 0, ok))
         if isinstance(m.ld, int):
             if m.ld & ld_mask:
-                em.emit(f"setp.ne.and.u32 {ok}, 0, 0, {ok}")
+                em.put(I.setp_and("ne", "u32", ok, 0, 0, ok))
         else:
-            em.emit(f"and.b32 {lo}, {m.ld}, {ld_mask}")
-            em.emit(f"setp.eq.and.u32 {ok}, {lo}, 0, {ok}")
-    em.emit(f"and.b32 {t}, {g.col}, 1")
-    em.emit(f"setp.eq.and.u32 {ok}, {t}, 0, {ok}")
-    em.emit(f"or.b32 {t}, {g.row}, {g.col}")
+            em.put(I.binary("and", "b32", lo, m.ld, ld_mask),
+                   I.setp_and("eq", "u32", ok, lo, 0, ok))
+    em.put(I.binary("and", "b32", t, g.col, 1), I.setp_and("eq", "u32", ok, t, 0, ok),
+           I.binary("or", "b32", t, g.row, g.col))
     if desc.persistent:                      # every tile origin < M or N: TMA coordinates
-        em.emit(f"or.b32 {t}, {t}, {g.M}")
-        em.emit(f"or.b32 {t}, {t}, {g.N}")
-    em.emit(f"setp.lt.and.u32 {ok}, {t}, 2147483648, {ok}")
+        em.put(I.binary("or", "b32", t, t, g.M), I.binary("or", "b32", t, t, g.N))
+    em.put(I.setp_and("lt", "u32", ok, t, 2147483648, ok))
     for extent in (g.M, g.N):                # a tensor map needs non-zero extents
-        em.emit(f"setp.ne.and.u32 {ok}, {extent}, 0, {ok}")
+        em.put(I.setp_and("ne", "u32", ok, extent, 0, ok))
     return ok
 
 
 def _cluster_sync(em) -> None:
-    em.emit("barrier.cluster.arrive.release")
-    em.emit("barrier.cluster.wait.acquire")
+    em.put(I.barrier_cluster_arrive(), I.barrier_cluster_wait())
 
 
 def cluster_agree(em, g, tid: str, ok: str) -> tuple[str, str | None]:
@@ -147,32 +142,27 @@ def cluster_agree(em, g, tid: str, ok: str) -> tuple[str, str | None]:
     x = mod._fresh(f"{em.fn.name}_wgmma_pair")
     mod.shared_out.append(f".shared .align 16 .b8 {x}[32];")
     mine = [em.new("r") for _ in range(5)]
-    em.emit(f"selp.u32 {mine[0]}, 1, 0, {ok}")
+    em.put(I.selp("u32", mine[0], 1, 0, ok))
     for r, v in zip(mine[1:], (g.col, g.K, g.N, g.B.ld)):
-        em.emit(f"mov.u32 {r}, {v}")
+        em.put(I.mov("u32", r, v))
     p, skip = em.new("p"), label(em, "wg_pair")
-    em.emit(f"setp.ne.u32 {p}, {tid}, 0")
-    em.emit(f"@{p} bra {skip}")
+    em.put(I.setp("ne", "u32", p, tid, 0), I.bra(skip, guard=p))
     for i, r in enumerate(mine):
-        em.emit(f"st.shared.u32 [{x}+{4 * i}], {r}")
-    em.emit(f"st.shared.u64 [{x}+24], {g.B.base}")
-    em.raw(f"{skip}:")
+        em.put(I.st(".shared", "u32", I.mem(x, 4 * i), r))
+    em.put(I.st(".shared", "u64", I.mem(x, 24), g.B.base), I.label(skip))
     _cluster_sync(em)
     peer, xa = em.new("r"), em.new("r")
-    em.emit(f"mov.u32 {peer}, %cluster_ctarank")
-    em.emit(f"xor.b32 {peer}, {peer}, 1")
-    em.emit(f"mov.u32 {xa}, {x}")
-    em.emit(f"mapa.shared::cluster.u32 {xa}, {xa}, {peer}")
+    em.put(I.mov("u32", peer, "%cluster_ctarank"), I.binary("xor", "b32", peer, peer, 1),
+           I.mov("u32", xa, x), I.mapa(xa, xa, peer))
     native, share = em.new("p"), em.new("p")
     v, b = em.new("r"), em.new("rd")
-    em.emit(f"ld.shared::cluster.u32 {v}, [{xa}]")
-    em.emit(f"setp.ne.and.u32 {native}, {v}, 0, {ok}")
-    em.emit(f"mov.pred {share}, {native}")
+    em.put(I.ld(".shared::cluster", "u32", v, I.mem(xa)),
+           I.setp_and("ne", "u32", native, v, 0, ok), I.mov("pred", share, native))
     for i, r in enumerate(mine[1:], 1):
-        em.emit(f"ld.shared::cluster.u32 {v}, [{xa}+{4 * i}]")
-        em.emit(f"setp.eq.and.u32 {share}, {v}, {r}, {share}")
-    em.emit(f"ld.shared::cluster.u64 {b}, [{xa}+24]")
-    em.emit(f"setp.eq.and.u64 {share}, {b}, {g.B.base}, {share}")
+        em.put(I.ld(".shared::cluster", "u32", v, I.mem(xa, 4 * i)),
+               I.setp_and("eq", "u32", share, v, r, share))
+    em.put(I.ld(".shared::cluster", "u64", b, I.mem(xa, 24)),
+           I.setp_and("eq", "u64", share, b, g.B.base, share))
     _cluster_sync(em)                        # both read before either may write again
     return native, share
 
