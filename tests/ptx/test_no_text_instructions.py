@@ -27,7 +27,7 @@ PORTING = {
     "tensor/scaled_matmul.py": (58, 0),
     "tensor/staging.py": (52, 0),
     "tensor/transfer.py": (80, 0),
-    "tensor/wgmma.py": (188, 0),
+    "tensor/wgmma.py": (84, 0),
     "tensor/wgmma_persistent.py": (36, 0),
 }
 
