@@ -10,7 +10,7 @@ both computed from these rows, so a fact is written once: a lowering asks
 Operand classes: `p` predicate, `r16/r32/r64` integer registers, `f32/f64` float
 registers, `b16x2` packed pairs, `imm` immediate, `[space]` an address in that state
 space, `{..}` a vector of registers, `desc` a 64-bit matrix or tensor-map descriptor,
-`label` a branch target. `only`: the SM generations that have the form at all (the
+`label` a branch target, `-` no operand. `only`: the SM generations that have the form at all (the
 arch-specific `a` families); `specific`: needs an arch-specific `a` target; `real`: the
 backend uses the form only on a real `sm_` target (ptxas checks it), never on a virtual
 `compute_` one.
@@ -55,6 +55,9 @@ FORMS: tuple[Form, ...] = (
     Form("cp.async", "cp.async.{commit_group,wait_group}", ("imm",), (7, 0), 80),
     Form("cp.async.bulk.tensor", "cp.async.bulk.tensor.{1-5}d.shared::cluster.global",
          ("[shared]", "[desc, {..}]", "[shared]"), (8, 0), 90),
+    Form("cp.async.bulk.tensor", "cp.async.bulk.prefetch.L2.global", ("[global]", "r32"),
+         (8, 0), 90),
+    Form("cp.async.bulk.tensor", "fence.mbarrier_init.release.cluster", ("-",), (8, 0), 90),
     Form("fence.proxy.tensormap", "fence.proxy.tensormap::generic.{acquire,release}.gpu",
          ("[global]", "imm"), (8, 3), 90),
     Form("tensormap.replace", "tensormap.replace.tile.{field}.global.b1024",
@@ -97,7 +100,18 @@ FORMS: tuple[Form, ...] = (
          ".scale_vec::{1X,2X,4X}.m16n8k{32,64}.row.col.f32.{a}.{b}.f32.ue8m0",
          ("{..}", "{..}", "{..}", "{..}", "r32", "{..}", "r32", "{..}"), (8, 8), 120,
          only=(120, 121), specific=True, real=True),
-    # warpgroup MMA (sm_90a)
+    # warpgroup MMA (sm_90a), with the forms the pipeline around it spells: fences and
+    # groups, register reallocation, and the clusters of its paired mode (tensor/wgmma.py)
+    Form("wgmma", "wgmma.{fence,commit_group,wait_group}.sync.aligned", ("imm",), (8, 0), 90,
+         only=(90,), specific=True),
+    Form("wgmma", "setmaxnreg.{inc,dec}.sync.aligned.u32", ("imm",), (8, 0), 90, only=(90,),
+         specific=True),
+    Form("wgmma", "barrier.cluster.{arrive.release,wait.acquire}", ("-",), (8, 0), 90),
+    Form("wgmma", "mapa.shared::cluster.u32", ("r32", "r32", "r32"), (7, 8), 90),
+    Form("wgmma", "ld.shared::cluster.{u32,u64}", ("r32|r64", "[shared::cluster]"), (7, 8),
+         90),
+    Form("wgmma", "mbarrier.arrive.release.cluster.shared::cluster.b64",
+         ("_", "[shared::cluster]"), (8, 0), 90),
     Form("wgmma", "wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{f16,bf16}.{f16,bf16}",
          ("{..}", "desc", "desc", "p", "imm", "imm", "imm", "imm"), (8, 0), 90, only=(90,),
          specific=True),

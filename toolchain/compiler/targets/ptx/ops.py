@@ -452,6 +452,15 @@ def dp(part: str, a_type: str, b_type: str, d, a, b, c) -> PtxInstr:
 
 # ---- exact replay, tensor transfer and WMMA staging (tensor/replay.py, transfer.py,
 # staging.py) -----------------------------------------------------------------------------------
+
+
+# ---- the sm_90a workgroup GEMM (tensor/wgmma.py, wgmma_persistent.py): warpgroup MMA,
+# register reallocation, clusters, conversions and guarded forms its pipeline spells --------
+# (guarded, setp_and, ld_vec and fence_mbarrier_init are the same as the staging/transfer
+# section's: one copy stays when both sections meet)
+SPACES = SPACES | {".shared::cluster"}        # a cluster peer's shared window (`mapa`)
+
+
 def guarded(ins: PtxInstr, p: str, negated: bool = False) -> PtxInstr:
     """`ins` under the predicate guard `@p` (`@!p` when `negated`)."""
     return ins.replaced(guard=p, negated=negated)
@@ -477,6 +486,8 @@ def cp_async_commit_group() -> PtxInstr:
 def cp_async_wait_group(pending) -> PtxInstr:
     """Feature `cp.async`: wait until at most `pending` copy groups are in flight."""
     return _op("cp.async.wait_group", (), (pending,))
+
+
 
 
 def fence_mbarrier_init() -> PtxInstr:
@@ -510,3 +521,75 @@ def cp_async_bulk_commit_group() -> PtxInstr:
 
 def cp_async_bulk_wait_group(pending) -> PtxInstr:
     return _op("cp.async.bulk.wait_group", (), (pending,))
+
+
+def cvt_pack(to: str, d, hi, lo) -> PtxInstr:
+    """`cvt.rn.{f16x2,bf16x2}.f32 d, hi, lo`: two f32 rounded once each into one packed
+    word, `lo` in the low half (feature f16x2; bf16x2: cvt.bf16)."""
+    if to not in ("f16x2", "bf16x2"):
+        raise ValueError(f"packed cvt to {to!r}")
+    return _op(f"cvt.rn.{to}.f32", (d,), (hi, lo))
+
+
+def cp_async_bulk_prefetch_l2(addr: Addr, nbytes) -> PtxInstr:
+    """Feature cp.async.bulk.tensor: ask L2 for `nbytes` (a multiple of 16) at the
+    16-byte-aligned global `addr`."""
+    return _op("cp.async.bulk.prefetch.L2.global", (), (addr, nbytes))
+
+
+def setmaxnreg(action: str, count: int) -> PtxInstr:
+    """Feature wgmma: the warpgroup releases (`dec`) or claims (`inc`) registers down or up
+    to `count` per thread."""
+    if action not in ("inc", "dec"):
+        raise ValueError(f"setmaxnreg action {action!r}")
+    return _op(f"setmaxnreg.{action}.sync.aligned.u32", (), (count,))
+
+
+def barrier_cluster_arrive() -> PtxInstr:
+    """Feature wgmma (clusters): this thread's arrival at the cluster barrier, releasing
+    its earlier writes to the cluster."""
+    return _op("barrier.cluster.arrive.release")
+
+
+def barrier_cluster_wait() -> PtxInstr:
+    """Feature wgmma (clusters): wait for every thread of the cluster to arrive, acquiring
+    their writes."""
+    return _op("barrier.cluster.wait.acquire")
+
+
+def mapa(d, a, rank) -> PtxInstr:
+    """Feature wgmma (clusters): `a` (this workgroup's shared window) as the address of the
+    same location in the shared memory of cluster workgroup `rank`."""
+    return _op("mapa.shared::cluster.u32", (d,), (a, rank))
+
+
+def mbarrier_arrive_cluster(bar: str) -> PtxInstr:
+    """Feature wgmma (clusters): release-arrive at cluster scope on `bar`, an address
+    `mapa` gave (possibly another workgroup's barrier)."""
+    return _op("mbarrier.arrive.release.cluster.shared::cluster.b64", ("_",), (mem(bar),))
+
+
+def wgmma_fence() -> PtxInstr:
+    """Feature wgmma: orders register accesses of the accumulators before the next
+    `wgmma.mma_async`."""
+    return _op("wgmma.fence.sync.aligned")
+
+
+def wgmma_commit_group() -> PtxInstr:
+    """Feature wgmma: the warpgroup's outstanding `wgmma.mma_async` become one group."""
+    return _op("wgmma.commit_group.sync.aligned")
+
+
+def wgmma_wait_group(pending: int) -> PtxInstr:
+    """Feature wgmma: wait until at most `pending` groups are still in flight."""
+    return _op("wgmma.wait_group.sync.aligned", (), (pending,))
+
+
+def wgmma_mma_async(n: int, ty: str, d, a_desc, b_desc, scale_d) -> PtxInstr:
+    """Feature wgmma: one `wgmma.mma_async.sync.aligned.m64n<n>k16.f32.<ty>.<ty>`, d = a*b
+    (+ d when the predicate `scale_d` holds) over the accumulator registers `d`, A and B
+    from shared-memory descriptors, neither negated (scale 1) nor transposed (K-major)."""
+    if ty not in ("f16", "bf16") or n % 8 or not 8 <= n <= 256:
+        raise ValueError(f"wgmma m64n{n}k16 .{ty}")
+    return _op(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty}", (vec(*d),),
+               (a_desc, b_desc, scale_d, 1, 1, 0, 0))

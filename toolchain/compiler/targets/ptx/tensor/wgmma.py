@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import isa
+from .. import ops as I
 from . import mbarrier as mb
 from . import tma
 from .common import label
@@ -91,11 +92,10 @@ def supported(desc) -> bool:
 def _desc_base(em, smem: str) -> str:
     """The constant bits of a K-major 128B-swizzle wgmma descriptor plus smem >> 4."""
     d, lo = em.new("rd"), em.new("r")
-    em.emit(f"shr.u32 {lo}, {smem}, 4")
-    em.emit(f"and.b32 {lo}, {lo}, 16383")
-    em.emit(f"cvt.u64.u32 {d}, {lo}")
     # LBO 16 B (unused when swizzled), SBO 1024 B (8 rows x 128 B), swizzle mode 1 (128B)
-    em.emit(f"or.b64 {d}, {d}, {(1 << 16) | ((1024 >> 4) << 32) | (1 << 62)}")
+    em.put(I.binary("shr", "u32", lo, smem, 4), I.binary("and", "b32", lo, lo, 16383),
+           I.cvt("u64", "u32", d, lo),
+           I.binary("or", "b64", d, d, (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)))
     return d
 
 
@@ -103,38 +103,33 @@ def native_pred(em, g, ntid: str) -> str:
     """The uniform predicate of the native path (see the module docstring)."""
     desc = g.desc
     ok, t = em.new("p"), em.new("r")
-    em.emit(f"setp.eq.u32 {ok}, {ntid}, {threads(desc)}")
-    em.emit(f"mov.u32 {t}, %dynamic_smem_size")
-    em.emit(f"setp.ge.and.u32 {ok}, {t}, {shared_bytes(desc)}, {ok}")
-    em.emit(f"mov.u32 {t}, %smid")
-    em.emit(f"setp.lt.and.u32 {ok}, {t}, {tma.SLOTS}, {ok}")
+    em.put(I.setp("eq", "u32", ok, ntid, threads(desc)),
+           I.mov("u32", t, "%dynamic_smem_size"),
+           I.setp_and("ge", "u32", ok, t, shared_bytes(desc), ok),
+           I.mov("u32", t, "%smid"), I.setp_and("lt", "u32", ok, t, tma.SLOTS, ok))
     d_align = 7 if desc.result_type == "f32" else 3         # one D pair: 8 or 4 bytes
     for m, align, ld_mask in ((g.A, 15, 7), (g.B, 15, 7), (g.C, 7, 1), (g.D, d_align, 1)):
         lo = em.new("r")
-        em.emit(f"cvt.u32.u64 {lo}, {m.base}")
-        em.emit(f"and.b32 {lo}, {lo}, {align}")
-        em.emit(f"setp.eq.and.u32 {ok}, {lo}, 0, {ok}")
+        em.put(I.cvt("u32", "u64", lo, m.base), I.binary("and", "b32", lo, lo, align),
+               I.setp_and("eq", "u32", ok, lo, 0, ok))
         if isinstance(m.ld, int):
             if m.ld & ld_mask:
-                em.emit(f"setp.ne.and.u32 {ok}, 0, 0, {ok}")
+                em.put(I.setp_and("ne", "u32", ok, 0, 0, ok))
         else:
-            em.emit(f"and.b32 {lo}, {m.ld}, {ld_mask}")
-            em.emit(f"setp.eq.and.u32 {ok}, {lo}, 0, {ok}")
-    em.emit(f"and.b32 {t}, {g.col}, 1")
-    em.emit(f"setp.eq.and.u32 {ok}, {t}, 0, {ok}")
-    em.emit(f"or.b32 {t}, {g.row}, {g.col}")
+            em.put(I.binary("and", "b32", lo, m.ld, ld_mask),
+                   I.setp_and("eq", "u32", ok, lo, 0, ok))
+    em.put(I.binary("and", "b32", t, g.col, 1), I.setp_and("eq", "u32", ok, t, 0, ok),
+           I.binary("or", "b32", t, g.row, g.col))
     if desc.persistent:                      # every tile origin < M or N: TMA coordinates
-        em.emit(f"or.b32 {t}, {t}, {g.M}")
-        em.emit(f"or.b32 {t}, {t}, {g.N}")
-    em.emit(f"setp.lt.and.u32 {ok}, {t}, 2147483648, {ok}")
+        em.put(I.binary("or", "b32", t, t, g.M), I.binary("or", "b32", t, t, g.N))
+    em.put(I.setp_and("lt", "u32", ok, t, 2147483648, ok))
     for extent in (g.M, g.N):                # a tensor map needs non-zero extents
-        em.emit(f"setp.ne.and.u32 {ok}, {extent}, 0, {ok}")
+        em.put(I.setp_and("ne", "u32", ok, extent, 0, ok))
     return ok
 
 
 def _cluster_sync(em) -> None:
-    em.emit("barrier.cluster.arrive.release")
-    em.emit("barrier.cluster.wait.acquire")
+    em.put(I.barrier_cluster_arrive(), I.barrier_cluster_wait())
 
 
 def cluster_agree(em, g, tid: str, ok: str) -> tuple[str, str | None]:
@@ -147,32 +142,27 @@ def cluster_agree(em, g, tid: str, ok: str) -> tuple[str, str | None]:
     x = mod._fresh(f"{em.fn.name}_wgmma_pair")
     mod.shared_out.append(f".shared .align 16 .b8 {x}[32];")
     mine = [em.new("r") for _ in range(5)]
-    em.emit(f"selp.u32 {mine[0]}, 1, 0, {ok}")
+    em.put(I.selp("u32", mine[0], 1, 0, ok))
     for r, v in zip(mine[1:], (g.col, g.K, g.N, g.B.ld)):
-        em.emit(f"mov.u32 {r}, {v}")
+        em.put(I.mov("u32", r, v))
     p, skip = em.new("p"), label(em, "wg_pair")
-    em.emit(f"setp.ne.u32 {p}, {tid}, 0")
-    em.emit(f"@{p} bra {skip}")
+    em.put(I.setp("ne", "u32", p, tid, 0), I.bra(skip, guard=p))
     for i, r in enumerate(mine):
-        em.emit(f"st.shared.u32 [{x}+{4 * i}], {r}")
-    em.emit(f"st.shared.u64 [{x}+24], {g.B.base}")
-    em.raw(f"{skip}:")
+        em.put(I.st(".shared", "u32", I.mem(x, 4 * i), r))
+    em.put(I.st(".shared", "u64", I.mem(x, 24), g.B.base), I.label(skip))
     _cluster_sync(em)
     peer, xa = em.new("r"), em.new("r")
-    em.emit(f"mov.u32 {peer}, %cluster_ctarank")
-    em.emit(f"xor.b32 {peer}, {peer}, 1")
-    em.emit(f"mov.u32 {xa}, {x}")
-    em.emit(f"mapa.shared::cluster.u32 {xa}, {xa}, {peer}")
+    em.put(I.mov("u32", peer, "%cluster_ctarank"), I.binary("xor", "b32", peer, peer, 1),
+           I.mov("u32", xa, x), I.mapa(xa, xa, peer))
     native, share = em.new("p"), em.new("p")
     v, b = em.new("r"), em.new("rd")
-    em.emit(f"ld.shared::cluster.u32 {v}, [{xa}]")
-    em.emit(f"setp.ne.and.u32 {native}, {v}, 0, {ok}")
-    em.emit(f"mov.pred {share}, {native}")
+    em.put(I.ld(".shared::cluster", "u32", v, I.mem(xa)),
+           I.setp_and("ne", "u32", native, v, 0, ok), I.mov("pred", share, native))
     for i, r in enumerate(mine[1:], 1):
-        em.emit(f"ld.shared::cluster.u32 {v}, [{xa}+{4 * i}]")
-        em.emit(f"setp.eq.and.u32 {share}, {v}, {r}, {share}")
-    em.emit(f"ld.shared::cluster.u64 {b}, [{xa}+24]")
-    em.emit(f"setp.eq.and.u64 {share}, {b}, {g.B.base}, {share}")
+        em.put(I.ld(".shared::cluster", "u32", v, I.mem(xa, 4 * i)),
+               I.setp_and("eq", "u32", share, v, r, share))
+    em.put(I.ld(".shared::cluster", "u64", b, I.mem(xa, 24)),
+           I.setp_and("eq", "u64", share, b, g.B.base, share))
     _cluster_sync(em)                        # both read before either may write again
     return native, share
 
@@ -196,38 +186,32 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
 
     # shared layout: [pad to 1024] S x A tile, S x B tile, S full barriers, S empty barriers
     sbase, sa, sb, full, empty = (em.new("r") for _ in range(5))
-    em.emit(f"mov.u32 {sbase}, {dyn}")
-    em.emit(f"add.u32 {sbase}, {sbase}, 1023")
-    em.emit(f"and.b32 {sbase}, {sbase}, -1024")
-    em.emit(f"mov.u32 {sa}, {sbase}")
-    em.emit(f"add.u32 {sb}, {sbase}, {S * a_bytes}")
-    em.emit(f"add.u32 {full}, {sbase}, {S * (a_bytes + b_bytes)}")
-    em.emit(f"add.u32 {empty}, {full}, {8 * S}")
+    em.put(I.mov("u32", sbase, dyn), I.binary("add", "u32", sbase, sbase, 1023),
+           I.binary("and", "b32", sbase, sbase, -1024), I.mov("u32", sa, sbase),
+           I.binary("add", "u32", sb, sbase, S * a_bytes),
+           I.binary("add", "u32", full, sbase, S * (a_bytes + b_bytes)),
+           I.binary("add", "u32", empty, full, 8 * S))
     nk, wg, p = em.new("r"), em.new("r"), em.new("p")
-    em.emit(f"add.u32 {nk}, {g.K}, {BK - 1}")
-    em.emit(f"shr.u32 {nk}, {nk}, 6")
-    em.emit(f"shr.u32 {wg}, {tid}, 7")
+    em.put(I.binary("add", "u32", nk, g.K, BK - 1), I.binary("shr", "u32", nk, nk, 6),
+           I.binary("shr", "u32", wg, tid, 7))
 
     init_done = label(em, "wg_init")
-    em.emit(f"setp.ne.u32 {p}, {tid}, 0")
-    em.emit(f"@{p} bra {init_done}")
+    em.put(I.setp("ne", "u32", p, tid, 0), I.bra(init_done, guard=p))
     cnt = nc
     if share:
         cnt = em.new("r")
-        em.emit(f"selp.u32 {cnt}, {2 * nc}, {nc}, {share}")  # both workgroups' consumers
+        em.put(I.selp("u32", cnt, 2 * nc, nc, share))    # both workgroups' consumers
     for s in range(S):
         mb.init(em, f"{full}+{8 * s}", 1)
         mb.init(em, f"{empty}+{8 * s}", cnt)
-    em.emit("fence.mbarrier_init.release.cluster")
-    em.raw(f"{init_done}:")
+    em.put(I.fence_mbarrier_init(), I.label(init_done))
     if share:
         _cluster_sync(em)                    # the peer's barriers exist before its copies
     else:
-        em.emit("bar.sync 0")
+        em.put(I.bar_sync(0))
 
     consumer, join = label(em, "wg_consumer"), label(em, "wg_join")
-    em.emit(f"setp.ne.u32 {p}, {wg}, 0")
-    em.emit(f"@{p} bra {consumer}")
+    em.put(I.setp("ne", "u32", p, wg, 0), I.bra(consumer, guard=p))
     _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes, share, tiles)
     # The register pool: the producer takes its registers back only after the join,
     # when the consumers have given theirs up. Its idle warps used to re-increase at
@@ -235,19 +219,15 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     # then never succeeded: every warp waited for ever (an intermittent hang of
     # back-to-back launches, docs/reference/gemm.md "Status").
     _join_sync(em, share)
-    em.emit(f"setmaxnreg.inc.sync.aligned.u32 {ENTRY_REGS}")
-    em.emit(f"bra.uni {join}")
-    em.raw(f"{consumer}:")
+    em.put(I.setmaxnreg("inc", ENTRY_REGS), I.bra(join, uniform=True), I.label(consumer))
     _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes, share, fused,
               tiles)
     _join_sync(em, share)
-    em.raw(f"{join}:")
-    em.emit(f"setp.ne.u32 {p}, {tid}, 0")
-    em.emit(f"@{p} bra {end}")
+    em.put(I.label(join), I.setp("ne", "u32", p, tid, 0), I.bra(end, guard=p))
     for s in range(S):
         mb.inval(em, f"{full}+{8 * s}")
         mb.inval(em, f"{empty}+{8 * s}")
-    em.emit(f"bra.uni {end}")
+    em.put(I.bra(end, uniform=True))
 
 
 def _join_sync(em, share) -> None:
@@ -256,7 +236,7 @@ def _join_sync(em, share) -> None:
     if share:
         _cluster_sync(em)
     else:
-        em.emit("bar.sync 0")
+        em.put(I.bar_sync(0))
 
 
 def _tile_loop(em, g, tiles, name: str):
@@ -271,75 +251,63 @@ def _tile_loop(em, g, tiles, name: str):
 def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes,
               share, tiles=None) -> None:
     desc = g.desc
-    em.emit(f"setmaxnreg.dec.sync.aligned.u32 {PRODUCER_REGS}")
     done, p = label(em, "wg_prod_done"), em.new("p")
-    em.emit(f"setp.ne.u32 {p}, {tid}, 0")
-    em.emit(f"@{p} bra {done}")
+    em.put(I.setmaxnreg("dec", PRODUCER_REGS), I.setp("ne", "u32", p, tid, 0),
+           I.bra(done, guard=p))
     # this multiprocessor's two map slots: global addresses to write, generic to use
     smid, ga, slot_a, slot_b = em.new("r"), em.new("rd"), em.new("rd"), em.new("rd")
-    em.emit(f"mov.u32 {smid}, %smid")
-    em.emit(f"mov.u64 {ga}, {ws}")
-    em.emit(f"mad.wide.u32 {ga}, {smid}, {2 * tma.MAP_BYTES}, {ga}")
+    em.put(I.mov("u32", smid, "%smid"), I.mov("u64", ga, ws),
+           I.mad("wide", "u32", ga, smid, 2 * tma.MAP_BYTES, ga))
     gb = em.new("rd")
-    em.emit(f"add.s64 {gb}, {ga}, {tma.MAP_BYTES}")
-    em.emit(f"cvta.global.u64 {slot_a}, {ga}")
-    em.emit(f"cvta.global.u64 {slot_b}, {gb}")
+    em.put(I.binary("add", "s64", gb, ga, tma.MAP_BYTES), I.cvta("global", slot_a, ga),
+           I.cvta("global", slot_b, gb))
     half = desc.n // 2 if share else desc.n  # paired: B arrives as two half boxes
     for slot, m, rows, box in ((ga, g.A, g.M, desc.m), (gb, g.B, g.N, half)):
         gaddr, pitch = em.new("rd"), em.new("rd")
-        em.emit(f"cvta.to.global.u64 {gaddr}, {m.base}")
+        em.put(I.cvta("global", gaddr, m.base, to=True))
         if isinstance(m.ld, int):
-            em.emit(f"mov.u64 {pitch}, {m.ld * 2}")
+            em.put(I.mov("u64", pitch, m.ld * 2))
         else:
-            em.emit(f"mul.wide.u32 {pitch}, {m.ld}, 2")
+            em.put(I.binary("mul.wide", "u32", pitch, m.ld, 2))
         tma.build(em, slot, gaddr, desc.a_type, g.K, rows, pitch, box, BK)
     tma.publish(em, [slot_a, slot_b])
     kb, s, ph, k0 = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     dst_a, dst_b, fb, eb = em.new("r"), em.new("r"), em.new("r"), em.new("r")
-    em.emit(f"mov.u32 {s}, 0")                       # the ring's position: carried across
-    em.emit(f"mov.u32 {ph}, 1")                      # tiles (first pass: empty is free)
+    em.put(I.mov("u32", s, 0),                       # the ring's position: carried across
+           I.mov("u32", ph, 1))                      # tiles (first pass: empty is free)
     g, close = _tile_loop(em, g, tiles, "wg_prod")
     if share:                                # this workgroup's half of the shared B box
         dst_h, col2, col_h, rank = em.new("r"), em.new("r"), em.new("r"), em.new("r")
-        em.emit(f"add.u32 {col2}, {g.col}, {half}")
+        em.put(I.binary("add", "u32", col2, g.col, half))
         mask = em.new("rs")
-        em.emit(f"mov.u32 {rank}, %cluster_ctarank")
-        em.emit(f"mad.lo.u32 {col_h}, {rank}, {half}, {g.col}")
-        em.emit("mov.u16 {}, 3".format(mask))
-    for r in (kb, k0):
-        em.emit(f"mov.u32 {r}, 0")
+        em.put(I.mov("u32", rank, "%cluster_ctarank"),
+               I.mad("lo", "u32", col_h, rank, half, g.col), I.mov("u16", mask, 3))
     top, region_done = label(em, "wg_prod"), label(em, "wg_prod_region")
-    em.raw(f"{top}:")
-    em.emit(f"setp.ge.u32 {p}, {kb}, {nk}")
-    em.emit(f"@{p} bra {region_done}")
-    em.emit(f"mad.lo.u32 {eb}, {s}, 8, {empty}")
+    em.put(I.mov("u32", kb, 0), I.mov("u32", k0, 0), I.label(top),
+           I.setp("ge", "u32", p, kb, nk), I.bra(region_done, guard=p),
+           I.mad("lo", "u32", eb, s, 8, empty))
     mb.wait(em, eb, ph, cluster=share is not None)
-    em.emit(f"mad.lo.u32 {fb}, {s}, 8, {full}")
+    em.put(I.mad("lo", "u32", fb, s, 8, full))
     mb.arrive_expect_tx(em, fb, a_bytes + b_bytes)
-    em.emit(f"mad.lo.u32 {dst_a}, {s}, {a_bytes}, {sa}")
-    em.emit(f"mad.lo.u32 {dst_b}, {s}, {b_bytes}, {sb}")
+    em.put(I.mad("lo", "u32", dst_a, s, a_bytes, sa), I.mad("lo", "u32", dst_b, s, b_bytes, sb))
     tma.load_2d(em, dst_a, slot_a, k0, g.row, fb)
     if share:
         own, alone = label(em, "wg_mc"), label(em, "wg_mc_end")
-        em.emit(f"@!{share} bra {own}")
-        em.emit(f"mad.lo.u32 {dst_h}, {rank}, {half * 128}, {dst_b}")
+        em.put(I.bra(own, guard=share, negated=True),
+               I.mad("lo", "u32", dst_h, rank, half * 128, dst_b))
         tma.load_2d_multicast(em, dst_h, slot_b, k0, col_h, fb, mask)
-        em.emit(f"bra.uni {alone}")
-        em.raw(f"{own}:")
+        em.put(I.bra(alone, uniform=True), I.label(own))
     tma.load_2d(em, dst_b, slot_b, k0, g.col, fb)
     if share:
-        em.emit(f"add.u32 {dst_h}, {dst_b}, {half * 128}")
+        em.put(I.binary("add", "u32", dst_h, dst_b, half * 128))
         tma.load_2d(em, dst_h, slot_b, k0, col2, fb)
-        em.raw(f"{alone}:")
+        em.put(I.label(alone))
     if PREFETCH_C_AHEAD:
         _prefetch_c(em, g, kb, nk)
     _advance(em, kb, s, ph, S)
-    em.emit(f"add.u32 {k0}, {k0}, {BK}")
-    em.emit(f"bra.uni {top}")
-    em.raw(f"{region_done}:")
+    em.put(I.binary("add", "u32", k0, k0, BK), I.bra(top, uniform=True), I.label(region_done))
     close()
-    em.raw(f"{done}:")
-    em.emit("bar.warp.sync -1")
+    em.put(I.label(done), I.bar_warp_sync(-1))
 
 
 def _prefetch_c(em, g, kb, nk) -> None:
@@ -349,61 +317,45 @@ def _prefetch_c(em, g, kb, nk) -> None:
     overlaps the main loop instead of following it. A hint: exactness never depends on it."""
     desc = g.desc
     at, p, skip = em.new("r"), em.new("p"), label(em, "wg_pf_skip")
-    em.emit(f"sub.u32 {at}, {nk}, {PREFETCH_C_AHEAD}")
-    em.emit(f"setp.gt.u32 {p}, {nk}, {PREFETCH_C_AHEAD}")
-    em.emit(f"selp.u32 {at}, {at}, 0, {p}")
-    em.emit(f"setp.ne.u32 {p}, {kb}, {at}")
-    em.emit(f"@{p} bra {skip}")
+    em.put(I.binary("sub", "u32", at, nk, PREFETCH_C_AHEAD),
+           I.setp("gt", "u32", p, nk, PREFETCH_C_AHEAD), I.selp("u32", at, at, 0, p),
+           I.setp("ne", "u32", p, kb, at), I.bra(skip, guard=p))
     cols, rows, r, addr, end = (em.new("r"), em.new("r"), em.new("r"), em.new("rd"),
                                 em.new("rd"))
-    em.emit(f"sub.u32 {cols}, {g.N}, {g.col}")              # native: col < 2^31, N > 0
-    em.emit(f"setp.gt.s32 {p}, {cols}, 0")
-    em.emit(f"@!{p} bra {skip}")
-    em.emit(f"min.u32 {cols}, {cols}, {desc.n}")
-    em.emit(f"sub.u32 {rows}, {g.M}, {g.row}")
-    em.emit(f"setp.gt.s32 {p}, {rows}, 0")
-    em.emit(f"@!{p} bra {skip}")
-    em.emit(f"min.u32 {rows}, {rows}, {desc.m}")
+    em.put(I.binary("sub", "u32", cols, g.N, g.col),       # native: col < 2^31, N > 0
+           I.setp("gt", "s32", p, cols, 0), I.bra(skip, guard=p, negated=True),
+           I.binary("min", "u32", cols, cols, desc.n), I.binary("sub", "u32", rows, g.M, g.row),
+           I.setp("gt", "s32", p, rows, 0), I.bra(skip, guard=p, negated=True),
+           I.binary("min", "u32", rows, rows, desc.m))
     ld = g.C.ld if isinstance(g.C.ld, str) else _imm(em, g.C.ld)
-    em.emit(f"mad.wide.u32 {addr}, {g.row}, {ld}, 0")
+    em.put(I.mad("wide", "u32", addr, g.row, ld, 0))
     w = em.new("rd")
-    em.emit(f"cvt.u64.u32 {w}, {g.col}")
-    em.emit(f"add.s64 {addr}, {addr}, {w}")
-    em.emit(f"shl.b64 {addr}, {addr}, 2")
+    em.put(I.cvt("u64", "u32", w, g.col), I.binary("add", "s64", addr, addr, w),
+           I.binary("shl", "b64", addr, addr, 2))
     base = em.new("rd")
-    em.emit(f"cvta.to.global.u64 {base}, {g.C.base}")
-    em.emit(f"add.s64 {addr}, {addr}, {base}")
+    em.put(I.cvta("global", base, g.C.base, to=True), I.binary("add", "s64", addr, addr, base))
     pitch, nbytes = em.new("rd"), em.new("rd")
-    em.emit(f"mul.wide.u32 {pitch}, {ld}, 4")
-    em.emit(f"mul.wide.u32 {nbytes}, {cols}, 4")
-    em.emit(f"mov.u32 {r}, 0")
+    em.put(I.binary("mul.wide", "u32", pitch, ld, 4),
+           I.binary("mul.wide", "u32", nbytes, cols, 4), I.mov("u32", r, 0))
     top = label(em, "wg_pf")
     lo, hi, size = em.new("rd"), em.new("rd"), em.new("rd")
-    em.raw(f"{top}:")
-    em.emit(f"add.s64 {lo}, {addr}, 15")
-    em.emit(f"and.b64 {lo}, {lo}, -16")
-    em.emit(f"add.s64 {hi}, {addr}, {nbytes}")
-    em.emit(f"and.b64 {hi}, {hi}, -16")
-    em.emit(f"sub.s64 {size}, {hi}, {lo}")
-    em.emit(f"setp.gt.s64 {p}, {size}, 0")
+    em.put(I.label(top), I.binary("add", "s64", lo, addr, 15),
+           I.binary("and", "b64", lo, lo, -16), I.binary("add", "s64", hi, addr, nbytes),
+           I.binary("and", "b64", hi, hi, -16), I.binary("sub", "s64", size, hi, lo),
+           I.setp("gt", "s64", p, size, 0))
     sz = em.new("r")
-    em.emit(f"cvt.u32.u64 {sz}, {size}")
-    em.emit(f"@{p} cp.async.bulk.prefetch.L2.global [{lo}], {sz}")
-    em.emit(f"add.s64 {addr}, {addr}, {pitch}")
-    em.emit(f"add.u32 {r}, {r}, 1")
-    em.emit(f"setp.lt.u32 {p}, {r}, {rows}")
-    em.emit(f"@{p} bra {top}")
-    em.raw(f"{skip}:")
+    em.put(I.cvt("u32", "u64", sz, size),
+           I.guarded(I.cp_async_bulk_prefetch_l2(I.mem(lo), sz), p),
+           I.binary("add", "s64", addr, addr, pitch), I.binary("add", "u32", r, r, 1),
+           I.setp("lt", "u32", p, r, rows), I.bra(top, guard=p), I.label(skip))
 
 
 def _advance(em, kb, s, ph, S) -> None:
     """kb += 1; s = (s + 1) mod S, flipping the phase parity on wrap."""
     w = em.new("p")
-    em.emit(f"add.u32 {kb}, {kb}, 1")
-    em.emit(f"add.u32 {s}, {s}, 1")
-    em.emit(f"setp.eq.u32 {w}, {s}, {S}")
-    em.emit(f"@{w} mov.u32 {s}, 0")
-    em.emit(f"@{w} xor.b32 {ph}, {ph}, 1")
+    em.put(I.binary("add", "u32", kb, kb, 1), I.binary("add", "u32", s, s, 1),
+           I.setp("eq", "u32", w, s, S), I.guarded(I.mov("u32", s, 0), w),
+           I.guarded(I.binary("xor", "b32", ph, ph, 1), w))
 
 
 def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes,
