@@ -28,7 +28,7 @@ import time
 import pytest
 
 from tools.remote.checkouts import source_root
-from tools.remote.grid import PLAIN, Grid, postgres_bindir
+from tools.remote.grid import PLAIN, Grid, free_port, postgres_bindir
 from tools.remote.sandbox import jail_available
 
 ROOT = source_root()
@@ -222,6 +222,17 @@ def test_the_preflight_waits_for_a_declared_pool_then_passes_with_both_workers(t
         assert proc.stderr == ""
         # The cancelled probe never reached the gpu worker: it leased only the last one.
         assert (g.work / "worker-gpu.out").read_text().count("started") == 1
+
+
+def test_the_preflight_reports_an_unreachable_service_without_a_traceback():
+    address = f"grpc://127.0.0.1:{free_port()}"  # nothing listens there
+    proc = subprocess.run([sys.executable, str(PREFLIGHT), "--root", str(ROOT),
+                           f"--remote-execution-address={address}",
+                           f"--remote-store-address={address}"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"preflight: error: cannot ask {address} (instance mettle)" in proc.stderr
+    assert "UNAVAILABLE" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_sigterm_finishes_the_running_action_then_exits(grid):

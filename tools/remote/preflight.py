@@ -57,7 +57,7 @@ def has_grpc() -> bool:
 def settings(root: Path, args) -> dict:
     """The addresses and instance: the flags, else the config file's [GLOBAL] values."""
     config = {}
-    for path in (args.pants_config_files or CONFIG).split(","):
+    for path in ",".join(args.pants_config_files or [CONFIG]).split(","):
         path = root / path.strip()
         if path.is_file():
             config.update(tomllib.loads(path.read_text()).get("GLOBAL", {}))
@@ -153,7 +153,8 @@ def check(root: Path, args) -> int:
 
 def main(argv: list) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--pants-config-files", help=f"config files to read (default: {CONFIG})")
+    p.add_argument("--pants-config-files", action="append",
+                   help=f"config files to read, in order (default: {CONFIG})")
     p.add_argument("--remote-execution-address")
     p.add_argument("--remote-store-address")
     p.add_argument("--remote-instance-name")

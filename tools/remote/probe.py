@@ -52,7 +52,8 @@ def probe(exec_channel, cas, instance: str, properties, wait_s: float) -> Answer
         digest = upload_action(cas, PROBE, sorted(properties), (), timeout_s=60,
                                salt=f"mettle-preflight-{uuid.uuid4().hex}", do_not_cache=True)
     except grpc.RpcError as e:
-        raise Unreachable(f"{e.code().name}: {e.details()}") from None
+        raise Unreachable(f"the store refused the probe: {e.code().name}: {e.details()}") \
+            from None
     stub = re_grpc.ExecutionStub(exec_channel)
     name = None
     try:
