@@ -218,7 +218,7 @@ def test_the_preflight_waits_for_a_declared_pool_then_passes_with_both_workers(t
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert "environment `gpu` (OSFamily=linux ISA=x86-64 gpu=sm_90a): served (the probe " \
                "ran on worker `gpu`" in proc.stdout
-        assert "all 2 environments served" in proc.stdout
+        assert "every environment checked (2 environments) is served" in proc.stdout
         assert proc.stderr == ""
         # The cancelled probe never reached the gpu worker: it leased only the last one.
         assert (g.work / "worker-gpu.out").read_text().count("started") == 1

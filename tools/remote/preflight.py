@@ -147,7 +147,8 @@ def check(root: Path, args) -> int:
         print(f"preflight: {len(unserved)} of {len(chosen)} environments unserved: "
               f"{', '.join(unserved)}", file=sys.stderr)
         return 1
-    print(f"preflight: all {len(chosen)} environments served by {service}")
+    count = f"{len(chosen)} environment{'' if len(chosen) == 1 else 's'}"
+    print(f"preflight: every environment checked ({count}) is served by {service}")
     return 0
 
 
