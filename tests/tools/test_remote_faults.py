@@ -10,6 +10,8 @@ bounds its wait; each prints its recovery time (`-s` shows them):
 - an action longer than the bot-session expiry completes on its worker (keepalive reports);
 - two clients at once against a 4-slot worker: their actions run concurrently;
 - a platform no pool serves fails at once, naming the properties;
+- the preflight (tools/remote/preflight.py) names each unserved environment, its properties
+  and the targets that use it, before Pants starts; with every pool served it passes;
 - SIGTERM: the worker finishes and reports its running action, then exits 0.
 
 Skipped (with the reason) without BuildGrid, PostgreSQL or bubblewrap (tools/bootstrap/
@@ -20,18 +22,20 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
 
 from tools.remote.checkouts import source_root
-from tools.remote.grid import PLAIN, Grid, postgres_bindir
+from tools.remote.grid import PLAIN, Grid, free_port, postgres_bindir
 from tools.remote.sandbox import jail_available
 
 ROOT = source_root()
 BGD = ROOT / ".bootstrap" / "buildgrid" / "bin" / "bgd"
 DRIVER = ROOT / ".bootstrap" / "buildgrid-pg"
 CLIENT = ROOT / "tools" / "remote" / "reapi_client.py"
+PREFLIGHT = ROOT / "tools" / "remote" / "preflight.py"
 # Short enough for a quick drill; the shipped default is 30 s (grid.KEEPALIVE_S).
 KEEPALIVE_S = 10
 
@@ -163,6 +167,72 @@ def test_an_unserved_platform_fails_at_once_naming_its_properties(grid):
     assert time.monotonic() - start < 30
     assert "FAILED_PRECONDITION" in result["error"]
     assert "('gpu', 'sm_90a')" in result["error"]
+
+
+def preflight(grid: Grid, *args, python=None) -> subprocess.CompletedProcess:
+    argv = [str(python or grid.python), str(PREFLIGHT), "--root", str(ROOT),
+            "--pants-config-files=tools/remote/pants.remote.toml",
+            f"--remote-execution-address={grid.address}",
+            f"--remote-store-address={grid.address}", *args]
+    return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_the_preflight_names_an_unserved_environment_and_its_targets(grid):
+    # Only the plain pool: the gpu and gb10 environments are refused by the service. Run
+    # with the test interpreter (no grpc): the preflight re-executes on BuildGrid's.
+    grid.add_worker("plain", PLAIN, slots=1)
+    start = time.monotonic()
+    proc = preflight(grid, python=sys.executable)
+    assert time.monotonic() - start < 60, "refused platforms are reported without waiting"
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "environment `remote` (OSFamily=linux ISA=x86-64 gpu=none): served (the probe " \
+           "ran on worker `plain`" in proc.stdout
+    gpu = proc.stderr.split("environment `gpu` (//tools/remote:gpu_sm90a) is not served")[1]
+    gpu = gpu.split("preflight:")[0]
+    assert "platform properties: OSFamily=linux ISA=x86-64 gpu=sm_90a" in gpu
+    assert "Could not find property set" in gpu and "('gpu', 'sm_90a')" in gpu
+    assert "used by: tests/gpu:gpu (python_tests, tags: gpu)" in gpu
+    assert "(--tag=-gpu)" in gpu
+    assert "environment `gb10` (//tools/remote:gpu_gb10) is not served" in proc.stderr
+    assert "tests/rules:gb10 (python_tests, tags: gpu gb10)" in proc.stderr
+    assert "2 of 3 environments unserved: gpu, gb10" in proc.stderr
+
+
+def test_the_preflight_waits_for_a_declared_pool_then_passes_with_both_workers(tmp_path):
+    gpu = dict(PLAIN, gpu="sm_90a")
+    chosen = ("--environment=remote", "--environment=gpu")
+    with Grid(tmp_path / "grid", BGD, pools=[PLAIN, gpu], keepalive_s=KEEPALIVE_S) as g:
+        g.add_worker("plain", PLAIN, slots=1)
+        # The gpu pool is declared but no worker is connected: the probe waits, then the
+        # preflight names the environment, and cancels the probe.
+        start = time.monotonic()
+        proc = preflight(g, *chosen, "--wait=5")
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert time.monotonic() - start < 60
+        assert "environment `gpu` (//tools/remote:gpu_sm90a) is not served" in proc.stderr
+        assert "no worker took the probe within 5 s" in proc.stderr
+        assert "used by: tests/gpu:gpu" in proc.stderr
+        assert "1 of 2 environments unserved: gpu" in proc.stderr
+        g.add_worker("gpu", gpu, slots=1)
+        proc = preflight(g, *chosen)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "environment `gpu` (OSFamily=linux ISA=x86-64 gpu=sm_90a): served (the probe " \
+               "ran on worker `gpu`" in proc.stdout
+        assert "every environment checked (2 environments) is served" in proc.stdout
+        assert proc.stderr == ""
+        # The cancelled probe never reached the gpu worker: it leased only the last one.
+        assert (g.work / "worker-gpu.out").read_text().count("started") == 1
+
+
+def test_the_preflight_reports_an_unreachable_service_without_a_traceback():
+    address = f"grpc://127.0.0.1:{free_port()}"  # nothing listens there
+    proc = subprocess.run([sys.executable, str(PREFLIGHT), "--root", str(ROOT),
+                           f"--remote-execution-address={address}",
+                           f"--remote-store-address={address}"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"preflight: error: cannot ask {address} (instance mettle)" in proc.stderr
+    assert "UNAVAILABLE" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_sigterm_finishes_the_running_action_then_exits(grid):

@@ -6,7 +6,10 @@ every build action from the remote cache.
 usage: exec_demo.py [--bgd PATH] [--work DIR]
 
 1. starts BuildGrid (tools/remote/grid.py) with the test worker `plain` (gpu=none);
-2. clone A, empty local store, tools/remote/pants.remote.toml: `package //app:host`, then
+2. clone A, empty local store, tools/remote/pants.remote.toml: the preflight
+   (tools/remote/preflight.py, the same flags) finds the `remote` environment served and
+   names the `gpu` environment and tests/gpu:gpu as unserved (no GPU worker yet); then
+   `package //app:host`, then
    `--tag=gpu test tests/gpu::`; once Pants reports the hardware-test actions waiting, the
    worker `gpu` (gpu=sm_90a, --record-only on Pants' pytest shim) joins: it runs the setup
    actions of the test environment and records, without executing, each pytest run;
@@ -15,6 +18,7 @@ usage: exec_demo.py [--bgd PATH] [--work DIR]
 4. passes (exit 0) only when
    - every Mettle action (compile, link, ptxas/spirv-val) of A executed on `plain`, none
      locally, and every action any worker saw carried that worker's `gpu` property;
+   - the preflight passed for `remote` and failed for `gpu`, naming tests/gpu:gpu;
    - while no GPU worker existed the tests waited (Pants listed them as waiting) and `plain`
      took none of them; every hardware test was then leased by `gpu` (recorded, not run) and
      `./pants test` failed saying so;
@@ -72,6 +76,25 @@ def remote_flags(grid: Grid) -> tuple:
     return ("--pants-config-files=tools/remote/pants.remote.toml",
             f"--remote-execution-address={grid.address}",
             f"--remote-store-address={grid.address}")
+
+
+def preflight(grid: Grid, clone: Path, environment: str) -> subprocess.CompletedProcess:
+    """The preflight of the clone's checkout, with the documented command's flags; a
+    probe waits at most 5 s for a worker."""
+    return subprocess.run([str(grid.python), str(clone / "tools/remote/preflight.py"),
+                           *remote_flags(grid), f"--environment={environment}", "--wait=5"],
+                          cwd=clone, capture_output=True, text=True, timeout=120)
+
+
+def check_preflight(grid: Grid, clone: Path, problems: list, numbers: list) -> None:
+    """`remote` is served by `plain`; `gpu` (no GPU worker yet) is named with its tests."""
+    served, unserved = preflight(grid, clone, "remote"), preflight(grid, clone, "gpu")
+    numbers.append(f"A: preflight `remote`: rc={served.returncode}; `gpu`: "
+                   f"rc={unserved.returncode}, {unserved.stderr.splitlines()[:1]}")
+    if served.returncode or "ran on worker `plain`" not in served.stdout:
+        problems.append(f"preflight of `remote` failed: {served.stdout}{served.stderr}")
+    if unserved.returncode != 1 or "used by: tests/gpu:gpu" not in unserved.stderr:
+        problems.append(f"preflight of `gpu` did not name it unserved: {unserved.stderr}")
 
 
 def logged(path: Path, run):
@@ -142,8 +165,10 @@ def run(bgd: Path, work: Path) -> int:
         flags = remote_flags(grid)
         env = {"PANTS_LOCAL_STORE_DIR": str(work / "store-a")}
         a_clone = make_clone(root, work / "a" / "checkout")
+        check_preflight(grid, a_clone, problems, numbers)
+        checked = len(grid.records("plain"))  # the preflight's probe: not the package
         a_pkg = logged(work / "a-package.log", run_pants(a_clone, *flags, *PACKAGE, env=env))
-        plain_pkg = grid.records("plain")
+        plain_pkg = grid.records("plain")[checked:]
         # No GPU worker yet: the hardware tests must wait (Pants says so), not run on plain
         # (check_placement: every lease carried its worker's own `gpu` value).
         waited = {}
@@ -169,7 +194,8 @@ def run(bgd: Path, work: Path) -> int:
             b_pkg = logged(work / "b-package.log", b_future.result())
         grid.check_workers()
         gpu_a = grid.records("gpu")
-        plain_b = grid.records("plain")[len(plain_pkg):]  # A's tests lease nothing on plain
+        # A's tests lease nothing on plain: what plain ran since is B's.
+        plain_b = grid.records("plain")[checked + len(plain_pkg):]
         check_placement(grid, problems)
 
     # A: every action of the package ran on `plain`, the Mettle ones included; none here.

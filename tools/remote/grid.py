@@ -371,9 +371,11 @@ def main(argv: list) -> int:
                 grid.add_worker(name, props, record_only, args.slots)
             print(f"BuildGrid at {grid.address} (instance {INSTANCE}); work {work}; "
                   f"state {grid.state}", flush=True)
-            print(f"./pants --pants-config-files=tools/remote/pants.remote.toml "
-                  f"--remote-execution-address={grid.address} "
-                  f"--remote-store-address={grid.address} package //app:host", flush=True)
+            flags = (f"--pants-config-files=tools/remote/pants.remote.toml "
+                     f"--remote-execution-address={grid.address} "
+                     f"--remote-store-address={grid.address}")
+            print(f"python3 tools/remote/preflight.py {flags}", flush=True)
+            print(f"./pants {flags} package //app:host", flush=True)
             while True:
                 time.sleep(1)
                 for name, status in grid.dead_workers():

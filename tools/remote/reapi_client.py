@@ -35,7 +35,8 @@ from tools.remote.cas import Cas, digest_of  # noqa: E402
 RETRY_S = 1.0
 
 
-def upload_action(cas: Cas, argv, properties, outputs, timeout_s, salt: str):
+def upload_action(cas: Cas, argv, properties, outputs, timeout_s, salt: str,
+                  do_not_cache: bool = False):
     platform = re_pb2.Platform(properties=[
         re_pb2.Platform.Property(name=k, value=v) for k, v in sorted(properties)])
     command = re_pb2.Command(arguments=argv, output_files=list(outputs), platform=platform,
@@ -49,7 +50,7 @@ def upload_action(cas: Cas, argv, properties, outputs, timeout_s, salt: str):
         blobs[d.hash] = (d, data)
     action = re_pb2.Action(command_digest=digest_of(command.SerializeToString()),
                            input_root_digest=digest_of(root.SerializeToString()),
-                           platform=platform, salt=salt.encode())
+                           platform=platform, salt=salt.encode(), do_not_cache=do_not_cache)
     action.timeout.seconds = int(timeout_s)
     data = action.SerializeToString()
     d = digest_of(data)
