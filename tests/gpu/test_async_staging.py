@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.gpu.harness import Buffer, Scalar
-from tests.opt.test_async_staging import STAGE
+from tests.opt.gpu_kernels import ASYNC_STAGE as STAGE
 from toolchain.compiler.driver import Options, compile_file
 from toolchain.compiler.targets.ptx.profiles import detect_local_arch
 

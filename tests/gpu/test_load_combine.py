@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.gpu.harness import Buffer
-from tests.opt.test_load_combine import SOURCE
+from tests.opt.gpu_kernels import LOAD_COMBINE as SOURCE
 from toolchain.compiler.driver import Options, compile_file
 from toolchain.compiler.targets.ptx.profiles import detect_local_arch
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.gpu.harness import Buffer, Scalar
-from tests.opt.test_subgroup_width import SRC
+from tests.opt.gpu_kernels import SUBGROUP_WIDTH as SRC
 from toolchain.compiler.driver import Options, compile_file
 from toolchain.compiler.targets.ptx.profiles import detect_local_arch
 

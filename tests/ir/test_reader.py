@@ -11,7 +11,6 @@ from toolchain.compiler.ir import format_module, verify_module
 from toolchain.compiler.ir.reader import IRParseError, parse_function, parse_module
 from toolchain.compiler.opt.analyses import Analyses
 from toolchain.compiler.opt.manager import PASSES
-import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = sorted(str(p.relative_to(REPO)) for pattern in (

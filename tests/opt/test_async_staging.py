@@ -4,24 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.opt.gpu_kernels import ASYNC_STAGE as STAGE
 from tests.support import spirv
 from toolchain.compiler.driver import Options, compile_file
 import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
-
-STAGE = """
-kernel(block = 256) stage(x: {t}*, y: {t}*, n: int32) {{
-  workgroup var tile: {t}[512];
-  var t: int32 = (int32)thread.x;
-  var base: int32 = (int32)block.x * 512;
-  tile[t] = x[base + t];
-  tile[256 + t] = x[base + 256 + t];
-  {between}
-  var scale: {t} = ({t})n;
-  barrier(workgroup, {order});
-  y[base + t] = tile[511 - t] * scale;
-  y[base + 256 + t] = tile[255 - t] * scale;
-}}
-"""
 
 
 def build(tmp_path, arch="sm_90a", emit="ptx", t="float32", between="", order="acq_rel",

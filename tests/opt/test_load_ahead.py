@@ -17,7 +17,6 @@ from toolchain.compiler.opt import load_ahead
 from toolchain.compiler.opt.analyses import Analyses, TargetInfo
 from toolchain.compiler.opt.manager import PASSES
 from tests.opt.interp import Machine
-import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 PTX = TargetInfo(32, "ptx", True)
 

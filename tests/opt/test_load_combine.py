@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from tests.opt.gpu_kernels import LOAD_COMBINE as SOURCE
 from tests.opt.interp import Machine, Trap
 from tests.support import spirv
 from toolchain.compiler.driver import Options, compile_file
@@ -171,26 +172,6 @@ entry:
     vec = [ins for ins in fn.instructions() if ins.op == "load" and ins.type.is_vector]
     assert [str(v.type) for v in vec] == ["vec<2 x f32>"]    # t[4], t[5] past t[9]'s store
     assert "load-combine: 2 loads combined into one 8-byte vector load" in m.remarks.format()
-
-
-SOURCE = """
-kernel(block = 64) lc(x: float32*, y: float64*) {
-  workgroup var t: float32[256];
-  workgroup var u: float64[128];
-  var i: int32 = (int32)thread.x;
-  var a: float32 = x[i];
-  t[4 * i] = a;
-  t[4 * i + 1] = a * 2.0;
-  t[4 * i + 2] = a * 3.0;
-  t[4 * i + 3] = a * 4.0;
-  u[2 * i] = (float64)a;
-  u[2 * i + 1] = (float64)a + 1.0;
-  barrier(workgroup, acq_rel);
-  var j: int32 = 4 * (63 - i);
-  x[i] = t[j] + t[j + 1] + t[j + 2] + t[j + 3];
-  y[i] = u[2 * (63 - i)] + u[2 * (63 - i) + 1];
-}
-"""
 
 
 def test_vector_accesses_reach_ptx_and_spirv(tmp_path, ptxas):

@@ -2,21 +2,9 @@
 and a strided loop is versioned on `subgroup_size() == 32` when a launch may not."""
 from __future__ import annotations
 
+from tests.opt.gpu_kernels import SUBGROUP_WIDTH as SRC
 from toolchain.compiler.driver import Options, compile_file
 import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
-
-SRC = """
-kernel{shape} rowsum(x: float32*, y: float32*, rows: int32, cols: int32) {{
-  var row: int32 = (int32)(block.x * 4 + thread.x / 32);
-  if (row >= rows) {{ return; }}
-  var lane: int32 = (int32)subgroup_local_id();
-  var s: float32 = 0.0;
-  for (var c: int32 = lane; c < cols; c += (int32)subgroup_size()) {{
-    s = s + x[(int64)row * (int64)cols + (int64)c];
-  }}
-  y[row] = subgroup_reduce_add(s);
-}}
-"""
 
 
 def build(tmp_path, shape: str, emit: str = "ptx"):

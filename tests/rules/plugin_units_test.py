@@ -106,8 +106,12 @@ print(json.dumps({
                                  present, mapping, importer)),
   "win_only_missing": show(resolve_import(imp("w", windows=["app/w.mettle"], linux=["std/io.mettle"]),
                                           present, mapping, importer)),
+  "missing_ok": show(resolve_import(imp("nope", linux=["app/nope.mettle"]), present, mapping,
+                                    importer, missing_ok=True)),
   "unowned": show(resolve_import(imp("loose", linux=["app/loose.mettle"]), present, mapping,
                                  importer)),
+  "unowned_ok": show(resolve_import(imp("loose", linux=["app/loose.mettle"]), present,
+                                    mapping, importer, missing_ok=True)),
   "ambiguous": show(resolve_import(imp("x", linux=["std/x.mettle"]), present, mapping,
                                    importer)),
   "deps_files": ancestor_deps_files("a/b/c.mettle"),
@@ -127,7 +131,11 @@ def test_import_resolution_follows_the_compiler_candidates():
         "compiler looks for app/nope.mettle, nope.mettle."]
     assert out["win_only_missing"][1][0].endswith("cannot find the module on windows; the "
                                                   "compiler looks for app/w.mettle.")
+    # A skip_check source (meant not to compile) may import what exists nowhere...
+    assert out["missing_ok"] == [[], []]
     assert "which no mettle_source target owns; run `./pants tailor ::`" in \
         out["unowned"][1][0]
+    # ... but a file that exists and no target owns is a BUILD problem all the same.
+    assert out["unowned_ok"] == out["unowned"]
     assert "several mettle_source targets own" in out["ambiguous"][1][0]
     assert out["deps_files"] == ["a/b/mettle.deps", "a/mettle.deps", "mettle.deps"]

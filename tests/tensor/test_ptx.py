@@ -1,13 +1,13 @@
 """PTX emission of the tensor operations: FileCheck of the selected instruction forms,
 ptxas assembly of every module for sm_90a and sm_121a, and capability refusals that name
-the PTX ISA and target they need. The SPIR-V profile rejects the operations explicitly."""
+the PTX ISA and target they need. (The SPIR-V profile's refusals:
+tests/spirv_emit/test_tensor_refusals.py.)"""
 from __future__ import annotations
 
 import pytest
 
 from tests.support.filecheck import filecheck
 from toolchain.compiler.diagnostics import CompileError
-import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 from .kernels import compile_ptx, epilogue_source, matmul_source, mma_source
 
@@ -197,21 +197,3 @@ def test_and_popcount_needs_sm80():
 def test_unsupported_descriptors_are_refused_not_narrowed(src, fragment):
     d = refusal(src, "sm_90a")
     assert d.code == "E0505" and fragment in d.message
-
-
-@pytest.mark.parametrize("src", [
-    mma_source("k", "f16", "f16", "f32", "f32", "m16n16k16"),
-    matmul_source("k", "f16", "f16", "f32", "f32", "m16n16k16"),
-    epilogue_source("k", "f32", "m16n16"),
-])
-def test_spirv_profile_rejects_tensor_operations(src):
-    import os
-    import tempfile
-
-    from toolchain.compiler.driver import Options, compile_file
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "k.mettle")
-        with pytest.raises(CompileError) as info:
-            compile_file(path, Options(emit="spirv"), source_text=src)
-    d = info.value.diagnostics[0]
-    assert d.code == "E0510" and "tensor" in d.message and d.span is not None

@@ -1,6 +1,6 @@
 """tensor_transfer_workgroup: the surface (E0324 misuse with locations), the neutral IR, PTX
-for every profile (TMA with a view on sm_90a/sm_121a, exact replay elsewhere), the SPIR-V
-refusal, and the numpy oracle the hardware tests use."""
+for every profile (TMA with a view on sm_90a/sm_121a, exact replay elsewhere), and the
+numpy oracle the hardware tests use (SPIR-V's refusal: tests/spirv_emit)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +9,6 @@ import pytest
 from tests.tensor.transfer_cases import CASES, Case, _box, expected, kernel
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.driver import Options, compile_file
-import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 
 def build(tmp_path, src, arch="sm_90a", emit="ptx"):
@@ -49,13 +48,6 @@ def test_ineligible_geometry_replays_with_its_reason(tmp_path):
     assert "replay: a dimension-0 element stride" in build(tmp_path, kernel(c)).data.decode()
 
 
-def test_spirv_refuses_with_a_capability_diagnostic(tmp_path):
-    with pytest.raises(CompileError) as e:
-        build(tmp_path, kernel(CASES[0]), emit="spirv")
-    d = e.value.diagnostics[0]
-    assert d.code == "E0510" and "tensor_transfer_workgroup" in d.message and d.span.line == 4
-
-
 @pytest.mark.parametrize("case", CASES[:3], ids=lambda c: c.name)
 @pytest.mark.parametrize("arch", ["sm_90a", "portable"])
 def test_direction_is_inferred_from_the_operand_spaces(tmp_path, ptxas, case, arch):
@@ -67,9 +59,6 @@ def test_direction_is_inferred_from_the_operand_spaces(tmp_path, ptxas, case, ar
     assert "global_to_workgroup" in inferred.ir_text and "workgroup_to_global" in \
         inferred.ir_text
     ptxas(inferred.data.decode(), {"portable": "sm_75"}.get(arch, arch))
-    with pytest.raises(CompileError) as e:      # SPIR-V refuses both forms alike
-        build(tmp_path, kernel(case, inferred=True), emit="spirv")
-    assert e.value.diagnostics[0].code == "E0510"
 
 
 BOTH_WORKGROUP = """kernel(block = 64) k(g: float32*) {

@@ -1,7 +1,8 @@
 """Workgroup-scope tensor_matmul (docs/reference/gemm.md): the sm_90a TMA + mbarrier + wgmma pipeline
 (FileCheck of its structure, ptxas resources: no spills, no stack, the setmaxnreg cap
 honoured), the same source on sm_121a and the portable profile (split subgroup regions,
-no Hopper instruction), and the refusals (SPIR-V, regions that are not 16-multiples)."""
+no Hopper instruction), and the refusal of regions that are not 16-multiples (SPIR-V's:
+tests/spirv_emit/test_tensor_refusals.py)."""
 from __future__ import annotations
 
 import re
@@ -14,7 +15,6 @@ import pytest
 from tests.support.filecheck import filecheck
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.targets.ptx.tensor import wgmma
-import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 from .kernels import compile_ptx
 from bench.wgmma_kernels import gemm_source
@@ -118,16 +118,6 @@ def test_descriptor_without_wgmma_form_splits_on_sm90a(ptxas):
     text = compile_ptx(src, "sm_90a")
     assert "wgmma" not in text and "wmma.mma" in text
     ptxas(text, "sm_90a")
-
-
-def test_spirv_refuses_with_capability_diagnostic(tmp_path):
-    from toolchain.compiler.driver import Options, compile_file
-    path = tmp_path / "g.mettle"
-    path.write_text(gemm_source("f16"))
-    with pytest.raises(CompileError) as exc:
-        compile_file(str(path), Options(emit="spirv"), source_text=path.read_text())
-    d = exc.value.diagnostics[0]
-    assert d.code == "E0510" and "tensor_matmul" in d.message and d.span is not None
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_121a", "portable"])

@@ -4,7 +4,8 @@ memory pass, ptxas: no spills at the 168-register cap, every epilogue and D form
 the other profiles the split regions, run on the CPU PTX interpreter against a float32
 numpy oracle bit for bit on M/N/K tails with poisoned padding (f32 results: region then
 memory pass; f16/bf16: exact replay with the epilogue before the rounding; subgroup
-regions too); the same instruction sequence per element on both paths; SPIR-V refuses."""
+regions too); the same instruction sequence per element on both paths (SPIR-V refuses:
+tests/spirv_emit/test_tensor_refusals.py)."""
 from __future__ import annotations
 
 import re
@@ -18,7 +19,6 @@ from toolchain.compiler.frontend.api import compile_to_ir
 from toolchain.compiler.ir.printer import format_module
 from toolchain.compiler.ir.reader import parse_module
 from toolchain.compiler.targets.ptx.tensor import wgmma
-import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 from . import narrow_cases as NC
 from .kernels import compile_ptx
@@ -110,16 +110,6 @@ def test_integer_result_and_tensor_mma_refuse_epilogue_options():
         compile_ptx(mma, "sm_121a")
     d = exc.value.diagnostics[0]
     assert d.code == "E0340" and "separate tensor_epilogue" in d.message and d.span
-
-
-def test_spirv_still_refuses_tensor_matmul(tmp_path):
-    from toolchain.compiler.driver import Options, compile_file
-    path = tmp_path / "g.mettle"
-    path.write_text(gemm_source("f16", epilogue="col_bias_relu"))
-    with pytest.raises(CompileError) as exc:
-        compile_file(str(path), Options(emit="spirv"), source_text=path.read_text())
-    d = exc.value.diagnostics[0]
-    assert d.code == "E0510" and "tensor_matmul" in d.message and d.span is not None
 
 
 # ---------------------------------------------------------------- sm_90a pipeline

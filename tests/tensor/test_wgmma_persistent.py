@@ -3,8 +3,8 @@ the sm_90a structure (barriers and tensor maps set up once, before the tile loop
 ring's stage and phase carried from tile to tile; one tile loop per warp role), ptxas
 resources (no spills at the 168-register entry cap), the split loop on every other PTX
 profile, exact on the CPU interpreter on tails with fewer workgroups than tiles and a
-non-zero origin, the refusals (SPIR-V, `persistent:` without `scope: workgroup`) and the
---explain line."""
+non-zero origin, the refusal of `persistent:` without `scope: workgroup` (SPIR-V's: in
+tests/spirv_emit) and the --explain line."""
 from __future__ import annotations
 
 import re
@@ -18,7 +18,6 @@ import pytest
 from tests.support import tensor_oracle as O
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.targets.ptx.tensor import wgmma
-import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 from .kernels import compile_ptx
 from .ptx_sim import Sim
@@ -101,15 +100,6 @@ def test_other_profiles_loop_over_split_regions(ptxas, arch):
     assert re.search(r"^\$L__wgm_split_tile\d+:", text, re.M)
     assert "div.u64" in text                   # exact tile arithmetic for every M, N, grid
     ptxas(text, {"portable": "sm_75"}.get(arch, arch))
-
-
-def test_spirv_refuses(tmp_path):
-    from toolchain.compiler.driver import Options, compile_file
-    path = tmp_path / "g.mettle"
-    path.write_text(gemm_source("f16", persistent=True))
-    with pytest.raises(CompileError) as exc:
-        compile_file(str(path), Options(emit="spirv"), source_text=path.read_text())
-    assert exc.value.diagnostics[0].code == "E0510"
 
 
 @pytest.mark.parametrize("edit,message", [

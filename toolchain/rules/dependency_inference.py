@@ -9,7 +9,9 @@ candidates; `std/x` tries `x.<os>.mettle` first). The first of those paths that 
 the repository is the module, exactly as in a compile whose working directory is the
 repository root (which is what every Mettle action's sandbox is). An import that resolves
 to no file, or to a file no `mettle_source` owns, is an error naming the importing file and
-line. A `mettle_kernel`/`mettle_host_binary` depends on the `mettle_source` of its own
+line, except in a `skip_check` source (a file meant not to compile, such as an error-code
+example whose helper module exists only in the docs): there, an import that resolves to no
+file adds no dependency. A `mettle_kernel`/`mettle_host_binary` depends on the `mettle_source` of its own
 `source` (so its imports come transitively), or on its imports directly when none owns it.
 """
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pants.util.frozendict import FrozenDict
 from pants.util.logging import LogLevel
 
 from toolchain.rules.target_types import (MettleDependenciesField, MettleModuleSourceField,
-                                          MettleSourceField)
+                                          MettleSkipCheckField, MettleSourceField)
 from toolchain.rules.tools import TOOL_ENV, MettleCompiler, MettleStdlib
 
 DEPS_FILE = "mettle.deps"   # package roots the compiler reads (frontend/modules.py)
@@ -122,6 +124,7 @@ class MettleDependenciesInferenceFieldSet(FieldSet):
 
     source: MettleSourceField
     dependencies: MettleDependenciesField
+    skip_check: MettleSkipCheckField          # only mettle_source has it (else the default)
 
 
 class InferMettleDependencies(InferDependenciesRequest):
@@ -129,8 +132,10 @@ class InferMettleDependencies(InferDependenciesRequest):
 
 
 def resolve_import(imp: MettleImport, present: frozenset, mapping: MettleSourceMapping,
-                   importer: Address) -> Tuple[List[Address], List[str]]:
-    """(owners of the modules `imp` loads on each OS, problems), the compiler's way."""
+                   importer: Address, missing_ok: bool = False
+                   ) -> Tuple[List[Address], List[str]]:
+    """(owners of the modules `imp` loads on each OS, problems), the compiler's way.
+    `missing_ok`: a module found nowhere is no problem (the importer is not compiled)."""
     found, problems, missing = [], [], []
     where = f"{imp.location}: import \"{imp.spec}\" (of {importer})"
     for os_name, paths in imp.candidates:
@@ -146,7 +151,7 @@ def resolve_import(imp: MettleImport, present: frozenset, mapping: MettleSourceM
                             "run `./pants tailor ::` or add it to a `mettle_sources` target.")
         else:
             found.append(mapping.owners[module])
-    if missing:
+    if missing and not missing_ok:
         on = "" if len(missing) == len(imp.candidates) else \
             " on " + " and ".join(os_name for os_name, _ in missing)
         tried = ", ".join(dict.fromkeys(p for _, paths in missing for p in paths))
@@ -177,7 +182,8 @@ async def infer_mettle_dependencies(request: InferMettleDependencies,
         else frozenset()
     deps, problems = set(), []
     for imp in scanned.imports:
-        found, bad = resolve_import(imp, present, mapping, address)
+        found, bad = resolve_import(imp, present, mapping, address,
+                                    missing_ok=bool(field_set.skip_check.value))
         deps.update(a for a in found if a != address)
         problems += bad
     if problems:

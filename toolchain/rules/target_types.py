@@ -66,7 +66,8 @@ class MettleSkipCheckField(BoolField):
     alias = "skip_check"
     default = False
     help = ("If true, `./pants check` and the warnings linter skip this file (e.g. a module "
-            "that only compiles as part of the file that imports it).")
+            "that only compiles as part of the file that imports it), and an import of it "
+            "that resolves to no file is not an error (e.g. an error-code example).")
 
 
 class MettleSkipFmtField(BoolField):
