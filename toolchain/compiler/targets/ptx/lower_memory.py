@@ -17,7 +17,7 @@ from __future__ import annotations
 from ...diagnostics import error
 from ...ir.module import Const, Global, Instr, Undef
 from ...ir.types import BoolType, IntType, StructType, Type
-from . import regs
+from . import lower_aggregate, regs
 from .instr import Addr, Vec, label
 from .lower_arith import alias_or_mov, mutable
 
@@ -107,6 +107,9 @@ def lower_load(em, ins: Instr) -> None:
               address(em, p))
         em.define(ins, vals)
         return
+    if ins.type.is_aggregate:
+        em.define(ins, lower_aggregate.load_from(em, ins.type, space_of(p), address(em, p)))
+        return
     _check_scalar(ins.type, ins)
     load_into(em, em.result(ins), ins.type, _space_and_hint(em, p, ins), address(em, p))
 
@@ -116,6 +119,9 @@ def lower_store(em, ins: Instr) -> None:
     if v.type.is_vector:
         em.effect(f"st{_space_and_hint(em, p, ins)}.v{v.type.count}.{regs.exact(v.type.elem)}",
                   address(em, p), _vector(em, v))
+        return
+    if v.type.is_aggregate:
+        lower_aggregate.store_to(em, v.type, space_of(p), address(em, p), v)
         return
     _check_scalar(v.type, ins)
     store_from(em, v.type, _space_and_hint(em, p, ins), address(em, p), v)
