@@ -170,3 +170,23 @@ def test_an_instance_of_a_private_generic_is_private(tmp_path):
     err = _refused(tmp_path, 'import "later";\n'
                    "fn main() -> int32 { return (int32)add_self<int64>(2); }\n", "E0110", 2, 36)
     assert "is private to module" in err and "later.mettle" in err
+
+
+def test_private_generic_templates_of_two_modules_never_collide(tmp_path):
+    # m1 and m2 each keep a private twice<T>, Box<T> and Maybe<T> of their own (different
+    # bodies and layouts); m3 exports a twice<T> that the entry reaches. Every use sees its
+    # own module's template first, then the public one.
+    for name, op, extra in (("m1", "x + x", ""), ("m2", "x * 3", "pad: int64; ")):
+        (tmp_path / f"{name}.mettle").write_text(
+            f"export fn {name}_value(x: int32) -> int32 {{\n"
+            f"    var b: Box<int32>; b.v = twice<int32>(x);\n"
+            "    var m: Maybe<int32> = Just(b.v);\n"
+            "    return match (m) { case Just(v): v, case Nothing: -1 };\n}\n"
+            f"fn twice<T>(x: T) -> T {{ return {op}; }}\n"
+            f"struct Box<T> {{ {extra}v: T; }}\n"
+            "enum Maybe<T> { Just(T), Nothing }\n")
+    (tmp_path / "m3.mettle").write_text("export fn twice<T>(x: T) -> T { return x + 100; }\n")
+    r = _build(tmp_path, 'import "m1";\nimport "m2";\nimport "m3";\n'
+               "fn main() -> int32 { return m1_value(10) + m2_value(10) + twice<int32>(1); }\n")
+    assert r.returncode == 0, r.stderr
+    assert run(tmp_path / "prog").returncode == 20 + 30 + 101

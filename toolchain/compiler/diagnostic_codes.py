@@ -323,8 +323,7 @@ An operation (a tensor shape, an async copy form, block-scaled formats...) needs
 ISA or GPU architecture than the selected profile. Select a newer `--gpu-arch` or avoid the
 feature."""),
     "E0505": ("no PTX lowering", """
-The PTX backend cannot express this operation: e.g. loading a whole struct in device code
-(access its fields), an intrinsic on an unsupported type, a kernel name that is not a valid
+The PTX backend cannot express this operation: e.g. an intrinsic on an unsupported type, a kernel name that is not a valid
 PTX identifier, or a global initialized with an address."""),
     "E0510": ("not representable in OpenCL SPIR-V", """
 The type or operation has no form in the OpenCL 2.0 SPIR-V profile (e.g. function

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 UCRT = "ucrtbase.dll"
 KERNEL32 = "kernel32.dll"
+WS2_32 = "ws2_32.dll"
 
 _UCRT_NAMES = """
 _set_app_type _configure_narrow_argv _initialize_narrow_environment __p___argc __p___argv
@@ -41,9 +42,17 @@ GetFileAttributesA CreateThread WaitForSingleObject CreateMutexA ReleaseMutex
 AcquireSRWLockExclusive ReleaseSRWLockExclusive
 """
 
+# Winsock 2, for std/net
+_WS2_32_NAMES = """
+WSAStartup WSACleanup WSAGetLastError socket closesocket shutdown connect bind listen accept
+getsockname setsockopt send recv inet_addr ioctlsocket
+"""
+
 BUILTIN: dict[str, frozenset[str]] = {
     UCRT: frozenset(_UCRT_NAMES.split()),
     KERNEL32: frozenset(_KERNEL32_NAMES.split()),
+    WS2_32: frozenset(_WS2_32_NAMES.split()),
 }
 # `-l` names that mean these DLLs (others must be DLL paths).
-ALIASES = {"c": UCRT, "ucrt": UCRT, "ucrtbase": UCRT, "m": UCRT, "kernel32": KERNEL32}
+ALIASES = {"c": UCRT, "ucrt": UCRT, "ucrtbase": UCRT, "m": UCRT, "kernel32": KERNEL32,
+           "ws2_32": WS2_32}

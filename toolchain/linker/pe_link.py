@@ -4,12 +4,13 @@ CONTRACT
     link_pe(objects: list[bytes | ObjectFile], libraries: list[str] = (),
             output: str | None = None, link_args: list[str] = ()) -> bytes
   - `objects`: x64 COFF objects (coff.py; bytes are parsed with read_coff).
-  - imports: every undefined function is looked up in ucrtbase.dll, then kernel32.dll (the
-    tables in pe_imports.py), then DLLs named by path with -l (their export tables are
-    read); `-l` names ucrt/c/m/kernel32 mean the built-in ones. A call reaches an import
-    through a 16-byte thunk `jmp [rip + IAT slot]`; `__imp_X` (what the code generator uses
-    to load an imported function's address) is the IAT slot itself. `__imp_X` of a symbol
-    defined in an object gets a pointer slot in .data (with a base relocation).
+  - imports: every undefined function is looked up in ucrtbase.dll, kernel32.dll and
+    ws2_32.dll (the tables in pe_imports.py), then DLLs named by path with -l (their export
+    tables are read); `-l` names ucrt/c/m/kernel32/ws2_32 mean the built-in ones. A call
+    reaches an import through a 16-byte thunk `jmp [rip + IAT slot]`; `__imp_X` (what the
+    code generator uses to load an imported function's address) is the IAT slot itself.
+    `__imp_X` of a symbol defined in an object gets a pointer slot in .data (with a base
+    relocation).
   - If no object defines `mainCRTStartup`, pe_startup.py's runtime object is linked in: that
     entry (needs `main`) and weak printf-family definitions over ucrtbase.dll.
 Output: ImageBase 0x140000000, sections .text, .rdata, .data, .bss, .idata (import
@@ -33,7 +34,7 @@ from .dynamic import PLT_ENTRY_SIZE, plt_entry
 from .elf_consts import SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS, STB_WEAK, STT_SECTION
 from .link import parse_link_args, read_inputs, write_output
 from .objfile import ObjectFile, Symbol
-from .pe_imports import ALIASES, BUILTIN, KERNEL32, UCRT
+from .pe_imports import ALIASES, BUILTIN
 from .pe_reader import PeError, dll_exports
 from .pe_startup import ENTRY, start_object
 from .resolve import missing_main
@@ -51,7 +52,7 @@ def _kind(sec) -> str:
 
 
 def _load_dlls(names: list[str], dirs: list[str]) -> dict[str, frozenset[str]]:
-    dlls = {UCRT: BUILTIN[UCRT], KERNEL32: BUILTIN[KERNEL32]}
+    dlls = dict(BUILTIN)          # ucrtbase, kernel32, ws2_32 (pe_imports.py)
     for name in names:
         if name.lower() in ALIASES:
             continue
@@ -60,7 +61,7 @@ def _load_dlls(names: list[str], dirs: list[str]) -> dict[str, frozenset[str]]:
         if path is None:
             raise error("E0603", f"library '{name}' not found",
                         help="Windows links name a DLL by path (-l C:/path/foo.dll) or one "
-                             "of ucrt, kernel32")
+                             "of ucrt, kernel32, ws2_32")
         try:
             with open(path, "rb") as f:
                 dlls[os.path.basename(path).lower()] = dll_exports(f.read(), path)

@@ -6,6 +6,7 @@
     python3 -m tools.difftest --kernels --seeds 0:50      # scalar kernels: PTX (ptxas) + SPIR-V
     python3 -m tools.difftest --traps --seeds 0:24        # programs failing a run-time check
     python3 -m tools.difftest --literals --seeds 0:8      # literals at and beyond uint64
+    python3 -m tools.difftest --later --seeds 0:20        # later-tier constructs (later.py)
 
 Every mismatch is reduced (delta debugging over statements) and written to --out as
 `seed<N>.mettle` / `seed<N>.c` with the first differing line. Exit status 1 when any
@@ -133,11 +134,17 @@ def main(argv=None) -> int:
                     help="programs that must fail a run-time check (traps.py)")
     ap.add_argument("--literals", action="store_true",
                     help="integer literals at and beyond uint64 (literals.py)")
+    ap.add_argument("--later", action="store_true",
+                    help="generics, traits, closures, match, defer, new, import_str "
+                    "(later.py)")
     a = ap.parse_args(argv)
     seeds = parse_seeds(a.seeds)
     if a.kernels:
         from .kernels import main as kernels_main
         return kernels_main(seeds, a)
+    if a.later and a.show:
+        from .later import main as later_main
+        return later_main(seeds, a, [], sys.stdout)
     if a.show and not (a.traps or a.literals):
         for s in seeds:
             p = generate(s, a.size)
@@ -158,6 +165,9 @@ def main(argv=None) -> int:
             targets.append(t)
         else:
             print(f"difftest: skipping target {t.name}: {why}", file=sys.stderr)
+    if a.later:
+        from .later import main as later_main
+        return later_main(seeds, a, targets, sys.stdout)
     opts = [o for o in a.opt.split(",") if o in OPT_LEVELS]
     by_name = {t.name: t for t in targets}
     counts, failures, oracle_failed, t0 = collections.Counter(), [], [], time.time()

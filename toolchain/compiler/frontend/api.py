@@ -74,7 +74,8 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
     name = os.path.splitext(os.path.basename(str(entry_path)))[0] or "main"
     later_bag = DiagnosticBag()
     resolve_embeds(asts, include_dirs, stdlib_dir, later_bag)
-    items, methods, origin = expand_later_tier(items, later_bag)
+    homes = {id(i): n for n, (_, unit, _, _) in enumerate(units) for i in unit}
+    items, methods, origin = expand_later_tier(items, later_bag, homes)
     units = place_in_modules(units, items, origin)     # made items join their source's module
     generic: set[tuple[str, int]] = set()
     for _ in range(_MAX_ROUNDS):

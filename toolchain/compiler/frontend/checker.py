@@ -376,7 +376,8 @@ class ProgramLowerer:
             sym.fn.span = d.span        # an unresolved link symbol points here
         else:
             linkage = "export" if (d.exported or d.name == "main") else "internal"
-            sym.fn = self.b.function(name, named, ret, linkage=linkage, span=d.span)
+            sym.fn = self.b.function(name, named, ret, linkage=linkage, span=d.span,
+                                     link_name=d.link_name)
         return sym
 
     def _device_param(self, fn: str, i: int, t: Type) -> Type:

@@ -11,6 +11,11 @@ parameters are substituted everywhere a type can be spelled (parameter/return/lo
 `new`/`sizeof`/function-pointer types, struct fields, method bodies). Templates are never
 type-checked or emitted: a template that is never instantiated is never checked.
 
+A private template (one its module does not export) is its module's own: a use resolves to
+the private template of the module it is written in, else to the public one, so two modules
+may each keep a private `twice<T>` or `Box<T>`. Their instances share the visible name
+(`twice__int32`) but not the link name (`internal_name`), like any private names.
+
 Type arguments are always explicit (`swap_in<int64>(&a, &b)`); there is no inference.
 Each argument must implement every trait bound of its parameter (an `impl` for exactly that
 type spelling), else E0018.
@@ -36,17 +41,32 @@ def _depth(t) -> int:
 
 class Monomorphizer:
     def __init__(self, items: list[A.Stmt], bag, impls: set[tuple[str, str]],
-                 traits: set[str], origin: dict | None = None):
+                 traits: set[str], origin: dict | None = None, homes: dict | None = None):
         self.bag = bag
         self.origin = {} if origin is None else origin     # id(instance) -> its template
+        self.homes = {} if homes is None else homes         # id(item) -> its module's index
         self.impls = impls              # (trait, spelling of the for-type)
         self.traits = traits
-        self.fn_tpl = {d.name: d for d in items if isinstance(d, A.FnDecl) and d.type_params}
-        self.struct_tpl = {d.name: d for d in items
-                           if isinstance(d, (A.StructDecl, A.EnumDecl)) and d.type_params}
-        self.instances: dict[str, A.Stmt] = {}
-        self.work: list[A.Stmt] = []
+        # (home module, name) for a private template, (None, name) for a public one
+        self.fn_tpl = self._templates(items, (A.FnDecl,))
+        self.struct_tpl = self._templates(items, (A.StructDecl, A.EnumDecl))
+        self.instances: dict[tuple[str, str], A.Stmt] = {}   # (name, link name) -> instance
+        self.work: list[tuple[A.Stmt, object]] = []          # (instance, its home)
         self._check_bound_names()
+
+    def _templates(self, items, kinds) -> dict:
+        return {(self.homes.get(id(d)) if d.internal_name else None, d.name): d
+                for d in items if isinstance(d, kinds) and d.type_params}
+
+    @staticmethod
+    def _lookup(table: dict, name: str, home):
+        """The template `name` as seen from module `home`: its own private one, else the
+        public one, else (a use outside any module's items: an impl's method table) the
+        only template of that name."""
+        tpl = table.get((home, name)) or table.get((None, name))
+        if tpl is None:
+            tpl = next((t for (_, n), t in table.items() if n == name), None)
+        return tpl
 
     def _check_bound_names(self) -> None:
         for tpl in list(self.fn_tpl.values()) + list(self.struct_tpl.values()):
@@ -59,28 +79,29 @@ class Monomorphizer:
     def run(self, items: list[A.Stmt]) -> list[A.Stmt]:
         out = [d for d in items if not getattr(d, "type_params", None)]
         for d in out:
-            self.rewrite(d)
+            self.rewrite(d, self.homes.get(id(d)))
         while self.work:
-            self.rewrite(self.work.pop())
+            self.rewrite(*self.work.pop())
         return out + [self.instances[k] for k in sorted(self.instances)]
 
     # ---------------------------------------------------------------- rewriting
-    def rewrite(self, node) -> None:
-        """Replace generic uses below `node` (in place) by their instances' names."""
+    def rewrite(self, node, home=None) -> None:
+        """Replace generic uses below `node` (in place) by their instances' names; `home`
+        is the module `node` is written in (its private templates come first)."""
         stack = [node]
         while stack:
             n = stack.pop()
             if isinstance(n, A.NamedType) and n.args:
                 for a in n.args:
-                    self.rewrite(a)
-                n.name = self.instance(self.struct_tpl, n.name, n.args, n.span, "type")
+                    self.rewrite(a, home)
+                n.name = self.instance(self.struct_tpl, n.name, n.args, n.span, "type", home)
                 n.args = []
                 continue
             if isinstance(n, A.Call) and n.type_args and isinstance(n.callee, A.Name):
                 for a in n.type_args:
-                    self.rewrite(a)
+                    self.rewrite(a, home)
                 n.callee.name = self.instance(self.fn_tpl, n.callee.name, n.type_args,
-                                              n.span, "function")
+                                              n.span, "function", home)
                 n.type_args = []
             if isinstance(n, A.Node):
                 for name in _fields(type(n)):
@@ -91,8 +112,8 @@ class Monomorphizer:
                 stack.extend(x for x in n if isinstance(x, (A.Node, list, tuple)))
 
     def instance(self, table: dict, name: str, args: list[A.TypeExpr], span,
-                 what: str) -> str:
-        tpl = table.get(name)
+                 what: str, home=None) -> str:
+        tpl = self._lookup(table, name, home)
         if tpl is None:
             self.bag.error("E0018", f"`{name}` is not a generic {what}, so it takes no "
                            "type arguments", span)
@@ -102,7 +123,8 @@ class Monomorphizer:
                            f"argument(s) but got {len(args)}", span)
             return name
         mangled = name + "".join("__" + mangle_part(a) for a in args)
-        if mangled in self.instances:
+        key = (mangled, tpl.internal_name or "")
+        if key in self.instances:
             return mangled
         for p, a in zip(tpl.type_params, args):
             for b in p.bounds:
@@ -120,7 +142,9 @@ class Monomorphizer:
         inst.name, inst.type_params = mangled, []
         if tpl.internal_name:
             inst.internal_name = tpl.internal_name + mangled[len(name):]
-        self.instances[mangled] = inst
+        self.instances[key] = inst
         self.origin[id(inst)] = tpl
-        self.work.append(inst)
+        tpl_home = self.homes.get(id(tpl))
+        self.homes[id(inst)] = tpl_home
+        self.work.append((inst, tpl_home))
         return mangled

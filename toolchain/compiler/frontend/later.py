@@ -18,23 +18,29 @@ from .substitute import spell
 _LATER = (A.TraitDecl, A.ImplDecl)
 
 
-def expand_later_tier(items: list[A.Stmt], bag):
+def expand_later_tier(items: list[A.Stmt], bag, homes: dict | None = None):
     """(items, method entries, origin): `origin` maps id(made item) -> the item it was made
-    from. Programs without later-tier items pass through."""
+    from; `homes` maps id(item) -> the index of the module it is written in (generic uses
+    see their own module's private templates first). Programs without later-tier items
+    pass through."""
     origin: dict[int, A.Stmt] = {}
     if not any(isinstance(d, _LATER) or getattr(d, "type_params", None) or
                getattr(d, "methods", None) for d in items):
         return items, [], origin
     traits = check_traits(items, bag)
     impl_fns, entries, _ = lift_impls(items, traits, bag, origin)
+    homes = dict(homes or {})
+    for f in impl_fns:
+        if id(origin[id(f)]) in homes:
+            homes[id(f)] = homes[id(origin[id(f)])]
     core = [d for d in items if not isinstance(d, _LATER)] + impl_fns
-    mono = Monomorphizer(core, bag, set(), set(traits), origin)
+    mono = Monomorphizer(core, bag, set(), set(traits), origin, homes)
     for e in entries:
         mono.rewrite(e.for_type)
     for d in items:
         if isinstance(d, A.ImplDecl) and d.trait in traits:
             t = d.for_type
-            mono.rewrite(t)
+            mono.rewrite(t, homes.get(id(d)))
             mono.impls.add((d.trait, spell(t)))
     core = mono.run(core)
     method_fns, method_entries = lift_struct_methods(core, origin)

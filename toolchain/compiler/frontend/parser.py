@@ -196,7 +196,7 @@ class Parser(ExprParser):
         self.i += 1
         return t
 
-    # fn_decl = "fn" IDENT "(" params ")" [("->" | ":") type] (block | end)
+    # fn_decl = "fn" IDENT "(" params ")" [("->" | ":") type] ["=" STRING] (block | end)
     def parse_fn(self, decos: list[A.Attribute], exported: bool) -> A.FnDecl:
         self.expect("fn")
         name = self.expect(IDENT, "a function name")
@@ -204,9 +204,12 @@ class Parser(ExprParser):
         params, ret = self.parse_signature()
         if self.tok.kind == "where":
             self.parse_where(tparams)
+        link = None
+        if self.tok.kind == "=" and not tparams:       # fn f(...) = "symbol" { ... }
+            link = self.parse_link_name()
         body = self.parse_fn_body()
         return A.FnDecl(name.text, params, ret, body, decorators=decos, exported=exported,
-                        type_params=tparams, span=name.span)
+                        type_params=tparams, link_name=link, span=name.span)
 
     # type_params = "<" IDENT [":" IDENT {"+" IDENT}] {"," ...} ">"
     def parse_type_params(self) -> list[A.TypeParam]:

@@ -173,8 +173,8 @@ class ModuleEmitter:
         em.load_params(pnames)
         em.lower_body()
         self._remarks(fn, em)
-        params = ",\n".join(f"\t.param {regs.param_type(p.type, entry)} {n}"
-                            for p, n in zip(fn.params, pnames))
+        params = ",\n".join(f"\t{regs.param_decl(p.type, n, entry)}"
+                             for p, n in zip(fn.params, pnames))
         if entry:
             head = f".visible .entry {name}(\n{params}\n)" if params else \
                 f".visible .entry {name}()"
@@ -186,7 +186,7 @@ class ModuleEmitter:
                     head += "\n" + d
         else:
             ret = "" if fn.ret.size == 0 else \
-                f"(.param {regs.param_type(fn.ret, False)} func_retval0) "
+                f"({regs.param_decl(fn.ret, 'func_retval0', False)}) "
             head = f".func {ret}{name}(\n{params}\n)" if params else f".func {ret}{name}()"
         return PtxFunction(name, "entry" if entry else "func", head, pnames, em.reg_decls(),
                            em.decls, peephole.run(em.body, em.compat))

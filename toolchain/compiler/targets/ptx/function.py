@@ -5,8 +5,8 @@ Invariants:
   `local.get` whose uses all precede the next `local.set` of that local in the same block:
   it simply names the local's register (no copy), which is what keeps loops free of movs;
 - constants become immediates where PTX accepts them; `reg()` materializes when it does not;
-- IR Locals (never address-taken, scalar) map to one register each; aggregate locals are
-  refused (E0505) because device code never needs them (aggregates live behind pointers);
+- IR Locals (never address-taken) map to one register each, an aggregate one to its chunk
+  registers (lower_aggregate.py: aggregate values, parameters and results);
 - blocks are emitted in IR order, so a branch to the next block is a fall-through.
 The opcode -> lowering table is assembled from the lower_* modules by `emitter.py`.
 Lowerings append `PtxInstr` objects (instr.py) through `op` (one destination), `effect`
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from ...diagnostics import CompileError, Diagnostic, error
 from ...ir.module import Const, Function, Global, Instr, Local, Param, Undef, UseMap
 from ...ir.types import BoolType, Type
-from . import lower_memory, ops as I, regs
+from . import lower_aggregate, lower_memory, ops as I, regs
 from .instr import LABEL, OP, Addr, PtxInstr
 
 LOCAL_OPS = ("local.get", "local.set")
@@ -178,6 +178,8 @@ class FnEmitter:
         return f"{regs.CLASSES[cls][0]}{self.counts[cls]}"
 
     def new_t(self, t: Type) -> str:
+        if t.is_aggregate:
+            return lower_aggregate.new_value(self, t)
         return self.new(regs.rclass(t))
 
     def unique(self, stem: str) -> str:
@@ -223,7 +225,9 @@ class FnEmitter:
         `forward`) is copied into the register its earlier uses read."""
         if id(ins) in self.forward:
             pre = self.vals[id(ins)]
-            if pre != reg:
+            if ins.type.is_aggregate:
+                lower_aggregate.copy(self, pre, reg, ins.type)
+            elif pre != reg:
                 self.op(I.MOV[_mov_suffix(ins.type)], pre, reg)
             return pre
         self.vals[id(ins)] = reg
@@ -263,6 +267,8 @@ class FnEmitter:
             r = self.new_t(v.type)
             self.op(I.MOV[regs.bits(v.type)], r, self.imms[id(v)])
             return r
+        if isinstance(v, Undef) and v.type.is_aggregate:
+            return self.new_t(v.type)
         if isinstance(v, (Const, Undef)):
             r = self.new_t(v.type)
             value = v.value if isinstance(v, Const) else 0
@@ -286,17 +292,17 @@ class FnEmitter:
     def local_reg(self, loc: Local) -> str:
         r = self.local_regs.get(id(loc))
         if r is None:
-            if not loc.type.is_scalar:
-                raise error("E0505", f"aggregate local `{loc.name}: {loc.type}` is not "
-                            "supported in device code; use a private array")
             r = self.local_regs[id(loc)] = self.new_t(loc.type)
         return r
 
     # ---- driver ----------------------------------------------------------------------
     def load_params(self, names: list[str]) -> None:
         entry = self.fn.is_kernel
-        self.refuse_aggregate_signature()
         for p, name in zip(self.fn.params, names):
+            if p.type.is_aggregate:
+                self.vals[id(p)] = lower_aggregate.load_from(self, p.type, ".param",
+                                                             Addr(name))
+                continue
             r = self.new_t(p.type)
             if isinstance(p.type, BoolType):
                 tmp = self.new("rs" if entry else "r")
@@ -306,21 +312,6 @@ class FnEmitter:
                 self.op(I.LD[".param", "", 1, regs.param_format(p.type, entry)], r,
                         Addr(name))
             self.vals[id(p)] = r
-
-    def refuse_aggregate_signature(self) -> None:
-        """Struct/array parameters and results pass by value in the IR; PTX's .param space
-        could carry them, but this back end keeps values in registers only (E0505, at the
-        function, rather than an internal error)."""
-        fn = self.fn
-        for p in fn.params:
-            if not p.type.is_scalar:
-                raise error("E0505", f"parameter `{p.name}` of `{fn.name}` has aggregate type "
-                            f"{str(p.type).lstrip('%')}, which device code cannot pass by "
-                            "value yet; pass a pointer to it", fn.span)
-        if fn.ret.size != 0 and not fn.ret.is_scalar:
-            raise error("E0505", f"`{fn.name}` returns aggregate type "
-                        f"{str(fn.ret).lstrip('%')}, which device code cannot return by "
-                        "value yet; write the result through a pointer parameter", fn.span)
 
     def lower_body(self) -> None:
         blocks = self.fn.blocks

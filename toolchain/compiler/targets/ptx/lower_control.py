@@ -2,13 +2,14 @@
 
 Branches to the block emitted next fall through (no `bra`). A `.func` returns its value
 through `func_retval0`; calls use the PTX ABI's scoped `{ .param ...; call.uni ... }`
-sequence, with bool widened to .b32 as in the `.func` signatures (regs.param_type).
+sequence, with bool widened to .b32 as in the `.func` signatures (regs.param_type) and
+aggregates in byte-array slots (lower_aggregate.py).
 """
 from __future__ import annotations
 
 from ...ir.module import Instr
 from ...ir.types import BoolType, VOID
-from . import ops, regs
+from . import lower_aggregate, ops, regs
 from .instr import Addr, directive, scope
 
 
@@ -30,8 +31,10 @@ def lower_cbr(em, ins: Instr) -> None:
 
 
 def store_param(em, name: str, t, value) -> None:
-    """st.param of one scalar into a `.func`-ABI param slot."""
-    if isinstance(t, BoolType):
+    """st.param of one value into a `.func`-ABI param slot."""
+    if t.is_aggregate:
+        lower_aggregate.store_to(em, t, ".param", Addr(name), value)
+    elif isinstance(t, BoolType):
         tmp = em.new("r")
         em.op("selp.u32", tmp, "1", "0", em.reg(value))
         em.effect("st.param.b32", Addr(name), tmp)
@@ -39,7 +42,12 @@ def store_param(em, name: str, t, value) -> None:
         em.append(ops.st(".param", regs.param_format(t, False), Addr(name), em.reg(value)))
 
 
-def load_param(em, dest: str, name: str, t) -> None:
+def load_param(em, ins: Instr, name: str, t) -> None:
+    """ld.param of `ins`'s value from a `.func`-ABI param slot."""
+    if t.is_aggregate:
+        em.define(ins, lower_aggregate.load_from(em, t, ".param", Addr(name)))
+        return
+    dest = em.result(ins)
     if isinstance(t, BoolType):
         tmp = em.new("r")
         em.op("ld.param.b32", tmp, Addr(name))
@@ -65,20 +73,23 @@ def lower_call(em, ins: Instr) -> None:
     slots = []
     for i, (a, p) in enumerate(zip(args, callee.params)):
         slot = f"param{i}"
-        em.append(directive(f".param {regs.param_type(p.type, False)} {slot}"))
+        em.append(directive(regs.param_decl(p.type, slot, False)))
         store_param(em, slot, p.type, a)
         slots.append(slot)
     arglist = (f"({', '.join(slots)})",) if slots else ()
     if callee.ret != VOID:
-        em.append(directive(f".param {regs.param_type(callee.ret, False)} retval0"))
+        em.append(directive(regs.param_decl(callee.ret, "retval0", False)))
         em.effect("call.uni", "(retval0)", name, *arglist)
-        load_param(em, em.result(ins), "retval0", callee.ret)
+        load_param(em, ins, "retval0", callee.ret)
     else:
         em.effect("call.uni", name, *arglist)
     em.append(scope("}"))
 
 
 def lower_local_get(em, ins: Instr) -> None:
+    if ins.type.is_aggregate:
+        lower_aggregate.lower_local_get(em, ins)
+        return
     src = em.local_reg(ins.operands[0])
     if ins in em.alias_gets:
         em.define(ins, src)
@@ -89,6 +100,9 @@ def lower_local_get(em, ins: Instr) -> None:
 
 def lower_local_set(em, ins: Instr) -> None:
     loc, value = ins.operands
+    if loc.type.is_aggregate:
+        lower_aggregate.lower_local_set(em, ins)
+        return
     dst = em.local_reg(loc)
     em.op(ops.MOV[_mov_type(loc.type)], dst, em.val(value))
 
@@ -98,6 +112,9 @@ def _mov_type(t) -> str:
 
 
 def lower_select(em, ins: Instr) -> None:
+    if ins.type.is_aggregate:
+        lower_aggregate.lower_select(em, ins)
+        return
     cond, a, b = ins.operands
     p = em.reg(cond)
     d = em.result(ins)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ...diagnostics import error
 from ...ir.module import Const, Global, Instr, Undef
 from ...ir.types import BoolType, IntType, StructType, Type
-from . import ops as I, regs
+from . import lower_aggregate, ops as I, regs
 from .instr import Addr, Vec, label
 from .lower_arith import alias_or_mov, mutable
 
@@ -108,6 +108,9 @@ def lower_load(em, ins: Instr) -> None:
         em.op(I.LD[space, cache, t.count, regs.exact(t.elem)], vals, address(em, p))
         em.define(ins, vals)
         return
+    if ins.type.is_aggregate:
+        em.define(ins, lower_aggregate.load_from(em, ins.type, space_of(p), address(em, p)))
+        return
     _check_scalar(ins.type, ins)
     load_into(em, em.result(ins), ins.type, space, address(em, p), cache)
 
@@ -118,6 +121,9 @@ def lower_store(em, ins: Instr) -> None:
     if v.type.is_vector:
         em.effect(I.ST[space, cache, v.type.count, regs.exact(v.type.elem)], address(em, p),
                   _vector(em, v))
+        return
+    if v.type.is_aggregate:
+        lower_aggregate.store_to(em, v.type, space_of(p), address(em, p), v)
         return
     _check_scalar(v.type, ins)
     store_from(em, v.type, space, address(em, p), v, cache)

@@ -101,6 +101,15 @@ def param_format(t: Type, entry: bool) -> str:
     return f"b{reg_bits(t)}"
 
 
+def param_decl(t: Type, name: str, entry: bool) -> str:
+    """The `.param` declaration of parameter/result slot `name`: a scalar's type, or an
+    aggregate's byte array (`.param .align A .b8 name[size]`, the PTX ABI's by-value
+    struct, as nvcc writes it)."""
+    if t.is_aggregate:
+        return f".param .align {max(t.align, 1)} .b8 {name}[{max(t.size, 1)}]"
+    return f".param {param_type(t, entry)} {name}"
+
+
 def imm(t: Type, value) -> str:
     """A PTX immediate for a constant of type `t`."""
     if isinstance(t, FloatType):
