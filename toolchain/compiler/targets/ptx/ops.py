@@ -285,3 +285,27 @@ def redux_sync(op: str, ty: str, d, a, mask) -> PtxInstr:
     if op not in ("add", "min", "max", "and", "or", "xor"):
         raise ValueError(f"redux.sync op {op!r}")
     return _op(f"redux.sync.{op}.{_t(ty)}", (d,), (a, mask))
+
+
+# ---- tile values: the scalar forms of the canonical replay (frontend/lower_tile.py) --------
+_ROUNDED = frozenset(("add", "sub", "mul", "div"))
+
+
+def float_rn(opcode: str, ty: str, d, a, b) -> PtxInstr:
+    """`add.rn` / `sub.rn` / `mul.rn` / `div.rn` on f32/f64: rounded once to nearest even;
+    the explicit rounding keeps ptxas from contracting a mul and an add into an fma."""
+    if opcode not in _ROUNDED or ty not in ("f32", "f64"):
+        raise ValueError(f"{opcode}.rn.{ty} is not a rounded float operation")
+    return _op(f"{opcode}.rn.{ty}", (d,), (a, b))
+
+
+def fma_rn(ty: str, d, a, b, c) -> PtxInstr:
+    """`fma.rn.f32` / `.f64`: a*b + c rounded once."""
+    if ty not in ("f32", "f64"):
+        raise ValueError(f"fma.rn.{ty}")
+    return _op(f"fma.rn.{ty}", (d,), (a, b, c))
+
+
+def ex2_approx_ftz(d, a) -> PtxInstr:
+    """`ex2.approx.ftz.f32`: 2^a (max 2 ulp, subnormals flushed), every PTX target."""
+    return _op("ex2.approx.ftz.f32", (d,), (a,))
