@@ -86,3 +86,37 @@ def test_tile_ops_are_marked_for_the_uniformity_verifier():
     what = [i.attrs["what"] for f in m.functions.values() for i in f.instructions()
             if i.op == "tile.uniform"]
     assert what == ["tile_load", "tile assignment", "tile_exp2", "tile assignment"]
+
+
+def test_const_flag_builds_variants_and_refuses_bad_values(tmp_path):
+    """`mettle --const` (docs/reference/tiles.md "Variants"), run as the command."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    src = tmp_path / "v.mettle"
+    src.write_text("const D = 32;\nconst ELEM = f16;\n"
+                   "kernel(block = 128) k(x: float32*, o: float32*) {\n"
+                   "    var a: tile<f32, D, D> = tile_load(x, 0, 0, D, D);\n"
+                   "    var h: tile<ELEM, D, D> = tile_convert(a, to: ELEM);\n"
+                   "    tile_store(o, tensor_matmul(h, h), 0, 0, D, D);\n}\n")
+    env = dict(os.environ, PYTHONPATH=str(root))
+
+    def mettle(*flags):
+        return subprocess.run([sys.executable, "-m", "toolchain.compiler", "--emit-ptx",
+                               "--gpu-arch=sm_80", str(src), "-o", str(tmp_path / "o.ptx"),
+                               *flags], env=env, capture_output=True, text=True, timeout=300)
+    small, big = mettle(), mettle("--const", "D=64", "--const", "ELEM=bf16")
+    assert small.returncode == 0 and big.returncode == 0, small.stderr + big.stderr
+    assert "cvt.rn.bf16.f32" in (tmp_path / "o.ptx").read_text()
+    for flag, words in (("E=3", "no top-level const named E"),
+                        ("ELEM=7", "ELEM is a format constant"),
+                        ("D=abc", "D is an integer constant")):
+        bad = mettle("--const", flag)
+        assert bad.returncode == 1 and "error[E0355]" in bad.stderr, bad.stderr
+        assert words in bad.stderr and "Traceback" not in bad.stderr
+    value = "const ELEM = f16;\nkernel k(o: float32*) { var x: int32 = ELEM; }\n"
+    with pytest.raises(CompileError) as info:
+        lower(value)
+    assert info.value.diagnostics[0].code == "E0355"

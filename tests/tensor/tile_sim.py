@@ -37,7 +37,12 @@ def round_f32(x: Fraction) -> np.float32:
 def fma_f32(a: np.float32, b: np.float32, c: np.float32) -> np.float32:
     if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)):
         return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
-    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    p, c64 = float(a) * float(b), float(c)      # the f32 product is exact in float64
+    s = p + c64
+    bb = s - p
+    if (p - (s - bb)) + (c64 - bb) == 0.0:     # TwoSum: the float64 sum is exact too
+        return np.float32(s)                    # one rounding, float64 -> float32
+    exact = Fraction(p) + Fraction(c64)
     if exact == 0:          # the sign of an exact zero: + unless both terms are -0
         prod_neg = (np.signbit(a) != np.signbit(b))
         return np.float32(-0.0) if prod_neg and np.signbit(c) else np.float32(0.0)

@@ -276,6 +276,10 @@ shapes that do not broadcast (same shape, R x 1, 1 x C or a float32 scalar), ari
 Tiles are `var` locals of a kernel body. They cannot be parameters, results, globals,
 struct fields, array elements, workgroup/private variables or host values, have no element
 access, and are used only by the tile operations (docs/reference/tiles.md)."""),
+    "E0355": ("bad compile-time constant", """
+`--const NAME=VALUE` names a top-level `const` of the compiled file and gives a value of its
+kind: an integer literal for an integer const, `f16`, `bf16` or `f32` for a format constant
+(`const ELEM = f16;`). A format constant names a tile format and is not a value."""),
     "E0354": ("bad tile operation arguments", """
 A tile operation was called with the wrong number of arguments, an unknown or repeated
 option, an option word it does not know (`layout: row | col`), a region control that is not

@@ -288,6 +288,9 @@ class ExprMixin:
             return self.make_const(sym.storage, sym.type, e.span)
         if sym.kind in ("gpu", "param"):
             return sym.storage
+        if sym.kind == "format":
+            raise self.fail("E0355", f"format constant {e.name} used as a value", e.span,
+                            help="a format constant names a tile format (tile<ELEM, R, C>)")
         if sym.kind == "tile":
             raise self.fail("E0353", f"tile `{e.name}` used as a scalar value", e.span,
                             help="tiles have no element access; use the tile operations")

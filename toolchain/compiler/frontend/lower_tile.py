@@ -103,8 +103,16 @@ class TileMixin:
         raise self.fail("E0101", f"undefined function `{name}`", e.callee.span)
 
     # ---------------------------------------------------------------- types
+    def format_word(self, word: str) -> str | None:
+        """f16/bf16/f32, or the format a format constant names (None: neither)."""
+        sym = self.lookup(word)
+        if isinstance(sym, VarSym) and sym.kind == "format":
+            return sym.storage
+        return word if word in FORMATS and sym is None else None
+
     def tile_type(self, t: A.TileTypeExpr) -> TileType:
-        if t.format not in FORMATS:
+        fmt = self.format_word(t.format)
+        if fmt is None:
             raise self.fail("E0350", f"unknown tile format `{t.format}`", t.span,
                             help="tile formats are f16, bf16 and f32")
         ext = []
@@ -120,7 +128,7 @@ class TileMixin:
                 raise self.fail("E0350", f"tile {what} must be 1 or a multiple of 16 from "
                                 f"16 to 256, found {x}", t.span)
             ext.append(x)
-        tt = TileType(t.format, ext[0], ext[1])
+        tt = TileType(fmt, ext[0], ext[1])
         if tt.replicated and tt.format != "f32":
             raise self.fail("E0350", f"a 16-bit tile cannot be a vector ({tt})", t.span,
                             help="row and column vectors are f32")
@@ -579,10 +587,11 @@ class TileMixin:
         opts = self._positional(e, 1, "tile_convert", ("to",))
         a = self.tile_value(e.args[0], None)
         to = opts.get("to")
-        if not (isinstance(to, A.Name) and to.name in FORMATS):
-            raise self.fail("E0354", "`tile_convert` needs `to: f16 | bf16 | f32`",
-                            (to or e).span)
-        rt = TileType(to.name, a.type.rows, a.type.columns)
+        fmt = self.format_word(to.name) if isinstance(to, A.Name) else None
+        if fmt is None:
+            raise self.fail("E0354", "`tile_convert` needs `to: f16 | bf16 | f32` (or a "
+                            "format constant)", (to or e).span)
+        rt = TileType(fmt, a.type.rows, a.type.columns)
         if rt.replicated and rt.format != "f32":
             raise self.fail("E0350", f"a 16-bit tile cannot be a vector ({rt})", e.span)
         self._uniform("tile_convert", e.span, [])
