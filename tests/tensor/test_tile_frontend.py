@@ -67,12 +67,24 @@ def test_each_refusal_is_located_with_its_code(code, src, line, words):
     assert words in d.message, d.message
 
 
-def test_spirv_refuses_tiles_once_with_e0510():
-    src = body("var a: tile<f32, 16, 16> = tile_fill(0.0);",
-               "var b: tile<f32, 16, 16> = tile_fill(1.0);")
-    with pytest.raises(CompileError) as info:
-        lower(src, "spirv")
-    assert [d.code for d in info.value.diagnostics] == ["E0510"]
+def test_spirv_compiles_tiles_with_contraction_off(tmp_path):
+    """test_tile_pocl.py runs them; here: valid OpenCL 2.0 SPIR-V, ContractionOff."""
+    import shutil
+    import subprocess
+    from toolchain.compiler.driver import Options, compile_file
+    path = tmp_path / "k.mettle"
+    path.write_text(body("var a: tile<f32, 16, 16> = tile_load(x, 0, 0, n, 16);",
+                         "tile_store(x, a * a + a, 0, 0, n, 16);"))
+    spv = compile_file(str(path), Options(emit="spirv")).data
+    (tmp_path / "k.spv").write_bytes(spv)
+    if shutil.which("spirv-val"):
+        proc = subprocess.run(["spirv-val", "--target-env", "opencl2.0", str(tmp_path / "k.spv")],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    if shutil.which("spirv-dis"):
+        dis = subprocess.run(["spirv-dis", str(tmp_path / "k.spv")], capture_output=True,
+                             text=True).stdout
+        assert "ContractionOff" in dis and "exp2" not in dis
 
 
 def test_tile_is_still_an_identifier():

@@ -90,13 +90,15 @@ def test_softmax_and_matmul_chain_matches_the_oracle_bit_for_bit(arch):
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
-def test_column_reductions_broadcasts_and_bf16_stores_with_a_ragged_block():
+def column_input():
     rng = np.random.default_rng(2)
     x = (rng.integers(-64, 64, (16, 80)) / 8).astype(F)
     x[3, 5], x[4, 5] = F(-0.0), F(0.0)
-    mem = run_tiles(compile_ptx_objects(COLUMNS, "sm_80"), "k2", 384,
-                    [("buf", "x", x.ravel()), ("buf", "o", np.zeros(16 * 80, F)),
-                     ("buf", "v", np.zeros(80, F)), ("buf", "h", np.zeros(16 * 80, np.uint16))])
+    return x
+
+
+def column_oracle(x):
+    """(z, column sums, z as bf16 bits) of the COLUMNS kernel."""
     cm = x.max(axis=0)
     cs = np.zeros(80, F)
     for j in range(80):
@@ -106,11 +108,20 @@ def test_column_reductions_broadcasts_and_bf16_stores_with_a_ragged_block():
         cs[j] = s
     z = np.array([[fma_f32(x[i, j], cs[j], -x[i, j]) for j in range(80)] for i in range(16)], F)
     z = (np.minimum(z, cm[None, :]) + F(0.5)).astype(F)
+    bits = z.view(np.uint32).astype(np.uint64)
+    bf = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return z, cs, bf
+
+
+def test_column_reductions_broadcasts_and_bf16_stores_with_a_ragged_block():
+    x = column_input()
+    mem = run_tiles(compile_ptx_objects(COLUMNS, "sm_80"), "k2", 384,
+                    [("buf", "x", x.ravel()), ("buf", "o", np.zeros(16 * 80, F)),
+                     ("buf", "v", np.zeros(80, F)), ("buf", "h", np.zeros(16 * 80, np.uint16))])
+    z, cs, bf = column_oracle(x)
     np.testing.assert_array_equal(mem.read("v").view(np.uint32), cs.view(np.uint32))
     np.testing.assert_array_equal(mem.read("o").reshape(16, 80).view(np.uint32),
                                   z.view(np.uint32))
-    bits = z.view(np.uint32).astype(np.uint64)
-    bf = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
     np.testing.assert_array_equal(mem.read("h").reshape(16, 80), bf)
 
 

@@ -159,10 +159,6 @@ class TileMixin:
         if not self.ctx.gpu:
             raise self.fail("E0353", "tile values need a GPU compile", d.span,
                             help="compile kernels with --emit-ptx")
-        if self.ctx.device_target == "spirv" and not self.__dict__.get("_tile_refused"):
-            self._tile_refused = True      # once per kernel; the rest lowers as on PTX
-            self.error("E0510", "tile values cannot be represented in the OpenCL 2.0 "
-                       "SPIR-V profile yet", d.span, help="compile this kernel with --emit-ptx")
         tt = self.tile_type(d.type)
         self._width(d.span)
         sym = VarSym(d.name, tt, "tile", None, d.span)
