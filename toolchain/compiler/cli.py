@@ -101,6 +101,9 @@ def build_parser():
     p.add_argument("--fp-contract", choices=("on", "off"), default="on",
                    help="GPU float multiply-add contraction (default on; off: every f32/f64 "
                    "add/sub/mul separately rounded)")
+    p.add_argument("--const", dest="consts", action="append", default=[],
+                   metavar="NAME=VALUE", help="replace the value of a top-level const "
+                   "(an integer, or a tile format f16|bf16|f32) before compiling (repeatable)")
     p.add_argument("--print-target", action="store_true",
                    help="print the resolved target and its capabilities as JSON, then exit")
     p.add_argument("--dump-ir", action="store_true", help="print the IR to stdout (--dump-ir=after:PASS|all: between -O "
@@ -144,6 +147,12 @@ def _options(ns):
         raise _UsageError("--emit-signature needs --emit-ptx or --emit-spirv")
     if ns.ml_opt and emit in ("ptx", "spirv"):
         raise _UsageError("--ml-opt is refused with GPU output (--emit-ptx/--emit-spirv)")
+    consts = []
+    for item in ns.consts:
+        name, eq, value = item.partition("=")
+        if not eq or not name.isidentifier() or not value:
+            raise _UsageError(f"--const {item}: expected NAME=VALUE")
+        consts.append((name, value))
     if ns.dump_ir_after:
         from .opt.manager import pass_names
         for name in ns.dump_ir_after:
@@ -161,7 +170,7 @@ def _options(ns):
                    dump_ir=ns.dump_ir, dump_spirv=ns.dump_spirv, verify_each=ns.verify,
                    host_target=HOST_TARGETS[ns.target or native_target()],
                    profile=ns.profile, dump_ir_after=tuple(ns.dump_ir_after),
-                   explain=ns.explain)
+                   explain=ns.explain, consts=tuple(consts))
 
 
 def _spell_dump_after(argv: list[str]) -> list[str]:

@@ -20,7 +20,7 @@ DEFAULTS = {
     "fp_contract": "on", "print_target": False, "dump_ir": False, "dump_spirv": False,
     "include": [], "stdlib": None, "error_format": "text", "link_arg": [], "libs": [],
     "verify": False, "dump_ir_after": [], "explain": False, "profile": False,
-    "ml_opt": False, "emit_signature": None,
+    "ml_opt": False, "emit_signature": None, "consts": [],
 }
 EMITS = {"--emit-ptx": "ptx", "--emit-spirv": "spirv", "--emit-obj": "obj", "--build": "exe"}
 FLAGS = {"-O": "optimize", "-r": "release", "--release": "release",

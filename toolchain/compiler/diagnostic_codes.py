@@ -260,6 +260,30 @@ floating-point result and an explicit `ldbias:` for a matrix bias (docs/referenc
     "E0343": ("bad tensor operand pointer", """
 A tensor operand pointer has the wrong element type for its declared format (f16 data are
 `uint16*`, f32 data `float32*` and so on)."""),
+    # ---------------------------------------------------------------- tile values
+    "E0350": ("bad tile type", """
+`tile<FORMAT, ROWS, COLUMNS>` takes a format (`f16`, `bf16`, `f32`) and two extents, each a
+number or a top-level integer `const`, each 1 or a multiple of 16 from 16 to 256. Vector
+tiles (one extent 1) are f32 only (docs/reference/tiles.md)."""),
+    "E0351": ("tile constructor needs a tile type", """
+`tile_fill`, `tile_load` and the other tile constructors take their shape and format from the
+variable they initialise or are assigned to: `var t: tile<f32, 64, 64> = tile_fill(0.0);`."""),
+    "E0352": ("tile shape or format mismatch", """
+The operands of a tile operation do not fit together: a matmul whose inner extents differ,
+shapes that do not broadcast (same shape, R x 1, 1 x C or a float32 scalar), arithmetic on a
+16-bit tile (convert it to f32 first), or a result assigned to a tile of another type."""),
+    "E0353": ("tile value in a place tiles cannot go", """
+Tiles are `var` locals of a kernel body. They cannot be parameters, results, globals,
+struct fields, array elements, workgroup/private variables or host values, have no element
+access, and are used only by the tile operations (docs/reference/tiles.md)."""),
+    "E0355": ("bad compile-time constant", """
+`--const NAME=VALUE` names a top-level `const` of the compiled file and gives a value of its
+kind: an integer literal for an integer const, `f16`, `bf16` or `f32` for a format constant
+(`const ELEM = f16;`). A format constant names a tile format and is not a value."""),
+    "E0354": ("bad tile operation arguments", """
+A tile operation was called with the wrong number of arguments, an unknown or repeated
+option, an option word it does not know (`layout: row | col`), a region control that is not
+an unsigned integer of at most 32 bits, or a scalar of the wrong type."""),
     # ---------------------------------------------------------------- shared IR verifiers
     "E0400": ("invalid IR", """
 The IR verifier found an inconsistency after lowering or a pass. This is a compiler bug;

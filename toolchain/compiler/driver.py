@@ -40,6 +40,7 @@ class Options:
     dump_ir_after: tuple[str, ...] = ()   # --dump-ir=after:PASS|all (stderr, per pass)
     explain: bool = False                 # --explain: the remarks report on stdout
     test_mode: bool = False               # `mettle test`: keep @test fns, add the runner
+    consts: tuple = ()                    # --const NAME=VALUE pairs (frontend/const_override)
 
 
 @dataclass
@@ -102,6 +103,7 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                  source_text=source_text, target_os=host_os(opts),
                                  ssa=gpu and optimizing, test_mode=opts.test_mode,
                                  device_target=opts.emit if gpu else None,
+                                 consts=tuple(opts.consts),
                                  checks=not gpu and not opts.release)
     if gpu and not module.kernels():      # located at the file (callgraph's E0401 is not)
         from .diagnostics import Span

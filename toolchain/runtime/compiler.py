@@ -19,7 +19,7 @@ SOURCE_NAME = "<source>.mettle"  # the display name of a compile from source tex
 OPTIONS = {"ptx_version": "ptx_version", "fp_contract": "fp_contract",
            "gpu_checks": "gpu_checks", "tensor_tuple_budget": "tensor_tuple_budget",
            "wmma_staging": "wmma_staging", "include_dirs": "include_dirs",
-           "stdlib_dir": "stdlib_dir", "release": "release"}
+           "stdlib_dir": "stdlib_dir", "release": "release", "consts": "consts"}
 
 
 def _is_path(value) -> bool:
@@ -48,6 +48,8 @@ def _options(target: str, arch, opt: bool, options: dict) -> compiler_driver.Opt
         raise TypeError(f"compile: unknown option {', '.join(unknown)} (options: "
                         f"{', '.join(sorted(OPTIONS))})")
     fields = {OPTIONS[k]: (list(v) if k == "include_dirs" else v) for k, v in options.items()}
+    if "consts" in fields:          # {"HEAD_DIM": 128, "ELEM": "bf16"}: --const NAME=VALUE
+        fields["consts"] = tuple(sorted((str(n), str(v)) for n, v in fields["consts"].items()))
     return compiler_driver.Options(emit=target, optimize=bool(opt), gpu_arch=arch, **fields)
 
 
@@ -63,7 +65,7 @@ def compile(source, arch: str | None = None, opt: bool = True, *, target: str = 
     `arch`: the --gpu-arch (default: the arch of CUDA device 0 when there is one, else the
     compiler's default); `opt`: -O; `target`: "ptx" (CUDA) or "spirv" (OpenCL); options:
     ptx_version, fp_contract, gpu_checks, tensor_tuple_budget, wmma_staging, include_dirs,
-    stdlib_dir, release. Results are cached on disk (cache.py); `cache=False` skips it.
+    stdlib_dir, release, consts (a dict NAME -> value, the --const flags). Results are cached on disk (cache.py); `cache=False` skips it.
     Raises mettle.CompileError, whose str() is the compiler's located report."""
     if target not in TARGETS:
         raise ValueError(f"compile: target must be 'ptx' or 'spirv', got {target!r}")

@@ -57,8 +57,8 @@ def _aliases(mod) -> list:
 def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: bool,
                   source_text: str | None = None, target_os: str = "linux",
                   ssa: bool = False, checks: bool = False,
-                  test_mode: bool = False,
-                  device_target: str | None = None) -> tuple[Module, list[Diagnostic]]:
+                  test_mode: bool = False, device_target: str | None = None,
+                  consts=()) -> tuple[Module, list[Diagnostic]]:
     modules, warnings = _load_items(entry_path, include_dirs, stdlib_dir, source_text,
                                     target_os)
     units = [(path, [i for i in m.items if not _is_import(i)], hidden, aliases)
@@ -74,6 +74,9 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
     name = os.path.splitext(os.path.basename(str(entry_path)))[0] or "main"
     later_bag = DiagnosticBag()
     resolve_embeds(asts, include_dirs, stdlib_dir, later_bag)
+    if consts:                      # --const NAME=VALUE: the entry module's top-level consts
+        from .const_override import apply_consts
+        apply_consts(modules[0][0], units[0][1], consts, later_bag)
     homes = {id(i): n for n, (_, unit, _, _) in enumerate(units) for i in unit}
     items, methods, origin = expand_later_tier(items, later_bag, homes)
     units = place_in_modules(units, items, origin)     # made items join their source's module

@@ -54,6 +54,15 @@ class ArrayType(TypeExpr):
 
 
 @dataclass(eq=False)
+class TileTypeExpr(TypeExpr):
+    """`tile<FORMAT, ROWS, COLUMNS>` (docs/reference/tiles.md); an extent is a number or
+    the name of a top-level integer const."""
+    format: str
+    rows: int | str
+    columns: int | str
+
+
+@dataclass(eq=False)
 class FnPtrType(TypeExpr):
     params: list[TypeExpr]
     ret: TypeExpr | None            # None means void

@@ -137,6 +137,12 @@ class ProgramLowerer:
             if t.is_closure:
                 return closure_type(self.module, params, self.resolve_type(t.ret))
             return FnPtrType(params, self.resolve_type(t.ret))
+        if isinstance(t, A.TileTypeExpr):
+            self.bag.error("E0353", "a tile can only be the type of a `var` local in a "
+                           "kernel body", t.span,
+                           help="tiles are not parameters, results, globals, fields, "
+                           "array elements or pointer targets")
+            return I64
         self.bag.error("E0102", "unsupported type", t.span)
         return I64
 

@@ -146,6 +146,8 @@ class ExprParser:
             return self.parse_fn_type()
         if t.kind != IDENT:
             raise self.err(f"expected a type, found {describe(t)}", t)
+        if t.text == "tile" and self.peek().kind == "<":
+            return self.parse_tile_type()
         self.i += 1
         if self.tok.kind == "<":
             args = self.parse_type_args()
@@ -155,6 +157,26 @@ class ExprParser:
             member = self.advance()
             return A.NamedType(member.text, t.text, span=self.span_from(t))
         return A.NamedType(t.text, span=t.span)
+
+    # tile_type = "tile" "<" IDENT "," extent "," extent ">"; extent = INT | IDENT
+    def parse_tile_type(self) -> A.TypeExpr:
+        start = self.advance()
+        self.expect("<")
+        f = self.tok
+        if f.kind != IDENT:
+            raise self.err(f"expected a tile format (f16, bf16, f32), found {describe(f)}", f)
+        self.i += 1
+        extents: list[int | str] = []
+        for _ in range(2):
+            self.expect(",")
+            x = self.tok
+            if x.kind not in (INT, IDENT):
+                raise self.err("a tile extent must be a number or a const name, found "
+                               f"{describe(x)}", x)
+            self.i += 1
+            extents.append(x.value if x.kind == INT else x.text)
+        self.expect(">", "'>'")
+        return A.TileTypeExpr(f.text, extents[0], extents[1], span=self.span_from(start))
 
     # type_args = "<" type {"," type} ">"      (a `>>` closes two lists)
     def parse_type_args(self) -> list[A.TypeExpr]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from . import ast as A
 from ..ir import Function, Global
 from ..ir.types import I64, U8, U64, ArrayType, FnPtrType, PtrType, StructType, Type
+from .const_override import is_format_const
 from .consteval import NOT_CONST
 from .scope import FnSym, VarSym
 from .typesys import STRING, describe, literal_type
@@ -27,6 +28,10 @@ def lower_global(ctx, d: A.VarDecl) -> None:
         return
     if d.type is None and not d.is_const:
         ctx.bag.error("E0003", f"`var {d.name}` needs a type", d.span)
+        return
+    if is_format_const(d) and ctx.globals.lookup(d.init.name) is None:
+        ctx.define(d.name, VarSym(d.name, I64, "format", d.init.name, d.span, is_const=True),
+                   d.span)         # `const ELEM = f16;` names a tile format (E0355 as a value)
         return
     t = ctx.resolve_type(d.type) if d.type is not None else None
     enum = ctx.enum_of_type(d.type)

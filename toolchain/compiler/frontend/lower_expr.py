@@ -288,6 +288,12 @@ class ExprMixin:
             return self.make_const(sym.storage, sym.type, e.span)
         if sym.kind in ("gpu", "param"):
             return sym.storage
+        if sym.kind == "format":
+            raise self.fail("E0355", f"format constant {e.name} used as a value", e.span,
+                            help="a format constant names a tile format (tile<ELEM, R, C>)")
+        if sym.kind == "tile":
+            raise self.fail("E0353", f"tile `{e.name}` used as a scalar value", e.span,
+                            help="tiles have no element access; use the tile operations")
         self.check_init(sym, e.span)
         return self.load_slot(sym.storage)
 
@@ -410,6 +416,9 @@ class ExprMixin:
             if sym.kind == "gpu":
                 raise self.fail("E0312", f"{sym.storage_class} var `{target.name}` cannot be"
                                 " rebound (assign to its elements)", target.span)
+            if sym.kind == "tile":
+                self.tile_assign(sym, value, target.span)
+                return
             if isinstance(sym.storage, Local):
                 v = self.rvalue(value, sym.type)
                 self.b.local_set(sym.storage, v)

@@ -34,6 +34,7 @@ from .lower_defer import DeferMixin
 from .lower_match import MatchMixin
 from .lower_ops import OpsMixin
 from .lower_stmt import Abort, StmtMixin   # Abort is defined beside its handler
+from .lower_tile import TileMixin
 from .scope import FnSym, Scope, VarSym
 
 
@@ -47,7 +48,7 @@ class LoopCtx:
 
 
 class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, ChecksMixin,
-                      LaterMixin, MatchMixin, DeferMixin, ClosureMixin):
+                      LaterMixin, MatchMixin, DeferMixin, ClosureMixin, TileMixin):
     def __init__(self, ctx, sym: FnSym):
         self.ctx = ctx
         self.sym = sym

@@ -73,7 +73,7 @@ class GpuMixin:
     def is_gpu_builtin(self, name: str, sym) -> bool:
         if sym is not None:
             return self.device and self.is_intrinsic(name)
-        return name.startswith(("atomic_", "subgroup_", "async_copy_", "tensor_")) or \
+        return name.startswith(("atomic_", "subgroup_", "async_copy_", "tensor_", "tile_")) or \
             (self.ctx.gpu and name in LEGACY_INDEX)
 
     def kernel_only(self, what: str, span) -> None:
@@ -97,6 +97,8 @@ class GpuMixin:
             return self.to_numeric(v, ret, e.span)
         if name in INTRINSICS and sym is not None:
             return self.intrinsic_call(e, name, sym)
+        if name.startswith("tile_") or (name == "tensor_matmul" and self.is_tile_expr(e)):
+            return self.tile_scalar_use(e, name)
         if name.startswith("tensor_"):
             from .lower_tensor import tensor_call
             return tensor_call(self, e, name)

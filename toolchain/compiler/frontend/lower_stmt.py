@@ -59,6 +59,8 @@ class StmtMixin:
         so one mistake does not cascade into missing-return / undefined-name errors."""
         if isinstance(s, A.Return):
             self.assigned = None
+        elif isinstance(s, A.VarDecl) and isinstance(s.type, A.TileTypeExpr):
+            self.tile_recover(s)
         elif isinstance(s, A.VarDecl) and s.storage == "none" and s.type is not None and \
                 s.name not in self.scope.names:
             t = self.ctx.resolve_type(s.type)
@@ -92,6 +94,9 @@ class StmtMixin:
 
     # ---------------------------------------------------------------- declarations
     def stmt_VarDecl(self, d: A.VarDecl) -> None:
+        if isinstance(d.type, A.TileTypeExpr):
+            self.tile_decl(d)
+            return
         if d.storage != "none":
             self.gpu_var(d)
             return

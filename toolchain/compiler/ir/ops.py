@@ -98,6 +98,15 @@ def _rows() -> list[OpInfo]:
         # GPU: math and bit intrinsics (also legal in device helpers)
         *(R(f"math.{n}", "a", where="device")
           for n in ("sqrt", "rsqrt", "fabs", "sin", "cos", "log", "exp")),
+        # GPU: the scalar forms tile values lower to (frontend/lower_tile.py): exactly
+        # rounded f32 arithmetic no backend contracts, fma, the profile's 2^x
+        R("math.rn", "a b", where="device", doc="attrs.op add|sub|mul|div: one IEEE f32 "
+          "operation rounded to nearest even, never contracted into an fma"),
+        R("math.fma", "a b c", where="device", doc="a*b + c rounded once"),
+        R("math.exp2", "a", where="device", doc="2^a: PTX ex2.approx.ftz.f32"),
+        R("tile.uniform", "operands...", effects=True, collective="workgroup",
+          where="device", doc="marks a tile operation attrs.what: it and its operands "
+          "(named by attrs.roles) must be workgroup-uniform; emits no code"),
         R("cvt.h2f", "a", where="device", doc="u16 half bits -> f32"),
         R("cvt.f2h", "a", where="device", doc="f32 -> u16 half bits, round to nearest"),
         R("cvt.bf2f", "a", where="device", doc="u16 bf16 bits -> f32"),

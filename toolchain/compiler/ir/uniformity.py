@@ -337,6 +337,8 @@ def _check(st: _FunctionState, bag: DiagnosticBag) -> None:
             scope = O.OPS[ins.op].collective
             if ins.op.startswith("tensor."):
                 _check_tensor(st, ins, c, bag)
+            elif ins.op == "tile.uniform":
+                _check_tile(st, ins, c, bag)
             elif scope == "workgroup" and c > WORKGROUP:
                 bag.error("E0410", f"barrier in `{st.fn.name}` is reached under {NAMES[c]} "
                           "control flow; every work-item of the workgroup must reach it",
@@ -367,6 +369,22 @@ def _check_tensor(st: _FunctionState, ins: Instr, c: int, bag: DiagnosticBag) ->
             bag.error("E0414", f"{what} operand `{role}` is {NAMES[r]}; it must be uniform "
                       f"across the {scope}", ins.span,
                       help="pass the same pointer/stride/control value from every work-item")
+
+
+def _check_tile(st: _FunctionState, ins: Instr, c: int, bag: DiagnosticBag) -> None:
+    """A tile operation (marked by tile.uniform, docs/reference/tiles.md "Uniformity") is a
+    workgroup collective: workgroup-uniform control and operands. E0413 / E0414."""
+    what = ins.attrs["what"]
+    if c > WORKGROUP:
+        bag.error("E0413", f"{what} has workgroup scope but is reached under {NAMES[c]} "
+                  f"control flow in `{st.fn.name}`", ins.span,
+                  help="every work-item of the workgroup must execute it together")
+    for role, v in zip(ins.attrs.get("roles", ()), ins.operands):
+        r = _value_rank(st, v)
+        if r > WORKGROUP:
+            bag.error("E0414", f"{what} operand `{role}` is {NAMES[r]}; it must be uniform "
+                      "across the workgroup", ins.span,
+                      help="pass the same value from every work-item of the workgroup")
 
 
 def verify_uniformity(functions: list[Function]) -> None:

@@ -24,7 +24,7 @@ from ...ir.launch import partial_subgroup_reach
 from . import peephole
 from ...ir.module import Function, Global, Module
 from . import (lower_arith, lower_control, lower_gpu, lower_intrinsics, lower_memory,
-               lower_subgroup, regs)
+               lower_subgroup, lower_tile, regs)
 from .function import FnEmitter
 from .instr import PtxFunction, PtxModule
 from .isa import SUBGROUP_WIDTH as WARP
@@ -51,7 +51,8 @@ class _OpTable(dict):
 
 
 TABLE = _OpTable({**lower_control.LOWER, **lower_arith.LOWER, **lower_memory.LOWER,
-                  **lower_gpu.LOWER, **lower_subgroup.LOWER, **lower_intrinsics.LOWER})
+                  **lower_gpu.LOWER, **lower_subgroup.LOWER, **lower_intrinsics.LOWER,
+                  **lower_tile.LOWER})
 VPRINTF_DECL = (".extern .func (.param .b32 func_retval0) vprintf\n"
                 "(\n\t.param .b64 vprintf_param_0,\n\t.param .b64 vprintf_param_1\n);")
 _IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_$]*|[_$%][A-Za-z0-9_$]+")

@@ -593,3 +593,27 @@ def wgmma_mma_async(n: int, ty: str, d, a_desc, b_desc, scale_d) -> PtxInstr:
         raise ValueError(f"wgmma m64n{n}k16 .{ty}")
     return _op(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty}", (vec(*d),),
                (a_desc, b_desc, scale_d, 1, 1, 0, 0))
+
+
+# ---- tile values: the scalar forms of the canonical replay (frontend/lower_tile.py) --------
+_ROUNDED = frozenset(("add", "sub", "mul", "div"))
+
+
+def float_rn(opcode: str, ty: str, d, a, b) -> PtxInstr:
+    """`add.rn` / `sub.rn` / `mul.rn` / `div.rn` on f32/f64: rounded once to nearest even;
+    the explicit rounding keeps ptxas from contracting a mul and an add into an fma."""
+    if opcode not in _ROUNDED or ty not in ("f32", "f64"):
+        raise ValueError(f"{opcode}.rn.{ty} is not a rounded float operation")
+    return _op(f"{opcode}.rn.{ty}", (d,), (a, b))
+
+
+def fma_rn(ty: str, d, a, b, c) -> PtxInstr:
+    """`fma.rn.f32` / `.f64`: a*b + c rounded once."""
+    if ty not in ("f32", "f64"):
+        raise ValueError(f"fma.rn.{ty}")
+    return _op(f"fma.rn.{ty}", (d,), (a, b, c))
+
+
+def ex2_approx_ftz(d, a) -> PtxInstr:
+    """`ex2.approx.ftz.f32`: 2^a (max 2 ulp, subnormals flushed), every PTX target."""
+    return _op("ex2.approx.ftz.f32", (d,), (a,))

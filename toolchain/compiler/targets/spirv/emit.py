@@ -32,13 +32,15 @@ from ...ir.ops import OPS
 from ...ir.module import Function, Global, Module as IRModule
 from ...ir.types import ArrayType, BoolType, FloatType, IntType, PtrType
 from . import capabilities as caps
-from . import emit_arith, emit_control, emit_math, emit_memory, emit_subgroup, emit_sync
+from . import (emit_arith, emit_control, emit_math, emit_memory, emit_subgroup, emit_sync,
+               emit_tile)
 from . import tensor_reject
 from .emit_function import FnEmitter, register
 from .module import Module
 from .types_map import STORAGE, TypeMap
 
-_LOWERINGS = (emit_arith, emit_control, emit_math, emit_memory, emit_subgroup, emit_sync)
+_LOWERINGS = (emit_arith, emit_control, emit_math, emit_memory, emit_subgroup, emit_sync,
+              emit_tile)
 SUBGROUP_OPS = ("khr", "core")
 
 
@@ -161,6 +163,9 @@ class Context:
         self.m.entry_point("Kernel", spv_fn, k.symbol, interface)
         if k.block_shape:
             self.m.execution_mode(spv_fn, "LocalSize", *k.block_shape)
+        if any(i.op == "math.rn" for i in k.instructions()):
+            # tile arithmetic is never contracted (emit_tile.py)
+            self.m.execution_mode(spv_fn, "ContractionOff")
 
 
 def _reject_unknown_ops(module: IRModule) -> None:
