@@ -114,6 +114,10 @@ def lower_any_matmul(em, ins) -> None:
             fused.memory_pass(em, _region(em, desc, ops, em.reg(ops["row"]),
                                           em.reg(ops["column"])))
         return
+    from . import wgmma_fp8                  # FP8 regions: their own pipeline and replay
+    if wgmma_fp8.claims(desc):
+        wgmma_fp8.lower(em, ins, _linear_ids, _entry_cap)
+        return
     if desc.m % 16 or desc.n % 16:
         raise refuse(desc, "workgroup regions are split into 16-multiple subgroup regions; "
                      "M and N must be multiples of 16", ins.span)
