@@ -153,3 +153,26 @@ def test_misaligned_leading_dimension_takes_the_split_path(gpu_run):
 
 def test_k_zero_copies_c(gpu_run):
     _case(gpu_run, "e4m3", "e4m3", "f32", True, "scale_clamp", False, 64, 64, 0)
+
+
+def test_against_cublas_fp8_and_200_launches():
+    """bench/gemm_fp8.py --check in its own process: exact checks on both paths, random
+    E4M3/E5M2 data against torch._scaled_mm with the same scales (f32/bf16 D), and 200
+    back-to-back launches per configuration with the result checked after them."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    try:
+        import torch
+    except ImportError:
+        pytest.skip("torch is not installed")
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability(0) != (9, 0):
+        pytest.skip("not a compute capability 9.0 (Hopper) GPU")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, str(root / "bench" / "gemm_fp8.py"), "--check",
+                           "--no-bench", "--formats", "e4m3,e5m2", "--out", "bf16,f32"],
+                          capture_output=True, text=True, timeout=1200, cwd=root,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "FP8 CHECK OK" in out, out
