@@ -66,19 +66,12 @@ ALL = "\n".join(src for src, _, _ in CASES.values())
 # The plain-source form of the K loop: no declared block shape, one subgroup per tile over
 # however many subgroups the launch's block has. staging.py sizes its areas for
 # UNDECLARED_ITEMS work-items and tests the launch at run time.
-LAUNCH_HEAD = """kernel {name}({params}) {{
-  var tile: int32 = (int32)(block.x * (block_dim.x / 32) + thread.x / 32);
-  var tiles_n: int32 = n / 16;
-  if (tile >= (m / 16) * tiles_n) {{ return; }}
-  var tm: int32 = tile / tiles_n;
-  var tn: int32 = tile % tiles_n;
-  var acc: float32* = c + (int64)(tm * 16) * (int64)n + (int64)(tn * 16);
-  var ar: uint16* = a + (int64)aoff + (int64)(tm * 16) * (int64)lda;
-"""
+LAUNCH_HEAD = HEAD.replace("(int32)(block.x * 4 + thread.x / 32)",
+                           "(int32)(block.x * (block_dim.x / 32) + thread.x / 32)")
 
 
 def kloop_launch(name: str = "kloop_launch", fmt: str = "f16", b_layout: str = "row") -> str:
-    return LAUNCH_HEAD.format(name=name, params=PARAMS) + f"""  for kk in 0..k / 16 {{
+    return LAUNCH_HEAD.format(kernel="kernel", name=name, params=PARAMS) + f"""  for kk in 0..k / 16 {{
     {_mma("kk", fmt, b_layout)}
   }}
 }}

@@ -25,6 +25,7 @@ from . import narrow_cases as NC
 from .kernels import compile_ptx
 from .ptx_sim import Sim, f32_bits
 from .test_wgmma import _usage
+from .test_wgmma_epilogue import _bias as epilogue_bias, _round
 
 ALPHA, BETA, LO, HI = 0.3, -1.5, -20.0, 30.0
 SA, SB = 0.5, 4.0                    # powers of two: s * S is exact
@@ -154,25 +155,10 @@ def _operands(rng, a_fmt, b_fmt, M, N, K):
 
 
 def _bias(rng, epilogue, out, M, N):
+    """test_wgmma_epilogue's bias, or none (an empty buffer) without a bias mode."""
     if epilogue is None or "bias_mode" not in EPILOGUES[epilogue]:
         return None, np.zeros(4, NC.CARRIER[out]), 1
-    opts = EPILOGUES[epilogue]
-    mode = re.search(r"bias_mode: (\w+)", opts).group(1)
-    shape = {"row": (M,), "column": (N,), "matrix": (M, N)}[mode]
-    vals = (rng.integers(-40, 40, shape) / 4).astype(np.float32)
-    if mode != "matrix":
-        return vals, NC.encode(out, vals), 1
-    layout = "col" if "bias_layout: col" in opts else "row"
-    buf, ld = NC.stored(out, vals, layout, False, 3)
-    return vals, buf, ld
-
-
-def _round(out: str, t: np.ndarray) -> np.ndarray:
-    if out == "f16":
-        return t.astype(np.float16).view(np.uint16)
-    if out == "bf16":
-        return O.to_bf16_bits(t)
-    return t.view(np.uint32)
+    return epilogue_bias(rng, epilogue, out, M, N)
 
 
 def _run(ptx, out, M, N, K, bufs, lds, ldd, scaled, bias_buf, ldbias, grid, block):

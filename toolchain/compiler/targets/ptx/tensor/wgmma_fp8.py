@@ -46,6 +46,7 @@ from .replay import Region, _k_loop, replay
 from .resident import remark
 from .wgmma_epilogue import Fused, NativeBias
 from .wgmma_persistent import Tiles, open_loop
+from .wgmma_split import entry_cap, linear_ids, round_robin
 from ..lower_memory import SPACE
 
 BK = 128                                  # K elements (bytes) per ring slot: one swizzle row
@@ -130,9 +131,8 @@ def refusal(em, desc) -> str | None:
 
 
 # ---- entry ----------------------------------------------------------------------------------
-def lower(em, ins, linear_ids, entry_cap) -> None:
-    """The whole FP8 workgroup region (wgmma_split.lower_any_matmul hands it over with its
-    linear-id and entry-directive helpers)."""
+def lower(em, ins) -> None:
+    """The whole FP8 workgroup region (wgmma_split.lower_any_matmul hands it over)."""
     desc, ops = ins.attrs["desc"], operands(ins)
     check(desc, ins.span)
     em.profile.need("warp.sync", "exact cooperative tensor replay", ins.span)
@@ -213,20 +213,11 @@ def _k_loop_of(scale, fused):
 
 def _split(em, desc, sub, ops, tid, ntid, end, scale, fused, row: str, col: str) -> None:
     """The region at (row, col) as subgroup replay regions taken round-robin; then `end`."""
-    gm, gn = desc.m // sub.m, desc.n // sub.n
-    i, nw, p = em.new("r"), em.new("r"), em.new("p")
-    em.put(I.binary("shr", "u32", i, tid, 5), I.binary("add", "u32", nw, ntid, 31),
-           I.binary("shr", "u32", nw, nw, 5))
-    top = label(em, "wgf8_sub")
-    em.put(I.label(top), I.setp("ge", "u32", p, i, gm * gn),
-           I.bra(end, guard=p, uniform=True))
-    r, c = em.new("r"), em.new("r")
-    em.put(I.binary("div", "u32", r, i, gn), I.binary("rem", "u32", c, i, gn),
-           I.mad("lo", "u32", r, r, sub.m, row), I.mad("lo", "u32", c, c, sub.n, col))
-    g = Region(sub, *(mat(em, sub, ops, w) for w in "abcd"), r, c,
-               *(em.reg(ops[k]) for k in "mnk"))
-    replay(em, g, 0, False, k_loop=_k_loop_of(scale, fused))
-    em.put(I.binary("add", "u32", i, i, nw), I.bra(top, uniform=True))
+    def body(r: str, c: str) -> None:
+        g = Region(sub, *(mat(em, sub, ops, w) for w in "abcd"), r, c,
+                   *(em.reg(ops[k]) for k in "mnk"))
+        replay(em, g, 0, False, k_loop=_k_loop_of(scale, fused))
+    round_robin(em, desc, sub, tid, ntid, end, row, col, body)
 
 
 # ---- the sm_90a pipeline --------------------------------------------------------------------
