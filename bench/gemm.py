@@ -27,6 +27,8 @@ traffic; checked against A*B alone). `ratio` columns divide by `torch`.
 each fused epilogue on EPI_CHECKS (random data against the torch oracle, and pipeline vs
 split path bit for bit on small-integer data), and the timing gains a column for the
 first named epilogue (`+epi`: the same GEMM with it fused).
+--fp8 (default e4m3): FP8 rows after the 16-bit table, the same shapes, D bf16, against
+torch._scaled_mm with the same scales (bench/gemm_fp8.py); --check also runs its checks.
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
+import gemm_fp8  # noqa: E402
 import gemm_hopper as H  # noqa: E402
 import mettle  # noqa: E402
 from tensor_sources import matmul_source  # noqa: E402
@@ -255,6 +258,9 @@ def main() -> int:
                     help="leave out the persistent rows")
     ap.add_argument("--epilogue-batch", type=int, default=0,
                     help="override wgmma.EPILOGUE_BATCH (1: the first measured epilogue)")
+    ap.add_argument("--fp8", default="e4m3",
+                    help="A formats of the FP8 rows (bench/gemm_fp8.py: ours against "
+                    "torch._scaled_mm, D bf16; empty: none)")
     args = ap.parse_args()
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -282,6 +288,11 @@ def main() -> int:
         if bad:
             return 1
     elif args.check and check(torch, outs, epilogues):
+        return 1
+    fp8 = [f for f in args.fp8.split(",") if f]
+    if args.check and fp8 and gemm_fp8.check(torch, fp8, ["bf16"],
+                                             gemm_fp8.CHECKS[:3] if args.small else
+                                             gemm_fp8.CHECKS):
         return 1
     if args.no_bench:
         return 0
@@ -322,12 +333,16 @@ def main() -> int:
             rows.append(bench_shape(torch, dev, gemms, f, o, *shape, args.reps,
                                     args.subgroup, epi_gemms, pgemms))
             print("row: " + line(rows[-1]), flush=True)
+    fp8_rows = gemm_fp8.bench(torch, fp8, ["bf16"], shapes, args.reps) if fp8 else []
     print(f"device: {dev.name}")
     print(header)
     for r in rows:
         print(line(r))
+    if fp8_rows:
+        print(gemm_fp8.table(fp8_rows))
     with open(args.json, "w", encoding="utf-8") as fh:
-        json.dump({"device": dev.name, "unit": "TFLOP/s", "results": rows}, fh, indent=2)
+        json.dump({"device": dev.name, "unit": "TFLOP/s", "results": rows,
+                   "fp8": fp8_rows}, fh, indent=2)
     return 0
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tests.gpu.harness import Buffer, Scalar
-from tests.tensor.staging_kernels import ALL, CASES
+from tests.tensor.staging_kernels import ALL, CASES, kloop_launch
 from toolchain.compiler.driver import Options, compile_file
 from toolchain.compiler.targets.ptx.tensor import staging as staging_mod
 from toolchain.compiler.targets.ptx.profiles import detect_local_arch
@@ -39,10 +39,11 @@ SHAPES = {"kloop_f16_row": [("aligned", 48, 64, 100, 12, 0, 0),
 FORMS = (("pipelined", True, True), ("sync", True, False), ("direct", False, False))
 
 
-def _ptx(tmp_path, monkeypatch, form: str, staging: bool, pipelined: bool) -> str:
+def _ptx(tmp_path, monkeypatch, form: str, staging: bool, pipelined: bool,
+         source: str = ALL) -> str:
     monkeypatch.setattr(staging_mod, "PIPELINE", pipelined)
     path = tmp_path / f"staging_{form}.mettle"
-    path.write_text(ALL)
+    path.write_text(source)
     arch = detect_local_arch() or "sm_90a"
     ptx = compile_file(str(path), Options(emit="ptx", gpu_arch=arch, optimize=True,
                                           wmma_staging=staging)).data.decode()
@@ -99,3 +100,39 @@ def test_staged_equals_direct_and_reference(gpu_run, tmp_path, monkeypatch, name
         assert err < 1e-3, f"{name} {label} {form}: max relative error {err}"
     assert got["pipelined"].tobytes() == got["sync"].tobytes() == got["direct"].tobytes(), \
         f"{name} {label}: the staged forms differ from direct"
+
+
+# No declared block shape (the plain-source K loop): the areas are sized for
+# staging.UNDECLARED_ITEMS work-items and each update tests the launch's block. 64, 128 and
+# 256 work-items take the staged form, 512 the direct loads; every form gives the same bits.
+@pytest.mark.parametrize("block", [64, 128, 256, 512])
+@pytest.mark.parametrize("label,m,n,k,lda_extra", [("aligned", 64, 96, 200, 0),
+                                                   ("lda_misaligned", 48, 64, 104, 4)])
+def test_undeclared_block_staged_equals_direct(gpu_run, tmp_path, monkeypatch, block, label,
+                                                m, n, k, lda_extra):
+    lda, ldb = k + lda_extra, n
+    rng = np.random.default_rng(block + k)
+    a_bits, a_val = _operand(rng, (m * lda,), "f16")
+    b_bits, b_val = _operand(rng, (k * ldb,), "f16")
+    kk = (k // 16) * 16
+    want = a_val.reshape(m, lda)[:, :kk] @ b_val.reshape(k, ldb)[:kk, :n]
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    want = want + c
+    tiles = (m // 16) * (n // 16)
+    got = {}
+    for form, staging, pipelined in FORMS:
+        ptx = _ptx(tmp_path, monkeypatch, form, staging, pipelined, kloop_launch())
+        assert ("launch-guarded block<=256" in ptx) == staging
+        out = gpu_run(ptx, "kloop_launch", grid=(tiles * 32 + block - 1) // block, block=block,
+                      args=[Buffer("a", "uint16", data=a_bits), Buffer("b", "uint16", data=b_bits),
+                            Buffer("c", "float32", size=m * n + PAD, data=c.ravel(),
+                                   poison=np.nan, output=True),
+                            Scalar("int32", m), Scalar("int32", n), Scalar("int32", k),
+                            Scalar("int32", lda), Scalar("int32", ldb), Scalar("int32", 0)])
+        res = out["c"]
+        assert np.isnan(res[m * n:]).all(), f"block {block} {label}: the pad after C was written"
+        got[form] = res[:m * n].reshape(m, n)
+        err = np.abs(got[form] - want).max() / np.abs(want).max()
+        assert err < 1e-3, f"block {block} {label} {form}: max relative error {err}"
+    assert got["pipelined"].tobytes() == got["sync"].tobytes() == got["direct"].tobytes(), \
+        f"block {block} {label}: the staged forms differ from direct"

@@ -61,3 +61,18 @@ CASES = {"kloop_f16_row": (kloop("kloop_f16_row"), "f16", "row"),
          "chain_f16_row": (chain("chain_f16_row"), "f16", "row"),
          "kloop_k32_f16_col": (kloop("kloop_k32_f16_col", b_layout="col", ks=32), "f16", "col")}
 ALL = "\n".join(src for src, _, _ in CASES.values())
+
+
+# The plain-source form of the K loop: no declared block shape, one subgroup per tile over
+# however many subgroups the launch's block has. staging.py sizes its areas for
+# UNDECLARED_ITEMS work-items and tests the launch at run time.
+LAUNCH_HEAD = HEAD.replace("(int32)(block.x * 4 + thread.x / 32)",
+                           "(int32)(block.x * (block_dim.x / 32) + thread.x / 32)")
+
+
+def kloop_launch(name: str = "kloop_launch", fmt: str = "f16", b_layout: str = "row") -> str:
+    return LAUNCH_HEAD.format(kernel="kernel", name=name, params=PARAMS) + f"""  for kk in 0..k / 16 {{
+    {_mma("kk", fmt, b_layout)}
+  }}
+}}
+"""

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.tensor.ptx_sim import Sim, SimError, bf16_val, bits_f32, f16_val, f32_bits
-from tests.tensor.staging_kernels import ALL, CASES, kloop
+from tests.tensor.staging_kernels import ALL, CASES, kloop, kloop_launch
 from toolchain.compiler import cli
 from toolchain.compiler.targets.ptx.tensor import staging as staging_mod
 from toolchain.compiler.driver import Options, compile_file
@@ -169,7 +169,6 @@ def test_cli_flag(tmp_path):
 
 
 @pytest.mark.parametrize("why,src,kw", [
-    ("no declared kernel block shape", kloop("k1", block=False), {}),
     ("is below sm_80", kloop("k1"), {"gpu_arch": "sm_75"}),
     ("32768-byte staging area is over 16384 bytes",
      kloop("k1").replace("block = 128", "block = 1024"), {}),
@@ -468,3 +467,78 @@ def test_interpreter_fused_epilogue_reads_the_settled_tile(tmp_path, monkeypatch
     scaled = np.float32(-0.5) * want
     relu = np.where(scaled < 0, np.float32(0), scaled)        # -0 stays -0, as selp keeps it
     assert {o.tobytes() for o in outs.values()} == {relu.tobytes()}
+
+
+# ---- no declared block shape: areas sized for UNDECLARED_ITEMS, the launch tested ----------
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80", "sm_121a"])
+def test_undeclared_block_is_staged_with_a_launch_guard(tmp_path, ptxas_path, arch):
+    """The plain-source K loop (no `block =`) is staged: a 16 KiB two-stage area (256
+    work-items), the linear id and the block size from %tid/%ntid, and the block-size test
+    folded into every update's run-time test; --explain states the form."""
+    ptx, explain = compile_src(tmp_path, kloop("k1", block=False), gpu_arch=arch)
+    body = entry(ptx, "k1")
+    items = staging_mod.UNDECLARED_ITEMS
+    assert re.search(rf"// mtlc\.tensor_loop resident group=0 .* staged pipelined "
+                     rf"launch-guarded block<={items}$", body, re.M)
+    assert f"no declared block shape: sized for {items} work-items, a run-time test loads " \
+        "directly when the launch's block has more or a partial subgroup" in explain
+    assert "operands loaded directly" not in explain
+    assert re.search(rf"\.shared \.align 128 \.b8 k1_wmma_pipe\d*\[{items // 32 * 2048}\];",
+                     ptx)
+    assert ".reqntid" not in body
+    for d in "xyz":
+        assert f"%ntid.{d};" in body and f"%tid.{d};" in body
+    # unfit = ((items - 1) >> 8) | (items & 31), or-ed into the alignment test's word
+    unfit = re.search(r"shr\.u32 (%r\d+), \1, 8;", body).group(1)
+    assert re.search(rf"or\.b32 (%r\d+), \1, {re.escape(unfit)};", body)
+    assert re.search(r"@%p\d+ bra\.uni \$L__wmma_direct\d+;", body)
+    assert body.count("cp.async.ca.shared.global") == 1
+    no_spills(ptxas_path, ptx, arch, tmp_path)
+
+
+def test_undeclared_block_synchronous_form(tmp_path, ptxas, monkeypatch):
+    monkeypatch.setattr(staging_mod, "PIPELINE", False)
+    ptx, explain = compile_src(tmp_path, kloop("k1", block=False))
+    body = entry(ptx, "k1")
+    assert re.search(r"staged launch-guarded block<=256 sync: pipelining off$", body, re.M)
+    assert "no declared block shape: sized for 256 work-items" in explain
+    assert re.search(r"\.shared \.align 128 \.b8 k1_wmma_stage\d*\[8192\];", ptx)
+    ptxas(ptx, "sm_90a")
+
+
+# (block, staged?): up to 256 work-items in whole subgroups stage, more load directly
+LAUNCHES = [(128, True), (256, True), (64, True), (512, False)]
+
+
+@pytest.mark.parametrize("block,staged", LAUNCHES, ids=lambda v: str(v))
+def test_interpreter_undeclared_block_staged_equals_direct(tmp_path, monkeypatch, block,
+                                                           staged):
+    """Each launch block size: pipelined, synchronous and unstaged forms give the oracle's
+    bits, and the staged form's fragments come from .shared exactly when the block fits."""
+    m, n, k, lda, ldb = 32, 64, 48, 48, 64
+    rng = np.random.default_rng(block)
+    a_bits, a_val = _exact_operand(rng, m * lda, "f16")
+    b_bits, b_val = _exact_operand(rng, k * ldb, "f16")
+    c = rng.integers(-8, 8, (m, n)).astype(np.float32)
+    want = (a_val.reshape(m, lda) @ b_val.reshape(k, ldb) + c).astype(np.float32)
+    tiles = (m // 16) * (n // 16)
+    outs = {}
+    for staging, pipelined in ((True, True), (True, False), (False, False)):
+        monkeypatch.setattr(staging_mod, "PIPELINE", pipelined)
+        path = tmp_path / "u.mettle"
+        path.write_text(kloop_launch())
+        r = compile_file(str(path), Options(emit="ptx", gpu_arch="sm_90a", optimize=True,
+                                            wmma_staging=staging))
+        sim = WmmaSim(r.objects, "kloop_launch")
+        pad = np.full(m * n + 16, np.nan, np.float32)
+        pad[:m * n] = c.ravel()
+        mem = sim.run((tiles * 32 + block - 1) // block, block, [
+            ("buf", "a", a_bits), ("buf", "b", b_bits), ("buf", "c", pad), ("u32", m),
+            ("u32", n), ("u32", k), ("u32", lda), ("u32", ldb), ("u32", 0)])
+        got = mem.read("c")
+        assert np.isnan(got[m * n:]).all()
+        outs[staging, pipelined] = got[:m * n].reshape(m, n)
+        took = "staged" if staging and staged else "direct"
+        assert sim.wmmas[took] > 0 and sim.wmmas["staged" if took == "direct" else "direct"] \
+            == 0, (block, staging, sim.wmmas)
+    assert {o.tobytes() for o in outs.values()} == {want.tobytes()}

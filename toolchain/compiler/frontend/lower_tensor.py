@@ -202,15 +202,16 @@ def _descriptor(lw, e: A.Call, opts, named) -> T.TensorDesc:
                         transpose_a=_bool(lw, opts, "transpose_a", code),
                         transpose_b=_bool(lw, opts, "transpose_b", code), **lds,
                         persistent=persistent)
-    for key in _PTRS:
-        if key in opts:
-            named[key] = _pointer(lw, opts[key][0], T.storage_type("u8"), f"`{key}:`",
-                                  "a byte table")
-    roles = tuple(r for r in T.MMA_ROLES if r in named)
+    roles = tuple(r for r in T.MMA_ROLES if r in named or r in _PTRS and r in opts)
     errs = T.validate_desc(desc, roles)
     if errs:
         key, msg = errs[0]
         raise lw.fail(code, msg, opts[key][1] if key in opts else e.span, help=_help(key))
+    for key in _PTRS:                  # after the descriptor: a scale's type depends on it
+        if key in opts:
+            ty = T.scale_storage(desc, key[0]) if key != "metadata" else T.U8
+            named[key] = _pointer(lw, opts[key][0], ty, f"`{key}:`",
+                                  "a byte table" if ty == T.U8 else "one f32 scale")
     return desc
 
 
@@ -274,7 +275,8 @@ def _mma(lw, e: A.Call, matmul: bool):
                                        desc.result_type))]
     if not matmul:
         return lw.b.tensor_mma(desc, *ptrs, named, span=e.span)
-    scale_lds = tuple(f"lds{s}" for s in "ab" if getattr(desc, f"{s}_scale_mode") != "none")
+    scale_lds = tuple(f"lds{s}" for s in "ab"
+                      if getattr(desc, f"{s}_scale_mode") not in ("none", "per_tensor"))
     for key in ("lda", "ldb", "ldc", "ldd", *scale_lds):
         if getattr(desc, key) is None and key not in named:
             what = "scale tables" if key.startswith("lds") else "matrices"

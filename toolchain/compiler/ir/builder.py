@@ -466,7 +466,8 @@ class Builder:
                    "tensor op: metadata is uint8*")
         for s in ("a_scale", "b_scale"):
             if s in named:
-                _check(named[s].type.pointee == T.storage_type("u8"), f"tensor op: {s} is uint8*")
+                want = T.scale_storage(desc, s[0])
+                _check(named[s].type.pointee == want, f"tensor op: {s} is {want}*")
 
     def _tensor_validate(self, errs) -> None:
         _check(not errs, "tensor op: " + "; ".join(m for _, m in errs))

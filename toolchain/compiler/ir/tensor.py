@@ -30,7 +30,9 @@ SPARSE_GROUP = {"structured_1_to_2": 2, "structured_2_to_4": 4, "structured_4_to
 ROUNDING = ("default", "nearest_even", "toward_zero", "down", "up")
 OVERFLOW = ("wrap", "saturate_finite")
 SCALE_MODES = ("none", "per_tensor", "block16", "block32")
-SCALE_TYPES = ("ue8m0", "ue4m3")
+SCALE_TYPES = ("ue8m0", "ue4m3", "f32")
+BLOCK_SCALE_TYPES = ("ue8m0", "ue4m3")            # a block table's element formats
+# per_tensor: one f32 value per operand (a float32* to it); D = C + a_scale*b_scale*(A*B)
 PACKINGS = ("logical", "unpacked", "packed", "dense_subbyte")
 SUBBYTE_PACKINGS = ("packed", "dense_subbyte")     # only for formats narrower than a byte
 SCOPES = ("subgroup", "workgroup")
@@ -52,6 +54,12 @@ def storage_type(fmt: str) -> Type:
     """The carrier element type of a format's memory (LANGUAGE.md §11)."""
     return {"f16": U16, "bf16": U16, "f32": F32, "tf32": F32, "f64": F64, "i8": I8,
             "i32": I32}.get(fmt, U8)
+
+
+def scale_storage(desc: "TensorDesc", side: str) -> Type:
+    """The element type an `a_scale`/`b_scale` pointer points to: one f32 value for a
+    per_tensor scale, else a byte table."""
+    return F32 if getattr(desc, f"{side}_scale_mode") == "per_tensor" else U8
 
 
 def compute_type(fmt: str) -> Type:
@@ -190,9 +198,21 @@ def validate_desc(desc: TensorDesc, roles: tuple[str, ...]) -> list[tuple[str, s
             errs.append((f"{side}_packing", f"`{side}_packing: {packing}` packs sub-byte "
                          f"values, but {side.upper()} is {fmt} "
                          f"({packed_bits(fmt)}-bit elements)"))
-        if mode != "none" and getattr(desc, f"{side}_scale_type") is None:
+        stype = getattr(desc, f"{side}_scale_type")
+        if mode != "none" and stype is None:
             errs.append((f"{side}_scale_mode", f"`{side}_scale_mode: {mode}` needs an "
-                         f"`{side}_scale_type:` (ue8m0 or ue4m3)"))
+                         f"`{side}_scale_type:` ("
+                         f"{'f32' if mode == 'per_tensor' else 'ue8m0 or ue4m3'})"))
+        elif mode == "per_tensor" and stype != "f32":
+            errs.append((f"{side}_scale_type", f"`{side}_scale_mode: per_tensor` takes one "
+                         f"f32 scale (`{side}_scale_type: f32`), not {stype}"))
+        elif mode not in ("none", "per_tensor") and stype not in BLOCK_SCALE_TYPES:
+            errs.append((f"{side}_scale_type", f"`{side}_scale_mode: {mode}` tables hold "
+                         f"ue8m0 or ue4m3 scales, not {stype}"))
+        if mode == "per_tensor" and (getattr(desc, f"lds{side}") is not None
+                                     or f"lds{side}" in roles):
+            errs.append((f"lds{side}", f"`lds{side}` is a block table's leading dimension; "
+                         "a per_tensor scale is one value"))
         if mode != "none" and not has:
             errs.append((f"{side}_scale_mode", f"`{side}_scale_mode: {mode}` needs an "
                          f"`{side}_scale:` pointer"))

@@ -187,6 +187,66 @@ def mbarrier_inval(bar: str) -> PtxInstr:
     return _op(f"mbarrier.inval{_MB}", (), (mem(bar),))
 
 
+def fence_mbarrier_init() -> PtxInstr:
+    """Make this thread's mbarrier.init visible to the async proxy (and the cluster)."""
+    return _op("fence.mbarrier_init.release.cluster")
+
+
+# ---- the FP8 workgroup GEMM's pieces (tensor/wgmma_fp8.py; features wgmma, setmaxnreg) ----
+def setmaxnreg(action: str, count: int) -> PtxInstr:
+    """`setmaxnreg.{inc,dec}.sync.aligned.u32 count` (warpgroup-wide register reallocation)."""
+    if action not in ("inc", "dec"):
+        raise ValueError(f"setmaxnreg action {action!r}")
+    return _op(f"setmaxnreg.{action}.sync.aligned.u32", (), (count,))
+
+
+def wgmma_fence() -> PtxInstr:
+    return _op("wgmma.fence.sync.aligned")
+
+
+def wgmma_commit_group() -> PtxInstr:
+    return _op("wgmma.commit_group.sync.aligned")
+
+
+def wgmma_wait_group(pending: int) -> PtxInstr:
+    return _op("wgmma.wait_group.sync.aligned", (), (pending,))
+
+
+WGMMA_K = {"f16": 16, "bf16": 16, "e4m3": 32, "e5m2": 32}
+
+
+def wgmma_mma_async(n: int, d_type: str, a_type: str, b_type: str, d, a_desc: str,
+                    b_desc: str, scale_d, scale_a: int = 1, scale_b: int = 1) -> PtxInstr:
+    """`wgmma.mma_async.sync.aligned.m64n<n>k<K>.<d>.<a>.<b> {d}, a-desc, b-desc, scale-d,
+    imm-scale-a, imm-scale-b` with both operands from shared-memory descriptors (K from the
+    input format: 16 for f16/bf16, 32 for FP8). f16/bf16 also take the two transpose
+    immediates, here 0 (both K-major); FP8 has none (K-major only)."""
+    if a_type not in WGMMA_K or WGMMA_K[b_type] != WGMMA_K[a_type] or n % 8 or \
+            not 8 <= n <= 256 or len(d) != n // 2:
+        raise ValueError(f"wgmma m64n{n} {a_type}.{b_type} with {len(d)} accumulators")
+    name = f"wgmma.mma_async.sync.aligned.m64n{n}k{WGMMA_K[a_type]}.{_t(d_type)}." \
+           f"{_t(a_type)}.{_t(b_type)}"
+    extra = (0, 0) if WGMMA_K[a_type] == 16 else ()
+    return _op(name, (vec(*d),), (a_desc, b_desc, scale_d, scale_a, scale_b, *extra))
+
+
+def cvta(to_global: bool, d, a) -> PtxInstr:
+    """`cvta.to.global.u64` (generic -> global) or `cvta.global.u64` (global -> generic)."""
+    return _op("cvta.to.global.u64" if to_global else "cvta.global.u64", (d,), (a,))
+
+
+def ld_vec(space: str, ty: str, values: Vec, addr: Addr,
+           guard: str | None = None) -> PtxInstr:
+    return _op(f"ld{_space(space)}.v{len(values.regs)}.{_t(ty)}", (values,), (addr,), guard)
+
+
+def fma(ty: str, d, a, b, c, rounding: str = "rn") -> PtxInstr:
+    """`fma.<rounding>.<ty>` d = a*b + c, rounded once."""
+    if rounding not in ("rn", "rz", "rm", "rp"):
+        raise ValueError(f"fma rounding {rounding!r}")
+    return _op(f"fma.{rounding}.{_t(ty)}", (d,), (a, b, c))
+
+
 # ---- tensor maps and bulk tensor copies (features tensormap.replace, fence.proxy.tensormap,
 # cp.async.bulk.tensor) -------------------------------------------------------------------------
 TENSORMAP_FIELDS = {"global_address": "b64", "rank": "b32", "box_dim": "b32",

@@ -30,7 +30,7 @@ from .common import Mat, mat, operands
 from .frag import lane_ids
 from .mma_sync import SUB_M, SUB_N, load_c, store_d
 from .narrow import claims, native_tile
-from .staging import Stage, pipeline_why_not, prepare, run_update, settle, why_not
+from .staging import UNDECLARED_ITEMS, Stage, form, pipeline_why_not, prepare, run_update, settle, why_not
 from .wmma import load_frag, run_grid_on, store_frag, sub_addrs
 
 
@@ -160,12 +160,17 @@ def _stage(em, ins, state: Group, kind: str, group) -> str:
         remark(em, ins, f"tensor_{kind} group {group}: operands staged through shared memory, "
                "pipelined (two cp.async stages per warp: each update copies its step, "
                "A cached in L1, B in L2 only, and multiplies the step copied before it; a "
-               "run-time alignment test falls back to direct loads)")
-        return " staged pipelined"
+               f"run-time alignment test falls back to direct loads; {form(em)})")
+        return " staged pipelined" + _guard(em)
     remark(em, ins, f"tensor_{kind} group {group}: operands staged through shared memory "
            "(one 16-byte load per lane per tile, wmma.load from .shared; a run-time "
-           f"alignment test falls back to direct loads; not pipelined: {sync})")
-    return f" staged sync: {sync}"
+           f"alignment test falls back to direct loads; {form(em)}; not pipelined: {sync})")
+    return f" staged{_guard(em)} sync: {sync}"
+
+
+def _guard(em) -> str:
+    """The annotation of a launch-guarded staging form (no declared block shape)."""
+    return "" if em.fn.block_shape else f" launch-guarded block<={UNDECLARED_ITEMS}"
 
 
 def resident_group(em, ins) -> Group | None:

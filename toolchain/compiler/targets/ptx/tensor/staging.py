@@ -11,8 +11,9 @@ No fragment layout is assumed: the data and the MMAs are those of the direct for
 give bitwise identical results.
 
 Used when: `--gpu-wmma-staging` is on (the default), sm_80 or newer, the function is a
-kernel with a declared block shape (the static `.shared` area is warps x 2 x 512 bytes, at
-most 16 KiB: 512 work-items), the group is one f16/bf16 m16n16k16 physical tile per K
+kernel (the static `.shared` area is warps x 2 x 512 bytes, at most 16 KiB: 512 work-items,
+for the declared block shape; see below for a kernel without one), the group is one
+f16/bf16 m16n16k16 physical tile per K
 chunk, and A and B are global (or generic) memory. Each update then tests at run time,
 uniformly for the warp (WMMA operands are warp-uniform), that both operand addresses are
 16-byte aligned and both leading dimensions are multiples of 8 elements (16 bytes: the K
@@ -37,6 +38,15 @@ both measured 30.7 with three stages; bench/results/plain_probe_h200.txt). A pip
 group has its own area (two 1 KiB stages per warp); the synchronous form is kept when the
 function already uses async copy groups (its wait counts are the user's), when a pipelined
 area would take the kernel's staging memory over MAX_AREA, or with PIPELINE off (A/B runs).
+
+A kernel without a declared block shape (the plain-source K loop: a subgroup per tile, no
+annotation) is staged as if it declared UNDECLARED_ITEMS work-items: its areas are sized for
+that many subgroups, the linear thread id and the block size come from %tid/%ntid, and the
+run-time test of every update also takes the direct loads when the launch's block has more
+work-items than that or a partial subgroup (the block size is uniform, so a launch is
+either staged throughout or direct throughout, and both give the same bits). The area is
+static, so any launcher (the Python runtime, a host program, raw cuLaunchKernel) gets the
+staged form without passing dynamic shared memory.
 """
 from __future__ import annotations
 
@@ -52,6 +62,7 @@ MAX_AREA = 16384                   # leaves >= 32 KiB of the 48 KiB static .shar
 PIPELINE = True                    # two-stage cp.async form where it fits (False: A/B runs)
 CACHE = {"a": "ca", "b": "cg"}     # cp.async cache level per operand (docstring)
 _SPACES = ("", ".global")          # operands worth staging (shared ones are already close)
+UNDECLARED_ITEMS = 256             # work-items an undeclared block's areas are sized for
 
 
 @dataclass
@@ -62,6 +73,8 @@ class Stage:
     lane_b: str
     row: str                       # lane >> 1 (u32): the stored row this lane copies
     half: str                      # (lane & 1) * 16 (u64): its byte offset in the row
+    unfit: str | None = None       # undeclared block: non-zero when the launch's block does
+                                   # not fit the areas (every update then loads directly)
     buf: str | None = None         # pipelined: byte offset (0 / STAGE) the next copy fills
     pend: str | None = None        # pipelined: 1 while a copied step awaits its MMA
     plan: object = None            # pipelined: what settle() multiplies with
@@ -76,8 +89,8 @@ def why_not(em, plan, desc) -> str | None:
         return "staging off (--gpu-wmma-staging=off)"
     if not em.profile.has("cp.async"):
         return f"{em.profile.target} is below sm_80"
-    if not fn.is_kernel or not fn.block_shape:
-        return "no declared kernel block shape for the shared staging slots"
+    if not fn.is_kernel:
+        return "not a kernel: no launch block shape for the shared staging slots"
     if _size(fn) > MAX_AREA:
         return f"a {_size(fn)}-byte staging area is over {MAX_AREA} bytes"
     if plan.family not in ("f16", "bf16") or tuple(plan.shape) != (16, 16, 16) or \
@@ -86,9 +99,25 @@ def why_not(em, plan, desc) -> str | None:
     return None
 
 
-def _size(fn, stages: int = 1) -> int:
+def _items(fn) -> int:
+    """Work-items the staging areas are sized for: the declared block, else
+    UNDECLARED_ITEMS (checked at run time against the launch)."""
+    if not fn.block_shape:
+        return UNDECLARED_ITEMS
     x, y, z = fn.block_shape
-    return (x * y * z + 31) // 32 * stages * STAGE     # one A and one B slot per stage
+    return x * y * z
+
+
+def form(em) -> str:
+    """The explain text of how the areas were sized."""
+    if em.fn.block_shape:
+        return "sized from the declared block shape"
+    return (f"no declared block shape: sized for {UNDECLARED_ITEMS} work-items, a run-time "
+            f"test loads directly when the launch's block has more or a partial subgroup")
+
+
+def _size(fn, stages: int = 1) -> int:
+    return (_items(fn) + 31) // 32 * stages * STAGE     # one A and one B slot per stage
 
 
 def _area(em) -> str:
@@ -126,13 +155,17 @@ def prepare(em, plan, desc, acc, pipelined: bool) -> Stage:
         _claim(em, _size(em.fn, 2))
     else:
         sym = _area(em)
-    x, y, z = em.fn.block_shape
-    lin = em.new("r")                        # linear thread id; its warp is lin / 32
-    em.put(I.mov("u32", lin, "%tid.x"))
-    for sreg, extent, scale in (("%tid.y", y, x), ("%tid.z", z, x * y)):
-        if extent > 1:
-            t = em.new("r")
-            em.put(I.mov("u32", t, sreg), I.mad("lo", "u32", lin, t, scale, lin))
+    unfit = None
+    if em.fn.block_shape:
+        x, y, z = em.fn.block_shape
+        lin = em.new("r")                        # linear thread id; its warp is lin / 32
+        em.put(I.mov("u32", lin, "%tid.x"))
+        for sreg, extent, scale in (("%tid.y", y, x), ("%tid.z", z, x * y)):
+            if extent > 1:
+                t = em.new("r")
+                em.put(I.mov("u32", t, sreg), I.mad("lo", "u32", lin, t, scale, lin))
+    else:
+        lin, unfit = _launch_geometry(em)
     warp, base, slot_a, slot_b = (em.new("r") for _ in range(4))
     lane, piece, lane_a, lane_b, row, h = (em.new("r") for _ in range(6))
     half = em.new("rd")
@@ -144,11 +177,32 @@ def prepare(em, plan, desc, acc, pipelined: bool) -> Stage:
            I.binary("add", "u32", lane_b, slot_b, piece),
            I.binary("shr", "u32", row, lane, 1), I.binary("and", "b32", h, lane, 1),
            I.binary("mul.wide", "u32", half, h, 16))
-    st = Stage(slot_a, slot_b, lane_a, lane_b, row, half)
+    st = Stage(slot_a, slot_b, lane_a, lane_b, row, half, unfit=unfit)
     if pipelined:
         st.buf, st.pend, st.plan, st.desc, st.acc = em.new("r"), em.new("r"), plan, desc, acc
         em.put(I.mov("u32", st.buf, 0), I.mov("u32", st.pend, 0))
     return st
+
+
+def _launch_geometry(em) -> tuple[str, str]:
+    """(linear thread id, unfit) of an undeclared block, from %tid and %ntid: unfit is
+    non-zero when the block has more than UNDECLARED_ITEMS work-items or a partial
+    subgroup (items in 1..1024: (items - 1) >> log2(UNDECLARED_ITEMS) is 0 iff it fits)."""
+    tid = [em.new("r") for _ in range(3)]
+    nt = [em.new("r") for _ in range(3)]
+    for d, r, n in zip("xyz", tid, nt):
+        em.put(I.mov("u32", r, f"%tid.{d}"))
+        em.put(I.mov("u32", n, f"%ntid.{d}"))
+    lin, items, unfit, part = (em.new("r") for _ in range(4))
+    em.put(I.mad("lo", "u32", lin, tid[2], nt[1], tid[1]))       # (z * ny + y) * nx + x
+    em.put(I.mad("lo", "u32", lin, lin, nt[0], tid[0]))
+    em.put(I.binary("mul.lo", "u32", items, nt[0], nt[1]))
+    em.put(I.binary("mul.lo", "u32", items, items, nt[2]))
+    em.put(I.binary("sub", "u32", unfit, items, 1))
+    em.put(I.binary("shr", "u32", unfit, unfit, UNDECLARED_ITEMS.bit_length() - 1))
+    em.put(I.binary("and", "b32", part, items, 31))
+    em.put(I.binary("or", "b32", unfit, unfit, part))
+    return lin, unfit
 
 
 def _static_ok(m: Mat) -> bool:
@@ -156,12 +210,14 @@ def _static_ok(m: Mat) -> bool:
                                                     m.ld % 8 == 0)
 
 
-def _misaligned(em, A: Mat, B: Mat) -> str:
+def _misaligned(em, st: Stage, A: Mat, B: Mat) -> str:
     """A uniform predicate: true when an operand base is not 16-byte aligned or a leading
-    dimension is not a multiple of 8 elements."""
+    dimension is not a multiple of 8 elements (or an undeclared block does not fit)."""
     both, low = em.new("rd"), em.new("r")
     em.put(I.binary("or", "b64", both, A.base, B.base), I.cvt("u32", "u64", low, both),
            I.binary("and", "b32", low, low, 15))
+    if st.unfit is not None:
+        em.put(I.binary("or", "b32", low, low, st.unfit))
     lds = [m.ld for m in (A, B) if not isinstance(m.ld, int)]
     if lds:
         ld = lds[0]
@@ -280,7 +336,7 @@ def run_update(em, st: Stage | None, plan, desc, A: Mat, B: Mat, acc, chunks: in
         run_grid_on(em, plan, desc, A, B, acc, chunks)
         return
     direct, done = label(em, "wmma_direct"), label(em, "wmma_staged_end")
-    em.put(I.bra(direct, guard=_misaligned(em, A, B), uniform=True))
+    em.put(I.bra(direct, guard=_misaligned(em, st, A, B), uniform=True))
     if st.pend is not None:
         _pipelined(em, st, plan, desc, A, B, chunks)
     else:

@@ -65,7 +65,7 @@ def _reg_param(em, reg: str, name: str) -> Param:
     return p
 
 
-def _linear_ids(em) -> tuple[str, str]:
+def linear_ids(em) -> tuple[str, str]:
     """(linear work-item id, work-items per workgroup) as u32 registers."""
     tid, n, t = em.new("r"), em.new("r"), em.new("r")
     em.put(I.mov("u32", tid, "%tid.z"), I.mov("u32", t, "%ntid.y"), I.mov("u32", n, "%tid.y"),
@@ -114,12 +114,16 @@ def lower_any_matmul(em, ins) -> None:
             fused.memory_pass(em, _region(em, desc, ops, em.reg(ops["row"]),
                                           em.reg(ops["column"])))
         return
+    from . import wgmma_fp8                  # FP8 regions: their own pipeline and replay
+    if wgmma_fp8.claims(desc):               # (imported here: it imports this module)
+        wgmma_fp8.lower(em, ins)
+        return
     if desc.m % 16 or desc.n % 16:
         raise refuse(desc, "workgroup regions are split into 16-multiple subgroup regions; "
                      "M and N must be multiples of 16", ins.span)
     sub = replace(desc, scope="subgroup", m=_sub(desc.m, SUB_M), n=_sub(desc.n, SUB_N),
                   persistent=0)
-    tid, ntid = _linear_ids(em)
+    tid, ntid = linear_ids(em)
     end = label(em, "wgm_end")
     row, col = em.reg(ops["row"]), em.reg(ops["column"])
     tiles = Tiles(em, desc, row, col, em.reg(ops["m"]), em.reg(ops["n"])) \
@@ -140,7 +144,7 @@ def lower_any_matmul(em, ins) -> None:
             em.put(I.bra(split, guard=ok, negated=True, uniform=True))
             wgmma.lower_native(em, g, tid, end, share, fused, narrow)
             em.put(I.label(split))
-            _entry_cap(em, wgmma.threads(desc), paired=tiles is None)
+            entry_cap(em, wgmma.threads(desc), paired=tiles is None)
         else:
             why = "an operand is not in global memory"
     remark(em, ins, _persistent_remark(desc, why) if tiles else _region_remark(why))
@@ -171,7 +175,7 @@ def _persistent_remark(desc, why: str | None) -> str:
     return f"tensor_matmul: persistent tile loop over split regions ({order}); no pipeline: {why}"
 
 
-def _entry_cap(em, nthreads: int, paired: bool = True) -> None:
+def entry_cap(em, nthreads: int, paired: bool = True) -> None:
     """setmaxnreg needs a register cap at entry: .maxntid plus .minnctapersm 1 (and the
     cluster shape when workgroups pair up; a persistent region never pairs)."""
     dirs = getattr(em, "entry_directives", None)
@@ -184,9 +188,9 @@ def _entry_cap(em, nthreads: int, paired: bool = True) -> None:
             dirs.append(d)
 
 
-def _split(em, ins, desc, sub, ops, tid, ntid, end, fused, row: str, col: str) -> None:
-    """The region at (row, col) as subgroup regions the warps take round-robin; then
-    `end`."""
+def round_robin(em, desc, sub, tid, ntid, end, row: str, col: str, body) -> None:
+    """The region at (row, col) as sub.m x sub.n subgroup regions the warps take
+    round-robin, `body(r, c)` emitting one at origin (r, c); then `end`."""
     gm, gn = desc.m // sub.m, desc.n // sub.n
     i, nw, p = em.new("r"), em.new("r"), em.new("p")
     em.put(I.binary("shr", "u32", i, tid, 5), I.binary("add", "u32", nw, ntid, 31),
@@ -197,6 +201,18 @@ def _split(em, ins, desc, sub, ops, tid, ntid, end, fused, row: str, col: str) -
     r, c = em.new("r"), em.new("r")
     em.put(I.binary("div", "u32", r, i, gn), I.binary("rem", "u32", c, i, gn),
            I.mad("lo", "u32", r, r, sub.m, row), I.mad("lo", "u32", c, c, sub.n, col))
+    body(r, c)
+    em.put(I.binary("add", "u32", i, i, nw), I.bra(top, uniform=True))
+
+
+def _split(em, ins, desc, sub, ops, tid, ntid, end, fused, row: str, col: str) -> None:
+    """The region at (row, col) as subgroup regions the warps take round-robin; then
+    `end`."""
+    round_robin(em, desc, sub, tid, ntid, end, row, col,
+                lambda r, c: _sub_region(em, ins, desc, sub, ops, fused, r, c))
+
+
+def _sub_region(em, ins, desc, sub, ops, fused, r: str, c: str) -> None:
     if rounded_result(desc):
         em.profile.need("warp.sync", "exact cooperative tensor replay", ins.span)
         replay(em, _region(em, sub, ops, r, c), 0, False,
@@ -206,4 +222,3 @@ def _split(em, ins, desc, sub, ops, tid, ntid, end, fused, row: str, col: str) -
                                     _reg_param(em, c, "column")))
         if fused is not None:
             fused.memory_pass(em, _region(em, sub, ops, r, c))
-    em.put(I.binary("add", "u32", i, i, nw), I.bra(top, uniform=True))

@@ -1,0 +1,101 @@
+"""The plain-source K-loop GEMM without a declared block shape (a script, not a test).
+
+    python3 bench/kloop_held.py [--size 4096] [--reps 10] [--json kloop_held.json]
+
+`bench/kernels/kloop_held.mettle` is the held-out-style kernel: a subgroup per 16x16 tile,
+`tensor_mma` in a `for` loop over K, no `block =` annotation. -O stages its operands through
+shared memory sized for a bounded block and tests the launch at run time
+(toolchain/compiler/targets/ptx/tensor/staging.py). This script compiles it -O (staged,
+pipelined), -O with the synchronous staged form, -O --gpu-wmma-staging=off (unstaged) and
+without -O, plus plain.mettle's declared-shape gemm_kloop -O as the yardstick; launches each
+at 4096^3 with 128 work-items, checks the result against torch, requires every -O form to
+equal the unstaged one bitwise, and prints TFLOP/s (2*M*N*K) beside torch.matmul.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+import mettle  # noqa: E402
+from launching import compile_module, local_arch  # noqa: E402
+from timing import timed_together  # noqa: E402
+
+HELD = os.path.join(ROOT, "bench", "kernels", "kloop_held.mettle")
+PLAIN = os.path.join(ROOT, "bench", "kernels", "plain.mettle")
+
+
+def variants(arch: str) -> dict:
+    """label -> (module, kernel name)."""
+    from toolchain.compiler.targets.ptx.tensor import staging
+    out = {"held -O": (compile_module(HELD, arch, optimize=True), "gemm_kloop_held"),
+           "held -O no-staging": (compile_module(HELD, arch, optimize=True,
+                                                 wmma_staging=False), "gemm_kloop_held"),
+           "held plain": (compile_module(HELD, arch, optimize=False), "gemm_kloop_held")}
+    saved = staging.PIPELINE
+    staging.PIPELINE = False
+    try:
+        out["held -O sync-staging"] = (compile_module(HELD, arch, optimize=True),
+                                       "gemm_kloop_held")
+    finally:
+        staging.PIPELINE = saved
+    out["declared -O"] = (compile_module(PLAIN, arch, optimize=True), "gemm_kloop")
+    staged = out["held -O"][0].ptx
+    if "staged pipelined launch-guarded" not in staged:
+        raise SystemExit("held -O: the K loop was not staged (see --explain)")
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, default=4096)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--json", default="kloop_held.json")
+    args = ap.parse_args()
+    import torch
+    torch.zeros(1, device="cuda")                 # torch's (primary) context first
+    dev, arch, size = mettle.device(0), local_arch(), args.size
+    a = torch.randn(size, size, device="cuda").half()
+    b = torch.randn(size, size, device="cuda").half()
+    c0 = torch.randn(size, size, device="cuda")
+    ref = c0 + a.float() @ b.float()
+    tiles = (size // 16) * (size // 16)
+    flop = 2.0 * size ** 3
+    outs, fns = {}, {}
+    for label, (mod, name) in variants(arch).items():
+        fn = mod[name][(tiles + 3) // 4, 128]
+        c = c0.clone()
+        fn(a, b, c, size, size, size)
+        torch.cuda.synchronize()
+        err = ((c - ref).abs().max() / ref.abs().max()).item()
+        if not err < 1e-3:
+            raise SystemExit(f"{label}: differs from torch (max rel err {err})")
+        outs[label] = c
+        scratch = c0.clone()
+        fns[label] = (lambda f=fn, s=scratch: f(a, b, s, size, size, size))
+    for label in ("held -O", "held -O sync-staging"):
+        same = torch.equal(outs[label], outs["held -O no-staging"])
+        print(f"{label} vs held -O no-staging: bitwise {'equal' if same else 'DIFFER'}")
+        if not same:
+            raise SystemExit(f"{label}: staging changed the bits")
+    fns["torch.matmul"] = lambda: torch.matmul(a, b)
+    ms = timed_together(torch, fns, args.reps)
+    print(f"device: {dev.name} ({arch}), {size}^3, 128 work-items a workgroup")
+    rows = []
+    for label, t in ms.items():
+        rate = flop / t / 1e9
+        print(f"{label:<24} {t:>9.4f} ms {rate:>8.1f} TFLOP/s")
+        rows.append({"who": label, "ms": round(t, 5), "tflops": round(rate, 2)})
+    with open(args.json, "w", encoding="utf-8") as fh:
+        json.dump({"device": dev.name, "arch": arch, "size": size, "results": rows}, fh,
+                  indent=2, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
