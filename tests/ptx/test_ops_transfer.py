@@ -14,8 +14,8 @@ CASES = [
      "@%p1 or.b32 %r3, %r1, 4194304;"),
     (I.guarded(I.bra("$L__x1"), "%p2", negated=True), "@!%p2 bra $L__x1;"),
     (I.setp_and("ge", "u32", "%p1", "%r2", 16, "%p1"), "setp.ge.and.u32 %p1, %r2, 16, %p1;"),
-    (I.fma("rn", "f32", "%f1", "%f2", "%f3", "%f1"), "fma.rn.f32 %f1, %f2, %f3, %f1;"),
-    (I.fma("rz", "f64", "%fd1", "%fd2", "%fd3", "%fd1"), "fma.rz.f64 %fd1, %fd2, %fd3, %fd1;"),
+    (I.fma("f32", "%f1", "%f2", "%f3", "%f1"), "fma.rn.f32 %f1, %f2, %f3, %f1;"),
+    (I.fma("f64", "%fd1", "%fd2", "%fd3", "%fd1", "rz"), "fma.rz.f64 %fd1, %fd2, %fd3, %fd1;"),
     (I.ld_vec(".global", "u32", I.vec("%r1", "%r2", "%r3", "%r4"), I.mem("%rd1")),
      "ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [%rd1];"),
     (I.ld_vec("", "u32", I.vec("%r1", "%r2"), I.mem("%rd1+8")), "ld.v2.u32 {%r1, %r2}, [%rd1+8];"),
@@ -46,8 +46,8 @@ def test_prints_and_reads_back_the_same(ins, text):
 
 @pytest.mark.parametrize("build", [
     lambda: I.setp_and("bigger", "u32", "%p1", "%r1", 0, "%p1"),
-    lambda: I.fma("rn", "u32", "%r1", "%r2", "%r3", "%r1"),
-    lambda: I.fma("sat", "f32", "%f1", "%f2", "%f3", "%f1"),
+    lambda: I.fma("u32", "%r1", "%r2", "%r3", "%r1"),
+    lambda: I.fma("f32", "%f1", "%f2", "%f3", "%f1", "sat"),
     lambda: I.cp_async("cs", I.mem("%r1"), I.mem("%rd1"), 16),
     lambda: I.ld_vec(".tex", "u32", I.vec("%r1", "%r2"), I.mem("%rd1")),
 ])

@@ -230,11 +230,6 @@ def wgmma_mma_async(n: int, d_type: str, a_type: str, b_type: str, d, a_desc: st
     return _op(name, (vec(*d),), (a_desc, b_desc, scale_d, scale_a, scale_b, *extra))
 
 
-def cvta(to_global: bool, d, a) -> PtxInstr:
-    """`cvta.to.global.u64` (generic -> global) or `cvta.global.u64` (global -> generic)."""
-    return _op("cvta.to.global.u64" if to_global else "cvta.global.u64", (d,), (a,))
-
-
 def ld_vec(space: str, ty: str, values: Vec, addr: Addr,
            guard: str | None = None) -> PtxInstr:
     return _op(f"ld{_space(space)}.v{len(values.regs)}.{_t(ty)}", (values,), (addr,), guard)
@@ -242,8 +237,9 @@ def ld_vec(space: str, ty: str, values: Vec, addr: Addr,
 
 def fma(ty: str, d, a, b, c, rounding: str = "rn") -> PtxInstr:
     """`fma.<rounding>.<ty>` d = a*b + c, rounded once."""
-    if rounding not in ("rn", "rz", "rm", "rp"):
-        raise ValueError(f"fma rounding {rounding!r}")
+    if rounding not in ("rn", "rz", "rm", "rp") or ty not in ("f16", "f16x2", "bf16", "bf16x2",
+                                                         "f32", "f64"):
+        raise ValueError(f"fma.{rounding}.{ty}")
     return _op(f"fma.{rounding}.{_t(ty)}", (d,), (a, b, c))
 
 
@@ -348,14 +344,6 @@ def redux_sync(op: str, ty: str, d, a, mask) -> PtxInstr:
 
 
 # ==== appended for the block-scaled lowerings (tensor/scaled.py, tensor/scaled_matmul.py) ====
-def fma(ty: str, d, a, b, c, rounding: str = "rn") -> PtxInstr:
-    """`fma.<rounding>.<type>`: d = a*b + c rounded once (f32/f64; f16x2 is feature
-    `f16x2`)."""
-    if rounding not in ("rn", "rz", "rm", "rp"):
-        raise ValueError(f"fma rounding {rounding!r}")
-    return _op(f"fma.{rounding}.{_t(ty)}", (d,), (a, b, c))
-
-
 SCALE_VEC = {"mxf8f6f4": ("1X",), "mxf4": ("2X",), "mxf4nvf4": ("2X", "4X")}
 
 
@@ -533,11 +521,6 @@ def setp_and(compare: str, ty: str, p, a, b, c) -> PtxInstr:
     return _op(f"setp.{compare}.and.{_t(ty)}", (p,), (a, b, c))
 
 
-def ld_vec(space: str, ty: str, values: Vec, addr: Addr) -> PtxInstr:
-    """`ld<space>.v<n>.<type> {regs}, [addr]`."""
-    return _op(f"ld{_space(space)}.v{len(values.regs)}.{_t(ty)}", (values,), (addr,))
-
-
 def cp_async_commit_group() -> PtxInstr:
     """Feature `cp.async`."""
     return _op("cp.async.commit_group")
@@ -548,12 +531,6 @@ def cp_async_wait_group(pending) -> PtxInstr:
     return _op("cp.async.wait_group", (), (pending,))
 
 
-
-
-def fence_mbarrier_init() -> PtxInstr:
-    """`fence.mbarrier_init.release.cluster` (feature cp.async.bulk.tensor): publishes
-    mbarrier initializations to the copy engine."""
-    return _op("fence.mbarrier_init.release.cluster")
 
 
 def fence_proxy_async_shared() -> PtxInstr:
@@ -597,14 +574,6 @@ def cp_async_bulk_prefetch_l2(addr: Addr, nbytes) -> PtxInstr:
     return _op("cp.async.bulk.prefetch.L2.global", (), (addr, nbytes))
 
 
-def setmaxnreg(action: str, count: int) -> PtxInstr:
-    """Feature wgmma: the warpgroup releases (`dec`) or claims (`inc`) registers down or up
-    to `count` per thread."""
-    if action not in ("inc", "dec"):
-        raise ValueError(f"setmaxnreg action {action!r}")
-    return _op(f"setmaxnreg.{action}.sync.aligned.u32", (), (count,))
-
-
 def barrier_cluster_arrive() -> PtxInstr:
     """Feature wgmma (clusters): this thread's arrival at the cluster barrier, releasing
     its earlier writes to the cluster."""
@@ -627,32 +596,6 @@ def mbarrier_arrive_cluster(bar: str) -> PtxInstr:
     """Feature wgmma (clusters): release-arrive at cluster scope on `bar`, an address
     `mapa` gave (possibly another workgroup's barrier)."""
     return _op("mbarrier.arrive.release.cluster.shared::cluster.b64", ("_",), (mem(bar),))
-
-
-def wgmma_fence() -> PtxInstr:
-    """Feature wgmma: orders register accesses of the accumulators before the next
-    `wgmma.mma_async`."""
-    return _op("wgmma.fence.sync.aligned")
-
-
-def wgmma_commit_group() -> PtxInstr:
-    """Feature wgmma: the warpgroup's outstanding `wgmma.mma_async` become one group."""
-    return _op("wgmma.commit_group.sync.aligned")
-
-
-def wgmma_wait_group(pending: int) -> PtxInstr:
-    """Feature wgmma: wait until at most `pending` groups are still in flight."""
-    return _op("wgmma.wait_group.sync.aligned", (), (pending,))
-
-
-def wgmma_mma_async(n: int, ty: str, d, a_desc, b_desc, scale_d) -> PtxInstr:
-    """Feature wgmma: one `wgmma.mma_async.sync.aligned.m64n<n>k16.f32.<ty>.<ty>`, d = a*b
-    (+ d when the predicate `scale_d` holds) over the accumulator registers `d`, A and B
-    from shared-memory descriptors, neither negated (scale 1) nor transposed (K-major)."""
-    if ty not in ("f16", "bf16") or n % 8 or not 8 <= n <= 256:
-        raise ValueError(f"wgmma m64n{n}k16 .{ty}")
-    return _op(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty}", (vec(*d),),
-               (a_desc, b_desc, scale_d, 1, 1, 0, 0))
 
 
 # ---- tile values: the scalar forms of the canonical replay (frontend/lower_tile.py) --------

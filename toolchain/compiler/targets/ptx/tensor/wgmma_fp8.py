@@ -321,10 +321,10 @@ def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes, tile
     em.put(I.mov("u32", smid, "%smid"), I.mov("u64", ga, ws),
            I.mad("wide", "u32", ga, smid, 2 * tma.MAP_BYTES, ga),
            I.binary("add", "s64", gb, ga, tma.MAP_BYTES),
-           I.cvta(False, slot_a, ga), I.cvta(False, slot_b, gb))
+           I.cvta("global", slot_a, ga), I.cvta("global", slot_b, gb))
     for slot, m, rows, box in ((ga, g.A, g.M, desc.m), (gb, g.B, g.N, desc.n)):
         gaddr, pitch = em.new("rd"), em.new("rd")
-        em.put(I.cvta(True, gaddr, m.base))
+        em.put(I.cvta("global", gaddr, m.base, to=True))
         em.put(I.mov("u64", pitch, m.ld) if isinstance(m.ld, int)
                else I.cvt("u64", "u32", pitch, m.ld))               # one byte an element
         tma.build(em, slot, gaddr, U8_ELEMTYPE, g.K, rows, pitch, box, BK)
@@ -421,7 +421,8 @@ def _epilogue(em, g, wtid, wg, acc, scale, fused) -> None:
            I.binary("and", "b32", c0, lane, 3), I.binary("shl", "b32", c0, c0, 1),
            I.binary("add", "u32", c0, c0, g.col))
     cbase, dbase = em.new("rd"), em.new("rd")
-    em.put(I.cvta(True, cbase, g.C.base), I.cvta(True, dbase, g.D.base))
+    em.put(I.cvta("global", cbase, g.C.base, to=True),
+           I.cvta("global", dbase, g.D.base, to=True))
     ldc, ldd = (_reg(em, m.ld) for m in (g.C, g.D))
     rt = desc.result_type
     dshift = 2 if rt == "f32" else 1
