@@ -21,6 +21,9 @@ The Pants daemon is off in both runs, so each includes Pants' own start-up.
   app/kernels.mettle: the Mettle processes the second run executes (goal: the one kernel
   compile; the host's compile+link does not depend on kernel sources).
 --test-suite adds `./pants test ::` in the fresh clone, cold then warm (tens of minutes).
+
+Measured (shared 2-core machine, `--reruns --kernels 2`): spirv_touch 47 of 205 test
+targets (23%, none in tests/gpu); kernel_edit 1 compile, 0 host builds, 0 checks.
 """
 from __future__ import annotations
 
