@@ -23,6 +23,7 @@ import toolchain.compiler.targets.x86_64.target_win64  # noqa: F401
 K = "kernel(block = 64) k(x: uint32*, f: float32*) {\n"      # a kernel header, line 1
 H = "fn main() -> int32 {\n"                                  # a host main, line 1
 T = "kernel(block = 64) k(a: uint16*, c: float32*) {\n"   # a tensor kernel header, line 1
+TK = "kernel(block = 128) k(x: uint32*, f: float32*) {\n"   # a kernel with tiles, line 1
 MMA = ("tensor_mma(a, a, c, c, shape: {}, a_type: f16, b_type: f16, "
        "accumulator_type: f32, result_type: f32);\n")
 
@@ -113,6 +114,16 @@ CASES: dict[str, tuple[str, tuple[str, ...], tuple[int, int]]] = {
               "bias_mode: row);\n}\n", (), (2, 5)),
     "E0343": (K + "    tensor_epilogue(x, shape: m16n16, element_type: f16);\n}\n", (),
               (2, 21)),
+    "E0350": (TK + "    var t: tile<f32, 100, 64> = tile_fill(0.0);\n}\n", (), (2, 12)),
+    "E0351": (TK + "    var a: tile<f32, 16, 16> = tile_fill(1.0);\n"
+              "    var b: tile<f32, 16, 16> = a + tile_fill(2.0);\n}\n", (), (3, 36)),
+    "E0352": (TK + "    var a: tile<f32, 32, 16> = tile_fill(1.0);\n"
+              "    var b: tile<f32, 16, 16> = a;\n}\n", (), (3, 32)),
+    "E0353": ("fn g(t: tile<f32, 16, 16>) { }\n" + TK + "}\n", (), (1, 9)),
+    "E0354": (TK + "    var a: tile<f32, 16, 16> = tile_load(f, 0, 0, 16, 16, layout: d);\n}\n",
+              (), (2, 67)),
+    "E0355": ("const D = 16;\n" + TK + "    var t: tile<f32, D, D> = tile_fill(0.0);\n}\n",
+              ("--const", "D=wide"), (1, 7)),
     "E0401": ("fn f() { }\n", ("--emit-ptx",), (1, 1)),
     "E0402": ("fn r(a: int32) -> int32 { return r(a); }\n" + K + "    x[0] = (uint32)r(1);\n"
               "}\n", (), (1, 34)),

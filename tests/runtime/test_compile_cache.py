@@ -11,7 +11,8 @@ import mettle
 from toolchain.runtime import cache
 import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
-KERNEL = """kernel scale(x: float32*, n: int32, f: float32) {
+KERNEL = """const N = 1;
+kernel scale(x: float32*, n: int32, f: float32) {
     var i: int32 = (int32)(block.x * block_dim.x + thread.x);
     if (i < n) { x[i] = x[i] * f; }
 }
@@ -47,7 +48,7 @@ def test_signature_lists_typed_parameters():
 
 @pytest.mark.parametrize("change", [
     dict(arch="sm_80"), dict(opt=False), dict(fp_contract=False), dict(target="spirv"),
-    dict(ptx_version="8.5"),
+    dict(ptx_version="8.5"), dict(consts={"N": 2}),
 ])
 def test_every_option_and_the_target_are_in_the_key(change):
     base = dict(arch="sm_90a", opt=True)
@@ -163,3 +164,16 @@ def test_spirv_modules_carry_the_binary_and_the_signature():
     assert mod.signature.target == "spirv" and mod.kernels == ["scale"]
     with pytest.raises(ValueError, match="SPIR-V module"):
         mod.ptx
+
+
+def test_consts_select_a_variant():
+    """`consts=` is --const (docs/reference/tiles.md "Variants")."""
+    src = "const D = 16;\nconst ELEM = f16;\nkernel(block = 128) k(x: float32*) {\n" \
+          "    var a: tile<f32, D, D> = tile_load(x, 0, 0, D, D);\n" \
+          "    tile_store(x, tile_convert(tile_convert(a, to: ELEM), to: f32), 0, 0, D, D);\n}\n"
+    f16 = mettle.compile(src, arch="sm_80", cache=False)
+    bf16 = mettle.compile(src, arch="sm_80", cache=False, consts={"ELEM": "bf16", "D": 32})
+    assert "cvt.rn.f16.f32" in f16.ptx and "cvt.rn.bf16.f32" in bf16.ptx
+    with pytest.raises(mettle.CompileError) as info:
+        mettle.compile(src, arch="sm_80", cache=False, consts={"D": "wide"})
+    assert "E0355" in str(info.value)

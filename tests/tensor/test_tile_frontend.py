@@ -52,6 +52,10 @@ CASES = [
     ("E0343", body("var a: tile<f32, 16, 16> = tile_load(y, 0, 0, n, 16);"), 2, "float32*"),
     ("E0303", "kernel k(x: float32*) {\n    var t: tile<f32, 16, 16> = tile_fill(0.0);\n}\n",
      2, "multiple of 128"),
+    ("E0310", "fn h(x: float32*) {\n    tile_store(x, x, 0, 0, 1, 1);\n}\n" +
+     body("h(x);"), 2, "only legal directly inside a GPU kernel"),
+    ("E0352", body("var a: tile<f32, 16, 16> = tile_fill(1.0);",
+                   "var b: tile<f32, 32, 16> = a;"), 3, "cannot be assigned"),
     ("E0413", body("var t: tile<f32, 16, 16> = tile_fill(0.0);",
                    "if (thread.x / 32 == 0) { t = tile_exp2(t); }"), 3, "subgroup-uniform control"),
     ("E0414", body("var t: tile<f32, 16, 16> = tile_fill((float32)thread.x);"), 2,

@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .ptx_sim import Sim, SimError, bits_f32, f32_bits
+from .ptx_sim import Sim, bits_f32, f32_bits
 
 _LOCAL = re.compile(r"^\s*\.local\s.*?\.b8\s+(\w+)\[(\d+)\]")
 _TINY = np.float32(2.0 ** -126)
@@ -106,12 +106,9 @@ class TileSim(Sim):
 
 
 def run_tiles(objects, kernel: str, block: int, args, grid=1):
-    """Run `kernel` (compiled PTX objects) and return the Memory."""
-    sim = TileSim(objects, kernel)
-    try:
-        return sim.run(grid, block, args)
-    except SimError:
-        raise
+    """Run `kernel` (compiled PTX objects) and return the Memory (SimError on anything the
+    interpreter does not model)."""
+    return TileSim(objects, kernel).run(grid, block, args)
 
 
 __all__ = ["TileSim", "run_tiles", "fma_f32", "round_f32", "ex2_ftz", "f32_bits"]

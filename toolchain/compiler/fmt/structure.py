@@ -69,6 +69,12 @@ class RecordingParser(Parser):
         self.angles.update((start, self.i - 1))     # `>`, or `>>` closing two lists
         return args
 
+    def parse_tile_type(self):
+        start = self.i
+        ty = super().parse_tile_type()
+        self.angles.update((start + 1, self.i - 1))     # `tile<` ... `>`
+        return ty
+
     def try_call_type_args(self):
         """`a < b * c` is first tried as type arguments: forget what that attempt noted
         unless it turned out to be `f<T>(`."""

@@ -38,7 +38,8 @@ _KNOWN = """
     SizeOf: ty type | StaticAssert: args | StrLit: ty value
     StructDecl: name fields exported internal_name methods type_params
     StructField: name type | StructLit: ty fields | Switch: subject cases
-    SwitchCase: values ranges body is_default | TraitDecl: name methods exported
+    SwitchCase: values ranges body is_default | TileTypeExpr: format rows columns
+    TraitDecl: name methods exported
     TupleExpr: ty elems | TypeParam: name bounds
     Unary: ty op operand | While: cond body label attrs
     VarDecl: name type init is_const storage is_global exported is_extern link_name
