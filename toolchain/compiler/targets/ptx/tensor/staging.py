@@ -46,7 +46,9 @@ run-time test of every update also takes the direct loads when the launch's bloc
 work-items than that or a partial subgroup (the block size is uniform, so a launch is
 either staged throughout or direct throughout, and both give the same bits). The area is
 static, so any launcher (the Python runtime, a host program, raw cuLaunchKernel) gets the
-staged form without passing dynamic shared memory.
+staged form without passing dynamic shared memory. Areas never take the kernel's static
+shared memory (its own workgroup arrays included) over STATIC_SHARED: the pipelined form
+falls back to the synchronous one, that one to the direct loads.
 """
 from __future__ import annotations
 
