@@ -28,7 +28,7 @@ each fused epilogue on EPI_CHECKS (random data against the torch oracle, and pip
 split path bit for bit on small-integer data), and the timing gains a column for the
 first named epilogue (`+epi`: the same GEMM with it fused).
 --fp8 (default e4m3): FP8 rows after the 16-bit table, the same shapes, D bf16, against
-torch._scaled_mm with the same scales (bench/gemm_fp8.py); --check also runs its checks.
+torch._scaled_mm with the same scales (bench/gemm_fp8.py); --fp8-check runs its checks.
 """
 from __future__ import annotations
 
@@ -261,6 +261,8 @@ def main() -> int:
     ap.add_argument("--fp8", default="e4m3",
                     help="A formats of the FP8 rows (bench/gemm_fp8.py: ours against "
                     "torch._scaled_mm, D bf16; empty: none)")
+    ap.add_argument("--fp8-check", action="store_true",
+                    help="also run bench/gemm_fp8.py's checks on the --fp8 formats")
     args = ap.parse_args()
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -290,7 +292,7 @@ def main() -> int:
     elif args.check and check(torch, outs, epilogues):
         return 1
     fp8 = [f for f in args.fp8.split(",") if f]
-    if args.check and fp8 and gemm_fp8.check(torch, fp8, ["bf16"],
+    if args.fp8_check and fp8 and gemm_fp8.check(torch, fp8, ["bf16"],
                                              gemm_fp8.CHECKS[:3] if args.small else
                                              gemm_fp8.CHECKS):
         return 1

@@ -205,6 +205,30 @@ def test_conditions_that_keep_the_synchronous_form(tmp_path, ptxas, why, src):
     ptxas(ptx, "sm_90a")
 
 
+_BIG_ARRAY = """  workgroup var t: float32[N];
+  t[(int32)thread.x] = 0.0;
+  var tile: int32"""
+
+
+@pytest.mark.parametrize("floats,form", [(10496, "direct"), (9216, "sync")])
+def test_own_workgroup_arrays_leave_room_for_the_areas(tmp_path, ptxas, floats, form):
+    """An undeclared block's 8/16 KiB areas come on top of the kernel's own workgroup
+    arrays: staging backs off (synchronous, then direct) rather than take the static
+    shared memory over 48 KiB, which ptxas would refuse."""
+    src = kloop("k1", block=False).replace("  var tile: int32", _BIG_ARRAY.replace(
+        "N", str(floats)), 1)
+    ptx, explain = compile_src(tmp_path, src)
+    body = entry(ptx, "k1")
+    if form == "direct":
+        assert "wmma_stage" not in ptx and "wmma_pipe" not in ptx
+        assert "41984 bytes of workgroup arrays leave no room for a 8192-byte staging area" \
+            in explain
+    else:
+        assert " staged launch-guarded block<=256 sync: another 16384-byte area would take " \
+            "the kernel's static shared memory over 49152 bytes" in body
+    ptxas(ptx, "sm_90a")
+
+
 def test_unoptimized_compile_is_unchanged(tmp_path):
     """Staging belongs to resident groups, which only -O forms."""
     ptx, _ = compile_src(tmp_path, kloop("k1"), optimize=False)

@@ -46,7 +46,9 @@ run-time test of every update also takes the direct loads when the launch's bloc
 work-items than that or a partial subgroup (the block size is uniform, so a launch is
 either staged throughout or direct throughout, and both give the same bits). The area is
 static, so any launcher (the Python runtime, a host program, raw cuLaunchKernel) gets the
-staged form without passing dynamic shared memory.
+staged form without passing dynamic shared memory. Areas never take the kernel's static
+shared memory (its own workgroup arrays included) over STATIC_SHARED: the pipelined form
+falls back to the synchronous one, that one to the direct loads.
 """
 from __future__ import annotations
 
@@ -63,6 +65,7 @@ PIPELINE = True                    # two-stage cp.async form where it fits (Fals
 CACHE = {"a": "ca", "b": "cg"}     # cp.async cache level per operand (docstring)
 _SPACES = ("", ".global")          # operands worth staging (shared ones are already close)
 UNDECLARED_ITEMS = 256             # work-items an undeclared block's areas are sized for
+STATIC_SHARED = 48 * 1024          # the static .shared a kernel may declare in all
 
 
 @dataclass
@@ -93,10 +96,20 @@ def why_not(em, plan, desc) -> str | None:
         return "not a kernel: no launch block shape for the shared staging slots"
     if _size(fn) > MAX_AREA:
         return f"a {_size(fn)}-byte staging area is over {MAX_AREA} bytes"
+    if _own_shared(fn) + _size(fn) > STATIC_SHARED:
+        return (f"the kernel's {_own_shared(fn)} bytes of workgroup arrays leave no room "
+                f"for a {_size(fn)}-byte staging area ({STATIC_SHARED} bytes of static "
+                "shared memory)")
     if plan.family not in ("f16", "bf16") or tuple(plan.shape) != (16, 16, 16) or \
             tuple(plan.grid) != (1, 1):
         return "only one f16/bf16 m16n16k16 tile per chunk is staged"
     return None
+
+
+def _own_shared(fn) -> int:
+    """Bytes of the kernel's own workgroup arrays (static .shared beside the areas)."""
+    return sum(i.attrs["elem"].size * int(i.attrs["count"]) for i in fn.instructions()
+               if i.op == "gpu.alloc" and i.attrs["space"] == "workgroup")
 
 
 def _items(fn) -> int:
@@ -143,6 +156,9 @@ def pipeline_why_not(em) -> str | None:
     used = getattr(em, "wmma_stage_bytes", 0)
     if used + _size(em.fn, 2) > MAX_AREA:
         return f"another {_size(em.fn, 2)}-byte area would take staging over {MAX_AREA} bytes"
+    if _own_shared(em.fn) + used + _size(em.fn, 2) > STATIC_SHARED:
+        return (f"another {_size(em.fn, 2)}-byte area would take the kernel's static shared "
+                f"memory over {STATIC_SHARED} bytes")
     return None
 
 
