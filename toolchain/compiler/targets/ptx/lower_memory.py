@@ -17,7 +17,7 @@ from __future__ import annotations
 from ...diagnostics import error
 from ...ir.module import Const, Global, Instr, Undef
 from ...ir.types import BoolType, IntType, StructType, Type
-from . import lower_aggregate, regs
+from . import lower_aggregate, promote, regs
 from .instr import Addr, Vec, label
 from .lower_arith import alias_or_mov, mutable
 
@@ -99,6 +99,9 @@ def _space_and_hint(em, p, ins: Instr) -> str:
 
 
 def lower_load(em, ins: Instr) -> None:
+    if ins in em.slots.access:
+        promote.load(em, ins)
+        return
     p = ins.operands[0]
     if ins.type.is_vector:
         t = ins.type
@@ -115,6 +118,9 @@ def lower_load(em, ins: Instr) -> None:
 
 
 def lower_store(em, ins: Instr) -> None:
+    if ins in em.slots.access:
+        promote.store(em, ins)
+        return
     p, v = ins.operands
     if v.type.is_vector:
         em.effect(f"st{_space_and_hint(em, p, ins)}.v{v.type.count}.{regs.exact(v.type.elem)}",

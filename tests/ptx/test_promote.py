@@ -1,0 +1,95 @@
+"""Private slots kept in registers (targets/ptx/promote.py): struct locals, copies, fields
+of mixed widths (int64, int32, uint8, bool, int8) and a tagged enum with match compile to
+PTX with no `.local` memory at -O0 and -O, and that PTX runs on the CPU PTX interpreter
+(tests/tensor/ptx_sim.py) against a Python oracle. A slot whose address escapes, or whose
+pieces overlap (a payload read at two widths), stays in memory."""
+from __future__ import annotations
+
+import pytest
+
+from toolchain.compiler.driver import Options, compile_file
+
+np = pytest.importorskip("numpy")
+from tests.tensor.ptx_sim import Sim  # noqa: E402  (needs numpy)
+
+SOURCE = """
+struct Vec3 { x: float32; y: float32; z: float32; }
+struct Mixed { a: int64; b: int32; c: uint8; d: bool; e: int8; }
+enum Shape { Circle(float32), Rect(Vec3), Empty }
+kernel k(out: float32*, iout: int64*, n: int32) {
+    var i: int32 = (int32)(block.x * block_dim.x + thread.x);
+    if (i >= n) { return; }
+    var a: Vec3;
+    a.x = (float32)i; a.y = 2.0; a.z = 0.5;
+    var b: Vec3 = a;
+    b.x = b.x + 1.0;
+    var m: Mixed;
+    m.a = (int64)i * 3; m.b = i - 7; m.c = (uint8)(i * 37); m.d = i % 3 == 0; m.e = (int8)(i * 5);
+    var m2: Mixed = m;
+    m2.c = m2.c + 200;
+    var s: Shape = Empty;
+    if (i % 3 == 1) { s = Circle(1.5); }
+    if (i % 3 == 2) { s = Rect(b); }
+    var area: float32 = 0.0;
+    match (s) {
+        case Circle(r): { area = r * r; }
+        case Rect(v): { area = v.x * v.y; }
+        case Empty: { area = -1.0; }
+    }
+    out[i * 3] = a.x + b.x;
+    out[i * 3 + 1] = area;
+    out[i * 3 + 2] = b.z;
+    iout[i * 3] = m.a + (int64)m.b;
+    iout[i * 3 + 1] = (int64)m2.c + (int64)m.c * 1000;
+    iout[i * 3 + 2] = (int64)m2.d + (int64)m2.e * 10;
+}
+"""
+
+
+def expected(n: int):
+    out, iout = [], []
+    for i in range(n):
+        c, e = (i * 37) & 255, ((i * 5 + 128) & 255) - 128
+        out += [2.0 * i + 1.0, (-1.0, 2.25, (i + 1.0) * 2.0)[i % 3], 0.5]
+        iout += [3 * i + i - 7, (c + 200) % 256 + c * 1000, (i % 3 == 0) + e * 10]
+    return np.array(out, np.float32), np.array(iout, np.int64)
+
+
+def ptx(tmp_path, src: str, optimize: bool) -> str:
+    path = tmp_path / "k.mettle"
+    path.write_text(src)
+    return compile_file(str(path), Options(emit="ptx", optimize=optimize,
+                                           gpu_arch="sm_90a")).data.decode()
+
+
+@pytest.mark.parametrize("optimize", [False, True], ids=["O0", "O"])
+def test_struct_locals_live_in_registers_and_run(tmp_path, ptxas, optimize):
+    text = ptx(tmp_path, SOURCE, optimize)
+    assert ".local" not in text and "__local_depot" not in text
+    ptxas(text, "sm_90a")
+    n = 40
+    # whole-value copies read pieces no variant wrote (Empty's payload): any value will do
+    mem = Sim(text, "k", undefined=0).run(1, 64, [
+        ("buf", "out", np.zeros(3 * n, np.float32)),
+        ("buf", "iout", np.zeros(3 * n, np.int64)), ("u32", n)])
+    want, iwant = expected(n)
+    np.testing.assert_array_equal(mem.read("out"), want)
+    np.testing.assert_array_equal(mem.read("iout"), iwant)
+
+
+OVERLAPS = """
+enum U { F(float32), L(int64) }
+kernel k(out: int32*) {
+    var u: U = F(1.0);
+    if (out[1] > 0) { u = L(7); }
+    match (u) { case F(f): { out[2] = (int32)f; } case L(l): { out[2] = (int32)l; } }
+}
+"""
+
+
+def test_a_payload_read_at_two_widths_stays_in_memory(tmp_path, ptxas):
+    # F's payload is 4 bytes where L's is 8: the pieces overlap, so the enum's slots keep
+    # their .local arrays (device code cannot take a local's address, the other reason)
+    text = ptx(tmp_path, OVERLAPS, False)
+    ptxas(text, "sm_90a")
+    assert text.count(".local .align 8 .b8") >= 1 and "st.local" in text
