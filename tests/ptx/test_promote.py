@@ -93,3 +93,23 @@ def test_a_payload_read_at_two_widths_stays_in_memory(tmp_path, ptxas):
     text = ptx(tmp_path, OVERLAPS, False)
     ptxas(text, "sm_90a")
     assert text.count(".local .align 8 .b8") >= 1 and "st.local" in text
+
+
+def test_the_struct_kernel_inlined_at_O_runs_in_registers(tmp_path, ptxas):
+    # tests/data/kernels/aggregates.mettle with Big's payload narrowed to int32 (an int64
+    # payload overlaps Circle's float32 one, which keeps `s` in memory, see above): -O
+    # inlines every struct-taking helper and keeps every slot in registers
+    from tests.support.aggregate_kernel import KERNEL, OUTPUTS, SOURCE as KERNEL_FILE
+    from tests.support.aggregate_kernel import expected as kernel_expected
+    src = KERNEL_FILE.read_text().replace("Big(int64)", "Big(int32)") \
+        .replace("s = Big((int64)i);", "s = Big(i);")
+    text = ptx(tmp_path, src, True)
+    assert "call.uni" not in text and ".local" not in text
+    ptxas(text, "sm_90a")
+    n = 100
+    mem = Sim(text, KERNEL, undefined=0).run(2, 64, [
+        ("buf", "out", np.zeros(n * OUTPUTS, np.float32)),
+        ("buf", "iout", np.zeros(n * OUTPUTS, np.int64)), ("u32", n)])
+    want, iwant = kernel_expected(n)
+    np.testing.assert_array_equal(mem.read("out"), want)
+    np.testing.assert_array_equal(mem.read("iout"), iwant)

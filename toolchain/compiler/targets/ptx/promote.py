@@ -7,15 +7,16 @@ to registers itself only in simple cases (fields of mixed widths or bytes defeat
 back end does it: every access covers a set of scalar pieces (lower_aggregate.chunks), and
 when the pieces of all accesses to one slot are either identical or disjoint, each piece
 becomes one register (by size: %rd, %r, %rs) and the slot, its addresses, loads and stores
-become moves. A slot whose address escapes (a call, a store of the address, an integer
-cast, a memcpy, a variable offset) or whose pieces overlap (a tagged payload read at
-another width) stays in memory.
+become moves (a load-combined `vec<N x T>` access covers N pieces). A slot whose address
+escapes (a call, a store of the address, an integer cast, a memcpy, a variable offset) or
+whose pieces overlap (a tagged payload read at another width) stays in memory.
 """
 from __future__ import annotations
 
 from ...ir.module import Const, Instr, Undef, UseMap
 from ...ir.types import BoolType, FloatType, IntType, Type
 from . import ops
+from .instr import Vec
 
 _ADDRESS = ("fieldptr", "ptradd", "byteadd", "bitcast")
 
@@ -36,6 +37,8 @@ def pieces(t: Type, base: int) -> list[tuple[int, int]] | None:
     from .lower_aggregate import chunks
     if t.is_aggregate:
         return chunks(t, base)
+    if t.is_vector:                             # load-combine's vec<N x T> view
+        return [(base + i * t.elem.size, t.elem.size) for i in range(t.count)]
     if isinstance(t, (IntType, FloatType, BoolType)) or t.is_ptr:
         return [(base, t.size)]
     return None                                 # vectors and the rest: memory
@@ -112,6 +115,13 @@ def load(em, ins: Instr) -> None:
             em.append(ops.mov(_MOV[size], d, slots.reg(em, key, o, size)))
         em.define(ins, out)
         return
+    if t.is_vector:
+        out = [em.new_t(t.elem) for _ in range(t.count)]
+        for i, d in enumerate(out):
+            size = t.elem.size
+            em.append(ops.mov(_MOV[size], d, slots.reg(em, key, off + i * size, size)))
+        em.define(ins, Vec(out))
+        return
     r = slots.reg(em, key, off, t.size)
     d = em.result(ins)
     if isinstance(t, BoolType):
@@ -135,6 +145,12 @@ def store(em, ins: Instr) -> None:
     if t.is_aggregate:
         for s, (o, size) in zip(value(em, v), chunks(t, off)):
             em.append(ops.mov(_MOV[size], slots.reg(em, key, o, size), s))
+        return
+    if t.is_vector:
+        from .lower_memory import _vector
+        size = t.elem.size
+        for i, s in enumerate(_vector(em, v).regs):
+            em.append(ops.mov(_MOV[size], slots.reg(em, key, off + i * size, size), s))
         return
     r = slots.reg(em, key, off, t.size)
     if isinstance(t, BoolType):
