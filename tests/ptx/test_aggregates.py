@@ -27,15 +27,23 @@ def build(emit_kind: str, optimize: bool, arch: str | None = None) -> bytes:
 def test_struct_kernel_assembles(ptxas, arch, gpu_name, optimize):
     text = build("ptx", optimize, arch).decode()
     ptxas(text, gpu_name)
-    # by-value structs use the PTX ABI's byte arrays: Vec3 (12 bytes, 4-aligned) in three
-    # b32 chunks; Mixed (int64, int32, uint8, bool: 16 bytes) in two b64 chunks
+    if optimize:        # -O inlines every struct-taking helper (their ABI is -O0's)
+        assert "call.uni" not in text
+        return
+    # by-value structs use the PTX ABI's byte arrays, one access per scalar field: Vec3
+    # (12 bytes, 4-aligned) in three b32 pieces; Mixed (int64, int32, uint8, bool: 16 bytes)
+    # in b64, b32, u8, u8 pieces; a struct local is registers, not .local memory
     filecheck(text, """
 CHECK: .func (.param .align 4 .b8 func_retval0[12]) scale(
 CHECK-NEXT: .param .align 4 .b8 scale_param_0[12],
 CHECK: ld.param.b32 {{%r[0-9]+}}, [scale_param_0+8];
 CHECK: .func (.param .align 8 .b8 func_retval0[16]) bump(
-CHECK: ld.param.b64 {{%rd[0-9]+}}, [bump_param_0+8];
-CHECK: st.param.b64 [func_retval0+8], {{%rd[0-9]+}};
+CHECK: ld.param.b64 {{%rd[0-9]+}}, [bump_param_0];
+CHECK-NEXT: ld.param.b32 {{%r[0-9]+}}, [bump_param_0+8];
+CHECK-NEXT: ld.param.u8 {{%rs[0-9]+}}, [bump_param_0+12];
+CHECK-NEXT: ld.param.u8 {{%rs[0-9]+}}, [bump_param_0+13];
+CHECK-NOT: .local
+CHECK: st.param.u8 [func_retval0+13], {{%rs[0-9]+}};
 """)
 
 
@@ -92,17 +100,21 @@ def test_aggregate_locals_selects_and_undef(ptxas, arch, gpu_name):
     text = emit(parse_module(AGGREGATE_IR), arch)
     ptxas(text, gpu_name)
     filecheck(text, """
-CHECK: selp.b64 [[A:%rd[0-9]+]], %rd1, %rd3, [[P:%p[0-9]+]];
-CHECK-NEXT: selp.b64 [[B:%rd[0-9]+]], %rd2, %rd4, [[P]];
+CHECK: selp.b64 [[A:%rd[0-9]+]], %rd1, %rd2, [[P:%p[0-9]+]];
+CHECK-NEXT: selp.b16 [[B:%rs[0-9]+]], %rs1, %rs2, [[P]];
+CHECK-NEXT: selp.b32 [[C:%r[0-9]+]], %r1, %r2, [[P]];
 CHECK-NEXT: mov.b64 [[SA:%rd[0-9]+]], [[A]];
-CHECK-NEXT: mov.b64 [[SB:%rd[0-9]+]], [[B]];
+CHECK-NEXT: mov.b16 [[SB:%rs[0-9]+]], [[B]];
+CHECK-NEXT: mov.b32 [[SC:%r[0-9]+]], [[C]];
 CHECK: mov.b64 [[SA]], %rd1;
-CHECK-NEXT: mov.b64 [[SB]], %rd2;
+CHECK-NEXT: mov.b16 [[SB]], %rs1;
+CHECK-NEXT: mov.b32 [[SC]], %r1;
 CHECK: st.param.b64 [func_retval0], [[SA]];
-CHECK-NEXT: st.param.b64 [func_retval0+8], [[SB]];
+CHECK-NEXT: st.param.u8 [func_retval0+8], [[SB]];
+CHECK-NEXT: st.param.b32 [func_retval0+12], [[SC]];
 CHECK: .entry k(
-CHECK: ld.global.b64 {{%rd[0-9]+}}, [%rd1+24];
+CHECK: ld.global.u8 {{%rs[0-9]+}}, [%rd1+24];
 CHECK: call.uni (retval0), pick, (param0, param1, param2);
-CHECK: st.global.b64 [%rd1+40], {{%rd[0-9]+}};
+CHECK: st.global.b32 [%rd1+44], {{%r[0-9]+}};
 CHECK-NEXT: ret;
 """)

@@ -168,7 +168,7 @@ CHECK: .shared .align 32 .b8 arrays_tile[1024];
 CHECK-NEXT: .extern .shared .align 16 .b8 arrays_dyn[];
 CHECK-LABEL: .visible .entry arrays(
 CHECK: .local .align 16 .b8 __local_depot1[16];
-CHECK: .local .align 4 .b8 __local_depot2[8];
+CHECK-NOT: __local_depot2
 CHECK: mov.u64 {{%rd[0-9]+}}, arrays_tile;
 CHECK: mov.u64 {{%rd[0-9]+}}, __local_depot1;
 CHECK: mov.u64 [[D:%rd[0-9]+]], arrays_dyn;
@@ -181,7 +181,9 @@ CHECK-NOT: membar
 CHECK: ld.shared.f32
 CHECK: ld.local.s32
 CHECK: bar.sync 0;
-CHECK: st.local.f32 [{{%rd[0-9]+}}+4],
+CHECK: mov.b32 [[S:%r[0-9]+]], [[V:%f[0-9]+]];
+CHECK: mov.b32 {{%f[0-9]+}}, [[S]];
+CHECK: st.global.f32
 """.replace("[[D:%rd[0-9]+]]", "{{%rd[0-9]+}}"))
 
 

@@ -69,15 +69,19 @@ def _call_sites(module, fn: Function, callees: list, cache: dict) -> dict:
     return count
 
 
-def _eligible(caller: Function, callee: Function, size: int, sites, cache: dict) -> bool:
+def _eligible(caller: Function, callee: Function, size: int, sites, cache: dict,
+              aggregates: bool = False) -> bool:
     """`size`: the callee's; `sites(callee)`: its number of call sites (asked only of a
-    callee over SIZE)."""
+    callee over SIZE). `aggregates`: struct/array parameters and results are fine (device
+    code: the PTX and SPIR-V back ends hold aggregate values, phis and slots included;
+    the host back ends are not asked to)."""
     if callee.is_extern or callee.is_kernel or not callee.blocks or callee is caller:
         return False
-    if any(not (p.type.is_scalar or p.type.is_ptr) for p in callee.params):
-        return False
-    if callee.ret != VOID and not (callee.ret.is_scalar or callee.ret.is_ptr):
-        return False
+    if not aggregates:
+        if any(not (p.type.is_scalar or p.type.is_ptr) for p in callee.params):
+            return False
+        if callee.ret != VOID and not (callee.ret.is_scalar or callee.ret.is_ptr):
+            return False
     if _reaches(callee, caller, cache):
         return False
     return size <= SIZE or sites(callee) == 1
@@ -253,7 +257,8 @@ def run(fn, analyses) -> bool:
             callee = call.operands[0]
             if callee not in verdict:
                 size = _size(callee)
-                verdict[callee] = size if _eligible(fn, callee, size, sites, cache) else None
+                verdict[callee] = size if _eligible(fn, callee, size, sites, cache,
+                                                    analyses.gpu) else None
             if verdict[callee] is not None:
                 todo.append(call)
         if not todo:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from ...diagnostics import CompileError, Diagnostic, error
 from ...ir.module import Const, Function, Global, Instr, Local, Param, Undef, UseMap
 from ...ir.types import BoolType, Type
-from . import lower_aggregate, lower_memory, ops as I, regs
+from . import lower_aggregate, lower_memory, ops as I, promote, regs
 from .instr import LABEL, OP, Addr, PtxInstr
 
 LOCAL_OPS = ("local.get", "local.set")
@@ -167,6 +167,8 @@ class FnEmitter:
         self.alias_gets = _alias_gets(fn, uses)           # local.gets naming the register
         self.patterns = _patterns(fn, uses, self.alias_gets)      # instr -> isel pattern
         self.absorbed = _absorbed(fn, uses, self.alias_gets, self.patterns)   # by users
+        self.slots = promote.Slots(fn, uses)    # allocas kept in registers (promote.py)
+        self.absorbed |= self.slots.absorbed
         self.labels = {id(b): f"$L__BB{i}" for i, b in enumerate(fn.blocks)}
         self.next_block = None
         self.block_cache: dict = {}           # per-block memo of special-register reads

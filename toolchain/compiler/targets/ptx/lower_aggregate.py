@@ -3,45 +3,46 @@
 The IR moves structs and arrays by value: whole-aggregate `load`/`store`, aggregate
 parameters, results and call arguments, aggregate locals and `select`s (struct methods take
 `this` by value; a tagged enum is a struct of a tag and a payload). PTX registers hold
-scalars only, so an aggregate value lives in an `Agg`: one register per *chunk* of its
-memory image, a chunk being the widest unit (8, 4, 2 or 1 bytes) the type's alignment and
-size allow. Chunks cover padding too: a value is a byte-exact copy of its image, so a
-tagged enum's payload read back through a reinterpreting pointer sees the bytes stored.
+scalars only, so an aggregate value lives in an `Agg`: one register per *piece*, a piece
+being one scalar field (arrays element by element; %rd, %r or %rs by size, a bool one byte).
+Padding is not copied. A tagged enum's payload is an array of words, so a variant's bytes
+written through a reinterpreting pointer travel with the value.
 
-- load/store: one ld/st per chunk at `[base+offset]` (constant offsets fold as usual);
+- load/store: one ld/st per piece at `[base+offset]` (constant offsets fold as usual),
+  or moves from/to registers when the slot is promoted (promote.py);
 - parameters, results and call arguments: the PTX ABI's byte-array parameter
   `.param .align A .b8 name[size]` (what nvcc emits for a struct passed by value), read
-  and written with ld.param/st.param at each chunk's offset;
-- locals, `select` and forward references: one mov/selp per chunk.
+  and written with ld.param/st.param at each piece's offset;
+- locals, `select` and forward references: one mov/selp per piece.
 Nothing else in device code takes an aggregate operand (field access goes through
-`fieldptr` of the value's memory slot, an `alloca`, which lower_memory gives a `.local`
-array; ptxas keeps small ones in registers).
+`fieldptr` of the value's slot, an `alloca`: registers when promote.py can keep it there,
+else a `.local` array).
 """
 from __future__ import annotations
 
 from ...ir.module import Instr, Undef
-from ...ir.types import Type
+from ...ir.types import ArrayType, StructType, Type
 from . import ops
 from .instr import Addr
 
-# chunk size -> (register class, PTX type of its moves, PTX type of its memory accesses)
+# piece size -> (register class, PTX type of its moves, PTX type of its memory accesses)
 _UNITS = {8: ("rd", "b64", "b64"), 4: ("r", "b32", "b32"), 2: ("rs", "b16", "b16"),
           1: ("rs", "b16", "u8")}
 
 
 class Agg(tuple):
-    """The chunk registers of one aggregate value, in offset order."""
+    """The piece registers of one aggregate value, in offset order."""
     __slots__ = ()
 
 
-def _unit(t: Type) -> int:
-    return next(u for u in (8, 4, 2, 1) if u <= max(t.align, 1) and t.size % u == 0)
-
-
-def chunks(t: Type) -> list[tuple[int, int]]:
-    """(byte offset, size) of each chunk of `t`'s memory image."""
-    unit = _unit(t)
-    return [(off, unit) for off in range(0, t.size, unit)]
+def chunks(t: Type, base: int = 0) -> list[tuple[int, int]]:
+    """(byte offset, size) of each scalar field of `t`, arrays element by element."""
+    if isinstance(t, StructType):
+        return [c for (_, ft), off in zip(t.fields, t.offsets) for c in chunks(ft, base + off)]
+    if isinstance(t, ArrayType):
+        size = t.elem.size
+        return [c for i in range(t.count) for c in chunks(t.elem, base + i * size)]
+    return [(base, t.size)] if t.size else []
 
 
 def new_value(em, t: Type) -> Agg:

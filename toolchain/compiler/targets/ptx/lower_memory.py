@@ -17,7 +17,7 @@ from __future__ import annotations
 from ...diagnostics import error
 from ...ir.module import Const, Global, Instr, Undef
 from ...ir.types import BoolType, IntType, StructType, Type
-from . import lower_aggregate, ops as I, regs
+from . import lower_aggregate, ops as I, promote, regs
 from .instr import Addr, Vec, label
 from .lower_arith import alias_or_mov, mutable
 
@@ -100,6 +100,9 @@ def _space_and_hint(em, p, ins: Instr) -> tuple[str, str]:
 
 
 def lower_load(em, ins: Instr) -> None:
+    if ins in em.slots.access:
+        promote.load(em, ins)
+        return
     p = ins.operands[0]
     space, cache = _space_and_hint(em, p, ins)
     if ins.type.is_vector:
@@ -116,6 +119,9 @@ def lower_load(em, ins: Instr) -> None:
 
 
 def lower_store(em, ins: Instr) -> None:
+    if ins in em.slots.access:
+        promote.store(em, ins)
+        return
     p, v = ins.operands
     space, cache = _space_and_hint(em, p, ins)
     if v.type.is_vector:

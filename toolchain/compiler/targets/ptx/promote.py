@@ -1,0 +1,159 @@
+"""Private slots (`alloca`) kept in registers instead of `.local` memory.
+
+A struct local, a by-value parameter's spill or a tagged enum value is an `alloca` that the
+program reaches only through constant-offset addresses (`fieldptr`, constant
+`ptradd`/`byteadd`, pointer `bitcast`) feeding loads and stores. ptxas promotes such arrays
+to registers itself only in simple cases (fields of mixed widths or bytes defeat it), so the
+back end does it: every access covers a set of scalar pieces (lower_aggregate.chunks), and
+when the pieces of all accesses to one slot are either identical or disjoint, each piece
+becomes one register (by size: %rd, %r, %rs) and the slot, its addresses, loads and stores
+become moves (a load-combined `vec<N x T>` access covers N pieces). A slot whose address
+escapes (a call, a store of the address, an integer cast, a memcpy, a variable offset) or
+whose pieces overlap (a tagged payload read at another width) stays in memory.
+"""
+from __future__ import annotations
+
+from ...ir.module import Const, Instr, Undef, UseMap
+from ...ir.types import BoolType, FloatType, IntType, Type
+from . import ops
+from .instr import Vec
+
+_ADDRESS = ("fieldptr", "ptradd", "byteadd", "bitcast")
+
+
+def _offset(ins: Instr) -> int | None:
+    """The constant byte offset `ins` adds to its address operand, None if not constant."""
+    if ins.op == "fieldptr":
+        return ins.operands[0].type.pointee.offsets[ins.attrs["index"]]
+    if ins.op in ("ptradd", "byteadd") and isinstance(ins.operands[1], Const):
+        scale = max(ins.type.pointee.size, 1) if ins.op == "ptradd" else 1
+        return int(ins.operands[1].value) * scale
+    if ins.op == "bitcast" and ins.type.is_ptr:
+        return 0
+    return None
+
+
+def pieces(t: Type, base: int) -> list[tuple[int, int]] | None:
+    from .lower_aggregate import chunks
+    if t.is_aggregate:
+        return chunks(t, base)
+    if t.is_vector:                             # load-combine's vec<N x T> view
+        return [(base + i * t.elem.size, t.elem.size) for i in range(t.count)]
+    if isinstance(t, (IntType, FloatType, BoolType)) or t.is_ptr:
+        return [(base, t.size)]
+    return None                                 # vectors and the rest: memory
+
+
+class Slots:
+    """The promoted slots of one function: `absorbed` (the allocas and their addresses,
+    which emit nothing) and `access` (load/store -> (slot id, byte offset))."""
+
+    def __init__(self, fn, uses: UseMap):
+        self.absorbed: set[Instr] = set()
+        self.access: dict[Instr, tuple[int, int]] = {}
+        self.regs: dict[int, dict[int, tuple[int, str | None]]] = {}   # slot -> off -> piece
+        for b in fn.blocks:
+            for ins in b.instrs:
+                if ins.op == "alloca":
+                    self._try(ins, uses)
+
+    def _try(self, alloca: Instr, uses: UseMap) -> None:
+        addresses, access, covered = [alloca], {}, {}
+        work = [(alloca, 0)]
+        while work:
+            p, off = work.pop()
+            for u in uses.uses(p):
+                if u.op in _ADDRESS and u.operands[0] is p and _offset(u) is not None \
+                        and u.type.is_ptr:
+                    addresses.append(u)
+                    work.append((u, off + _offset(u)))
+                    continue
+                if u.op == "load" and u.operands[0] is p:
+                    t = u.type
+                elif u.op == "store" and u.operands[0] is p and u.operands[1] is not p:
+                    t = u.operands[1].type
+                else:
+                    return                      # the address escapes
+                got = pieces(t, off)
+                if got is None:
+                    return
+                for start, size in got:
+                    if covered.get(start, size) != size:
+                        return
+                    covered[start] = size
+                access[u] = off
+        spans = sorted(covered.items())
+        if any(a + sa > b for (a, sa), (b, _) in zip(spans, spans[1:])):
+            return                              # overlapping pieces: memory keeps them apart
+        key = id(alloca)
+        self.regs[key] = {start: (size, None) for start, size in spans}
+        self.absorbed.update(addresses)
+        self.access.update((u, (key, off)) for u, off in access.items())
+
+    def reg(self, em, key: int, off: int, size: int) -> str:
+        """The register of the piece at `off` (made on first use)."""
+        slot = self.regs[key]
+        size_, r = slot[off]
+        if r is None:
+            r = em.new({8: "rd", 4: "r", 2: "rs", 1: "rs"}[size_])
+            slot[off] = (size_, r)
+        return r
+
+
+_MOV = {8: "b64", 4: "b32", 2: "b16", 1: "b16"}
+
+
+def load(em, ins: Instr) -> None:
+    """A load from a promoted slot: moves out of its piece registers."""
+    from .lower_aggregate import chunks, new_value
+    slots = em.slots
+    key, off = slots.access[ins]
+    t = ins.type
+    if t.is_aggregate:
+        out = new_value(em, t)
+        for d, (o, size) in zip(out, chunks(t, off)):
+            em.append(ops.mov(_MOV[size], d, slots.reg(em, key, o, size)))
+        em.define(ins, out)
+        return
+    if t.is_vector:
+        out = [em.new_t(t.elem) for _ in range(t.count)]
+        for i, d in enumerate(out):
+            size = t.elem.size
+            em.append(ops.mov(_MOV[size], d, slots.reg(em, key, off + i * size, size)))
+        em.define(ins, Vec(out))
+        return
+    r = slots.reg(em, key, off, t.size)
+    d = em.result(ins)
+    if isinstance(t, BoolType):
+        em.append(ops.setp("ne", "u16", d, r, 0))
+    elif isinstance(t, IntType) and t.bits == 8:       # renormalize (regs.py's invariant)
+        s = "s" if t.signed else "u"
+        em.append(ops.cvt(f"{s}16", f"{s}8", d, r))
+    else:
+        em.append(ops.mov(_MOV[t.size], d, r))
+
+
+def store(em, ins: Instr) -> None:
+    """A store to a promoted slot: moves into its piece registers."""
+    from .lower_aggregate import chunks, value
+    slots = em.slots
+    key, off = slots.access[ins]
+    v = ins.operands[1]
+    t = v.type
+    if isinstance(v, Undef):
+        return
+    if t.is_aggregate:
+        for s, (o, size) in zip(value(em, v), chunks(t, off)):
+            em.append(ops.mov(_MOV[size], slots.reg(em, key, o, size), s))
+        return
+    if t.is_vector:
+        from .lower_memory import _vector
+        size = t.elem.size
+        for i, s in enumerate(_vector(em, v).regs):
+            em.append(ops.mov(_MOV[size], slots.reg(em, key, off + i * size, size), s))
+        return
+    r = slots.reg(em, key, off, t.size)
+    if isinstance(t, BoolType):
+        em.append(ops.selp("u16", r, 1, 0, em.reg(v)))
+    else:
+        em.append(ops.mov(_MOV[t.size], r, em.val(v)))
