@@ -255,12 +255,26 @@ def test_checker_flags_third_party_but_not_stdlib():
 
 # ---- the optimizer's passes ---------------------------------------------------------------
 # Passes share helpers only through these modules (the edit API, cloning, analyses and the
-# shared facts), never through each other's private names; only edit.make_instr
-# constructs an `Instr` (passes create and rewrite instructions through it or the builder).
+# shared facts), never through each other's private names (however the import is spelled:
+# `.x`, `..opt.x`, `toolchain.compiler.opt.x`); only edit.make_instr constructs an `Instr`
+# and only edit.retarget_op assigns an instruction's `.op` (passes create and rewrite
+# instructions through the edit API or the builder).
 OPT = TOOLCHAIN / "compiler" / "opt"
 OPT_SHARED = {"__init__", "analyses", "clone", "edit", "loop_shape", "op_facts",
               "pointer_facts"}
 INSTR_MAKER = "edit"
+
+
+def _opt_target(node: ast.ImportFrom) -> str | None:
+    """The opt-relative module an import in an opt module names (`""`: the package)."""
+    mod = node.module or ""
+    if node.level == 1:
+        return mod
+    for prefix in ({2: "opt", 3: "compiler.opt", 4: "toolchain.compiler.opt"}.get(node.level),
+                   "toolchain.compiler.opt" if node.level == 0 else None):
+        if prefix and (mod == prefix or mod.startswith(prefix + ".")):
+            return mod[len(prefix) + 1:]
+    return None
 
 
 def opt_violations(name: str, source: str, modules: set[str]) -> list[str]:
@@ -268,14 +282,19 @@ def opt_violations(name: str, source: str, modules: set[str]) -> list[str]:
     tree = ast.parse(source)
     out, aliases = [], {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            if node.module is None:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("toolchain.compiler.opt.") and a.asname:
+                    aliases[a.asname] = a.name.rsplit(".", 1)[1]
+        elif isinstance(node, ast.ImportFrom) and _opt_target(node) is not None:
+            target = _opt_target(node)
+            if not target:
                 for a in node.names:
                     aliases[a.asname or a.name] = a.name
                     if name in OPT_SHARED and a.name in modules - OPT_SHARED:
                         out.append(f"{name}:{node.lineno}: shared module imports pass {a.name}")
                 continue
-            top = node.module.split(".")[0]
+            top = target.split(".")[0]
             if top not in modules:
                 continue
             for a in node.names:
@@ -287,9 +306,16 @@ def opt_violations(name: str, source: str, modules: set[str]) -> list[str]:
                 and node.value.id in aliases and node.attr.startswith("_"):
             out.append(f"{name}:{node.lineno}: uses private "
                        f"{aliases[node.value.id]}.{node.attr}")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                and node.func.id == "Instr" and name != INSTR_MAKER:
+        elif isinstance(node, ast.Call) and name != INSTR_MAKER and (
+                (isinstance(node.func, ast.Name) and node.func.id == "Instr") or
+                (isinstance(node.func, ast.Attribute) and node.func.attr == "Instr")):
             out.append(f"{name}:{node.lineno}: constructs Instr (use edit.make_instr)")
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) \
+                and name != INSTR_MAKER:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Attribute) and t.attr == "op" for t in targets):
+                out.append(f"{name}:{node.lineno}: assigns an instruction's op "
+                           "(use edit.retarget_op)")
     return out
 
 
@@ -308,12 +334,18 @@ def test_passes_share_only_public_helpers_and_build_through_edit():
     ("load_ahead", "from . import unroll_runtime\nx = unroll_runtime._shape\n"),
     ("edit", "from .gvn import PURE\n"),
     ("licm", "from ..ir.module import Instr\nx = Instr('add', None, [], {}, [])\n"),
+    ("licm", "from ..ir import module\nx = module.Instr('add', None, [], {}, [])\n"),
+    ("load_ahead", "from ..opt.unroll_runtime import _shape\n"),
+    ("load_ahead", "from toolchain.compiler.opt.unroll_runtime import _shape\n"),
+    ("load_ahead", "import toolchain.compiler.opt.unroll_runtime as u\nx = u._shape\n"),
+    ("index_scale", "def f(u):\n    u.op = 'byteadd'\n"),
 ])
 def test_pass_rule_checker_flags(name, source):
     assert opt_violations(name, source, set(_opt_modules()))
 
 
 def test_pass_rule_checker_accepts_the_shared_api():
-    src = ("from .edit import make_instr\nfrom .op_facts import PURE\n"
-           "from .unroll_runtime import open_main_loop\nx = make_instr('add', None, [], {}, [])\n")
+    src = ("from .edit import make_instr, retarget_op\nfrom .op_facts import PURE\n"
+           "from .unroll_runtime import open_main_loop\nx = make_instr('add', None, [], {}, [])\n"
+           "retarget_op(x, 'sub', [])\nif x.op == 'sub':\n    pass\n")
     assert opt_violations("load_ahead", src, set(_opt_modules())) == []

@@ -310,9 +310,11 @@ class _Emitter:
         ins.block = None
         return self.pre.insert(len(self.pre.instrs) - 1, ins)
 
-    def _guarded(self, ins: Instr, operands: list, always: bool = False) -> Instr:
-        """`ins`'s kind of check on `operands`, under this loop's guard (unless `always`:
-        a check in the header runs even when the body does not) and its own."""
+    def _guarded(self, ins: Instr, operands: list, always: bool = False,
+                 op: str | None = None) -> Instr:
+        """`ins`'s kind of check (or the check `op`) on `operands`, under this loop's guard
+        (unless `always`: a check in the header runs even when the body does not) and its
+        own."""
         g = True if always else self.guard
         if ins.attrs.get("guarded"):
             own = ins.operands[-1]
@@ -327,7 +329,7 @@ class _Emitter:
         if g is not True:
             operands = operands + [g]
             attrs["guarded"] = True
-        return make_instr(ins.op, ins.type, operands, attrs, [], ins.span)
+        return make_instr(op or ins.op, ins.type, operands, attrs, [], ins.span)
 
     def move(self, ins: Instr, always: bool) -> None:
         ops = ins.operands[:-1] if ins.attrs.get("guarded") else list(ins.operands)
@@ -358,8 +360,7 @@ class _Emitter:
         first = self._plus(self._ext(init, ins.span), c, ins.span)
         end = self._plus(self._ext(tc.bound, ins.span), c + (1 if tc.pred == "le" else 0),
                          ins.span)
-        new = self._guarded(ins, [first, end, ins.operands[1]])
-        new.op = "check.range"
+        new = self._guarded(ins, [first, end, ins.operands[1]], op="check.range")
         ins.block.instrs.remove(ins)
         ins.block = None
         self.put(new)

@@ -1,6 +1,7 @@
-"""Small CFG edits shared by passes (no pass calls another pass; they share these), and
-`make_instr`, the one way a pass creates an instruction (tests/test_repo_layout.py holds
-passes to it: no pass constructs `Instr` itself)."""
+"""Small CFG edits shared by passes (no pass calls another pass; they share these),
+`make_instr`, the one way a pass creates an instruction, and `retarget_op`, the one way it
+changes an instruction's op (tests/test_repo_layout.py holds passes to both: no pass
+constructs `Instr` or assigns `.op` itself)."""
 from __future__ import annotations
 
 from ..ir.cfg import remove_phi_arm, remove_unreachable   # (re-exported: passes' edits)
@@ -18,6 +19,16 @@ def make_instr(op: str, type_, operands: list, attrs: dict, targets: list, span=
     if op not in OPS:
         raise ValueError(f"make_instr: unknown op {op}")
     return Instr(op, type_, operands, attrs, targets, span, block)
+
+
+def retarget_op(ins: Instr, op: str, operands: list) -> None:
+    """Make `ins`, in place, an `op` of `operands` (same type, attributes and place; its
+    users keep reading it): the one way a pass changes what an instruction computes
+    (tests/test_repo_layout.py). The op is checked as `make_instr` checks it."""
+    if op not in OPS:
+        raise ValueError(f"retarget_op: unknown op {op}")
+    ins.op = op
+    ins.operands = operands
 
 
 def has_op(fn: Function, op: str) -> bool:

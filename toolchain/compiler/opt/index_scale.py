@@ -21,7 +21,7 @@ from __future__ import annotations
 from ..ir.cfg import successors
 from ..ir.module import Const, Instr, Param
 from ..ir.types import I64
-from .edit import make_instr
+from .edit import make_instr, retarget_op
 
 NAME = "index-scale"
 
@@ -65,8 +65,7 @@ def run(fn, analyses) -> bool:
         scaled = home.insert_before(first, make_instr("mul", I64, [idx, Const(I64, size)], {}, [],
                                                  users[0].span))
         for u in users:
-            u.op = "byteadd"
-            u.operands[1] = scaled
+            retarget_op(u, "byteadd", [u.operands[0], scaled])
         shared += 1
         addresses += len(users)
     if shared:
