@@ -8,6 +8,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh check    # the same, correctness first
 #   OUT=/tmp/out bash tools/gpu/device_session.sh correct  # suite + verify only (6 parts)
 #   OUT=/tmp/out bash tools/gpu/device_session.sh bench    # benchmarks + GEMM only
+#   OUT=/tmp/out bash tools/gpu/device_session.sh new      # the newest forms' tests + benches
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -114,6 +115,29 @@ verify_gemm() {
       > "$OUT/gemm.txt" 2>&1
 }
 
+new_forms() {
+  # the forms added last (struct values, undeclared-shape staging, FP8 wgmma, tile values),
+  # the runtime and docs tests, then their benchmarks alone on the GPU
+  step "new forms: tests"
+  timeout 300 $PYTEST -rfE tests/gpu/test_runtime.py tests/gpu/test_docs_gpu.py \
+      tests/gpu/test_aggregates.py > "$OUT/suite_new_runtime.txt" 2>&1 &
+  timeout 300 $PYTEST -rfE tests/gpu/test_wmma_staging.py > "$OUT/suite_new_staging.txt" 2>&1 &
+  timeout 300 $PYTEST -rfE tests/gpu/test_gemm_fp8.py > "$OUT/suite_new_fp8.txt" 2>&1 &
+  timeout 300 $PYTEST -rfE tests/gpu/test_attention.py > "$OUT/suite_new_attention.txt" 2>&1 &
+  timeout 300 $PYTEST -rA tests/gpu/test_gemm_hopper.py -k tensor_maps \
+      > "$OUT/suite_new_hopper_maps.txt" 2>&1 &
+  for tool in memcheck racecheck; do
+    METTLE_GPU_SANITIZER=$tool timeout 300 $PYTEST tests/gpu/test_gemm_fp8.py -k 128x256x128 \
+      tests/gpu/test_aggregates.py > "$OUT/sanitizer_${tool}_new.txt" 2>&1 &
+  done
+  wait
+  step "new forms: benchmarks"
+  timeout 60 python3 bench/kloop_held.py --json "$OUT/kloop_held.json" > "$OUT/kloop_held.txt" 2>&1
+  timeout 90 python3 bench/gemm_fp8.py --json "$OUT/gemm_fp8.json" > "$OUT/gemm_fp8.txt" 2>&1
+  timeout 90 python3 bench/attention.py --shapes b16h16n2048d64 --dtypes f16 \
+      --json "$OUT/attention.json" > "$OUT/attention.txt" 2>&1
+}
+
 MODE=${1:-main}
 case "$MODE" in
   main) benchmarks; suite ;;
@@ -128,7 +152,9 @@ case "$MODE" in
   correct) PARTS=6 SUITE_TIMEOUT=450; suite & verify_tests & wait ;;
   # the benchmarks alone (after a `correct` call)
   bench) QUICK=1 benchmarks; verify_gemm ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench" >&2; exit 2 ;;
+  new) new_forms ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new" >&2
+     exit 2 ;;
 esac
 
 # The summary goes to stdout and to $OUT/00-summary.txt. A device call returns only the
@@ -140,6 +166,7 @@ step "summary"
 [ -f "$OUT/gpu_kernels.txt" ] && grep -E "_vs_" "$OUT/gpu_kernels.txt"
 [ -f "$OUT/transfer.txt" ] && tail -4 "$OUT/transfer.txt"
 [ -f "$OUT/launch_overhead.txt" ] && tail -14 "$OUT/launch_overhead.txt"
+for f in kloop_held gemm_fp8 attention; do [ -f "$OUT/$f.txt" ] && tail -16 "$OUT/$f.txt"; done
 grep "^row" "$OUT/gemm.txt" 2>/dev/null | cut -c6-
 for f in "$OUT"/suite_*.txt "$OUT"/sanitizer_*.txt; do
   [ -f "$f" ] && echo "$(basename "$f"): $(tail -1 "$f")"
