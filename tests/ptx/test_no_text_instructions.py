@@ -27,7 +27,6 @@ PORTING = {
     "tensor/scaled_matmul.py": (58, 0),
     "tensor/staging.py": (52, 0),
     "tensor/transfer.py": (80, 0),
-    "tensor/wgmma_persistent.py": (36, 0),
 }
 
 
