@@ -290,7 +290,8 @@ def redux_sync(op: str, ty: str, d, a, mask) -> PtxInstr:
 # ---- the sm_90a workgroup GEMM (tensor/wgmma.py, wgmma_persistent.py): warpgroup MMA,
 # register reallocation, clusters, conversions and guarded forms its pipeline spells --------
 # (guarded, setp_and, ld_vec and fence_mbarrier_init are the same as the staging/transfer
-# section's: one copy stays when both sections meet)
+# section's, cvta the core lowerings', and setmaxnreg, the wgmma_* forms and ld_vec's guard
+# the FP8 pipeline's: one copy of each stays when the sections meet)
 SPACES = SPACES | {".shared::cluster"}        # a cluster peer's shared window (`mapa`)
 
 
@@ -306,9 +307,10 @@ def setp_and(compare: str, ty: str, p, a, b, c) -> PtxInstr:
     return _op(f"setp.{compare}.and.{_t(ty)}", (p,), (a, b, c))
 
 
-def ld_vec(space: str, ty: str, values: Vec, addr: Addr) -> PtxInstr:
-    """`ld<space>.v<n>.<type> {regs}, [addr]`."""
-    return _op(f"ld{_space(space)}.v{len(values.regs)}.{_t(ty)}", (values,), (addr,))
+def ld_vec(space: str, ty: str, values: Vec, addr: Addr,
+           guard: str | None = None) -> PtxInstr:
+    """`[@guard ]ld<space>.v<n>.<type> {regs}, [addr]`."""
+    return _op(f"ld{_space(space)}.v{len(values.regs)}.{_t(ty)}", (values,), (addr,), guard)
 
 
 def fence_mbarrier_init() -> PtxInstr:
@@ -317,10 +319,15 @@ def fence_mbarrier_init() -> PtxInstr:
     return _op("fence.mbarrier_init.release.cluster")
 
 
+_CVTA_SPACES = frozenset(("global", "shared", "local", "const", "param"))
+
+
 def cvta(space: str, d, a, to: bool = False) -> PtxInstr:
-    """`cvta<space>.u64` (a `space` address to generic) or, with `to`, `cvta.to<space>.u64`
+    """`cvta.<space>.u64` (a `space` address to generic) or, with `to`, `cvta.to.<space>.u64`
     (generic to `space`)."""
-    return _op(f"cvta{'.to' if to else ''}{_space(space)}.u64", (d,), (a,))
+    if space not in _CVTA_SPACES:
+        raise ValueError(f"cvta state space {space!r}")
+    return _op(f"cvta{'.to' if to else ''}.{space}.u64", (d,), (a,))
 
 
 def cvt_pack(to: str, d, hi, lo) -> PtxInstr:
@@ -385,11 +392,19 @@ def wgmma_wait_group(pending: int) -> PtxInstr:
     return _op("wgmma.wait_group.sync.aligned", (), (pending,))
 
 
-def wgmma_mma_async(n: int, ty: str, d, a_desc, b_desc, scale_d) -> PtxInstr:
-    """Feature wgmma: one `wgmma.mma_async.sync.aligned.m64n<n>k16.f32.<ty>.<ty>`, d = a*b
-    (+ d when the predicate `scale_d` holds) over the accumulator registers `d`, A and B
-    from shared-memory descriptors, neither negated (scale 1) nor transposed (K-major)."""
-    if ty not in ("f16", "bf16") or n % 8 or not 8 <= n <= 256:
-        raise ValueError(f"wgmma m64n{n}k16 .{ty}")
-    return _op(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty}", (vec(*d),),
-               (a_desc, b_desc, scale_d, 1, 1, 0, 0))
+WGMMA_K = {"f16": 16, "bf16": 16, "e4m3": 32, "e5m2": 32}
+
+
+def wgmma_mma_async(n: int, d_type: str, a_type: str, b_type: str, d, a_desc: str,
+                    b_desc: str, scale_d, scale_a: int = 1, scale_b: int = 1) -> PtxInstr:
+    """`wgmma.mma_async.sync.aligned.m64n<n>k<K>.<d>.<a>.<b> {d}, a-desc, b-desc, scale-d,
+    imm-scale-a, imm-scale-b` with both operands from shared-memory descriptors (K from the
+    input format: 16 for f16/bf16, 32 for FP8). f16/bf16 also take the two transpose
+    immediates, here 0 (both K-major); FP8 has none (K-major only)."""
+    if a_type not in WGMMA_K or WGMMA_K[b_type] != WGMMA_K[a_type] or n % 8 or \
+            not 8 <= n <= 256 or len(d) != n // 2:
+        raise ValueError(f"wgmma m64n{n} {a_type}.{b_type} with {len(d)} accumulators")
+    name = f"wgmma.mma_async.sync.aligned.m64n{n}k{WGMMA_K[a_type]}.{_t(d_type)}." \
+           f"{_t(a_type)}.{_t(b_type)}"
+    extra = (0, 0) if WGMMA_K[a_type] == 16 else ()
+    return _op(name, (vec(*d),), (a_desc, b_desc, scale_d, scale_a, scale_b, *extra))

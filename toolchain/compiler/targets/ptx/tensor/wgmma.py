@@ -259,12 +259,12 @@ def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes,
     em.put(I.mov("u32", smid, "%smid"), I.mov("u64", ga, ws),
            I.mad("wide", "u32", ga, smid, 2 * tma.MAP_BYTES, ga))
     gb = em.new("rd")
-    em.put(I.binary("add", "s64", gb, ga, tma.MAP_BYTES), I.cvta(".global", slot_a, ga),
-           I.cvta(".global", slot_b, gb))
+    em.put(I.binary("add", "s64", gb, ga, tma.MAP_BYTES), I.cvta("global", slot_a, ga),
+           I.cvta("global", slot_b, gb))
     half = desc.n // 2 if share else desc.n  # paired: B arrives as two half boxes
     for slot, m, rows, box in ((ga, g.A, g.M, desc.m), (gb, g.B, g.N, half)):
         gaddr, pitch = em.new("rd"), em.new("rd")
-        em.put(I.cvta(".global", gaddr, m.base, to=True))
+        em.put(I.cvta("global", gaddr, m.base, to=True))
         if isinstance(m.ld, int):
             em.put(I.mov("u64", pitch, m.ld * 2))
         else:
@@ -333,7 +333,7 @@ def _prefetch_c(em, g, kb, nk) -> None:
     em.put(I.cvt("u64", "u32", w, g.col), I.binary("add", "s64", addr, addr, w),
            I.binary("shl", "b64", addr, addr, 2))
     base = em.new("rd")
-    em.put(I.cvta(".global", base, g.C.base, to=True), I.binary("add", "s64", addr, addr, base))
+    em.put(I.cvta("global", base, g.C.base, to=True), I.binary("add", "s64", addr, addr, base))
     pitch, nbytes = em.new("rd"), em.new("rd")
     em.put(I.binary("mul.wide", "u32", pitch, ld, 4),
            I.binary("mul.wide", "u32", nbytes, cols, 4), I.mov("u32", r, 0))
@@ -395,7 +395,7 @@ def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes,
         if ks:
             em.put(I.binary("add", "s64", da, da, 2),     # 32 bytes further along K
                    I.binary("add", "s64", db, db, 2))
-        em.put(I.wgmma_mma_async(bn, desc.a_type, acc, da, db, one))
+        em.put(I.wgmma_mma_async(bn, "f32", desc.a_type, desc.b_type, acc, da, db, one))
     em.put(I.wgmma_commit_group(), I.wgmma_wait_group(1))  # the previous stage is read
     pb = em.new("p")
     em.put(I.binary("and", "pred", pb, have_prev, leader))
@@ -441,8 +441,8 @@ def _epilogue(em, g, wtid, wg, acc, fused) -> None:
            I.binary("and", "b32", c0, lane, 3), I.binary("shl", "b32", c0, c0, 1),
            I.binary("add", "u32", c0, c0, g.col))       # global column of pair 0
     cbase, dbase = em.new("rd"), em.new("rd")
-    em.put(I.cvta(".global", cbase, g.C.base, to=True),
-           I.cvta(".global", dbase, g.D.base, to=True))
+    em.put(I.cvta("global", cbase, g.C.base, to=True),
+           I.cvta("global", dbase, g.D.base, to=True))
     ldc, ldd = (m.ld if isinstance(m.ld, str) else _imm(em, m.ld) for m in (g.C, g.D))
     rt = desc.result_type
     dshift = 2 if rt == "f32" else 1                       # log2 bytes of a D element
