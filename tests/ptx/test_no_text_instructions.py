@@ -17,8 +17,6 @@ PTX = Path(__file__).resolve().parents[2] / "toolchain" / "compiler" / "targets"
 
 # file (relative to targets/ptx) -> (emit/raw text lines, f-string opcodes)
 PORTING = {
-    "tensor/wgmma.py": (84, 0),
-    "tensor/wgmma_persistent.py": (36, 0),
 }
 
 

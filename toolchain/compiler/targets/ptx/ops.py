@@ -505,7 +505,8 @@ def dp(part: str, a_type: str, b_type: str, d, a, b, c) -> PtxInstr:
 # ---- the sm_90a workgroup GEMM (tensor/wgmma.py, wgmma_persistent.py): warpgroup MMA,
 # register reallocation, clusters, conversions and guarded forms its pipeline spells --------
 # (guarded, setp_and, ld_vec and fence_mbarrier_init are the same as the staging/transfer
-# section's: one copy stays when both sections meet)
+# section's, cvta the core lowerings', and setmaxnreg, the wgmma_* forms and ld_vec's guard
+# the FP8 pipeline's: one copy of each stays when the sections meet)
 SPACES = SPACES | {".shared::cluster"}        # a cluster peer's shared window (`mapa`)
 
 

@@ -362,84 +362,67 @@ def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes,
               share, fused, tiles=None) -> None:
     desc = g.desc
     bn = desc.n
-    em.emit(f"setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGS}")
+    em.put(I.setmaxnreg("inc", CONSUMER_REGS))
     acc = [em.new("f") for _ in range(bn // 2)]
     one, p, leader = em.new("p"), em.new("p"), em.new("p")
-    em.emit(f"setp.eq.u32 {one}, 0, 0")
+    em.put(I.setp("eq", "u32", one, 0, 0))
     wtid = em.new("r")
-    em.emit(f"and.b32 {wtid}, {tid}, 127")
-    em.emit(f"setp.eq.u32 {leader}, {wtid}, 0")
+    em.put(I.binary("and", "b32", wtid, tid, 127), I.setp("eq", "u32", leader, wtid, 0))
     peer = em.new("r") if share else None
     if share:
-        em.emit(f"mov.u32 {peer}, %cluster_ctarank")
-        em.emit(f"xor.b32 {peer}, {peer}, 1")
+        em.put(I.mov("u32", peer, "%cluster_ctarank"), I.binary("xor", "b32", peer, peer, 1))
     # descriptor bases: this warpgroup's 64 A rows of stage 0, and B of stage 0
     a_row = em.new("r")
-    em.emit(f"sub.u32 {a_row}, {wg}, 1")
-    em.emit(f"mad.lo.u32 {a_row}, {a_row}, {64 * 128}, {sa}")
+    em.put(I.binary("sub", "u32", a_row, wg, 1),
+           I.mad("lo", "u32", a_row, a_row, 64 * 128, sa))
     da0, db0 = _desc_base(em, a_row), _desc_base(em, sb)
     kb, s, ph = em.new("r"), em.new("r"), em.new("r")
     prev, have_prev = em.new("r"), em.new("p")
-    for r in (s, ph):                                      # carried across tiles
-        em.emit(f"mov.u32 {r}, 0")
+    em.put(I.mov("u32", s, 0), I.mov("u32", ph, 0))      # carried across tiles
     g, close = _tile_loop(em, g, tiles, "wg_cons")
-    for r in acc:
-        em.emit(f"mov.f32 {r}, 0f00000000")
-    em.emit(f"mov.u32 {kb}, 0")
-    em.emit(f"setp.ne.u32 {have_prev}, 0, 0")
+    em.put(*(I.mov("f32", r, "0f00000000") for r in acc))
+    em.put(I.mov("u32", kb, 0), I.setp("ne", "u32", have_prev, 0, 0))
     da, db, fb, soff = em.new("rd"), em.new("rd"), em.new("r"), em.new("rd")
-    ptx_t = desc.a_type
-    dlist = "{" + ", ".join(acc) + "}"
     top, done = label(em, "wg_cons"), label(em, "wg_cons_done")
-    em.raw(f"{top}:")
-    em.emit(f"setp.ge.u32 {p}, {kb}, {nk}")
-    em.emit(f"@{p} bra {done}")
-    em.emit(f"mad.lo.u32 {fb}, {s}, 8, {full}")
+    em.put(I.label(top), I.setp("ge", "u32", p, kb, nk), I.bra(done, guard=p),
+           I.mad("lo", "u32", fb, s, 8, full))
     mb.wait(em, fb, ph)
-    em.emit("wgmma.fence.sync.aligned")
-    em.emit(f"mul.wide.u32 {soff}, {s}, {a_bytes >> 4}")
-    em.emit(f"add.s64 {da}, {da0}, {soff}")
-    em.emit(f"mul.wide.u32 {soff}, {s}, {b_bytes >> 4}")
-    em.emit(f"add.s64 {db}, {db0}, {soff}")
+    em.put(I.wgmma_fence(), I.binary("mul.wide", "u32", soff, s, a_bytes >> 4),
+           I.binary("add", "s64", da, da0, soff),
+           I.binary("mul.wide", "u32", soff, s, b_bytes >> 4),
+           I.binary("add", "s64", db, db0, soff))
     for ks in range(BK // 16):
         if ks:
-            em.emit(f"add.s64 {da}, {da}, 2")              # 32 bytes further along K
-            em.emit(f"add.s64 {db}, {db}, 2")
-        em.emit(f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{ptx_t}.{ptx_t} {dlist}, "
-                f"{da}, {db}, {one}, 1, 1, 0, 0")
-    em.emit("wgmma.commit_group.sync.aligned")
-    em.emit("wgmma.wait_group.sync.aligned 1")             # the previous stage is read
+            em.put(I.binary("add", "s64", da, da, 2),     # 32 bytes further along K
+                   I.binary("add", "s64", db, db, 2))
+        em.put(I.wgmma_mma_async(bn, "f32", desc.a_type, desc.b_type, acc, da, db, one))
+    em.put(I.wgmma_commit_group(), I.wgmma_wait_group(1))  # the previous stage is read
     pb = em.new("p")
-    em.emit(f"and.pred {pb}, {have_prev}, {leader}")
+    em.put(I.binary("and", "pred", pb, have_prev, leader))
     eb = em.new("r")
-    em.emit(f"mad.lo.u32 {eb}, {prev}, 8, {empty}")
+    em.put(I.mad("lo", "u32", eb, prev, 8, empty))
     _release(em, pb, eb, share, peer)
-    em.emit(f"mov.u32 {prev}, {s}")
-    em.emit(f"setp.eq.u32 {have_prev}, 0, 0")
+    em.put(I.mov("u32", prev, s), I.setp("eq", "u32", have_prev, 0, 0))
     _advance(em, kb, s, ph, S)
-    em.emit(f"bra.uni {top}")
-    em.raw(f"{done}:")
-    em.emit("wgmma.wait_group.sync.aligned 0")
+    em.put(I.bra(top, uniform=True), I.label(done), I.wgmma_wait_group(0))
     pb = em.new("p")
-    em.emit(f"and.pred {pb}, {have_prev}, {leader}")
+    em.put(I.binary("and", "pred", pb, have_prev, leader))
     eb = em.new("r")
-    em.emit(f"mad.lo.u32 {eb}, {prev}, 8, {empty}")
+    em.put(I.mad("lo", "u32", eb, prev, 8, empty))
     _release(em, pb, eb, share, peer)
     _epilogue(em, g, wtid, wg, acc, fused)
     close()
-    em.emit("bar.warp.sync -1")
-    em.emit(f"setmaxnreg.dec.sync.aligned.u32 {ENTRY_REGS}")
+    em.put(I.bar_warp_sync(-1), I.setmaxnreg("dec", ENTRY_REGS))
 
 
 def _release(em, pb, eb, share, peer) -> None:
     """The leader frees a consumed stage: its own empty barrier, and the peer's when the
     pair shares B (the peer's producer multicasts into this workgroup too)."""
-    em.emit(f"@{pb} mbarrier.arrive.shared::cta.b64 _, [{eb}]")
+    em.put(I.guarded(I.mbarrier_arrive(eb), pb))
     if share:
         both, rb = em.new("p"), em.new("r")
-        em.emit(f"and.pred {both}, {pb}, {share}")
-        em.emit(f"mapa.shared::cluster.u32 {rb}, {eb}, {peer}")
-        em.emit(f"@{both} mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{rb}]")
+        em.put(I.binary("and", "pred", both, pb, share), I.mapa(rb, eb, peer),
+               I.guarded(I.mbarrier_arrive_cluster(rb), both))
 
 
 def _epilogue(em, g, wtid, wg, acc, fused) -> None:
@@ -449,21 +432,17 @@ def _epilogue(em, g, wtid, wg, acc, fused) -> None:
     smaller batches (FUSED_BATCH)."""
     desc = g.desc
     lane, warp, r0, c0 = em.new("r"), em.new("r"), em.new("r"), em.new("r")
-    em.emit(f"and.b32 {lane}, {wtid}, 31")
-    em.emit(f"shr.u32 {warp}, {wtid}, 5")
-    em.emit(f"sub.u32 {r0}, {wg}, 1")
-    em.emit(f"shl.b32 {r0}, {r0}, 6")
-    em.emit(f"mad.lo.u32 {r0}, {warp}, 16, {r0}")
+    em.put(I.binary("and", "b32", lane, wtid, 31), I.binary("shr", "u32", warp, wtid, 5),
+           I.binary("sub", "u32", r0, wg, 1), I.binary("shl", "b32", r0, r0, 6),
+           I.mad("lo", "u32", r0, warp, 16, r0))
     t = em.new("r")
-    em.emit(f"shr.u32 {t}, {lane}, 2")
-    em.emit(f"add.u32 {r0}, {r0}, {t}")
-    em.emit(f"add.u32 {r0}, {r0}, {g.row}")                # global row of half 0
-    em.emit(f"and.b32 {c0}, {lane}, 3")
-    em.emit(f"shl.b32 {c0}, {c0}, 1")
-    em.emit(f"add.u32 {c0}, {c0}, {g.col}")                # global column of pair 0
+    em.put(I.binary("shr", "u32", t, lane, 2), I.binary("add", "u32", r0, r0, t),
+           I.binary("add", "u32", r0, r0, g.row),       # global row of half 0
+           I.binary("and", "b32", c0, lane, 3), I.binary("shl", "b32", c0, c0, 1),
+           I.binary("add", "u32", c0, c0, g.col))       # global column of pair 0
     cbase, dbase = em.new("rd"), em.new("rd")
-    em.emit(f"cvta.to.global.u64 {cbase}, {g.C.base}")
-    em.emit(f"cvta.to.global.u64 {dbase}, {g.D.base}")
+    em.put(I.cvta("global", cbase, g.C.base, to=True),
+           I.cvta("global", dbase, g.D.base, to=True))
     ldc, ldd = (m.ld if isinstance(m.ld, str) else _imm(em, m.ld) for m in (g.C, g.D))
     rt = desc.result_type
     dshift = 2 if rt == "f32" else 1                       # log2 bytes of a D element
@@ -474,33 +453,28 @@ def _epilogue(em, g, wtid, wg, acc, fused) -> None:
     # pair predicates compare with immediates (a column register per pair was what ptxas
     # kept live, and spilled, across the persistent tile loop)
     left, inside, wide = em.new("r"), em.new("p"), em.new("p")
-    em.emit(f"sub.u32 {left}, {g.N}, {c0}")
-    em.emit(f"setp.gt.u32 {inside}, {g.N}, {c0}")
-    em.emit(f"selp.u32 {left}, {left}, 0, {inside}")
-    em.emit(f"setp.gt.u32 {wide}, {left}, {desc.n}")
-    em.emit(f"selp.u32 {left}, {desc.n}, {left}, {wide}")
+    em.put(I.binary("sub", "u32", left, g.N, c0), I.setp("gt", "u32", inside, g.N, c0),
+           I.selp("u32", left, left, 0, inside), I.setp("gt", "u32", wide, left, desc.n),
+           I.selp("u32", left, desc.n, left, wide))
 
     def cols(j: int) -> tuple[str, str]:
         """(both columns of pair j in range, only the first): made where they are used,
         so no predicate lives across a batch. c0 + 8j + 1 < N is 8j + 1 < left."""
         pb, po = em.new("p"), em.new("p")
-        em.emit(f"setp.gt.u32 {pb}, {left}, {8 * j + 1}")
-        em.emit(f"setp.eq.u32 {po}, {left}, {8 * j + 1}")
+        em.put(I.setp("gt", "u32", pb, left, 8 * j + 1), I.setp("eq", "u32", po, left, 8 * j + 1))
         return pb, po
     for half in (0, 1):
         row, prow = em.new("r"), em.new("p")
-        em.emit(f"add.u32 {row}, {r0}, {8 * half}")
-        em.emit(f"setp.lt.u32 {prow}, {row}, {g.M}")
+        em.put(I.binary("add", "u32", row, r0, 8 * half), I.setp("lt", "u32", prow, row, g.M))
         skip = label(em, "wg_epi_skip")
-        em.emit(f"@!{prow} bra {skip}")
+        em.put(I.bra(skip, guard=prow, negated=True))
         ca, da = em.new("rd"), em.new("rd")
         for base, ld, out, shift in ((cbase, ldc, ca, 2), (dbase, ldd, da, dshift)):
-            em.emit(f"mul.wide.u32 {out}, {row}, {ld}")
+            em.put(I.binary("mul.wide", "u32", out, row, ld))
             w = em.new("rd")
-            em.emit(f"cvt.u64.u32 {w}, {c0}")
-            em.emit(f"add.s64 {out}, {out}, {w}")
-            em.emit(f"shl.b64 {out}, {out}, {shift}")
-            em.emit(f"add.s64 {out}, {out}, {base}")
+            em.put(I.cvt("u64", "u32", w, c0), I.binary("add", "s64", out, out, w),
+                   I.binary("shl", "b64", out, out, shift),
+                   I.binary("add", "s64", out, out, base))
         if bias is not None:
             bias.start_half(em, row, c0)
         pairs = desc.n // 8
@@ -514,43 +488,40 @@ def _epilogue(em, g, wtid, wg, acc, fused) -> None:
                 u, v = cv[j] = em.new("f"), em.new("f")
                 # defined on every path: a predicated load alone keeps the register's
                 # old value, which in a tile loop is live across the loop (ptxas spilled)
-                em.emit(f"mov.b32 {u}, 0")
-                em.emit(f"mov.b32 {v}, 0")
+                em.put(I.mov("b32", u, 0), I.mov("b32", v, 0))
                 pb, po = cols(j)
-                em.emit(f"@{pb} ld.global.v2.f32 {{{u}, {v}}}, [{ca}+{32 * j}]")
-                em.emit(f"@{po} ld.global.f32 {u}, [{ca}+{32 * j}]")
+                em.put(I.guarded(I.ld_vec(".global", "f32", I.vec(u, v), I.mem(ca, 32 * j)), pb),
+                       I.ld(".global", "f32", u, I.mem(ca, 32 * j), guard=po))
                 if bias is not None and bias.per_pair:
                     first = em.new("p")
-                    em.emit(f"or.pred {first}, {pb}, {po}")
+                    em.put(I.binary("or", "pred", first, pb, po))
                     bv[j] = bias.load_pair(em, j, first, pb)
             for j in batch:
                 x, y = acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]
                 u, v = cv[j]
-                em.emit(f"add.f32 {x}, {x}, {u}")
-                em.emit(f"add.f32 {y}, {y}, {v}")
+                em.put(I.binary("add", "f32", x, x, u), I.binary("add", "f32", y, y, v))
                 if fused is not None:
                     bx, by = bias.scaled(em, bv.get(j)) if bias is not None else (None,) * 2
                     fused.apply(em, x, None if bx is None else (lambda b=bx: b))
                     fused.apply(em, y, None if by is None else (lambda b=by: b))
-                _store_pair(em, rt, *cols(j), f"{da}+{8 * j << dshift}", x, y)
-        em.raw(f"{skip}:")
+                _store_pair(em, rt, *cols(j), I.mem(da, 8 * j << dshift), x, y)
+        em.put(I.label(skip))
 
 
-def _store_pair(em, rt: str, pb: str, po: str, addr: str, x: str, y: str) -> None:
-    """D[c], D[c+1] = x, y (both when `pb`, only the first when `po`), rounded once to
-    an f16/bf16 result (cvt.rn, like the replay's store)."""
+def _store_pair(em, rt: str, pb: str, po: str, addr, x: str, y: str) -> None:
+    """D[c], D[c+1] = x, y at `addr` (an ops.mem operand; both when `pb`, only the first
+    when `po`), rounded once to an f16/bf16 result (cvt.rn, like the replay's store)."""
     if rt == "f32":
-        em.emit(f"@{pb} st.global.v2.f32 [{addr}], {{{x}, {y}}}")
-        em.emit(f"@{po} st.global.f32 [{addr}], {x}")
+        em.put(I.guarded(I.st_vec(".global", "f32", addr, I.vec(x, y)), pb),
+               I.guarded(I.st(".global", "f32", addr, x), po))
         return
     w, h = em.new("r"), em.new("rs")
-    em.emit(f"cvt.rn.{rt}x2.f32 {w}, {y}, {x}")            # x in the low half: column c
-    em.emit(f"@{pb} st.global.b32 [{addr}], {w}")
-    em.emit(f"cvt.rn.{rt}.f32 {h}, {x}")
-    em.emit(f"@{po} st.global.b16 [{addr}], {h}")
+    em.put(I.cvt_pack(f"{rt}x2", w, y, x),                  # x in the low half: column c
+           I.guarded(I.st(".global", "b32", addr, w), pb), I.cvt(rt, "f32", h, x, "rn"),
+           I.guarded(I.st(".global", "b16", addr, h), po))
 
 
 def _imm(em, v: int) -> str:
     r = em.new("r")
-    em.emit(f"mov.u32 {r}, {v}")
+    em.put(I.mov("u32", r, v))
     return r

@@ -9,6 +9,7 @@ extreme M and N, and a wrapped count would skip or repeat tiles. It runs once pe
 """
 from __future__ import annotations
 
+from .. import ops as I
 from .common import label
 
 
@@ -30,16 +31,13 @@ class Tiles:
         """ceil((bound - origin) / size), 0 when origin >= bound (no overflow: the
         remaining extent minus one is divided)."""
         left, p = em.new("r"), em.new("p")
-        em.emit(f"sub.u32 {left}, {bound}, {origin}")
-        em.emit(f"setp.gt.u32 {p}, {bound}, {origin}")
-        em.emit(f"add.u32 {left}, {left}, -1")
-        em.emit(f"div.u32 {left}, {left}, {size}")
-        em.emit(f"add.u32 {left}, {left}, 1")
-        em.emit(f"selp.u32 {left}, {left}, 0, {p}")
+        em.put(I.binary("sub", "u32", left, bound, origin), I.setp("gt", "u32", p, bound, origin),
+               I.binary("add", "u32", left, left, -1), I.binary("div", "u32", left, left, size),
+               I.binary("add", "u32", left, left, 1), I.selp("u32", left, left, 0, p))
         if self.c == "r":
             return left
         out = em.new("rd")
-        em.emit(f"cvt.u64.u32 {out}, {left}")
+        em.put(I.cvt("u64", "u32", out, left))
         return out
 
     def _counts(self, em) -> tuple[str, str]:
@@ -56,27 +54,26 @@ class Tiles:
         v = em.new("rd")
         for x, y in ((tm, tn), (tn, None), (n, None)):
             if y is None:
-                em.emit(f"mul.lo.u64 {v}, {x}, {self.desc.persistent if x == tn else 1}")
-            else:
-                em.emit(f"mul.lo.u64 {v}, {x}, {y}")
-            em.emit(f"setp.lt.and.u64 {ok}, {v}, 2147483648, {ok}")
+                y = self.desc.persistent if x == tn else 1
+            em.put(I.binary("mul.lo", "u64", v, x, y),
+                   I.setp_and("lt", "u64", ok, v, 2147483648, ok))
 
     def _grid_ids(self, em) -> tuple[str, str]:
         """(linear workgroup id, workgroups in the grid)."""
         ids = {}
         for s in ("ctaid.x", "ctaid.y", "ctaid.z", "nctaid.x", "nctaid.y", "nctaid.z"):
             r = em.new("r")
-            em.emit(f"mov.u32 {r}, %{s}")
+            em.put(I.mov("u32", r, f"%{s}"))
             if self.c == "rd":
                 w = em.new("rd")
-                em.emit(f"cvt.u64.u32 {w}, {r}")
+                em.put(I.cvt("u64", "u32", w, r))
                 r = w
             ids[s] = r
         w, n, t = em.new(self.c), em.new(self.c), self.t
-        em.emit(f"mad.lo.{t} {w}, {ids['ctaid.z']}, {ids['nctaid.y']}, {ids['ctaid.y']}")
-        em.emit(f"mad.lo.{t} {w}, {w}, {ids['nctaid.x']}, {ids['ctaid.x']}")
-        em.emit(f"mul.lo.{t} {n}, {ids['nctaid.x']}, {ids['nctaid.y']}")
-        em.emit(f"mul.lo.{t} {n}, {n}, {ids['nctaid.z']}")
+        em.put(I.mad("lo", t, w, ids["ctaid.z"], ids["nctaid.y"], ids["ctaid.y"]),
+               I.mad("lo", t, w, w, ids["nctaid.x"], ids["ctaid.x"]),
+               I.binary("mul.lo", t, n, ids["nctaid.x"], ids["nctaid.y"]),
+               I.binary("mul.lo", t, n, n, ids["nctaid.z"]))
         return w, n
 
     def start(self, em) -> str:
@@ -86,12 +83,11 @@ class Tiles:
     def exit_if_done(self, em, t: str, done: str) -> None:
         tm, tn = self._counts(em)
         total, p = em.new(self.c), em.new("p")
-        em.emit(f"mul.lo.{self.t} {total}, {tm}, {tn}")
-        em.emit(f"setp.ge.{self.t} {p}, {t}, {total}")
-        em.emit(f"@{p} bra.uni {done}")
+        em.put(I.binary("mul.lo", self.t, total, tm, tn), I.setp("ge", self.t, p, t, total),
+               I.bra(done, guard=p, uniform=True))
 
     def advance(self, em, t: str) -> None:
-        em.emit(f"add.{self.t} {t}, {t}, {self._grid_ids(em)[1]}")
+        em.put(I.binary("add", self.t, t, t, self._grid_ids(em)[1]))
 
     def origin(self, em, t: str) -> tuple[str, str]:
         """(row, column) of tile t: group g = t / per_group holds row tiles
@@ -100,25 +96,21 @@ class Tiles:
         G, ty = self.desc.persistent, self.t
         tm, tn = self._counts(em)
         per_group, first, rows, u, r, c = (em.new(self.c) for _ in range(6))
-        em.emit(f"mul.lo.{ty} {per_group}, {tn}, {G}")
-        em.emit(f"div.{ty} {first}, {t}, {per_group}")
-        em.emit(f"rem.{ty} {u}, {t}, {per_group}")
-        em.emit(f"mul.lo.{ty} {first}, {first}, {G}")
-        em.emit(f"sub.{ty} {rows}, {tm}, {first}")
+        em.put(I.binary("mul.lo", ty, per_group, tn, G), I.binary("div", ty, first, t, per_group),
+               I.binary("rem", ty, u, t, per_group), I.binary("mul.lo", ty, first, first, G),
+               I.binary("sub", ty, rows, tm, first))
         few = em.new("p")
-        em.emit(f"setp.lt.{ty} {few}, {rows}, {G}")
-        em.emit(f"selp.{ty} {rows}, {rows}, {G}, {few}")
-        em.emit(f"rem.{ty} {r}, {u}, {rows}")
-        em.emit(f"add.{ty} {r}, {r}, {first}")
-        em.emit(f"div.{ty} {c}, {u}, {rows}")
+        em.put(I.setp("lt", ty, few, rows, G), I.selp(ty, rows, rows, G, few),
+               I.binary("rem", ty, r, u, rows), I.binary("add", ty, r, r, first),
+               I.binary("div", ty, c, u, rows))
         row, col = em.new("r"), em.new("r")
         for out, idx, size, base in ((row, r, self.desc.m, self.row0),
                                      (col, c, self.desc.n, self.col0)):
             if self.c == "rd":
-                em.emit(f"cvt.u32.u64 {out}, {idx}")      # idx * size < bound - base
+                em.put(I.cvt("u32", "u64", out, idx))     # idx * size < bound - base
             else:
-                em.emit(f"mov.u32 {out}, {idx}")
-            em.emit(f"mad.lo.u32 {out}, {out}, {size}, {base}")
+                em.put(I.mov("u32", out, idx))
+            em.put(I.mad("lo", "u32", out, out, size, base))
         return row, col
 
 
@@ -128,12 +120,11 @@ def open_loop(em, tiles: Tiles, name: str):
     tile counter is a fresh register, so each warp role runs its own copy of the loop."""
     t = tiles.start(em)
     top, done = label(em, f"{name}_tile"), label(em, f"{name}_tiles_done")
-    em.raw(f"{top}:")
+    em.put(I.label(top))
     tiles.exit_if_done(em, t, done)
     row, col = tiles.origin(em, t)
 
     def close() -> None:
         tiles.advance(em, t)
-        em.emit(f"bra.uni {top}")
-        em.raw(f"{done}:")
+        em.put(I.bra(top, uniform=True), I.label(done))
     return row, col, close
