@@ -7,6 +7,7 @@ import pytest
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.frontend.api import compile_to_ir
 from toolchain.compiler.ir import device_program
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 
 def lower(src: str, target: str | None = None):

@@ -11,6 +11,7 @@ import pytest
 from examples.attention.attention import SOURCE, reference
 from tests.support.opencl import Buf, Scalar, opencl_available, run_spirv_kernel
 from toolchain.compiler.driver import Options, compile_file
+import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
 
 from .test_tile_attention import TOL, from_bits, to_bits
 from .test_tile_replay import ATTN_LIKE, COLUMNS, attn_like_oracle, column_oracle
