@@ -227,20 +227,22 @@ class _Em:
         self.n += 1
         return {"r": "%r", "rd": "%rd", "p": "%p"}[cls] + str(self.n)
 
-    def emit(self, line: str) -> None:
-        self.lines.append("\t" + line + ";")
+    def put(self, *instrs) -> None:
+        from toolchain.compiler.targets.ptx.printer import format_instr
+        self.lines += [format_instr(i) for i in instrs]
 
 
 def probe_ptx(variants: list[tuple[object, int, int]], box_rows: int) -> str:
     """A one-thread kernel writing one device-built map per (elemtype, rank field, stride
     shift) variant to out[i*128] for base pointer p, extents (kdim, rows), pitch ld."""
+    from toolchain.compiler.targets.ptx import ops
     from toolchain.compiler.targets.ptx.tensor import tma
     em = _Em()
     for i, (elem, rank, shift) in enumerate(variants):
         tma.RANK_FIELD, tma.STRIDE_SHIFT = rank, shift
         try:
             slot = em.new("rd")
-            em.emit(f"add.s64 {slot}, %rd_out, {128 * i}")
+            em.put(ops.binary("add", "s64", slot, "%rd_out", 128 * i))
             tma.build(em, slot, "%rd_p", elem, "%r_k", "%r_rows", "%rd_ld", box_rows, 64)
         finally:
             tma.RANK_FIELD, tma.STRIDE_SHIFT = 1, 0

@@ -56,7 +56,7 @@ def test_emit_ptx_loads_neither_other_targets_nor_the_optimizer(tmp_path):
     assert under(mods, NOT_FOR_PTX) == []
     assert under(mods, (OPTIMIZER,)) == []
     assert under(mods, SLOW_STDLIB) == []
-    # PTX text parsing: only for lowerings that still format text (tensor operations)
+    # the PTX text reader is for .ptx files; compiling never parses PTX
     assert "toolchain.compiler.targets.ptx.parse" not in mods
 
 

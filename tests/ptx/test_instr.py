@@ -45,8 +45,8 @@ def test_printed_text_reads_back_into_the_same_objects(name, arch):
 
 
 def test_tensor_lowerings_reach_the_printer_as_objects():
-    """The tensor package still formats text; FnEmitter.emit parses each line, so the module
-    holds only objects (the simulator and peepholes read them)."""
+    """The tensor package builds objects with ops.py's constructors, so the module holds
+    only objects (the simulator and peepholes read them) and prints as the compile did."""
     from tests.tensor.kernels import mma_source
 
     from .source import compile_source

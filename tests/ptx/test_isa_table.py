@@ -78,6 +78,21 @@ def test_print_target_prints_the_features():
     assert "wmma.f16" in got and "L1::evict_last" not in got and "cp.async" not in got
 
 
+@pytest.mark.parametrize("arch", PROFILES)
+def test_print_target_prints_what_the_lowerings_ask(arch):
+    """The object `--print-target` prints (ResolvedTarget.as_json) states, for every
+    profile, exactly the facts the lowerings and the optimizer get from the profile."""
+    profile = resolve_profile(arch, None)
+    caps = T.resolve_target("ptx", arch).as_json()["capabilities"]
+    assert list(caps["features"]) == [f for f in isa.FEATURES if profile.has(f)]
+    assert {k: caps[k] for k in ("wmma", "mma_sync", "wgmma", "tma", "cp_async")} == {
+        "wmma": profile.has("wmma.f16"), "mma_sync": profile.has("mma.sync"),
+        "wgmma": profile.has("wgmma"), "tma": profile.has("cp.async.bulk.tensor"),
+        "cp_async": profile.has("cp.async")}
+    assert caps["limits"]["max_shared_memory_per_block"] == profile.shared_memory_per_block
+    assert caps["subgroup_width"] == isa.SUBGROUP_WIDTH
+
+
 # A comparison of versions or generations outside the table and the profile that reads it:
 # `at_least(`, `require(`, `.sm >=`, `.isa <`, `sm == 90`, ...
 _SCATTERED = re.compile(r"\bat_least\(|\.require\(|\.(sm|isa)\s*(==|!=|>=|<=|<|>|\bin\b)|"

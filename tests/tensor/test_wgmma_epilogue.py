@@ -18,6 +18,7 @@ from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.frontend.api import compile_to_ir
 from toolchain.compiler.ir.printer import format_module
 from toolchain.compiler.ir.reader import parse_module
+from toolchain.compiler.targets.ptx import ops
 from toolchain.compiler.targets.ptx.tensor import wgmma
 
 from . import narrow_cases as NC
@@ -270,42 +271,57 @@ def _fake_native(em, g, tid, end, share=None, fused=None, tiles=None):
     (lane l of warp w of consumer warpgroup q: rows 64(q-1) + 16w + l/4 (+8), columns
     8j + 2(l%4) (+1); register 4j + 2*half + e), then the real epilogue runs. With
     `tiles` (persistent), inside the consumers' real tile loop (wgmma._tile_loop)."""
+    wg, lane, warp, wtid = fake_consumer(em, tid, end)
+    g, close = wgmma._tile_loop(em, g, tiles, "fake")
+    wgmma._epilogue(em, g, wtid, wg, fake_accumulators(em, g, wg, lane, warp), fused)
+    close()
+    em.put(ops.bra(end, uniform=True))
+
+
+def fake_consumer(em, tid, end):
+    """Send the producer warpgroup to `end`; a consumer's (warpgroup, lane, warp in the
+    warpgroup, thread in the warpgroup) registers."""
     wg, lane, warp, wtid = (em.new("r") for _ in range(4))
     p = em.new("p")
-    em.emit(f"shr.u32 {wg}, {tid}, 7")
-    em.emit(f"setp.eq.u32 {p}, {wg}, 0")
-    em.emit(f"@{p} bra.uni {end}")                 # the producer warpgroup has no work
-    em.emit(f"and.b32 {wtid}, {tid}, 127")
-    em.emit(f"and.b32 {lane}, {wtid}, 31")
-    em.emit(f"shr.u32 {warp}, {wtid}, 5")
-    g, close = wgmma._tile_loop(em, g, tiles, "fake")
+    em.put(ops.binary("shr", "u32", wg, tid, 7), ops.setp("eq", "u32", p, wg, 0),
+           ops.bra(end, guard=p, uniform=True),           # the producer has no work
+           ops.binary("and", "b32", wtid, tid, 127), ops.binary("and", "b32", lane, wtid, 31),
+           ops.binary("shr", "u32", warp, wtid, 5))
+    return wg, lane, warp, wtid
+
+
+def fake_accumulators(em, g, wg, lane, warp) -> list[str]:
+    """Accumulator registers holding 3*row + column of the element each stands for, by the
+    wgmma m64nN f32 layout (see _fake_native)."""
     acc = []
     for j in range(g.desc.n // 8):
         for half in (0, 1):
             for e in (0, 1):
                 r, c, t, f = em.new("r"), em.new("r"), em.new("r"), em.new("f")
-                em.emit(f"sub.u32 {r}, {wg}, 1")
-                em.emit(f"mad.lo.u32 {r}, {r}, 4, {warp}")            # 64(q-1) + 16w
-                em.emit(f"shl.b32 {r}, {r}, 4")
-                em.emit(f"shr.u32 {t}, {lane}, 2")
-                em.emit(f"add.u32 {r}, {r}, {t}")
-                em.emit(f"add.u32 {r}, {r}, {8 * half}")
-                em.emit(f"add.u32 {r}, {r}, {g.row}")
-                em.emit(f"and.b32 {c}, {lane}, 3")
-                em.emit(f"mad.lo.u32 {c}, {c}, 2, {8 * j + e}")
-                em.emit(f"add.u32 {c}, {c}, {g.col}")
-                em.emit(f"mad.lo.u32 {t}, {r}, 3, {c}")
-                em.emit(f"cvt.rn.f32.u32 {f}, {t}")
+                em.put(ops.binary("sub", "u32", r, wg, 1),
+                       ops.mad("lo", "u32", r, r, 4, warp),                # 64(q-1) + 16w
+                       ops.binary("shl", "b32", r, r, 4), ops.binary("shr", "u32", t, lane, 2),
+                       ops.binary("add", "u32", r, r, t),
+                       ops.binary("add", "u32", r, r, 8 * half),
+                       ops.binary("add", "u32", r, r, g.row),
+                       ops.binary("and", "b32", c, lane, 3),
+                       ops.mad("lo", "u32", c, c, 2, 8 * j + e),
+                       ops.binary("add", "u32", c, c, g.col),
+                       ops.mad("lo", "u32", t, r, 3, c), ops.cvt("f32", "u32", f, t, "rn"))
                 acc.append(f)
-    wgmma._epilogue(em, g, wtid, wg, acc, fused)
-    close()
-    em.emit(f"bra.uni {end}")
+    return acc
 
 
-def _always(em, g, ntid):
-    p = em.new("p")
-    em.emit(f"setp.eq.u32 {p}, {ntid}, {wgmma.threads(g.desc)}")
-    return p
+def always(threads: int):
+    """A stand-in for `native_pred`: true when the block has `threads` threads."""
+    def pred(em, g, ntid):
+        p = em.new("p")
+        em.put(ops.setp("eq", "u32", p, ntid, threads(g.desc)))
+        return p
+    return pred
+
+
+_always = always(wgmma.threads)
 
 
 @pytest.mark.parametrize("out,epilogue,persistent", [

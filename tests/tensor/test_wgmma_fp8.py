@@ -19,13 +19,15 @@ from bench.fp8_kernels import fp8_source
 from bench.wgmma_kernels import EPILOGUES, epilogue_oracle
 from tests.support import tensor_oracle as O
 from toolchain.compiler.diagnostics import CompileError
+from toolchain.compiler.targets.ptx import ops
 from toolchain.compiler.targets.ptx.tensor import wgmma_fp8
 
 from . import narrow_cases as NC
 from .kernels import compile_ptx
 from .ptx_sim import Sim, f32_bits
 from .test_wgmma import _usage
-from .test_wgmma_epilogue import _bias as epilogue_bias, _round
+from .test_wgmma_epilogue import _bias as epilogue_bias, _round, always, fake_accumulators, \
+    fake_consumer
 
 ALPHA, BETA, LO, HI = 0.3, -1.5, -20.0, 30.0
 SA, SB = 0.5, 4.0                    # powers of two: s * S is exact
@@ -223,42 +225,15 @@ def _fake_native(em, g, tid, end, scale, fused, tiles):
     its element by the wgmma m64nNk32 f32 layout (that of m64nNk16: lane l of warp w of
     consumer q: rows 64(q-1) + 16w + l/4 (+8), columns 8j + 2(l%4) (+1); register
     4j + 2*half + e), then the real epilogue runs, in the consumers' real tile loop."""
-    wg, lane, warp, wtid = (em.new("r") for _ in range(4))
-    p = em.new("p")
-    em.emit(f"shr.u32 {wg}, {tid}, 7")
-    em.emit(f"setp.eq.u32 {p}, {wg}, 0")
-    em.emit(f"@{p} bra.uni {end}")
-    em.emit(f"and.b32 {wtid}, {tid}, 127")
-    em.emit(f"and.b32 {lane}, {wtid}, 31")
-    em.emit(f"shr.u32 {warp}, {wtid}, 5")
+    wg, lane, warp, wtid = fake_consumer(em, tid, end)
     g, close = wgmma_fp8._tile_loop(em, g, tiles, "fake")
-    acc = []
-    for j in range(g.desc.n // 8):
-        for half in (0, 1):
-            for e in (0, 1):
-                r, c, t, f = em.new("r"), em.new("r"), em.new("r"), em.new("f")
-                em.emit(f"sub.u32 {r}, {wg}, 1")
-                em.emit(f"mad.lo.u32 {r}, {r}, 4, {warp}")
-                em.emit(f"shl.b32 {r}, {r}, 4")
-                em.emit(f"shr.u32 {t}, {lane}, 2")
-                em.emit(f"add.u32 {r}, {r}, {t}")
-                em.emit(f"add.u32 {r}, {r}, {8 * half}")
-                em.emit(f"add.u32 {r}, {r}, {g.row}")
-                em.emit(f"and.b32 {c}, {lane}, 3")
-                em.emit(f"mad.lo.u32 {c}, {c}, 2, {8 * j + e}")
-                em.emit(f"add.u32 {c}, {c}, {g.col}")
-                em.emit(f"mad.lo.u32 {t}, {r}, 3, {c}")
-                em.emit(f"cvt.rn.f32.u32 {f}, {t}")
-                acc.append(f)
-    wgmma_fp8._epilogue(em, g, wtid, wg, acc, scale, fused)
+    wgmma_fp8._epilogue(em, g, wtid, wg, fake_accumulators(em, g, wg, lane, warp), scale,
+                        fused)
     close()
-    em.emit(f"bra.uni {end}")
+    em.put(ops.bra(end, uniform=True))
 
 
-def _always(em, g, ntid):
-    p = em.new("p")
-    em.emit(f"setp.eq.u32 {p}, {ntid}, {wgmma_fp8.threads(g.desc)}")
-    return p
+_always = always(wgmma_fp8.threads)
 
 
 @pytest.mark.parametrize("out,scaled,epilogue,persistent", [

@@ -190,7 +190,7 @@ class ModuleEmitter:
                 f"({regs.param_decl(fn.ret, 'func_retval0', False)}) "
             head = f".func {ret}{name}(\n{params}\n)" if params else f".func {ret}{name}()"
         return PtxFunction(name, "entry" if entry else "func", head, pnames, em.reg_decls(),
-                           em.decls, peephole.run(em.body, em.compat))
+                           em.decls, peephole.run(em.body, em.kept))
 
     def lower(self) -> PtxModule:
         program = device_program(self.module)

@@ -10,8 +10,8 @@ Invariants:
 - blocks are emitted in IR order, so a branch to the next block is a fall-through.
 The opcode -> lowering table is assembled from the lower_* modules by `emitter.py`.
 Lowerings append `PtxInstr` objects (instr.py) through `op` (one destination), `effect`
-(none) and `label`; `emit(text)` is the compatibility entry point for lowerings that still
-format text (the tensor package): it parses each line into the same objects.
+(none), `label`, and `put` (instructions built by ops.py's typed constructors); there is no
+text entry point: no PTX instruction is written as text and parsed back.
 """
 from __future__ import annotations
 
@@ -157,7 +157,7 @@ class FnEmitter:
         self.table = table
         self.counts = {c: 0 for c in regs.CLASSES}
         self.body: list[PtxInstr] = []
-        self.compat: set[int] = set()         # ids of instructions parsed from text
+        self.kept: set[int] = set()           # ids of `put` instructions: peepholes keep them
         self.decls: list[str] = []            # function-scope .local arrays
         self.vals: dict[int, str] = {}
         self.imms: dict[int, str] = {}        # IR values known to be an immediate
@@ -208,19 +208,8 @@ class FnEmitter:
         """Append instructions built by ops.py's typed constructors, exempt from the
         peepholes (the tensor lowerings' sequences keep the shape their tests check)."""
         for ins in instrs:
-            self.compat.add(id(ins))
+            self.kept.add(id(ins))
             self.body.append(ins)
-
-    # Compatibility entry points: the tensor lowerings still format PTX text; each line is
-    # parsed into a PtxInstr here, so every later stage (peepholes, printer, simulator)
-    # sees objects only.
-    def emit(self, line: str) -> None:
-        from .parse import parse_statement   # only text-emitting lowerings load the parser
-        ins = parse_statement(line)
-        self.compat.add(id(ins))
-        self.body.append(ins)
-
-    raw = emit                               # a label or comment line (same parse)
 
     def define(self, ins: Instr, reg: str) -> str:
         """`ins`'s value is (already) in `reg`. A value used before this point (see

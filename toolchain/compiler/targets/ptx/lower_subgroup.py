@@ -90,7 +90,7 @@ def lower_shuffle(em, ins: Instr) -> None:
 def _combine(op: str, t) -> str:
     if isinstance(t, FloatType):
         return {"add": "add.rn.f32", "min": "min.f32", "max": "max.f32"}[op]
-    return {"add": "add.u32", "min": f"min.{regs.arith(t)}", "max": f"max.{regs.arith(t)}"}[op]
+    return "add.u32" if op == "add" else ops.BINARY[op, regs.arith(t)]
 
 
 def lower_reduce(em, ins: Instr) -> None:

@@ -1,11 +1,10 @@
-"""PTX text -> instruction objects, for text that genuinely arrives as text.
-
-Two users: the compatibility entry point of the emitter (`FnEmitter.emit(text)`, which the
-tensor lowerings still call with formatted lines; they are parsed into `PtxInstr` here so
-every later stage sees objects), and tools that read `.ptx` files from disk
-(tools/gpu/ptx_lexical.py). `parse_statement(printer.format_instr(i))` gives back `i`, and
-`format_instr(parse_statement(line))` gives back the emitter's line, for every statement the
-backend writes (up to spelling: `[r+0]` reads back as `[r]`).
+"""PTX text -> instruction objects, for PTX that genuinely arrives as text: `.ptx` files
+read by tools (tools/gpu/ptx_lexical.py) and compiled text read back by the test simulator
+(tests/tensor/ptx_sim.py). The compiler itself never parses PTX (lowerings build objects
+with ops.py; tests/ptx/test_no_text_instructions.py fails if a compiler module imports
+this reader). It is printer.py's inverse: `parse_statement(printer.format_instr(i))` gives
+back `i`, for every statement the backend writes (up to spelling: `[r+0]` reads back as
+`[r]`).
 """
 from __future__ import annotations
 
