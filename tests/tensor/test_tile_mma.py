@@ -103,3 +103,24 @@ def test_ptxas_assembles_the_warp_mma_form(ptxas, arch):
         text = compile_ptx(matmul_source(fmt, m, k, n, block), arch)
         assert "mma.sync.aligned.m16n8k16.row.col.f32." + fmt in text
         ptxas(text, arch)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("d", [64, 128])
+def test_attention_variants_take_tensor_cores_without_spills(ptxas_path, tmp_path, arch, d):
+    """The example's matmuls (Q·Kᵀ and P·V) both fit the staging: every one is mma.sync;
+    ptxas spills nothing and the static workgroup memory stays within 48 KiB."""
+    from examples.attention.attention import SOURCE
+    from tools.gpu.ptxas_runner import assemble
+    from toolchain.compiler.driver import compile_file
+    from tests.support.gpu_opt_mode import options
+
+    opts = options(emit="ptx", gpu_arch=arch, optimize=True,
+                   consts=(("HEAD_DIM", str(d)), ("ELEM", "bf16")))
+    text = compile_file(str(SOURCE), opts).data.decode()
+    assert "fma.rn.f32" in text and text.count("mma.sync.aligned.m16n8k16") == d // 4
+    path = tmp_path / "attention.ptx"
+    path.write_text(text)
+    (res,) = assemble(ptxas_path, arch, str(path))[1]
+    assert res.spill_stores_bytes == 0 and res.spill_loads_bytes == 0
+    assert res.shared_bytes <= 48 * 1024

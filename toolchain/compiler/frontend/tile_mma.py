@@ -22,7 +22,9 @@ from __future__ import annotations
 from ..ir.types import F32, U16, U32, VectorType, ptr
 from .tile_replay import NEG_ZERO, TileType, TileVal
 
-STAGE_BYTES = 36 * 1024      # b and an a slab; with the f32 scratch under 48 KiB static
+# b and an a slab; with the f32 scratch (at most 16 * 256 + 256 floats for the reductions
+# of the largest tile) under the 48 KiB of static workgroup memory every profile has
+STAGE_BYTES = 36 * 1024
 _VEC4 = VectorType(F32, 4)
 
 

@@ -84,13 +84,14 @@ class TileReplayMixin:
                                               f"tile.{name}", span=span))
 
     def _scratch(self, floats: int, span):
-        cache = self.__dict__.setdefault("_tile_scratch", [])
-        for size, p in cache:
-            if size >= floats:
-                return p
-        p = self._hoisted(self.b.gpu_alloc("workgroup", F32, floats, "tile_scratch",
-                                           span=span))
-        cache.append((floats, p))
+        """The kernel's one f32 workgroup scratch array, grown to the largest request
+        (every operation that uses it ends with a barrier, so they share it)."""
+        p = self.__dict__.get("_tile_scratch")
+        if p is None:
+            p = self._hoisted(self.b.gpu_alloc("workgroup", F32, floats, "tile_scratch",
+                                               span=span))
+            self.__dict__["_tile_scratch"] = p
+        p.attrs["count"] = max(p.attrs["count"], floats)
         return p
 
     def _barrier(self, span) -> None:
