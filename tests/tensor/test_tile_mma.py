@@ -124,3 +124,24 @@ def test_attention_variants_take_tensor_cores_without_spills(ptxas_path, tmp_pat
     (res,) = assemble(ptxas_path, arch, str(path))[1]
     assert res.spill_stores_bytes == 0 and res.spill_loads_bytes == 0
     assert res.shared_bytes <= 48 * 1024
+
+
+def test_attention_example_on_tensor_cores_matches_the_float64_oracle(tmp_path):
+    """The example with 32-wide tiles (two K chunks, four column blocks per slab), causal,
+    ragged n, on sm_80: both matmuls on mma.sync, within the replay test's bf16 tolerance."""
+    from examples.attention.attention import reference
+    from .test_tile_attention import TOL, WORK_ITEMS, compile_variant, from_bits, to_bits
+
+    fmt, n, d, block, bh = "bf16", 40, 32, 32, 1
+    rng = np.random.default_rng(11)
+    q, k, v = (to_bits(rng.uniform(-1, 1, (bh, n, d)), fmt) for _ in range(3))
+    scale = d ** -0.5
+    sim = TileSim(compile_variant(tmp_path, fmt, d, block), "attention")
+    mem = sim.run((-(-n // block), bh, 1), WORK_ITEMS, [
+        ("buf", "q", q.ravel()), ("buf", "k", k.ravel()), ("buf", "v", v.ravel()),
+        ("buf", "o", np.zeros(bh * n * d, np.uint16)), ("u32", n),
+        ("u32", int(np.float32(scale).view(np.uint32))), ("u32", 1)])
+    assert sim.mmas > 0
+    got = from_bits(mem.read("o").reshape(bh, n, d), fmt)
+    want = reference(from_bits(q, fmt), from_bits(k, fmt), from_bits(v, fmt), True, scale)
+    assert np.abs(got - want).max() <= TOL[fmt], np.abs(got - want).max()
