@@ -13,9 +13,9 @@ the result stay in the replay's distributed layout and are converted at the boun
   once per slab and reused across the warp's blocks), writes them over c's slab,
   `barrier`, the owners read their elements back, `barrier`.
 
-Cost per matmul: three barriers per slab plus one staging pass over a, b, c and the
-result, against the replay's two barriers and K scalar fmas per element per 16-wide K
-chunk.
+Cost per matmul: three barriers per slab plus one staging pass over b and, per slab, over
+the work-item's elements of a, c and the result in that slab's rows, against the replay's
+two barriers and K scalar fmas per element per 16-wide K chunk.
 """
 from __future__ import annotations
 
@@ -72,14 +72,11 @@ class TileMmaMixin:
         def slab(k):
             r0 = b.mul(k, c32(16))
 
-            def in_slab(i, put):
-                di = b.sub(i, r0)
-                self._if(b.cmp("lt", di, c32(16)), lambda: put(di))
-            self._each(a.type, span, lambda s, i, j: in_slab(i, lambda di: self._put(
-                a_slab, b.add(b.mul(di, c32(K)), j), self._get(a, s))))
+            self._each_slab(a.type, r0, span, lambda s, di, j: self._put(
+                a_slab, b.add(b.mul(di, c32(K)), j), self._get(a, s)))
             if c is not None:
-                self._each(rt, span, lambda s, i, j: in_slab(i, lambda di: self._put(
-                    cs, b.add(b.mul(di, c32(N)), j), self._get(c, s))))
+                self._each_slab(rt, r0, span, lambda s, di, j: self._put(
+                    cs, b.add(b.mul(di, c32(N)), j), self._get(c, s)))
             self._barrier(span)
             # A fragments of the slab (PTX ISA m16n8k16 .row A: rows g, g+8; columns
             # 2t, 2t+1 and 2t+8, 2t+9 of each 16-wide K chunk), reused by every block
@@ -102,8 +99,8 @@ class TileMmaMixin:
                 else:
                     block()
             self._barrier(span)
-            self._each(rt, span, lambda s, i, j: in_slab(i, lambda di: self._put(
-                out, s, b.load(self._at(cs, b.add(b.mul(di, c32(N)), j))))))
+            self._each_slab(rt, r0, span, lambda s, di, j: self._put(
+                out, s, b.load(self._at(cs, b.add(b.mul(di, c32(N)), j)))))
             self._barrier(span)
         self._for(M // 16, slab)
         return TileVal(rt, out, True)
