@@ -6,8 +6,10 @@
 compiles attention.mettle once per (head dim, format) with `--const` (mettle.compile's
 `consts`, cached on disk by the runtime) and launches one workgroup of 384 work-items per
 128 query rows of each (batch, head). `reference` is the float64 numpy oracle the tests
-compare against. Tiles lower to the exact replay on every PTX profile today
-(docs/reference/tiles.md "Lowering"); the register-resident sm_90a form is a later step.
+compare against. Tiles lower to the exact replay (docs/reference/tiles.md "Targets"),
+except that on sm_80 and newer the two matmuls run on warp tensor cores (`mma.sync`);
+`module(d, fmt, options={"tile_mma": False})` builds the all-replay variant. The
+register-resident sm_90a form (wgmma, TMA) is a later step.
 """
 from __future__ import annotations
 
@@ -22,13 +24,16 @@ FORMATS = {"float16": "f16", "bfloat16": "bf16"}
 _modules: dict = {}
 
 
-def module(head_dim: int, fmt: str, arch: str | None = None, consts: dict | None = None):
-    """The compiled variant (mettle.Module) for one head dimension and format."""
+def module(head_dim: int, fmt: str, arch: str | None = None, consts: dict | None = None,
+           options: dict | None = None):
+    """The compiled variant (mettle.Module) for one head dimension and format; `options`:
+    more mettle.compile options (tile_mma=False: the matmuls replay too)."""
     import mettle
-    key = (head_dim, fmt, arch, tuple(sorted((consts or {}).items())))
+    key = (head_dim, fmt, arch, tuple(sorted((consts or {}).items())),
+           tuple(sorted((options or {}).items())))
     if key not in _modules:
         _modules[key] = mettle.compile(str(SOURCE), arch, consts={
-            "HEAD_DIM": head_dim, "ELEM": fmt, **(consts or {})})
+            "HEAD_DIM": head_dim, "ELEM": fmt, **(consts or {})}, **(options or {}))
     return _modules[key]
 
 

@@ -65,20 +65,21 @@ def epilogue_source(name: str, fmt: str, shape: str, layout="row", bias_mode="no
             + ",\n    ".join(opts) + ");\n}\n")
 
 
-def compile_ptx(source: str, arch: str, ptx_version: str | None = None) -> str:
-    """Compile Mettle source text to PTX for `arch` (raises CompileError)."""
-    return _compile(source, arch, ptx_version).data.decode()
+def compile_ptx(source: str, arch: str, ptx_version: str | None = None, **opts) -> str:
+    """Compile Mettle source text to PTX for `arch` (raises CompileError); `opts`: more
+    driver Options fields (tile_mma=False forces the tile matmul replay)."""
+    return _compile(source, arch, ptx_version, opts).data.decode()
 
 
-def compile_ptx_objects(source: str, arch: str, ptx_version: str | None = None):
+def compile_ptx_objects(source: str, arch: str, ptx_version: str | None = None, **opts):
     """The same compile's PTX instruction objects (ptx.instr.PtxModule), for ptx_sim."""
-    return _compile(source, arch, ptx_version).objects
+    return _compile(source, arch, ptx_version, opts).objects
 
 
-def _compile(source: str, arch: str, ptx_version: str | None):
+def _compile(source: str, arch: str, ptx_version: str | None, opts: dict):
     with tempfile.TemporaryDirectory(prefix="mettle-tensor-") as tmp:
         path = os.path.join(tmp, "kernel.mettle")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(source)
-        return compile_file(path, options(emit="ptx", gpu_arch=arch,
-                                          ptx_version=ptx_version), source_text=source)
+        return compile_file(path, options(emit="ptx", gpu_arch=arch, ptx_version=ptx_version,
+                                          **opts), source_text=source)

@@ -352,6 +352,9 @@ def warp_mma(head: str, lanes: list[Thread], ops: list[str]) -> None:
         if sparse:
             _sparse_frags(th, ln, a_words, b_words, ops, A, B, a_t)
             continue
+        if a_t in ("f16", "bf16"):
+            _half_frags(ln, a_words, b_words, A, B, a_t)
+            continue
         for i, code in enumerate(c for w in a_words for c in _elems(w, 4)):
             A[_fp8_a(k, ln, i)] = O.decode(a_t, code)
         for i, code in enumerate(c for w in b_words for c in _elems(w, 4)):
@@ -360,6 +363,18 @@ def warp_mma(head: str, lanes: list[Thread], ops: list[str]) -> None:
     for th in lanes:
         for i, r in enumerate(th.vec(ops[0])):
             th.regs[r] = f32_bits(D[_acc(th.lane, i)])
+
+
+def _half_frags(ln, a_words, b_words, A, B, t) -> None:
+    """Dense m16n8k16 f16/bf16 (PTX ISA "Matrix fragments for mma.m16n8k16"): A element i
+    (register i // 2, low half first) is row g (+8 for i in 2, 3, 6, 7), column
+    2t + i % 2 (+8 for i >= 4); B element i is row 2t + i % 2 (+8 for i >= 2), column g."""
+    val = f16_val if t == "f16" else bf16_val
+    g, q = ln >> 2, ln & 3
+    for i, v in enumerate(val(c) for w in a_words for c in _elems(w, 2)):
+        A[g + (8 if i in (2, 3, 6, 7) else 0), 2 * q + (i & 1) + (8 if i >= 4 else 0)] = v
+    for i, v in enumerate(val(c) for w in b_words for c in _elems(w, 2)):
+        B[2 * q + (i & 1) + (8 if i >= 2 else 0), g] = v
 
 
 def _sparse_frags(th, ln, a_words, b_words, ops, A, B, t) -> None:

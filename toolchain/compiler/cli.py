@@ -97,6 +97,9 @@ def build_parser():
     p.add_argument("--gpu-wmma-staging", choices=("on", "off"), default="on",
                    help="stage resident WMMA K-loop operands through shared memory "
                    "(default on)")
+    p.add_argument("--gpu-tile-mma", choices=("on", "off"), default="on",
+                   help="tile tensor_matmul on warp tensor cores where the profile has them "
+                   "(default on; off: the exact replay)")
     p.add_argument("--gpu-checks", action="store_true", help="emit gpu_assert traps")
     p.add_argument("--fp-contract", choices=("on", "off"), default="on",
                    help="GPU float multiply-add contraction (default on; off: every f32/f64 "
@@ -164,6 +167,7 @@ def _options(ns):
                    gpu_arch=ns.gpu_arch, ptx_version=ns.ptx_version,
                    gpu_checks=ns.gpu_checks, tensor_tuple_budget=ns.gpu_tensor_tuple_budget,
                    wmma_staging=ns.gpu_wmma_staging == "on",
+                   tile_mma=ns.gpu_tile_mma == "on",
                    fp_contract=ns.fp_contract == "on",
                    include_dirs=list(ns.include), stdlib_dir=ns.stdlib,
                    link_args=list(ns.link_arg), libraries=list(ns.libs),

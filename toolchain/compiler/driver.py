@@ -41,6 +41,7 @@ class Options:
     explain: bool = False                 # --explain: the remarks report on stdout
     test_mode: bool = False               # `mettle test`: keep @test fns, add the runner
     consts: tuple = ()                    # --const NAME=VALUE pairs (frontend/const_override)
+    tile_mma: bool = True                 # --gpu-tile-mma=off: tile matmuls replay (tile_mma.py)
 
 
 @dataclass
@@ -103,7 +104,7 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                  source_text=source_text, target_os=host_os(opts),
                                  ssa=gpu and optimizing, test_mode=opts.test_mode,
                                  device_target=opts.emit if gpu else None,
-                                 consts=tuple(opts.consts),
+                                 consts=tuple(opts.consts), tile_mma=_tile_mma(opts),
                                  checks=not gpu and not opts.release)
     if gpu and not module.kernels():      # located at the file (callgraph's E0401 is not)
         from .diagnostics import Span
@@ -191,6 +192,18 @@ def _honour_directives(module, opts: Options, gpu: bool) -> None:
     honour_directives(module, gpu=gpu, target_info=_target_info(opts),
                       options=OptOptions(verify_each=opts.verify_each,
                                          dump_after=frozenset(opts.dump_ir_after)))
+
+
+def _tile_mma(opts: Options) -> bool:
+    """Tile matmuls on warp MMA (frontend/tile_mma.py): a PTX profile with the m16n8k16
+    f16/bf16 `mma.sync` form, unless --gpu-tile-mma=off."""
+    if opts.emit != "ptx" or not opts.tile_mma:
+        return False
+    try:
+        features = _target_info(opts).features
+    except CompileError:            # a bad --gpu-arch: reported by the backend
+        return False
+    return features is not None and "mma.sync" in features
 
 
 def _target_info(opts: Options):

@@ -7,13 +7,15 @@ it).
 
 Every tile operation and tile assignment also emits `tile.uniform` (no code), which the
 uniformity verifier checks like a workgroup collective (E0413/E0414). The native sm_90a
-homes of the design (wgmma, TMA) are a later step; this lowering is the exact reference.
+homes of the design (wgmma, TMA) are a later step; this lowering is the exact reference,
+except that a matmul runs on warp tensor cores where the target has them (tile_mma.py).
 """
 from __future__ import annotations
 
 from . import ast as A
 from ..ir.types import F32, I32, I64, U16, U32, U64, VOID, Type
 from .scope import VarSym
+from .tile_mma import TileMmaMixin
 from .tile_replay import FORMATS, TileReplayMixin, TileType, TileVal
 from .typesys import describe
 
@@ -25,7 +27,7 @@ VALUE_FUNCS = {"tile_fill", "tile_load", "tile_convert", "tile_mask", *_ELEMENTW
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
 
 
-class TileMixin(TileReplayMixin):
+class TileMixin(TileMmaMixin, TileReplayMixin):
     # ---------------------------------------------------------------- recognition
     def is_tile_expr(self, e: A.Expr) -> bool:
         if isinstance(e, A.Name):
@@ -435,4 +437,6 @@ class TileMixin(TileReplayMixin):
                 raise self.fail("E0352", f"`tensor_matmul`: c must be a {rt}, found {c.type}",
                                 e.args[2].span)
         self._uniform("tensor_matmul", e.span, [])
+        if self._mma_fits(a, b_):       # warp tensor cores (tile_mma.py)
+            return self._mma_matmul(a, b_, c, rt, e.span)
         return self._replay_matmul(a, b_, c, rt, e.span)

@@ -84,13 +84,14 @@ class TileReplayMixin:
                                               f"tile.{name}", span=span))
 
     def _scratch(self, floats: int, span):
-        cache = self.__dict__.setdefault("_tile_scratch", [])
-        for size, p in cache:
-            if size >= floats:
-                return p
-        p = self._hoisted(self.b.gpu_alloc("workgroup", F32, floats, "tile_scratch",
-                                           span=span))
-        cache.append((floats, p))
+        """The kernel's one f32 workgroup scratch array, grown to the largest request
+        (every operation that uses it ends with a barrier, so they share it)."""
+        p = self.__dict__.get("_tile_scratch")
+        if p is None:
+            p = self._hoisted(self.b.gpu_alloc("workgroup", F32, floats, "tile_scratch",
+                                               span=span))
+            self.__dict__["_tile_scratch"] = p
+        p.attrs["count"] = max(p.attrs["count"], floats)
         return p
 
     def _barrier(self, span) -> None:
@@ -106,16 +107,20 @@ class TileReplayMixin:
         if n == 1:
             body(self._c32(0))
             return
+        self._tile_loop(self._c32(0), self._c32(n), body)
+
+    def _tile_loop(self, lo, hi, body) -> None:
+        """body(i) for i in lo..hi-1 (u32 IR values; workgroup-uniform bounds)."""
         b = self.b
         i = b.local(self.fn, U32, "tile.i")
-        b.local_set(i, self._c32(0))
+        b.local_set(i, lo)
         cond_b, body_b, end_b = (self.new_block(f"tile.{x}") for x in ("cond", "body", "end"))
         if b.ssa is not None:
             b.ssa.defer_seal(cond_b)
         self.goto(cond_b)
         b.position_at_end(cond_b)
         iv = b.local_get(i)
-        b.cbr(b.cmp("lt", iv, self._c32(n)), body_b, end_b)
+        b.cbr(b.cmp("lt", iv, hi), body_b, end_b)
         b.position_at_end(body_b)
         body(iv)
         b.local_set(i, b.add(b.local_get(i), self._c32(1)))
@@ -154,6 +159,22 @@ class TileReplayMixin:
             else:
                 element()
         self._for((n + w - 1) // w, slot)
+
+    def _each_slab(self, tt: TileType, r0, span, body) -> None:
+        """body(slot, i - r0, j) for each element this work-item holds in rows [r0, r0 + 16)
+        of a distributed tile (rows a multiple of 16): only the slots that reach the slab,
+        flat indices [r0*C, (r0 + 16)*C), are visited."""
+        b, c32 = self.b, self._c32
+        w, C = self._width(span), tt.columns
+        first = b.mul(r0, c32(C))
+        end = b.add(first, c32(16 * C))
+        tid = self._tid(span)
+
+        def slot(s):
+            e = b.add(b.mul(s, c32(w)), tid)
+            ok = b.binop("and", b.cmp("ge", e, first), b.cmp("lt", e, end))
+            self._if(ok, lambda: body(s, b.sub(b.div(e, c32(C)), r0), b.rem(e, c32(C))))
+        self._tile_loop(b.div(first, c32(w)), b.div(b.add(end, c32(w - 1)), c32(w)), slot)
 
     def _elem(self, v, rt: TileType, s, i, j):
         """Operand `v` (a TileVal or an f32 scalar) at element (i, j) of a result of rt."""
@@ -314,12 +335,8 @@ class TileReplayMixin:
     def _to_scratch(self, a: TileVal, scr, r0, span) -> None:
         """Rows [r0, r0 + 16) of distributed tile a into scr[(i - r0) * C + j]."""
         b, C = self.b, a.type.columns
-
-        def body(s, i, j):
-            di = b.sub(i, r0)
-            self._if(b.cmp("lt", di, self._c32(16)), lambda: self._put(
-                scr, b.add(b.mul(di, self._c32(C)), j), self._get(a, s)))
-        self._each(a.type, span, body)
+        self._each_slab(a.type, r0, span, lambda s, di, j: self._put(
+            scr, b.add(b.mul(di, self._c32(C)), j), self._get(a, s)))
 
     def _column_step(self, scr, res, k, tid, C: int, op: str, span) -> None:
         """res[j] op= rows 0..15 of the slab, sequentially; slab 0 starts from its row 0."""

@@ -107,6 +107,10 @@ def _rows() -> list[OpInfo]:
         R("tile.uniform", "operands...", effects=True, collective="workgroup",
           where="device", doc="marks a tile operation attrs.what: it and its operands "
           "(named by attrs.roles) must be workgroup-uniform; emits no code"),
+        R("tile.mma", "a0 a1 a2 a3 b0 b1 c0 c1 c2 c3", collective="subgroup",
+          where="device", doc="one warp m16n8k16 product of packed 16-bit pairs (attrs.format "
+          "f16|bf16) plus f32 c, fragments in the PTX ISA layout: vec<4 x f32> "
+          "(frontend/tile_mma.py; emitted only for targets with mma.sync)"),
         R("cvt.h2f", "a", where="device", doc="u16 half bits -> f32"),
         R("cvt.f2h", "a", where="device", doc="f32 -> u16 half bits, round to nearest"),
         R("cvt.bf2f", "a", where="device", doc="u16 bf16 bits -> f32"),
