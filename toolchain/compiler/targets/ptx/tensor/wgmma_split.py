@@ -30,7 +30,7 @@ from .matmul import lower_matmul
 from .replay import Region, replay
 from .resident import remark
 from .wgmma_epilogue import Fused
-from .wgmma_persistent import Tiles, open_loop
+from .wgmma_persistent import Tiles, each_tile
 
 SUB_M, SUB_N = 32, 64                # under the native path's 168-register cap: no spills
 
@@ -80,13 +80,16 @@ def _uses_dynamic_shared(fn) -> bool:
     return any(i.op == "gpu.dynamic_shared" for b in fn.blocks for i in b.instrs)
 
 
-def native_refusal(em, desc) -> str | None:
-    """Why the sm_90a pipeline cannot be compiled for this region (None: it can)."""
+def native_refusal(em, desc, supported=None, no_form: str = "no wgmma form for this "
+                   "descriptor (docs/reference/gemm.md: f16/bf16, m128, k64)") -> str | None:
+    """Why the sm_90a pipeline cannot be compiled for this region (None: it can);
+    `supported`: whether the pipeline has a form for desc (wgmma.supported), `no_form` the
+    reason when it has not."""
     p, shape = em.profile, em.fn.block_shape
     if not (p.has("wgmma") and p.has("tensormap.replace")):
         return f"{p.target} has no wgmma/TMA (sm_90a, PTX 8.3+)"
-    if not wgmma.supported(desc):
-        return "no wgmma form for this descriptor (docs/reference/gemm.md: f16/bf16, m128, k64)"
+    if not (supported or wgmma.supported)(desc):
+        return no_form
     if shape is not None and shape[0] * shape[1] * shape[2] != wgmma.threads(desc):
         return f"the kernel declares a block other than {wgmma.threads(desc)} work-items"
     if _uses_dynamic_shared(em.fn):
@@ -148,14 +151,8 @@ def lower_any_matmul(em, ins) -> None:
         else:
             why = "an operand is not in global memory"
     remark(em, ins, _persistent_remark(desc, why) if tiles else _region_remark(why))
-    if tiles:
-        t_row, t_col, close = open_loop(em, tiles, "wgm_split")
-        nxt = label(em, "wgm_split_next")
-        _split(em, ins, desc, sub, ops, tid, ntid, nxt, fused, t_row, t_col)
-        em.put(I.label(nxt))
-        close()
-    else:
-        _split(em, ins, desc, sub, ops, tid, ntid, end, fused, row, col)
+    each_tile(em, tiles, "wgm_split", end, row, col, lambda r, c, then: _split(
+        em, ins, desc, sub, ops, tid, ntid, then, fused, r, c))
     em.put(I.label(end))
 
 
