@@ -24,8 +24,8 @@ neither read nor written.
   element), then the fused epilogue, then the store;
 - otherwise (another profile or descriptor, or the predicate fails: another block size,
   too little dynamic shared memory, misaligned A/B (16 bytes) or C/D, a leading dimension
-  of A/B that is not a multiple of 16 elements) the region is split into SUB_M x SUB_N
-  subgroup regions taken round-robin by the warps, each computed by exact cooperative
+  of A/B that is not a multiple of 16 elements) the region is split into subgroup
+  regions (wgmma_split.sub_desc) taken round-robin by the warps, each computed by exact cooperative
   replay (replay.py: every FP8 byte decoded exactly, f32 fma.rn in K order) with the same
   final combination, epilogue and rounding. Replay and the pipeline agree bit for bit when
   every partial sum is exact in f32 (the tests' small-integer data); otherwise they differ
@@ -33,8 +33,6 @@ neither read nor written.
 `persistent: G` runs both forms over the grid-strided tile loop (wgmma_persistent.py).
 """
 from __future__ import annotations
-
-from dataclasses import replace
 
 from .. import ops as I
 from . import wgmma
@@ -46,7 +44,7 @@ from .resident import remark
 from .wgmma import SHAPES_N, shared_bytes, threads  # noqa: F401 (launch sizes: bench)
 from .wgmma_epilogue import Fused
 from .wgmma_persistent import Tiles, each_tile, tile_loop as _tile_loop  # noqa: F401 (tests)
-from .wgmma_split import entry_cap, linear_ids, native_refusal, round_robin
+from .wgmma_split import entry_cap, linear_ids, native_refusal, round_robin, sub_desc
 from ..lower_memory import SPACE
 
 # FP8's emission orders (wgmma.Elem) keep its PTX as it was when written on its own
@@ -54,7 +52,6 @@ ELEM = wgmma.Elem(1, "wgf8", "wgf8_ring", tmap_type="u8", knobs=False, and_pred=
                   a_base=False, maps_in_order=True, zero_prev=True, c_after_preds=True)
 BK = ELEM.bk                              # K elements (bytes) per ring slot: one swizzle row
 KI = I.WGMMA_K["e4m3"]                    # K per wgmma instruction
-SUB_M, SUB_N = 32, 64                     # split regions (replay)
 OUTS = ("f32", "f16", "bf16")
 
 
@@ -78,9 +75,6 @@ def check(desc, span) -> None:
         if getattr(desc, f"{side}_scale_mode") not in ("none", "per_tensor"):
             raise refuse(desc, "FP8 workgroup regions take per_tensor f32 scales (block "
                          "scales are the subgroup mma.sync family)", span)
-    if desc.m % 16 or desc.n % 16:
-        raise refuse(desc, "workgroup regions are split into 16-multiple subgroup regions; "
-                     "M and N must be multiples of 16", span)
 
 
 def supported(desc) -> bool:
@@ -102,6 +96,7 @@ def lower(em, ins) -> None:
     """The whole FP8 workgroup region (wgmma_split.lower_any_matmul hands it over)."""
     desc, ops = ins.attrs["desc"], operands(ins)
     check(desc, ins.span)
+    sub = sub_desc(desc, ins.span)           # the replay regions
     em.profile.need("warp.sync", "exact cooperative tensor replay", ins.span)
     fused = Fused(em, ins) if "epilogue" in ins.attrs else None
     scale = _scale(em, ops)
@@ -130,9 +125,6 @@ def lower(em, ins) -> None:
     remark(em, ins, f"tensor_matmul: FP8 {desc.a_type}x{desc.b_type} -> {desc.result_type}"
            f"{', per-tensor scales' if scale else ''}: {form}"
            f"{'; persistent tile loop' if tiles else ''}")
-    sub = replace(desc, scope="subgroup", persistent=0,
-                  m=next(s for s in (SUB_M, 32, 16) if desc.m % s == 0),
-                  n=next(s for s in (SUB_N, 32, 16) if desc.n % s == 0))
     each_tile(em, tiles, "wgf8_split", end, row, col, lambda r, c, then: _split(
         em, desc, sub, ops, tid, ntid, then, scale, fused, r, c))
     em.put(I.label(end))

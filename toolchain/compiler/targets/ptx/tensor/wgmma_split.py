@@ -59,6 +59,16 @@ def _sub(n: int, want: int) -> int:
     return next(s for s in (want, 32, 16) if n % s == 0)
 
 
+def sub_desc(desc, span):
+    """The descriptor of a workgroup region's subgroup regions (SUB_M x SUB_N, or the
+    largest 16-multiple that divides it); a region not a multiple of 16 is refused."""
+    if desc.m % 16 or desc.n % 16:
+        raise refuse(desc, "workgroup regions are split into 16-multiple subgroup regions; "
+                     "M and N must be multiples of 16", span)
+    return replace(desc, scope="subgroup", m=_sub(desc.m, SUB_M), n=_sub(desc.n, SUB_N),
+                   persistent=0)
+
+
 def _reg_param(em, reg: str, name: str) -> Param:
     p = Param(U32, name, -1)
     em.vals[id(p)] = reg
@@ -121,11 +131,7 @@ def lower_any_matmul(em, ins) -> None:
     if wgmma_fp8.claims(desc):               # (imported here: it imports this module)
         wgmma_fp8.lower(em, ins)
         return
-    if desc.m % 16 or desc.n % 16:
-        raise refuse(desc, "workgroup regions are split into 16-multiple subgroup regions; "
-                     "M and N must be multiples of 16", ins.span)
-    sub = replace(desc, scope="subgroup", m=_sub(desc.m, SUB_M), n=_sub(desc.n, SUB_N),
-                  persistent=0)
+    sub = sub_desc(desc, ins.span)
     tid, ntid = linear_ids(em)
     end = label(em, "wgm_end")
     row, col = em.reg(ops["row"]), em.reg(ops["column"])
