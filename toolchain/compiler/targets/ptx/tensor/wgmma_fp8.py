@@ -28,8 +28,9 @@ neither read nor written.
   regions (wgmma_split.sub_desc) taken round-robin by the warps, each computed by exact
   cooperative replay (replay.py: every FP8 byte decoded exactly, f32 fma.rn in K order)
   with the same final combination, epilogue and rounding. Replay and the pipeline agree
-  bit for bit when every partial sum is exact in f32 (the tests' small-integer data); otherwise they differ
-  only by the order of the f32 sum (the tensor core's is unspecified).
+  bit for bit when every partial sum is exact in f32 (the tests' small-integer data);
+  otherwise they differ only by the order of the f32 sum (the tensor core's is
+  unspecified).
 `persistent: G` runs both forms over the grid-strided tile loop (wgmma_persistent.py).
 """
 from __future__ import annotations
