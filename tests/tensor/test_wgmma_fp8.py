@@ -57,6 +57,7 @@ def test_scale_misuse_is_a_located_diagnostic(old, new, code, message):
 @pytest.mark.parametrize("old,new,message", [
     ("result_type: bf16", "result_type: i32", "f32, f16 or bf16 result"),
     ("a_type: e4m3", "a_type: i8", "E4M3/E5M2 for both A and B"),
+    ("shape: m128n256k128", "shape: m128n72k128", "multiples of 16"),
 ])
 def test_capability_refusals(old, new, message):
     src = fp8_source().replace(old, new)

@@ -11,15 +11,16 @@ occupies more than half of the multiprocessor's shared memory, so no two such wo
 are resident on one multiprocessor at a time.
 
 Maps are rank 2 over a K-contiguous operand: dimension 0 is K (contiguous), dimension 1 is
-the M (or N) row index; the box is 64 K-elements (128 bytes) by `rows` rows. Reads beyond
-either extent are zero-filled by the copy engine and still count towards the transaction
-bytes, which is what makes M/N/K tails exact without a separate tail path.
+the M (or N) row index; the box is 128 bytes of K (64 f16/bf16 or 128 FP8 elements,
+mapped as u8) by `rows` rows. Reads beyond either extent are zero-filled by the copy engine
+and still count towards the transaction bytes, which is what makes M/N/K tails exact
+without a separate tail path.
 """
 from __future__ import annotations
 
 from .. import ops
 
-ELEMTYPE = {"f16": 6, "bf16": 10}      # PTX tensormap.replace .elemtype codes
+ELEMTYPE = {"u8": 0, "f16": 6, "bf16": 10}   # PTX tensormap.replace .elemtype codes
 SWIZZLE_128B = 3
 RANK_FIELD = 1                         # .rank takes rank - 1
 STRIDE_SHIFT = 0                       # .global_stride takes bytes >> STRIDE_SHIFT

@@ -1,6 +1,7 @@
 """Workgroup-scope tensor.matmul on sm_90a: TMA ring + mbarriers + warp-specialized wgmma.
 
-One workgroup computes one BM x BN output region (BM = 64 * consumers, BN = desc.n, BK 64):
+One workgroup computes one BM x BN output region (BM = 64 * consumers, BN = desc.n, BK K
+elements a stage):
 - warpgroup 0 is the producer: `setmaxnreg.dec` to 40, one thread builds the A/B tensor maps
   (tma.py) and streams K chunks through a `stages`-deep ring of 128-byte-swizzled shared
   buffers with `cp.async.bulk.tensor`, each stage completing on its full barrier
@@ -14,6 +15,11 @@ One workgroup computes one BM x BN output region (BM = 64 * consumers, BN = desc
   A fused epilogue (wgmma_epilogue.py) runs on those registers between the C add and
   the store, its bias loaded with the batch's C.
 Out-of-range A/B elements are zero-filled by the copy engine, so M/N/K tails are exact.
+The pipeline is parameterised by A's and B's element format (Elem): F16 here (f16/bf16,
+k16 instructions, BK 64), wgmma_fp8.ELEM for E4M3/E5M2 (u8 tensor maps, k32, 128 elements
+a stage). A stage is one 128-byte swizzle row of K either way, so the ring, descriptors,
+barriers and accumulator mapping are shared; `combine` is the hook of the final sum
+(FP8: the per-tensor scale with C).
 
 With CLUSTER = 2 (experimental, off by default: docs/reference/gemm.md), workgroups run in clusters
 of 2 along x (`.reqnctapercluster`): the pair agrees (cluster_agree) on whether both take
@@ -31,7 +37,7 @@ and `.minnctapersm 1` so that `setmaxnreg` has the register cap it needs.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass
 
 from .. import isa
 from .. import ops as I
@@ -39,9 +45,9 @@ from . import mbarrier as mb
 from . import tma
 from .common import label
 from .wgmma_epilogue import NativeBias
-from .wgmma_persistent import open_loop
+from .wgmma_persistent import tile_loop as _tile_loop
 
-BK = 64                                   # K elements per stage: one 128-byte swizzle row
+ROW_BYTES = 128                           # K bytes per stage: one 128-byte swizzle row
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
 ENTRY_REGS = 168                          # the .maxntid 384 cap: 65536 / 384, rounded to 8
 # opt-in dynamic shared memory per workgroup on the one generation that has wgmma
@@ -59,6 +65,40 @@ CLUSTER = 1                               # workgroups per cluster along x (2: B
 #                                           experimental: docs/reference/gemm.md "Status")
 
 
+@dataclass(frozen=True)
+class Elem:
+    """The element format of A and B, the one thing the pipeline's steps depend on:
+    `size` bytes an element (a stage holds ROW_BYTES of K: bk elements, 16-byte row pitches
+    are multiples of 16 // size elements), the tensor-map element type (None: A's own),
+    the stem of the pipeline's labels and of its ring symbol, and whether the experimental
+    knobs (PREFETCH_C_AHEAD) apply.
+    The FP8 pipeline was first written on its own; a few emission orders of it that change
+    register numbers but nothing computed are kept (the PTX of every kernel stays the same):
+    `and_pred`: native_pred ANDs each condition in with `and.pred` rather than `setp.and`;
+    `a_base`: the A ring has its own base register (else the ring base itself);
+    `maps_in_order`: the producer names both map addresses before their generic forms;
+    `zero_prev`: the consumer zeroes the previous-stage register before its loop;
+    `c_after_preds`: the epilogue zeroes a C pair after computing its column predicates."""
+    size: int
+    tag: str
+    ring: str
+    tmap_type: str | None = None
+    knobs: bool = True
+    and_pred: bool = False
+    a_base: bool = True
+    maps_in_order: bool = False
+    zero_prev: bool = False
+    c_after_preds: bool = False
+
+    @property
+    def bk(self) -> int:
+        return ROW_BYTES // self.size
+
+
+F16 = Elem(2, "wg", "wgmma_ring")         # f16 and bf16
+BK = F16.bk                               # K elements per stage of the 16-bit path
+
+
 def consumers(desc) -> int:
     return desc.m // 64
 
@@ -68,7 +108,7 @@ def threads(desc) -> int:
 
 
 def stage_bytes(desc) -> int:
-    return (desc.m + desc.n) * BK * 2
+    return (desc.m + desc.n) * ROW_BYTES
 
 
 def stages(desc) -> int:
@@ -99,33 +139,50 @@ def _desc_base(em, smem: str) -> str:
     return d
 
 
-def native_pred(em, g, ntid: str) -> str:
+def native_pred(em, g, ntid: str, elem: Elem = F16) -> str:
     """The uniform predicate of the native path (see the module docstring)."""
     desc = g.desc
     ok, t = em.new("p"), em.new("r")
+    need, never = _conjunction(em, ok, elem)
     em.put(I.setp("eq", "u32", ok, ntid, threads(desc)),
-           I.mov("u32", t, "%dynamic_smem_size"),
-           I.setp_and("ge", "u32", ok, t, shared_bytes(desc), ok),
-           I.mov("u32", t, "%smid"), I.setp_and("lt", "u32", ok, t, tma.SLOTS, ok))
+           I.mov("u32", t, "%dynamic_smem_size"))
+    need("ge", "u32", t, shared_bytes(desc))
+    em.put(I.mov("u32", t, "%smid"))
+    need("lt", "u32", t, tma.SLOTS)
     d_align = 7 if desc.result_type == "f32" else 3         # one D pair: 8 or 4 bytes
-    for m, align, ld_mask in ((g.A, 15, 7), (g.B, 15, 7), (g.C, 7, 1), (g.D, d_align, 1)):
+    row_mask = 16 // elem.size - 1                          # 16-byte A/B row pitches
+    for m, align, ld_mask in ((g.A, 15, row_mask), (g.B, 15, row_mask), (g.C, 7, 1),
+                              (g.D, d_align, 1)):
         lo = em.new("r")
-        em.put(I.cvt("u32", "u64", lo, m.base), I.binary("and", "b32", lo, lo, align),
-               I.setp_and("eq", "u32", ok, lo, 0, ok))
+        em.put(I.cvt("u32", "u64", lo, m.base), I.binary("and", "b32", lo, lo, align))
+        need("eq", "u32", lo, 0)
         if isinstance(m.ld, int):
             if m.ld & ld_mask:
-                em.put(I.setp_and("ne", "u32", ok, 0, 0, ok))
+                never()
         else:
-            em.put(I.binary("and", "b32", lo, m.ld, ld_mask),
-                   I.setp_and("eq", "u32", ok, lo, 0, ok))
-    em.put(I.binary("and", "b32", t, g.col, 1), I.setp_and("eq", "u32", ok, t, 0, ok),
-           I.binary("or", "b32", t, g.row, g.col))
+            em.put(I.binary("and", "b32", lo, m.ld, ld_mask))
+            need("eq", "u32", lo, 0)
+    em.put(I.binary("and", "b32", t, g.col, 1))
+    need("eq", "u32", t, 0)
+    em.put(I.binary("or", "b32", t, g.row, g.col))
     if desc.persistent:                      # every tile origin < M or N: TMA coordinates
         em.put(I.binary("or", "b32", t, t, g.M), I.binary("or", "b32", t, t, g.N))
-    em.put(I.setp_and("lt", "u32", ok, t, 2147483648, ok))
+    need("lt", "u32", t, 2147483648)
     for extent in (g.M, g.N):                # a tensor map needs non-zero extents
-        em.put(I.setp_and("ne", "u32", ok, extent, 0, ok))
+        need("ne", "u32", extent, 0)
     return ok
+
+
+def _conjunction(em, ok: str, elem: Elem):
+    """(need(cmp, ty, a, b): ok &= a cmp b, never(): ok = false) in elem's form."""
+    if not elem.and_pred:
+        return (lambda cmp, ty, a, b: em.put(I.setp_and(cmp, ty, ok, a, b, ok)),
+                lambda: em.put(I.setp_and("ne", "u32", ok, 0, 0, ok)))
+    q = em.new("p")
+
+    def need(cmp: str, ty: str, a, b) -> None:
+        em.put(I.setp(cmp, ty, q, a, b), I.binary("and", "pred", ok, ok, q))
+    return need, lambda: em.put(I.setp("ne", "u32", ok, 0, 0))
 
 
 def _cluster_sync(em) -> None:
@@ -168,34 +225,40 @@ def cluster_agree(em, g, tid: str, ok: str) -> tuple[str, str | None]:
 
 
 def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None,
-                 tiles=None) -> None:
+                 tiles=None, elem: Elem = F16, combine=None) -> None:
     """The whole native region for a workgroup of exactly threads(desc) work-items; `tid`
     is the linear work-item id; `fused`: a wgmma_epilogue.Fused or None; `tiles`: a
     wgmma_persistent.Tiles (persistent: the barriers and maps are set up once, then the
     producer and the consumers each run the tile loop with the ring's stage and phase
     carried from tile to tile, so the producer fills the ring with the next tile's chunks
     while the consumers run this tile's epilogue), or None for the one region at g's
-    origin. Falls through to `end` with the workgroup reconverged."""
+    origin; `elem`: A's and B's element format; `combine(em, t, c)`: t = C + the sum
+    (None: add.f32). Falls through to `end` with the workgroup reconverged."""
     desc = g.desc
     S, nc, bn, bm = stages(desc), consumers(desc), desc.n, desc.m
-    a_bytes, b_bytes = bm * BK * 2, bn * BK * 2
+    a_bytes, b_bytes = bm * ROW_BYTES, bn * ROW_BYTES
     mod = em.module
-    dyn = mod._fresh(f"{em.fn.name}_wgmma_ring")
+    dyn = mod._fresh(f"{em.fn.name}_{elem.ring}")
     mod.shared_out.append(f".extern .shared .align 1024 .b8 {dyn}[];")
     ws = tma.workspace(em, 2)
 
     # shared layout: [pad to 1024] S x A tile, S x B tile, S full barriers, S empty barriers
-    sbase, sa, sb, full, empty = (em.new("r") for _ in range(5))
+    sbase = em.new("r")
+    sa = em.new("r") if elem.a_base else sbase
+    sb, full, empty = (em.new("r") for _ in range(3))
     em.put(I.mov("u32", sbase, dyn), I.binary("add", "u32", sbase, sbase, 1023),
-           I.binary("and", "b32", sbase, sbase, -1024), I.mov("u32", sa, sbase),
-           I.binary("add", "u32", sb, sbase, S * a_bytes),
+           I.binary("and", "b32", sbase, sbase, -1024))
+    if elem.a_base:
+        em.put(I.mov("u32", sa, sbase))
+    em.put(I.binary("add", "u32", sb, sbase, S * a_bytes),
            I.binary("add", "u32", full, sbase, S * (a_bytes + b_bytes)),
            I.binary("add", "u32", empty, full, 8 * S))
     nk, wg, p = em.new("r"), em.new("r"), em.new("p")
-    em.put(I.binary("add", "u32", nk, g.K, BK - 1), I.binary("shr", "u32", nk, nk, 6),
+    em.put(I.binary("add", "u32", nk, g.K, elem.bk - 1),
+           I.binary("shr", "u32", nk, nk, elem.bk.bit_length() - 1),
            I.binary("shr", "u32", wg, tid, 7))
 
-    init_done = label(em, "wg_init")
+    init_done = label(em, f"{elem.tag}_init")
     em.put(I.setp("ne", "u32", p, tid, 0), I.bra(init_done, guard=p))
     cnt = nc
     if share:
@@ -210,9 +273,10 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     else:
         em.put(I.bar_sync(0))
 
-    consumer, join = label(em, "wg_consumer"), label(em, "wg_join")
+    consumer, join = label(em, f"{elem.tag}_consumer"), label(em, f"{elem.tag}_join")
     em.put(I.setp("ne", "u32", p, wg, 0), I.bra(consumer, guard=p))
-    _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes, share, tiles)
+    ring = (nk, sa, sb, full, empty, S, a_bytes, b_bytes)
+    _producer(em, g, elem, tid, ring, ws, share, tiles)
     # The register pool: the producer takes its registers back only after the join,
     # when the consumers have given theirs up. Its idle warps used to re-increase at
     # once, and could win the pool from the consumers' own increase at the start, which
@@ -220,8 +284,7 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     # back-to-back launches, docs/reference/gemm.md "Status").
     _join_sync(em, share)
     em.put(I.setmaxnreg("inc", ENTRY_REGS), I.bra(join, uniform=True), I.label(consumer))
-    _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes, share, fused,
-              tiles)
+    _consumer(em, g, elem, tid, wg, ring, share, fused, tiles, combine)
     _join_sync(em, share)
     em.put(I.label(join), I.setp("ne", "u32", p, tid, 0), I.bra(end, guard=p))
     for s in range(S):
@@ -239,26 +302,20 @@ def _join_sync(em, share) -> None:
         em.put(I.bar_sync(0))
 
 
-def _tile_loop(em, g, tiles, name: str):
-    """Open one role's tile loop: (g at the tile's origin, close()). Without `tiles`,
-    g itself and a no-op close: one region."""
-    if tiles is None:
-        return g, lambda: None
-    row, col, close = open_loop(em, tiles, name)
-    return replace(g, row=row, col=col), close
-
-
-def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes,
-              share, tiles=None) -> None:
+def _producer(em, g, elem: Elem, tid, ring, ws, share, tiles=None) -> None:
     desc = g.desc
-    done, p = label(em, "wg_prod_done"), em.new("p")
+    nk, sa, sb, full, empty, S, a_bytes, b_bytes = ring
+    tag = elem.tag
+    done, p = label(em, f"{tag}_prod_done"), em.new("p")
     em.put(I.setmaxnreg("dec", PRODUCER_REGS), I.setp("ne", "u32", p, tid, 0),
            I.bra(done, guard=p))
     # this multiprocessor's two map slots: global addresses to write, generic to use
-    smid, ga, slot_a, slot_b = em.new("r"), em.new("rd"), em.new("rd"), em.new("rd")
+    smid, ga = em.new("r"), em.new("rd")
+    gb = em.new("rd") if elem.maps_in_order else None
+    slot_a, slot_b = em.new("rd"), em.new("rd")
     em.put(I.mov("u32", smid, "%smid"), I.mov("u64", ga, ws),
            I.mad("wide", "u32", ga, smid, 2 * tma.MAP_BYTES, ga))
-    gb = em.new("rd")
+    gb = gb or em.new("rd")
     em.put(I.binary("add", "s64", gb, ga, tma.MAP_BYTES), I.cvta("global", slot_a, ga),
            I.cvta("global", slot_b, gb))
     half = desc.n // 2 if share else desc.n  # paired: B arrives as two half boxes
@@ -266,23 +323,26 @@ def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes,
         gaddr, pitch = em.new("rd"), em.new("rd")
         em.put(I.cvta("global", gaddr, m.base, to=True))
         if isinstance(m.ld, int):
-            em.put(I.mov("u64", pitch, m.ld * 2))
+            em.put(I.mov("u64", pitch, m.ld * elem.size))
+        elif elem.size == 1:
+            em.put(I.cvt("u64", "u32", pitch, m.ld))
         else:
-            em.put(I.binary("mul.wide", "u32", pitch, m.ld, 2))
-        tma.build(em, slot, gaddr, desc.a_type, g.K, rows, pitch, box, BK)
+            em.put(I.binary("mul.wide", "u32", pitch, m.ld, elem.size))
+        tma.build(em, slot, gaddr, elem.tmap_type or desc.a_type, g.K, rows, pitch, box,
+                  elem.bk)
     tma.publish(em, [slot_a, slot_b])
     kb, s, ph, k0 = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     dst_a, dst_b, fb, eb = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     em.put(I.mov("u32", s, 0),                       # the ring's position: carried across
            I.mov("u32", ph, 1))                      # tiles (first pass: empty is free)
-    g, close = _tile_loop(em, g, tiles, "wg_prod")
+    g, close = _tile_loop(em, g, tiles, f"{tag}_prod")
     if share:                                # this workgroup's half of the shared B box
         dst_h, col2, col_h, rank = em.new("r"), em.new("r"), em.new("r"), em.new("r")
         em.put(I.binary("add", "u32", col2, g.col, half))
         mask = em.new("rs")
         em.put(I.mov("u32", rank, "%cluster_ctarank"),
                I.mad("lo", "u32", col_h, rank, half, g.col), I.mov("u16", mask, 3))
-    top, region_done = label(em, "wg_prod"), label(em, "wg_prod_region")
+    top, region_done = label(em, f"{tag}_prod"), label(em, f"{tag}_prod_region")
     em.put(I.mov("u32", kb, 0), I.mov("u32", k0, 0), I.label(top),
            I.setp("ge", "u32", p, kb, nk), I.bra(region_done, guard=p),
            I.mad("lo", "u32", eb, s, 8, empty))
@@ -302,10 +362,11 @@ def _producer(em, g, tid, nk, sa, sb, full, empty, ws, S, a_bytes, b_bytes,
         em.put(I.binary("add", "u32", dst_h, dst_b, half * 128))
         tma.load_2d(em, dst_h, slot_b, k0, col2, fb)
         em.put(I.label(alone))
-    if PREFETCH_C_AHEAD:
+    if PREFETCH_C_AHEAD and elem.knobs:
         _prefetch_c(em, g, kb, nk)
     _advance(em, kb, s, ph, S)
-    em.put(I.binary("add", "u32", k0, k0, BK), I.bra(top, uniform=True), I.label(region_done))
+    em.put(I.binary("add", "u32", k0, k0, elem.bk), I.bra(top, uniform=True),
+           I.label(region_done))
     close()
     em.put(I.label(done), I.bar_warp_sync(-1))
 
@@ -358,9 +419,10 @@ def _advance(em, kb, s, ph, S) -> None:
            I.guarded(I.binary("xor", "b32", ph, ph, 1), w))
 
 
-def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes,
-              share, fused, tiles=None) -> None:
+def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
+              combine=None) -> None:
     desc = g.desc
+    nk, sa, sb, full, empty, S, a_bytes, b_bytes = ring
     bn = desc.n
     em.put(I.setmaxnreg("inc", CONSUMER_REGS))
     acc = [em.new("f") for _ in range(bn // 2)]
@@ -374,16 +436,18 @@ def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes,
     # descriptor bases: this warpgroup's 64 A rows of stage 0, and B of stage 0
     a_row = em.new("r")
     em.put(I.binary("sub", "u32", a_row, wg, 1),
-           I.mad("lo", "u32", a_row, a_row, 64 * 128, sa))
+           I.mad("lo", "u32", a_row, a_row, 64 * ROW_BYTES, sa))
     da0, db0 = _desc_base(em, a_row), _desc_base(em, sb)
     kb, s, ph = em.new("r"), em.new("r"), em.new("r")
     prev, have_prev = em.new("r"), em.new("p")
     em.put(I.mov("u32", s, 0), I.mov("u32", ph, 0))      # carried across tiles
-    g, close = _tile_loop(em, g, tiles, "wg_cons")
+    if elem.zero_prev:
+        em.put(I.mov("u32", prev, 0))
+    g, close = _tile_loop(em, g, tiles, f"{elem.tag}_cons")
     em.put(*(I.mov("f32", r, "0f00000000") for r in acc))
     em.put(I.mov("u32", kb, 0), I.setp("ne", "u32", have_prev, 0, 0))
     da, db, fb, soff = em.new("rd"), em.new("rd"), em.new("r"), em.new("rd")
-    top, done = label(em, "wg_cons"), label(em, "wg_cons_done")
+    top, done = label(em, f"{elem.tag}_cons"), label(em, f"{elem.tag}_cons_done")
     em.put(I.label(top), I.setp("ge", "u32", p, kb, nk), I.bra(done, guard=p),
            I.mad("lo", "u32", fb, s, 8, full))
     mb.wait(em, fb, ph)
@@ -391,45 +455,41 @@ def _consumer(em, g, tid, wg, nk, sa, sb, full, empty, S, a_bytes, b_bytes,
            I.binary("add", "s64", da, da0, soff),
            I.binary("mul.wide", "u32", soff, s, b_bytes >> 4),
            I.binary("add", "s64", db, db0, soff))
-    for ks in range(BK // 16):
+    for ks in range(elem.bk // I.WGMMA_K[desc.a_type]):
         if ks:
             em.put(I.binary("add", "s64", da, da, 2),     # 32 bytes further along K
                    I.binary("add", "s64", db, db, 2))
         em.put(I.wgmma_mma_async(bn, "f32", desc.a_type, desc.b_type, acc, da, db, one))
     em.put(I.wgmma_commit_group(), I.wgmma_wait_group(1))  # the previous stage is read
-    pb = em.new("p")
-    em.put(I.binary("and", "pred", pb, have_prev, leader))
-    eb = em.new("r")
-    em.put(I.mad("lo", "u32", eb, prev, 8, empty))
-    _release(em, pb, eb, share, peer)
+    _release(em, have_prev, leader, prev, empty, share, peer)
     em.put(I.mov("u32", prev, s), I.setp("eq", "u32", have_prev, 0, 0))
     _advance(em, kb, s, ph, S)
     em.put(I.bra(top, uniform=True), I.label(done), I.wgmma_wait_group(0))
-    pb = em.new("p")
-    em.put(I.binary("and", "pred", pb, have_prev, leader))
-    eb = em.new("r")
-    em.put(I.mad("lo", "u32", eb, prev, 8, empty))
-    _release(em, pb, eb, share, peer)
-    _epilogue(em, g, wtid, wg, acc, fused)
+    _release(em, have_prev, leader, prev, empty, share, peer)
+    _epilogue(em, g, wtid, wg, acc, fused, elem, combine)
     close()
     em.put(I.bar_warp_sync(-1), I.setmaxnreg("dec", ENTRY_REGS))
 
 
-def _release(em, pb, eb, share, peer) -> None:
-    """The leader frees a consumed stage: its own empty barrier, and the peer's when the
-    pair shares B (the peer's producer multicasts into this workgroup too)."""
-    em.put(I.guarded(I.mbarrier_arrive(eb), pb))
+def _release(em, have_prev, leader, prev, empty, share, peer) -> None:
+    """The leader frees the stage read before this one (if any): its own empty barrier,
+    and the peer's when the pair shares B (the peer's producer multicasts into this
+    workgroup too)."""
+    pb, eb = em.new("p"), em.new("r")
+    em.put(I.binary("and", "pred", pb, have_prev, leader),
+           I.mad("lo", "u32", eb, prev, 8, empty), I.guarded(I.mbarrier_arrive(eb), pb))
     if share:
         both, rb = em.new("p"), em.new("r")
         em.put(I.binary("and", "pred", both, pb, share), I.mapa(rb, eb, peer),
                I.guarded(I.mbarrier_arrive_cluster(rb), both))
 
 
-def _epilogue(em, g, wtid, wg, acc, fused) -> None:
-    """D = C + acc for the in-range elements of this warpgroup's 64 rows (wgmma layout:
-    lane l of warp w holds rows w*16 + l/4 (+8), columns 8j + 2(l%4) (+1)), then the
-    fused epilogue (wgmma_epilogue.py) on those registers before D's rounding, in
-    smaller batches (FUSED_BATCH)."""
+def _epilogue(em, g, wtid, wg, acc, fused, elem: Elem = F16, combine=None) -> None:
+    """D = C + acc (or `combine(em, acc, C)`) for the in-range elements of this
+    warpgroup's 64 rows (wgmma layout, the same for every input format: lane l of warp w
+    holds rows w*16 + l/4 (+8), columns 8j + 2(l%4) (+1)), then the fused epilogue
+    (wgmma_epilogue.py) on those registers before D's rounding, in smaller batches
+    (FUSED_BATCH)."""
     desc = g.desc
     lane, warp, r0, c0 = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     em.put(I.binary("and", "b32", lane, wtid, 31), I.binary("shr", "u32", warp, wtid, 5),
@@ -466,7 +526,7 @@ def _epilogue(em, g, wtid, wg, acc, fused) -> None:
     for half in (0, 1):
         row, prow = em.new("r"), em.new("p")
         em.put(I.binary("add", "u32", row, r0, 8 * half), I.setp("lt", "u32", prow, row, g.M))
-        skip = label(em, "wg_epi_skip")
+        skip = label(em, f"{elem.tag}_epi_skip")
         em.put(I.bra(skip, guard=prow, negated=True))
         ca, da = em.new("rd"), em.new("rd")
         for base, ld, out, shift in ((cbase, ldc, ca, 2), (dbase, ldd, da, dshift)):
@@ -488,8 +548,12 @@ def _epilogue(em, g, wtid, wg, acc, fused) -> None:
                 u, v = cv[j] = em.new("f"), em.new("f")
                 # defined on every path: a predicated load alone keeps the register's
                 # old value, which in a tile loop is live across the loop (ptxas spilled)
-                em.put(I.mov("b32", u, 0), I.mov("b32", v, 0))
+                zero = (I.mov("b32", u, 0), I.mov("b32", v, 0))
+                if not elem.c_after_preds:
+                    em.put(*zero)
                 pb, po = cols(j)
+                if elem.c_after_preds:
+                    em.put(*zero)
                 em.put(I.guarded(I.ld_vec(".global", "f32", I.vec(u, v), I.mem(ca, 32 * j)), pb),
                        I.ld(".global", "f32", u, I.mem(ca, 32 * j), guard=po))
                 if bias is not None and bias.per_pair:
@@ -499,7 +563,11 @@ def _epilogue(em, g, wtid, wg, acc, fused) -> None:
             for j in batch:
                 x, y = acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]
                 u, v = cv[j]
-                em.put(I.binary("add", "f32", x, x, u), I.binary("add", "f32", y, y, v))
+                if combine is None:
+                    em.put(I.binary("add", "f32", x, x, u), I.binary("add", "f32", y, y, v))
+                else:
+                    combine(em, x, u)
+                    combine(em, y, v)
                 if fused is not None:
                     bx, by = bias.scaled(em, bv.get(j)) if bias is not None else (None,) * 2
                     fused.apply(em, x, None if bx is None else (lambda b=bx: b))

@@ -9,6 +9,8 @@ extreme M and N, and a wrapped count would skip or repeat tiles. It runs once pe
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .. import ops as I
 from .common import label
 
@@ -128,3 +130,27 @@ def open_loop(em, tiles: Tiles, name: str):
         tiles.advance(em, t)
         em.put(I.bra(top, uniform=True), I.label(done))
     return row, col, close
+
+
+def tile_loop(em, g, tiles: Tiles | None, name: str):
+    """Open one pipeline role's tile loop: (g at the tile's origin, close()). Without
+    `tiles`, g itself and a no-op close: one region."""
+    if tiles is None:
+        return g, lambda: None
+    row, col, close = open_loop(em, tiles, name)
+    return replace(g, row=row, col=col), close
+
+
+def each_tile(em, tiles: Tiles | None, name: str, end: str, row: str, col: str,
+              body) -> None:
+    """`body(row, col, then)` for the region at (row, col), continuing at `end`; with
+    `tiles`, once per tile of this workgroup (at the tile's origin), each continuing at
+    the next tile."""
+    if tiles is None:
+        body(row, col, end)
+        return
+    t_row, t_col, close = open_loop(em, tiles, name)
+    nxt = label(em, f"{name}_next")
+    body(t_row, t_col, nxt)
+    em.put(I.label(nxt))
+    close()

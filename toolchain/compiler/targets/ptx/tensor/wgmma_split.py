@@ -30,7 +30,7 @@ from .matmul import lower_matmul
 from .replay import Region, replay
 from .resident import remark
 from .wgmma_epilogue import Fused
-from .wgmma_persistent import Tiles, open_loop
+from .wgmma_persistent import Tiles, each_tile
 
 SUB_M, SUB_N = 32, 64                # under the native path's 168-register cap: no spills
 
@@ -59,6 +59,16 @@ def _sub(n: int, want: int) -> int:
     return next(s for s in (want, 32, 16) if n % s == 0)
 
 
+def sub_desc(desc, span):
+    """The descriptor of a workgroup region's subgroup regions (SUB_M x SUB_N, or the
+    largest 16-multiple that divides it); a region not a multiple of 16 is refused."""
+    if desc.m % 16 or desc.n % 16:
+        raise refuse(desc, "workgroup regions are split into 16-multiple subgroup regions; "
+                     "M and N must be multiples of 16", span)
+    return replace(desc, scope="subgroup", m=_sub(desc.m, SUB_M), n=_sub(desc.n, SUB_N),
+                   persistent=0)
+
+
 def _reg_param(em, reg: str, name: str) -> Param:
     p = Param(U32, name, -1)
     em.vals[id(p)] = reg
@@ -80,13 +90,16 @@ def _uses_dynamic_shared(fn) -> bool:
     return any(i.op == "gpu.dynamic_shared" for b in fn.blocks for i in b.instrs)
 
 
-def native_refusal(em, desc) -> str | None:
-    """Why the sm_90a pipeline cannot be compiled for this region (None: it can)."""
+def native_refusal(em, desc, supported=None, no_form: str = "no wgmma form for this "
+                   "descriptor (docs/reference/gemm.md: f16/bf16, m128, k64)") -> str | None:
+    """Why the sm_90a pipeline cannot be compiled for this region (None: it can);
+    `supported`: whether the pipeline has a form for desc (wgmma.supported), `no_form` the
+    reason when it has not."""
     p, shape = em.profile, em.fn.block_shape
     if not (p.has("wgmma") and p.has("tensormap.replace")):
         return f"{p.target} has no wgmma/TMA (sm_90a, PTX 8.3+)"
-    if not wgmma.supported(desc):
-        return "no wgmma form for this descriptor (docs/reference/gemm.md: f16/bf16, m128, k64)"
+    if not (supported or wgmma.supported)(desc):
+        return no_form
     if shape is not None and shape[0] * shape[1] * shape[2] != wgmma.threads(desc):
         return f"the kernel declares a block other than {wgmma.threads(desc)} work-items"
     if _uses_dynamic_shared(em.fn):
@@ -118,11 +131,7 @@ def lower_any_matmul(em, ins) -> None:
     if wgmma_fp8.claims(desc):               # (imported here: it imports this module)
         wgmma_fp8.lower(em, ins)
         return
-    if desc.m % 16 or desc.n % 16:
-        raise refuse(desc, "workgroup regions are split into 16-multiple subgroup regions; "
-                     "M and N must be multiples of 16", ins.span)
-    sub = replace(desc, scope="subgroup", m=_sub(desc.m, SUB_M), n=_sub(desc.n, SUB_N),
-                  persistent=0)
+    sub = sub_desc(desc, ins.span)
     tid, ntid = linear_ids(em)
     end = label(em, "wgm_end")
     row, col = em.reg(ops["row"]), em.reg(ops["column"])
@@ -148,14 +157,8 @@ def lower_any_matmul(em, ins) -> None:
         else:
             why = "an operand is not in global memory"
     remark(em, ins, _persistent_remark(desc, why) if tiles else _region_remark(why))
-    if tiles:
-        t_row, t_col, close = open_loop(em, tiles, "wgm_split")
-        nxt = label(em, "wgm_split_next")
-        _split(em, ins, desc, sub, ops, tid, ntid, nxt, fused, t_row, t_col)
-        em.put(I.label(nxt))
-        close()
-    else:
-        _split(em, ins, desc, sub, ops, tid, ntid, end, fused, row, col)
+    each_tile(em, tiles, "wgm_split", end, row, col, lambda r, c, then: _split(
+        em, ins, desc, sub, ops, tid, ntid, then, fused, r, c))
     em.put(I.label(end))
 
 
