@@ -80,7 +80,7 @@ def _ab_modes(arch: str) -> dict:
         from toolchain.compiler.targets.ptx.tensor import staging
     except ImportError:                           # an older tree: no such switches
         return out
-    modes = [("-O no-reread", reread, "mark", lambda fn, an: 0),
+    modes = [("-O no-reread", reread, "mark", lambda *args, **kwargs: 0),
              ("-O sync-staging", staging, "PIPELINE", False)]
     if hasattr(reread, "STREAM"):
         modes.append(("-O stream" if not reread.STREAM else "-O no-stream", reread, "STREAM",
