@@ -136,6 +136,8 @@ new_forms() {
   timeout 90 python3 bench/gemm_fp8.py --json "$OUT/gemm_fp8.json" > "$OUT/gemm_fp8.txt" 2>&1
   timeout 90 python3 bench/attention.py --shapes b16h16n2048d64 --dtypes f16 \
       --json "$OUT/attention.json" > "$OUT/attention.txt" 2>&1
+  timeout 70 python3 bench/plain_kernels.py --reps 20 --quick --json "$OUT/plain_kernels.json" \
+      > "$OUT/plain_kernels.txt" 2>&1
 }
 
 MODE=${1:-main}
