@@ -157,7 +157,8 @@ def test_two_clients_share_a_four_slot_worker(grid):
         spans.append((float(start), float(end)))
     print(f"4 actions of 10 s on 4 slots: all running together for "
           f"{min(e for _, e in spans) - max(s for s, _ in spans):.1f} s")
-    assert max(s for s, _ in spans) < min(e for _, e in spans), spans
+    log = (grid.work / "worker-w.out").read_text()
+    assert max(s for s, _ in spans) < min(e for _, e in spans), (spans, log[-3000:])
 
 
 def test_an_unserved_platform_fails_at_once_naming_its_properties(grid):
