@@ -9,6 +9,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh correct  # suite + verify only (6 parts)
 #   OUT=/tmp/out bash tools/gpu/device_session.sh bench    # benchmarks + GEMM only
 #   OUT=/tmp/out bash tools/gpu/device_session.sh new      # the newest forms' tests + benches
+#   OUT=/tmp/out bash tools/gpu/device_session.sh all_new  # whole suite (plain) + newest + benches
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -140,6 +141,31 @@ new_forms() {
       > "$OUT/plain_kernels.txt" 2>&1
 }
 
+all_new() {
+  # one call for everything a session changed: the whole suite (plain), the newest forms'
+  # files alone, then their benchmarks alone on the GPU
+  step "whole suite (plain) and the newest forms"
+  newest="tests/gpu/test_runtime.py tests/gpu/test_docs_gpu.py tests/gpu/test_aggregates.py
+          tests/gpu/test_wmma_staging.py tests/gpu/test_gemm_fp8.py tests/gpu/test_attention.py"
+  rest=$(ls tests/gpu/test_*.py | grep -v -e gemm_hopper $(for f in $newest; do echo "-e $f"; done) |
+         xargs wc -l | grep -v " total$" | sort -rn | awk '{print $2}')
+  for part in 0 1 2 3; do
+    set -- $(echo "$rest" | awk -v p=$part 'NR % 4 == p')
+    timeout 300 $PYTEST -rfE "$@" > "$OUT/suite_plain.$part.txt" 2>&1 &
+  done
+  for f in $newest; do
+    timeout 300 $PYTEST -rfE "$f" > "$OUT/suite_new_$(basename "$f" .py).txt" 2>&1 &
+  done
+  timeout 300 $PYTEST -rA tests/gpu/test_gemm_hopper.py -k tensor_maps \
+      > "$OUT/suite_new_hopper_maps.txt" 2>&1 &
+  wait
+  step "newest forms: benchmarks"
+  timeout 50 python3 bench/kloop_held.py --json "$OUT/kloop_held.json" > "$OUT/kloop_held.txt" 2>&1
+  timeout 80 python3 bench/gemm_fp8.py --json "$OUT/gemm_fp8.json" > "$OUT/gemm_fp8.txt" 2>&1
+  timeout 80 python3 bench/attention.py --shapes b16h16n2048d64 --dtypes f16 \
+      --json "$OUT/attention.json" > "$OUT/attention.txt" 2>&1
+}
+
 MODE=${1:-main}
 case "$MODE" in
   main) benchmarks; suite ;;
@@ -155,7 +181,8 @@ case "$MODE" in
   # the benchmarks alone (after a `correct` call)
   bench) QUICK=1 benchmarks; verify_gemm ;;
   new) new_forms ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new" >&2
+  all_new) all_new ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new" >&2
      exit 2 ;;
 esac
 
