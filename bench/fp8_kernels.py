@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from bench.wgmma_kernels import EPILOGUES, epilogue_options, epilogue_params
+from bench.wgmma_kernels import EPILOGUES, epilogue_options, epilogue_params, raster
 
 BM, BN, BK = 128, 256, 128
 GROUP = 8
@@ -37,17 +37,7 @@ kernel gemm8(a: uint8*, b: uint8*, c: float32*, d: {dty}*,
         body = ""
     else:
         origin, extra = "row, column", ""
-        body = f"""\
-  var tiles_m: uint32 = (m + {bm - 1}) / {bm};
-  var tiles_n: uint32 = (n + {bn - 1}) / {bn};
-  var per_group: uint32 = {group} * tiles_n;
-  var first: uint32 = (block.x / per_group) * {group};
-  var rows: uint32 = tiles_m - first;
-  if (rows > {group}) {{ rows = {group}; }}
-  var t: uint32 = block.x % per_group;
-  var row: uint32 = (first + t % rows) * {bm};
-  var column: uint32 = (t / rows) * {bn};
-"""
+        body = raster(bm, bn, group)
     return head + body + f"""\
   tensor_matmul(a, b, c, d, {origin}, m, n, k,
                 shape: m{bm}n{bn}k{bk}, a_type: {a}, b_type: {b}, accumulator_type: f32,

@@ -35,6 +35,22 @@ def epilogue_options(epilogue: str | None) -> str:
     return f",\n                {EPILOGUES[epilogue]}" if epilogue else ""
 
 
+def raster(bm: int, bn: int, group: int) -> str:
+    """The kernel lines that give a workgroup its tile (`row`, `column`), grouped `group`
+    tile rows at a time for L2 reuse."""
+    return f"""\
+  var tiles_m: uint32 = (m + {bm - 1}) / {bm};
+  var tiles_n: uint32 = (n + {bn - 1}) / {bn};
+  var per_group: uint32 = {group} * tiles_n;
+  var first: uint32 = (block.x / per_group) * {group};
+  var rows: uint32 = tiles_m - first;
+  if (rows > {group}) {{ rows = {group}; }}
+  var t: uint32 = block.x % per_group;
+  var row: uint32 = (first + t % rows) * {bm};
+  var column: uint32 = (t / rows) * {bn};
+"""
+
+
 def gemm_source(fmt: str = "f16", bm: int = BM, bn: int = BN, group: int = GROUP,
                 out: str = "f32", epilogue: str | None = None,
                 persistent: bool = False) -> str:
@@ -62,16 +78,7 @@ kernel gemm(a: uint16*, b: uint16*, c: float32*, d: {dty}*,
 kernel gemm(a: uint16*, b: uint16*, c: float32*, d: {dty}*,
             m: uint32, n: uint32, k: uint32,
             lda: uint32, ldb: uint32, ldc: uint32, ldd: uint32{epilogue_params(dty, epilogue)}) {{
-  var tiles_m: uint32 = (m + {bm - 1}) / {bm};
-  var tiles_n: uint32 = (n + {bn - 1}) / {bn};
-  var per_group: uint32 = {group} * tiles_n;
-  var first: uint32 = (block.x / per_group) * {group};
-  var rows: uint32 = tiles_m - first;
-  if (rows > {group}) {{ rows = {group}; }}
-  var t: uint32 = block.x % per_group;
-  var row: uint32 = (first + t % rows) * {bm};
-  var column: uint32 = (t / rows) * {bn};
-  tensor_matmul(a, b, c, d, row, column, m, n, k,
+{raster(bm, bn, group)}  tensor_matmul(a, b, c, d, row, column, m, n, k,
                 shape: m{bm}n{bn}k64, input_type: {fmt}, {types},
                 a_layout: row, b_layout: col, scope: workgroup,
                 lda: lda, ldb: ldb, ldc: ldc, ldd: ldd{epilogue_options(epilogue)});

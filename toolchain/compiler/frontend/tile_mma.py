@@ -37,13 +37,7 @@ class TileMmaMixin:
     def _mma_stage(self, units: int, span):
         """The workgroup array of 16-bit staging, shared by every tile matmul of the
         kernel (each ends with a barrier) and grown to the largest."""
-        ins = self.__dict__.get("_tile_mma_stage")
-        if ins is None:
-            ins = self._hoisted(self.b.gpu_alloc("workgroup", U16, units, "tile_mma",
-                                                 span=span))
-            self.__dict__["_tile_mma_stage"] = ins
-        ins.attrs["count"] = max(ins.attrs["count"], units)
-        return ins
+        return self._grown("tile_mma", U16, units, span)
 
     def _mma_matmul(self, a: TileVal, bt: TileVal, c, rt: TileType, span) -> TileVal:
         b = self.b

@@ -83,16 +83,19 @@ class TileReplayMixin:
         return self._hoisted(self.b.gpu_alloc("private", tt.elem, self._slots(tt, span),
                                               f"tile.{name}", span=span))
 
-    def _scratch(self, floats: int, span):
-        """The kernel's one f32 workgroup scratch array, grown to the largest request
-        (every operation that uses it ends with a barrier, so they share it)."""
-        p = self.__dict__.get("_tile_scratch")
+    def _grown(self, name: str, elem, count: int, span):
+        """The kernel's one workgroup array `name`, grown to the largest request (every
+        operation that uses it ends with a barrier, so they share it)."""
+        p = self.__dict__.get("_" + name)
         if p is None:
-            p = self._hoisted(self.b.gpu_alloc("workgroup", F32, floats, "tile_scratch",
-                                               span=span))
-            self.__dict__["_tile_scratch"] = p
-        p.attrs["count"] = max(p.attrs["count"], floats)
+            p = self._hoisted(self.b.gpu_alloc("workgroup", elem, count, name, span=span))
+            self.__dict__["_" + name] = p
+        p.attrs["count"] = max(p.attrs["count"], count)
         return p
+
+    def _scratch(self, floats: int, span):
+        """The f32 scratch of reductions and the replayed matmul."""
+        return self._grown("tile_scratch", F32, floats, span)
 
     def _barrier(self, span) -> None:
         self.b.barrier(("workgroup",), "acq_rel", span=span)
