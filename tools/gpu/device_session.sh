@@ -116,6 +116,16 @@ verify_gemm() {
       > "$OUT/gemm.txt" 2>&1
 }
 
+newest_benchmarks() {
+  # the newest forms' benchmarks, alone on the GPU; $1 and $2: the short and long limits (s)
+  step "newest forms: benchmarks"
+  timeout "$1" python3 bench/kloop_held.py --json "$OUT/kloop_held.json" \
+      > "$OUT/kloop_held.txt" 2>&1
+  timeout "$2" python3 bench/gemm_fp8.py --json "$OUT/gemm_fp8.json" > "$OUT/gemm_fp8.txt" 2>&1
+  timeout "$2" python3 bench/attention.py --shapes b16h16n2048d64 --dtypes f16 \
+      --json "$OUT/attention.json" > "$OUT/attention.txt" 2>&1
+}
+
 new_forms() {
   # the forms added last (struct values, undeclared-shape staging, FP8 wgmma, tile values),
   # the runtime and docs tests, then their benchmarks alone on the GPU
@@ -132,11 +142,7 @@ new_forms() {
       tests/gpu/test_aggregates.py > "$OUT/sanitizer_${tool}_new.txt" 2>&1 &
   done
   wait
-  step "new forms: benchmarks"
-  timeout 60 python3 bench/kloop_held.py --json "$OUT/kloop_held.json" > "$OUT/kloop_held.txt" 2>&1
-  timeout 90 python3 bench/gemm_fp8.py --json "$OUT/gemm_fp8.json" > "$OUT/gemm_fp8.txt" 2>&1
-  timeout 90 python3 bench/attention.py --shapes b16h16n2048d64 --dtypes f16 \
-      --json "$OUT/attention.json" > "$OUT/attention.txt" 2>&1
+  newest_benchmarks 60 90
   timeout 70 python3 bench/plain_kernels.py --reps 20 --quick --json "$OUT/plain_kernels.json" \
       > "$OUT/plain_kernels.txt" 2>&1
 }
@@ -159,11 +165,7 @@ all_new() {
   timeout 300 $PYTEST -rA tests/gpu/test_gemm_hopper.py -k tensor_maps \
       > "$OUT/suite_new_hopper_maps.txt" 2>&1 &
   wait
-  step "newest forms: benchmarks"
-  timeout 50 python3 bench/kloop_held.py --json "$OUT/kloop_held.json" > "$OUT/kloop_held.txt" 2>&1
-  timeout 80 python3 bench/gemm_fp8.py --json "$OUT/gemm_fp8.json" > "$OUT/gemm_fp8.txt" 2>&1
-  timeout 80 python3 bench/attention.py --shapes b16h16n2048d64 --dtypes f16 \
-      --json "$OUT/attention.json" > "$OUT/attention.txt" 2>&1
+  newest_benchmarks 50 80
 }
 
 MODE=${1:-main}
