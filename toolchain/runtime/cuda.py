@@ -293,8 +293,9 @@ class LoadedModule:
         return LaunchPlan(sig, function, self.device.ordinal)
 
 
-_SPILLS = re.compile(r"Function properties for (\S+)\s*\n\s*(\d+) bytes stack frame, (\d+) "
-                     r"bytes spill stores, (\d+) bytes spill loads")
+# the driver's JIT log prefixes the figures' line with "ptxas         ." (ptxas -v does not)
+_SPILLS = re.compile(r"Function properties for (\S+)\s*\n[^\n\d]*(\d+) bytes stack frame, "
+                     r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 
 
 def spills_from_log(log: str, symbol: str) -> dict | None:
