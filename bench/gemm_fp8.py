@@ -116,6 +116,19 @@ def scaled_mm(torch, a, bt, sa, sb, out: str, fast: bool = False):
     return d[:, :n] if pn else d
 
 
+def rel_err(d, ref) -> float:
+    return ((d.float() - ref).norm() / ref.norm()).item()
+
+
+def tolerance(torch, a, bt, sa, sb, out: str, ref) -> float:
+    """The bound on ours against `ref` (_scaled_mm with its exact f32 promotion): the
+    format's rounding bound, or twice the error of cuBLAS's own tensor-core accumulation
+    (use_fast_accum=True: the FP8 wgmma adds products with fewer bits than f32, and so
+    do ours; at K = 4096 with E5M2 inputs that alone reaches about 1e-3)."""
+    fast = rel_err(scaled_mm(torch, a, bt, sa, sb, "f32", fast=True), ref)
+    return max(TOLERANCE[out], 2.0 * fast)
+
+
 def check(torch, formats, outs, shapes=CHECKS, repeat: int = 200) -> int:
     bad = 0
     for a_fmt in formats:
@@ -142,10 +155,10 @@ def check(torch, formats, outs, shapes=CHECKS, repeat: int = 200) -> int:
                         run()
                     torch.cuda.synchronize()
                     ref = scaled_mm(torch, a, bt, sa, sb, "f32")
-                    err = ((d.float() - ref).norm() / ref.norm()).item()
-                    ok = err < TOLERANCE[out]
+                    err, tol = rel_err(d, ref), tolerance(torch, a, bt, sa, sb, out, ref)
+                    ok = err < tol
                     print(f"{name} {m}x{n}x{k} random vs _scaled_mm: rel err {err:.2e} "
-                          f"{'ok' if ok else 'FAILED'}", flush=True)
+                          f"(bound {tol:.2e}) {'ok' if ok else 'FAILED'}", flush=True)
                     bad += not ok
     print("FP8 CHECK", "FAILED" if bad else "OK", flush=True)
     return bad
@@ -158,12 +171,13 @@ def bench_shape(torch, gemms, a_fmt, out, m, n, k, reps) -> dict:
     runs = {name: g.launcher(a, bt, c, d, sa, sb, m, n, k, ldc=0)
             for name, g in gemms.items()}
     ref = scaled_mm(torch, a, bt, sa, sb, "f32")
+    tol = tolerance(torch, a, bt, sa, sb, out, ref)
     for name, run in runs.items():
         d.fill_(float("nan"))
         run()
         torch.cuda.synchronize()
-        err = ((d.float() - ref).norm() / ref.norm()).item()
-        if not err < TOLERANCE[out]:
+        err = rel_err(d, ref)
+        if not err < tol:
             raise SystemExit(f"fp8 {name} {a_fmt}->{out} {m}x{n}x{k}: differs from "
                              f"_scaled_mm (rel err {err})")
     runs["torch"] = lambda: scaled_mm(torch, a, bt, sa, sb, out)
