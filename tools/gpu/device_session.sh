@@ -170,19 +170,22 @@ all_new() {
 }
 
 attention_session() {
-  # the attention example: its hardware tests (four parts at once: the groups run one
-  # process each) and the compute-sanitizer cases, then the benchmark alone on the GPU;
-  # every log goes to stdout too. ATTENTION_BENCH_ARGS: e.g. --bf16
+  # the attention example: its hardware tests (three parts at once; each test runs its
+  # group of cases in a process of its own) beside compute-sanitizer memcheck and
+  # racecheck, then the benchmark alone on the GPU; every log goes to stdout too (about
+  # 1 + 2 minutes). ATTENTION_BENCH_ARGS: more bench/attention.py flags, e.g. --bf16
   step "attention: tests and compute-sanitizer"
   t=tests/gpu/test_attention.py
-  timeout 420 $PYTEST -rA $t -k "matches_sdpa and not bf16" > "$OUT/suite_attention_f16.txt" 2>&1 &
-  timeout 420 $PYTEST -rA $t -k "matches_sdpa and bf16" > "$OUT/suite_attention_bf16.txt" 2>&1 &
-  timeout 420 $PYTEST -rA $t -k "group" > "$OUT/suite_attention_groups.txt" 2>&1 &
-  timeout 420 $PYTEST -rA $t -k sanitizer > "$OUT/sanitizer_attention.txt" 2>&1 &
+  timeout 300 $PYTEST -rA $t -k "matches_sdpa and not bf16" > "$OUT/suite_attention_f16.txt" 2>&1 &
+  timeout 300 $PYTEST -rA $t -k "matches_sdpa and bf16 or group" \
+    > "$OUT/suite_attention_bf16.txt" 2>&1 &
+  for tool in memcheck racecheck; do
+    timeout 300 $PYTEST -rA $t -k "sanitizer and $tool" > "$OUT/sanitizer_attention_$tool.txt" 2>&1 &
+  done
   wait
-  cat "$OUT"/suite_attention_*.txt "$OUT/sanitizer_attention.txt"
+  cat "$OUT"/suite_attention_*.txt "$OUT"/sanitizer_attention_*.txt
   step "attention: benchmark"
-  timeout 200 python3 bench/attention.py --json "$OUT/attention.json" ${ATTENTION_BENCH_ARGS:-} \
+  timeout 240 python3 bench/attention.py --json "$OUT/attention.json" ${ATTENTION_BENCH_ARGS:-} \
     2>&1 | tee "$OUT/attention.txt"
 }
 
