@@ -28,7 +28,7 @@ HEAD_DIMS = (64, 128)
 MAX_GRID_Y = 65535                 # CUDA's limit on gridDim.y: b·h workgroup rows
 _modules: dict = {}
 _constants: dict = {}
-_CONST = re.compile(r"^\s*const\s+([A-Za-z_]\w*)\s*=\s*([^;]+);", re.M)
+_CONST = re.compile(r"^const\s+([A-Za-z_]\w*)\s*(?::\s*\w+\s*)?=\s*([^;]+);", re.M)
 _OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
         ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a // b,
         ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
@@ -78,7 +78,11 @@ def block_rows(consts: dict | None = None) -> tuple[int, int]:
     """(BLOCK_M, BLOCK_N): query rows per workgroup and keys per step of the kernel."""
     key = tuple(sorted((str(k), str(v)) for k, v in (consts or {}).items()))
     values = _constants.get(key) or constants(consts)
-    return values["BLOCK_M"], values["BLOCK_N"]
+    rows = values.get("BLOCK_M"), values.get("BLOCK_N")
+    if not all(isinstance(r, int) and r > 0 for r in rows):
+        raise ValueError(f"attention: {SOURCE.name} declares no integer BLOCK_M and BLOCK_N "
+                         f"consts the launcher can read (found {rows})")
+    return rows
 
 
 def module(head_dim: int, fmt: str, arch: str | None = None, consts: dict | None = None,
