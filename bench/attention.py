@@ -20,7 +20,9 @@ SM clock is sampled (nvidia-smi) around each row.
 
 A slow `ours` (the exact tile replay runs at about 0.7 TFLOP/s) is bounded: when one launch
 exceeds --launch-budget-ms, or its rounds would end past --time-budget-s since the start,
-it is not timed in rounds and the table shows its single timed launch, marked `*`. A
+it is not timed in rounds and the table shows its single timed launch, marked `*`; when
+even that launch (predicted from ours' previous row) would end past the budget, it is not
+launched (`-`; the check on two heads still runs). A
 backend that refuses a shape (no kernel for it) shows `-`, with the reason in the JSON.
 Prints a table and writes JSON. Without a GPU or torch it says why and exits 0;
 --dry-run needs neither: it prints the plan and compiles every variant it would launch.
@@ -142,8 +144,15 @@ def bench_row(torch, args, ctx, shape, dt, causal, q, k, v, o, t_start) -> dict:
             fns[name] = fn
         except RuntimeError as exc:
             row[f"{name}_unavailable"] = str(exc).splitlines()[0][:300]
+    rate = ctx.get("ours_flop_per_ms")          # from ours' last timed launch
+    if rate and time.perf_counter() - t_start + work / rate / 1e3 > args.time_budget_s:
+        row["ours_untimed"] = (f"one launch would take about {work / rate / 1e3:.0f} s and "
+                               f"end past --time-budget-s {args.time_budget_s:.0f}")
+        del fns["ours"]
     est = {name: single_ms(torch, fn) for name, fn in fns.items()}
     row["single_ms"] = est
+    if "ours" in est:
+        ctx["ours_flop_per_ms"] = work / est["ours"]
     if not args.no_check:
         sl = [x[:1, :CHECK_HEADS] for x in (q, k, v)]
         mine = ctx["attention"](*sl, causal)
@@ -152,22 +161,23 @@ def bench_row(torch, args, ctx, shape, dt, causal, q, k, v, o, t_start) -> dict:
     reps = {name: max(1, min(args.max_reps, round(args.batch_ms / max(ms, 1e-3))))
             for name, ms in est.items()}
     warmup = {name: 0 if ms > SLOW_MS else 2 for name, ms in est.items()}
-    ours_cost_s = (warmup["ours"] + args.rounds * reps["ours"]) * est["ours"] / 1e3
-    elapsed = time.perf_counter() - t_start
-    if est["ours"] > args.launch_budget_ms:
-        row["ours_untimed"] = f"one launch took {est['ours']:.0f} ms > --launch-budget-ms"
-    elif elapsed + ours_cost_s > args.time_budget_s:
-        row["ours_untimed"] = (f"its rounds ({ours_cost_s:.0f} s) would end past "
-                               f"--time-budget-s {args.time_budget_s:.0f}")
-    if "ours_untimed" in row:
-        del fns["ours"]
+    if "ours" in est:
+        ours_cost_s = (warmup["ours"] + args.rounds * reps["ours"]) * est["ours"] / 1e3
+        elapsed = time.perf_counter() - t_start
+        if est["ours"] > args.launch_budget_ms:
+            row["ours_untimed"] = f"one launch took {est['ours']:.0f} ms > --launch-budget-ms"
+        elif elapsed + ours_cost_s > args.time_budget_s:
+            row["ours_untimed"] = (f"its rounds ({ours_cost_s:.0f} s) would end past "
+                                   f"--time-budget-s {args.time_budget_s:.0f}")
+        if "ours_untimed" in row:
+            del fns["ours"]
     ms = ctx["timed_together"](torch, fns, reps, args.rounds, warmup)
     row["reps"] = {name: reps[name] for name in fns}
     for name in CONTENDERS:
         if name in ms:
             row[f"{name}_ms"] = ms[name]
             row[f"{name}_tflops"] = work / (ms[name] * 1e-3) / 1e12
-    if "ours_untimed" in row:
+    if "ours_untimed" in row and "ours" in est:
         row["ours_single_tflops"] = work / (est["ours"] * 1e-3) / 1e12
     row["clock_after"] = sm_clock()
     return row
@@ -252,7 +262,8 @@ def main(argv=None) -> int:
                 print(table_line(row), flush=True)
             del q, k, v, o
     if any("ours_untimed" in r for r in rows):
-        print("* ours: one timed launch, not interleaved rounds (over a time budget)")
+        print("* ours: one timed launch, not interleaved rounds, or none (`-`): over a time "
+              "budget (the JSON says which)")
     print(f"total {time.perf_counter() - t_start:.0f} s")
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w", encoding="utf-8") as f:
