@@ -220,7 +220,13 @@ def main(argv=None) -> int:
                     help="print the plan and compile the variants; no GPU needed")
     args = ap.parse_args(argv)
     for shape in args.shapes.split(","):
-        parse_shape(shape)
+        try:
+            parse_shape(shape)
+        except ValueError:
+            ap.error(f"--shapes: {shape!r} is not bBhHnNdD (e.g. b16h16n2048d64)")
+    unknown = set(dtypes_of(args)) - {"f16", "bf16"}
+    if unknown:
+        ap.error(f"--dtypes: {', '.join(sorted(unknown))}: expected f16, bf16")
     if args.dry_run:
         return dry_run(args)
     try:
