@@ -1,30 +1,41 @@
 """Attention benchmark (a script, not a test): the Mettle example against torch SDPA.
 
-    python3 bench/attention.py [--json bench/results/attention_h200.json] [--reps 5]
+    python3 bench/attention.py [--json bench/results/attention_h200.json] [--bf16]
                                [--shapes b16h16n2048d64,...] [--dtypes f16,bf16]
-                               [--no-check] [--timeout-ms 60000]
+                               [--rounds 5] [--batch-ms 25] [--max-reps 100]
+                               [--launch-budget-ms 10000] [--time-budget-s 110]
+                               [--no-check] [--dry-run]
 
 Contenders, in one process and on one device: `ours` (examples/attention: the tile-value
 kernel through the `mettle` runtime, compiled -O for this GPU), `flash` (SDPA with
-SDPBackend.FLASH_ATTENTION) and `cudnn` (SDPBackend.CUDNN_ATTENTION), f16 and bf16, full
-and causal, on the shapes of the attention issue. Each configuration is first checked
-against SDPA on float32 copies (FlashAttention's rule: max error <= 2x the 16-bit
-reference's own error + its rounding noise), then timed with CUDA events, contenders
-interleaved per round (bench/timing.timed_together), medians reported. TFLOP/s counts
-4*b*h*n^2*d, halved for causal. The SM clock is sampled (nvidia-smi) around each shape.
-Prints a table and writes JSON. Without a GPU or torch it says why and exits 0.
+SDPBackend.FLASH_ATTENTION) and `cudnn` (SDPBackend.CUDNN_ATTENTION), f16 (bf16 too with
+--bf16), full and causal, on the shapes of the attention issue. Each row is first checked:
+ours on the first two heads against SDPA on float32 copies, with FlashAttention's rule
+(examples/attention/check_attention.py: max error <= 2x torch's own 16-bit error + the
+format's rounding noise). Then every contender is timed once (CUDA events) to size its
+batches (about --batch-ms of work, 1..--max-reps calls), and the contenders are timed in
+--rounds interleaved rounds (bench/timing.timed_together; a clock change reaches all
+alike); the table gives the median. TFLOP/s counts 4*b*h*n^2*d, halved for causal. The
+SM clock is sampled (nvidia-smi) around each row.
 
-Tiles lower to the exact replay today (docs/reference/tiles.md "Targets"), so `ours` is
-expected to be far below the SDPA backends until the register-resident sm_90a lowering
-lands; a shape whose single call exceeds --timeout-ms is reported as skipped.
+A slow `ours` (the exact tile replay runs at about 0.7 TFLOP/s) is bounded: when one launch
+exceeds --launch-budget-ms, or its rounds would end past --time-budget-s since the start,
+it is not timed in rounds and the table shows its single timed launch, marked `*`; when
+even that launch (predicted from ours' previous row) would end past the budget, it is not
+launched (`-`; the check on two heads still runs). A
+backend that refuses a shape (no kernel for it) shows `-`, with the reason in the JSON.
+Prints a table and writes JSON. Without a GPU or torch it says why and exits 0;
+--dry-run needs neither: it prints the plan and compiles every variant it would launch.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -32,6 +43,9 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 SHAPES = ("b16h16n2048d64", "b8h16n4096d128", "b2h16n16384d128")
+CONTENDERS = ("ours", "flash", "cudnn")
+CHECK_HEADS = 2                    # the check runs ours on the first heads of batch 0
+SLOW_MS = 100.0                    # a launch this slow needs no warm-up beyond its first
 
 
 def parse_shape(text: str) -> tuple[int, int, int, int]:
@@ -39,6 +53,10 @@ def parse_shape(text: str) -> tuple[int, int, int, int]:
     h, rest = rest.split("n")
     n, d = rest.split("d")
     return int(b), int(h), int(n), int(d)
+
+
+def flops(b: int, h: int, n: int, d: int, causal: bool) -> float:
+    return 4 * b * h * n * n * d / (2 if causal else 1)
 
 
 def sm_clock() -> int | None:
@@ -50,44 +68,167 @@ def sm_clock() -> int | None:
         return None
 
 
-def check(torch, F, ours, q, k, v, causal: bool) -> tuple[bool, float, float]:
-    """FlashAttention's forward rule against float32 SDPA."""
-    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
-    pt = F.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
-    out = ours(q, k, v, causal).float()
-    atol = 2 * ((ref + 0.3 - 0.3).to(q.dtype).float() - ref).abs().max().item()
-    err = (out - ref).abs().max().item()
-    bound = 2 * (pt - ref).abs().max().item() + atol
-    return err <= bound, err, bound
+def single_ms(torch, fn) -> float:
+    """Milliseconds of one CUDA-event-timed call."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
 
 
-def slow_median(torch, fn) -> float:
-    """Milliseconds: the median of three single CUDA-event-timed calls."""
-    times = []
-    for _ in range(3):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[1]
+def dtypes_of(args) -> list[str]:
+    names = [d for d in args.dtypes.split(",") if d]
+    if args.bf16 and "bf16" not in names:
+        names.append("bf16")
+    return names
+
+
+def dry_run(args) -> int:
+    """The plan, and every variant it would launch compiled (and ptxas-checked when ptxas
+    is there) for sm_90a: no GPU or torch needed."""
+    from examples.attention.attention import constants, module
+    print(f"kernel: BLOCK_M {constants()['BLOCK_M']}, BLOCK_N {constants()['BLOCK_N']}")
+    variants = set()
+    for shape in args.shapes.split(","):
+        b, h, n, d = parse_shape(shape)
+        for dt in dtypes_of(args):
+            variants.add((d, dt))
+            for causal in (False, True):
+                print(f"{shape:<18} {dt:<5} {'causal' if causal else 'full':<6} "
+                      f"{flops(b, h, n, d, causal) / 1e12:8.3f} TFLOP per call")
+    ptxas = os.environ.get("METTLE_PTXAS") or shutil.which("ptxas")
+    failed = 0
+    for d, dt in sorted(variants):
+        mod = module(d, dt, "sm_90a")
+        line = f"variant d{d} {dt}: {len(mod.ptx)} bytes of PTX, block " \
+               f"{mod.signature.kernels['attention'].block}"
+        if ptxas:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "attention.ptx")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(mod.ptx)
+                proc = subprocess.run([ptxas, "--gpu-name=sm_90a", "-v", path, "-o",
+                                       os.path.join(tmp, "a.cubin")], capture_output=True,
+                                      text=True)
+            failed += proc.returncode != 0
+            regs = [ln.split("info    : ")[-1] for ln in proc.stderr.splitlines()
+                    if "registers" in ln]
+            line += f"; ptxas: {'ok' if proc.returncode == 0 else 'FAILED'} " \
+                    f"{regs[0] if regs else proc.stderr.strip()[-300:]}"
+        print(line)
+    return 1 if failed else 0
+
+
+def sdpa_runner(torch, F, sdpa_kernel, backend, q, k, v, causal):
+    def run():
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return run
+
+
+def bench_row(torch, args, ctx, shape, dt, causal, q, k, v, o, t_start) -> dict:
+    b, h, n, d = parse_shape(shape)
+    row = {"shape": shape, "dtype": dt, "causal": causal, "clock_before": sm_clock()}
+    work = flops(b, h, n, d, causal)
+    fns = {"ours": lambda: ctx["attention"](q, k, v, causal, out=o)}
+    for name, backend in (("flash", ctx["flash"]), ("cudnn", ctx["cudnn"])):
+        if backend is None:
+            row[f"{name}_unavailable"] = "this torch has no such SDPA backend"
+            continue
+        fn = sdpa_runner(torch, ctx["F"], ctx["sdpa_kernel"], backend, q, k, v, causal)
+        try:
+            fn()
+            torch.cuda.synchronize()
+            fns[name] = fn
+        except RuntimeError as exc:
+            row[f"{name}_unavailable"] = str(exc).splitlines()[0][:300]
+    rate = ctx.get("ours_flop_per_ms")          # from ours' last timed launch
+    if rate and time.perf_counter() - t_start + work / rate / 1e3 > args.time_budget_s:
+        row["ours_untimed"] = (f"one launch would take about {work / rate / 1e3:.0f} s and "
+                               f"end past --time-budget-s {args.time_budget_s:.0f}")
+        del fns["ours"]
+    est = {name: single_ms(torch, fn) for name, fn in fns.items()}
+    row["single_ms"] = est
+    if "ours" in est:
+        ctx["ours_flop_per_ms"] = work / est["ours"]
+    if not args.no_check:
+        sl = [x[:1, :CHECK_HEADS] for x in (q, k, v)]
+        mine = ctx["attention"](*sl, causal)
+        ok, err, bound = ctx["checker"].rule(*sl, causal, None, mine)
+        row.update(check_ok=ok, max_err=err, bound=bound)
+    reps = {name: max(1, min(args.max_reps, round(args.batch_ms / max(ms, 1e-3))))
+            for name, ms in est.items()}
+    warmup = {name: 0 if ms > SLOW_MS else 2 for name, ms in est.items()}
+    if "ours" in est:
+        ours_cost_s = (warmup["ours"] + args.rounds * reps["ours"]) * est["ours"] / 1e3
+        elapsed = time.perf_counter() - t_start
+        if est["ours"] > args.launch_budget_ms:
+            row["ours_untimed"] = f"one launch took {est['ours']:.0f} ms > --launch-budget-ms"
+        elif elapsed + ours_cost_s > args.time_budget_s:
+            row["ours_untimed"] = (f"its rounds ({ours_cost_s:.0f} s) would end past "
+                                   f"--time-budget-s {args.time_budget_s:.0f}")
+        if "ours_untimed" in row:
+            del fns["ours"]
+    ms = ctx["timed_together"](torch, fns, reps, args.rounds, warmup)
+    row["reps"] = {name: reps[name] for name in fns}
+    for name in CONTENDERS:
+        if name in ms:
+            row[f"{name}_ms"] = ms[name]
+            row[f"{name}_tflops"] = work / (ms[name] * 1e-3) / 1e12
+    if "ours_untimed" in row and "ours" in est:
+        row["ours_single_tflops"] = work / (est["ours"] * 1e-3) / 1e12
+    row["clock_after"] = sm_clock()
+    return row
+
+
+def table_line(row: dict) -> str:
+    def tf(name):
+        return row.get(f"{name}_tflops")
+
+    def cell(x, mark=""):
+        return f"{x:8.2f}{mark}" if x is not None else f"{'-':>8} "
+
+    def ratio(a, c):
+        return f"{a / c:10.3f}" if a and c else f"{'-':>10}"
+    ours = tf("ours") or row.get("ours_single_tflops")
+    star = "*" if "ours_untimed" in row else " "
+    return (f"{row['shape']:<18} {row['dtype']:<5} {'causal' if row['causal'] else 'full':<6} "
+            f"{cell(ours, star)}{cell(tf('flash'))}{cell(tf('cudnn'))}"
+            f"{ratio(ours, tf('flash'))} {ratio(ours, tf('cudnn'))}  "
+            f"{row.get('check_ok', '-')}")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", default=os.path.join(ROOT, "bench", "results",
                                                    "attention_h200.json"))
-    ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--shapes", default=",".join(SHAPES))
-    ap.add_argument("--dtypes", default="f16,bf16")
+    ap.add_argument("--dtypes", default="f16", help="comma-separated: f16, bf16")
+    ap.add_argument("--bf16", action="store_true", help="bf16 rows too")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median)")
+    ap.add_argument("--batch-ms", type=float, default=25.0,
+                    help="work per timed batch: sets each contender's calls per batch")
+    ap.add_argument("--max-reps", type=int, default=100, help="most calls per batch")
+    ap.add_argument("--launch-budget-ms", type=float, default=10000.0,
+                    help="ours is not timed in rounds when one launch takes longer")
+    ap.add_argument("--time-budget-s", type=float, default=110.0,
+                    help="ours is not timed in rounds that would end later (since start)")
     ap.add_argument("--no-check", action="store_true")
-    ap.add_argument("--timeout-ms", type=float, default=60000.0,
-                    help="skip `ours` on a shape whose first call takes longer")
-    ap.add_argument("--slow-ms", type=float, default=500.0,
-                    help="a first call slower than this: time `ours` as the median of 3 "
-                    "single calls instead of interleaved batches")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="print the plan and compile the variants; no GPU needed")
     args = ap.parse_args(argv)
+    for shape in args.shapes.split(","):
+        try:
+            parse_shape(shape)
+        except ValueError:
+            ap.error(f"--shapes: {shape!r} is not bBhHnNdD (e.g. b16h16n2048d64)")
+    unknown = set(dtypes_of(args)) - {"f16", "bf16"}
+    if unknown:
+        ap.error(f"--dtypes: {', '.join(sorted(unknown))}: expected f16, bf16")
+    if args.dry_run:
+        return dry_run(args)
     try:
         import torch
         import torch.nn.functional as F
@@ -98,63 +239,44 @@ def main(argv=None) -> int:
     if not torch.cuda.is_available():
         print("attention bench: no CUDA device; nothing to do")
         return 0
-    from examples.attention.attention import attention
+    from examples.attention.attention import attention, constants
+    from examples.attention.check_attention import Checker
     from timing import timed_together
 
+    t_start = time.perf_counter()
+    ctx = {"attention": attention, "F": F, "sdpa_kernel": sdpa_kernel,
+           "timed_together": timed_together,
+           "checker": None if args.no_check else Checker(),
+           "flash": getattr(SDPBackend, "FLASH_ATTENTION", None),
+           "cudnn": getattr(SDPBackend, "CUDNN_ATTENTION", None)}
     dtypes = {"f16": torch.float16, "bf16": torch.bfloat16}
-    rows, header = [], f"{'shape':<18} {'dtype':<5} {'mask':<6} {'ours':>8} {'flash':>8} " \
-        f"{'cudnn':>8} {'ours/flash':>10} {'ours/cudnn':>10}  check"
-    print(header)
+    rows = []
+    print(f"{'shape':<18} {'dtype':<5} {'mask':<6} {'ours':>8}  {'flash':>8} {'cudnn':>8} "
+          f"{'ours/flash':>10} {'ours/cudnn':>10}  check   (TFLOP/s)", flush=True)
     for shape in args.shapes.split(","):
         b, h, n, d = parse_shape(shape)
-        for dt in args.dtypes.split(","):
+        for dt in dtypes_of(args):
             gen = torch.Generator(device="cuda").manual_seed(0)
             q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=dtypes[dt], generator=gen)
                        for _ in range(3))
+            o = torch.empty_like(q)
+            attention(q[:1, :1, :1], k[:1, :1, :1], v[:1, :1, :1])   # compile and load
+            torch.cuda.synchronize()
             for causal in (False, True):
-                row = {"shape": shape, "dtype": dt, "causal": causal, "clock_before": sm_clock()}
-                flops = 4 * b * h * n * n * d / (2 if causal else 1)
-                ours = lambda q, k, v, c: attention(q, k, v, c)        # noqa: E731
-                t0 = time.perf_counter()
-                ours(q, k, v, causal)
-                torch.cuda.synchronize()
-                first_ms = (time.perf_counter() - t0) * 1e3
-                if not args.no_check:
-                    ok, err, bound = check(torch, F, ours, *(x[:1, :2] for x in (q, k, v)),
-                                           causal)
-                    row.update(check_ok=ok, max_err=err, bound=bound)
-                fns, ms = {}, {}
-                if first_ms > args.timeout_ms:
-                    row["ours_skipped_first_call_ms"] = first_ms
-                elif first_ms > args.slow_ms:
-                    ms["ours"] = slow_median(torch, lambda: ours(q, k, v, causal))
-                    row["ours_timing"] = "median of 3 single calls"
-                else:
-                    fns["ours"] = lambda: ours(q, k, v, causal)
-
-                def sdpa(backend):
-                    def run():
-                        with sdpa_kernel(backend):
-                            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                    return run
-                fns["flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
-                fns["cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
-                ms.update(timed_together(torch, fns, args.reps))
-                ms = {name: ms[name] for name in ("ours", "flash", "cudnn") if name in ms}
-                row.update({f"{k}_ms": v for k, v in ms.items()})
-                row.update({f"{k}_tflops": flops / (v * 1e-3) / 1e12 for k, v in ms.items()})
-                row["clock_after"] = sm_clock()
+                row = bench_row(torch, args, ctx, shape, dt, causal, q, k, v, o, t_start)
                 rows.append(row)
-                tf = lambda k: row.get(f"{k}_tflops")                      # noqa: E731
-                cell = lambda x: f"{x:8.1f}" if x is not None else f"{'-':>8}"  # noqa: E731
-                ratio = lambda a, c: f"{a / c:10.3f}" if a and c else f"{'-':>10}"  # noqa: E731
-                print(f"{shape:<18} {dt:<5} {'causal' if causal else 'full':<6} "
-                      f"{cell(tf('ours'))} {cell(tf('flash'))} {cell(tf('cudnn'))} "
-                      f"{ratio(tf('ours'), tf('flash'))} {ratio(tf('ours'), tf('cudnn'))}  "
-                      f"{row.get('check_ok', '-')}", flush=True)
-    os.makedirs(os.path.dirname(args.json), exist_ok=True)
+                print(table_line(row), flush=True)
+            del q, k, v, o
+    if any("ours_untimed" in r for r in rows):
+        print("* ours: one timed launch, not interleaved rounds, or none (`-`): over a time "
+              "budget (the JSON says which)")
+    print(f"total {time.perf_counter() - t_start:.0f} s")
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w", encoding="utf-8") as f:
         json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                   "cudnn": torch.backends.cudnn.version(), "unit": "TFLOP/s",
+                   "kernel": {k: constants()[k] for k in ("BLOCK_M", "BLOCK_N")},
+                   "settings": {k: v for k, v in vars(args).items() if k != "json"},
                    "rows": rows}, f, indent=1)
     print(f"wrote {args.json}")
     return 0

@@ -20,7 +20,8 @@ PROBE = r'''
 import json, sys
 from pants.engine.addresses import Address
 from toolchain.rules import target_types as tt
-from toolchain.rules.compile_kernel import print_target_argv, ptxas_arch_of
+from toolchain.rules.compile_kernel import (CompileKernelRequest, compile_argv,
+                                            print_target_argv, ptxas_arch_of)
 from toolchain.rules.variants import candidate_name, winner
 addr = Address("pkg", target_name="t")
 def err(fn, *a):
@@ -40,6 +41,11 @@ out = {
   "ptxas": [ptxas_arch_of(t.encode()) for t in json.loads(sys.argv[5])],
   "name": candidate_name(3, sys.argv[1]),
   "winner": winner({"entries": {"a": {"selection": "v1"}, "b": {"selection": "v1"}}}, "x"),
+  "consts": tt.MettleConstsField.compute_value(["HEAD_DIM=128", "ELEM=bf16"], addr),
+  "consts_bad": err(tt.MettleConstsField.compute_value, ["HEAD_DIM"], addr),
+  "consts_argv": list(compile_argv(CompileKernelRequest(
+      addr, None, "k.ptx", "ptx", "sm_90a", False, None, None, True, "opencl2.0",
+      consts=("HEAD_DIM=128", "ELEM=bf16")), "k.mettle", "std"))[-4:],
   "split": err(winner, {"entries": {"a": {"selection": "v0", "reason": "r0"},
                                     "b": {"selection": None, "reason": "tie"}}}, "pkg:t"),
 }
@@ -78,6 +84,9 @@ def test_plugin_helpers():
     assert out["name"] == "v3_tensor_tuple_budget-8-gpu_arch-sm_121a"
     assert out["winner"] == "v1"
     assert "a: v0 (r0); b: none (tie)" in out["split"]
+    assert out["consts"] == ["HEAD_DIM=128", "ELEM=bf16"]
+    assert "has 'HEAD_DIM'; expected NAME=VALUE" in out["consts_bad"]
+    assert out["consts_argv"] == ["--const", "HEAD_DIM=128", "--const", "ELEM=bf16"]
 
 
 RESOLVE_PROBE = r'''

@@ -42,3 +42,33 @@ def test_bench_shapes_parse():
 def test_check_script_documents_its_rule():
     proc = run("-c", "import examples.attention.check_attention as c; print(c.__doc__)")
     assert proc.returncode == 0 and "2 * max|out_pt - out_ref|" in proc.stdout, proc.stderr
+
+
+def test_launcher_reads_the_kernel_constants_and_sizes_the_grid():
+    from examples.attention import attention as a
+    text = a.SOURCE.read_text()
+    bm, bn = a.block_rows()
+    assert f"const BLOCK_M = {bm};" in text and f"const BLOCK_N = {bn};" in text
+    assert a.block_rows({"BLOCK_M": 64}) == (64, bn)
+    assert a.constants({"ELEM": "bf16"})["ELEM"] == "bf16"
+    assert a._integer("2 * 64 + (1 << 3) / 3", {}) == 130 and a._integer("1.5", {}) is None
+    assert a.grid(1, 6) == (1, 6, 1) and a.grid(bm + 1, 2) == (2, 2, 1)
+    with pytest.raises(ValueError, match="grid's y limit"):
+        a.grid(1, 65536)
+
+
+def test_check_script_lists_named_cases_and_refuses_an_empty_selection():
+    proc = run("examples/attention/check_attention.py", "--list", "--case", "bf16-d128-*")
+    names = proc.stdout.split()
+    assert proc.returncode == 0 and "bf16-d128-launches200" in names, proc.stderr
+    assert all(n.startswith("bf16-d128-") for n in names) and len(names) >= 20
+    proc = run("examples/attention/check_attention.py", "--case", "no-such-case")
+    assert proc.returncode == 1 and "no case matches" in proc.stdout
+
+
+def test_bench_dry_run_compiles_every_variant():
+    proc = run("bench/attention.py", "--dry-run", "--bf16")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for variant in ("d64 f16", "d64 bf16", "d128 f16", "d128 bf16"):
+        assert f"variant {variant}: " in proc.stdout, proc.stdout
+    assert "b2h16n16384d128    bf16  causal    2.199 TFLOP per call" in proc.stdout

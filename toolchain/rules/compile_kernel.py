@@ -38,6 +38,7 @@ class CompileKernelRequest:
     validate: bool
     spirv_target_env: str
     fp_contract: bool = True  # False: --fp-contract=off
+    consts: Tuple[str, ...] = ()   # each NAME=VALUE becomes one --const
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,8 @@ def compile_argv(req: CompileKernelRequest, source: str, stdlib_root: str) -> Tu
         argv += ["--gpu-tensor-tuple-budget", str(req.tensor_tuple_budget)]
     if not req.fp_contract:
         argv.append("--fp-contract=off")
+    for item in req.consts:
+        argv += ["--const", item]
     return tuple(argv)
 
 

@@ -19,8 +19,9 @@ from pants.engine.target import (InvalidFieldException, Target, WrappedTarget,
 from pants.engine.unions import UnionRule
 
 from toolchain.rules.compile_kernel import CompiledKernel, CompileKernelRequest
-from toolchain.rules.target_types import (GpuVariantSelectTarget, MettleFormatField,
-                                          MettleFpContractField, MettleGpuArchField,
+from toolchain.rules.target_types import (GpuVariantSelectTarget, MettleConstsField,
+                                          MettleFormatField, MettleFpContractField,
+                                          MettleGpuArchField,
                                           MettleKernelTarget, MettleOptimizeField,
                                           MettlePtxVersionField, MettleSourceField,
                                           MettleSpirvTargetEnvField,
@@ -49,6 +50,7 @@ def compile_request(tgt: Target, output_stem: str,
         validate=tgt[MettleValidateField].value,
         fp_contract=tgt[MettleFpContractField].value,
         spirv_target_env=tgt[MettleSpirvTargetEnvField].value,
+        consts=tuple(tgt[MettleConstsField].value or ()),
     )
 
 

@@ -35,6 +35,7 @@ from pants.engine.target import (
 # The spellings the compiler's --gpu-arch accepts (toolchain/compiler/cli.py).
 GPU_ARCH_RE = re.compile(r"^(gb10|portable|sm_\d{2,3}a?|compute_\d{2,3}a?)$")
 PTX_VERSION_RE = re.compile(r"^\d+\.\d+$")
+CONST_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")   # --const NAME=VALUE
 MAX_TENSOR_TUPLE_BUDGET = 4096  # the compiler refuses larger budgets
 # Keys a gpu_variant_select variant may override on its kernel.
 VARIANT_KEYS = ("gpu_arch", "tensor_tuple_budget", "ptx_version", "optimize")
@@ -187,6 +188,24 @@ class MettleTensorTupleBudgetField(IntField):
         return value
 
 
+class MettleConstsField(StringSequenceField):
+    alias = "consts"
+    help = (
+        "Values for top-level `const`s of the kernel source (the compiler's `--const "
+        "NAME=VALUE`, one per entry): an integer, or a tile format `f16`, `bf16`, `f32`, "
+        "e.g. `[\"HEAD_DIM=128\", \"ELEM=bf16\"]` builds one variant of one source."
+    )
+
+    @classmethod
+    def compute_value(cls, raw_value: Optional[Any], address: Address) -> Optional[Tuple[str, ...]]:
+        value = super().compute_value(raw_value, address)
+        for item in value or ():
+            name, eq, const = item.partition("=")
+            if not eq or not CONST_NAME_RE.match(name) or not const:
+                raise _invalid(cls.alias, address, f"has {item!r}; expected NAME=VALUE.")
+        return value
+
+
 class MettleValidateField(BoolField):
     alias = "validate"
     default = True
@@ -218,6 +237,7 @@ class MettleKernelTarget(Target):
         MettleFpContractField,
         MettlePtxVersionField,
         MettleTensorTupleBudgetField,
+        MettleConstsField,
         MettleValidateField,
         MettleSpirvTargetEnvField,
         EnvironmentField,

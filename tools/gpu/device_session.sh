@@ -10,6 +10,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh bench    # benchmarks + GEMM only
 #   OUT=/tmp/out bash tools/gpu/device_session.sh new      # the newest forms' tests + benches
 #   OUT=/tmp/out bash tools/gpu/device_session.sh all_new  # whole suite (plain) + newest + benches
+#   OUT=/tmp/out bash tools/gpu/device_session.sh attention  # attention tests, sanitizers, bench
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -168,6 +169,26 @@ all_new() {
   newest_benchmarks 50 80
 }
 
+attention_session() {
+  # the attention example: its hardware tests (three parts at once; each test runs its
+  # group of cases in a process of its own) beside compute-sanitizer memcheck and
+  # racecheck, then the benchmark alone on the GPU; every log goes to stdout too (about
+  # 1 + 2 minutes). ATTENTION_BENCH_ARGS: more bench/attention.py flags, e.g. --bf16
+  step "attention: tests and compute-sanitizer"
+  t=tests/gpu/test_attention.py
+  timeout 300 $PYTEST -rA $t -k "matches_sdpa and not bf16" > "$OUT/suite_attention_f16.txt" 2>&1 &
+  timeout 300 $PYTEST -rA $t -k "matches_sdpa and bf16 or group" \
+    > "$OUT/suite_attention_bf16.txt" 2>&1 &
+  for tool in memcheck racecheck; do
+    timeout 300 $PYTEST -rA $t -k "sanitizer and $tool" > "$OUT/sanitizer_attention_$tool.txt" 2>&1 &
+  done
+  wait
+  cat "$OUT"/suite_attention_*.txt "$OUT"/sanitizer_attention_*.txt
+  step "attention: benchmark"
+  timeout 240 python3 bench/attention.py --json "$OUT/attention.json" ${ATTENTION_BENCH_ARGS:-} \
+    2>&1 | tee "$OUT/attention.txt"
+}
+
 MODE=${1:-main}
 case "$MODE" in
   main) benchmarks; suite ;;
@@ -184,7 +205,8 @@ case "$MODE" in
   bench) QUICK=1 benchmarks; verify_gemm ;;
   new) new_forms ;;
   all_new) all_new ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new" >&2
+  attention) attention_session ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention" >&2
      exit 2 ;;
 esac
 
