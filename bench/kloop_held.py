@@ -4,12 +4,15 @@
 
 `bench/kernels/kloop_held.mettle` is the held-out-style kernel: a subgroup per 16x16 tile,
 `tensor_mma` in a `for` loop over K, no `block =` annotation. -O stages its operands through
-shared memory sized for a bounded block and tests the launch at run time
+shared memory sized for the subgroups its tile index names (4: an 8 KiB area, as the
+declared form's) and tests each subgroup at run time
 (toolchain/compiler/targets/ptx/tensor/staging.py). This script compiles it -O (staged,
-pipelined), -O with the synchronous staged form, -O --gpu-wmma-staging=off (unstaged) and
-without -O, plus plain.mettle's declared-shape gemm_kloop -O as the yardstick; launches each
-at 4096^3 with 128 work-items, checks the result against torch, requires every -O form to
-equal the unstaged one bitwise, and prints TFLOP/s (2*M*N*K) beside torch.matmul.
+pipelined), -O with the areas sized for 8 subgroups (16 KiB: the earlier sizing, whose
+shared-memory carveout left little L1), -O with the synchronous staged form,
+-O --gpu-wmma-staging=off (unstaged) and without -O, plus plain.mettle's declared-shape
+gemm_kloop -O as the yardstick; launches each at 4096^3 with 128 work-items, checks the
+result against torch, requires every staged -O form to equal the unstaged one bitwise, and
+prints TFLOP/s (2*M*N*K) beside torch.matmul.
 """
 from __future__ import annotations
 
@@ -44,6 +47,15 @@ def variants(arch: str) -> dict:
                                        "gemm_kloop_held")
     finally:
         staging.PIPELINE = saved
+    hint = staging.subgroups_hint
+    staging.subgroups_hint = lambda fn: 8          # the earlier 16 KiB (256-item) areas
+    try:
+        out["held -O 16KiB-area"] = (compile_module(HELD, arch, optimize=True),
+                                     "gemm_kloop_held")
+    finally:
+        staging.subgroups_hint = hint
+    if "wmma_pipe[16384]" not in out["held -O 16KiB-area"][0].ptx:
+        raise SystemExit("held -O 16KiB-area: the areas were not resized")
     out["declared -O"] = (compile_module(PLAIN, arch, optimize=True), "gemm_kloop")
     staged = out["held -O"][0].ptx
     if "staged pipelined launch-guarded" not in staged:
@@ -78,7 +90,7 @@ def main() -> int:
         outs[label] = c
         scratch = c0.clone()
         fns[label] = (lambda f=fn, s=scratch: f(a, b, s, size, size, size))
-    for label in ("held -O", "held -O sync-staging"):
+    for label in ("held -O", "held -O 16KiB-area", "held -O sync-staging"):
         same = torch.equal(outs[label], outs["held -O no-staging"])
         print(f"{label} vs held -O no-staging: bitwise {'equal' if same else 'DIFFER'}")
         if not same:

@@ -40,21 +40,29 @@ function already uses async copy groups (its wait counts are the user's), when a
 area would take the kernel's staging memory over MAX_AREA, or with PIPELINE off (A/B runs).
 
 A kernel without a declared block shape (the plain-source K loop: a subgroup per tile, no
-annotation) is staged as if it declared UNDECLARED_ITEMS work-items: its areas are sized for
-that many subgroups, the linear thread id and the block size come from %tid/%ntid, and the
-run-time test of every update also takes the direct loads when the launch's block has more
-work-items than that or a partial subgroup (the block size is uniform, so a launch is
-either staged throughout or direct throughout, and both give the same bits). The area is
-static, so any launcher (the Python runtime, a host program, raw cuLaunchKernel) gets the
-staged form without passing dynamic shared memory. Areas never take the kernel's static
-shared memory (its own workgroup arrays included) over STATIC_SHARED: the pipelined form
-falls back to the synchronous one, that one to the direct loads.
+annotation) is staged for the subgroups per workgroup its own tile index names
+(`block.x * C + thread.x / 32`: C subgroups, block_hint.py), else for UNDECLARED_ITEMS
+work-items, at most UNDECLARED_CAP; the linear thread id and the block size come from
+%tid/%ntid, and the run-time test of every update also takes the direct loads in a subgroup
+past the areas (linear id / 32 >= C) and in a launch with a partial subgroup. Both tests are
+uniform in the subgroup and both forms give the same bits, so a larger block mixes staged
+and direct subgroups safely. Why size for the expected block rather than the largest: the
+area is static and paid per workgroup whatever the launch, and the register-limited
+occupancy of the 128-work-item K loop (12 workgroups an SM on sm_90) times a 16 KiB area
+took the SM's shared-memory carveout to 228 KiB, leaving 28 KiB of L1 for the `.ca` A
+tiles the pipelined form relies on (the declared form: 8 KiB a workgroup, 132 KiB carveout,
+124 KiB of L1; the same SASS loop; H200: 37.1 against 46.4 TFLOP/s). The area is static,
+so any launcher (the Python runtime, a host program, raw cuLaunchKernel) gets the staged
+form without passing dynamic shared memory. Areas never take the kernel's static shared
+memory (its own workgroup arrays included) over STATIC_SHARED: the pipelined form falls
+back to the synchronous one, that one to the direct loads.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .. import ops as I
+from .block_hint import subgroups_hint
 from .common import Mat, add_addr, label, linear, offset_terms, scale_bytes
 from .wmma import load_frag, mma, run_grid_on
 
@@ -64,7 +72,9 @@ MAX_AREA = 16384                   # leaves >= 32 KiB of the 48 KiB static .shar
 PIPELINE = True                    # two-stage cp.async form where it fits (False: A/B runs)
 CACHE = {"a": "ca", "b": "cg"}     # cp.async cache level per operand (docstring)
 _SPACES = ("", ".global")          # operands worth staging (shared ones are already close)
-UNDECLARED_ITEMS = 256             # work-items an undeclared block's areas are sized for
+UNDECLARED_ITEMS = 128             # work-items an undeclared block's areas are sized for
+                                   # when its tile index names no subgroup count
+UNDECLARED_CAP = MAX_AREA // (2 * STAGE) * 32   # 256: the most a pipelined area serves
 STATIC_SHARED = 48 * 1024          # the static .shared a kernel may declare in all
 
 
@@ -113,20 +123,34 @@ def _own_shared(fn) -> int:
 
 
 def _items(fn) -> int:
-    """Work-items the staging areas are sized for: the declared block, else
-    UNDECLARED_ITEMS (checked at run time against the launch)."""
+    """Work-items the staging areas are sized for: the declared block, else the subgroups
+    the kernel's tile index names (block_hint.py) or UNDECLARED_ITEMS, at most
+    UNDECLARED_CAP (checked at run time against the launch)."""
     if not fn.block_shape:
-        return UNDECLARED_ITEMS
+        hint = subgroups_hint(fn)
+        return min(hint * 32 if hint else UNDECLARED_ITEMS, UNDECLARED_CAP)
     x, y, z = fn.block_shape
     return x * y * z
+
+
+def staged_subgroups(fn) -> int:
+    """Subgroups per workgroup the areas serve (an undeclared block's later ones load
+    directly)."""
+    return (_items(fn) + 31) // 32
 
 
 def form(em) -> str:
     """The explain text of how the areas were sized."""
     if em.fn.block_shape:
         return "sized from the declared block shape"
-    return (f"no declared block shape: sized for {UNDECLARED_ITEMS} work-items, a run-time "
-            f"test loads directly when the launch's block has more or a partial subgroup")
+    hint = subgroups_hint(em.fn)
+    n = staged_subgroups(em.fn)
+    why = (f"the tile index block.x * {hint} + thread.x / 32" if hint else
+           "no subgroup count in the tile index: the default")
+    if hint and hint > n:
+        why += f", capped at {n}"
+    return (f"no declared block shape: sized for {n} subgroups ({why}), a run-time test "
+            "loads directly in a subgroup past them or a launch with a partial subgroup")
 
 
 def _size(fn, stages: int = 1) -> int:
@@ -202,20 +226,21 @@ def prepare(em, plan, desc, acc, pipelined: bool) -> Stage:
 
 def _launch_geometry(em) -> tuple[str, str]:
     """(linear thread id, unfit) of an undeclared block, from %tid and %ntid: unfit is
-    non-zero when the block has more than UNDECLARED_ITEMS work-items or a partial
-    subgroup (items in 1..1024: (items - 1) >> log2(UNDECLARED_ITEMS) is 0 iff it fits)."""
+    non-zero in a subgroup past the areas (linear id >= 32 x staged_subgroups) and in a
+    launch with a partial subgroup; both are uniform in the subgroup."""
     tid = [em.new("r") for _ in range(3)]
     nt = [em.new("r") for _ in range(3)]
     for d, r, n in zip("xyz", tid, nt):
         em.put(I.mov("u32", r, f"%tid.{d}"))
         em.put(I.mov("u32", n, f"%ntid.{d}"))
     lin, items, unfit, part = (em.new("r") for _ in range(4))
+    past = em.new("p")
     em.put(I.mad("lo", "u32", lin, tid[2], nt[1], tid[1]))       # (z * ny + y) * nx + x
     em.put(I.mad("lo", "u32", lin, lin, nt[0], tid[0]))
     em.put(I.binary("mul.lo", "u32", items, nt[0], nt[1]))
     em.put(I.binary("mul.lo", "u32", items, items, nt[2]))
-    em.put(I.binary("sub", "u32", unfit, items, 1))
-    em.put(I.binary("shr", "u32", unfit, unfit, UNDECLARED_ITEMS.bit_length() - 1))
+    em.put(I.setp("ge", "u32", past, lin, 32 * staged_subgroups(em.fn)))
+    em.put(I.selp("u32", unfit, 1, 0, past))
     em.put(I.binary("and", "b32", part, items, 31))
     em.put(I.binary("or", "b32", unfit, unfit, part))
     return lin, unfit
