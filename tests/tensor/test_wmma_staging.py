@@ -477,6 +477,27 @@ def test_interpreter_two_pipelined_groups(tmp_path, monkeypatch):
     assert {o.tobytes() for o in outs.values()} == {want.tobytes()}
 
 
+@pytest.mark.parametrize("floats", [0, 4096])
+def test_later_groups_count_the_earlier_areas(tmp_path, ptxas_path, floats):
+    """Two K loops at 256 work-items: the first group's 16 KiB pipelined area fills the
+    staging cap, so the second keeps the direct loads rather than add an 8 KiB synchronous
+    area (staging over 16 KiB, and with the kernel's own arrays over 48 KiB of static
+    shared memory)."""
+    src = _two_tiles().replace("kernel(block = 128)", "kernel(block = 256)")
+    if floats:
+        src = src.replace("  var tile: int32", _BIG_ARRAY.replace("N", str(floats)), 1)
+    ptx, explain = compile_src(tmp_path, src)
+    body = entry(ptx, "two")
+    assert body.count("staged pipelined") == 1 and "two_wmma_stage" not in ptx
+    assert re.search(r"// mtlc\.tensor_loop resident group=1 .* direct: the 16384 bytes of "
+                     r"earlier groups' staging areas leave no room for a 8192-byte area "
+                     r"under 16384 bytes$", body, re.M)
+    shared = sum(int(n) for n in re.findall(r"^\.shared \.align \d+ \.b8 \w+\[(\d+)\];", ptx,
+                                             re.M))
+    assert shared == 16384 + 4 * floats <= staging_mod.STATIC_SHARED
+    no_spills(ptxas_path, ptx, "sm_90a", tmp_path)
+
+
 def test_interpreter_fused_epilogue_reads_the_settled_tile(tmp_path, monkeypatch):
     """A fused register epilogue reads the accumulator: the last copied step is multiplied
     before it (Group.registers settles), so all three forms agree bitwise."""

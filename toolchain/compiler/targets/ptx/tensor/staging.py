@@ -38,6 +38,8 @@ both measured 30.7 with three stages; bench/results/plain_probe_h200.txt). A pip
 group has its own area (two 1 KiB stages per warp); the synchronous form is kept when the
 function already uses async copy groups (its wait counts are the user's), when a pipelined
 area would take the kernel's staging memory over MAX_AREA, or with PIPELINE off (A/B runs).
+A group whose synchronous area would do that too (earlier groups' areas counted, as they
+are against STATIC_SHARED) keeps the direct loads.
 
 A kernel without a declared block shape (the plain-source K loop: a subgroup per tile, no
 annotation) is staged for the subgroups per workgroup its own tile index names
@@ -104,11 +106,19 @@ def why_not(em, plan, desc) -> str | None:
         return f"{em.profile.target} is below sm_80"
     if not fn.is_kernel:
         return "not a kernel: no launch block shape for the shared staging slots"
+    # the smallest staged form needs the synchronous area (one per function, shared by its
+    # groups); earlier groups' areas count against both limits
+    used = getattr(em, "wmma_stage_bytes", 0)
+    need = 0 if getattr(em, "wmma_stage_area", None) else _size(fn)
     if _size(fn) > MAX_AREA:
         return f"a {_size(fn)}-byte staging area is over {MAX_AREA} bytes"
-    if _own_shared(fn) + _size(fn) > STATIC_SHARED:
-        return (f"the kernel's {_own_shared(fn)} bytes of workgroup arrays leave no room "
-                f"for a {_size(fn)}-byte staging area ({STATIC_SHARED} bytes of static "
+    if used + need > MAX_AREA:
+        return (f"the {used} bytes of earlier groups' staging areas leave no room for a "
+                f"{need}-byte area under {MAX_AREA} bytes")
+    if _own_shared(fn) + used + need > STATIC_SHARED:
+        earlier = f" and {used} bytes of earlier staging areas" if used else ""
+        return (f"the kernel's {_own_shared(fn)} bytes of workgroup arrays{earlier} leave no "
+                f"room for a {need}-byte staging area ({STATIC_SHARED} bytes of static "
                 "shared memory)")
     if plan.family not in ("f16", "bf16") or tuple(plan.shape) != (16, 16, 16) or \
             tuple(plan.grid) != (1, 1):
