@@ -370,8 +370,11 @@ SIM_CASES = [("kloop_f16_row", 32, 32, 40, 48, 32, 0, True),     # K tail: 2 who
              ("kloop_k32_f16_col", 16, 32, 64, 64, 68, 0, False)]
 
 
+@pytest.mark.parametrize("hoist", [False, True], ids=["offsets", "hoisted"])
 @pytest.mark.parametrize("case", SIM_CASES, ids=lambda c: f"{c[0]}-lda{c[4]}-ldb{c[5]}-off{c[6]}")
-def test_interpreter_staged_equals_direct_and_oracle(tmp_path, case, monkeypatch):
+def test_interpreter_staged_equals_direct_and_oracle(tmp_path, case, monkeypatch, hoist):
+    """Also with staging.HOIST_OFFSETS (the lane offsets before the run-time branch)."""
+    monkeypatch.setattr(staging_mod, "HOIST_OFFSETS", hoist)
     name, m, n, k, lda, ldb, aoff, staged = case
     _, fmt, bl = CASES[name]
     ks = 32 if "k32" in name else 16
@@ -610,6 +613,21 @@ def test_undeclared_k_loop_matches_the_declared_one(tmp_path):
     extra.remove("or.b32")
     assert extra == ops_decl
     assert ops_held.count("or.b32") == ops_decl.count("or.b32") + 1
+
+
+def test_hoisted_offsets_precede_the_branch(tmp_path, monkeypatch):
+    """staging.HOIST_OFFSETS: each operand's lane offset (row * ld * 2 + half) is computed
+    before the update's run-time branch, and the staged branch only adds it to the tile's
+    address; off, the branch computes it (the default's PTX)."""
+    forms = {}
+    for hoist in (False, True):
+        monkeypatch.setattr(staging_mod, "HOIST_OFFSETS", hoist)
+        body = entry(compile_src(tmp_path, kloop("k1"))[0], "k1")
+        loop = body[body.index("// loop.body"):]
+        branch = loop.index("bra.uni $L__wmma_direct")
+        staged = loop[branch:loop.index("cp.async.ca")]
+        forms[hoist] = (loop[:branch].count("mul.wide.u32"), staged.count("mul.wide.u32"))
+    assert forms == {False: (0, 2), True: (2, 0)}
 
 
 # (block, staged subgroups per block): the first 4 subgroups of a block stage (the areas'

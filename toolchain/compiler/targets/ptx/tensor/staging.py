@@ -74,6 +74,10 @@ MAX_AREA = 16384                   # leaves >= 32 KiB of the 48 KiB static .shar
 PIPELINE = True                    # two-stage cp.async form where it fits (False: A/B runs)
 CACHE = {"a": "ca", "b": "cg"}     # cp.async cache level per operand (docstring)
 _SPACES = ("", ".global")          # operands worth staging (shared ones are already close)
+HOIST_OFFSETS = False              # lane offsets before the run-time branch, where ptxas
+                                   # hoists them out of the K loop (4 SASS a step fewer) but
+                                   # the 128-item K loop takes 48 registers, not 40 (10
+                                   # workgroups an SM, not 12): off until measured (A/B runs)
 UNDECLARED_ITEMS = 128             # work-items an undeclared block's areas are sized for
                                    # when its tile index names no subgroup count
 UNDECLARED_CAP = MAX_AREA // (2 * STAGE) * 32   # 256: the most a pipelined area serves
@@ -282,45 +286,65 @@ def _misaligned(em, st: Stage, A: Mat, B: Mat) -> str:
     return p
 
 
-def _src(em, st: Stage, m: Mat, base: str) -> str:
-    """The address of this lane's 16 bytes of the stored 16x16 tile whose lane-half address
-    is `base` (row st.row)."""
+def _lane_offset(em, st: Stage, m: Mat) -> str:
+    """The byte offset of this lane's 16 bytes in the stored 16x16 tile (row st.row, half
+    st.half) from the tile's address (HOIST_OFFSETS)."""
+    off = _row_offset(em, st, m)
+    em.put(I.binary("add", "s64", off, off, st.half))
+    return off
+
+
+def _row_offset(em, st: Stage, m: Mat) -> str:
     off = em.new("rd")
     if isinstance(m.ld, int):
         em.put(I.binary("mul.wide", "u32", off, st.row, m.ld * 2))
     else:
         em.put(I.binary("mul.wide", "u32", off, st.row, m.ld),
                I.binary("shl", "b64", off, off, 1))
-    addr = em.new("rd")
-    em.put(I.binary("add", "s64", addr, base, off))
-    return addr
+    return off
 
 
-def _piece(em, st: Stage, m: Mat, base: str) -> list[str]:
+def _lane_bases(em, st: Stage, A: Mat, B: Mat, offs) -> tuple[str, str]:
+    """Per lane, A's and B's first chunk: its source address with hoisted offsets, else its
+    lane-half address (row st.row added per chunk by _sources)."""
+    a, b = em.new("rd"), em.new("rd")
+    oa, ob = offs or (st.half, st.half)
+    em.put(I.binary("add", "s64", a, A.base, oa), I.binary("add", "s64", b, B.base, ob))
+    return a, b
+
+
+def _sources(em, st: Stage, A: Mat, B: Mat, a: str, b: str, offs) -> tuple[str, str]:
+    """This lane's 16-byte source addresses of the chunk whose lane bases are a and b."""
+    if offs:
+        return a, b
+    srcs = []
+    for m, base in ((A, a), (B, b)):
+        off = _row_offset(em, st, m)
+        addr = em.new("rd")
+        em.put(I.binary("add", "s64", addr, base, off))
+        srcs.append(addr)
+    return srcs[0], srcs[1]
+
+
+def _piece(em, m: Mat, addr: str) -> list[str]:
     """This lane's 16 bytes of the stored 16x16 tile, loaded into registers."""
-    addr = _src(em, st, m, base)
     regs = [em.new("r") for _ in range(4)]
     em.put(I.ld_vec(m.space, "u32", I.vec(*regs), I.mem(addr)))
     return regs
 
 
-def _lane_addr(em, st: Stage, base: str) -> str:
-    r = em.new("rd")
-    em.put(I.binary("add", "s64", r, base, st.half))
-    return r
-
-
-def _staged(em, st: Stage, plan, desc, A: Mat, B: Mat, acc, chunks: int) -> None:
+def _staged(em, st: Stage, plan, desc, A: Mat, B: Mat, acc, chunks: int, offs) -> None:
     if chunks > 1:                          # K chunks of a wider tile (desc.k = 32, ...)
         a_step = scale_bytes(em, linear(em, offset_terms(A, 0, 16)), A.bits)
         b_step = scale_bytes(em, linear(em, offset_terms(B, 16, 0)), B.bits)
     sa = Mat(st.slot_a, ".shared", A.layout, 16, 16)
     sb = Mat(st.slot_b, ".shared", B.layout, 16, 16)
-    a, b = _lane_addr(em, st, A.base), _lane_addr(em, st, B.base)
+    a, b = _lane_bases(em, st, A, B, offs)
     for kk in range(chunks):
         if kk:
             a, b = add_addr(em, a, a_step), add_addr(em, b, b_step)
-        pa, pb = _piece(em, st, A, a), _piece(em, st, B, b)
+        src_a, src_b = _sources(em, st, A, B, a, b, offs)
+        pa, pb = _piece(em, A, src_a), _piece(em, B, src_b)
         em.put(I.bar_warp_sync(-1),                 # the last wmma.load of the slots is done
                I.st_vec(".shared", "u32", I.mem(st.lane_a), I.vec(*pa)),
                I.st_vec(".shared", "u32", I.mem(st.lane_b), I.vec(*pb)),
@@ -331,16 +355,16 @@ def _staged(em, st: Stage, plan, desc, A: Mat, B: Mat, acc, chunks: int) -> None
             desc.result_type)
 
 
-def _pipelined(em, st: Stage, plan, desc, A: Mat, B: Mat, chunks: int) -> None:
+def _pipelined(em, st: Stage, plan, desc, A: Mat, B: Mat, chunks: int, offs) -> None:
     """Each K chunk: copy it into stage `buf`, multiply the step copied before it."""
     if chunks > 1:
         a_step = scale_bytes(em, linear(em, offset_terms(A, 0, 16)), A.bits)
         b_step = scale_bytes(em, linear(em, offset_terms(B, 16, 0)), B.bits)
-    a, b = _lane_addr(em, st, A.base), _lane_addr(em, st, B.base)
+    a, b = _lane_bases(em, st, A, B, offs)
     for kk in range(chunks):
         if kk:
             a, b = add_addr(em, a, a_step), add_addr(em, b, b_step)
-        srcs = (_src(em, st, A, a), _src(em, st, B, b))
+        srcs = _sources(em, st, A, B, a, b, offs)
         em.put(I.bar_warp_sync(-1))        # the stage refilled now was read two steps ago
         for which, lane, src in zip("ab", (st.lane_a, st.lane_b), srcs):
             dst = em.new("r")
@@ -387,11 +411,12 @@ def run_update(em, st: Stage | None, plan, desc, A: Mat, B: Mat, acc, chunks: in
         run_grid_on(em, plan, desc, A, B, acc, chunks)
         return
     direct, done = label(em, "wmma_direct"), label(em, "wmma_staged_end")
+    offs = (_lane_offset(em, st, A), _lane_offset(em, st, B)) if HOIST_OFFSETS else None
     em.put(I.bra(direct, guard=_misaligned(em, st, A, B), uniform=True))
     if st.pend is not None:
-        _pipelined(em, st, plan, desc, A, B, chunks)
+        _pipelined(em, st, plan, desc, A, B, chunks, offs)
     else:
-        _staged(em, st, plan, desc, A, B, acc, chunks)
+        _staged(em, st, plan, desc, A, B, acc, chunks, offs)
     em.put(I.bra(done, uniform=True), I.label(direct))
     settle(em, st)
     run_grid_on(em, plan, desc, A, B, acc, chunks)
