@@ -49,11 +49,12 @@ work-items, at most UNDECLARED_CAP; the linear thread id and the block size come
 past the areas (linear id / 32 >= C) and in a launch with a partial subgroup. Both tests are
 uniform in the subgroup and both forms give the same bits, so a larger block mixes staged
 and direct subgroups safely. Why size for the expected block rather than the largest: the
-area is static and paid per workgroup whatever the launch, and the register-limited
-occupancy of the 128-work-item K loop (12 workgroups an SM on sm_90) times a 16 KiB area
-took the SM's shared-memory carveout to 228 KiB, leaving 28 KiB of L1 for the `.ca` A
-tiles the pipelined form relies on (the declared form: 8 KiB a workgroup, 132 KiB carveout,
-124 KiB of L1; the same SASS loop; H200: 37.1 against 46.4 TFLOP/s). The area is static,
+area is static and paid per workgroup whatever the launch. Sized for 256 work-items, the
+128-work-item K loop ran at 37.1 TFLOP/s against the declared form's 46.4 (H200) with the
+same SASS loop; the difference was the area (16 against 8 KiB), which at the loop's
+register-limited 12 workgroups an SM takes the shared-memory carveout to 228 KiB and leaves
+28 KiB of L1 for the `.ca` A tiles the pipelined form relies on (declared: 132 KiB
+carveout, 124 KiB of L1). bench/kloop_held.py times both sizings. The area is static,
 so any launcher (the Python runtime, a host program, raw cuLaunchKernel) gets the staged
 form without passing dynamic shared memory. Areas never take the kernel's static shared
 memory (its own workgroup arrays included) over STATIC_SHARED: the pipelined form falls
