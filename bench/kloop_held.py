@@ -4,12 +4,16 @@
 
 `bench/kernels/kloop_held.mettle` is the held-out-style kernel: a subgroup per 16x16 tile,
 `tensor_mma` in a `for` loop over K, no `block =` annotation. -O stages its operands through
-shared memory sized for a bounded block and tests the launch at run time
+shared memory sized for the subgroups its tile index names (4: an 8 KiB area, as the
+declared form's) and tests each subgroup at run time
 (toolchain/compiler/targets/ptx/tensor/staging.py). This script compiles it -O (staged,
-pipelined), -O with the synchronous staged form, -O --gpu-wmma-staging=off (unstaged) and
-without -O, plus plain.mettle's declared-shape gemm_kloop -O as the yardstick; launches each
-at 4096^3 with 128 work-items, checks the result against torch, requires every -O form to
-equal the unstaged one bitwise, and prints TFLOP/s (2*M*N*K) beside torch.matmul.
+pipelined), -O with the areas sized for 8 subgroups (16 KiB: the earlier sizing, whose
+shared-memory carveout left little L1), -O with the lane offsets hoisted out of the K loop
+(staging.HOIST_OFFSETS: fewer instructions, more registers), -O with the synchronous staged
+form, -O --gpu-wmma-staging=off (unstaged) and without -O, plus plain.mettle's
+declared-shape gemm_kloop -O as the yardstick; launches each at 4096^3 with 128 work-items, checks the
+result against torch, requires every staged -O form to equal the unstaged one bitwise, and
+prints TFLOP/s (2*M*N*K) beside torch.matmul.
 """
 from __future__ import annotations
 
@@ -30,24 +34,33 @@ HELD = os.path.join(ROOT, "bench", "kernels", "kloop_held.mettle")
 PLAIN = os.path.join(ROOT, "bench", "kernels", "plain.mettle")
 
 
+def _with(module, name: str, value, source: str, arch: str):
+    """`source` compiled -O with `module.name` set to `value` for the compile."""
+    saved = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        return compile_module(source, arch, optimize=True)
+    finally:
+        setattr(module, name, saved)
+
+
 def variants(arch: str) -> dict:
     """label -> (module, kernel name)."""
     from toolchain.compiler.targets.ptx.tensor import staging
-    out = {"held -O": (compile_module(HELD, arch, optimize=True), "gemm_kloop_held"),
-           "held -O no-staging": (compile_module(HELD, arch, optimize=True,
-                                                 wmma_staging=False), "gemm_kloop_held"),
-           "held plain": (compile_module(HELD, arch, optimize=False), "gemm_kloop_held")}
-    saved = staging.PIPELINE
-    staging.PIPELINE = False
-    try:
-        out["held -O sync-staging"] = (compile_module(HELD, arch, optimize=True),
-                                       "gemm_kloop_held")
-    finally:
-        staging.PIPELINE = saved
-    out["declared -O"] = (compile_module(PLAIN, arch, optimize=True), "gemm_kloop")
-    staged = out["held -O"][0].ptx
-    if "staged pipelined launch-guarded" not in staged:
+    held = {"held -O": compile_module(HELD, arch, optimize=True),
+            "held -O no-staging": compile_module(HELD, arch, optimize=True,
+                                                 wmma_staging=False),
+            "held plain": compile_module(HELD, arch, optimize=False),
+            "held -O sync-staging": _with(staging, "PIPELINE", False, HELD, arch),
+            # the earlier 16 KiB (256-item) areas, and the lane offsets hoisted (48 registers)
+            "held -O 16KiB-area": _with(staging, "subgroups_hint", lambda fn: 8, HELD, arch),
+            "held -O hoisted": _with(staging, "HOIST_OFFSETS", True, HELD, arch)}
+    if "wmma_pipe[16384]" not in held["held -O 16KiB-area"].ptx:
+        raise SystemExit("held -O 16KiB-area: the areas were not resized")
+    if "staged pipelined launch-guarded" not in held["held -O"].ptx:
         raise SystemExit("held -O: the K loop was not staged (see --explain)")
+    out = {label: (mod, "gemm_kloop_held") for label, mod in held.items()}
+    out["declared -O"] = (compile_module(PLAIN, arch, optimize=True), "gemm_kloop")
     return out
 
 
@@ -78,7 +91,7 @@ def main() -> int:
         outs[label] = c
         scratch = c0.clone()
         fns[label] = (lambda f=fn, s=scratch: f(a, b, s, size, size, size))
-    for label in ("held -O", "held -O sync-staging"):
+    for label in ("held -O", "held -O 16KiB-area", "held -O hoisted", "held -O sync-staging"):
         same = torch.equal(outs[label], outs["held -O no-staging"])
         print(f"{label} vs held -O no-staging: bitwise {'equal' if same else 'DIFFER'}")
         if not same:

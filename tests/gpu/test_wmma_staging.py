@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tests.gpu.harness import Buffer, Scalar
-from tests.tensor.staging_kernels import ALL, CASES, kloop_launch
+from tests.tensor.staging_kernels import ALL, CASES, kloop, kloop_launch
 from toolchain.compiler.driver import Options, compile_file
 from toolchain.compiler.targets.ptx.tensor import staging as staging_mod
 from toolchain.compiler.targets.ptx.profiles import detect_local_arch
@@ -102,14 +102,20 @@ def test_staged_equals_direct_and_reference(gpu_run, tmp_path, monkeypatch, name
         f"{name} {label}: the staged forms differ from direct"
 
 
-# No declared block shape (the plain-source K loop): the areas are sized for
-# staging.UNDECLARED_ITEMS work-items and each update tests the launch's block. 64, 128 and
-# 256 work-items take the staged form, 512 the direct loads; every form gives the same bits.
-@pytest.mark.parametrize("block", [64, 128, 256, 512])
+# No declared block shape (the plain-source K loop): the areas serve the subgroups the tile
+# index names (kloop_held: `block.x * 4 + thread.x / 32`, 4) or staging.UNDECLARED_ITEMS
+# (kloop_launch, whose index names none: 4 subgroups), and each update tests its subgroup: a
+# 256- or 512-item block mixes staged and direct subgroups; every form gives the same bits.
+KERNELS = {"kloop_launch": kloop_launch(), "kloop_held": kloop("kloop_held", block=False)}
+
+
+@pytest.mark.parametrize("name,block", [("kloop_launch", 64), ("kloop_launch", 128),
+                                        ("kloop_launch", 256), ("kloop_launch", 512),
+                                        ("kloop_held", 128)])
 @pytest.mark.parametrize("label,m,n,k,lda_extra", [("aligned", 64, 96, 200, 0),
                                                    ("lda_misaligned", 48, 64, 104, 4)])
-def test_undeclared_block_staged_equals_direct(gpu_run, tmp_path, monkeypatch, block, label,
-                                                m, n, k, lda_extra):
+def test_undeclared_block_staged_equals_direct(gpu_run, tmp_path, monkeypatch, name, block,
+                                                label, m, n, k, lda_extra):
     lda, ldb = k + lda_extra, n
     rng = np.random.default_rng(block + k)
     a_bits, a_val = _operand(rng, (m * lda,), "f16")
@@ -121,9 +127,9 @@ def test_undeclared_block_staged_equals_direct(gpu_run, tmp_path, monkeypatch, b
     tiles = (m // 16) * (n // 16)
     got = {}
     for form, staging, pipelined in FORMS:
-        ptx = _ptx(tmp_path, monkeypatch, form, staging, pipelined, kloop_launch())
-        assert ("launch-guarded block<=256" in ptx) == staging
-        out = gpu_run(ptx, "kloop_launch", grid=(tiles * 32 + block - 1) // block, block=block,
+        ptx = _ptx(tmp_path, monkeypatch, form, staging, pipelined, KERNELS[name])
+        assert ("launch-guarded subgroups<=4" in ptx) == staging
+        out = gpu_run(ptx, name, grid=(tiles * 32 + block - 1) // block, block=block,
                       args=[Buffer("a", "uint16", data=a_bits), Buffer("b", "uint16", data=b_bits),
                             Buffer("c", "float32", size=m * n + PAD, data=c.ravel(),
                                    poison=np.nan, output=True),

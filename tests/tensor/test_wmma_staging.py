@@ -7,6 +7,7 @@ runs the same kernels on the device.
 """
 import re
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -210,22 +211,22 @@ _BIG_ARRAY = """  workgroup var t: float32[N];
   var tile: int32"""
 
 
-@pytest.mark.parametrize("floats,form", [(10496, "direct"), (9216, "sync")])
+@pytest.mark.parametrize("floats,form", [(11520, "direct"), (10496, "sync")])
 def test_own_workgroup_arrays_leave_room_for_the_areas(tmp_path, ptxas, floats, form):
-    """An undeclared block's 8/16 KiB areas come on top of the kernel's own workgroup
-    arrays: staging backs off (synchronous, then direct) rather than take the static
-    shared memory over 48 KiB, which ptxas would refuse."""
+    """An undeclared block's 4/8 KiB areas (4 subgroups, from its tile index) come on top
+    of the kernel's own workgroup arrays: staging backs off (synchronous, then direct)
+    rather than take the static shared memory over 48 KiB, which ptxas would refuse."""
     src = kloop("k1", block=False).replace("  var tile: int32", _BIG_ARRAY.replace(
         "N", str(floats)), 1)
     ptx, explain = compile_src(tmp_path, src)
     body = entry(ptx, "k1")
     if form == "direct":
         assert "wmma_stage" not in ptx and "wmma_pipe" not in ptx
-        assert "41984 bytes of workgroup arrays leave no room for a 8192-byte staging area" \
+        assert "46080 bytes of workgroup arrays leave no room for a 4096-byte staging area" \
             in explain
     else:
-        assert " staged launch-guarded block<=256 sync: another 16384-byte area would take " \
-            "the kernel's static shared memory over 49152 bytes" in body
+        assert " staged launch-guarded subgroups<=4 sync: another 8192-byte area would " \
+            "take the kernel's static shared memory over 49152 bytes" in body
     ptxas(ptx, "sm_90a")
 
 
@@ -369,8 +370,11 @@ SIM_CASES = [("kloop_f16_row", 32, 32, 40, 48, 32, 0, True),     # K tail: 2 who
              ("kloop_k32_f16_col", 16, 32, 64, 64, 68, 0, False)]
 
 
+@pytest.mark.parametrize("hoist", [False, True], ids=["offsets", "hoisted"])
 @pytest.mark.parametrize("case", SIM_CASES, ids=lambda c: f"{c[0]}-lda{c[4]}-ldb{c[5]}-off{c[6]}")
-def test_interpreter_staged_equals_direct_and_oracle(tmp_path, case, monkeypatch):
+def test_interpreter_staged_equals_direct_and_oracle(tmp_path, case, monkeypatch, hoist):
+    """Also with staging.HOIST_OFFSETS (the lane offsets before the run-time branch)."""
+    monkeypatch.setattr(staging_mod, "HOIST_OFFSETS", hoist)
     name, m, n, k, lda, ldb, aoff, staged = case
     _, fmt, bl = CASES[name]
     ks = 32 if "k32" in name else 16
@@ -476,6 +480,27 @@ def test_interpreter_two_pipelined_groups(tmp_path, monkeypatch):
     assert {o.tobytes() for o in outs.values()} == {want.tobytes()}
 
 
+@pytest.mark.parametrize("floats", [0, 4096])
+def test_later_groups_count_the_earlier_areas(tmp_path, ptxas_path, floats):
+    """Two K loops at 256 work-items: the first group's 16 KiB pipelined area fills the
+    staging cap, so the second keeps the direct loads rather than add an 8 KiB synchronous
+    area (staging over 16 KiB, and with the kernel's own arrays over 48 KiB of static
+    shared memory)."""
+    src = _two_tiles().replace("kernel(block = 128)", "kernel(block = 256)")
+    if floats:
+        src = src.replace("  var tile: int32", _BIG_ARRAY.replace("N", str(floats)), 1)
+    ptx, explain = compile_src(tmp_path, src)
+    body = entry(ptx, "two")
+    assert body.count("staged pipelined") == 1 and "two_wmma_stage" not in ptx
+    assert re.search(r"// mtlc\.tensor_loop resident group=1 .* direct: the 16384 bytes of "
+                     r"earlier groups' staging areas leave no room for a 8192-byte area "
+                     r"under 16384 bytes$", body, re.M)
+    shared = sum(int(n) for n in re.findall(r"^\.shared \.align \d+ \.b8 \w+\[(\d+)\];", ptx,
+                                             re.M))
+    assert shared == 16384 + 4 * floats <= staging_mod.STATIC_SHARED
+    no_spills(ptxas_path, ptx, "sm_90a", tmp_path)
+
+
 def test_interpreter_fused_epilogue_reads_the_settled_tile(tmp_path, monkeypatch):
     """A fused register epilogue reads the accumulator: the last copied step is multiplied
     before it (Group.registers settles), so all three forms agree bitwise."""
@@ -493,27 +518,29 @@ def test_interpreter_fused_epilogue_reads_the_settled_tile(tmp_path, monkeypatch
     assert {o.tobytes() for o in outs.values()} == {relu.tobytes()}
 
 
-# ---- no declared block shape: areas sized for UNDECLARED_ITEMS, the launch tested ----------
+# ---- no declared block shape: areas sized for the tile index's subgroups, the launch tested
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80", "sm_121a"])
 def test_undeclared_block_is_staged_with_a_launch_guard(tmp_path, ptxas_path, arch):
-    """The plain-source K loop (no `block =`) is staged: a 16 KiB two-stage area (256
-    work-items), the linear id and the block size from %tid/%ntid, and the block-size test
-    folded into every update's run-time test; --explain states the form."""
+    """The plain-source K loop (no `block =`, tile = block.x * 4 + thread.x / 32) is staged
+    for 4 subgroups: an 8 KiB two-stage area, the declared 128-item form's, the linear id
+    and the block size from %tid/%ntid, and the subgroup's test (id past the areas, or a
+    partial subgroup in the launch) folded into every update's run-time test; --explain
+    states the form."""
     ptx, explain = compile_src(tmp_path, kloop("k1", block=False), gpu_arch=arch)
     body = entry(ptx, "k1")
-    items = staging_mod.UNDECLARED_ITEMS
-    assert re.search(rf"// mtlc\.tensor_loop resident group=0 .* staged pipelined "
-                     rf"launch-guarded block<={items}$", body, re.M)
-    assert f"no declared block shape: sized for {items} work-items, a run-time test loads " \
-        "directly when the launch's block has more or a partial subgroup" in explain
+    assert re.search(r"// mtlc\.tensor_loop resident group=0 .* staged pipelined "
+                     r"launch-guarded subgroups<=4$", body, re.M)
+    assert "no declared block shape: sized for 4 subgroups (the tile index block.x * 4 + " \
+        "thread.x / 32), a run-time test loads directly in a subgroup past them or a " \
+        "launch with a partial subgroup" in explain
     assert "operands loaded directly" not in explain
-    assert re.search(rf"\.shared \.align 128 \.b8 k1_wmma_pipe\d*\[{items // 32 * 2048}\];",
-                     ptx)
+    assert re.search(r"\.shared \.align 128 \.b8 k1_wmma_pipe\d*\[8192\];", ptx)
     assert ".reqntid" not in body
     for d in "xyz":
         assert f"%ntid.{d};" in body and f"%tid.{d};" in body
-    # unfit = ((items - 1) >> 8) | (items & 31), or-ed into the alignment test's word
-    unfit = re.search(r"shr\.u32 (%r\d+), \1, 8;", body).group(1)
+    # unfit = (linear id >= 128) | (items & 31), or-ed into the alignment test's word
+    past = re.search(r"setp\.ge\.u32 (%p\d+), %r\d+, 128;", body).group(1)
+    unfit = re.search(rf"selp\.u32 (%r\d+), 1, 0, {re.escape(past)};", body).group(1)
     assert re.search(rf"or\.b32 (%r\d+), \1, {re.escape(unfit)};", body)
     assert re.search(r"@%p\d+ bra\.uni \$L__wmma_direct\d+;", body)
     assert body.count("cp.async.ca.shared.global") == 1
@@ -524,21 +551,96 @@ def test_undeclared_block_synchronous_form(tmp_path, ptxas, monkeypatch):
     monkeypatch.setattr(staging_mod, "PIPELINE", False)
     ptx, explain = compile_src(tmp_path, kloop("k1", block=False))
     body = entry(ptx, "k1")
-    assert re.search(r"staged launch-guarded block<=256 sync: pipelining off$", body, re.M)
-    assert "no declared block shape: sized for 256 work-items" in explain
-    assert re.search(r"\.shared \.align 128 \.b8 k1_wmma_stage\d*\[8192\];", ptx)
+    assert re.search(r"staged launch-guarded subgroups<=4 sync: pipelining off$", body, re.M)
+    assert "no declared block shape: sized for 4 subgroups" in explain
+    assert re.search(r"\.shared \.align 128 \.b8 k1_wmma_stage\d*\[4096\];", ptx)
     ptxas(ptx, "sm_90a")
 
 
-# (block, staged?): up to 256 work-items in whole subgroups stage, more load directly
-LAUNCHES = [(128, True), (256, True), (64, True), (512, False)]
+_TILE = "(int32)(block.x * 4 + thread.x / 32)"
+
+
+@pytest.mark.parametrize("index,subgroups,why", [
+    ("(int32)(block.x * 8 + thread.x / 32)", 8, "the tile index block.x * 8 + thread.x / 32"),
+    ("(int32)(thread.x / 32 + 2 * block.x)", 2, "the tile index block.x * 2 + thread.x / 32"),
+    ("(int32)(block.x * 4 + (thread.x >> 5))", 4, "the tile index block.x * 4"),
+    ("(int32)(block.x * 16 + thread.x / 32)", 8,
+     "the tile index block.x * 16 + thread.x / 32, capped at 8"),
+    ("(int32)(block.x * (block_dim.x / 32) + thread.x / 32)", 4,
+     "no subgroup count in the tile index: the default"),
+])
+def test_undeclared_areas_are_sized_from_the_tile_index(tmp_path, ptxas, index, subgroups,
+                                                         why):
+    """What the compiler can know of an undeclared block: the subgroup count the kernel's
+    own tile index names, else UNDECLARED_ITEMS; capped at the 16 KiB pipelined area."""
+    ptx, explain = compile_src(tmp_path, kloop("k1", block=False).replace(_TILE, index, 1))
+    body = entry(ptx, "k1")
+    assert f" staged pipelined launch-guarded subgroups<={subgroups}\n" in body
+    assert re.search(rf"\.shared \.align 128 \.b8 k1_wmma_pipe\d*\[{subgroups * 2048}\];",
+                     ptx)
+    assert re.search(rf"setp\.ge\.u32 %p\d+, %r\d+, {subgroups * 32};", body)
+    assert f"sized for {subgroups} subgroups ({why}" in explain
+    ptxas(ptx, "sm_90a")
+
+
+def _loop_ops(ptx: str, name: str) -> list[str]:
+    """The opcodes of the K loop's body (loop.body up to the back edge), registers aside."""
+    body = entry(ptx, name)
+    loop = body[body.index("// loop.body"):body.rindex("bra.uni")]
+    ops = []
+    for line in loop.splitlines()[1:]:
+        words = line.split()
+        if words and not words[0].endswith(":"):
+            ops.append("@p " + words[1] if words[0].startswith("@") else words[0])
+    return ops
+
+
+def test_undeclared_k_loop_matches_the_declared_one(tmp_path):
+    """bench/kernels/kloop_held.mettle (no block shape) against plain.mettle's gemm_kloop
+    (`block = 128`), both -O: the same area size and the same K loop but for one `or` (the
+    launch test joining the alignment test's word), so the staged forms differ only in the
+    launch test, never in what the loop does per K step."""
+    root = Path(__file__).resolve().parents[2] / "bench" / "kernels"
+    held = compile_file(str(root / "kloop_held.mettle"),
+                        Options(emit="ptx", gpu_arch="sm_90a", optimize=True)).data.decode()
+    plain = compile_file(str(root / "plain.mettle"),
+                         Options(emit="ptx", gpu_arch="sm_90a", optimize=True)).data.decode()
+    area = re.compile(r"\.shared \.align 128 \.b8 (\w+)_wmma_pipe\[(\d+)\];")
+    sizes = {n: int(b) for n, b in area.findall(held + plain)}
+    assert sizes["gemm_kloop_held"] == sizes["gemm_kloop"] == 8192
+    ops_held, ops_decl = _loop_ops(held, "gemm_kloop_held"), _loop_ops(plain, "gemm_kloop")
+    extra = list(ops_held)
+    extra.remove("or.b32")
+    assert extra == ops_decl
+    assert ops_held.count("or.b32") == ops_decl.count("or.b32") + 1
+
+
+def test_hoisted_offsets_precede_the_branch(tmp_path, monkeypatch):
+    """staging.HOIST_OFFSETS: each operand's lane offset (row * ld * 2 + half) is computed
+    before the update's run-time branch, and the staged branch only adds it to the tile's
+    address; off, the branch computes it (the default's PTX)."""
+    forms = {}
+    for hoist in (False, True):
+        monkeypatch.setattr(staging_mod, "HOIST_OFFSETS", hoist)
+        body = entry(compile_src(tmp_path, kloop("k1"))[0], "k1")
+        loop = body[body.index("// loop.body"):]
+        branch = loop.index("bra.uni $L__wmma_direct")
+        staged = loop[branch:loop.index("cp.async.ca")]
+        forms[hoist] = (loop[:branch].count("mul.wide.u32"), staged.count("mul.wide.u32"))
+    assert forms == {False: (0, 2), True: (2, 0)}
+
+
+# (block, staged subgroups per block): the first 4 subgroups of a block stage (the areas'
+# count: kloop_launch's tile index names none), the rest load directly
+LAUNCHES = [(128, 4), (256, 4), (64, 2), (512, 4)]
 
 
 @pytest.mark.parametrize("block,staged", LAUNCHES, ids=lambda v: str(v))
 def test_interpreter_undeclared_block_staged_equals_direct(tmp_path, monkeypatch, block,
                                                            staged):
     """Each launch block size: pipelined, synchronous and unstaged forms give the oracle's
-    bits, and the staged form's fragments come from .shared exactly when the block fits."""
+    bits, and the staged form's fragments come from .shared exactly in the subgroups the
+    areas serve (a larger block mixes the two forms)."""
     m, n, k, lda, ldb = 32, 64, 48, 48, 64
     rng = np.random.default_rng(block)
     a_bits, a_val = _exact_operand(rng, m * lda, "f16")
@@ -562,7 +664,11 @@ def test_interpreter_undeclared_block_staged_equals_direct(tmp_path, monkeypatch
         got = mem.read("c")
         assert np.isnan(got[m * n:]).all()
         outs[staging, pipelined] = got[:m * n].reshape(m, n)
-        took = "staged" if staging and staged else "direct"
-        assert sim.wmmas[took] > 0 and sim.wmmas["staged" if took == "direct" else "direct"] \
-            == 0, (block, staging, sim.wmmas)
+        # subgroups that own a tile, per block: staged ones read .shared, the rest global
+        per_block = [min(block // 32, tiles - b * (block // 32))
+                     for b in range((tiles * 32 + block - 1) // block)]
+        want_staged = sum(min(s, staged) for s in per_block) if staging else 0
+        want_direct = sum(per_block) - want_staged
+        assert sim.wmmas["staged"] // (32 * (k // 16)) == want_staged, (block, sim.wmmas)
+        assert sim.wmmas["direct"] // (32 * (k // 16)) == want_direct, (block, sim.wmmas)
     assert {o.tobytes() for o in outs.values()} == {want.tobytes()}

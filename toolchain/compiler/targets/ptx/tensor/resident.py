@@ -30,7 +30,7 @@ from .common import Mat, mat, operands
 from .frag import lane_ids
 from .mma_sync import SUB_M, SUB_N, load_c, store_d
 from .narrow import claims, native_tile
-from .staging import UNDECLARED_ITEMS, Stage, form, pipeline_why_not, prepare, run_update, settle, why_not
+from .staging import Stage, form, pipeline_why_not, prepare, run_update, settle, staged_subgroups, why_not
 from .wmma import load_frag, run_grid_on, store_frag, sub_addrs
 
 
@@ -170,7 +170,7 @@ def _stage(em, ins, state: Group, kind: str, group) -> str:
 
 def _guard(em) -> str:
     """The annotation of a launch-guarded staging form (no declared block shape)."""
-    return "" if em.fn.block_shape else f" launch-guarded block<={UNDECLARED_ITEMS}"
+    return "" if em.fn.block_shape else f" launch-guarded subgroups<={staged_subgroups(em.fn)}"
 
 
 def resident_group(em, ins) -> Group | None:

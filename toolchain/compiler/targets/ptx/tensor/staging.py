@@ -38,23 +38,34 @@ both measured 30.7 with three stages; bench/results/plain_probe_h200.txt). A pip
 group has its own area (two 1 KiB stages per warp); the synchronous form is kept when the
 function already uses async copy groups (its wait counts are the user's), when a pipelined
 area would take the kernel's staging memory over MAX_AREA, or with PIPELINE off (A/B runs).
+A group whose synchronous area would do that too (earlier groups' areas counted, as they
+are against STATIC_SHARED) keeps the direct loads.
 
 A kernel without a declared block shape (the plain-source K loop: a subgroup per tile, no
-annotation) is staged as if it declared UNDECLARED_ITEMS work-items: its areas are sized for
-that many subgroups, the linear thread id and the block size come from %tid/%ntid, and the
-run-time test of every update also takes the direct loads when the launch's block has more
-work-items than that or a partial subgroup (the block size is uniform, so a launch is
-either staged throughout or direct throughout, and both give the same bits). The area is
-static, so any launcher (the Python runtime, a host program, raw cuLaunchKernel) gets the
-staged form without passing dynamic shared memory. Areas never take the kernel's static
-shared memory (its own workgroup arrays included) over STATIC_SHARED: the pipelined form
-falls back to the synchronous one, that one to the direct loads.
+annotation) is staged for the subgroups per workgroup its own tile index names
+(`block.x * C + thread.x / 32`: C subgroups, block_hint.py), else for UNDECLARED_ITEMS
+work-items, at most UNDECLARED_CAP; the linear thread id and the block size come from
+%tid/%ntid, and the run-time test of every update also takes the direct loads in a subgroup
+past the areas (linear id / 32 >= C) and in a launch with a partial subgroup. Both tests are
+uniform in the subgroup and both forms give the same bits, so a larger block mixes staged
+and direct subgroups safely. Why size for the expected block rather than the largest: the
+area is static and paid per workgroup whatever the launch. Sized for 256 work-items, the
+128-work-item K loop ran at 37.1 TFLOP/s against the declared form's 46.4 (H200) with the
+same SASS loop; the difference was the area (16 against 8 KiB), which at the loop's
+register-limited 12 workgroups an SM takes the shared-memory carveout to 228 KiB and leaves
+28 KiB of L1 for the `.ca` A tiles the pipelined form relies on (declared: 132 KiB
+carveout, 124 KiB of L1). bench/kloop_held.py times both sizings. The area is static,
+so any launcher (the Python runtime, a host program, raw cuLaunchKernel) gets the staged
+form without passing dynamic shared memory. Areas never take the kernel's static shared
+memory (its own workgroup arrays included) over STATIC_SHARED: the pipelined form falls
+back to the synchronous one, that one to the direct loads.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .. import ops as I
+from .block_hint import subgroups_hint
 from .common import Mat, add_addr, label, linear, offset_terms, scale_bytes
 from .wmma import load_frag, mma, run_grid_on
 
@@ -64,7 +75,13 @@ MAX_AREA = 16384                   # leaves >= 32 KiB of the 48 KiB static .shar
 PIPELINE = True                    # two-stage cp.async form where it fits (False: A/B runs)
 CACHE = {"a": "ca", "b": "cg"}     # cp.async cache level per operand (docstring)
 _SPACES = ("", ".global")          # operands worth staging (shared ones are already close)
-UNDECLARED_ITEMS = 256             # work-items an undeclared block's areas are sized for
+HOIST_OFFSETS = False              # lane offsets before the run-time branch, where ptxas
+                                   # hoists them out of the K loop (4 SASS a step fewer) but
+                                   # the 128-item K loop takes 48 registers, not 40 (10
+                                   # workgroups an SM, not 12): off until measured (A/B runs)
+UNDECLARED_ITEMS = 128             # work-items an undeclared block's areas are sized for
+                                   # when its tile index names no subgroup count
+UNDECLARED_CAP = MAX_AREA // (2 * STAGE) * 32   # 256: the most a pipelined area serves
 STATIC_SHARED = 48 * 1024          # the static .shared a kernel may declare in all
 
 
@@ -94,11 +111,19 @@ def why_not(em, plan, desc) -> str | None:
         return f"{em.profile.target} is below sm_80"
     if not fn.is_kernel:
         return "not a kernel: no launch block shape for the shared staging slots"
+    # the smallest staged form needs the synchronous area (one per function, shared by its
+    # groups); earlier groups' areas count against both limits
+    used = getattr(em, "wmma_stage_bytes", 0)
+    need = 0 if getattr(em, "wmma_stage_area", None) else _size(fn)
     if _size(fn) > MAX_AREA:
         return f"a {_size(fn)}-byte staging area is over {MAX_AREA} bytes"
-    if _own_shared(fn) + _size(fn) > STATIC_SHARED:
-        return (f"the kernel's {_own_shared(fn)} bytes of workgroup arrays leave no room "
-                f"for a {_size(fn)}-byte staging area ({STATIC_SHARED} bytes of static "
+    if used + need > MAX_AREA:
+        return (f"the {used} bytes of earlier groups' staging areas leave no room for a "
+                f"{need}-byte area under {MAX_AREA} bytes")
+    if _own_shared(fn) + used + need > STATIC_SHARED:
+        earlier = f" and {used} bytes of earlier staging areas" if used else ""
+        return (f"the kernel's {_own_shared(fn)} bytes of workgroup arrays{earlier} leave no "
+                f"room for a {need}-byte staging area ({STATIC_SHARED} bytes of static "
                 "shared memory)")
     if plan.family not in ("f16", "bf16") or tuple(plan.shape) != (16, 16, 16) or \
             tuple(plan.grid) != (1, 1):
@@ -113,20 +138,34 @@ def _own_shared(fn) -> int:
 
 
 def _items(fn) -> int:
-    """Work-items the staging areas are sized for: the declared block, else
-    UNDECLARED_ITEMS (checked at run time against the launch)."""
+    """Work-items the staging areas are sized for: the declared block, else the subgroups
+    the kernel's tile index names (block_hint.py) or UNDECLARED_ITEMS, at most
+    UNDECLARED_CAP (checked at run time against the launch)."""
     if not fn.block_shape:
-        return UNDECLARED_ITEMS
+        hint = subgroups_hint(fn)
+        return min(hint * 32 if hint else UNDECLARED_ITEMS, UNDECLARED_CAP)
     x, y, z = fn.block_shape
     return x * y * z
+
+
+def staged_subgroups(fn) -> int:
+    """Subgroups per workgroup the areas serve (an undeclared block's later ones load
+    directly)."""
+    return (_items(fn) + 31) // 32
 
 
 def form(em) -> str:
     """The explain text of how the areas were sized."""
     if em.fn.block_shape:
         return "sized from the declared block shape"
-    return (f"no declared block shape: sized for {UNDECLARED_ITEMS} work-items, a run-time "
-            f"test loads directly when the launch's block has more or a partial subgroup")
+    hint = subgroups_hint(em.fn)
+    n = staged_subgroups(em.fn)
+    why = (f"the tile index block.x * {hint} + thread.x / 32" if hint else
+           "no subgroup count in the tile index: the default")
+    if hint and hint > n:
+        why += f", capped at {n}"
+    return (f"no declared block shape: sized for {n} subgroups ({why}), a run-time test "
+            "loads directly in a subgroup past them or a launch with a partial subgroup")
 
 
 def _size(fn, stages: int = 1) -> int:
@@ -202,20 +241,21 @@ def prepare(em, plan, desc, acc, pipelined: bool) -> Stage:
 
 def _launch_geometry(em) -> tuple[str, str]:
     """(linear thread id, unfit) of an undeclared block, from %tid and %ntid: unfit is
-    non-zero when the block has more than UNDECLARED_ITEMS work-items or a partial
-    subgroup (items in 1..1024: (items - 1) >> log2(UNDECLARED_ITEMS) is 0 iff it fits)."""
+    non-zero in a subgroup past the areas (linear id >= 32 x staged_subgroups) and in a
+    launch with a partial subgroup; both are uniform in the subgroup."""
     tid = [em.new("r") for _ in range(3)]
     nt = [em.new("r") for _ in range(3)]
     for d, r, n in zip("xyz", tid, nt):
         em.put(I.mov("u32", r, f"%tid.{d}"))
         em.put(I.mov("u32", n, f"%ntid.{d}"))
     lin, items, unfit, part = (em.new("r") for _ in range(4))
+    past = em.new("p")
     em.put(I.mad("lo", "u32", lin, tid[2], nt[1], tid[1]))       # (z * ny + y) * nx + x
     em.put(I.mad("lo", "u32", lin, lin, nt[0], tid[0]))
     em.put(I.binary("mul.lo", "u32", items, nt[0], nt[1]))
     em.put(I.binary("mul.lo", "u32", items, items, nt[2]))
-    em.put(I.binary("sub", "u32", unfit, items, 1))
-    em.put(I.binary("shr", "u32", unfit, unfit, UNDECLARED_ITEMS.bit_length() - 1))
+    em.put(I.setp("ge", "u32", past, lin, 32 * staged_subgroups(em.fn)))
+    em.put(I.selp("u32", unfit, 1, 0, past))
     em.put(I.binary("and", "b32", part, items, 31))
     em.put(I.binary("or", "b32", unfit, unfit, part))
     return lin, unfit
@@ -247,45 +287,65 @@ def _misaligned(em, st: Stage, A: Mat, B: Mat) -> str:
     return p
 
 
-def _src(em, st: Stage, m: Mat, base: str) -> str:
-    """The address of this lane's 16 bytes of the stored 16x16 tile whose lane-half address
-    is `base` (row st.row)."""
+def _lane_offset(em, st: Stage, m: Mat) -> str:
+    """The byte offset of this lane's 16 bytes in the stored 16x16 tile (row st.row, half
+    st.half) from the tile's address (HOIST_OFFSETS)."""
+    off = _row_offset(em, st, m)
+    em.put(I.binary("add", "s64", off, off, st.half))
+    return off
+
+
+def _row_offset(em, st: Stage, m: Mat) -> str:
     off = em.new("rd")
     if isinstance(m.ld, int):
         em.put(I.binary("mul.wide", "u32", off, st.row, m.ld * 2))
     else:
         em.put(I.binary("mul.wide", "u32", off, st.row, m.ld),
                I.binary("shl", "b64", off, off, 1))
-    addr = em.new("rd")
-    em.put(I.binary("add", "s64", addr, base, off))
-    return addr
+    return off
 
 
-def _piece(em, st: Stage, m: Mat, base: str) -> list[str]:
+def _lane_bases(em, st: Stage, A: Mat, B: Mat, offs) -> tuple[str, str]:
+    """Per lane, A's and B's first chunk: its source address with hoisted offsets, else its
+    lane-half address (row st.row added per chunk by _sources)."""
+    a, b = em.new("rd"), em.new("rd")
+    oa, ob = offs or (st.half, st.half)
+    em.put(I.binary("add", "s64", a, A.base, oa), I.binary("add", "s64", b, B.base, ob))
+    return a, b
+
+
+def _sources(em, st: Stage, A: Mat, B: Mat, a: str, b: str, offs) -> tuple[str, str]:
+    """This lane's 16-byte source addresses of the chunk whose lane bases are a and b."""
+    if offs:
+        return a, b
+    srcs = []
+    for m, base in ((A, a), (B, b)):
+        off = _row_offset(em, st, m)
+        addr = em.new("rd")
+        em.put(I.binary("add", "s64", addr, base, off))
+        srcs.append(addr)
+    return srcs[0], srcs[1]
+
+
+def _piece(em, m: Mat, addr: str) -> list[str]:
     """This lane's 16 bytes of the stored 16x16 tile, loaded into registers."""
-    addr = _src(em, st, m, base)
     regs = [em.new("r") for _ in range(4)]
     em.put(I.ld_vec(m.space, "u32", I.vec(*regs), I.mem(addr)))
     return regs
 
 
-def _lane_addr(em, st: Stage, base: str) -> str:
-    r = em.new("rd")
-    em.put(I.binary("add", "s64", r, base, st.half))
-    return r
-
-
-def _staged(em, st: Stage, plan, desc, A: Mat, B: Mat, acc, chunks: int) -> None:
+def _staged(em, st: Stage, plan, desc, A: Mat, B: Mat, acc, chunks: int, offs) -> None:
     if chunks > 1:                          # K chunks of a wider tile (desc.k = 32, ...)
         a_step = scale_bytes(em, linear(em, offset_terms(A, 0, 16)), A.bits)
         b_step = scale_bytes(em, linear(em, offset_terms(B, 16, 0)), B.bits)
     sa = Mat(st.slot_a, ".shared", A.layout, 16, 16)
     sb = Mat(st.slot_b, ".shared", B.layout, 16, 16)
-    a, b = _lane_addr(em, st, A.base), _lane_addr(em, st, B.base)
+    a, b = _lane_bases(em, st, A, B, offs)
     for kk in range(chunks):
         if kk:
             a, b = add_addr(em, a, a_step), add_addr(em, b, b_step)
-        pa, pb = _piece(em, st, A, a), _piece(em, st, B, b)
+        src_a, src_b = _sources(em, st, A, B, a, b, offs)
+        pa, pb = _piece(em, A, src_a), _piece(em, B, src_b)
         em.put(I.bar_warp_sync(-1),                 # the last wmma.load of the slots is done
                I.st_vec(".shared", "u32", I.mem(st.lane_a), I.vec(*pa)),
                I.st_vec(".shared", "u32", I.mem(st.lane_b), I.vec(*pb)),
@@ -296,16 +356,16 @@ def _staged(em, st: Stage, plan, desc, A: Mat, B: Mat, acc, chunks: int) -> None
             desc.result_type)
 
 
-def _pipelined(em, st: Stage, plan, desc, A: Mat, B: Mat, chunks: int) -> None:
+def _pipelined(em, st: Stage, plan, desc, A: Mat, B: Mat, chunks: int, offs) -> None:
     """Each K chunk: copy it into stage `buf`, multiply the step copied before it."""
     if chunks > 1:
         a_step = scale_bytes(em, linear(em, offset_terms(A, 0, 16)), A.bits)
         b_step = scale_bytes(em, linear(em, offset_terms(B, 16, 0)), B.bits)
-    a, b = _lane_addr(em, st, A.base), _lane_addr(em, st, B.base)
+    a, b = _lane_bases(em, st, A, B, offs)
     for kk in range(chunks):
         if kk:
             a, b = add_addr(em, a, a_step), add_addr(em, b, b_step)
-        srcs = (_src(em, st, A, a), _src(em, st, B, b))
+        srcs = _sources(em, st, A, B, a, b, offs)
         em.put(I.bar_warp_sync(-1))        # the stage refilled now was read two steps ago
         for which, lane, src in zip("ab", (st.lane_a, st.lane_b), srcs):
             dst = em.new("r")
@@ -352,11 +412,12 @@ def run_update(em, st: Stage | None, plan, desc, A: Mat, B: Mat, acc, chunks: in
         run_grid_on(em, plan, desc, A, B, acc, chunks)
         return
     direct, done = label(em, "wmma_direct"), label(em, "wmma_staged_end")
+    offs = (_lane_offset(em, st, A), _lane_offset(em, st, B)) if HOIST_OFFSETS else None
     em.put(I.bra(direct, guard=_misaligned(em, st, A, B), uniform=True))
     if st.pend is not None:
-        _pipelined(em, st, plan, desc, A, B, chunks)
+        _pipelined(em, st, plan, desc, A, B, chunks, offs)
     else:
-        _staged(em, st, plan, desc, A, B, acc, chunks)
+        _staged(em, st, plan, desc, A, B, acc, chunks, offs)
     em.put(I.bra(done, uniform=True), I.label(direct))
     settle(em, st)
     run_grid_on(em, plan, desc, A, B, acc, chunks)
