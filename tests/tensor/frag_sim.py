@@ -7,12 +7,37 @@ a source size. The models are written here from the PTX ISA, not taken from the 
   whose addresses lanes 8i..8i+7 give (8 consecutive 16-bit elements each); lane l gets
   in d_i the elements (row l/4, columns 2(l%4), 2(l%4)+1) of matrix i, or of its
   transpose with .trans, the first in the low half;
-- `cp.async.cg.shared.global [d], [s], 16, n`: the first n bytes copied, the rest zeroed.
+- `cp.async.cg.shared.global [d], [s], 16, n`: the first n bytes copied, the rest zeroed;
+- `max.f32`/`min.f32`: a NaN operand is dropped (both NaN: the canonical NaN); equal
+  operands (+0 and -0 included) give the first, since the ISA leaves the zero's sign open;
+  `min`/`max` of u32/s32.
 """
 from __future__ import annotations
 
-from .ptx_sim import SimError
+import math
+
+from .ptx_sim import SimError, bits_f32
 from .tile_sim import TileSim
+
+_MINMAX = {"max.f32", "min.f32", "max.u32", "min.u32", "max.s32", "min.s32"}
+
+
+def _minmax(op: str, a: int, b: int) -> int:
+    kind, ty = op.split(".")
+    if ty == "f32":
+        x, y = bits_f32(a), bits_f32(b)
+        if math.isnan(x) and math.isnan(y):
+            return 0x7FFFFFFF
+        if math.isnan(x) or math.isnan(y):
+            return b if math.isnan(x) else a
+        if x == y:
+            return a
+        return a if (x > y) == (kind == "max") else b
+    if ty == "s32":
+        a, b = (v - (1 << 32) if v & 0x80000000 else v for v in (a & 0xFFFFFFFF,
+                                                                  b & 0xFFFFFFFF))
+    r = max(a, b) if kind == "max" else min(a, b)
+    return r & 0xFFFFFFFF
 
 
 class FragSim(TileSim):
@@ -25,6 +50,11 @@ class FragSim(TileSim):
                     raise SimError(f"{op} with a partial warp")
                 self.steps += 1
                 th.wait = op
+                return
+            if on and op in _MINMAX:
+                th.regs[ops[0]] = _minmax(op, th.val(ops[1]), th.val(ops[2]))
+                th.pc += 1
+                self.steps += 1
                 return
             if on and op == "cp.async.cg.shared.global" and len(ops) == 4:
                 n = th.val(ops[3])

@@ -16,8 +16,8 @@ from .frag_sim import run_frag
 from .test_tile_attention import TOL, from_bits, to_bits
 
 SOFTMAX = """
-kernel(block = 128) rows(x: float32*, y: float32*, r: float32*, h: uint16*, n: uint32,
-                         m: uint32, c: float32, d: int32) {
+kernel(block = 128) rows(x: float32*, y: float32*, r: float32*, h: uint16*, mxo: float32*,
+                         n: uint32, m: uint32, c: float32, d: int32) {
     var row0: uint32 = block.x * 64;
     var t: tile<f32, 64, 32> = tile_load(x, row0, 0, n, m);
     t = tile_mask(t, row0, 0, n, m, fill: -7.5, upper: d, lower: -20);
@@ -26,6 +26,8 @@ kernel(block = 128) rows(x: float32*, y: float32*, r: float32*, h: uint16*, n: u
     var l: tile<f32, 64, 1> = tile_row_sum(p);
     tile_store(y, p / l + tile_max(t, 0.0) * 0.25 - tile_min(t, mx), row0, 0, n, m);
     tile_store(r, l, row0, 0, n, 1);
+    tile_store(mxo, tile_row_max(tile_mask(t, row0, 0, n, m, fill: -1.0, lower: 0)), row0, 0,
+               n, 1);
     tile_store(h, tile_convert(p, to: f16), row0, 0, n, m);
 }
 """
@@ -62,6 +64,13 @@ def test_exact_operations_give_the_replays_bits(tmp_path):
     x = rng.uniform(-4, 4, (n, m)).astype(np.float32)
     x[3, :5] = [0.0, -0.0, 0.0, -0.0, 0.0]         # signed zeros through max/min
     x[7, :] = -0.0
+    x[9, :] = -np.abs(x[9, :])
+    # the stored row maxima see columns row..row+5 (masks upper: 5, then lower: 0)
+    x[9, 10], x[9, 11] = -0.0, 0.0                # -0 then +0 in one lane: the max is +0
+    x[10, :] = -np.abs(x[10, :])
+    x[10, 13] = -0.0                              # max -0
+    x[11, 12] = np.nan                            # maximumNumber ignores a NaN
+    x[12, :] = np.nan
     c = np.float32(1.4426950408889634 * 0.3)
     out = {}
     for form, opts in (("frag", {}), ("replay", {"tile_mma": False})):
@@ -71,12 +80,16 @@ def test_exact_operations_give_the_replays_bits(tmp_path):
         mem = run_frag(objects, "rows", 128, [
             ("buf", "x", x.ravel()), ("buf", "y", np.zeros(n * m, np.float32)),
             ("buf", "r", np.zeros(n, np.float32)), ("buf", "h", np.zeros(n * m, np.uint16)),
+            ("buf", "mxo", np.zeros(n, np.float32)),
             ("u32", n), ("u32", m), ("u32", int(c.view(np.uint32))),
             ("u32", 5)], grid=(-(-n // 64), 1, 1))
         out[form] = [mem.read(b).view(np.uint32 if b != "h" else np.uint16).copy()
-                     for b in ("y", "r", "h")]
+                     for b in ("y", "r", "h", "mxo")]
     for got, want in zip(out["frag"], out["replay"]):
         assert np.array_equal(got, want)
+    mx = out["frag"][3].view(np.float32)
+    assert mx[9].view(np.uint32) == 0 and mx[10].view(np.uint32) == 0x80000000
+    assert np.isfinite(mx[11])
 
 
 @pytest.mark.parametrize("layout,m,k,n,lda,ldb", [

@@ -246,6 +246,19 @@ class TileFragMixin:
     def _bfly(self, v, lanes: int):
         return self.b.emit("tile.bfly", v.type, [v], {"lanes": lanes})
 
+    def _max_run(self, xs):
+        """maximumNumber of xs with one max.f32 (NaN-ignoring) and one unsigned min per
+        element: when the max is a zero, it is +0 exactly when some element has the bits
+        of +0, the smallest unsigned pattern, so the sign is fixed once at the end."""
+        b = self.b
+        v, low = xs[0], self._bits(xs[0])
+        for x in xs[1:]:
+            v = b.binop("max", v, x)
+            low = b.binop("min", low, self._bits(x))
+        zero = b.select(b.cmp("eq", low, self._c32(0)), b.const(F32, 0.0),
+                        b.const(F32, NEG_ZERO))
+        return b.select(b.cmp("eq", v, b.const(F32, 0.0)), zero, v)
+
     def _frag_reduce(self, op: str, a: FragVal, rt: TileType) -> FragVal:
         if a.home == "row":
             return FragVal(rt, "row", a.regs)
@@ -255,9 +268,7 @@ class TileFragMixin:
             for h in (0, 1):
                 xs = [a.regs[(k * nb + j) * 4 + 2 * h + p] for j in range(nb) for p in (0, 1)]
                 if op == "max":
-                    v = xs[0]
-                    for x in xs[1:]:
-                        v = self._maxnum(v, x, True)
+                    v = self._max_run(xs)
                     for lanes in (1, 2):
                         v = self._maxnum(v, self._bfly(v, lanes), True)
                 else:                   # canonical order: this lane's class, then the quad
