@@ -107,22 +107,34 @@ def test_ptxas_assembles_the_warp_mma_form(ptxas, arch):
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("d", [64, 128])
-def test_attention_variants_take_tensor_cores_without_spills(ptxas_path, tmp_path, arch, d):
-    """The example's matmuls (Q·Kᵀ and P·V) both fit the staging: every one is mma.sync;
-    ptxas spills nothing and the static workgroup memory stays within 48 KiB."""
+@pytest.mark.parametrize("fmt", ["f16", "bf16"])
+def test_attention_variants_stay_in_registers_without_spills(ptxas_path, tmp_path, arch, d,
+                                                              fmt):
+    """The example's variants take the register-resident form (tile_frag.py): no private
+    arrays at all, both matmuls as mma.sync on ldmatrix B fragments (each of the 8
+    subgroups owns one 16-row slab: BLOCK_N * d / 128 MMAs per matmul), and ptxas
+    reports no stack frame, no spills, at most 255 registers and at most 48 KiB of
+    static workgroup memory."""
     from examples.attention.attention import SOURCE
     from tools.gpu.ptxas_runner import assemble
     from toolchain.compiler.driver import compile_file
     from tests.support.gpu_opt_mode import options
 
     opts = options(emit="ptx", gpu_arch=arch, optimize=True,
-                   consts=(("HEAD_DIM", str(d)), ("ELEM", "bf16")))
+                   consts=(("HEAD_DIM", str(d)), ("ELEM", fmt)))
     text = compile_file(str(SOURCE), opts).data.decode()
-    assert "fma.rn.f32" in text and text.count("mma.sync.aligned.m16n8k16") == d // 4
+    block_n = 8192 // d
+    assert ".local" not in text
+    assert text.count("mma.sync.aligned.m16n8k16.row.col.f32." + fmt) == 2 * block_n * d // 128
+    assert text.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == block_n * d // 256
+    assert text.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == block_n * d // 256
+    assert "shfl.sync.bfly.b32" in text and "cp.async.cg.shared.global" in text
     path = tmp_path / "attention.ptx"
     path.write_text(text)
     (res,) = assemble(ptxas_path, arch, str(path))[1]
+    assert res.stack_frame_bytes == 0
     assert res.spill_stores_bytes == 0 and res.spill_loads_bytes == 0
+    assert res.registers <= 255
     assert res.shared_bytes <= 48 * 1024
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from . import ast as A
 from ..ir.types import F32, I32, I64, U16, U32, U64, VOID, Type
 from .scope import VarSym
+from .tile_frag import FragVal, FragVar, TileFragMixin
 from .tile_mma import TileMmaMixin
 from .tile_replay import FORMATS, TileReplayMixin, TileType, TileVal
 from .typesys import describe
@@ -27,7 +28,7 @@ VALUE_FUNCS = {"tile_fill", "tile_load", "tile_convert", "tile_mask", *_ELEMENTW
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
 
 
-class TileMixin(TileMmaMixin, TileReplayMixin):
+class TileMixin(TileFragMixin, TileMmaMixin, TileReplayMixin):
     # ---------------------------------------------------------------- recognition
     def is_tile_expr(self, e: A.Expr) -> bool:
         if isinstance(e, A.Name):
@@ -118,7 +119,9 @@ class TileMixin(TileMmaMixin, TileReplayMixin):
         tt = self.tile_type(d.type)
         self._width(d.span)
         sym = VarSym(d.name, tt, "tile", None, d.span)
-        if d.init is None:
+        if self._tile_fast():           # registers / shared tiles (tile_frag.py)
+            self._frag_decl(d, tt, sym)
+        elif d.init is None:
             sym.storage = self._alloc(tt, d.name, d.span)
             sym.needs_init = True
         else:
@@ -149,6 +152,8 @@ class TileMixin(TileMmaMixin, TileReplayMixin):
         self.scope.names[d.name] = VarSym(d.name, tt, "tile", p, d.span)
 
     def tile_assign(self, sym: VarSym, value: A.Expr, span) -> None:
+        if isinstance(sym.storage, FragVar):
+            return self._frag_assign(sym, value, span)
         v = self.tile_value(value, sym.type)
         self._same_type(v, sym.type, value.span)
         self._uniform("tile assignment", span, [])
@@ -167,6 +172,8 @@ class TileMixin(TileMmaMixin, TileReplayMixin):
             sym = self.lookup(e.name)
             if isinstance(sym, VarSym) and sym.kind == "tile":
                 self.check_init(sym, e.span)
+                if isinstance(sym.storage, FragVar):
+                    return self._frag_read(sym)
                 return TileVal(sym.type, sym.storage, False)
         elif isinstance(e, A.Binary) and e.op in _ARITH:
             a, b = self._operand(e.left, e.op), self._operand(e.right, e.op)
@@ -208,6 +215,9 @@ class TileMixin(TileMmaMixin, TileReplayMixin):
         if name in _REDUCTIONS:
             self._positional(e, 1, name)
             a = self._f32_tile(e.args[0], name)
+            if isinstance(a, FragVal):
+                self._uniform(name, e.span, [])
+                return self._frag_reduce(_REDUCTIONS[name][0], a, TileType("f32", a.type.rows, 1))
             return self._reduce(*_REDUCTIONS[name], a, e.span, name)
         self._positional(e, _ELEMENTWISE[name], name)
         ops = [self._operand(x, f"`{name}`") for x in e.args]
@@ -285,6 +295,8 @@ class TileMixin(TileMmaMixin, TileReplayMixin):
         self._uniform(what.strip("`"), span,
                       [(f"scalar {k}", o) for k, o in enumerate(ops)
                        if not isinstance(o, TileVal)])
+        if self._tile_fast():
+            return self._frag_elementwise(op, ops, rt)
         out = self._alloc(rt, "t", span)
         self._each(rt, span, lambda s, i, j: self._put(
             out, s, self._scalar_op(op, [self._elem(o, rt, s, i, j) for o in ops])))
@@ -295,6 +307,8 @@ class TileMixin(TileMmaMixin, TileReplayMixin):
         self._positional(e, 1, "tile_fill")
         x = self._scalar_f32(e.args[0], "tile_fill")
         self._uniform("tile_fill", e.span, [("value", x)])
+        if self._tile_fast():
+            return self._frag_fill(x, rt)
         out = self._alloc(rt, "fill", e.span)
         v = self._narrow(x, rt.format)
         self._for(self._slots(rt, e.span), lambda s: self._put(out, s, v))
@@ -327,13 +341,17 @@ class TileMixin(TileMmaMixin, TileReplayMixin):
                             f"{describe(p.type)}", e.span)
         return p
 
-    def _load(self, e: A.Call, rt: TileType) -> TileVal:
+    def _load(self, e: A.Call, rt: TileType, into=None) -> TileVal:
         if not e.args:
             raise self.fail("E0354", "`tile_load` takes src, row, column, rows, columns",
                             e.span)
         src = self._pointer(e.args[0], rt, "tile_load")
         ctl, ld, col = self._region(e, "tile_load", 1, ("ld", "layout"))
         self._uniform("tile_load", e.span, [("src", src), *ctl.items(), ("ld", ld)])
+        if into is not None:            # a shared tile (tile_frag.py)
+            return self._shared_load(into, src, ctl, ld, col, e.span)
+        if self._tile_fast():
+            return self._frag_load(src, ctl, ld, col, rt, e.span)
         out = self._alloc(rt, "load", e.span)
         zero = self.b.const(rt.elem, 0.0 if rt.elem == F32 else 0)
 
@@ -352,6 +370,8 @@ class TileMixin(TileMmaMixin, TileReplayMixin):
         dst = self._pointer(e.args[0], t.type, "tile_store")
         ctl, ld, col = self._region(e, "tile_store", 2, ("ld", "layout"))
         self._uniform("tile_store", e.span, [("dst", dst), *ctl.items(), ("ld", ld)])
+        if isinstance(t, FragVal):
+            return self._frag_store(dst, t, ctl, ld, col, e.span)
 
         def body(s, i, j):
             ok, idx = self._addresses(ctl, ld, col, i, j)
@@ -375,6 +395,8 @@ class TileMixin(TileMmaMixin, TileReplayMixin):
         if rt.replicated and rt.format != "f32":
             raise self.fail("E0350", f"a 16-bit tile cannot be a vector ({rt})", e.span)
         self._uniform("tile_convert", e.span, [])
+        if isinstance(a, FragVal):
+            return self._frag_convert(a, rt)
         out = self._alloc(rt, "cvt", e.span)
         self._for(self._slots(rt, e.span), lambda s: self._put(
             out, s, self._narrow(self._widen(self._get(a, s), a.type.format), rt.format)))
@@ -395,6 +417,8 @@ class TileMixin(TileMmaMixin, TileReplayMixin):
                                 opts[k].span)
         self._uniform("tile_mask", e.span, [*ctl.items(), ("fill", fill), *diag.items()])
         rt = a.type
+        if isinstance(a, FragVal):
+            return self._frag_mask(a, ctl, fill, diag, e.span)
         out = self._alloc(rt, "mask", e.span)
         b = self.b
 
@@ -437,6 +461,8 @@ class TileMixin(TileMmaMixin, TileReplayMixin):
                 raise self.fail("E0352", f"`tensor_matmul`: c must be a {rt}, found {c.type}",
                                 e.args[2].span)
         self._uniform("tensor_matmul", e.span, [])
+        if isinstance(b_, FragVal):     # registers x a shared tile (tile_frag.py)
+            return self._frag_matmul(a, b_, c, rt, e.span)
         if self._mma_fits(a, b_):       # warp tensor cores (tile_mma.py)
             return self._mma_matmul(a, b_, c, rt, e.span)
         return self._replay_matmul(a, b_, c, rt, e.span)

@@ -111,6 +111,17 @@ def _rows() -> list[OpInfo]:
           where="device", doc="one warp m16n8k16 product of packed 16-bit pairs (attrs.format "
           "f16|bf16) plus f32 c, fragments in the PTX ISA layout: vec<4 x f32> "
           "(frontend/tile_mma.py; emitted only for targets with mma.sync)"),
+        # register-resident tiles (frontend/tile_frag.py; targets with mma.sync only)
+        R("tile.bfly", "value", collective="subgroup", where="device", doc="the 32-bit "
+          "value of lane (this lane xor attrs.lanes), every lane of the warp active"),
+        R("tile.ldmatrix", "ptr", reads=True, collective="subgroup", where="device",
+          doc="four 8x8 16-bit matrices from workgroup memory (lane l gives row l%8 of "
+          "matrix l/8), attrs.trans: vec<4 x u32> in the mma fragment layout"),
+        R("tile.cp16", "dst src bytes", effects=True, reads=True, where="device",
+          doc="asynchronous 16-byte global->workgroup copy of which the first `bytes` "
+          "(0..16) are read and the rest zero-filled (async.commit/async.wait group it)"),
+        R("tile.pack", "lo hi", where="device", doc="two f32 rounded to nearest even into "
+          "attrs.format f16|bf16 halves of one u32 (lo in bits 0..15)"),
         R("cvt.h2f", "a", where="device", doc="u16 half bits -> f32"),
         R("cvt.f2h", "a", where="device", doc="f32 -> u16 half bits, round to nearest"),
         R("cvt.bf2f", "a", where="device", doc="u16 bf16 bits -> f32"),

@@ -5,6 +5,12 @@ bits on every profile); math.fma -> fma.rn.f32; math.exp2 -> ex2.approx.ftz.f32,
 instruction tiles.md names as tile_exp2's definition on PTX; tile.uniform marks a tile
 operation for the uniformity verifier and emits nothing; tile.mma (frontend/tile_mma.py,
 only on profiles with the form) -> one mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.
+
+Register-resident tiles (frontend/tile_frag.py, same profiles): tile.bfly -> shfl.sync.bfly
+over the full warp (tile operations are reached by whole workgroups); tile.ldmatrix ->
+ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16; tile.cp16 -> cp.async.cg 16 bytes with
+a source size (the rest zero-filled); tile.pack -> cvt.rn.{f16x2,bf16x2}.f32, whose halves
+are the bits of two cvt.rn of one f32 each.
 """
 from __future__ import annotations
 
@@ -12,7 +18,8 @@ from ...diagnostics import error
 from ...ir.module import Const, Instr
 from ...ir.types import FloatType
 from . import ops, regs
-from .instr import Vec
+from .instr import Addr, Vec
+from .lower_memory import address, cast_space
 
 
 def _f32(ins: Instr) -> None:
@@ -58,5 +65,43 @@ def lower_mma(em, ins: Instr) -> None:
     em.define(ins, d)
 
 
-LOWER = {"tile.mma": lower_mma, "math.rn": lower_rn, "math.fma": lower_fma, "math.exp2": lower_exp2,
+def lower_bfly(em, ins: Instr) -> None:
+    em.op("shfl.sync.bfly.b32", em.result(ins), em.reg(ins.operands[0]),
+          str(int(ins.attrs["lanes"])), "31", "-1")
+
+
+def _shared_addr(em, p, offset: int) -> Addr:
+    """`[base+offset]` in the shared window for a workgroup (or generic) pointer."""
+    if p.type.space == "workgroup":
+        a = address(em, p)              # constant ptradds folded
+        return Addr(a.base, a.offset + offset)
+    return Addr(cast_space(em, em.reg(p), p.type.space, "workgroup"), offset)
+
+
+def lower_ldmatrix(em, ins: Instr) -> None:
+    (p,) = ins.operands
+    em.profile.need("ldmatrix", "a register-resident tile matmul", ins.span)
+    a = _shared_addr(em, p, int(ins.attrs.get("offset", 0)))
+    d = Vec([em.new("r") for _ in range(4)])
+    trans = ".trans" if ins.attrs.get("trans") else ""
+    em.put(ops.ldmatrix(f"ldmatrix.sync.aligned.m8n8.x4{trans}.shared.b16", d.regs, a))
+    em.define(ins, d)
+
+
+def lower_cp16(em, ins: Instr) -> None:
+    dst, src, nbytes = ins.operands
+    em.profile.need("cp.async", "a register-resident tile load", ins.span)
+    d = _shared_addr(em, dst, int(ins.attrs.get("offset", 0)))
+    s = cast_space(em, em.reg(src), src.type.space, "global")
+    em.append(ops.cp_async_zfill(d, Addr(s), em.val(nbytes)))
+
+
+def lower_pack(em, ins: Instr) -> None:
+    lo, hi = ins.operands
+    em.profile.need("cvt.x2", "a register-resident tile conversion", ins.span)
+    em.op(f"cvt.rn.{ins.attrs['format']}x2.f32", em.result(ins), em.reg(hi), em.reg(lo))
+
+
+LOWER = {"tile.mma": lower_mma, "tile.bfly": lower_bfly, "tile.ldmatrix": lower_ldmatrix,
+         "tile.cp16": lower_cp16, "tile.pack": lower_pack, "math.rn": lower_rn, "math.fma": lower_fma, "math.exp2": lower_exp2,
          "tile.uniform": lower_uniform}

@@ -522,6 +522,20 @@ def setp_and(compare: str, ty: str, p, a, b, c) -> PtxInstr:
     return _op(f"setp.{compare}.and.{_t(ty)}", (p,), (a, b, c))
 
 
+def cp_async_zfill(dst: Addr, src: Addr, src_bytes) -> PtxInstr:
+    """Feature `cp.async`: `cp.async.cg.shared.global [dst], [src], 16, src_bytes`: reads
+    the first `src_bytes` (a register or immediate, 0..16) and zero-fills the rest."""
+    return _op("cp.async.cg.shared.global", (), (dst, src, "16", src_bytes))
+
+
+def ldmatrix(spelling: str, d, addr: Addr) -> PtxInstr:
+    """Feature `ldmatrix`: `ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 {d..},
+    [addr]`."""
+    if not spelling.startswith("ldmatrix.sync.aligned.m8n8.x"):
+        raise ValueError(f"{spelling!r} is not an ldmatrix form")
+    return _op(spelling, (vec(*d),), (addr,))
+
+
 def cp_async_commit_group() -> PtxInstr:
     """Feature `cp.async`."""
     return _op("cp.async.commit_group")

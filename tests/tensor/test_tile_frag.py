@@ -1,0 +1,166 @@
+"""Register-resident tiles (toolchain/compiler/frontend/tile_frag.py, the layout plan of
+tile_plan.py) on the CPU PTX interpreter: the exact operations give the replay's bits,
+the matmul is exact on small integers for both b layouts, aligned and misaligned sources
+and ragged tails, and the attention example in the fragment form matches the float64
+oracle; `--explain` says which form a kernel got and why."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from examples.attention.attention import SOURCE, reference
+from toolchain.compiler.driver import compile_file
+from tests.support.gpu_opt_mode import options
+
+from .frag_sim import run_frag
+from .test_tile_attention import TOL, from_bits, to_bits
+
+SOFTMAX = """
+kernel(block = 128) rows(x: float32*, y: float32*, r: float32*, h: uint16*, mxo: float32*,
+                         n: uint32, m: uint32, c: float32, d: int32) {
+    var row0: uint32 = block.x * 64;
+    var t: tile<f32, 64, 32> = tile_load(x, row0, 0, n, m);
+    t = tile_mask(t, row0, 0, n, m, fill: -7.5, upper: d, lower: -20);
+    var mx: tile<f32, 64, 1> = tile_row_max(t);
+    var p: tile<f32, 64, 32> = tile_exp2(tile_fma(t, c, -mx));
+    var l: tile<f32, 64, 1> = tile_row_sum(p);
+    tile_store(y, p / l + tile_max(t, 0.0) * 0.25 - tile_min(t, mx), row0, 0, n, m);
+    tile_store(r, l, row0, 0, n, 1);
+    tile_store(mxo, tile_row_max(tile_mask(t, row0, 0, n, m, fill: -1.0, lower: 0)), row0, 0,
+               n, 1);
+    tile_store(h, tile_convert(p, to: f16), row0, 0, n, m);
+}
+"""
+
+MATMUL = """
+kernel(block = 128) mm(a: uint16*, b: uint16*, c: float32*, d: float32*, m: uint32,
+                       k: uint32, n: uint32, lda: uint32, ldb: uint32) {
+    var row0: uint32 = block.x * 64;
+    var ta: tile<f16, 64, 32> = tile_load(a, row0, 0, m, k, ld: lda);
+    var tb: tile<f16, 32, 48> = tile_load(b, 0, 0, k, n, ld: ldb LAYOUT);
+    var tc: tile<f32, 64, 48> = tile_load(c, row0, 0, m, n);
+    tile_store(d, tensor_matmul(ta, tb, tc), row0, 0, m, n);
+}
+"""
+
+
+def compile_text(tmp_path, text: str, arch="sm_80", consts=(), **opts):
+    path = tmp_path / "k.mettle"
+    path.write_text(text)
+    o = options(emit="ptx", gpu_arch=arch, optimize=True, consts=tuple(consts),
+                explain=True, **opts)
+    res = compile_file(str(path), o)
+    return res.objects, res.explain or ""
+
+
+def layout_remark(explain: str) -> str:
+    (line,) = [x for x in explain.splitlines() if "tile-layout" in x]
+    return line
+
+
+def test_exact_operations_give_the_replays_bits(tmp_path):
+    n, m = 100, 29
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-4, 4, (n, m)).astype(np.float32)
+    x[3, :5] = [0.0, -0.0, 0.0, -0.0, 0.0]         # signed zeros through max/min
+    x[7, :] = -0.0
+    x[9, :] = -np.abs(x[9, :])
+    # the stored row maxima see columns row..row+5 (masks upper: 5, then lower: 0)
+    x[9, 10], x[9, 11] = -0.0, 0.0                # -0 then +0 in one lane: the max is +0
+    x[10, :] = -np.abs(x[10, :])
+    x[10, 13] = -0.0                              # max -0
+    x[11, 12] = np.nan                            # maximumNumber ignores a NaN
+    x[12, :] = np.nan
+    c = np.float32(1.4426950408889634 * 0.3)
+    out = {}
+    for form, opts in (("frag", {}), ("replay", {"tile_mma": False})):
+        objects, explain = compile_text(tmp_path, SOFTMAX, **opts)
+        remark = layout_remark(explain)
+        assert ("registers" in remark) == (form == "frag"), remark
+        mem = run_frag(objects, "rows", 128, [
+            ("buf", "x", x.ravel()), ("buf", "y", np.zeros(n * m, np.float32)),
+            ("buf", "r", np.zeros(n, np.float32)), ("buf", "h", np.zeros(n * m, np.uint16)),
+            ("buf", "mxo", np.zeros(n, np.float32)),
+            ("u32", n), ("u32", m), ("u32", int(c.view(np.uint32))),
+            ("u32", 5)], grid=(-(-n // 64), 1, 1))
+        out[form] = [mem.read(b).view(np.uint32 if b != "h" else np.uint16).copy()
+                     for b in ("y", "r", "h", "mxo")]
+    for got, want in zip(out["frag"], out["replay"]):
+        assert np.array_equal(got, want)
+    mx = out["frag"][3].view(np.float32)
+    assert mx[9].view(np.uint32) == 0 and mx[10].view(np.uint32) == 0x80000000
+    assert np.isfinite(mx[11])
+
+
+@pytest.mark.parametrize("layout,m,k,n,lda,ldb", [
+    ("row", 70, 32, 48, 32, 48),          # aligned: 16-byte copies
+    ("row", 64, 27, 45, 27, 48),          # ragged k and n, aligned ld: partial copies
+    ("row", 50, 32, 48, 33, 49),          # odd ld: element copies
+    ("col", 64, 32, 48, 32, 32),          # b read column-major (Kᵀ): ldmatrix without .trans
+    ("col", 90, 19, 41, 19, 21),          # ragged, misaligned
+])
+def test_matmul_of_a_register_tile_and_a_shared_tile_is_exact(tmp_path, layout, m, k, n,
+                                                              lda, ldb):
+    src = MATMUL.replace(" LAYOUT", ", layout: col" if layout == "col" else "")
+    objects, explain = compile_text(tmp_path, src)
+    assert "shared tiles (workgroup memory, ldmatrix): `tb`" in layout_remark(explain)
+    rng = np.random.default_rng(m + k + n)
+    a = rng.integers(-3, 4, (m, lda)).astype(np.float16)
+    bmat = rng.integers(-3, 4, (k, n)).astype(np.float16)
+    if layout == "row":
+        bmem = np.zeros((k, ldb), np.float16)
+        bmem[:, :n] = bmat
+    else:
+        bmem = np.zeros((n, ldb), np.float16)
+        bmem[:, :k] = bmat.T
+    c = rng.integers(-20, 20, (m, n)).astype(np.float32)
+    mem = run_frag(objects, "mm", 128, [
+        ("buf", "a", a.view(np.uint16).ravel()), ("buf", "b", bmem.view(np.uint16).ravel()),
+        ("buf", "c", c.ravel()), ("buf", "d", np.zeros(m * n, np.float32)),
+        ("u32", m), ("u32", k), ("u32", n), ("u32", lda), ("u32", ldb)],
+        grid=(-(-m // 64), 1, 1))
+    want = a[:, :k].astype(np.float64) @ bmat.astype(np.float64) + c
+    assert np.array_equal(mem.read("d").reshape(m, n), want.astype(np.float32))
+
+
+@pytest.mark.parametrize("fmt,n,causal,d,block_m,block_n", [
+    ("f16", 70, True, 16, 64, 16),        # one slab per subgroup, five key blocks
+    ("bf16", 100, False, 32, 128, 32),    # two slabs per subgroup, ragged last block
+])
+def test_attention_example_in_registers_matches_the_float64_oracle(tmp_path, fmt, n, causal,
+                                                                  d, block_m, block_n):
+    text = SOURCE.read_text(encoding="utf-8")
+    assert "kernel(block = 256)" in text
+    objects, explain = compile_text(
+        tmp_path, text.replace("kernel(block = 256)", "kernel(block = 128)"),
+        consts=(("HEAD_DIM", str(d)), ("ELEM", fmt), ("BLOCK_M", str(block_m)),
+                ("BLOCK_N", str(block_n))))
+    assert "registers in the mma fragment layout" in layout_remark(explain)
+    bh = 2
+    rng = np.random.default_rng(n + d)
+    q, k, v = (to_bits(rng.uniform(-1, 1, (bh, n, d)), fmt) for _ in range(3))
+    scale = d ** -0.5
+    mem = run_frag(objects, "attention", 128, [
+        ("buf", "q", q.ravel()), ("buf", "k", k.ravel()), ("buf", "v", v.ravel()),
+        ("buf", "o", np.zeros(bh * n * d, np.uint16)), ("u32", n),
+        ("u32", int(np.float32(scale).view(np.uint32))), ("u32", int(causal))],
+        grid=(-(-n // block_m), bh, 1))
+    got = from_bits(mem.read("o").reshape(bh, n, d), fmt)
+    want = reference(from_bits(q, fmt), from_bits(k, fmt), from_bits(v, fmt), causal, scale)
+    assert np.abs(got - want).max() <= TOL[fmt], np.abs(got - want).max()
+
+
+@pytest.mark.parametrize("change,why", [
+    ("var cs: tile<f32, 1, 32> = tile_col_sum(t);", "`tile_col_sum` has no fragment form"),
+    ("var t2: tile<f32, 32, 32> = tile_fill(0.0);", "`t2` has 32 rows"),
+])
+def test_explain_says_why_a_kernel_replays(tmp_path, change, why):
+    src = SOFTMAX.replace("    var mx:", f"    {change}\n    var mx:")
+    _, explain = compile_text(tmp_path, src)
+    remark = layout_remark(explain)
+    assert "tile values replay (distributed layout)" in remark and why in remark
+
+
+def test_targets_without_the_warp_mma_replay(tmp_path):
+    _, explain = compile_text(tmp_path, SOFTMAX, arch="sm_75")
+    assert "no m16n8k16 warp MMA" in layout_remark(explain)

@@ -1,0 +1,538 @@
+"""Register-resident tile values (docs/internals/tile-frag.md): the lowering used when the
+layout plan (tile_plan.py) puts a kernel's tiles in the m16n8 MMA fragment layout.
+
+Geometry, for a block of W work-items (warps = W / 32 subgroups), lane l, g = l / 4,
+t = l % 4: an R-row tile is cut in 16-row slabs; warp w owns slabs w, w + warps, ...
+(S = R / (16 * warps) of them, index k). Per thread:
+
+- an f32 fragment tile R x C holds, for each owned slab k and 8-column block j, the four
+  accumulator values (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1): register
+  (k * C/8 + j) * 4 + e;
+- a 16-bit fragment tile holds the same positions as packed pairs, word (k * C/8 + j) * 2
+  + h for row g + 8h: words (2kc, 0), (2kc, 1), (2kc + 1, 0), (2kc + 1, 1) are exactly the
+  A fragment of k-chunk kc, so a converted P feeds the next matmul with no data movement;
+- a row vector R x 1 holds its rows g and g + 8 of each owned slab: register 2k + h;
+- a shared tile is a workgroup array whose contiguous dimension (the one the global rows
+  run along) is padded by 8 elements, so ldmatrix reads are free of bank conflicts.
+
+Every elementwise operation is per register with the replay's scalar code (same bits);
+row max/sum reduce in-thread over the thread's columns in increasing order and then
+across the quad with butterfly shuffles 1 and 2, which is the canonical row-sum order of
+tiles.md; masks compare precomputed row and column terms; a matmul is mma.sync with B
+fragments from ldmatrix.
+"""
+from __future__ import annotations
+
+from ..ir.types import F32, I64, U16, U32, U64, VOID, VectorType
+from .tile_plan import PAD, plan_tiles
+from .tile_replay import NEG_ZERO, TileType, TileVal
+
+_VEC4F = VectorType(F32, 4)
+_VEC4U = VectorType(U32, 4)
+
+
+class SharedHome:
+    """A shared tile variable's workgroup array: element (outer, inner) at
+    outer * stride + inner, outer = the tile's columns when `col` (else its rows)."""
+
+    def __init__(self, ptr, tt: TileType, col: bool):
+        self.ptr, self.col = ptr, col
+        self.outer, self.inner = (tt.columns, tt.rows) if col else (tt.rows, tt.columns)
+        self.stride = self.inner + PAD
+        self.state = "empty"            # empty | pending | ready (tile_frag's async order)
+
+
+class FragVar:
+    """The storage of a tile variable in the fragment form: IR locals (one per register)
+    or a shared home."""
+
+    def __init__(self, home: str, locals_=None, shared: SharedHome | None = None):
+        self.home, self.locals, self.shared = home, locals_ or [], shared
+
+
+class FragVal(TileVal):
+    def __init__(self, type: TileType, home: str, regs, shared: SharedHome | None = None):
+        super().__init__(type, None, True)
+        self.home, self.regs, self.shared = home, regs, shared
+
+
+class TileFragMixin:
+    # ---------------------------------------------------------------- the plan
+    def _tile_fast(self) -> bool:
+        plan = self.__dict__.get("_tplan")
+        if plan is None:
+            plan = self._tplan = plan_tiles(self, self.decl.body)
+            self._tile_pending: list[SharedHome] = []
+            self._tile_clean = None         # the IR block of the last barrier, no read since
+            if plan.fast:
+                shared = ", ".join(f"`{n}`" for n in plan.shared) or "none"
+                text = ("tile values held in registers in the mma fragment layout "
+                        f"({plan.warps} subgroups); shared tiles (workgroup memory, "
+                        f"ldmatrix): {shared}")
+            else:
+                text = f"tile values replay (distributed layout): {plan.why}"
+            self.ctx.module.remarks.add(self.fn, self.decl.span, "tile-layout", text)
+        return plan.fast
+
+    def _geo(self, span):
+        """(warp, lane, g, t) of this work-item, u32."""
+        b, c = self.b, self._c32
+        tid = self._tid(span)
+        lane = b.rem(tid, c(32))
+        return b.div(tid, c(32)), lane, b.div(lane, c(4)), b.rem(lane, c(4))
+
+    def _nregs(self, tt: TileType) -> int:
+        slabs = tt.rows // (16 * self._tplan.warps)
+        if tt.columns == 1:
+            return 2 * slabs
+        return slabs * tt.columns // 8 * (4 if tt.format == "f32" else 2)
+
+    def _slab_rows(self, tt: TileType, span):
+        """[(k, h, row within the tile as u32)] of this thread's rows."""
+        b, c = self.b, self._c32
+        warp, _, g, _ = self._geo(span)
+        warps = self._tplan.warps
+        out = []
+        for k in range(tt.rows // (16 * warps)):
+            base = b.add(b.mul(b.add(warp, c(warps * k)), c(16)), g)
+            out += [(k, 0, base), (k, 1, b.add(base, c(8)))]
+        return out
+
+    def _frag_cols(self, tt: TileType, span):
+        """[(j, p, column as u32)] of this thread's columns 8j + 2t + p."""
+        b, c = self.b, self._c32
+        _, _, _, t = self._geo(span)
+        t2 = b.mul(t, c(2))
+        return [(j, p, b.add(t2, c(8 * j + p))) for j in range(tt.columns // 8)
+                for p in (0, 1)]
+
+    # ---------------------------------------------------------------- variables
+    def _frag_decl(self, d, tt: TileType, sym) -> None:
+        plan = self._tplan
+        if d.name in plan.shared:
+            col = plan.shared[d.name].col
+            inner = tt.rows if col else tt.columns
+            p = self._hoisted(self.b.gpu_alloc(
+                "workgroup", U16, (tt.count // inner) * (inner + PAD), f"tile.{d.name}",
+                span=d.span))
+            home = SharedHome(p, tt, col)
+            sym.storage = FragVar("shared", shared=home)
+            if d.init is None:
+                sym.needs_init = True
+            else:
+                self._shared_assign(home, tt, d.init, d.span)
+            return
+        home = "row" if tt.columns == 1 else "frag"
+        rtype = F32 if tt.format == "f32" else U32
+        locs = [self.b.local(self.fn, rtype, f"tile.{d.name}") for _ in range(self._nregs(tt))]
+        sym.storage = FragVar(home, locs)
+        if d.init is None:
+            sym.needs_init = True
+            return
+        v = self.tile_value(d.init, tt)
+        self._same_type(v, tt, d.init.span)
+        self._uniform("tile assignment", d.span, [])
+        for loc, r in zip(locs, v.regs):
+            self.b.local_set(loc, r)
+
+    def _frag_assign(self, sym, value, span) -> None:
+        var: FragVar = sym.storage
+        if var.home == "shared":
+            self._shared_assign(var.shared, sym.type, value, span)
+        else:
+            v = self.tile_value(value, sym.type)
+            self._same_type(v, sym.type, value.span)
+            self._uniform("tile assignment", span, [])
+            for loc, r in zip(var.locals, v.regs):
+                self.b.local_set(loc, r)
+        self._mark(sym)
+
+    def _shared_assign(self, home: SharedHome, tt: TileType, value, span) -> None:
+        self.kernel_only("`tile_load`", value.span)
+        self._load(value, tt, into=home)
+        self._uniform("tile assignment", span, [])
+
+    def _frag_read(self, sym) -> FragVal:
+        var: FragVar = sym.storage
+        if var.home == "shared":
+            return FragVal(sym.type, "shared", [], var.shared)
+        return FragVal(sym.type, var.home, [self.b.local_get(x) for x in var.locals])
+
+    # ---------------------------------------------------------------- elementwise
+    def _frag_elem(self, o, rt: TileType, i: int):
+        if not isinstance(o, FragVal):
+            return o
+        if o.type == rt or rt.columns == 1:
+            return o.regs[i]
+        nb = rt.columns // 8                       # a row vector broadcast over a fragment
+        return o.regs[2 * (i // (4 * nb)) + (i % 4) // 2]
+
+    def _frag_elementwise(self, op: str, ops, rt: TileType) -> FragVal:
+        regs = [self._scalar_op(op, [self._frag_elem(o, rt, i) for o in ops])
+                for i in range(self._nregs(rt))]
+        return FragVal(rt, "row" if rt.columns == 1 else "frag", regs)
+
+    def _pack(self, lo, hi, fmt: str):
+        return self.b.emit("tile.pack", U32, [lo, hi], {"format": fmt})
+
+    def _frag_fill(self, x, rt: TileType) -> FragVal:
+        v = x if rt.format == "f32" else self._pack(x, x, rt.format)
+        return FragVal(rt, "row" if rt.columns == 1 else "frag", [v] * self._nregs(rt))
+
+    def _halves(self, word):
+        b = self.b
+        lo = b.convert(b.binop("and", word, self._c32(0xFFFF)), U16)
+        hi = b.convert(b.binop("shr", word, self._c32(16)), U16)
+        return lo, hi
+
+    def _frag_convert(self, a: FragVal, rt: TileType) -> FragVal:
+        src, dst = a.type.format, rt.format
+        if src == dst:
+            return FragVal(rt, a.home, a.regs)
+        if src == "f32":
+            regs = [self._pack(a.regs[2 * w], a.regs[2 * w + 1], dst)
+                    for w in range(len(a.regs) // 2)]
+            return FragVal(rt, "frag", regs)
+        wide = []
+        for word in a.regs:
+            wide += [self._widen(h, src) for h in self._halves(word)]
+        if dst == "f32":
+            return FragVal(rt, "frag", wide)
+        return FragVal(rt, "frag", [self._pack(wide[2 * w], wide[2 * w + 1], dst)
+                                    for w in range(len(wide) // 2)])
+
+    # ---------------------------------------------------------------- mask
+    def _frag_mask(self, a: FragVal, ctl, fill, diag, span) -> FragVal:
+        b, c32 = self.b, self._c32
+        tt = a.type
+        u = lambda v: b.convert(v, U64)     # noqa: E731
+        s = lambda v: b.convert(v, I64)     # noqa: E731
+        warp, _, g, t = self._geo(span)
+        warps, nb = self._tplan.warps, tt.columns // 8
+        # every test is a per-element constant against a per-thread limit (all i64):
+        # row + 16(warp + warps k) + g + 8h >= rows  <=>  16 warps k + 8h >= rows - row - r0
+        # column + 8j + 2t + p >= columns            <=>  8j + p >= columns - column - 2t
+        # (column + 8j + 2t + p) - (row + r0 + 16 warps k + 8h) > d
+        #                     <=>  8j + p - 16 warps k - 8h > d - (column - row) - (2t - r0)
+        r0 = s(b.add(g, b.mul(warp, c32(16))))
+        t2 = s(b.mul(t, c32(2)))
+        row_lim = b.sub(b.sub(s(u(ctl["rows"])), s(u(ctl["row"]))), r0)
+        col_lim = b.sub(b.sub(s(u(ctl["columns"])), s(u(ctl["column"]))), t2)
+        limits = {}
+        if diag:
+            lane_term = b.sub(t2, r0)
+            origin = b.sub(s(u(ctl["column"])), s(u(ctl["row"])))
+            for key, d in diag.items():
+                limits[key] = b.sub(b.sub(s(d), origin), lane_term)
+        row_off = {(k, h): b.cmp("le", row_lim, b.const(I64, 16 * warps * k + 8 * h))
+                   for k in range(len(a.regs) // (4 * nb)) for h in (0, 1)}
+        col_off = {(j, p): b.cmp("le", col_lim, b.const(I64, 8 * j + p))
+                   for j in range(nb) for p in (0, 1)}
+        regs = []
+        for i, x in enumerate(a.regs):
+            k, rest = divmod(i, 4 * nb)
+            j, e = divmod(rest, 4)
+            h, p = divmod(e, 2)
+            off = b.binop("or", row_off[k, h], col_off[j, p])
+            const = b.const(I64, 8 * j + p - 16 * warps * k - 8 * h)
+            if "upper" in limits:
+                off = b.binop("or", off, b.cmp("lt", limits["upper"], const))
+            if "lower" in limits:
+                off = b.binop("or", off, b.cmp("lt", const, limits["lower"]))
+            regs.append(b.select(off, fill, x))
+        return FragVal(tt, "frag", regs)
+
+    # ---------------------------------------------------------------- reductions
+    def _bfly(self, v, lanes: int):
+        return self.b.emit("tile.bfly", v.type, [v], {"lanes": lanes})
+
+    def _max_run(self, xs):
+        """maximumNumber of xs with one max.f32 (NaN-ignoring) and one unsigned min per
+        element: when the max is a zero, it is +0 exactly when some element has the bits
+        of +0, the smallest unsigned pattern, so the sign is fixed once at the end."""
+        b = self.b
+        v, low = xs[0], self._bits(xs[0])
+        for x in xs[1:]:
+            v = b.binop("max", v, x)
+            low = b.binop("min", low, self._bits(x))
+        zero = b.select(b.cmp("eq", low, self._c32(0)), b.const(F32, 0.0),
+                        b.const(F32, NEG_ZERO))
+        return b.select(b.cmp("eq", v, b.const(F32, 0.0)), zero, v)
+
+    def _frag_reduce(self, op: str, a: FragVal, rt: TileType) -> FragVal:
+        if a.home == "row":
+            return FragVal(rt, "row", a.regs)
+        nb = a.type.columns // 8
+        out = []
+        for k in range(len(a.regs) // (4 * nb)):
+            for h in (0, 1):
+                xs = [a.regs[(k * nb + j) * 4 + 2 * h + p] for j in range(nb) for p in (0, 1)]
+                if op == "max":
+                    v = self._max_run(xs)
+                    for lanes in (1, 2):
+                        v = self._maxnum(v, self._bfly(v, lanes), True)
+                else:                   # canonical order: this lane's class, then the quad
+                    v = self._rn("add", xs[0], xs[1])
+                    for x in xs[2:]:
+                        v = self._rn("add", v, x)
+                    for lanes in (1, 2):
+                        v = self._rn("add", v, self._bfly(v, lanes))
+                out.append(v)
+        return FragVal(rt, "row", out)
+
+    # ---------------------------------------------------------------- loads and stores
+    def _frag_sites(self, base, ctl, ld, col: bool, tt: TileType, span):
+        """site(k, h, j, p) -> (in range, element pointer) of this thread's element in row
+        g + 8h of slab k, column 8j + 2t + p. Row-major regions use one pointer per row
+        and constant offsets, so each access is `[row pointer + immediate]`."""
+        b, c32 = self.b, self._c32
+        u = lambda v: b.convert(v, U64)     # noqa: E731
+        rows = self._slab_rows(tt, span)
+        cols = {(j, p): c for j, p, c in self._frag_cols(tt, span)} if tt.columns > 1 \
+            else {(0, 0): c32(0)}
+        if col or tt.columns == 1:
+            def general(k, h, j, p):
+                ok, idx = self._addresses(ctl, ld, col, rows[2 * k + h][2], cols[j, p])
+                return ok, b.ptradd(base, idx)
+            return general
+        _, _, _, t = self._geo(span)
+        col_lim = b.sub(b.sub(b.convert(u(ctl["columns"]), I64), b.convert(u(ctl["column"]),
+                                                                          I64)),
+                        b.convert(u(b.mul(t, c32(2))), I64))
+        per_row = {}
+        for k, h, r in rows:
+            rg = b.add(u(ctl["row"]), u(r))
+            first = b.add(b.add(b.mul(rg, u(ld)), u(ctl["column"])), u(b.mul(t, c32(2))))
+            per_row[k, h] = (b.cmp("lt", rg, u(ctl["rows"])),
+                             b.ptradd(base, b.convert(first, I64)))
+
+        def site(k, h, j, p):
+            ok_row, ptr_row = per_row[k, h]
+            ok = b.binop("and", ok_row, b.cmp("lt", b.const(I64, 8 * j + p), col_lim))
+            return ok, b.ptradd(ptr_row, b.const(I64, 8 * j + p))
+        return site
+
+    def _frag_load(self, src, ctl, ld, col: bool, rt: TileType, span) -> FragVal:
+        b = self.b
+        zero = b.const(rt.elem, 0.0 if rt.elem == F32 else 0)
+        site = self._frag_sites(src, ctl, ld, col, rt, span)
+
+        def element(k, h, j, p):
+            loc = b.local(self.fn, rt.elem, "tile.ld")
+            b.local_set(loc, zero)
+            ok, at = site(k, h, j, p)
+            self._if(ok, lambda: b.local_set(loc, b.load(at)))
+            return b.local_get(loc)
+        slabs = rt.rows // (16 * self._tplan.warps)
+        if rt.columns == 1:
+            return FragVal(rt, "row", [element(k, h, 0, 0) for k in range(slabs)
+                                       for h in (0, 1)])
+        regs = []
+        for k in range(slabs):
+            for j in range(rt.columns // 8):
+                for h in (0, 1):
+                    pair = [element(k, h, j, p) for p in (0, 1)]
+                    if rt.format == "f32":
+                        regs += pair
+                    else:
+                        lo, hi = (b.convert(x, U32) for x in pair)
+                        regs.append(b.binop("or", lo, b.binop("shl", hi, self._c32(16))))
+        return FragVal(rt, "frag", regs)
+
+    def _frag_store(self, dst, t: FragVal, ctl, ld, col: bool, span) -> None:
+        b = self.b
+        tt = t.type
+        site = self._frag_sites(dst, ctl, ld, col, tt, span)
+        slabs = tt.rows // (16 * self._tplan.warps)
+
+        def element(k, h, j, p, v, extra=None):
+            ok, at = site(k, h, j, p)
+            if extra is not None:
+                ok = b.binop("and", ok, extra)
+            self._if(ok, lambda: b.store(at, v))
+        if tt.columns == 1:             # the quad holds each row four times: lane t = 0 stores
+            _, _, _, t4 = self._geo(span)
+            first = b.cmp("eq", t4, self._c32(0))
+            for i, v in enumerate(t.regs):
+                element(i // 2, i % 2, 0, 0, v, first)
+            return
+        nb = tt.columns // 8
+        for k in range(slabs):
+            for j in range(nb):
+                for h in (0, 1):
+                    if tt.format == "f32":
+                        vals = [t.regs[(k * nb + j) * 4 + 2 * h + p] for p in (0, 1)]
+                    else:
+                        vals = self._halves(t.regs[(k * nb + j) * 2 + h])
+                    for p in (0, 1):
+                        element(k, h, j, p, vals[p])
+
+    # ---------------------------------------------------------------- shared tiles
+    def _wg_barrier(self, span) -> None:
+        self._barrier(span)
+        self._tile_clean = self.b.block
+
+    def _shared_load(self, home: SharedHome, src, ctl, ld, col: bool, span) -> None:
+        """Fill a shared tile: 16-byte asynchronous copies of 8 elements along the
+        contiguous dimension when the source, ld and the contiguous origin are 16-byte
+        aligned (a uniform test), else element by element; out-of-range elements are 0."""
+        b, c32 = self.b, self._c32
+        if self._tile_clean is not b.block:     # earlier readers of any shared tile done
+            self._wg_barrier(span)
+        u = lambda v: b.convert(v, U64)     # noqa: E731
+        names = ("column", "row") if col else ("row", "column")
+        o0, i0 = u(ctl[names[0]]), u(ctl[names[1]])
+        obound, ibound = u(ctl[names[0] + "s"]), u(ctl[names[1] + "s"])
+        ld64 = u(ld)
+        aligned = b.cmp("eq", b.binop("or", b.binop("or", b.binop(
+            "and", b.ptrtoint(src, U64), b.const(U64, 15)), b.binop(
+            "and", ld64, b.const(U64, 7))), b.binop("and", i0, b.const(U64, 7))),
+            b.const(U64, 0))
+        W = self._width(span)
+        tid = self._tid(span)
+        per_row = home.inner // 8
+
+        def vector():
+            chunks = home.outer * per_row
+            if W % per_row == 0:
+                return strided(chunks)
+            for r in range(-(-chunks // W)):
+                idx = b.add(tid, c32(r * W))
+
+                def chunk(idx=idx):
+                    o, v = b.div(idx, c32(per_row)), b.mul(b.rem(idx, c32(per_row)), c32(8))
+                    og, ig = b.add(o0, u(o)), b.add(i0, u(v))
+                    inside = b.binop("and", b.cmp("lt", og, obound), b.cmp("lt", ig, ibound))
+                    left = b.sub(b.select(b.cmp("lt", ig, ibound), ibound, ig), ig)
+                    nbytes = b.mul(b.convert(b.select(b.cmp("lt", left, b.const(U64, 8)),
+                                                      left, b.const(U64, 8)), U32), c32(2))
+                    nbytes = b.select(inside, nbytes, c32(0))
+                    gidx = b.select(inside, b.add(b.mul(og, ld64), ig), b.const(U64, 0))
+                    g = b.ptradd(src, b.convert(gidx, I64))
+                    s = self._at(home.ptr, b.add(b.mul(o, c32(home.stride)), v))
+                    b.emit("tile.cp16", VOID, [s, g, nbytes])
+                if r * W + W > chunks:
+                    self._if(b.cmp("lt", idx, c32(chunks)), chunk)
+                else:
+                    chunk()
+
+        def strided(chunks):
+            """Thread tid copies chunk tid + rW: outer o_t + r R, inner v_t (R = W / per_row),
+            so the shared address is a constant step and the global one a fixed stride."""
+            R = W // per_row
+            o_t, v_t = b.div(tid, c32(per_row)), b.mul(b.rem(tid, c32(per_row)), c32(8))
+            ig = b.add(i0, u(v_t))
+            left = b.sub(b.select(b.cmp("lt", ig, ibound), ibound, ig), ig)
+            nbytes = b.mul(b.convert(b.select(b.cmp("lt", left, b.const(U64, 8)),
+                                              left, b.const(U64, 8)), U32), c32(2))
+            # outer o_t + rR is inside while rR < obound - o0 - o_t
+            lim = b.sub(b.sub(b.convert(obound, I64), b.convert(o0, I64)),
+                        b.convert(u(o_t), I64))
+            g = b.ptradd(src, b.convert(b.add(b.mul(b.add(o0, u(o_t)), ld64), ig), I64))
+            step = b.convert(b.mul(ld64, b.const(U64, R)), I64)
+            sbase = self._at(home.ptr, b.add(b.mul(o_t, c32(home.stride)), v_t))
+            for r in range(-(-chunks // W)):
+                def chunk(g=g, r=r):
+                    inside = b.cmp("lt", b.const(I64, r * R), lim)
+                    b.emit("tile.cp16", VOID, [sbase, b.select(inside, g, src),
+                                               b.select(inside, nbytes, c32(0))],
+                           {"offset": 2 * r * R * home.stride})
+                if r * W + W > chunks:
+                    self._if(b.cmp("lt", b.add(tid, c32(r * W)), c32(chunks)), chunk)
+                else:
+                    chunk()
+                g = b.ptradd(g, step)
+
+        def scalar():
+            n = home.outer * home.inner
+
+            def element(r):
+                idx = b.add(b.mul(r, c32(W)), tid)
+
+                def one():
+                    o, v = b.div(idx, c32(home.inner)), b.rem(idx, c32(home.inner))
+                    og, ig = b.add(o0, u(o)), b.add(i0, u(v))
+                    ok = b.binop("and", b.cmp("lt", og, obound), b.cmp("lt", ig, ibound))
+                    loc = b.local(self.fn, U16, "tile.sv")
+                    b.local_set(loc, b.const(U16, 0))
+                    self._if(ok, lambda: b.local_set(loc, b.load(b.ptradd(
+                        src, b.convert(b.add(b.mul(og, ld64), ig), I64)))))
+                    self._put(home.ptr, b.add(b.mul(o, c32(home.stride)), v), b.local_get(loc))
+                self._if(b.cmp("lt", idx, c32(n)), one)
+            self._for(-(-n // W), element)
+
+        then_b, else_b, end_b = (self.new_block(f"tile.{x}") for x in ("vec", "elem", "copied"))
+        b.cbr(aligned, then_b, else_b)
+        b.position_at_end(then_b)
+        vector()
+        self.goto(end_b)
+        b.position_at_end(else_b)
+        scalar()
+        self.goto(end_b)
+        b.position_at_end(end_b)
+        b.async_commit(span=span)
+        if self._tplan.pipelined:
+            home.state = "pending"
+            if home in self._tile_pending:
+                self._tile_pending.remove(home)
+            self._tile_pending.append(home)
+        else:
+            b.async_wait(0, span=span)
+            self._wg_barrier(span)
+            home.state = "ready"
+
+    def _shared_ready(self, home: SharedHome, span) -> None:
+        """Before reading a shared tile: its copies complete and visible to the workgroup."""
+        pend = self._tile_pending
+        if home.state == "pending" and home in pend:
+            later = len(pend) - 1 - pend.index(home)
+            self.b.async_wait(later, span=span)
+            self._wg_barrier(span)
+            for x in pend[:pend.index(home) + 1]:
+                x.state = "ready"
+            del pend[:pend.index(home) + 1]
+        elif home.state != "ready":     # loaded later in the text (a loop-carried value)
+            self.b.async_wait(0, span=span)
+            self._wg_barrier(span)
+
+    # ---------------------------------------------------------------- matmul
+    def _frag_matmul(self, a: FragVal, bt: FragVal, c, rt: TileType, span) -> FragVal:
+        b, c32 = self.b, self._c32
+        home = bt.shared
+        self._shared_ready(home, span)
+        M, K, N = a.type.rows, a.type.columns, bt.type.columns
+        slabs = M // (16 * self._tplan.warps)
+        nba, nbo = K // 8, N // 8
+        fmt = a.type.format
+        if c is not None:
+            acc = [list(c.regs[4 * q:4 * q + 4]) for q in range(slabs * nbo)]
+        else:
+            acc = [[b.const(F32, NEG_ZERO)] * 4 for _ in range(slabs * nbo)]
+        _, lane, _, _ = self._geo(span)
+        mat, r = b.div(lane, c32(8)), b.rem(lane, c32(8))
+        hi, lo = b.div(mat, c32(2)), b.rem(mat, c32(2))
+        S = home.stride
+        if home.col:    # rows are n: (8 (j + hi) + r) * S + 16 kc + 8 lo
+            lane_off = b.add(b.mul(b.add(b.mul(hi, c32(8)), r), c32(S)), b.mul(lo, c32(8)))
+        else:           # rows are k: (16 kc + 8 lo + r) * S + 8 (j + hi)
+            lane_off = b.add(b.mul(b.add(b.mul(lo, c32(8)), r), c32(S)), b.mul(hi, c32(8)))
+        base = self._at(home.ptr, lane_off)
+        for jp in range(nbo // 2):
+            j = 2 * jp
+            for kc in range(K // 16):
+                const = (8 * j * S + 16 * kc) if home.col else (16 * kc * S + 8 * j)
+                m = b.emit("tile.ldmatrix", _VEC4U, [base],
+                           {"trans": not home.col, "offset": 2 * const})
+                bf = [b.emit("vec.extract", U32, [m], {"index": q}) for q in range(4)]
+                for k in range(slabs):
+                    w = (k * nba + 2 * kc) * 2
+                    afrag = [a.regs[w], a.regs[w + 1], a.regs[w + 2], a.regs[w + 3]]
+                    for dj in (0, 1):
+                        q = k * nbo + j + dj
+                        d = b.emit("tile.mma", _VEC4F, [*afrag, bf[2 * dj], bf[2 * dj + 1],
+                                                        *acc[q]], {"format": fmt})
+                        acc[q] = [b.emit("vec.extract", F32, [d], {"index": e})
+                                  for e in range(4)]
+        self._tile_clean = None
+        return FragVal(rt, "frag", [x for q in acc for x in q])
+

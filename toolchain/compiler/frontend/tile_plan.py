@@ -1,0 +1,194 @@
+"""Layout assignment for the register-resident tile lowering (docs/internals/tile-frag.md).
+
+Before a kernel with tile values is lowered, one walk over its body decides where every
+tile variable lives when the target has the m16n8k16 warp MMA (the `tile_mma` flag):
+
+- a 16-bit tile variable used only as the b operand of `tensor_matmul` and assigned only
+  by `tile_load` is a *shared tile*: workgroup memory, filled by cooperative 16-byte copies,
+  read by `ldmatrix`;
+- every other 2-D tile is a *fragment tile*: registers in the m16n8 accumulator layout
+  (16-bit tiles as the packed pairs that are also the A fragment);
+- an R x 1 vector is a *row vector*: each thread holds the values of its own rows.
+
+The plan is all or nothing per kernel: anything the fragment form does not cover (a
+1 x C vector, a column reduction, a b operand that is not such a variable, a row count
+that is not a multiple of 16 per warp, more shared memory or registers than the budgets)
+keeps the whole kernel on the replay (tile_replay.py, tile_mma.py), and `why` says what.
+"""
+from __future__ import annotations
+
+from . import ast as A
+
+SHARED_BYTES = 48 * 1024        # static workgroup memory every PTX profile has
+REGISTER_BUDGET = 255           # fragment registers of all tile variables, an estimate
+PAD = 8                         # 16-bit elements appended to each shared row (16 bytes)
+
+
+class SharedSpec:
+    """A shared tile variable: `col` when its loads read the tile column-major (then its
+    columns are contiguous in workgroup memory, else its rows)."""
+
+    def __init__(self, col: bool):
+        self.col = col
+
+
+class TilePlan:
+    def __init__(self, why: str | None, shared=None, warps: int = 0, pipelined=False):
+        self.why = why                          # None: the fragment form applies
+        self.shared: dict[str, SharedSpec] = shared or {}
+        self.warps = warps
+        self.pipelined = pipelined              # every shared load and use in one list
+
+    @property
+    def fast(self) -> bool:
+        return self.why is None
+
+
+def _nodes(node):
+    """Every AST node under `node` (itself included), depth first."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, A.Node):
+            yield n
+            stack.extend(reversed(list(vars(n).values())))
+        elif isinstance(n, (list, tuple)):
+            stack.extend(reversed(n))
+
+
+def _tile_call(e, name: str) -> bool:
+    return isinstance(e, A.Call) and isinstance(e.callee, A.Name) and e.callee.name == name
+
+
+def _layout_col(call: A.Call) -> bool:
+    for opt, value, _span in call.named_args:
+        if opt == "layout" and isinstance(value, A.Name):
+            return value.name == "col"
+    return False
+
+
+def plan_tiles(lw, body: A.Block) -> TilePlan:
+    """The layout plan of a kernel body (`lw`: the FunctionLowerer, for types and flags)."""
+    if not getattr(lw.ctx, "tile_mma", False):
+        return TilePlan("the target has no m16n8k16 warp MMA (or --gpu-tile-mma=off)")
+    shape = lw.sym.block_shape
+    if shape is None or shape[1:] != (1, 1) or shape[0] % 128:
+        return TilePlan("the kernel declares no 1-D block of a multiple of 128")
+    warps = shape[0] // 32
+    types, decls = {}, {}
+    for n in _nodes(body):
+        if isinstance(n, A.VarDecl) and isinstance(n.type, A.TileTypeExpr):
+            if n.name in types:
+                return TilePlan(f"tile variable `{n.name}` is declared twice")
+            tt = _quiet_type(lw, n.type)
+            if tt is None:
+                return TilePlan(f"tile variable `{n.name}` has a bad type")
+            types[n.name], decls[n.name] = tt, n
+    if not types:
+        return TilePlan("no tile variables")
+    # b operands of tile matmuls; every other use of a name
+    b_uses, other = set(), set()
+    b_args = set()
+    for n in _nodes(body):
+        if _tile_call(n, "tensor_matmul") and len(n.args) >= 2 and _is_tile(n.args[0], types):
+            b = n.args[1]
+            if not (isinstance(b, A.Name) and b.name in types):
+                return TilePlan("a tile matmul's b operand is not a tile variable (load it "
+                                "into one)")
+            b_uses.add(b.name)
+            b_args.add(id(b))
+        if isinstance(n, A.Call) and isinstance(n.callee, A.Name) and \
+                n.callee.name in ("tile_col_max", "tile_col_sum"):
+            return TilePlan(f"`{n.callee.name}` has no fragment form")
+    for n in _nodes(body):
+        if isinstance(n, A.Name) and n.name in types and id(n) not in b_args:
+            other.add(n.name)
+    shared: dict[str, SharedSpec] = {}
+    regs, smem = 0, 0
+    for name, tt in types.items():
+        if name in b_uses:
+            if name in other:
+                return TilePlan(f"`{name}` is a matmul b operand and is also used otherwise")
+            loads = _assignments(body, decls[name], name)
+            if not loads or not all(_tile_call(v, "tile_load") for v in loads):
+                return TilePlan(f"`{name}` (a matmul b operand) is not assigned only by "
+                                "tile_load")
+            cols = {_layout_col(v) for v in loads}
+            if len(cols) != 1:
+                return TilePlan(f"`{name}` is loaded with both layouts")
+            col = cols.pop()
+            outer, inner = (tt.columns, tt.rows) if col else (tt.rows, tt.columns)
+            smem += 2 * outer * (inner + PAD)
+            shared[name] = SharedSpec(col)
+            continue
+        if tt.rows == 1:
+            return TilePlan(f"`{name}` is a 1 x C vector, which has no fragment form")
+        if tt.rows % (16 * warps):
+            return TilePlan(f"`{name}` has {tt.rows} rows: the fragment form gives each of "
+                            f"the {warps} subgroups whole 16-row slabs")
+        if tt.columns == 1:
+            regs += 2 * tt.rows // (16 * warps)
+        else:
+            regs += tt.count // (32 * warps) // (1 if tt.format == "f32" else 2)
+    if smem > SHARED_BYTES:
+        return TilePlan(f"the shared tiles need {smem} bytes of workgroup memory "
+                        f"(at most {SHARED_BYTES})")
+    if regs > REGISTER_BUDGET:
+        return TilePlan(f"the tile variables need about {regs} registers per work-item "
+                        f"(budget {REGISTER_BUDGET})")
+    return TilePlan(None, shared, warps, _one_list(body, set(shared)))
+
+
+def _is_tile(e, types) -> bool:
+    if isinstance(e, A.Name):
+        return e.name in types
+    if isinstance(e, A.Call) and isinstance(e.callee, A.Name):
+        return e.callee.name.startswith("tile_") or e.callee.name == "tensor_matmul"
+    return isinstance(e, (A.Binary, A.Unary))
+
+
+def _assignments(body, decl: A.VarDecl, name: str) -> list:
+    out = [] if decl.init is None else [decl.init]
+    for n in _nodes(body):
+        if isinstance(n, A.Assign) and isinstance(n.target, A.Name) and n.target.name == name:
+            if n.op != "=":
+                return []
+            out.append(n.value)
+    return out
+
+
+def _one_list(body, shared: set) -> bool:
+    """Whether every statement that loads or reads a shared tile sits directly in one
+    statement list: then the copies of one iteration complete in program order and a
+    later use may wait for all but the copies issued after its own."""
+    lists = set()
+    for n in _nodes(body):
+        if isinstance(n, A.Block):
+            for st in n.stmts:
+                if any(isinstance(x, A.Name) and x.name in shared for x in _nodes(st)) \
+                        and not isinstance(st, (A.Block, A.If, A.While, A.For, A.ForRange,
+                                                A.Switch)):
+                    lists.add(id(n))
+                elif isinstance(st, A.VarDecl) and st.name in shared:
+                    lists.add(id(n))
+    touched = sum(1 for n in _nodes(body) if isinstance(n, (A.If, A.While, A.For,
+                                                          A.ForRange, A.Switch))
+                  and any(isinstance(x, A.Name) and x.name in shared
+                          for x in _nodes(_cond(n))))
+    return len(lists) == 1 and not touched
+
+
+def _cond(n):
+    return getattr(n, "cond", None) or getattr(n, "subject", None) or []
+
+
+def _quiet_type(lw, t):
+    """The tile type of a declaration, or None, reporting nothing (the lowering reports)."""
+    from .lower_stmt import Abort
+    items = lw.ctx.bag.items
+    before = len(items)
+    try:
+        return lw.tile_type(t)
+    except Abort:
+        del items[before:]
+        return None
