@@ -11,17 +11,25 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bench.fp8_kernels import fp8_source
-from bench.wgmma_kernels import gemm_source
+from bench.wgmma_kernels import epilogue_oracle, gemm_source
+from tests.support import tensor_oracle as O
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.ir.tensor import TensorDesc
-from toolchain.compiler.targets.ptx.tensor import wgmma
+from toolchain.compiler.targets.ptx import ops
+from toolchain.compiler.targets.ptx.tensor import wgmma, wgmma_pingpong
 
+from . import narrow_cases as NC
 from .kernels import compile_ptx
+from .ptx_sim import Sim, f32_bits
+from .test_wgmma_epilogue import (ALPHA, BETA, HI, LO, _bias, _round, always,
+                                  fake_accumulators, fake_consumer)
 
 
 def _desc(bn: int = 256, schedule: str = "pingpong") -> TensorDesc:
@@ -186,3 +194,68 @@ def test_explain_line(tmp_path, arch, src, says):
     res = compile_file(str(path), Options(emit="ptx", gpu_arch=arch, explain=True),
                        source_text=path.read_text())
     assert says in res.explain, res.explain
+
+
+# ---------------------------------------------------------------- the half tiles' epilogue
+def _fake_pingpong(em, g, tid, end, share=None, fused=None, tiles=None):
+    """The sm_90a region with its copy engine and wgmma main loop replaced (the CPU
+    interpreter has neither; test_wgmma_epilogue._fake_native): consumer warpgroup h runs
+    the real tile loop and the real half-tile epilogue (wgmma_pingpong.epilogue) on
+    accumulators holding 3*row + column of the element each stands for, by the m64n(n/2)
+    layout of row block blk of half h."""
+    wg, lane, warp, wtid = fake_consumer(em, tid, end)
+    g, close = wgmma._tile_loop(em, g, tiles, "fake")
+    h, col_h = em.new("r"), em.new("r")
+    half = g.desc.n // 2
+    em.put(ops.binary("sub", "u32", h, wg, 1), ops.mad("lo", "u32", col_h, h, half, g.col))
+    gh = replace(g, desc=replace(g.desc, n=half), col=col_h)
+    acc = []
+    for blk in (0, 1):
+        rows = em.new("r")
+        em.put(ops.mov("u32", rows, blk + 1))
+        acc.append(fake_accumulators(em, gh, rows, lane, warp))
+    wgmma_pingpong.epilogue(em, g, wtid, h, acc, fused, wgmma.F16, None)
+    close()
+    em.put(ops.bra(end, uniform=True))
+
+
+@pytest.mark.parametrize("out,epilogue,persistent", [
+    ("f32", None, True), ("bf16", "col_bias_relu", True), ("f32", "matrix_bias_col", False),
+    ("f16", "row_bias", True)])
+def test_half_tile_epilogue_exact_on_the_interpreter(monkeypatch, out, epilogue, persistent):
+    """Both consumers' half tiles (both 64-row blocks each) cover every in-range element
+    of m128n64 tiles over M x N = 150 x 70 exactly once (row and column tails: the right
+    half of the last column tile is wholly outside N), C, bias and rounding included,
+    against the oracle bit for bit; D's padding stays poisoned."""
+    monkeypatch.setattr(wgmma, "native_pred", always(wgmma.threads))
+    monkeypatch.setattr(wgmma, "lower_native", _fake_pingpong)
+    M, N, K = 150, 70, 0
+    rng = np.random.default_rng(len(epilogue or "") * 7 + len(out))
+    dty = "float32" if out == "f32" else "uint16"
+    ldc, ldd = N + 2, N + 4
+    cmat = rng.integers(-8, 8, (M, N)).astype(np.float32)
+    c = NC.store("f32", cmat, "row", ldc)
+    d = np.full((M - 1) * ldd + N + 8, NC.POISON[dty], dty)
+    poison = d.copy()
+    bias, bbuf, ldbias = _bias(rng, epilogue, out, M, N) if epilogue else \
+        (None, np.zeros(4, np.float32 if out == "f32" else np.uint16), 1)
+    r, col = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
+    sums = (3 * r + col).astype(np.float32) + cmat
+    want = _round(out, epilogue_oracle(epilogue, sums, bias, ALPHA, BETA, LO, HI))
+    ptx = compile_ptx(gemm_source("f16", bn=64, out=out, epilogue=epilogue,
+                                  persistent=persistent, schedule="pingpong"), "sm_90a")
+    assert "wgmma" not in ptx
+    tiles = 3 if persistent else 4            # persistent: 3 workgroups over 4 tiles
+    args = [("buf", "a", np.zeros(8, np.uint16)), ("buf", "b", np.zeros(8, np.uint16)),
+            ("buf", "c", c), ("buf", "d", d)] + \
+        [("u32", v) for v in (M, N, K, 8, 8, ldc, ldd)]
+    if epilogue:
+        args += [("buf", "bias", bbuf), ("u32", ldbias)] + \
+            [("u32", f32_bits(v)) for v in (ALPHA, BETA, LO, HI)]
+    mem = Sim(ptx, "gemm", undefined=f32_bits(float("nan"))).run((tiles, 1), 384, args)
+    got = mem.read("d")
+    raw = got.view(np.uint32) if out == "f32" else got
+    np.testing.assert_array_equal(O.logical(raw, M, N, "row", ldd), want)
+    untouched = np.ones(got.size, bool)
+    untouched[O.index("row", ldd, r, col)] = False
+    np.testing.assert_array_equal(got[untouched], poison[untouched])

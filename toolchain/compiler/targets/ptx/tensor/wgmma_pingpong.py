@@ -162,13 +162,20 @@ def consumer(em, g, elem, tid, wg, ring, fused, tiles, combine) -> None:
     mb.arrive(em, other)                     # every thread: the K loop is issued
     em.put(I.wgmma_wait_group(0))
     W._release(em, have_prev, leader, prev, empty, None, None)
+    epilogue(em, g, wtid, h, acc, fused, elem, combine)
+    _skip(em, s, ph, r, q_odd, S)
+    close()
+    em.put(I.bar_warp_sync(-1), I.setmaxnreg("dec", W.ENTRY_REGS))
+
+
+def epilogue(em, g, wtid, h: str, acc, fused, elem, combine) -> None:
+    """wgmma._epilogue for half h (a register, 0 or 1) of the tile at g's origin: columns
+    g.col + h·n/2 .. + n/2, rows 64·blk .. + 64 from acc[blk] (the m64n(n/2) layout)."""
+    half = g.desc.n // 2
     col_h = em.new("r")
     em.put(I.mad("lo", "u32", col_h, h, half, g.col))
-    gh = replace(g, desc=replace(desc, n=half), col=col_h)
+    gh = replace(g, desc=replace(g.desc, n=half), col=col_h)
     for blk in (0, 1):
         rows = em.new("r")                   # _epilogue's row block + 1 (its "wg")
         em.put(I.mov("u32", rows, blk + 1))
         W._epilogue(em, gh, wtid, rows, acc[blk], fused, elem, combine)
-    _skip(em, s, ph, r, q_odd, S)
-    close()
-    em.put(I.bar_warp_sync(-1), I.setmaxnreg("dec", W.ENTRY_REGS))
