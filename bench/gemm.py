@@ -303,6 +303,8 @@ def main() -> int:
                     help="check only the `schedule: pingpong` kernel (every --out format)")
     ap.add_argument("--no-pingpong", action="store_true",
                     help="leave out the `schedule: pingpong` columns (and FP8's)")
+    ap.add_argument("--pingpong-stages", type=int, default=0,
+                    help="override wgmma.PINGPONG_MAX_STAGES (the ping-pong ring depth)")
     ap.add_argument("--epilogue-batch", type=int, default=0,
                     help="override wgmma.EPILOGUE_BATCH (1: the first measured epilogue)")
     ap.add_argument("--fp8", default="e4m3",
@@ -321,6 +323,8 @@ def main() -> int:
         wgmma.EPILOGUE_BATCH = args.epilogue_batch
     if args.prefetch_ahead >= 0:
         wgmma.PREFETCH_C_AHEAD = args.prefetch_ahead
+    if args.pingpong_stages:
+        wgmma.PINGPONG_MAX_STAGES = args.pingpong_stages
     outs = args.out.split(",")
     global FORMATS
     FORMATS = tuple(args.formats.split(","))

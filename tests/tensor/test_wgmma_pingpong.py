@@ -259,3 +259,15 @@ def test_half_tile_epilogue_exact_on_the_interpreter(monkeypatch, out, epilogue,
     untouched = np.ones(got.size, bool)
     untouched[O.index("row", ldd, r, col)] = False
     np.testing.assert_array_equal(got[untouched], poison[untouched])
+
+
+def test_documented_table_is_the_compilers():
+    """docs/reference/gemm.md's ping-pong table: stages and shared bytes per shape."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "gemm.md").read_text()
+    table = _between(doc, "| shape | stages | dynamic shared bytes (`pingpong`) |", "\n\n")
+    rows = re.findall(r"\| `m128n(\d+)k64` \| (\d+) \| (\d+) \|", table)
+    assert len(rows) == len(wgmma.SHAPES_N)
+    for n, stages, nbytes in rows:
+        d = _desc(int(n))
+        assert (wgmma.stages(d), wgmma.shared_bytes(d)) == (int(stages), int(nbytes)), n
+    assert f"shared {wgmma.shared_bytes(_desc())}" in doc

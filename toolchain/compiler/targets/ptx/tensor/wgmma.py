@@ -63,6 +63,9 @@ PREFETCH_C_AHEAD = 0                      # K chunks before the end at which the
 #                                           docs/reference/gemm.md "Status")
 CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
 #                                           experimental: docs/reference/gemm.md "Status")
+MAX_STAGES = 6                            # ring depth cap (the cooperative tables' value)
+PINGPONG_MAX_STAGES = 6                   # `schedule: pingpong`'s (7 fit its 32 KiB stages:
+#                                           bench/gemm.py --pingpong-stages measures it)
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,8 @@ def stage_bytes(desc) -> int:
 
 
 def stages(desc) -> int:
-    return max(2, min(6, (SMEM_LIMIT - 2048) // stage_bytes(desc)))
+    cap = PINGPONG_MAX_STAGES if pingpong(desc) else MAX_STAGES
+    return max(2, min(cap, (SMEM_LIMIT - 2048) // stage_bytes(desc)))
 
 
 def shared_bytes(desc) -> int:
@@ -371,7 +375,6 @@ def _maps(em, g, elem: Elem, ws, b_rows: int) -> tuple[str, str]:
 
 def _producer_body(em, g, elem: Elem, ring, share, tiles, done, p, half, slot_a,
                    slot_b) -> None:
-    desc = g.desc
     nk, sa, sb, full, empty, S, a_bytes, b_bytes = ring
     tag = elem.tag
     kb, s, ph, k0 = em.new("r"), em.new("r"), em.new("r"), em.new("r")
