@@ -160,10 +160,11 @@ def check_persistent(torch, dev, fmt, out) -> int:
 
 STRESS = 200        # back-to-back launches: a race inside a launch shows as a hang
 
-# (M, N, K, launch): PERSISTENT_CHECKS' tails and grids, plus: N = 100 (a tile's right
-# half wholly outside N: its copies are zero-filled boxes), 5 tiles on 2 workgroups (an
-# odd tile count per workgroup), 1 tile on 1, the odd 5000x3000x4104 on the default grid
-PINGPONG_CHECKS = PERSISTENT_CHECKS + ((100, 100, 64, 1), (300, 1000, 130, 2),
+# (M, N, K, grid; 0: the default): PERSISTENT_CHECKS' tails and grids, plus: N = 100 (a
+# tile's right half wholly outside N: its B copies are zero-filled boxes), 12 tiles on 5
+# workgroups (3, 3, 2, 2, 2: odd and even tile counts), 1 tile on 1, the odd
+# 5000x3000x4104 on the default grid
+PINGPONG_CHECKS = PERSISTENT_CHECKS + ((100, 100, 64, 1), (300, 1000, 130, 5),
                                        (128, 256, 64, 1), (5000, 3000, 4104, 0))
 
 

@@ -271,3 +271,17 @@ def test_documented_table_is_the_compilers():
         d = _desc(int(n))
         assert (wgmma.stages(d), wgmma.shared_bytes(d)) == (int(stages), int(nbytes)), n
     assert f"shared {wgmma.shared_bytes(_desc())}" in doc
+
+
+def test_ir_round_trip_keeps_the_schedule():
+    from toolchain.compiler.frontend.api import compile_to_ir
+    from toolchain.compiler.ir.printer import format_module
+    from toolchain.compiler.ir.reader import parse_module
+    module, _ = compile_to_ir("g.mettle", gpu=True, source_text=gemm_source(
+        "f16", persistent=True, schedule="pingpong"))
+    text = format_module(module)
+    assert "persistent=8 schedule=pingpong>" in text
+    assert format_module(parse_module(text)) == text
+    plain, _ = compile_to_ir("g.mettle", gpu=True,
+                             source_text=gemm_source("f16", persistent=True))
+    assert "schedule=" not in format_module(plain)           # the default is not printed
