@@ -13,16 +13,19 @@ the compiler:
   instruction): A (64 rows) and B (N rows) read K-major through their descriptors (start
   address field, the same swizzle), D = A·B (+ D) in float64 rounded to f32, registers
   placed by the m64nN f32 layout (register 4j + 2h + e of lane l of warp w: row
-  16w + l/4 + 8h, column 8j + 2(l%4) + e); fences, commit and wait are no-ops (the
-  product is complete at issue);
+  16w + l/4 + 8h, column 8j + 2(l%4) + e), computed at issue; `commit_group` and
+  `wait_group N` track which stage rows each warpgroup's unretired groups still read;
 - `%smid` = 0, `%dynamic_smem_size` = the launch's bytes, the module's `.global`
   workspace and the `.extern .shared` ring (placed 256 KiB-aligned, so the descriptors'
   14-bit address field, taken modulo 256 KiB, names the right bytes).
+- with a seed, copies land later, one at a time in a random order, and one landing on
+  rows an unretired group reads is an error (a stage released too early).
 A thread that waits on a barrier nobody can complete any more is a deadlock (SimError).
-Copies landing in any order and wgmma groups retiring late are the random-schedule
-models' part (test_wgmma_ring_model.py, test_wgmma_pingpong_model.py)."""
+Wider schedules of the protocol are the random-schedule models' part
+(test_wgmma_ring_model.py, test_wgmma_pingpong_model.py)."""
 from __future__ import annotations
 
+import random
 import re
 
 import numpy as np
@@ -36,9 +39,14 @@ WINDOW = 1 << 18                            # the descriptors' address field: 14
 
 
 class PipelineSim(Sim):
-    def __init__(self, ptx: str, kernel: str, dyn_bytes: int, undefined: int | None = None):
+    def __init__(self, ptx: str, kernel: str, dyn_bytes: int, undefined: int | None = None,
+                 seed: int | None = None):
+        """`seed`: copies land later, one at a time in a random order, whenever every
+        thread waits (None: each at once), and a copy landing on shared memory that a
+        wgmma group not yet retired by `wgmma.wait_group` reads is an error."""
         super().__init__(ptx, kernel, undefined)
         self.dyn_bytes = dyn_bytes
+        self.rng = random.Random(seed) if seed is not None else None
         self.globals = {m.group(1): int(m.group(2)) for m in re.finditer(
             r"^\s*\.global\s.*?\.b8\s+(\w+)\[(\d+)\];", ptx, re.M)}
         self.extern = re.findall(r"^\s*\.extern \.shared .*?\.b8\s+(\w+)\[\];", ptx, re.M)
@@ -64,6 +72,8 @@ class PipelineSim(Sim):
         self.window = len(mem.data)              # the extern ring, fresh per workgroup
         mem.data.extend(b"\0" * (self.dyn_bytes + 256))
         self.bars, self.maps = {}, {}
+        self.pending = []                        # copies issued, not landed
+        self.groups: dict[int, list] = {}        # warpgroup -> [open group, older...]
         self.events, self._seen = 0, None
         bx, by, bz = self.block
         self.threads = sorted((Thread(self, (x, y, z), (z * by + y) * bx + x, ctaid)
@@ -111,6 +121,11 @@ class PipelineSim(Sim):
                     t.wait, t.pc = None, t.pc + 1
                 return True
         waiting = [t for t in live if t.wait == "mbar"]
+        if self.pending:                         # a copy lands, then every waiter retries
+            self._land(self.pending.pop(self.rng.randrange(len(self.pending))))
+            for t in waiting:
+                t.wait = None
+            return True
         if waiting and self.events != self._seen:
             self._seen = self.events
             for t in waiting:
@@ -137,8 +152,16 @@ class PipelineSim(Sim):
             th.wait = op                         # a warpgroup collective
             return
         th.pc += 1
+        if op.startswith(("wgmma.commit_group", "wgmma.wait_group")):
+            if th.lin % 128 == 0:                # the warpgroup's groups, once
+                open_, *older = self.groups.get(th.lin // 128, [[]])
+                if op.startswith("wgmma.commit_group"):
+                    self.groups[th.lin // 128] = [[], open_, *older]
+                else:
+                    self.groups[th.lin // 128] = [open_, *older[:th.val(ops[0])]]
+            return
         if op.startswith(("fence.", "setmaxnreg", "wgmma.")):
-            return                               # fences; commit/wait: complete at issue
+            return                               # fences
         if op.startswith("mbarrier."):
             self._mbarrier(th, op, ops)
         elif op.startswith("tensormap.replace"):
@@ -223,8 +246,22 @@ class PipelineSim(Sim):
         values = np.where(inside, data[src_at], 0).astype(np.uint8)
         at = dst + r * 128 + e * size + byte
         at = at ^ (((at >> 7) & 7) << 4)
-        data[at.ravel()] = values.ravel()
-        bar["tx"] -= bk * br * size
+        copy = (at.ravel(), values.ravel(), bar, bk * br * size, (dst, dst + br * 128))
+        if self.rng is None:
+            self._land(copy)
+        else:
+            self.pending.append(copy)
+
+    def _land(self, copy) -> None:
+        at, values, bar, nbytes, (lo, hi) = copy
+        for groups in self.groups.values():
+            for group in groups:
+                for a, b in group:
+                    if a < hi and lo < b:
+                        raise SimError("a copy lands on shared memory a wgmma group "
+                                       "still reads (a stage released too early)")
+        np.frombuffer(self.mem.data, np.uint8)[at] = values
+        bar["tx"] -= nbytes
         self._maybe_complete(bar)
 
     # ---- wgmma
@@ -258,6 +295,10 @@ class PipelineSim(Sim):
                 raise SimError("wgmma descriptors differ across the warpgroup")
         A = self._operand(da, 64, k, fa)
         B = self._operand(db, n, k, fb)
+        open_ = self.groups.setdefault(head.lin // 128, [[]])[0]
+        for d, rows in ((da, 64), (db, n)):      # the rows it reads, until retired
+            lo = (self.window + ((d & 0x3FFF) << 4)) & ~127
+            open_.append((lo, lo + rows * 128))
         prod = A @ B.T
         keep = head.val(ops[3]) != 0
         i = np.arange(n // 2)
