@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 
-from bench.wgmma_kernels import EPILOGUES, epilogue_options, epilogue_params, raster
+from bench.wgmma_kernels import (EPILOGUES, epilogue_options, epilogue_params, raster,
+                                 schedule_option)
 
 BM, BN, BK = 128, 256, 128
 GROUP = 8
@@ -17,11 +18,13 @@ FORMATS = {"e4m3": (4, 3, 7), "e5m2": (5, 2, 15)}
 
 def fp8_source(a: str = "e4m3", b: str = "e4m3", out: str = "bf16", scaled: bool = True,
                epilogue: str | None = None, persistent: bool = False, bm: int = BM,
-               bn: int = BN, bk: int = BK, group: int = GROUP) -> str:
+               bn: int = BN, bk: int = BK, group: int = GROUP,
+               schedule: str | None = None) -> str:
     """kernel gemm8(a, b, c, d, m, n, k, lda, ldb, ldc, ldd, sa, sb[, epilogue params]):
     D = C + sa*sb*(A*B) (A MxK row-major, B column-major, both FP8 bytes; C f32; D `out`);
     without `scaled` the scale pointers are taken but unused. One region per workgroup in
-    groups of `group` row tiles, or `persistent`: the whole of D on any grid."""
+    groups of `group` row tiles, or `persistent`: the whole of D on any grid.
+    `schedule`: the call's `schedule:` option (None: the cooperative default)."""
     dty = "float32" if out == "f32" else "uint16"
     scales = (",\n                a_scale_mode: per_tensor, a_scale_type: f32, a_scale: sa,"
               "\n                b_scale_mode: per_tensor, b_scale_type: f32, b_scale: sb"
@@ -38,6 +41,7 @@ kernel gemm8(a: uint8*, b: uint8*, c: float32*, d: {dty}*,
     else:
         origin, extra = "row, column", ""
         body = raster(bm, bn, group)
+    extra += schedule_option(schedule)
     return head + body + f"""\
   tensor_matmul(a, b, c, d, {origin}, m, n, k,
                 shape: m{bm}n{bn}k{bk}, a_type: {a}, b_type: {b}, accumulator_type: f32,
@@ -52,12 +56,13 @@ def grid(m: int, n: int, bm: int = BM, bn: int = BN) -> int:
     return max(1, ((m + bm - 1) // bm) * ((n + bn - 1) // bn))
 
 
-def native_launch(bm: int = BM, bn: int = BN) -> tuple[int, int]:
+def native_launch(bm: int = BM, bn: int = BN,
+                  schedule: str = "cooperative") -> tuple[int, int]:
     """(work-items per workgroup, dynamic shared bytes) of the sm_90a pipeline."""
     from toolchain.compiler.ir.tensor import TensorDesc
     from toolchain.compiler.targets.ptx.tensor import wgmma_fp8
     desc = TensorDesc(bm, bn, BK, "e4m3", "e4m3", "f32", "f32", b_layout="col",
-                      scope="workgroup")
+                      scope="workgroup", schedule=schedule)
     return wgmma_fp8.threads(desc), wgmma_fp8.shared_bytes(desc)
 
 

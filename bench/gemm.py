@@ -22,6 +22,11 @@ whole of D on min(tiles, 132) workgroups: docs/reference/gemm.md "Persistent til
 a 16-bit D as `pers/noC`: the persistent kernel on torch.matmul's own contract (D = A*B
 in the 16-bit type, no C: C is one row of zeros read with ldc = 0, so it costs no DRAM
 traffic; checked against A*B alone). `ratio` columns divide by `torch`.
+`pingpong` and `pp/noC` are the same two persistent contracts with `schedule: pingpong`
+(docs/reference/gemm.md "Ping-pong schedule"), timed in the same interleaved rounds
+(--no-pingpong leaves them out); --check-pingpong checks only that form (PINGPONG_CHECKS:
+tails, a right half tile wholly outside N, odd tile counts per workgroup, K = 0, C
+aliasing D, the split path, 200 launches back to back).
 --probe compares the device-built tensor maps with cuTensorMapEncodeTiled's bytes.
 --epilogue (names of bench/wgmma_kernels.EPILOGUES, or all): --check also checks
 each fused epilogue on EPI_CHECKS (random data against the torch oracle, and pipeline vs
@@ -155,6 +160,39 @@ def check_persistent(torch, dev, fmt, out) -> int:
 
 STRESS = 200        # back-to-back launches: a race inside a launch shows as a hang
 
+# (M, N, K, grid; 0: the default): PERSISTENT_CHECKS' tails and grids, plus: N = 100 (a
+# tile's right half wholly outside N: its B copies are zero-filled boxes), 12 tiles on 5
+# workgroups (3, 3, 2, 2, 2: odd and even tile counts), 1 tile on 1, the odd
+# 5000x3000x4104 on the default grid
+PINGPONG_CHECKS = PERSISTENT_CHECKS + ((100, 100, 64, 1), (300, 1000, 130, 5),
+                                       (128, 256, 64, 1), (5000, 3000, 4104, 0))
+
+
+def check_pingpong(torch, dev, fmt, out, small: bool = False) -> int:
+    """`schedule: pingpong` (persistent) on PINGPONG_CHECKS, the split path (256
+    work-items), C aliasing D (f32 D), then 4096^3 STRESS times back to back; --small:
+    four cases, no stress."""
+    g, tol, bad = H.Gemm(dev, fmt, out=out, persistent=True, schedule="pingpong"), \
+        H.TOLERANCE[out], 0
+    cases = [(m, n, k, {"grid_x": gx} if gx else {}) for m, n, k, gx in PINGPONG_CHECKS]
+    cases.append((300, 520, 200, {"grid_x": 4, "threads": 256}))
+    if out == "f32":
+        cases += [(300, 520, 200, {"grid_x": 3, "alias": True}),
+                  (1000, 1000, 1000, {"alias": True})]
+    if small:
+        cases = cases[:2] + cases[6:8]
+    for m, n, k, kw in cases:
+        err = H.check(torch, dev, g, fmt, m, n, k, **kw)
+        print(f"check {fmt}->{out} pingpong {m}x{n}x{k} {kw}: rel err {err:.3g}",
+              flush=True)
+        bad += not err < tol
+    if not small:
+        err = H.check(torch, dev, g, fmt, 4096, 4096, 4096, repeat=STRESS)
+        print(f"stress {fmt}->{out} pingpong 4096^3 x{STRESS} back to back: rel err "
+              f"{err:.3g}", flush=True)
+        bad += not err < tol
+    return bad
+
 
 def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
     src = matmul_source("gemm", fmt, fmt, "f32", "f32", "m64n64k16",
@@ -165,7 +203,7 @@ def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
 
 
 def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=None,
-                pgemms=None):
+                pgemms=None, ppgemms=None):
     dtype = torch.float16 if fmt == "f16" else torch.bfloat16
     a = torch.randn(m, k, device="cuda").to(dtype)
     bt = torch.randn(n, k, device="cuda").to(dtype)
@@ -180,6 +218,12 @@ def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=
             zero = torch.zeros(1, n, device="cuda")
             runs["noc"] = pgemms[fmt, out].launcher(a, bt, zero, d, m, n, k, ldc=0)
             refs["noc"] = (a.float() @ bt.float().t()).to(d.dtype).float()
+    if ppgemms:                             # the same two contracts, ping-pong schedule
+        runs["pingpong"] = ppgemms[fmt, out].launcher(a, bt, c, d, m, n, k)
+        if out != "f32":
+            zero = torch.zeros(1, n, device="cuda")
+            runs["ppnoc"] = ppgemms[fmt, out].launcher(a, bt, zero, d, m, n, k, ldc=0)
+            refs["ppnoc"] = (a.float() @ bt.float().t()).to(d.dtype).float()
     if epi_gemms:
         g = epi_gemms[fmt, out]
         epi = H.Epilogue(torch, g.epilogue, out, m, n)
@@ -256,6 +300,12 @@ def main() -> int:
                     help="check only the persistent kernel (every --out format)")
     ap.add_argument("--no-persistent", action="store_true",
                     help="leave out the persistent rows")
+    ap.add_argument("--check-pingpong", action="store_true",
+                    help="check only the `schedule: pingpong` kernel (every --out format)")
+    ap.add_argument("--no-pingpong", action="store_true",
+                    help="leave out the `schedule: pingpong` columns (and FP8's)")
+    ap.add_argument("--pingpong-stages", type=int, default=0,
+                    help="override wgmma.PINGPONG_MAX_STAGES (the ping-pong ring depth)")
     ap.add_argument("--epilogue-batch", type=int, default=0,
                     help="override wgmma.EPILOGUE_BATCH (1: the first measured epilogue)")
     ap.add_argument("--fp8", default="e4m3",
@@ -274,6 +324,8 @@ def main() -> int:
         wgmma.EPILOGUE_BATCH = args.epilogue_batch
     if args.prefetch_ahead >= 0:
         wgmma.PREFETCH_C_AHEAD = args.prefetch_ahead
+    if args.pingpong_stages:
+        wgmma.PINGPONG_MAX_STAGES = args.pingpong_stages
     outs = args.out.split(",")
     global FORMATS
     FORMATS = tuple(args.formats.split(","))
@@ -284,8 +336,13 @@ def main() -> int:
     if args.small:
         global CHECKS
         CHECKS = CHECKS[:3]
-    if args.check_persistent:
-        bad = sum(check_persistent(torch, mettle.device(0), f, o) for f, o in configs(outs))
+    if args.check_persistent or args.check_pingpong:
+        dev0 = mettle.device(0)
+        bad = sum(check_persistent(torch, dev0, f, o) for f, o in configs(outs)) \
+            if args.check_persistent else 0
+        if args.check_pingpong:
+            bad += sum(check_pingpong(torch, dev0, f, o, args.small)
+                       for f, o in configs(outs))
         print("CHECK", "FAILED" if bad else "OK")
         if bad:
             return 1
@@ -294,7 +351,8 @@ def main() -> int:
     fp8 = [f for f in args.fp8.split(",") if f]
     if args.fp8_check and fp8 and gemm_fp8.check(torch, fp8, ["bf16"],
                                              gemm_fp8.CHECKS[:3] if args.small else
-                                             gemm_fp8.CHECKS):
+                                             gemm_fp8.CHECKS,
+                                             pingpong=not args.no_pingpong):
         return 1
     if args.no_bench:
         return 0
@@ -309,8 +367,13 @@ def main() -> int:
                  for f, o in pairs} if epilogues else None
     pgemms = None if args.no_persistent else \
         {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True) for f, o in pairs}
-    header = (f"{'gemm':<22} {'mettle':>8} {'persist':>8} {'pers/noC':>8} {'torch':>8} "
-              f"{'torch+C':>8} {'ratio':>6} {'r.pers':>6} {'r.noC':>6}"
+    ppgemms = None if args.no_persistent or args.no_pingpong else \
+        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="pingpong")
+         for f, o in pairs}
+    header = (f"{'gemm':<22} {'mettle':>8} {'persist':>8} {'pers/noC':>8} {'pingpong':>8} "
+              f"{'pp/noC':>8} {'torch':>8} "
+              f"{'torch+C':>8} {'ratio':>6} {'r.pers':>6} {'r.noC':>6} {'r.pp':>6} "
+              f"{'r.ppnoC':>7}"
               + ("  subgroup" if args.subgroup else "")
               + (f"  +{epilogues[0]}" if epilogues else ""))
 
@@ -321,8 +384,10 @@ def main() -> int:
         name = f"{r['dtype']}->{r['out']} {r['shape']}"
         return (name.ljust(22) + f" {r['workgroup_tflops']:>8.1f} "
                 f"{col(r, 'persistent_tflops', '.1f'):>8} {col(r, 'noc_tflops', '.1f'):>8} "
+                f"{col(r, 'pingpong_tflops', '.1f'):>8} {col(r, 'ppnoc_tflops', '.1f'):>8} "
                 f"{r['torch_tflops']:>8.1f} {r['torch_c_tflops']:>8.1f} {r['ratio']:>6.3f} "
-                f"{col(r, 'persistent_ratio', '.3f'):>6} {col(r, 'noc_ratio', '.3f'):>6}"
+                f"{col(r, 'persistent_ratio', '.3f'):>6} {col(r, 'noc_ratio', '.3f'):>6} "
+                f"{col(r, 'pingpong_ratio', '.3f'):>6} {col(r, 'ppnoc_ratio', '.3f'):>7}"
                 + (f"  {r['subgroup_tflops']:.1f}" if args.subgroup else "")
                 + (f"  {r['epilogue_tflops']:.1f}" if epilogues else ""))
     rows = []
@@ -333,9 +398,10 @@ def main() -> int:
                 torch.cuda.synchronize()
                 time.sleep(args.pause)
             rows.append(bench_shape(torch, dev, gemms, f, o, *shape, args.reps,
-                                    args.subgroup, epi_gemms, pgemms))
+                                    args.subgroup, epi_gemms, pgemms, ppgemms))
             print("row: " + line(rows[-1]), flush=True)
-    fp8_rows = gemm_fp8.bench(torch, fp8, ["bf16"], shapes, args.reps) if fp8 else []
+    fp8_rows = gemm_fp8.bench(torch, fp8, ["bf16"], shapes, args.reps,
+                              pingpong=not args.no_pingpong) if fp8 else []
     print(f"device: {dev.name}")
     print(header)
     for r in rows:

@@ -9,7 +9,8 @@ Ours: D = sa*sb*(A*B) + C with A (M x K, E4M3 or E5M2) row-major and B (K x N, E
 column-major (torch's b.t() of an N x K tensor, what _scaled_mm takes), f32 scales on the
 device; C is one row of zeros read with ldc = 0 (no DRAM traffic), so the contract is
 _scaled_mm's: D = sa*sb*(A*B) rounded once to `out`. `workgroup`: one 128x256 region per
-workgroup; `persistent`: `persistent: 8` on min(tiles, 132) workgroups. torch:
+workgroup; `persistent`: `persistent: 8` on min(tiles, 132) workgroups; `pingpong`: the
+same with `schedule: pingpong` (--no-pingpong: left out). torch:
 _scaled_mm(a, b, sa, sb, out_dtype) (cuBLAS; `torch_fast`: use_fast_accum=True, whose
 accumulation is the tensor core's own, like ours). All contenders of a row are timed
 interleaved in the same process (bench/timing.timed_together); TFLOP/s counts 2*M*N*K.
@@ -44,11 +45,13 @@ TOLERANCE = {"f32": 1e-3, "f16": 2e-3, "bf16": 8e-3}     # vs cuBLAS's own summa
 class Fp8Gemm:
     """A compiled FP8 GEMM bound to torch tensors (carriers viewed as uint8)."""
 
-    def __init__(self, a_fmt: str, b_fmt: str, out: str, persistent: bool = False):
+    def __init__(self, a_fmt: str, b_fmt: str, out: str, persistent: bool = False,
+                 schedule: str | None = None):
         self.out, self.persistent = out, persistent
         self.module = mettle.compile(fp8_source(a_fmt, b_fmt, out, scaled=True,
-                                                persistent=persistent), arch="sm_90a")
-        self.threads, self.shared = native_launch()
+                                                persistent=persistent, schedule=schedule),
+                                     arch="sm_90a")
+        self.threads, self.shared = native_launch(schedule=schedule or "cooperative")
 
     def launcher(self, a, bt, c, d, sa, sb, m, n, k, ldc=None, threads=None, shared=None):
         u8 = lambda t: t.view(_torch().uint8)                             # noqa: E731
@@ -129,13 +132,21 @@ def tolerance(torch, a, bt, sa, sb, out: str, ref) -> float:
     return max(TOLERANCE[out], 2.0 * fast)
 
 
-def check(torch, formats, outs, shapes=CHECKS, repeat: int = 200) -> int:
+FORMS = {"workgroup": (False, None), "persistent": (True, None),
+         "pingpong": (True, "pingpong")}          # name -> (persistent, schedule)
+
+
+def check(torch, formats, outs, shapes=CHECKS, repeat: int = 200, pingpong: bool = False,
+          forms=None) -> int:
+    """`forms`: names of FORMS to check (default: workgroup and persistent, with
+    `pingpong` too)."""
     bad = 0
+    forms = forms or ["workgroup", "persistent"] + (["pingpong"] if pingpong else [])
     for a_fmt in formats:
         for out in outs:
-            for persistent in (False, True):
-                g = Fp8Gemm(a_fmt, "e4m3", out, persistent)
-                name = f"{a_fmt}xe4m3->{out} {'persistent' if persistent else 'workgroup'}"
+            for form in forms:
+                g = Fp8Gemm(a_fmt, "e4m3", out, *FORMS[form])
+                name = f"{a_fmt}xe4m3->{out} {form}"
                 for m, n, k in shapes:
                     if m * n * k > 1 << 31:
                         continue
@@ -192,26 +203,31 @@ def bench_shape(torch, gemms, a_fmt, out, m, n, k, reps) -> dict:
     return row
 
 
-def bench(torch, formats, outs, shapes, reps) -> list[dict]:
+def bench(torch, formats, outs, shapes, reps, pingpong: bool = True) -> list[dict]:
     rows = []
     for a_fmt in formats:
         for out in outs:
-            gemms = {"workgroup": Fp8Gemm(a_fmt, "e4m3", out),
-                     "persistent": Fp8Gemm(a_fmt, "e4m3", out, persistent=True)}
+            names = ["workgroup", "persistent"] + (["pingpong"] if pingpong else [])
+            gemms = {name: Fp8Gemm(a_fmt, "e4m3", out, *FORMS[name]) for name in names}
             for shape in shapes:
                 rows.append(bench_shape(torch, gemms, a_fmt, out, *shape, reps))
     return rows
 
 
 def table(rows) -> str:
-    head = (f"{'fp8 gemm':<30} {'mettle':>8} {'persist':>8} {'cuBLAS':>8} {'cuB.fast':>8} "
-            f"{'ratio':>6} {'r.pers':>6}")
+    head = (f"{'fp8 gemm':<30} {'mettle':>8} {'persist':>8} {'pingpong':>8} {'cuBLAS':>8} "
+            f"{'cuB.fast':>8} {'ratio':>6} {'r.pers':>6} {'r.pp':>6}")
     lines = [head]
+
+    def col(r, key, fmt):
+        return format(r[key], fmt) if key in r else "-"
     for r in rows:
         lines.append(f"{r['dtype'] + '->' + r['out'] + ' ' + r['shape']:<30} "
                      f"{r['workgroup_tflops']:>8.1f} {r['persistent_tflops']:>8.1f} "
+                     f"{col(r, 'pingpong_tflops', '.1f'):>8} "
                      f"{r['torch_tflops']:>8.1f} {r['torch_fast_tflops']:>8.1f} "
-                     f"{r['workgroup_ratio']:>6.3f} {r['persistent_ratio']:>6.3f}")
+                     f"{r['workgroup_ratio']:>6.3f} {r['persistent_ratio']:>6.3f} "
+                     f"{col(r, 'pingpong_ratio', '.3f'):>6}")
     return "\n".join(lines)
 
 
@@ -224,17 +240,23 @@ def main() -> int:
     ap.add_argument("--formats", default="e4m3", help="A's formats (B is E4M3)")
     ap.add_argument("--out", default="bf16", help="D formats")
     ap.add_argument("--json", default="gemm_fp8.json")
+    ap.add_argument("--no-pingpong", action="store_true",
+                    help="leave out the `schedule: pingpong` form")
+    ap.add_argument("--forms", default="",
+                    help="--check only these forms (workgroup,persistent,pingpong)")
     args = ap.parse_args()
     torch = _torch()
     torch.zeros(1, device="cuda")               # torch's (primary) context first
     formats, outs = args.formats.split(","), args.out.split(",")
-    if args.check and check(torch, formats, outs):
+    forms = [f for f in args.forms.split(",") if f]
+    if args.check and check(torch, formats, outs, pingpong=not args.no_pingpong,
+                            forms=forms):
         return 1
     if args.no_bench:
         return 0
     shapes = SHAPES if not args.shapes else \
         [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
-    rows = bench(torch, formats, outs, shapes, args.reps)
+    rows = bench(torch, formats, outs, shapes, args.reps, pingpong=not args.no_pingpong)
     print(f"device: {mettle.device(0).name}")
     print(table(rows))
     with open(args.json, "w", encoding="utf-8") as fh:

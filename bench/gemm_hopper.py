@@ -36,17 +36,20 @@ class Gemm:
     f32, f16 or bf16; leading dimension ldd). `epilogue`: a name of EPILOGUES fused onto
     the region; its launch then passes an Epilogue's operands too. `persistent`: one
     `persistent: 8` call over the whole of D, launched on persistent_grid workgroups (or
-    the launcher's `grid`)."""
+    the launcher's `grid`). `schedule`: the call's `schedule:` option (None: none)."""
 
     def __init__(self, dev, fmt: str, arch: str = "sm_90a", bm: int = BM, bn: int = BN,
-                 out: str = "f32", epilogue: str | None = None, persistent: bool = False):
+                 out: str = "f32", epilogue: str | None = None, persistent: bool = False,
+                 schedule: str | None = None):
         self.persistent = persistent
         self.module = compile_module(gemm_source(fmt, bm, bn, out=out, epilogue=epilogue,
-                                                 persistent=persistent), arch)
+                                                 persistent=persistent, schedule=schedule),
+                                     arch)
         self.ptx = self.module.ptx
         self.fn = self.module.gemm
         self.bm, self.bn, self.out, self.epilogue = bm, bn, out, epilogue
-        self.threads, self.shared = native_launch(fmt, bm, bn, out)
+        self.threads, self.shared = native_launch(fmt, bm, bn, out,
+                                                  schedule or "cooperative")
         from toolchain.compiler.targets.ptx.tensor import wgmma
         self.cluster = wgmma.CLUSTER
 
@@ -80,12 +83,13 @@ TOLERANCE = {"f32": 1e-4, "f16": 2e-4, "bf16": 1.5e-3}
 
 
 def check(torch, dev, gemm: Gemm, fmt: str, m: int, n: int, k: int, pad: int = 8,
-          repeat: int = 1, **launch) -> float:
+          repeat: int = 1, alias: bool = False, **launch) -> float:
     """Run one GEMM (`repeat` launches back to back) on fresh random data with poisoned,
     padded D; return the relative error against torch fp32 (inf when any in-range
     element is unwritten or padding was touched). For an f16/bf16 result, the error
     against the fp32 oracle rounded once to that format is returned (so a missed or
-    doubled rounding shows)."""
+    doubled rounding shows). `alias` (f32 D, one launch): C is D itself, D holding C's
+    values at the launch (D = A*B + D in place)."""
     dtype = torch.float16 if fmt == "f16" else torch.bfloat16
     a = torch.randn(m, k + pad, device="cuda").to(dtype)[:, :k]
     bt = torch.randn(n, k + pad, device="cuda").to(dtype)[:, :k]
@@ -93,7 +97,10 @@ def check(torch, dev, gemm: Gemm, fmt: str, m: int, n: int, k: int, pad: int = 8
     dfull = torch.full((m, n + pad), float("nan"), device="cuda",
                        dtype=torch_dtype(torch, gemm.out))
     d = dfull[:, :n]
-    run = gemm.launcher(a, bt, c, d, m, n, k, **launch)
+    if alias:
+        assert gemm.out == "f32" and repeat == 1, "C aliases an f32 D, one launch"
+        d.copy_(c)
+    run = gemm.launcher(a, bt, d if alias else c, d, m, n, k, **launch)
     for _ in range(repeat):                 # back to back, one stream, then one sync
         run()
     torch.cuda.synchronize()

@@ -53,13 +53,15 @@ def raster(bm: int, bn: int, group: int) -> str:
 
 def gemm_source(fmt: str = "f16", bm: int = BM, bn: int = BN, group: int = GROUP,
                 out: str = "f32", epilogue: str | None = None,
-                persistent: bool = False) -> str:
+                persistent: bool = False, schedule: str | None = None) -> str:
     """The whole GEMM: one workgroup per bm x bn region of D = A*B + C, tiles visited in
     groups of `group` row tiles (each column sweep reuses those A rows from L2). `out`:
     D's format (f32, or f16/bf16 rounded once from the f32 sum; C stays f32).
     `epilogue`: a name of EPILOGUES fused onto the region (None: none). `persistent`:
     the same tile order as `persistent: group` on one call, for any grid (launch about
-    one workgroup per multiprocessor: persistent_grid)."""
+    one workgroup per multiprocessor: persistent_grid). `schedule`: the call's
+    `schedule:` option (None: none, the cooperative default)."""
+    sched = schedule_option(schedule)
     dty = "float32" if out == "f32" else "uint16"
     types = "output_type: f32" if out == "f32" else \
         f"accumulator_type: f32, result_type: {out}"
@@ -70,7 +72,7 @@ kernel gemm(a: uint16*, b: uint16*, c: float32*, d: {dty}*,
             lda: uint32, ldb: uint32, ldc: uint32, ldd: uint32{epilogue_params(dty, epilogue)}) {{
   tensor_matmul(a, b, c, d, 0, 0, m, n, k,
                 shape: m{bm}n{bn}k64, input_type: {fmt}, {types},
-                a_layout: row, b_layout: col, scope: workgroup, persistent: {group},
+                a_layout: row, b_layout: col, scope: workgroup, persistent: {group}{sched},
                 lda: lda, ldb: ldb, ldc: ldc, ldd: ldd{epilogue_options(epilogue)});
 }}
 """
@@ -80,10 +82,15 @@ kernel gemm(a: uint16*, b: uint16*, c: float32*, d: {dty}*,
             lda: uint32, ldb: uint32, ldc: uint32, ldd: uint32{epilogue_params(dty, epilogue)}) {{
 {raster(bm, bn, group)}  tensor_matmul(a, b, c, d, row, column, m, n, k,
                 shape: m{bm}n{bn}k64, input_type: {fmt}, {types},
-                a_layout: row, b_layout: col, scope: workgroup,
+                a_layout: row, b_layout: col, scope: workgroup{sched},
                 lda: lda, ldb: ldb, ldc: ldc, ldd: ldd{epilogue_options(epilogue)});
 }}
 """
+
+
+def schedule_option(schedule: str | None) -> str:
+    """`, schedule: <schedule>` for a tensor_matmul's options ("" for None)."""
+    return f", schedule: {schedule}" if schedule else ""
 
 
 def grid(m: int, n: int, bm: int = BM, bn: int = BN, cluster: int = 2) -> int:
@@ -103,12 +110,12 @@ def persistent_grid(m: int, n: int, bm: int = BM, bn: int = BN, sms: int = SMS) 
 
 
 def native_launch(fmt: str = "f16", bm: int = BM, bn: int = BN,
-                  out: str = "f32") -> tuple[int, int]:
+                  out: str = "f32", schedule: str = "cooperative") -> tuple[int, int]:
     """(work-items per workgroup, dynamic shared bytes) of the native sm_90a path."""
     from toolchain.compiler.ir.tensor import TensorDesc
     from toolchain.compiler.targets.ptx.tensor import wgmma
     desc = TensorDesc(bm, bn, 64, fmt, fmt, "f32", out, b_layout="col",
-                      scope="workgroup")
+                      scope="workgroup", schedule=schedule)
     return wgmma.threads(desc), wgmma.shared_bytes(desc)
 
 

@@ -67,7 +67,7 @@ def _bias(rng, epilogue, out, M, N):
 
 
 def _case(gpu_run, a, b, out, scaled, epilogue, persistent, M, N, K, native=True,
-          lda_extra=0):
+          lda_extra=0, schedule=None, timeout=600):
     """Run one configuration; return D's logical values (raw bits for 16-bit results)."""
     rng = np.random.default_rng(M * 7 + N * 3 + K + len(out) + persistent)
     lda = -(-K // 16) * 16 + lda_extra
@@ -89,8 +89,9 @@ def _case(gpu_run, a, b, out, scaled, epilogue, persistent, M, N, K, native=True
                                        LO, HI))
     dty = "float32" if out == "f32" else "uint16"
     size = M * ldd + 64
-    ptx = compile_ptx(fp8_source(a, b, out, scaled, epilogue, persistent), _arch())
-    threads, shared = native_launch()
+    ptx = compile_ptx(fp8_source(a, b, out, scaled, epilogue, persistent,
+                                 schedule=schedule), _arch())
+    threads, shared = native_launch(schedule=schedule or "cooperative")
     block, smem = (threads, shared) if native else (256, 0)
     wgs = min(132, grid(M, N)) if persistent else grid(M, N)
     args = [Buffer("a", "uint8", data=A.ravel()), Buffer("b", "uint8", data=B.ravel()),
@@ -105,7 +106,8 @@ def _case(gpu_run, a, b, out, scaled, epilogue, persistent, M, N, K, native=True
         args += [Buffer("bias", dty, data=bbuf), Scalar("uint32", ldbias),
                  Scalar("float32", ALPHA), Scalar("float32", BETA), Scalar("float32", LO),
                  Scalar("float32", HI)]
-    d = gpu_run(ptx, "gemm8", grid=wgs, block=block, args=args, shared=smem)["d"]
+    d = gpu_run(ptx, "gemm8", grid=wgs, block=block, args=args, shared=smem,
+                timeout=timeout)["d"]
     inside = np.zeros(size, bool)
     rows, cols = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
     inside[rows * ldd + cols] = True
@@ -145,6 +147,32 @@ def test_pipeline_and_split_equal_the_oracle(gpu_run, a, b, out, scaled, epilogu
     assert native.tobytes() == split.tobytes()
 
 
+# `schedule: pingpong` (persistent): tails, a right half tile wholly outside N (N = 100),
+# an odd tile count per workgroup (300x1000: 3 x 4 tiles on 132 workgroups: 12 single
+# tiles; 5000x3000 on 132: 40 x 12 = 480 tiles, 3 or 4 a workgroup), K = 0 (D = C)
+PINGPONG_SHAPES = [(128, 256, 128), (300, 520, 200), (129, 264, 392), (100, 100, 64),
+                   (64, 64, 0), (1000, 1000, 1008)]
+PINGPONG_CONFIGS = [("e4m3", "e4m3", "bf16", True, None),
+                    ("e5m2", "e4m3", "f32", True, "matrix_bias_col"),
+                    ("e4m3", "e4m3", "f16", False, "col_bias_relu")]
+
+
+@pytest.mark.parametrize("shape", PINGPONG_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("a,b,out,scaled,epilogue", PINGPONG_CONFIGS)
+def test_pingpong_equals_the_oracle(gpu_run, a, b, out, scaled, epilogue, shape):
+    """The ping-pong pipeline (each launch in its own process, 120 s: a hang fails the
+    case, not the run) bit for bit equal to the oracle and to the split replay."""
+    if not _arch().startswith("sm_90"):
+        pytest.skip("the FP8 pipeline is sm_90a; elsewhere both launches replay")
+    M, N, K = shape
+    native = _case(gpu_run, a, b, out, scaled, epilogue, True, M, N, K, native=True,
+                   schedule="pingpong", timeout=120)
+    if M * N * K <= 1 << 25:
+        split = _case(gpu_run, a, b, out, scaled, epilogue, True, M, N, K, native=False,
+                      schedule="pingpong", timeout=120)
+        assert native.tobytes() == split.tobytes()
+
+
 def test_misaligned_leading_dimension_takes_the_split_path(gpu_run):
     """lda = 4 mod 16 bytes: the pipeline's TMA needs 16-byte pitches, so the run-time
     predicate sends a 384-item launch to the split replay, which must still be exact."""
@@ -171,8 +199,33 @@ def test_against_cublas_fp8_and_200_launches():
         pytest.skip("not a compute capability 9.0 (Hopper) GPU")
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.run([sys.executable, str(root / "bench" / "gemm_fp8.py"), "--check",
-                           "--no-bench", "--formats", "e4m3,e5m2", "--out", "bf16,f32"],
+                           "--no-bench", "--formats", "e4m3,e5m2", "--out", "bf16,f32",
+                           "--forms", "workgroup,persistent"],
                           capture_output=True, text=True, timeout=1200, cwd=root,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "FP8 CHECK OK" in out, out
+
+
+def test_pingpong_against_cublas_fp8_and_200_launches():
+    """bench/gemm_fp8.py --check --forms pingpong in its own process (300 s limit: a
+    hang fails the test): exact checks on the pipeline and the split replay, random data
+    against torch._scaled_mm, 200 back-to-back launches of 4096^3."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    try:
+        import torch
+    except ImportError:
+        pytest.skip("torch is not installed")
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability(0) != (9, 0):
+        pytest.skip("not a compute capability 9.0 (Hopper) GPU")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, str(root / "bench" / "gemm_fp8.py"), "--check",
+                           "--no-bench", "--formats", "e4m3", "--out", "bf16,f32",
+                           "--forms", "pingpong"],
+                          capture_output=True, text=True, timeout=300, cwd=root,
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "FP8 CHECK OK" in out, out

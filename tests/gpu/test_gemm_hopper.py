@@ -93,6 +93,20 @@ def test_persistent_tails_native_and_split():
     assert out.count(" persistent ") == 4 * (3 if small else 9), out
 
 
+def test_pingpong_tails_alias_and_stress():
+    """`schedule: pingpong` over the whole of D (bench/gemm.py --check-pingpong): the
+    persistent checks' tails and grids, N = 100 (a right half tile wholly outside N), an
+    odd tile count per workgroup, K = 0, 5000x3000x4104, the split path (256 work-items),
+    C aliasing D (f32 D), f16/bf16 with f32 and 16-bit results, and 200 launches of
+    4096^3 back to back (a hang or race fails on the time limit); --small under a
+    sanitizer."""
+    small = ["--small"] if os.environ.get("METTLE_GPU_SANITIZER") else []
+    out = _run("--check-pingpong", "--no-bench", *small, timeout=240)
+    assert "CHECK OK" in out, out
+    per = 4 if small else 11
+    assert out.count(" pingpong ") >= 4 * per, out
+
+
 def test_all_tails_and_large():
     """Adds 1000^3, K = 0 (D = C), 4096^3 and 5000x3000x4104."""
     if os.environ.get("METTLE_GPU_SANITIZER"):

@@ -36,6 +36,7 @@ BLOCK_SCALE_TYPES = ("ue8m0", "ue4m3")            # a block table's element form
 PACKINGS = ("logical", "unpacked", "packed", "dense_subbyte")
 SUBBYTE_PACKINGS = ("packed", "dense_subbyte")     # only for formats narrower than a byte
 SCOPES = ("subgroup", "workgroup")
+SCHEDULES = ("cooperative", "pingpong")         # workgroup tensor.matmul (TensorDesc.schedule)
 EPILOGUE_TYPES = ("f16", "bf16", "f32", "f64")
 BIAS_MODES = ("none", "row", "column", "matrix")
 ACTIVATIONS = ("identity", "relu", "clamp")
@@ -111,6 +112,9 @@ class TensorDesc:
     # area from (row, column) to (M, N) in grid-strided region tiles, grouped G row tiles
     # at a time (docs/reference/gemm.md "Persistent tile loop")
     persistent: int = 0
+    # tensor.matmul, workgroup scope: how the sm_90a pipeline's consumer warpgroups share
+    # a tile (docs/reference/gemm.md "Ping-pong schedule"); semantics are the same
+    schedule: str = "cooperative"
 
     def __str__(self) -> str:
         default = TensorDesc(1, 1, 1, "", "", "", "")
@@ -227,6 +231,9 @@ def validate_desc(desc: TensorDesc, roles: tuple[str, ...]) -> list[tuple[str, s
     if desc.persistent and desc.scope != "workgroup":
         errs.append(("persistent", "`persistent:` tiles a workgroup-scope region; it needs "
                      "`scope: workgroup`"))
+    if desc.schedule != "cooperative" and desc.scope != "workgroup":
+        errs.append(("schedule", f"`schedule: {desc.schedule}` chooses how a workgroup-scope "
+                     "region's warpgroups share it; it needs `scope: workgroup`"))
     if desc.rounding != "default" and "i32" in (desc.accumulator_type, desc.result_type):
         errs.append(("rounding", f"`rounding: {desc.rounding}` has no meaning for integer "
                      "(i32) accumulation"))

@@ -63,6 +63,9 @@ PREFETCH_C_AHEAD = 0                      # K chunks before the end at which the
 #                                           docs/reference/gemm.md "Status")
 CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
 #                                           experimental: docs/reference/gemm.md "Status")
+MAX_STAGES = 6                            # ring depth cap (the cooperative tables' value)
+PINGPONG_MAX_STAGES = 6                   # `schedule: pingpong`'s (7 fit its 32 KiB stages:
+#                                           bench/gemm.py --pingpong-stages measures it)
 
 
 @dataclass(frozen=True)
@@ -107,17 +110,31 @@ def threads(desc) -> int:
     return 128 * (1 + consumers(desc))
 
 
+def pingpong(desc) -> bool:
+    """The ping-pong schedule (wgmma_pingpong.py): each consumer warpgroup computes its
+    own m x n/2 half tile, the two taking turns at the tensor cores."""
+    return desc.schedule == "pingpong"
+
+
+def box_n(desc) -> int:
+    """B rows (N columns) a stage holds: the tile's, or a ping-pong half tile's."""
+    return desc.n // 2 if pingpong(desc) else desc.n
+
+
 def stage_bytes(desc) -> int:
-    return (desc.m + desc.n) * ROW_BYTES
+    return (desc.m + box_n(desc)) * ROW_BYTES
 
 
 def stages(desc) -> int:
-    return max(2, min(6, (SMEM_LIMIT - 2048) // stage_bytes(desc)))
+    cap = PINGPONG_MAX_STAGES if pingpong(desc) else MAX_STAGES
+    return max(2, min(cap, (SMEM_LIMIT - 2048) // stage_bytes(desc)))
 
 
 def shared_bytes(desc) -> int:
-    """Dynamic shared memory the native path needs (ring + barriers + alignment slack)."""
-    return 1024 + stages(desc) * stage_bytes(desc) + 16 * stages(desc)
+    """Dynamic shared memory the native path needs (ring + barriers + alignment slack;
+    ping-pong: its two turn barriers)."""
+    turns = 16 if pingpong(desc) else 0
+    return 1024 + stages(desc) * stage_bytes(desc) + 16 * stages(desc) + turns
 
 
 def supported(desc) -> bool:
@@ -235,8 +252,12 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     origin; `elem`: A's and B's element format; `combine(em, t, c)`: t = C + the sum
     (None: add.f32). Falls through to `end` with the workgroup reconverged."""
     desc = g.desc
-    S, nc, bn, bm = stages(desc), consumers(desc), desc.n, desc.m
+    S, nc, bn, bm = stages(desc), consumers(desc), box_n(desc), desc.m
     a_bytes, b_bytes = bm * ROW_BYTES, bn * ROW_BYTES
+    pp = pingpong(desc)
+    if pp:                                   # never paired (wgmma_split: no cluster)
+        from . import wgmma_pingpong
+        assert share is None
     mod = em.module
     dyn = mod._fresh(f"{em.fn.name}_{elem.ring}")
     mod.shared_out.append(f".extern .shared .align 1024 .b8 {dyn}[];")
@@ -260,13 +281,15 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
 
     init_done = label(em, f"{elem.tag}_init")
     em.put(I.setp("ne", "u32", p, tid, 0), I.bra(init_done, guard=p))
-    cnt = nc
+    cnt = 1 if pp else nc                    # ping-pong: one consumer reads a stage
     if share:
         cnt = em.new("r")
         em.put(I.selp("u32", cnt, 2 * nc, nc, share))    # both workgroups' consumers
     for s in range(S):
         mb.init(em, f"{full}+{8 * s}", 1)
         mb.init(em, f"{empty}+{8 * s}", cnt)
+    if pp:
+        wgmma_pingpong.init_turns(em, empty, S)
     em.put(I.fence_mbarrier_init(), I.label(init_done))
     if share:
         _cluster_sync(em)                    # the peer's barriers exist before its copies
@@ -276,7 +299,10 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     consumer, join = label(em, f"{elem.tag}_consumer"), label(em, f"{elem.tag}_join")
     em.put(I.setp("ne", "u32", p, wg, 0), I.bra(consumer, guard=p))
     ring = (nk, sa, sb, full, empty, S, a_bytes, b_bytes)
-    _producer(em, g, elem, tid, ring, ws, share, tiles)
+    if pp:
+        wgmma_pingpong.producer(em, g, elem, tid, ring, ws, tiles)
+    else:
+        _producer(em, g, elem, tid, ring, ws, share, tiles)
     # The register pool: the producer takes its registers back only after the join,
     # when the consumers have given theirs up. Its idle warps used to re-increase at
     # once, and could win the pool from the consumers' own increase at the start, which
@@ -284,12 +310,17 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     # back-to-back launches, docs/reference/gemm.md "Status").
     _join_sync(em, share)
     em.put(I.setmaxnreg("inc", ENTRY_REGS), I.bra(join, uniform=True), I.label(consumer))
-    _consumer(em, g, elem, tid, wg, ring, share, fused, tiles, combine)
+    if pp:
+        wgmma_pingpong.consumer(em, g, elem, tid, wg, ring, fused, tiles, combine)
+    else:
+        _consumer(em, g, elem, tid, wg, ring, share, fused, tiles, combine)
     _join_sync(em, share)
     em.put(I.label(join), I.setp("ne", "u32", p, tid, 0), I.bra(end, guard=p))
     for s in range(S):
         mb.inval(em, f"{full}+{8 * s}")
         mb.inval(em, f"{empty}+{8 * s}")
+    if pp:
+        wgmma_pingpong.inval_turns(em, empty, S)
     em.put(I.bra(end, uniform=True))
 
 
@@ -309,6 +340,15 @@ def _producer(em, g, elem: Elem, tid, ring, ws, share, tiles=None) -> None:
     done, p = label(em, f"{tag}_prod_done"), em.new("p")
     em.put(I.setmaxnreg("dec", PRODUCER_REGS), I.setp("ne", "u32", p, tid, 0),
            I.bra(done, guard=p))
+    half = desc.n // 2 if share else desc.n  # paired: B arrives as two half boxes
+    slot_a, slot_b = _maps(em, g, elem, ws, half)
+    _producer_body(em, g, elem, ring, share, tiles, done, p, half, slot_a, slot_b)
+
+
+def _maps(em, g, elem: Elem, ws, b_rows: int) -> tuple[str, str]:
+    """Build this multiprocessor's A and B tensor maps (boxes of desc.m and `b_rows`
+    rows); returns their generic addresses, published for this thread's copies."""
+    desc = g.desc
     # this multiprocessor's two map slots: global addresses to write, generic to use
     smid, ga = em.new("r"), em.new("rd")
     gb = em.new("rd") if elem.maps_in_order else None
@@ -318,8 +358,7 @@ def _producer(em, g, elem: Elem, tid, ring, ws, share, tiles=None) -> None:
     gb = gb or em.new("rd")
     em.put(I.binary("add", "s64", gb, ga, tma.MAP_BYTES), I.cvta("global", slot_a, ga),
            I.cvta("global", slot_b, gb))
-    half = desc.n // 2 if share else desc.n  # paired: B arrives as two half boxes
-    for slot, m, rows, box in ((ga, g.A, g.M, desc.m), (gb, g.B, g.N, half)):
+    for slot, m, rows, box in ((ga, g.A, g.M, desc.m), (gb, g.B, g.N, b_rows)):
         gaddr, pitch = em.new("rd"), em.new("rd")
         em.put(I.cvta("global", gaddr, m.base, to=True))
         if isinstance(m.ld, int):
@@ -331,6 +370,13 @@ def _producer(em, g, elem: Elem, tid, ring, ws, share, tiles=None) -> None:
         tma.build(em, slot, gaddr, elem.tmap_type or desc.a_type, g.K, rows, pitch, box,
                   elem.bk)
     tma.publish(em, [slot_a, slot_b])
+    return slot_a, slot_b
+
+
+def _producer_body(em, g, elem: Elem, ring, share, tiles, done, p, half, slot_a,
+                   slot_b) -> None:
+    nk, sa, sb, full, empty, S, a_bytes, b_bytes = ring
+    tag = elem.tag
     kb, s, ph, k0 = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     dst_a, dst_b, fb, eb = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     em.put(I.mov("u32", s, 0),                       # the ring's position: carried across

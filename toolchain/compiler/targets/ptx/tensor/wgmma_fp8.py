@@ -45,7 +45,8 @@ from .resident import remark
 from .wgmma import SHAPES_N, shared_bytes, threads  # noqa: F401 (launch sizes: bench)
 from .wgmma_epilogue import Fused
 from .wgmma_persistent import Tiles, each_tile, tile_loop as _tile_loop  # noqa: F401 (tests)
-from .wgmma_split import entry_cap, linear_ids, native_refusal, round_robin, sub_desc
+from .wgmma_split import (entry_cap, linear_ids, native_refusal, round_robin,
+                          schedule_remark, sub_desc)
 from ..lower_memory import SPACE
 
 # FP8's emission orders (wgmma.Elem) keep its PTX as it was when written on its own
@@ -125,7 +126,7 @@ def lower(em, ins) -> None:
     form = "the sm_90a FP8 wgmma pipeline" if why is None else f"split replay regions ({why})"
     remark(em, ins, f"tensor_matmul: FP8 {desc.a_type}x{desc.b_type} -> {desc.result_type}"
            f"{', per-tensor scales' if scale else ''}: {form}"
-           f"{'; persistent tile loop' if tiles else ''}")
+           f"{'; persistent tile loop' if tiles else ''}{schedule_remark(desc, why)}")
     each_tile(em, tiles, "wgf8_split", end, row, col, lambda r, c, then: _split(
         em, desc, sub, ops, tid, ntid, then, scale, fused, r, c))
     em.put(I.label(end))

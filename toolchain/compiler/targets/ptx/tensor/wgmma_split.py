@@ -149,14 +149,16 @@ def lower_any_matmul(em, ins) -> None:
             if tiles:                        # the pipeline's tile loop is u32 (Tiles)
                 narrow = Tiles(em, desc, row, col, g.M, g.N, wide=False)
                 narrow.fits_u32(em, ok)
-            ok, share = (ok, None) if tiles else wgmma.cluster_agree(em, g, tid, ok)
+            alone = tiles or wgmma.pingpong(desc)   # never in clusters of 2
+            ok, share = (ok, None) if alone else wgmma.cluster_agree(em, g, tid, ok)
             em.put(I.bra(split, guard=ok, negated=True, uniform=True))
             wgmma.lower_native(em, g, tid, end, share, fused, narrow)
             em.put(I.label(split))
-            entry_cap(em, wgmma.threads(desc), paired=tiles is None)
+            entry_cap(em, wgmma.threads(desc), paired=not alone)
         else:
             why = "an operand is not in global memory"
-    remark(em, ins, _persistent_remark(desc, why) if tiles else _region_remark(why))
+    remark(em, ins, (_persistent_remark(desc, why) if tiles else _region_remark(why))
+           + schedule_remark(desc, why))
     each_tile(em, tiles, "wgm_split", end, row, col, lambda r, c, then: _split(
         em, ins, desc, sub, ops, tid, ntid, then, fused, r, c))
     em.put(I.label(end))
@@ -176,6 +178,17 @@ def _persistent_remark(desc, why: str | None) -> str:
                 "loads the next tile while the consumers run the epilogue (split regions "
                 "per tile when the launch does not fit)")
     return f"tensor_matmul: persistent tile loop over split regions ({order}); no pipeline: {why}"
+
+
+def schedule_remark(desc, why: str | None) -> str:
+    """The --explain words of `schedule: pingpong` (nothing for the default)."""
+    if not wgmma.pingpong(desc):
+        return ""
+    if why is not None:
+        return "; `schedule: pingpong` has no effect without the pipeline"
+    return (f"; ping-pong schedule: each consumer warpgroup computes its own {desc.m}x"
+            f"{desc.n // 2} half of every tile, the two taking turns at the tensor cores "
+            "(one's epilogue overlaps the other's main loop)")
 
 
 def entry_cap(em, nthreads: int, paired: bool = True) -> None:

@@ -1,0 +1,123 @@
+"""The whole sm_90a workgroup GEMM pipeline, as compiled, on the CPU interpreter with the
+copy engine, mbarriers and wgmma emulated from the PTX ISA (wgmma_sim.PipelineSim): the
+producer's tensor maps and copies, the ring's barriers and parities, the consumers'
+descriptors and K loops, the ping-pong turns and ring skips, the tile loop and the
+epilogue, on small-integer data (every sum exact) against the oracle bit for bit, with
+NaN-poisoned D whose padding must stay untouched; with a seed, copies land late in a
+random order and a copy onto a stage that an unretired wgmma group reads is an error. The
+cooperative schedule (measured correct on the H200) checks the emulator itself; a
+ping-pong kernel whose consumers do not skip the other's half tile must deadlock there,
+and one that releases a stage before its group retires must be caught."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.fp8_kernels import exact_values, fp8_source
+from bench.fp8_kernels import native_launch as fp8_launch
+from bench.wgmma_kernels import gemm_source, native_launch
+from tests.support import tensor_oracle as O
+from toolchain.compiler.targets.ptx.tensor import wgmma_pingpong
+
+from .kernels import compile_ptx
+from .ptx_sim import SimError
+from .wgmma_sim import PipelineSim
+
+BN = 64                                      # small tiles: 128x64 (ping-pong halves 128x32)
+
+
+def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=None):
+    """(sim, D as computed, D wanted, D's padding untouched)."""
+    rng = np.random.default_rng(M * 3 + N * 5 + K)
+    lda = ldb = -(-K // 8) * 8 + 8           # 16-byte row pitches (the pipeline's rule)
+    ldc, ldd = N + 2, N + 4
+    a = rng.integers(-3, 4, (M, K)).astype(np.float32)
+    b = rng.integers(-3, 4, (N, K)).astype(np.float32)
+    c = rng.integers(-8, 8, (M, N)).astype(np.float32)
+    A = np.zeros((M, lda), np.uint16)
+    B = np.zeros((N, ldb), np.uint16)
+    enc = (lambda x: x.astype(np.float16).view(np.uint16)) if fmt == "f16" else \
+        (lambda x: O.to_bf16_bits(x))
+    A[:, :K], B[:, :K] = enc(a), enc(b)
+    C = np.zeros((M, ldc), np.float32)
+    C[:, :N] = c
+    D = np.full(M * ldd + 8, np.nan, np.float32)
+    src = gemm_source(fmt, bn=BN, out=out, persistent=persistent, schedule=schedule)
+    threads, shared = native_launch(fmt, 128, BN, out, schedule)
+    args = [("buf", "a", A.ravel()), ("buf", "b", B.ravel()), ("buf", "c", C.ravel()),
+            ("buf", "d", D)] + [("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)]
+    want = c + a.astype(np.float64) @ b.astype(np.float64).T
+    return _launch(src, "gemm", shared, grid, threads, args, M, N, ldd, want, seed)
+
+
+def _launch(src, kernel, shared, grid, threads, args, M, N, ldd, want, seed):
+    sim = PipelineSim(compile_ptx(src, "sm_90a"), kernel, shared, undefined=0, seed=seed)
+    got = sim.run((grid, 1), threads, args).read("d")
+    inside = np.zeros(got.size, bool)
+    r, col = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
+    inside[r * ldd + col] = True
+    return sim, got[:M * ldd].reshape(M, ldd)[:, :N], want, np.isnan(got[~inside]).all()
+
+
+@pytest.mark.parametrize("schedule,M,N,K,grid,persistent,seed", [
+    ("cooperative", 150, 70, 130, 3, True, None),  # the emulator on the measured form
+    ("cooperative", 150, 70, 450, 3, True, 1),     # ... with copies landing late
+    ("pingpong", 150, 70, 130, 3, True, None),     # 4 tiles on 3 workgroups: 2, 1, 1
+    ("pingpong", 150, 70, 450, 3, True, 1),        # nk = 8 > 6 stages: skips wrap the ring
+    ("pingpong", 150, 70, 450, 2, True, 2),
+    ("pingpong", 150, 70, 0, 3, True, None),       # K = 0: D = C, turns still taken
+    ("pingpong", 150, 70, 130, 4, False, 3),       # one region per workgroup
+])
+def test_pipeline_exact(schedule, M, N, K, grid, persistent, seed):
+    sim, got, want, untouched = _run(M, N, K, grid, schedule, persistent, seed=seed)
+    np.testing.assert_array_equal(got, want)
+    assert untouched, "D's padding was written"
+    nk, tiles = -(-K // 64), 4
+    per_chunk = 4 * 2 * (2 if schedule == "pingpong" else 1)   # k16 steps x 64-row blocks
+    assert sim.wgmmas == tiles * nk * per_chunk                 # (x halves: ping-pong)
+
+
+def test_pipeline_fp8_pingpong_exact():
+    """FP8 (E4M3, k32, 128-byte stages) with per-tensor scales, ping-pong, bf16 D."""
+    M, N, K = 150, 70, 300
+    rng = np.random.default_rng(7)
+    lda = ldb = -(-K // 16) * 16 + 16
+    ldc, ldd = N + 2, N + 4
+    ab, av = exact_values(rng, (M, K), "e4m3")
+    bb, bv = exact_values(rng, (N, K), "e4m3")
+    A = np.zeros((M, lda), np.uint8)
+    A[:, :K] = ab
+    B = np.zeros((N, ldb), np.uint8)
+    B[:, :K] = bb
+    c = rng.integers(-8, 8, (M, N)).astype(np.float32)
+    C = np.zeros((M, ldc), np.float32)
+    C[:, :N] = c
+    D = np.full(M * ldd + 8, 0x7E00, np.uint16)
+    threads, shared = fp8_launch(128, BN, schedule="pingpong")
+    args = [("buf", "a", A.ravel()), ("buf", "b", B.ravel()), ("buf", "c", C.ravel()),
+            ("buf", "d", D)] + [("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)] + \
+        [("buf", "sa", np.array([0.5], np.float32)), ("buf", "sb", np.array([4.0], np.float32))]
+    src = fp8_source("e4m3", "e4m3", "bf16", persistent=True, bn=BN, schedule="pingpong")
+    sim = PipelineSim(compile_ptx(src, "sm_90a"), "gemm8", shared, undefined=0, seed=4)
+    got = sim.run((3, 1), threads, args).read("d")
+    want = O.to_bf16_bits((av @ bv.T * 2.0 + c).astype(np.float32))
+    np.testing.assert_array_equal(got[:M * ldd].reshape(M, ldd)[:, :N], want)
+    assert sim.wgmmas == 4 * 3 * 4 * 2 * 2
+
+
+def test_a_broken_ping_pong_deadlocks(monkeypatch):
+    """Consumers that do not skip the other's half tile wait for chunks that never come:
+    the emulator reports the deadlock rather than hanging."""
+    monkeypatch.setattr(wgmma_pingpong, "_skip", lambda *a: None)
+    with pytest.raises(SimError, match="deadlock"):
+        _run(150, 70, 130, 1, "pingpong")
+
+
+def test_an_early_release_is_caught(monkeypatch):
+    """Consumers that keep two groups in flight (wait_group 2) but still release the
+    stage before the last: a late copy lands on a stage a group still reads."""
+    from toolchain.compiler.targets.ptx import ops
+    wait = ops.wgmma_wait_group
+    monkeypatch.setattr(ops, "wgmma_wait_group", lambda n: wait(2 if n == 1 else n))
+    with pytest.raises(SimError, match="still reads"):
+        _run(150, 70, 450, 3, "pingpong", seed=1)
