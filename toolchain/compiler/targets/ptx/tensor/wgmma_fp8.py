@@ -25,9 +25,11 @@ neither read nor written.
 - otherwise (another profile or descriptor, or the predicate fails: another block size,
   too little dynamic shared memory, misaligned A/B (16 bytes) or C/D, a leading dimension
   of A/B that is not a multiple of 16 elements) the region is split into subgroup
-  regions (wgmma_split.sub_desc) taken round-robin by the warps, each computed by exact
-  cooperative replay (replay.py: every FP8 byte decoded exactly, f32 fma.rn in K order)
-  with the same final combination, epilogue and rounding. Replay and the pipeline agree
+  regions taken round-robin by the warps: on the FP8 warp MMA where the profile has it
+  and A/B are K-major (fp8_split_mma.py: 32 x 32 regions, complete warps), else by exact
+  cooperative replay (replay.py: every FP8 byte decoded exactly, f32 fma.rn in K order;
+  wgmma_split.sub_desc regions), each with the same final combination, epilogue and
+  rounding. Replay and the pipeline agree
   bit for bit when every partial sum is exact in f32 (the tests' small-integer data);
   otherwise they differ only by the order of the f32 sum (the tensor core's is
   unspecified).
