@@ -1,34 +1,36 @@
 """The FP8 workgroup region's split regions on the FP8 warp MMA (docs/reference/gemm-fp8.md).
 
 Where the sm_90a pipeline is not taken, wgmma_fp8 splits the workgroup region into subgroup
-regions the warps take round-robin. On a profile with `mma.sync m16n8k32` E4M3/E5M2
-(feature mma.fp8.k32: PTX 8.4, sm_89+) and K-major operands (A row-major, B column-major:
-the layout of the pipeline and of torch._scaled_mm) a complete warp computes its region
-here; a partial warp, another layout or a profile without the instruction keeps the exact
-replay (replay.py). For every in-range element the result is the replay's formula, only
-the order of the f32 sum differs (the tensor core's is unspecified):
+regions the warps take round-robin. On a profile with the FP8 warp MMA (`available`) and
+K-major operands (A row-major, B column-major: the pipeline's layout and torch._scaled_mm's)
+a complete warp computes its region here; a partial warp, another layout or a profile
+without the instruction keeps the exact replay (replay.py). For every in-range element the
+result is the replay's formula; only the order of the f32 sum differs (the tensor core's is
+unspecified):
 
-  S = sum(q < K) A[r,q]*B[q,c]   m16n8k32 MMAs into f32 accumulators that start at +0
+  S = sum(q < K) A[r,q]*B[q,c]   warp MMAs into f32 accumulators that start at +0
   t = combine(S, s, C[r,c])      wgmma_fp8.combine: fma.rn(S, s, C), or add.rn(S, C)
   D = round(epilogue(t))         the fused epilogue at (r, c), then D's one rounding
 
-Operand loads (one lane's fragments: rows gid, gid+8 of each m16 tile of A, column gid of
-each n8 tile of B; PTX ISA "Matrix fragments for mma.m16n8k32"):
-- M/N edges: a lane's row (column) index is clamped to the last in-range one, so every
-  load is in bounds and unpredicated; the rows (columns) of a clamped lane only feed
-  accumulators of out-of-range outputs, whose C/bias reads are clamped the same way and
-  whose D store is predicated off. A region wholly out of range is skipped.
-- K steps of STEP bytes, the widest load that a uniform run-time test of A/B's bases and
-  leading dimensions allows: 16 bytes (ld.v4.b32), 8 (ld.v2.b32), 4 (ld.b32), else single
-  bytes packed with prmt. The MMA's K index is permuted the same way for A and B (a lane's
-  16 contiguous bytes feed both k32 MMAs of a step), which leaves the sum's terms as they
-  are. Two register buffers alternate so one step's loads are in flight during the
-  previous step's MMAs.
-- The K remainder (K mod STEP) runs as k32 chunks of per-byte loads in the MMA's own map,
-  each byte predicated on q < K and zero-filled otherwise (+0 * +0 adds nothing), so no
-  byte past K is read.
-Subgroup regions are SUB_M x SUB_N (smaller where the region's M/N need it): 32 x 32 keeps
-12 warps (the pipeline's 384-item launch) 89% busy over a 128 x 256 region.
+The MMA: m16n8k32 E4M3/E5M2 (PTX 8.4, sm_89+), or on sm_90 (`f16_route`: its FP8 mma.sync
+is emulated) an exact decode to f16 pairs and m16n8k16 f16 MMAs with f32 accumulators.
+Operands, one lane's share (rows gid, gid+8 of each m16 tile of A, column gid of each n8
+tile of B: the "lines"):
+- K runs in steps of STEP = 64 bytes; in each, a lane reads 16 contiguous bytes of each of
+  its lines at 16 tig. Fed to the MMAs as words (k32: word 2c + s is chunk c, register half
+  s; k16: word c is chunk c), which permutes the MMA's K index the same way for A and B
+  and so keeps the sum's terms. The loads are the widest that a uniform run-time test of
+  A's and B's bases and leading dimensions allows: 16 bytes (ld.v4.b32), 8 (ld.v2.b32), 4
+  (ld.b32), else single bytes packed with prmt. Two register buffers alternate so a step's
+  loads are in flight during the previous step's MMAs (single bytes: one buffer).
+- The last K mod STEP bytes are one more step of single-byte loads, each predicated on
+  q < K and zero-filled (+0 * +0 adds nothing): no byte past K is read.
+- M/N edges: a lane's line index is clamped to the last in-range row (column), so operand
+  loads are in bounds and unpredicated; a clamped line only feeds accumulators of
+  out-of-range outputs, whose C load and D store are predicated off (a bias is read at the
+  clamped coordinates). A region wholly out of range is skipped.
+Regions are SUB_M x SUB_N (smaller where the workgroup region needs it): 32 x 32 keeps the
+pipeline launch's 12 warps 89% busy over a 128 x 256 region (32 x 64: 67%).
 """
 from __future__ import annotations
 
@@ -48,8 +50,8 @@ WIDTHS = (16, 8, 4, 1)                     # load widths in bytes, widest first
 
 def available(em, desc) -> bool:
     """Whether split regions of `desc` compute on the FP8 warp MMA on this profile."""
-    return (em.profile.has("mma.fp8.k32") and desc.stored_layout("a") == "row"
-            and desc.stored_layout("b") == "col")
+    return ((em.profile.has("mma.fp8.k32") or f16_route(em.profile))
+            and desc.stored_layout("a") == "row" and desc.stored_layout("b") == "col")
 
 
 def f16_route(profile) -> bool:
