@@ -124,7 +124,8 @@ def test_explain_states_the_form(tmp_path):
     path = tmp_path / "g.mettle"
     path.write_text(fp8_source())
     for arch, form in (("sm_90a", "the sm_90a FP8 wgmma pipeline"),
-                       ("sm_89", "split replay regions (sm_89 has no wgmma/TMA")):
+                       ("sm_89", "split regions on the FP8 warp MMA (sm_89 has no wgmma/TMA"),
+                       ("sm_80", "split replay regions (sm_80 has no wgmma/TMA")):
         r = compile_file(str(path), Options(emit="ptx", gpu_arch=arch, explain=True))
         assert f"tensor_matmul: FP8 e4m3xe4m3 -> bf16, per-tensor scales: {form}" in r.explain
 

@@ -25,9 +25,11 @@ neither read nor written.
 - otherwise (another profile or descriptor, or the predicate fails: another block size,
   too little dynamic shared memory, misaligned A/B (16 bytes) or C/D, a leading dimension
   of A/B that is not a multiple of 16 elements) the region is split into subgroup
-  regions (wgmma_split.sub_desc) taken round-robin by the warps, each computed by exact
-  cooperative replay (replay.py: every FP8 byte decoded exactly, f32 fma.rn in K order)
-  with the same final combination, epilogue and rounding. Replay and the pipeline agree
+  regions taken round-robin by the warps: on the FP8 warp MMA where the profile has it
+  and A/B are K-major (fp8_split_mma.py: 32 x 32 regions, complete warps), else by exact
+  cooperative replay (replay.py: every FP8 byte decoded exactly, f32 fma.rn in K order;
+  wgmma_split.sub_desc regions), each with the same final combination, epilogue and
+  rounding. Replay and the pipeline agree
   bit for bit when every partial sum is exact in f32 (the tests' small-integer data);
   otherwise they differ only by the order of the f32 sum (the tensor core's is
   unspecified).
@@ -36,7 +38,7 @@ neither read nor written.
 from __future__ import annotations
 
 from .. import ops as I
-from . import wgmma
+from . import fp8_split_mma, wgmma
 from .capabilities import refuse
 from .common import label, mat, operands
 from .fp8 import FP8
@@ -123,12 +125,17 @@ def lower(em, ins) -> None:
         _native(em, g, tid, end, scale, fused, narrow)
         em.put(I.label(split))
         entry_cap(em, threads(desc), paired=False)
-    form = "the sm_90a FP8 wgmma pipeline" if why is None else f"split replay regions ({why})"
+    on_mma = fp8_split_mma.available(em, desc)
+    split_form = "split regions on the FP8 warp MMA" if on_mma else "split replay regions"
+    form = f"the sm_90a FP8 wgmma pipeline ({split_form} where its run-time test fails)" \
+        if why is None else f"{split_form} ({why})"
     remark(em, ins, f"tensor_matmul: FP8 {desc.a_type}x{desc.b_type} -> {desc.result_type}"
            f"{', per-tensor scales' if scale else ''}: {form}"
            f"{'; persistent tile loop' if tiles else ''}{schedule_remark(desc, why)}")
+    if on_mma:
+        sub = fp8_split_mma.sub_desc(desc, sub)
     each_tile(em, tiles, "wgf8_split", end, row, col, lambda r, c, then: _split(
-        em, desc, sub, ops, tid, ntid, then, scale, fused, r, c))
+        em, desc, sub, ops, tid, ntid, then, scale, fused, r, c, on_mma))
     em.put(I.label(end))
 
 
@@ -152,7 +159,7 @@ def combine(em, t: str, s: str | None, c: str) -> None:
     em.put(I.fma("f32", t, t, s, c) if s else I.binary("add.rn", "f32", t, t, c))
 
 
-# ---- split regions: exact replay ------------------------------------------------------------
+# ---- split regions: the FP8 warp MMA (fp8_split_mma.py) or exact replay ---------------------
 def _k_loop_of(scale, fused):
     """A replay K loop: acc holds C; S from 0 over K; acc = combine(S, C); the epilogue."""
     def run(em, g, gr, gc, q0, acc):
@@ -166,12 +173,18 @@ def _k_loop_of(scale, fused):
     return run
 
 
-def _split(em, desc, sub, ops, tid, ntid, end, scale, fused, row: str, col: str) -> None:
-    """The region at (row, col) as subgroup replay regions taken round-robin; then `end`."""
+def _split(em, desc, sub, ops, tid, ntid, end, scale, fused, row: str, col: str,
+           on_mma: bool = False) -> None:
+    """The region at (row, col) as subgroup regions taken round-robin, on the warp MMA
+    (`on_mma`: complete warps) or by replay; then `end`."""
     def body(r: str, c: str) -> None:
         g = Region(sub, *(mat(em, sub, ops, w) for w in "abcd"), r, c,
                    *(em.reg(ops[k]) for k in "mnk"))
-        replay(em, g, 0, False, k_loop=_k_loop_of(scale, fused))
+        again = lambda: replay(em, g, 0, False, k_loop=_k_loop_of(scale, fused))  # noqa: E731
+        if on_mma:
+            fp8_split_mma.region(em, g, scale, fused, again)
+        else:
+            again()
     round_robin(em, desc, sub, tid, ntid, end, row, col, body)
 
 
