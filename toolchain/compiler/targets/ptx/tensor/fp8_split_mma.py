@@ -30,7 +30,9 @@ tile of B: the "lines"):
   out-of-range outputs, whose C load and D store are predicated off (a bias is read at the
   clamped coordinates). A region wholly out of range is skipped.
 Regions are SUB_M x SUB_N (smaller where the workgroup region needs it): 32 x 32 keeps the
-pipeline launch's 12 warps 89% busy over a 128 x 256 region (32 x 64: 67%).
+pipeline launch's 12 warps 89% busy over a 128 x 256 region (32 x 64: 67%); wgmma_fp8
+numbers them down columns (round_robin's down_first), so the 12 warps at work at once read
+128 A rows and 96 B columns (along rows: 64 and 256), which L1 serves to all of them.
 """
 from __future__ import annotations
 
