@@ -52,14 +52,15 @@ REPLAY_LIMIT = 1 << 28                  # M*N*K above which the 16-item replay i
 
 
 # ---------------------------------------------------------------- operands
-def exact_operand(torch, fmt: str, rows: int, k: int, ld: int, seed: int):
-    """(rows x k view of a rows x ld uint8 buffer of exact small FP8 values, float64
-    values): every product and partial sum of a K <= 2^16 dot product is exact in f32."""
+def exact_operand(torch, fmt: str, rows: int, k: int, ld: int, seed: int, start: int = 0):
+    """(rows x k view, from column `start`, of a rows x ld uint8 buffer of exact small FP8
+    values; float64 values): every product and partial sum of a K <= 2^16 dot product is
+    exact in f32."""
     g = torch.Generator(device="cuda").manual_seed(seed)
     codes = torch.tensor([encode(fmt, v) for v in EXACT], dtype=torch.uint8, device="cuda")
     idx = torch.randint(0, len(EXACT), (rows, ld), device="cuda", generator=g)
     buf = codes[idx]
-    view = buf[:, :k]
+    view = buf[:, start:start + k]
     return view, decode(torch, fmt, view)
 
 
@@ -106,14 +107,16 @@ def exact_case(torch, m: int, n: int, k: int, a_fmt="e4m3", out="bf16") -> int:
     """Bit for bit against the oracle on every launch form and load width."""
     g = Fp8Gemm(a_fmt, "e4m3", out)
     bad = 0
-    pads = {"w16": -k % 16, "w8": (8 - k % 16) % 16, "w4": (4 - k % 8) % 8, "w1": 1}
+    pads = {"w16": -k % 16, "w8": (8 - k % 16) % 16, "w4": (4 - k % 8) % 8, "w1": 1,
+            "w1 base+1": -k % 16 + 16}
     for width, pad in pads.items():
+        start = 1 if "base" in width else 0       # A and B one byte past an aligned base
         forms = ("split256", "replay") if width == "w16" else \
             ("pipeline", "split256", "replay")    # (w16: that launch would take TMA)
         ld = k + pad
-        a, av = exact_operand(torch, a_fmt, m, k, ld, m + k + pad)
+        a, av = exact_operand(torch, a_fmt, m, k, ld, m + k + pad, start)
         bt, bv = exact_operand(torch, "e4m3", n, k, ld + (16 if width == "w16" else 0),
-                               n + k + pad)
+                               n + k + pad, start)
         want = (av @ bv.T * (SA * SB)).to(out_dtype(torch, out))
         results = {}
         for form in forms:
