@@ -105,7 +105,8 @@ class _Warp:
 
     # ---- coordinates ----------------------------------------------------------------------
     def _local(self, base: str, delta: int, last: str) -> tuple[str, str]:
-        """(min(base + delta, last), base + delta <= last) for a lane-local index."""
+        """(min(base + delta, last), base + delta <= last) for a lane-local index (selp:
+        the CPU interpreter has no min)."""
         em = self.em
         v, ok = em.new("r"), em.new("p")
         em.put(I.binary("add", "u32", v, base, delta), I.setp("le", "u32", ok, v, last),
@@ -184,10 +185,11 @@ class _Warp:
     # ---- the main loop --------------------------------------------------------------------
     def _load_line(self, w: int, space: str, q: str, words: list[str]) -> None:
         """A lane's 16 contiguous bytes of one line (A row or B column) of a step into
-        words[0..3], in loads of `w` bytes. words[2c + s] feeds MMA c of the step as the
-        fragment register of K half s: the MMA's K index is permuted, the same way for A
-        and B (PTX ISA m16n8k32 map: register half s of lane (gid, tig) holds
-        k = 4 tig + 16 s + 0..3; here those are bytes 16 tig + 8 c + 4 s + 0..3)."""
+        words[0..3], in loads of `w` bytes. k32: words[2c + s] feeds MMA c of the step as
+        the fragment register of K half s (PTX ISA m16n8k32 map: register half s of lane
+        (gid, tig) holds k = 4 tig + 16 s + 0..3; here bytes 16 tig + 8 c + 4 s + 0..3);
+        k16 (sm_90): words[c] feeds MMA c (_f16_chunk). The MMA's K index is permuted the
+        same way for A and B."""
         em = self.em
         if w == 16:
             em.put(I.ld_vec(space, "b32", I.vec(*words), I.mem(q)))
