@@ -52,14 +52,15 @@ REPLAY_LIMIT = 1 << 28                  # M*N*K above which the 16-item replay i
 
 
 # ---------------------------------------------------------------- operands
-def exact_operand(torch, fmt: str, rows: int, k: int, ld: int, seed: int):
-    """(rows x k view of a rows x ld uint8 buffer of exact small FP8 values, float64
-    values): every product and partial sum of a K <= 2^16 dot product is exact in f32."""
+def exact_operand(torch, fmt: str, rows: int, k: int, ld: int, seed: int, start: int = 0):
+    """(rows x k view, from column `start`, of a rows x ld uint8 buffer of exact small FP8
+    values; float64 values): every product and partial sum of a K <= 2^16 dot product is
+    exact in f32."""
     g = torch.Generator(device="cuda").manual_seed(seed)
     codes = torch.tensor([encode(fmt, v) for v in EXACT], dtype=torch.uint8, device="cuda")
     idx = torch.randint(0, len(EXACT), (rows, ld), device="cuda", generator=g)
     buf = codes[idx]
-    view = buf[:, :k]
+    view = buf[:, start:start + k]
     return view, decode(torch, fmt, view)
 
 
@@ -87,6 +88,18 @@ def padding_untouched(torch, buf, n: int) -> bool:
     return bool(torch.isnan(buf[:, n:].float()).all())
 
 
+def mismatch(torch, d, want, buf, n: int) -> str:
+    """Where D differs (for the log of a failed check): count, first few (row, col, got,
+    want), rows/columns touched, and whether the padding was written."""
+    bad = (d.float() != want.float()) & ~(torch.isnan(d.float()) & torch.isnan(want.float()))
+    where = bad.nonzero()
+    first = [(int(r), int(c), float(d[r, c]), float(want[r, c])) for r, c in where[:4]]
+    rows = sorted(set(int(r) for r in where[:, 0].unique()[:8])) if len(where) else []
+    cols = sorted(set(int(c) for c in where[:, 1].unique()[:8])) if len(where) else []
+    return (f"({len(where)} elements differ, first {first}, rows {rows}.., cols {cols}..; "
+            f"padding untouched {padding_untouched(torch, buf, n)})")
+
+
 # ---------------------------------------------------------------- checks
 def launch(torch, g: Fp8Gemm, a, bt, d, m, n, k, form: str, reps: int = 1):
     """Ours on `form`: `pipeline` launch (384 items, its shared memory), `split256` (256
@@ -106,14 +119,16 @@ def exact_case(torch, m: int, n: int, k: int, a_fmt="e4m3", out="bf16") -> int:
     """Bit for bit against the oracle on every launch form and load width."""
     g = Fp8Gemm(a_fmt, "e4m3", out)
     bad = 0
-    pads = {"w16": -k % 16, "w8": (8 - k % 16) % 16, "w4": (4 - k % 8) % 8, "w1": 1}
+    pads = {"w16": -k % 16, "w8": (8 - k % 16) % 16, "w4": (4 - k % 8) % 8, "w1": 1,
+            "w1 base+1": -k % 16 + 16}
     for width, pad in pads.items():
+        start = 1 if "base" in width else 0       # A and B one byte past an aligned base
         forms = ("split256", "replay") if width == "w16" else \
             ("pipeline", "split256", "replay")    # (w16: that launch would take TMA)
         ld = k + pad
-        a, av = exact_operand(torch, a_fmt, m, k, ld, m + k + pad)
+        a, av = exact_operand(torch, a_fmt, m, k, ld, m + k + pad, start)
         bt, bv = exact_operand(torch, "e4m3", n, k, ld + (16 if width == "w16" else 0),
-                               n + k + pad)
+                               n + k + pad, start)
         want = (av @ bv.T * (SA * SB)).to(out_dtype(torch, out))
         results = {}
         for form in forms:
@@ -124,7 +139,8 @@ def exact_case(torch, m: int, n: int, k: int, a_fmt="e4m3", out="bf16") -> int:
             ok = torch.equal(d, want) and padding_untouched(torch, buf, n)
             results[form] = d
             print(f"exact {a_fmt}xe4m3->{out} {m}x{n}x{k} lda {ld} ({width}) {form}: "
-                  f"{'ok' if ok else 'FAILED'}", flush=True)
+                  f"{'ok' if ok else 'FAILED ' + mismatch(torch, d, want, buf, n)}",
+                  flush=True)
             bad += not ok
         if "replay" in results:
             same = all(torch.equal(results["replay"], v) for v in results.values())
@@ -174,10 +190,10 @@ def stress_case(torch, m=5000, n=3000, k=4104) -> int:
     bt, bv = exact_operand(torch, "e4m3", n, k, k, 2)
     d, buf = poisoned_d(torch, "bf16", m, n)
     launch(torch, g, a, bt, d, m, n, k, "pipeline", reps=STRESS)
-    ok = torch.equal(d, (av @ bv.T * (SA * SB)).to(torch.bfloat16)) and \
-        padding_untouched(torch, buf, n)
-    print(f"stress {m}x{n}x{k} x{STRESS} back to back: {'ok' if ok else 'FAILED'}",
-          flush=True)
+    want = (av @ bv.T * (SA * SB)).to(torch.bfloat16)
+    ok = torch.equal(d, want) and padding_untouched(torch, buf, n)
+    print(f"stress {m}x{n}x{k} x{STRESS} back to back: "
+          f"{'ok' if ok else 'FAILED ' + mismatch(torch, d, want, buf, n)}", flush=True)
     return not ok
 
 
@@ -315,8 +331,14 @@ def main() -> int:
             return 1
     if args.no_bench:
         return 0
-    rows = [bench_fp8(torch, *s, args.reps) for s in FP8_SHAPES] + \
-        [bench_f16(torch, *s, args.reps) for s in F16_SHAPES]
+    rows = []
+    for bench_row, shapes in ((bench_fp8, FP8_SHAPES), (bench_f16, F16_SHAPES)):
+        for shape in shapes:
+            try:                          # one failing row must not lose the others
+                rows.append(bench_row(torch, *shape, args.reps))
+            except (Exception, SystemExit) as e:   # noqa: BLE001 (reported, then on)
+                print(f"{bench_row.__name__} {shape}: FAILED {type(e).__name__}: {e}",
+                      flush=True)
     print(f"device: {mettle.device(0).name}")
     print(table(rows))
     with open(args.json, "w", encoding="utf-8") as fh:

@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-
-from bench.gemm_fallback import CASES  # noqa: E402
+SCRIPT = ROOT / "bench" / "gemm_fallback.py"        # run as a script, as bench/gemm_fp8.py is
+CASES = ["exact-300x520x200", "exact-129x264x392", "exact-1000x1000x4100",
+         "exact-5000x3000x4104", "random-300x520x200", "random-1000x1000x4100",
+         "random-5000x3000x4104", "stress-5000x3000x4104"]
 
 
 @pytest.fixture(scope="module")
@@ -35,11 +36,19 @@ def hopper():
         pytest.skip("not a compute capability 9.0 (Hopper) GPU: the kernels are sm_90a")
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_fallback_case(hopper, case):
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "gemm_fallback.py"),
-                           "--check", "--no-bench", "--case", case],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT,
+def _script(*args, timeout=600):
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT,
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def test_the_cases_are_the_scripts(hopper):
+    proc = _script("--list", timeout=120)
+    assert proc.returncode == 0 and proc.stdout.split() == CASES, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_fallback_case(hopper, case):
+    proc = _script("--check", "--no-bench", "--case", case)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "FALLBACK CHECK OK" in out, out

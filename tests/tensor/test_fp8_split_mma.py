@@ -41,8 +41,10 @@ class CountingSim(Sim):
 
 
 def run_case(arch, a="e4m3", b="e4m3", out="bf16", scaled=True, epilogue=None,
-             persistent=False, M=70, N=40, K=200, pad_a=0, pad_b=8, block=64, bm=64, bn=32):
-    """Compile, run on the interpreter, check against the oracle; return the Sim."""
+             persistent=False, M=70, N=40, K=200, pad_a=0, pad_b=8, block=64, bm=64, bn=32,
+             shift_a=0, shift_b=0):
+    """Compile, run on the interpreter, check against the oracle; return the Sim.
+    `shift_a`/`shift_b`: the kernel passes a + shift_a, b + shift_b (misaligned bases)."""
     rng = np.random.default_rng(M * 131 + N * 7 + K + pad_a + 3 * pad_b + len(arch))
     ac, bc = NC.fp8_codes(rng, a, (M, K)), NC.fp8_codes(rng, b, (K, N))
     S = O.decode_array(a, ac) @ O.decode_array(b, bc)
@@ -52,11 +54,16 @@ def run_case(arch, a="e4m3", b="e4m3", out="bf16", scaled=True, epilogue=None,
                                          ("c", "f32", cm, "row", 2)):
         bufs[name], ld = NC.stored(fmt, vals, layout, False, pad)
         lds.append(ld)
+    for name, shift in (("a", shift_a), ("b", shift_b)):
+        bufs[name] = np.concatenate([np.full(shift, 0x7F, np.uint8), bufs[name]])  # NaNs
     bias, bbuf, ldbias = _bias(rng, epilogue, out, M, N)
     t = (S * (SA * SB) if scaled else S) + cm
     want = _round(out, epilogue_oracle(epilogue, t.astype(np.float32), bias, ALPHA, BETA,
                                        LO, HI))
-    ptx = compile_ptx(fp8_source(a, b, out, scaled, epilogue, persistent, bm=bm, bn=bn), arch)
+    src = fp8_source(a, b, out, scaled, epilogue, persistent, bm=bm, bn=bn)
+    if shift_a or shift_b:
+        src = src.replace("tensor_matmul(a, b,", f"tensor_matmul(a + {shift_a}, b + {shift_b},")
+    ptx = compile_ptx(src, arch)
     dty = "float32" if out == "f32" else "uint16"
     ldd = N + 3
     d = np.full((M - 1) * ldd + N + 8, NC.POISON[dty], dty)
@@ -95,6 +102,17 @@ def test_each_load_width_exact(arch, width):
     pad_a, pad_b = WIDTHS[width]
     sim = run_case(arch, pad_a=pad_a, pad_b=pad_b)
     assert sim.mmas > 0
+    assert sim.loads.get(WIDE_LOAD[width], 0) > 0, sim.loads
+    for w, kind in WIDE_LOAD.items():
+        if w > width:
+            assert kind not in sim.loads, (w, sim.loads)
+
+
+@pytest.mark.parametrize("shifts,width", [((8, 24), 8), ((4, 0), 4), ((3, 0), 1)])
+def test_misaligned_bases(shifts, width):
+    """Leading dimensions 16-byte multiples, A/B bases moved by a few bytes: the run-time
+    test sees the bases too (a NaN byte before each matrix would show a wrong read)."""
+    sim = run_case("sm_90a", K=96, pad_a=0, pad_b=0, shift_a=shifts[0], shift_b=shifts[1])
     assert sim.loads.get(WIDE_LOAD[width], 0) > 0, sim.loads
     for w, kind in WIDE_LOAD.items():
         if w > width:

@@ -30,7 +30,9 @@ tile of B: the "lines"):
   out-of-range outputs, whose C load and D store are predicated off (a bias is read at the
   clamped coordinates). A region wholly out of range is skipped.
 Regions are SUB_M x SUB_N (smaller where the workgroup region needs it): 32 x 32 keeps the
-pipeline launch's 12 warps 89% busy over a 128 x 256 region (32 x 64: 67%).
+pipeline launch's 12 warps 89% busy over a 128 x 256 region (32 x 64: 67%); wgmma_fp8
+numbers them down columns (round_robin's down_first), so the 12 warps at work at once read
+128 A rows and 96 B columns (along rows: 64 and 256), which L1 serves to all of them.
 """
 from __future__ import annotations
 
@@ -103,7 +105,8 @@ class _Warp:
 
     # ---- coordinates ----------------------------------------------------------------------
     def _local(self, base: str, delta: int, last: str) -> tuple[str, str]:
-        """(min(base + delta, last), base + delta <= last) for a lane-local index."""
+        """(min(base + delta, last), base + delta <= last) for a lane-local index (selp:
+        the CPU interpreter has no min)."""
         em = self.em
         v, ok = em.new("r"), em.new("p")
         em.put(I.binary("add", "u32", v, base, delta), I.setp("le", "u32", ok, v, last),
@@ -182,10 +185,11 @@ class _Warp:
     # ---- the main loop --------------------------------------------------------------------
     def _load_line(self, w: int, space: str, q: str, words: list[str]) -> None:
         """A lane's 16 contiguous bytes of one line (A row or B column) of a step into
-        words[0..3], in loads of `w` bytes. words[2c + s] feeds MMA c of the step as the
-        fragment register of K half s: the MMA's K index is permuted, the same way for A
-        and B (PTX ISA m16n8k32 map: register half s of lane (gid, tig) holds
-        k = 4 tig + 16 s + 0..3; here those are bytes 16 tig + 8 c + 4 s + 0..3)."""
+        words[0..3], in loads of `w` bytes. k32: words[2c + s] feeds MMA c of the step as
+        the fragment register of K half s (PTX ISA m16n8k32 map: register half s of lane
+        (gid, tig) holds k = 4 tig + 16 s + 0..3; here bytes 16 tig + 8 c + 4 s + 0..3);
+        k16 (sm_90): words[c] feeds MMA c (_f16_chunk). The MMA's K index is permuted the
+        same way for A and B."""
         em = self.em
         if w == 16:
             em.put(I.ld_vec(space, "b32", I.vec(*words), I.mem(q)))

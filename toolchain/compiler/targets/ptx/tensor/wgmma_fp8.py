@@ -185,7 +185,7 @@ def _split(em, desc, sub, ops, tid, ntid, end, scale, fused, row: str, col: str,
             fp8_split_mma.region(em, g, scale, fused, again)
         else:
             again()
-    round_robin(em, desc, sub, tid, ntid, end, row, col, body)
+    round_robin(em, desc, sub, tid, ntid, end, row, col, body, down_first=on_mma)
 
 
 # ---- the sm_90a pipeline (wgmma.py's, in FP8's element format) -----------------------------

@@ -204,9 +204,12 @@ def entry_cap(em, nthreads: int, paired: bool = True) -> None:
             dirs.append(d)
 
 
-def round_robin(em, desc, sub, tid, ntid, end, row: str, col: str, body) -> None:
+def round_robin(em, desc, sub, tid, ntid, end, row: str, col: str, body,
+                down_first: bool = False) -> None:
     """The region at (row, col) as sub.m x sub.n subgroup regions the warps take
-    round-robin, `body(r, c)` emitting one at origin (r, c); then `end`."""
+    round-robin, `body(r, c)` emitting one at origin (r, c); then `end`. Regions are
+    numbered along rows, or (`down_first`) down columns: warps working at once then share
+    more A rows and B columns (fewer distinct lines in flight)."""
     gm, gn = desc.m // sub.m, desc.n // sub.n
     i, nw, p = em.new("r"), em.new("r"), em.new("p")
     em.put(I.binary("shr", "u32", i, tid, 5), I.binary("add", "u32", nw, ntid, 31),
@@ -215,8 +218,11 @@ def round_robin(em, desc, sub, tid, ntid, end, row: str, col: str, body) -> None
     em.put(I.label(top), I.setp("ge", "u32", p, i, gm * gn),
            I.bra(end, guard=p, uniform=True))
     r, c = em.new("r"), em.new("r")
-    em.put(I.binary("div", "u32", r, i, gn), I.binary("rem", "u32", c, i, gn),
-           I.mad("lo", "u32", r, r, sub.m, row), I.mad("lo", "u32", c, c, sub.n, col))
+    if down_first:
+        em.put(I.binary("rem", "u32", r, i, gm), I.binary("div", "u32", c, i, gm))
+    else:
+        em.put(I.binary("div", "u32", r, i, gn), I.binary("rem", "u32", c, i, gn))
+    em.put(I.mad("lo", "u32", r, r, sub.m, row), I.mad("lo", "u32", c, c, sub.n, col))
     body(r, c)
     em.put(I.binary("add", "u32", i, i, nw), I.bra(top, uniform=True))
 
