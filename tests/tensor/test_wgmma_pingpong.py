@@ -55,9 +55,10 @@ def _between(text: str, start: str, end: str) -> str:
 
 def test_shared_bytes_and_stages():
     assert wgmma.stage_bytes(_desc()) == (128 + 128) * 128
-    assert wgmma.stages(_desc()) == 6
-    assert wgmma.shared_bytes(_desc()) == 1024 + 6 * 32768 + 16 * 6 + 16
-    assert wgmma.shared_bytes(_desc(64)) == 1024 + 6 * (160 * 128) + 16 * 6 + 16
+    assert wgmma.stages(_desc()) == 7
+    assert wgmma.shared_bytes(_desc()) == 1024 + 7 * 32768 + 16 * 7 + 16
+    assert wgmma.shared_bytes(_desc(64)) == 1024 + 7 * (160 * 128) + 16 * 7 + 16
+    assert max(wgmma.shared_bytes(_desc(bn)) for bn in wgmma.SHAPES_N) <= wgmma.SMEM_LIMIT
     for bn in wgmma.SHAPES_N:          # the cooperative sizes are the documented ones
         assert wgmma.shared_bytes(_desc(bn, "cooperative")) == \
             1024 + wgmma.stages(_desc(bn, "cooperative")) * (128 + bn) * 128 + \
@@ -70,7 +71,7 @@ def test_shared_bytes_and_stages():
 ])
 def test_structure(src, tag, k_steps):
     text = compile_ptx(src, "sm_90a")
-    S = 6
+    S = wgmma.stages(_desc())
     inits = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+(?:\+\d+)?\], (\d+);", text)
     assert inits == ["1"] * (2 * S) + ["128", "128"], inits   # full, empty: one reader
     assert text.count("mbarrier.inval") == 2 * S + 2

@@ -64,8 +64,10 @@ PREFETCH_C_AHEAD = 0                      # K chunks before the end at which the
 CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
 #                                           experimental: docs/reference/gemm.md "Status")
 MAX_STAGES = 6                            # ring depth cap (the cooperative tables' value)
-PINGPONG_MAX_STAGES = 6                   # `schedule: pingpong`'s (7 fit its 32 KiB stages:
-#                                           bench/gemm.py --pingpong-stages measures it)
+PINGPONG_MAX_STAGES = 7                   # `schedule: pingpong`'s: its 32 KiB stages are
+#                                           half the MMA time of a cooperative stage, so 7
+#                                           hold 3.5 cooperative stages' worth of latency
+#                                           (bench/gemm.py --pingpong-stages 6 compares)
 
 
 @dataclass(frozen=True)
