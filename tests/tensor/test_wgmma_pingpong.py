@@ -9,8 +9,6 @@ test_wgmma_pingpong_model.py; the results on the H200 (tests/gpu)."""
 from __future__ import annotations
 
 import re
-import subprocess
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,27 +28,12 @@ from .kernels import compile_ptx
 from .ptx_sim import Sim, f32_bits
 from .test_wgmma_epilogue import (ALPHA, BETA, HI, LO, _bias, _round, always,
                                   fake_accumulators, fake_consumer)
+from .test_wgmma_persistent import _between, _usage
 
 
 def _desc(bn: int = 256, schedule: str = "pingpong") -> TensorDesc:
     return TensorDesc(128, bn, 64, "f16", "f16", "f32", "f32", b_layout="col",
                       scope="workgroup", persistent=8, schedule=schedule)
-
-
-def _usage(ptxas_path: str, text: str) -> str:
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "m.ptx"
-        src.write_text(text)
-        proc = subprocess.run([ptxas_path, "--gpu-name=sm_90a", "-v", str(src), "-o",
-                               str(Path(tmp) / "m.cubin")], capture_output=True, text=True,
-                              timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stderr + proc.stdout
-
-
-def _between(text: str, start: str, end: str) -> str:
-    i = text.index(start)
-    return text[i:text.index(end, i)]
 
 
 def test_shared_bytes_and_stages():
