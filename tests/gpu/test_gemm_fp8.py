@@ -183,10 +183,8 @@ def test_k_zero_copies_c(gpu_run):
     _case(gpu_run, "e4m3", "e4m3", "f32", True, "scale_clamp", False, 64, 64, 0)
 
 
-def test_against_cublas_fp8_and_200_launches():
-    """bench/gemm_fp8.py --check in its own process: exact checks on both paths, random
-    E4M3/E5M2 data against torch._scaled_mm with the same scales (f32/bf16 D), and 200
-    back-to-back launches per configuration with the result checked after them."""
+def _bench_check(*args: str, timeout: int) -> str:
+    """bench/gemm_fp8.py --check --no-bench ARGS in its own process (Hopper only)."""
     import os
     import subprocess
     import sys
@@ -199,33 +197,25 @@ def test_against_cublas_fp8_and_200_launches():
         pytest.skip("not a compute capability 9.0 (Hopper) GPU")
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.run([sys.executable, str(root / "bench" / "gemm_fp8.py"), "--check",
-                           "--no-bench", "--formats", "e4m3,e5m2", "--out", "bf16,f32",
-                           "--forms", "workgroup,persistent"],
-                          capture_output=True, text=True, timeout=1200, cwd=root,
+                           "--no-bench", *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=root,
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "FP8 CHECK OK" in out, out
+    return out
+
+
+def test_against_cublas_fp8_and_200_launches():
+    """bench/gemm_fp8.py --check in its own process: exact checks on both paths, random
+    E4M3/E5M2 data against torch._scaled_mm with the same scales (f32/bf16 D), and 200
+    back-to-back launches per configuration with the result checked after them."""
+    _bench_check("--formats", "e4m3,e5m2", "--out", "bf16,f32",
+                 "--forms", "workgroup,persistent", timeout=1200)
 
 
 def test_pingpong_against_cublas_fp8_and_200_launches():
     """bench/gemm_fp8.py --check --forms pingpong in its own process (300 s limit: a
     hang fails the test): exact checks on the pipeline and the split replay, random data
     against torch._scaled_mm, 200 back-to-back launches of 4096^3."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-    try:
-        import torch
-    except ImportError:
-        pytest.skip("torch is not installed")
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability(0) != (9, 0):
-        pytest.skip("not a compute capability 9.0 (Hopper) GPU")
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run([sys.executable, str(root / "bench" / "gemm_fp8.py"), "--check",
-                           "--no-bench", "--formats", "e4m3", "--out", "bf16,f32",
-                           "--forms", "pingpong"],
-                          capture_output=True, text=True, timeout=300, cwd=root,
-                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0 and "FP8 CHECK OK" in out, out
+    _bench_check("--formats", "e4m3", "--out", "bf16,f32", "--forms", "pingpong",
+                 timeout=300)

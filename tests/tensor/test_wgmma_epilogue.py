@@ -334,31 +334,40 @@ def test_pipeline_epilogue_exact_on_the_interpreter(monkeypatch, out, epilogue, 
     interpreter, its main loop replaced by known accumulators (_fake_native): m128n64
     regions over M x N = 150 x 70 (row and column tails), against the oracle bit for bit;
     D's padding stays poisoned."""
+    fake_pipeline_exact(monkeypatch, _fake_native, out, epilogue, persistent)
+
+
+def fake_pipeline_exact(monkeypatch, fake, out, epilogue, persistent, schedule=None) -> None:
+    """`fake` (a stand-in for wgmma.lower_native: the real epilogue on known
+    accumulators) over M x N = 150 x 70 in m128n64 regions, against the oracle bit for
+    bit, D's padding untouched; `epilogue` may be None."""
     monkeypatch.setattr(wgmma, "native_pred", _always)
-    monkeypatch.setattr(wgmma, "lower_native", _fake_native)
+    monkeypatch.setattr(wgmma, "lower_native", fake)
     M, N, K = 150, 70, 0
-    rng = np.random.default_rng(len(epilogue) * 7 + len(out))
+    rng = np.random.default_rng(len(epilogue or "") * 7 + len(out))
     dty = "float32" if out == "f32" else "uint16"
     ldc, ldd = N + 2, N + 4
     cmat = rng.integers(-8, 8, (M, N)).astype(np.float32)
     c = NC.store("f32", cmat, "row", ldc)
     d = np.full((M - 1) * ldd + N + 8, NC.POISON[dty], dty)
     poison = d.copy()
-    bias, bbuf, ldbias = _bias(rng, epilogue, out, M, N)
+    bias, bbuf, ldbias = _bias(rng, epilogue, out, M, N) if epilogue else (None, None, 1)
     r, col = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
     sums = (3 * r + col).astype(np.float32) + cmat
     want = _round(out, epilogue_oracle(epilogue, sums, bias, ALPHA, BETA, LO, HI))
     ptx = compile_ptx(gemm_source("f16", bn=64, out=out, epilogue=epilogue,
-                                  persistent=persistent), "sm_90a")
-    assert "wgmma" not in ptx and "mul.rn.f32" in ptx or "alpha" not in EPILOGUES[epilogue]
+                                  persistent=persistent, schedule=schedule), "sm_90a")
+    assert "wgmma" not in ptx
+    assert not epilogue or "mul.rn.f32" in ptx or "alpha" not in EPILOGUES[epilogue]
     tiles = 2 * 2                                         # ceil(150/128) x ceil(70/64)
     if persistent:                    # 3 workgroups over 4 tiles: one runs two of them,
         tiles = 3                     # the ring state and origins carried between them
     args = [("buf", "a", np.zeros(8, np.uint16)), ("buf", "b", np.zeros(8, np.uint16)),
             ("buf", "c", c), ("buf", "d", d)] + \
-        [("u32", v) for v in (M, N, K, 8, 8, ldc, ldd)] + \
-        [("buf", "bias", bbuf), ("u32", ldbias)] + \
-        [("u32", f32_bits(v)) for v in (ALPHA, BETA, LO, HI)]
+        [("u32", v) for v in (M, N, K, 8, 8, ldc, ldd)]
+    if epilogue:
+        args += [("buf", "bias", bbuf), ("u32", ldbias)] + \
+            [("u32", f32_bits(v)) for v in (ALPHA, BETA, LO, HI)]
     mem = Sim(ptx, "gemm", undefined=f32_bits(float("nan"))).run((tiles, 1), 384, args)
     got = mem.read("d")
     raw = got.view(np.uint32) if out == "f32" else got

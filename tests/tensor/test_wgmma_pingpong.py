@@ -9,27 +9,21 @@ test_wgmma_pingpong_model.py; the results on the H200 (tests/gpu)."""
 from __future__ import annotations
 
 import re
-import subprocess
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from bench.fp8_kernels import fp8_source
-from bench.wgmma_kernels import epilogue_oracle, gemm_source
-from tests.support import tensor_oracle as O
+from bench.wgmma_kernels import gemm_source
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.ir.tensor import TensorDesc
 from toolchain.compiler.targets.ptx import ops
 from toolchain.compiler.targets.ptx.tensor import wgmma, wgmma_pingpong
 
-from . import narrow_cases as NC
 from .kernels import compile_ptx
-from .ptx_sim import Sim, f32_bits
-from .test_wgmma_epilogue import (ALPHA, BETA, HI, LO, _bias, _round, always,
-                                  fake_accumulators, fake_consumer)
+from .test_wgmma_epilogue import fake_accumulators, fake_consumer, fake_pipeline_exact
+from .test_wgmma_persistent import _between, _usage
 
 
 def _desc(bn: int = 256, schedule: str = "pingpong") -> TensorDesc:
@@ -37,27 +31,12 @@ def _desc(bn: int = 256, schedule: str = "pingpong") -> TensorDesc:
                       scope="workgroup", persistent=8, schedule=schedule)
 
 
-def _usage(ptxas_path: str, text: str) -> str:
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "m.ptx"
-        src.write_text(text)
-        proc = subprocess.run([ptxas_path, "--gpu-name=sm_90a", "-v", str(src), "-o",
-                               str(Path(tmp) / "m.cubin")], capture_output=True, text=True,
-                              timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stderr + proc.stdout
-
-
-def _between(text: str, start: str, end: str) -> str:
-    i = text.index(start)
-    return text[i:text.index(end, i)]
-
-
 def test_shared_bytes_and_stages():
     assert wgmma.stage_bytes(_desc()) == (128 + 128) * 128
-    assert wgmma.stages(_desc()) == 6
-    assert wgmma.shared_bytes(_desc()) == 1024 + 6 * 32768 + 16 * 6 + 16
-    assert wgmma.shared_bytes(_desc(64)) == 1024 + 6 * (160 * 128) + 16 * 6 + 16
+    assert wgmma.stages(_desc()) == 7
+    assert wgmma.shared_bytes(_desc()) == 1024 + 7 * 32768 + 16 * 7 + 16
+    assert wgmma.shared_bytes(_desc(64)) == 1024 + 7 * (160 * 128) + 16 * 7 + 16
+    assert max(wgmma.shared_bytes(_desc(bn)) for bn in wgmma.SHAPES_N) <= wgmma.SMEM_LIMIT
     for bn in wgmma.SHAPES_N:          # the cooperative sizes are the documented ones
         assert wgmma.shared_bytes(_desc(bn, "cooperative")) == \
             1024 + wgmma.stages(_desc(bn, "cooperative")) * (128 + bn) * 128 + \
@@ -70,7 +49,7 @@ def test_shared_bytes_and_stages():
 ])
 def test_structure(src, tag, k_steps):
     text = compile_ptx(src, "sm_90a")
-    S = 6
+    S = wgmma.stages(_desc())
     inits = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+(?:\+\d+)?\], (\d+);", text)
     assert inits == ["1"] * (2 * S) + ["128", "128"], inits   # full, empty: one reader
     assert text.count("mbarrier.inval") == 2 * S + 2
@@ -227,38 +206,7 @@ def test_half_tile_epilogue_exact_on_the_interpreter(monkeypatch, out, epilogue,
     of m128n64 tiles over M x N = 150 x 70 exactly once (row and column tails: the right
     half of the last column tile is wholly outside N), C, bias and rounding included,
     against the oracle bit for bit; D's padding stays poisoned."""
-    monkeypatch.setattr(wgmma, "native_pred", always(wgmma.threads))
-    monkeypatch.setattr(wgmma, "lower_native", _fake_pingpong)
-    M, N, K = 150, 70, 0
-    rng = np.random.default_rng(len(epilogue or "") * 7 + len(out))
-    dty = "float32" if out == "f32" else "uint16"
-    ldc, ldd = N + 2, N + 4
-    cmat = rng.integers(-8, 8, (M, N)).astype(np.float32)
-    c = NC.store("f32", cmat, "row", ldc)
-    d = np.full((M - 1) * ldd + N + 8, NC.POISON[dty], dty)
-    poison = d.copy()
-    bias, bbuf, ldbias = _bias(rng, epilogue, out, M, N) if epilogue else \
-        (None, np.zeros(4, np.float32 if out == "f32" else np.uint16), 1)
-    r, col = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
-    sums = (3 * r + col).astype(np.float32) + cmat
-    want = _round(out, epilogue_oracle(epilogue, sums, bias, ALPHA, BETA, LO, HI))
-    ptx = compile_ptx(gemm_source("f16", bn=64, out=out, epilogue=epilogue,
-                                  persistent=persistent, schedule="pingpong"), "sm_90a")
-    assert "wgmma" not in ptx
-    tiles = 3 if persistent else 4            # persistent: 3 workgroups over 4 tiles
-    args = [("buf", "a", np.zeros(8, np.uint16)), ("buf", "b", np.zeros(8, np.uint16)),
-            ("buf", "c", c), ("buf", "d", d)] + \
-        [("u32", v) for v in (M, N, K, 8, 8, ldc, ldd)]
-    if epilogue:
-        args += [("buf", "bias", bbuf), ("u32", ldbias)] + \
-            [("u32", f32_bits(v)) for v in (ALPHA, BETA, LO, HI)]
-    mem = Sim(ptx, "gemm", undefined=f32_bits(float("nan"))).run((tiles, 1), 384, args)
-    got = mem.read("d")
-    raw = got.view(np.uint32) if out == "f32" else got
-    np.testing.assert_array_equal(O.logical(raw, M, N, "row", ldd), want)
-    untouched = np.ones(got.size, bool)
-    untouched[O.index("row", ldd, r, col)] = False
-    np.testing.assert_array_equal(got[untouched], poison[untouched])
+    fake_pipeline_exact(monkeypatch, _fake_pingpong, out, epilogue, persistent, "pingpong")
 
 
 def test_documented_table_is_the_compilers():

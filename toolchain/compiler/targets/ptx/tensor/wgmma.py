@@ -64,8 +64,10 @@ PREFETCH_C_AHEAD = 0                      # K chunks before the end at which the
 CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
 #                                           experimental: docs/reference/gemm.md "Status")
 MAX_STAGES = 6                            # ring depth cap (the cooperative tables' value)
-PINGPONG_MAX_STAGES = 6                   # `schedule: pingpong`'s (7 fit its 32 KiB stages:
-#                                           bench/gemm.py --pingpong-stages measures it)
+PINGPONG_MAX_STAGES = 7                   # `schedule: pingpong`'s: its 32 KiB stages are
+#                                           half the MMA time of a cooperative stage, so 7
+#                                           hold 3.5 cooperative stages' worth of latency
+#                                           (bench/gemm.py --pingpong-stages 6 compares)
 
 
 @dataclass(frozen=True)
@@ -496,15 +498,7 @@ def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
     top, done = label(em, f"{elem.tag}_cons"), label(em, f"{elem.tag}_cons_done")
     em.put(I.label(top), I.setp("ge", "u32", p, kb, nk), I.bra(done, guard=p),
            I.mad("lo", "u32", fb, s, 8, full))
-    mb.wait(em, fb, ph)
-    em.put(I.wgmma_fence(), I.binary("mul.wide", "u32", soff, s, a_bytes >> 4),
-           I.binary("add", "s64", da, da0, soff),
-           I.binary("mul.wide", "u32", soff, s, b_bytes >> 4),
-           I.binary("add", "s64", db, db0, soff))
-    for ks in range(elem.bk // I.WGMMA_K[desc.a_type]):
-        if ks:
-            em.put(I.binary("add", "s64", da, da, 2),     # 32 bytes further along K
-                   I.binary("add", "s64", db, db, 2))
+    for _ in k_steps(em, elem, desc, fb, ph, s, (da0, db0), (da, db), soff, a_bytes, b_bytes):
         em.put(I.wgmma_mma_async(bn, "f32", desc.a_type, desc.b_type, acc, da, db, one))
     em.put(I.wgmma_commit_group(), I.wgmma_wait_group(1))  # the previous stage is read
     _release(em, have_prev, leader, prev, empty, share, peer)
@@ -515,6 +509,23 @@ def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
     _epilogue(em, g, wtid, wg, acc, fused, elem, combine)
     close()
     em.put(I.bar_warp_sync(-1), I.setmaxnreg("dec", ENTRY_REGS))
+
+
+def k_steps(em, elem: Elem, desc, fb, ph, s, bases, descs, soff, a_bytes, b_bytes):
+    """Wait for stage s's copies (its full barrier `fb`, parity `ph`), fence, then yield
+    once per wgmma K step of the stage with descs = (A's, B's descriptor) at that step
+    (`bases`: stage 0's)."""
+    (da0, db0), (da, db) = bases, descs
+    mb.wait(em, fb, ph)
+    em.put(I.wgmma_fence(), I.binary("mul.wide", "u32", soff, s, a_bytes >> 4),
+           I.binary("add", "s64", da, da0, soff),
+           I.binary("mul.wide", "u32", soff, s, b_bytes >> 4),
+           I.binary("add", "s64", db, db0, soff))
+    for ks in range(elem.bk // I.WGMMA_K[desc.a_type]):
+        if ks:
+            em.put(I.binary("add", "s64", da, da, 2),     # 32 bytes further along K
+                   I.binary("add", "s64", db, db, 2))
+        yield ks
 
 
 def _release(em, have_prev, leader, prev, empty, share, peer) -> None:

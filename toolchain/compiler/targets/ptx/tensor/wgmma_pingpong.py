@@ -140,15 +140,8 @@ def consumer(em, g, elem, tid, wg, ring, fused, tiles, combine) -> None:
     top, done = label(em, f"{elem.tag}_pp_cons"), label(em, f"{elem.tag}_pp_cons_done")
     em.put(I.label(top), I.setp("ge", "u32", p, kb, nk), I.bra(done, guard=p),
            I.mad("lo", "u32", fb, s, 8, full))
-    mb.wait(em, fb, ph)
-    em.put(I.wgmma_fence(), I.binary("mul.wide", "u32", soff, s, a_bytes >> 4),
-           I.binary("add", "s64", da, da0, soff),
-           I.binary("mul.wide", "u32", soff, s, b_bytes >> 4),
-           I.binary("add", "s64", db, db0, soff))
-    for ks in range(elem.bk // I.WGMMA_K[desc.a_type]):
-        if ks:
-            em.put(I.binary("add", "s64", da, da, 2),     # 32 bytes further along K
-                   I.binary("add", "s64", db, db, 2))
+    for _ in W.k_steps(em, elem, desc, fb, ph, s, (da0, db0), (da, db), soff, a_bytes,
+                       b_bytes):
         # rows 64-127 of the stage's A: 64 rows of 128 bytes further (>> 4)
         em.put(I.binary("add", "s64", da1, da, 64 * W.ROW_BYTES >> 4))
         em.put(I.wgmma_mma_async(half, "f32", desc.a_type, desc.b_type, acc[0], da, db, one),
