@@ -29,14 +29,11 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import mettle  # noqa: E402
 import gemm_hopper as H  # noqa: E402
-from gemm_fallback import REPLAY_LIMIT, STRESS, f32_order_bound  # noqa: E402
+from bench.gemm_fp8 import out_dtype as dtype  # noqa: E402
+from gemm_fallback import (REPLAY_LIMIT, STRESS, f32_order_bound, mismatch,  # noqa: E402
+                           padding_untouched, poisoned_d)
 
 EXACT = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, -0.5, -1.0, -1.5, -2.0, -3.0)
-DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
-
-
-def dtype(torch, fmt: str):
-    return getattr(torch, DTYPES[fmt])
 
 
 def exact_operand(torch, fmt: str, rows: int, k: int, ld: int, seed: int, start: int = 0):
@@ -47,22 +44,6 @@ def exact_operand(torch, fmt: str, rows: int, k: int, ld: int, seed: int, start:
     buf = vals[torch.randint(0, len(EXACT), (rows, ld), device="cuda", generator=g)]
     view = buf.to(dtype(torch, fmt))[:, start:start + k]
     return view, view.double()
-
-
-def poisoned_d(torch, out: str, m: int, n: int):
-    buf = torch.full((m, n + 8), float("nan"), device="cuda").to(dtype(torch, out))
-    return buf[:, :n], buf
-
-
-def padding_untouched(torch, buf, n: int) -> bool:
-    return bool(torch.isnan(buf[:, n:].float()).all())
-
-
-def mismatch(torch, d, want) -> str:
-    bad = (d.float() != want.float())
-    where = bad.nonzero()
-    first = [(int(r), int(c), float(d[r, c]), float(want[r, c])) for r, c in where[:4]]
-    return f"({len(where)} elements differ, first {first})"
 
 
 FORMS = {"pipeline": (None, None), "split256": (256, 0), "replay": (16, 0)}
@@ -100,7 +81,8 @@ def exact_case(torch, m: int, n: int, k: int, fmt="f16", out="f32") -> int:
             ok = torch.equal(d, want) and padding_untouched(torch, buf, n)
             results[form] = d
             print(f"exact {fmt}->{out} {m}x{n}x{k} lda {a.stride(0)} ({width}) {form}: "
-                  f"{'ok' if ok else 'FAILED ' + mismatch(torch, d, want)}", flush=True)
+                  f"{'ok' if ok else 'FAILED ' + mismatch(torch, d, want, buf, n)}",
+                  flush=True)
             bad += not ok
         if "replay" in results:
             same = all(torch.equal(results["replay"], v) for v in results.values())
@@ -146,7 +128,7 @@ def stress_case(torch, m=5000, n=3000, k=4100, fmt="bf16", out="bf16") -> int:
     want = (av @ bv.T).to(dtype(torch, out))
     ok = torch.equal(d, want) and padding_untouched(torch, buf, n)
     print(f"stress {fmt}->{out} {m}x{n}x{k} x{STRESS} back to back: "
-          f"{'ok' if ok else 'FAILED ' + mismatch(torch, d, want)}", flush=True)
+          f"{'ok' if ok else 'FAILED ' + mismatch(torch, d, want, buf, n)}", flush=True)
     return not ok
 
 

@@ -51,4 +51,5 @@ def test_the_cases_are_the_scripts(hopper):
 def test_split16_case(hopper, case):
     proc = _script("--case", case)
     out = proc.stdout + proc.stderr
+    print(out)                                  # the per-form lines (pytest -rP shows them)
     assert proc.returncode == 0 and "SPLIT16 CHECK OK" in out, out

@@ -209,3 +209,13 @@ def test_explain_names_the_split_form(tmp_path):
                 r.explain
         r = compile_file(str(path), Options(emit="ptx", gpu_arch="portable", explain=True))
         assert "warp MMA" not in r.explain, r.explain
+
+
+def test_the_wmma_choice_is_uniform_over_the_workgroup():
+    """Every warp must pick the same tiling (WMMA's 32 x 64 or the MMA's 32 x 32 regions),
+    so the WMMA test reads no per-warp state (activemask): a partial warp replays inside
+    the WMMA form's own regions instead."""
+    text = compile_ptx(gemm_source("f16"), "sm_80")
+    branch = text.index("bra.uni $L__s16_mma")
+    test = text[text.rindex("mov.u64", 0, branch):branch]
+    assert "setp.ge.and.u32" in test and "activemask" not in test, test

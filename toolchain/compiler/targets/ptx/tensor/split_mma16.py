@@ -80,9 +80,10 @@ class _Warp16(fp8_split_mma._Warp):
 
 
 def wmma_pred(em, desc, ops, row: str, col: str) -> str | None:
-    """The uniform predicate under which the subgroup WMMA interior runs every region of
-    the workgroup region at (row, col) (module docstring); None: never (a static leading
-    dimension rules it out, or the result has no WMMA form)."""
+    """The predicate, uniform over the workgroup (every warp must pick the same tiling),
+    under which the subgroup WMMA interior runs every region of the workgroup region at
+    (row, col) (module docstring; a partial warp's regions replay inside it); None: never
+    (a static leading dimension rules it out, or the result has no WMMA form)."""
     from .wgmma_split import rounded_result        # (wgmma_split imports this module)
     if rounded_result(desc) or not em.profile.has(f"wmma.{desc.a_type}"):
         return None
@@ -93,7 +94,7 @@ def wmma_pred(em, desc, ops, row: str, col: str) -> str | None:
     if ok is None:
         return None
     g = Region(desc, A, B, C, D, row, col, *(em.reg(ops[k]) for k in "mnk"))
-    return native_region_pred(em, g, 16, ok)
+    return native_region_pred(em, g, 16, ok, whole_warp=False)  # uniform over the workgroup
 
 
 def split(em, desc, sub, ops, tid, ntid, end, fused, row: str, col: str, old) -> None:
