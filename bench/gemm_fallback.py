@@ -18,7 +18,9 @@ has the 16-bit checks. Timed, interleaved in one process
   `cublas`, _scaled_mm on operands padded beforehand (cuBLAS alone); `cublas_fast`, the
   same with use_fast_accum;
 - f16 or bf16 -> f32 with an f32 C: ours (bench/gemm_hopper.Gemm, the pipeline's launch)
-  against torch.matmul(a, b) in f16/bf16 and torch.add(c, a @ b) (our contract).
+  against torch.matmul(a, b) in f16/bf16 and torch.add(c, a @ b) (our contract);
+- aligned f16 4096^3 on 256 work-items (split regions, no pipeline): the warp MMA
+  (`split`) against the WMMA interiors (`wmma`) that aligned operands keep.
 Each configuration is checked against torch before it is timed.
 
 --check runs the exactness and stability cases (CASES; --case runs one, --list names
@@ -286,6 +288,31 @@ def bench_f16(torch, fmt: str, m: int, n: int, k: int, reps: int) -> dict:
     return _timed_row(torch, f"{fmt}->f32 +C", m, n, k, runs, reps)
 
 
+def bench_split_forms(torch, m: int, n: int, k: int, reps: int) -> dict:
+    """Aligned f16 operands on 256 work-items (no pipeline): the split regions' WMMA
+    interiors (`wmma`: ldd = n) against the warp MMA (`split`: ldd = n + 1, which only
+    WMMA's alignment test reads), the same GEMM otherwise."""
+    import gemm_hopper as H
+    g = H.Gemm(mettle.device(0), "f16", out="f32")
+    a = torch.randn(m, k, device="cuda").half()
+    bt = torch.randn(n, k, device="cuda").half()
+    c = torch.randn(m, n, device="cuda")
+    ref = c + a.float() @ bt.float().t()
+    runs = {}
+    for name, pad in (("split", 1), ("wmma", 0)):
+        d = torch.empty(m, n + pad, device="cuda")[:, :n]
+        runs[name] = g.launcher(a, bt, c, d, m, n, k, threads=256, shared=0)
+        d.fill_(float("nan"))
+        runs[name]()
+        torch.cuda.synchronize()
+        err = ((d - ref).norm() / ref.norm()).item()
+        if not err < H.TOLERANCE["f32"]:
+            raise SystemExit(f"{name} {m}x{n}x{k}: rel err {err} against torch")
+    b = bt.t()
+    runs["torch"] = lambda: torch.matmul(a, b)
+    return _timed_row(torch, "f16->f32 256 items, mma/wmma", m, n, k, runs, reps)
+
+
 def _timed_row(torch, kind, m, n, k, runs, reps) -> dict:
     reps = min(pick_reps(torch, fn, reps) for fn in runs.values())
     flop = 2.0 * m * n * k
@@ -335,7 +362,8 @@ def main() -> int:
     if args.no_bench:
         return 0
     rows = []
-    for bench_row, shapes in ((bench_fp8, FP8_SHAPES), (bench_f16, F16_SHAPES)):
+    for bench_row, shapes in ((bench_fp8, FP8_SHAPES), (bench_f16, F16_SHAPES),
+                              (bench_split_forms, ((4096, 4096, 4096),))):
         for shape in shapes:
             try:                          # one failing row must not lose the others
                 rows.append(bench_row(torch, *shape, args.reps))
