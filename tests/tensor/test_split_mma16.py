@@ -219,3 +219,10 @@ def test_the_wmma_choice_is_uniform_over_the_workgroup():
     branch = text.index("bra.uni $L__s16_mma")
     test = text[text.rindex("mov.u64", 0, branch):branch]
     assert "setp.ge.and.u32" in test and "activemask" not in test, test
+
+
+def test_sixteen_wide_sub_regions():
+    """A 48 x 48 workgroup region: 16 x 16 MMA regions (one m16 row tile, two n8 tiles),
+    nine of them over two warps."""
+    sim = run_case("sm_80", "bf16", "f32", M=50, N=60, K=40, pad_a=1, bm=48, bn=48)
+    assert sim.mmas > 0
