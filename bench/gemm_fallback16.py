@@ -14,6 +14,7 @@ Cases (each meant for its own process: tests/gpu/test_gemm_split16.py):
   the split results equal the replay's bit for bit;
 - random-*: N(0, 1) data against the float64 oracle within the bound of f32 summation
   order (bench/gemm_fallback.f32_order_bound);
+- epilogue-*: fused epilogues (gemm_hopper.check_epilogue; one persistent) at K = 4100;
 - stress-*: 200 back-to-back launches of 5000 x 3000 x 4100, then the exact result.
 The timed rows are bench/gemm_fallback.py's f16/bf16 rows.
 """
@@ -132,6 +133,20 @@ def stress_case(torch, m=5000, n=3000, k=4100, fmt="bf16", out="bf16") -> int:
     return not ok
 
 
+def epilogue_case(torch, m: int, n: int, k: int, fmt: str, out: str, epilogue: str,
+                  persistent: bool = False) -> int:
+    """gemm_hopper.check_epilogue with lda = K + 8 (TMA refuses K = 4100 + 8): random data
+    within the pipeline's tolerance; small integers bit for bit on the pipeline's launch
+    and on 256 work-items, both split regions on the warp MMA."""
+    g = H.Gemm(mettle.device(0), fmt, out=out, epilogue=epilogue, persistent=persistent)
+    err, same = H.check_epilogue(torch, g, fmt, m, n, k)
+    ok = err < H.TOLERANCE[out] and same
+    print(f"epilogue {epilogue} {fmt}->{out} {m}x{n}x{k}{' persistent' if persistent else ''}:"
+          f" rel err {err:.2e}, exact on both launches {same} {'ok' if ok else 'FAILED'}",
+          flush=True)
+    return not ok
+
+
 CASES = {
     "exact-f16-f32-300x520x200": lambda t: exact_case(t, 300, 520, 200, "f16", "f32"),
     "exact-bf16-bf16-129x264x393": lambda t: exact_case(t, 129, 264, 393, "bf16", "bf16"),
@@ -139,6 +154,10 @@ CASES = {
     "random-f16-f32-1000x1000x4100": lambda t: random_case(t, 1000, 1000, 4100),
     "random-bf16-f32-5000x3000x4100": lambda t: random_case(t, 5000, 3000, 4100, "bf16"),
     "random-f16-bf16-300x520x203": lambda t: random_case(t, 300, 520, 203, "f16", "bf16"),
+    "epilogue-f16-bf16-300x520x4100": lambda t: epilogue_case(
+        t, 300, 520, 4100, "f16", "bf16", "matrix_bias_col"),
+    "epilogue-bf16-f32-persistent-1000x1000x4100": lambda t: epilogue_case(
+        t, 1000, 1000, 4100, "bf16", "f32", "col_bias_relu", persistent=True),
     "stress-5000x3000x4100": stress_case,
 }
 

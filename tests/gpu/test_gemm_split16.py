@@ -5,7 +5,8 @@ small exact f16/bf16 values bit for bit against the float64 oracle rounded once 
 against the exact replay (16 work-items: a partial warp), on the pipeline's launch with
 leading dimensions TMA refuses and on 256 work-items, through every load width and a
 misaligned base, D's padding poisoned; random data against the float64 oracle within the
-f32 summation-order bound; 200 back-to-back launches of 5000 x 3000 x 4100.
+f32 summation-order bound; fused epilogues (one persistent); 200 back-to-back launches of
+5000 x 3000 x 4100.
 
     python3 -m pytest tests/gpu/test_gemm_split16.py
 """
@@ -23,6 +24,7 @@ SCRIPT = ROOT / "bench" / "gemm_fallback16.py"      # run as a script (no bench 
 CASES = ["exact-f16-f32-300x520x200", "exact-bf16-bf16-129x264x393",
          "exact-f16-f16-1000x1000x4100", "random-f16-f32-1000x1000x4100",
          "random-bf16-f32-5000x3000x4100", "random-f16-bf16-300x520x203",
+         "epilogue-f16-bf16-300x520x4100", "epilogue-bf16-f32-persistent-1000x1000x4100",
          "stress-5000x3000x4100"]
 
 
