@@ -7,7 +7,8 @@ FP8 split regions on the warp MMA: docs/reference/gemm-fp8.md "Everywhere else")
 A leading dimension of A or B that is not a multiple of 16 bytes (FP8 K = 4104 or 4100, f16
 K = 4100) makes the workgroup tensor_matmul's run-time test refuse the TMA pipeline, so the
 region is split into subgroup regions: FP8 ones on the warp MMA (fp8_split_mma.py), 16-bit
-ones on that path's WMMA interiors or replay. Timed, interleaved in one process
+ones too (split_mma16.py; WMMA where its alignment test holds). bench/gemm_fallback16.py
+has the 16-bit checks. Timed, interleaved in one process
 (bench/timing.timed_together), TFLOP/s counting 2*M*N*K:
 - FP8 E4M3 x E4M3 -> bf16, per-tensor scales, no C (one zero row, ldc = 0): `split`, ours
   with the pipeline's launch (384 work-items and its dynamic shared memory: the run-time
@@ -16,8 +17,10 @@ ones on that path's WMMA interiors or replay. Timed, interleaved in one process
   bench/gemm_fp8.scaled_mm does (the copies included: what a caller of cuBLAS pays);
   `cublas`, _scaled_mm on operands padded beforehand (cuBLAS alone); `cublas_fast`, the
   same with use_fast_accum;
-- f16 -> f32 with an f32 C: ours (bench/gemm_hopper.Gemm, the pipeline's launch) against
-  torch.matmul(a, b) in f16 and torch.add(c, a @ b) (our contract).
+- f16 or bf16 -> f32 with an f32 C: ours (bench/gemm_hopper.Gemm, the pipeline's launch)
+  against torch.matmul(a, b) in f16/bf16 and torch.add(c, a @ b) (our contract);
+- aligned f16 4096^3 on 256 work-items (split regions, no pipeline): the warp MMA
+  (`split`) against the WMMA interiors (`wmma`) that aligned operands keep.
 Each configuration is checked against torch before it is timed.
 
 --check runs the exactness and stability cases (CASES; --case runs one, --list names
@@ -44,7 +47,8 @@ from bench.gemm_fp8 import Fp8Gemm, out_dtype, scaled_mm, torch_fp8  # noqa: E40
 from timing import timed_together  # noqa: E402
 
 FP8_SHAPES = ((5000, 3000, 4104), (4096, 4096, 4104))
-F16_SHAPES = ((4096, 4096, 4100),)
+F16_SHAPES = (("f16", 4096, 4096, 4100), ("bf16", 4096, 4096, 4100),
+              ("f16", 5000, 3000, 4100))
 SA, SB = 0.5, 4.0                       # powers of two: s * S is exact
 EXACT = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, -0.5, -1.0, -1.5, -2.0, -3.0)
 STRESS = 200
@@ -261,11 +265,12 @@ def bench_fp8(torch, m: int, n: int, k: int, reps: int) -> dict:
     return _timed_row(torch, "e4m3xe4m3->bf16", m, n, k, runs, reps)
 
 
-def bench_f16(torch, m: int, n: int, k: int, reps: int) -> dict:
+def bench_f16(torch, fmt: str, m: int, n: int, k: int, reps: int) -> dict:
     import gemm_hopper as H
-    g = H.Gemm(mettle.device(0), "f16", out="f32")
-    a = torch.randn(m, k, device="cuda").half()
-    bt = torch.randn(n, k, device="cuda").half()
+    g = H.Gemm(mettle.device(0), fmt, out="f32")
+    ty = torch.float16 if fmt == "f16" else torch.bfloat16
+    a = torch.randn(m, k, device="cuda").to(ty)
+    bt = torch.randn(n, k, device="cuda").to(ty)
     c = torch.randn(m, n, device="cuda")
     d = torch.empty(m, n, device="cuda")
     ref = c + a.float() @ bt.float().t()
@@ -275,12 +280,37 @@ def bench_f16(torch, m: int, n: int, k: int, reps: int) -> dict:
     torch.cuda.synchronize()
     err = ((d - ref).norm() / ref.norm()).item()
     if not err < H.TOLERANCE["f32"]:
-        raise SystemExit(f"f16 {m}x{n}x{k}: rel err {err} against torch")
+        raise SystemExit(f"{fmt} {m}x{n}x{k}: rel err {err} against torch")
     b = bt.t()
     dc = torch.empty_like(c)
     runs = {"split": run, "torch": lambda: torch.matmul(a, b),
             "torch_c": lambda: torch.add(c, torch.matmul(a, b), out=dc)}
-    return _timed_row(torch, "f16->f32 +C", m, n, k, runs, reps)
+    return _timed_row(torch, f"{fmt}->f32 +C", m, n, k, runs, reps)
+
+
+def bench_split_forms(torch, m: int, n: int, k: int, reps: int) -> dict:
+    """Aligned f16 operands on 256 work-items (no pipeline): the split regions' WMMA
+    interiors (`wmma`: ldd = n) against the warp MMA (`split`: ldd = n + 1, which only
+    WMMA's alignment test reads), the same GEMM otherwise."""
+    import gemm_hopper as H
+    g = H.Gemm(mettle.device(0), "f16", out="f32")
+    a = torch.randn(m, k, device="cuda").half()
+    bt = torch.randn(n, k, device="cuda").half()
+    c = torch.randn(m, n, device="cuda")
+    ref = c + a.float() @ bt.float().t()
+    runs = {}
+    for name, pad in (("split", 1), ("wmma", 0)):
+        d = torch.empty(m, n + pad, device="cuda")[:, :n]
+        runs[name] = g.launcher(a, bt, c, d, m, n, k, threads=256, shared=0)
+        d.fill_(float("nan"))
+        runs[name]()
+        torch.cuda.synchronize()
+        err = ((d - ref).norm() / ref.norm()).item()
+        if not err < H.TOLERANCE["f32"]:
+            raise SystemExit(f"{name} {m}x{n}x{k}: rel err {err} against torch")
+    b = bt.t()
+    runs["torch"] = lambda: torch.matmul(a, b)
+    return _timed_row(torch, "f16->f32 256 items, mma/wmma", m, n, k, runs, reps)
 
 
 def _timed_row(torch, kind, m, n, k, runs, reps) -> dict:
@@ -332,7 +362,8 @@ def main() -> int:
     if args.no_bench:
         return 0
     rows = []
-    for bench_row, shapes in ((bench_fp8, FP8_SHAPES), (bench_f16, F16_SHAPES)):
+    for bench_row, shapes in ((bench_fp8, FP8_SHAPES), (bench_f16, F16_SHAPES),
+                              (bench_split_forms, ((4096, 4096, 4096),))):
         for shape in shapes:
             try:                          # one failing row must not lose the others
                 rows.append(bench_row(torch, *shape, args.reps))

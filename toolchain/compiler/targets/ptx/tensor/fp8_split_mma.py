@@ -71,16 +71,17 @@ def sub_desc(desc, sub):
     return replace(sub, m=pick(desc.m, SUB_M), n=pick(desc.n, SUB_N))
 
 
-def region(em, g, scale: str | None, fused, replay_region) -> None:
+def region(em, g, scale: str | None, fused, replay_region, warp=None) -> None:
     """One subgroup region (g.desc, origin g.row/g.col) on the warp MMA when the warp is
-    complete, else `replay_region()` (the exact replay); ends with the warp reconverged."""
+    complete, else `replay_region()` (the exact replay); ends with the warp reconverged.
+    `warp`: the _Warp class computing it (split_mma16's for 16-bit A/B)."""
     end, slow = label(em, "f8s_end"), label(em, "f8s_replay")
     mask, partial, out = em.new("r"), em.new("p"), em.new("p")
     em.put(I.activemask(mask), I.setp("ne", "u32", partial, mask, "0xFFFFFFFF"),
            I.bra(slow, guard=partial, uniform=True),
            I.setp("ge", "u32", out, g.row, g.M), I.bra(end, guard=out, uniform=True),
            I.setp("ge", "u32", out, g.col, g.N), I.bra(end, guard=out, uniform=True))
-    _Warp(em, g).run(scale, fused)
+    (warp or _Warp)(em, g).run(scale, fused)
     em.put(I.bra(end, uniform=True), I.label(slow))
     replay_region()
     em.put(I.label(end))
@@ -88,12 +89,17 @@ def region(em, g, scale: str | None, fused, replay_region) -> None:
 
 
 class _Warp:
-    """The MMA form of one region for one complete warp (module docstring)."""
+    """The MMA form of one region for one complete warp (module docstring). The class
+    attributes are the element size's (split_mma16._Warp16 overrides them for 16 bits)."""
+    WIDTHS = WIDTHS
+    ELEM_SHIFT = 0                 # log2 of the element's bytes
+    NARROW = "u8"                  # the narrowest load, one element
+    ZERO = "0f00000000"            # the accumulators' start
 
     def __init__(self, em, g):
         self.em, self.g, desc = em, g, g.desc
         self.gm, self.gn = desc.m // TILE_M, desc.n // TILE_N
-        self.form = fp8_form(desc, 32)
+        self.form = self._form(desc)
         self.f16 = f16_route(em.profile)
         self.lane: Lane = lane_ids(em)
         # the last in-range local row / column of the region (row < M, col < N here)
@@ -102,6 +108,9 @@ class _Warp:
                I.binary("sub", "u32", self.last_r, self.last_r, 1),
                I.binary("sub", "u32", self.last_c, g.N, g.col),
                I.binary("sub", "u32", self.last_c, self.last_c, 1))
+
+    def _form(self, desc):
+        return fp8_form(desc, 32)
 
     # ---- coordinates ----------------------------------------------------------------------
     def _local(self, base: str, delta: int, last: str) -> tuple[str, str]:
@@ -149,9 +158,9 @@ class _Warp:
         self.acc = [[[em.new("f") for _ in range(4)] for _ in range(self.gn)]
                     for _ in range(self.gm)]
         for t in (r for row in self.acc for sub in row for r in sub):
-            em.put(I.mov("f32", t, "0f00000000"))
+            em.put(I.mov("f32", t, self.ZERO))
         steps = em.new("r")
-        em.put(I.binary("shr", "u32", steps, g.K, 6))
+        em.put(I.binary("shr", "u32", steps, g.K, 6 - self.ELEM_SHIFT))
         tail = label(em, "f8s_tail")
         self.x, self.y = self._buffer(), self._buffer()
         self._by_width(steps, tail)
@@ -165,19 +174,23 @@ class _Warp:
         bits, none = em.new("rd"), em.new("p")
         em.put(I.setp("eq", "u32", none, steps, 0), I.bra(tail, guard=none, uniform=True),
                I.binary("or", "b64", bits, g.A.base, g.B.base))
-        for ld in (g.A.ld, g.B.ld):
+        for ld in (g.A.ld, g.B.ld):                 # in bytes: << ELEM_SHIFT
             if isinstance(ld, int):
-                em.put(I.binary("or", "b64", bits, bits, ld))
+                em.put(I.binary("or", "b64", bits, bits, ld << self.ELEM_SHIFT))
             else:
                 w = em.new("rd")
-                em.put(I.cvt("u64", "u32", w, ld), I.binary("or", "b64", bits, bits, w))
-        names = [label(em, f"f8s_w{w}") for w in WIDTHS]
-        for w, name in zip(WIDTHS[:-1], names):
+                em.put(I.cvt("u64", "u32", w, ld))
+                if self.ELEM_SHIFT:
+                    em.put(I.binary("shl", "b64", w, w, self.ELEM_SHIFT))
+                em.put(I.binary("or", "b64", bits, bits, w))
+        widths = self.WIDTHS
+        names = [label(em, f"f8s_w{w}") for w in widths]
+        for w, name in zip(widths[:-1], names):
             low, ok = em.new("rd"), em.new("p")
             em.put(I.binary("and", "b64", low, bits, w - 1), I.setp("eq", "u64", ok, low, 0),
                    I.bra(name, guard=ok, uniform=True))
         em.put(I.bra(names[-1], uniform=True))
-        for w, name in zip(WIDTHS, names):
+        for w, name in zip(widths, names):
             em.put(I.label(name))
             self._main_loop(w, steps)
             em.put(I.bra(tail, uniform=True))
@@ -200,11 +213,15 @@ class _Warp:
             for s, dst in enumerate(words):
                 em.put(I.ld(space, "b32", dst, I.mem(q, 4 * s)))
         else:
+            per = 4 >> self.ELEM_SHIFT                 # elements per word
             for s, dst in enumerate(words):
-                parts = [em.new("r") for _ in range(4)]
+                parts = [em.new("r") for _ in range(per)]
                 for b, r in enumerate(parts):
-                    em.put(I.ld(space, "u8", r, I.mem(q, 4 * s + b)))
-                _pack4(em, dst, parts)
+                    em.put(I.ld(space, self.NARROW, r, I.mem(q, 4 * s + (b << self.ELEM_SHIFT))))
+                self._pack(dst, parts)
+
+    def _pack(self, dst: str, parts: list[str]) -> None:
+        _pack4(self.em, dst, parts)
 
     def _buffer(self) -> list[list[str]]:
         return [[self.em.new("r") for _ in range(4)] for _ in self.qs]
@@ -292,37 +309,39 @@ class _Warp:
 
     # ---- the K remainder ------------------------------------------------------------------
     def _tail(self, steps: str) -> None:
-        """The last K mod STEP bytes (if any) as one more step of per-byte loads, each
+        """The last K mod STEP bytes (if any) as one more step of per-element loads, each
         predicated on q < K and zero-filled (+0 * +0 adds nothing); nothing past K is
         read. The pointers already stand at K step `steps`. A run-time loop of four trips
         loads one word of every line per trip (the words shift down one place a trip), so
-        few byte registers are live at once."""
-        em, g = self.em, self.g
+        few element registers are live at once."""
+        em, g, es = self.em, self.g, self.ELEM_SHIFT
+        per = 4 >> es                                      # elements per word
         kdone, rem, none = em.new("r"), em.new("r"), em.new("p")
         end, top = label(em, "f8s_kend"), label(em, "f8s_kword")
-        em.put(I.binary("shl", "b32", kdone, steps, 6), I.setp("ge", "u32", none, kdone, g.K),
+        em.put(I.binary("shl", "b32", kdone, steps, 6 - es),
+               I.setp("ge", "u32", none, kdone, g.K),
                I.bra(end, guard=none, uniform=True),
-               I.mad("lo", "u32", kdone, self.lane.tig, 16, kdone),
-               I.binary("sub", "u32", rem, g.K, kdone))   # bytes from this lane's first on
+               I.mad("lo", "u32", kdone, self.lane.tig, 16 >> es, kdone),
+               I.binary("sub", "u32", rem, g.K, kdone))   # elements from this lane's first on
         trip, more = em.new("r"), em.new("p")
         for r in (r for words in self.x for r in words[1:]):   # defined before they shift
             em.put(I.mov("b32", r, 0))
         em.put(I.mov("u32", trip, 4), I.label(top))
         preds = []
-        for b in range(4):
+        for b in range(per):
             p = em.new("p")
             em.put(I.setp("gt", "s32", p, rem, b))
             preds.append(p)
         for i, (q, words) in enumerate(zip(self.qs, self.x)):
             for s in range(3):
                 em.put(I.mov("b32", words[s], words[s + 1]))
-            parts = [em.new("r") for _ in range(4)]
+            parts = [em.new("r") for _ in range(per)]
             for b, r in enumerate(parts):
-                em.put(I.mov("u32", r, 0), I.ld(self._space(i), "u8", r, I.mem(q, b),
-                                                guard=preds[b]))
-            _pack4(em, words[3], parts)
+                em.put(I.mov("u32", r, 0), I.ld(self._space(i), self.NARROW, r,
+                                                I.mem(q, b << es), guard=preds[b]))
+            self._pack(words[3], parts)
             em.put(I.binary("add", "s64", q, q, 4))
-        em.put(I.binary("sub", "u32", rem, rem, 4), I.binary("sub", "u32", trip, trip, 1),
+        em.put(I.binary("sub", "u32", rem, rem, per), I.binary("sub", "u32", trip, trip, 1),
                I.setp("ne", "u32", more, trip, 0), I.bra(top, guard=more, uniform=True))
         self._mma_step(self.x)
         em.put(I.label(end))

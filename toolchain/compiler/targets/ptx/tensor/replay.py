@@ -54,10 +54,11 @@ class Region:
     K: str
 
 
-def native_region_pred(em, g: Region, k: int, ok: str | None = None) -> str:
+def native_region_pred(em, g: Region, k: int, ok: str | None = None,
+                       whole_warp: bool = True) -> str:
     """The uniform predicate for a native interior: K holds at least one `k` chunk, the region
-    lies wholly in range (64-bit compares) and the subgroup is a complete warp. ANDed into
-    the predicate `ok` when one is given."""
+    lies wholly in range (64-bit compares) and (`whole_warp`) the subgroup is a complete
+    warp. ANDed into the predicate `ok` when one is given."""
     if ok is None:
         ok = em.new("p")
         em.put(I.setp("ge", "u32", ok, g.K, k))
@@ -67,6 +68,8 @@ def native_region_pred(em, g: Region, k: int, ok: str | None = None) -> str:
         end, lim = em.new("rd"), em.new("rd")
         em.put(I.cvt("u64", "u32", end, base), I.binary("add", "s64", end, end, size),
                I.cvt("u64", "u32", lim, bound), I.setp_and("le", "u64", ok, end, lim, ok))
+    if not whole_warp:
+        return ok
     mask = em.new("r")
     em.put(I.activemask(mask), I.setp_and("eq", "u32", ok, mask, "0xFFFFFFFF", ok))
     return ok

@@ -7,11 +7,14 @@ The workgroup computes one desc.m x desc.n region with gpu.md's exact region sem
   shared memory, misaligned operands), the region is split into subgroup regions of
   SUB_M x SUB_N (or the largest 16-multiple that divides the region) which the warps take
   round-robin; each runs today's subgroup lowering (matmul.py: WMMA interior, exact replay
-  at the edges), so every profile computes the same function.
+  at the edges), so every profile computes the same function. With mma.sync (sm_80+) and
+  A row-major, B column-major, a region WMMA cannot take (a leading dimension that is not
+  a multiple of 16 bytes, misaligned bases, edges, K < 16, f16/bf16 results) runs on the
+  warp MMA instead (split_mma16.py: the same function, only the f32 sum order differs).
 A region that is not a multiple of 16 in M and N is refused (E0505) on every profile.
 An f16/bf16 result of f16/bf16 inputs with an f32 accumulator (C f32, D rounded once) has
-no subgroup WMMA form: its split regions are the exact cooperative replay (replay.py, f32
-accumulation, one rounding), on every profile alike.
+no subgroup WMMA form: its split regions are the warp MMA's where split_mma16 is
+available, else the exact cooperative replay (replay.py, f32 accumulation, one rounding).
 A fused epilogue (attrs["epilogue"], wgmma_epilogue.py) runs on the pipeline's registers,
 inside that replay before the rounding, or as each subgroup's pass over its own f32/f64
 sub-region (and subgroup-scope region) once D is stored.
@@ -23,7 +26,7 @@ from dataclasses import replace
 from ....ir.module import Param
 from ....ir.types import U32
 from .. import ops as I
-from . import wgmma
+from . import split_mma16, wgmma
 from .capabilities import refuse
 from .common import label, mat, operands
 from .matmul import lower_matmul
@@ -158,7 +161,7 @@ def lower_any_matmul(em, ins) -> None:
         else:
             why = "an operand is not in global memory"
     remark(em, ins, (_persistent_remark(desc, why) if tiles else _region_remark(why))
-           + schedule_remark(desc, why))
+           + split_remark(em, desc) + schedule_remark(desc, why))
     each_tile(em, tiles, "wgm_split", end, row, col, lambda r, c, then: _split(
         em, ins, desc, sub, ops, tid, ntid, then, fused, r, c))
     em.put(I.label(end))
@@ -178,6 +181,14 @@ def _persistent_remark(desc, why: str | None) -> str:
                 "loads the next tile while the consumers run the epilogue (split regions "
                 "per tile when the launch does not fit)")
     return f"tensor_matmul: persistent tile loop over split regions ({order}); no pipeline: {why}"
+
+
+def split_remark(em, desc) -> str:
+    """The --explain words of the split regions' form (nothing where it is WMMA/replay)."""
+    if not split_mma16.available(em, desc):
+        return ""
+    where = "" if rounded_result(desc) else " where WMMA's alignment test fails"
+    return f"; split regions on {split_mma16.FORM}{where}"
 
 
 def schedule_remark(desc, why: str | None) -> str:
@@ -228,10 +239,15 @@ def round_robin(em, desc, sub, tid, ntid, end, row: str, col: str, body,
 
 
 def _split(em, ins, desc, sub, ops, tid, ntid, end, fused, row: str, col: str) -> None:
-    """The region at (row, col) as subgroup regions the warps take round-robin; then
-    `end`."""
-    round_robin(em, desc, sub, tid, ntid, end, row, col,
-                lambda r, c: _sub_region(em, ins, desc, sub, ops, fused, r, c))
+    """The region at (row, col) as subgroup regions the warps take round-robin (on the
+    warp MMA where split_mma16 is available and WMMA is not); then `end`."""
+    def old() -> None:
+        round_robin(em, desc, sub, tid, ntid, end, row, col,
+                    lambda r, c: _sub_region(em, ins, desc, sub, ops, fused, r, c))
+    if split_mma16.available(em, desc):
+        split_mma16.split(em, desc, sub, ops, tid, ntid, end, fused, row, col, old)
+    else:
+        old()
 
 
 def _sub_region(em, ins, desc, sub, ops, fused, r: str, c: str) -> None:
