@@ -188,3 +188,6 @@ MAX_REGISTERS_PER_THREAD = 255
 # registers per lane a tensor_matmul region keeps resident by default (tensor/resident.py):
 # (from sm, budget), newest first
 TUPLE_BUDGET = ((90, 96), (0, 64))
+# targets whose FP8 mma.sync ptxas expands into conversions, f16 HMMAs and FADDs (their SASS):
+# the split FP8 regions decode to f16 there themselves (tensor/fp8_split_mma.py)
+FP8_MMA_EMULATED = (90,)

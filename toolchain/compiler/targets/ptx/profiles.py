@@ -72,6 +72,11 @@ class PtxProfile:
         return _isa.SM_LIMITS[self.sm][1]
 
     @property
+    def fp8_mma_emulated(self) -> bool:
+        """ptxas expands FP8 mma.sync on this target (isa.FP8_MMA_EMULATED)."""
+        return self.sm in _isa.FP8_MMA_EMULATED
+
+    @property
     def tuple_budget(self) -> int:
         """The default register budget per lane of a resident tensor_matmul region."""
         return next(budget for sm, budget in _isa.TUPLE_BUDGET if self.sm >= sm)

@@ -61,7 +61,8 @@ def f16_route(profile) -> bool:
     two f16 HMMAs into a zeroed tile and four FADDs (seen in its SASS). There the region
     decodes FP8 exactly to f16 itself (cvt.rn.f16x2.e4m3x2/e5m2x2) and issues m16n8k16 f16
     MMAs that accumulate straight into the f32 tile: the same products, exact in f32."""
-    return profile.sm == 90 and profile.has("mma.sync") and profile.has("cvt.f16x2.fp8")
+    return profile.fp8_mma_emulated and profile.has("mma.sync") and \
+        profile.has("cvt.f16x2.fp8")
 
 
 def sub_desc(desc, sub):
