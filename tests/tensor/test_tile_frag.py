@@ -50,6 +50,7 @@ def compile_text(tmp_path, text: str, arch="sm_80", consts=(), **opts):
     o = options(emit="ptx", gpu_arch=arch, optimize=True, consts=tuple(consts),
                 explain=True, **opts)
     res = compile_file(str(path), o)
+    compile_text.ptx = res.data.decode()
     return res.objects, res.explain or ""
 
 
@@ -164,3 +165,40 @@ def test_explain_says_why_a_kernel_replays(tmp_path, change, why):
 def test_targets_without_the_warp_mma_replay(tmp_path):
     _, explain = compile_text(tmp_path, SOFTMAX, arch="sm_75")
     assert "no m16n8k16 warp MMA" in layout_remark(explain)
+
+
+TWO_LOADS = """
+kernel(block = 128) two(a: uint16*, b: uint16*, c: uint16*, d: float32*, m: uint32,
+                        k: uint32) {
+    var row0: uint32 = block.x * 64;
+    var ta: tile<f16, 64, 32> = tile_load(a, row0, 0, m, k);
+    var t1: tile<f16, 32, 32> = tile_load(b, 0, 0, k, 32);
+    var t2: tile<f16, 32, 32> = tile_load(c, 0, 0, k, 32, layout: col);
+    var x: tile<f32, 64, 32> = tensor_matmul(ta, t1);
+    var y: tile<f32, 64, 32> = tensor_matmul(tile_convert(x, to: f16), t2, x);
+    tile_store(d, y, row0, 0, m, 32);
+}
+"""
+
+
+def test_back_to_back_shared_loads_are_complete_at_their_matmuls(tmp_path):
+    """Two loads, then their matmuls (the interpreter completes a copy only at the wait
+    that covers it): the second load first waits for every copy in flight and
+    synchronises, which makes t1 ready for its matmul; t2's matmul waits for t2."""
+    objects, _ = compile_text(tmp_path, TWO_LOADS)
+    text = compile_text.ptx
+    m, k = 70, 32
+    rng = np.random.default_rng(3)
+    a = rng.integers(-2, 3, (m, k)).astype(np.float16)
+    b1 = rng.integers(-2, 3, (k, 32)).astype(np.float16)
+    c = rng.integers(-2, 3, (32, k)).astype(np.float16)        # t2 = c read column-major
+    mem = run_frag(objects, "two", 128, [
+        ("buf", "a", a.view(np.uint16).ravel()), ("buf", "b", b1.view(np.uint16).ravel()),
+        ("buf", "c", c.view(np.uint16).ravel()), ("buf", "d", np.zeros(m * 32, np.float32)),
+        ("u32", m), ("u32", k)], grid=(-(-m // 64), 1, 1))
+    x = a.astype(np.float64) @ b1.astype(np.float64)
+    want = x @ c.T.astype(np.float64) + x
+    assert np.array_equal(mem.read("d").reshape(m, 32), want.astype(np.float32))
+    # t1 and t2 loads, t2's matmul, the return
+    assert text.count("cp.async.wait_group 0;") == 4 and "wait_group 1" not in text
+    assert text.count("bar.sync") == 3

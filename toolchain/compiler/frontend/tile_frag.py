@@ -39,7 +39,6 @@ class SharedHome:
         self.ptr, self.col = ptr, col
         self.outer, self.inner = (tt.columns, tt.rows) if col else (tt.rows, tt.columns)
         self.stride = self.inner + PAD
-        self.state = "empty"            # empty | pending | ready (tile_frag's async order)
 
 
 class FragVar:
@@ -62,8 +61,8 @@ class TileFragMixin:
         plan = self.__dict__.get("_tplan")
         if plan is None:
             plan = self._tplan = plan_tiles(self, self.decl.body)
-            self._tile_pending: list[SharedHome] = []
             self._tile_clean = None         # the IR block of the last barrier, no read since
+            self._tile_synced: set[int] = set()     # tile_load calls that waited for all
             if plan.fast:
                 shared = ", ".join(f"`{n}`" for n in plan.shared) or "none"
                 text = ("tile values held in registers in the mma fragment layout "
@@ -73,6 +72,24 @@ class TileFragMixin:
                 text = f"tile values replay (distributed layout): {plan.why}"
             self.ctx.module.remarks.add(self.fn, self.decl.span, "tile-layout", text)
         return plan.fast
+
+    def tile_finish(self) -> None:
+        """Every return of a kernel with shared tiles first waits for its copies: a load
+        whose tile is never read again (a prefetch past the last block) leaves a group in
+        flight, and a kernel exits with none (ir/async_groups.py)."""
+        plan = self.__dict__.get("_tplan")
+        if plan is None or not plan.fast or not plan.shared:
+            return
+        b, here = self.b, self.b.block
+        for block in self.fn.blocks:
+            term = block.terminator
+            if term is not None and term.op == "ret":
+                block.instrs.pop()
+                b.position_at_end(block)
+                b.async_wait(0, span=term.span)
+                block.instrs.append(term)
+        if here is not None:
+            b.position_at_end(here)
 
     def _geo(self, span):
         """(warp, lane, g, t) of this work-item, u32."""
@@ -149,6 +166,7 @@ class TileFragMixin:
 
     def _shared_assign(self, home: SharedHome, tt: TileType, value, span) -> None:
         self.kernel_only("`tile_load`", value.span)
+        self._tile_call = value
         self._load(value, tt, into=home)
         self._uniform("tile assignment", span, [])
 
@@ -377,8 +395,13 @@ class TileFragMixin:
         contiguous dimension when the source, ld and the contiguous origin are 16-byte
         aligned (a uniform test), else element by element; out-of-range elements are 0."""
         b, c32 = self.b, self._c32
-        if self._tile_clean is not b.block:     # earlier readers of any shared tile done
+        if self._tile_clean is not b.block:
+            # earlier readers of any shared tile are done, and every copy issued so far is
+            # complete and visible: a matmul reading a tile loaded before this point needs
+            # no wait of its own (FlashAttention-2's two barriers per key block)
+            b.async_wait(0, span=span)
             self._wg_barrier(span)
+            self._tile_synced.add(id(self._tile_call))
         u = lambda v: b.convert(v, U64)     # noqa: E731
         names = ("column", "row") if col else ("row", "column")
         o0, i0 = u(ctl[names[0]]), u(ctl[names[1]])
@@ -470,36 +493,20 @@ class TileFragMixin:
         scalar()
         self.goto(end_b)
         b.position_at_end(end_b)
-        b.async_commit(span=span)
-        if self._tplan.pipelined:
-            home.state = "pending"
-            if home in self._tile_pending:
-                self._tile_pending.remove(home)
-            self._tile_pending.append(home)
-        else:
-            b.async_wait(0, span=span)
-            self._wg_barrier(span)
-            home.state = "ready"
-
-    def _shared_ready(self, home: SharedHome, span) -> None:
-        """Before reading a shared tile: its copies complete and visible to the workgroup."""
-        pend = self._tile_pending
-        if home.state == "pending" and home in pend:
-            later = len(pend) - 1 - pend.index(home)
-            self.b.async_wait(later, span=span)
-            self._wg_barrier(span)
-            for x in pend[:pend.index(home) + 1]:
-                x.state = "ready"
-            del pend[:pend.index(home) + 1]
-        elif home.state != "ready":     # loaded later in the text (a loop-carried value)
-            self.b.async_wait(0, span=span)
-            self._wg_barrier(span)
+        b.async_commit(span=span)       # one copy group per load, waited for at its use
 
     # ---------------------------------------------------------------- matmul
-    def _frag_matmul(self, a: FragVal, bt: FragVal, c, rt: TileType, span) -> FragVal:
+    def _frag_matmul(self, a: FragVal, bt: FragVal, c, rt: TileType, call) -> FragVal:
+        """A matmul reading shared tile bt: first its copies complete (all but the copy
+        groups the plan knows were issued after bt's) and are visible to the workgroup,
+        unless one of those later loads synchronised (then they are already)."""
         b, c32 = self.b, self._c32
+        span = call.span
         home = bt.shared
-        self._shared_ready(home, span)
+        pending, loads = self._tplan.waits.get(id(call), (0, ()))
+        if not any(x in self._tile_synced for x in loads):
+            b.async_wait(pending, span=span)
+            self._wg_barrier(span)
         M, K, N = a.type.rows, a.type.columns, bt.type.columns
         slabs = M // (16 * self._tplan.warps)
         nba, nbo = K // 8, N // 8
