@@ -23,7 +23,7 @@ fragments from ldmatrix.
 """
 from __future__ import annotations
 
-from ..ir.types import F32, I64, U16, U32, U64, VOID, VectorType
+from ..ir.types import F32, I32, I64, U16, U32, U64, VOID, VectorType
 from .tile_plan import PAD, plan_tiles
 from .tile_replay import NEG_ZERO, TileType, TileVal
 
@@ -242,9 +242,17 @@ class TileFragMixin:
             origin = b.sub(s(u(ctl["column"])), s(u(ctl["row"])))
             for key, d in diag.items():
                 limits[key] = b.sub(b.sub(s(d), origin), lane_term)
-        row_off = {(k, h): b.cmp("le", row_lim, b.const(I64, 16 * warps * k + 8 * h))
+        # the constants are below 2^12 in magnitude: limits clamped to +-2^20 compare the
+        # same in 32 bits
+        def narrow(v):
+            lo, hi = b.const(I64, -(1 << 20)), b.const(I64, 1 << 20)
+            v = b.select(b.cmp("lt", v, lo), lo, v)
+            return b.convert(b.select(b.cmp("gt", v, hi), hi, v), I32)
+        row_lim, col_lim = narrow(row_lim), narrow(col_lim)
+        limits = {key: narrow(v) for key, v in limits.items()}
+        row_off = {(k, h): b.cmp("le", row_lim, b.const(I32, 16 * warps * k + 8 * h))
                    for k in range(len(a.regs) // (4 * nb)) for h in (0, 1)}
-        col_off = {(j, p): b.cmp("le", col_lim, b.const(I64, 8 * j + p))
+        col_off = {(j, p): b.cmp("le", col_lim, b.const(I32, 8 * j + p))
                    for j in range(nb) for p in (0, 1)}
         regs = []
         for i, x in enumerate(a.regs):
@@ -252,7 +260,7 @@ class TileFragMixin:
             j, e = divmod(rest, 4)
             h, p = divmod(e, 2)
             off = b.binop("or", row_off[k, h], col_off[j, p])
-            const = b.const(I64, 8 * j + p - 16 * warps * k - 8 * h)
+            const = b.const(I32, 8 * j + p - 16 * warps * k - 8 * h)
             if "upper" in limits:
                 off = b.binop("or", off, b.cmp("lt", limits["upper"], const))
             if "lower" in limits:
