@@ -205,3 +205,32 @@ def test_back_to_back_shared_loads_are_complete_at_their_matmuls(tmp_path):
     # t1 and t2 loads, t2's matmul, the return
     assert text.count("cp.async.wait_group 0;") == 4 and "wait_group 1" not in text
     assert text.count("bar.sync") == 3
+
+
+FROM_WORKGROUP = """
+kernel(block = 128) wg(a: uint16*, b: uint16*, d: float32*, m: uint32) {
+    workgroup var stage: uint16[1024];
+    var i: uint32 = thread.x;
+    while (i < 1024) { stage[i] = b[i]; i = i + 128; }
+    barrier();
+    var row0: uint32 = block.x * 64;
+    var ta: tile<f16, 64, 32> = tile_load(a, row0, 0, m, 32);
+    var tb: tile<f16, 32, 32> = tile_load(&stage[0], 0, 0, 32, 32);
+    tile_store(d, tensor_matmul(ta, tb), row0, 0, m, 32);
+}
+"""
+
+
+def test_a_shared_tile_loaded_from_workgroup_memory_is_copied_element_by_element(tmp_path):
+    objects, explain = compile_text(tmp_path, FROM_WORKGROUP)
+    assert "`tb`" in layout_remark(explain)
+    assert "cp.async.cg" not in compile_text.ptx        # cp.async reads global memory only
+    m = 64
+    rng = np.random.default_rng(8)
+    a = rng.integers(-3, 4, (m, 32)).astype(np.float16)
+    bm = rng.integers(-3, 4, (32, 32)).astype(np.float16)
+    mem = run_frag(objects, "wg", 128, [
+        ("buf", "a", a.view(np.uint16).ravel()), ("buf", "b", bm.view(np.uint16).ravel()),
+        ("buf", "d", np.zeros(m * 32, np.float32)), ("u32", m)])
+    want = a.astype(np.float64) @ bm.astype(np.float64)
+    assert np.array_equal(mem.read("d").reshape(m, 32), want.astype(np.float32))

@@ -400,8 +400,9 @@ class TileFragMixin:
 
     def _shared_load(self, home: SharedHome, src, ctl, ld, col: bool, span) -> None:
         """Fill a shared tile: 16-byte asynchronous copies of 8 elements along the
-        contiguous dimension when the source, ld and the contiguous origin are 16-byte
-        aligned (a uniform test), else element by element; out-of-range elements are 0."""
+        contiguous dimension when the source is global memory and it, ld and the
+        contiguous origin are 16-byte aligned (a uniform test), else element by element;
+        out-of-range elements are 0."""
         b, c32 = self.b, self._c32
         if self._tile_clean is not b.block:
             # earlier readers of any shared tile are done, and every copy issued so far is
@@ -492,15 +493,19 @@ class TileFragMixin:
                 self._if(b.cmp("lt", idx, c32(n)), one)
             self._for(-(-n // W), element)
 
-        then_b, else_b, end_b = (self.new_block(f"tile.{x}") for x in ("vec", "elem", "copied"))
-        b.cbr(aligned, then_b, else_b)
-        b.position_at_end(then_b)
-        vector()
-        self.goto(end_b)
-        b.position_at_end(else_b)
-        scalar()
-        self.goto(end_b)
-        b.position_at_end(end_b)
+        if src.type.space != "global":      # cp.async reads global memory only
+            scalar()
+        else:
+            then_b, else_b, end_b = (self.new_block(f"tile.{x}")
+                                     for x in ("vec", "elem", "copied"))
+            b.cbr(aligned, then_b, else_b)
+            b.position_at_end(then_b)
+            vector()
+            self.goto(end_b)
+            b.position_at_end(else_b)
+            scalar()
+            self.goto(end_b)
+            b.position_at_end(end_b)
         b.async_commit(span=span)       # one copy group per load, waited for at its use
 
     # ---------------------------------------------------------------- matmul

@@ -85,7 +85,8 @@ def plan_tiles(lw, body: A.Block) -> TilePlan:
                 return TilePlan(f"tile variable `{n.name}` is declared twice")
             tt = _quiet_type(lw, n.type)
             if tt is None:
-                return TilePlan(f"tile variable `{n.name}` has a bad type")
+                return TilePlan(f"the type of tile variable `{n.name}` is not known "
+                                "before the kernel body runs (a local const?)")
             types[n.name], decls[n.name] = tt, n
     if not types:
         return TilePlan("no tile variables")
