@@ -127,24 +127,26 @@ def test_matmul_of_a_register_tile_and_a_shared_tile_is_exact(tmp_path, layout, 
     assert np.array_equal(mem.read("d").reshape(m, n), want.astype(np.float32))
 
 
-@pytest.mark.parametrize("fmt,n,causal,d,block_m,block_n", [
-    ("f16", 70, True, 16, 64, 16),        # one slab per subgroup, five key blocks
-    ("bf16", 100, False, 32, 128, 32),    # two slabs per subgroup, ragged last block
+@pytest.mark.parametrize("fmt,n,causal,d,block_m,block_n,work_items", [
+    ("f16", 70, True, 16, 64, 16, 128),       # one slab per subgroup, five key blocks
+    ("bf16", 100, False, 32, 128, 32, 128),   # two slabs per subgroup, ragged last block
+    ("bf16", 100, False, 128, 128, 64, 256),  # the shipped d128 variant as it is
 ])
 def test_attention_example_in_registers_matches_the_float64_oracle(tmp_path, fmt, n, causal,
-                                                                  d, block_m, block_n):
+                                                                  d, block_m, block_n,
+                                                                  work_items):
     text = SOURCE.read_text(encoding="utf-8")
     assert "kernel(block = 256)" in text
     objects, explain = compile_text(
-        tmp_path, text.replace("kernel(block = 256)", "kernel(block = 128)"),
+        tmp_path, text.replace("kernel(block = 256)", f"kernel(block = {work_items})"),
         consts=(("HEAD_DIM", str(d)), ("ELEM", fmt), ("BLOCK_M", str(block_m)),
                 ("BLOCK_N", str(block_n))))
     assert "registers in the mma fragment layout" in layout_remark(explain)
-    bh = 2
+    bh = 2 if work_items == 128 else 1
     rng = np.random.default_rng(n + d)
     q, k, v = (to_bits(rng.uniform(-1, 1, (bh, n, d)), fmt) for _ in range(3))
     scale = d ** -0.5
-    mem = run_frag(objects, "attention", 128, [
+    mem = run_frag(objects, "attention", work_items, [
         ("buf", "q", q.ravel()), ("buf", "k", k.ravel()), ("buf", "v", v.ravel()),
         ("buf", "o", np.zeros(bh * n * d, np.uint16)), ("u32", n),
         ("u32", int(np.float32(scale).view(np.uint32))), ("u32", int(causal))],
