@@ -466,8 +466,8 @@ class TileFragMixin:
             for r in range(-(-chunks // W)):
                 def chunk(g=g, r=r):
                     inside = b.cmp("lt", b.const(I64, r * R), lim)
-                    b.emit("tile.cp16", VOID, [sbase, b.select(inside, g, src),
-                                               b.select(inside, nbytes, c32(0))],
+                    # a source size of 0 reads nothing (the address may be past the end)
+                    b.emit("tile.cp16", VOID, [sbase, g, b.select(inside, nbytes, c32(0))],
                            {"offset": 2 * r * R * home.stride})
                 if r * W + W > chunks:
                     self._if(b.cmp("lt", b.add(tid, c32(r * W)), c32(chunks)), chunk)
