@@ -47,16 +47,18 @@ class TilePlan:
         return self.why is None
 
 
-def _nodes(node):
-    """Every AST node under `node` (itself included), depth first."""
+def _nodes(node, nested: bool = True):
+    """Every AST node under `node` (itself included), depth first; without `nested`, none
+    inside a nested statement list (a Block below `node`)."""
     stack = [node]
     while stack:
         n = stack.pop()
         if isinstance(n, A.Node):
             yield n
-            stack.extend(reversed(list(vars(n).values())))
+            stack.extend(v for v in reversed(list(vars(n).values()))
+                         if nested or not isinstance(v, A.Block))
         elif isinstance(n, (list, tuple)):
-            stack.extend(reversed(n))
+            stack.extend(x for x in reversed(n) if nested or not isinstance(x, A.Block))
 
 
 def _tile_call(e, name: str) -> bool:
@@ -191,18 +193,6 @@ def _load_call(stmt):
     return stmt.init if isinstance(stmt, A.VarDecl) else stmt.value
 
 
-def _shallow(stmt):
-    """The nodes of `stmt` outside its nested statement lists."""
-    stack = [stmt]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, A.Node):
-            yield n
-            stack.extend(v for v in vars(n).values() if not isinstance(v, A.Block))
-        elif isinstance(n, (list, tuple)):
-            stack.extend(x for x in n if not isinstance(x, A.Block))
-
-
 def _waits(stmts, shared: set, out: dict) -> None:
     """For each matmul reading a shared tile X in statement i of this list: the loads
     that are whole statements between X's last load in the list (or the list's start) and
@@ -215,7 +205,7 @@ def _waits(stmts, shared: set, out: dict) -> None:
                 if _tile_call(n, "tensor_matmul"):
                     out[id(n)] = (0, ())
             continue
-        for n in _shallow(st):
+        for n in _nodes(st, nested=False):
             if _tile_call(n, "tensor_matmul") and len(n.args) >= 2 and \
                     isinstance(n.args[1], A.Name) and n.args[1].name in shared:
                 x = n.args[1].name
