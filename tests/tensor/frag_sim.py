@@ -7,7 +7,10 @@ a source size. The models are written here from the PTX ISA, not taken from the 
   whose addresses lanes 8i..8i+7 give (8 consecutive 16-bit elements each); lane l gets
   in d_i the elements (row l/4, columns 2(l%4), 2(l%4)+1) of matrix i, or of its
   transpose with .trans, the first in the low half;
-- `cp.async.cg.shared.global [d], [s], 16, n`: the first n bytes copied, the rest zeroed;
+- `cp.async.cg.shared.global [d], [s], 16, n`: the first n bytes copied, the rest zeroed,
+  *when the copy completes*: copies join the thread's open group, `commit_group` closes
+  it, `wait_group N` completes every closed group but the N newest (in issue order), so
+  a read of workgroup memory before the right wait sees the old bytes and fails a test;
 - `max.f32`/`min.f32`: a NaN operand is dropped (both NaN: the canonical NaN); equal
   operands (+0 and -0 included) give the first, since the ISA leaves the zero's sign open;
   `min`/`max` of u32/s32.
@@ -41,6 +44,21 @@ def _minmax(op: str, a: int, b: int) -> int:
 
 
 class FragSim(TileSim):
+    def __init__(self, ptx, kernel: str):
+        super().__init__(ptx, kernel)
+        self.async_open: dict[int, list] = {}
+        self.async_groups: dict[int, list] = {}
+
+    def _block(self, ctaid) -> None:
+        self.async_open, self.async_groups = {}, {}
+        super()._block(ctaid)
+
+    def _open(self, th) -> list:
+        return self.async_open.setdefault(th.lin, [])
+
+    def _groups(self, th) -> list:
+        return self.async_groups.setdefault(th.lin, [])
+
     def _step(self, th) -> None:
         if th.pc < len(self.code):
             guard, negated, op, ops = self.code[th.pc]
@@ -61,8 +79,26 @@ class FragSim(TileSim):
                 if not 0 <= n <= 16 or th.val(ops[2]) != 16:
                     raise SimError(f"cp.async source size {n}")
                 d, s = th.addr(ops[0]), th.addr(ops[1])
-                for i in range(16):
-                    self.mem.store(d + i, 1, self.mem.load(s + i, 1) if i < n else 0)
+                data = [self.mem.load(s + i, 1) if i < n else 0 for i in range(16)]
+                self._open(th).append((d, data))
+                th.pc += 1
+                self.steps += 1
+                return
+            if on and op == "cp.async.commit_group":
+                self._groups(th).append(self._open(th))
+                self.async_open[th.lin] = []
+                th.pc += 1
+                self.steps += 1
+                return
+            if on and op == "cp.async.wait_group":
+                groups = self._groups(th)
+                keep = int(th.val(ops[0]))
+                done, self.async_groups[th.lin] = (groups[:max(len(groups) - keep, 0)],
+                                                   groups[max(len(groups) - keep, 0):])
+                for group in done:
+                    for d, data in group:
+                        for i, byte in enumerate(data):
+                            self.mem.store(d + i, 1, byte)
                 th.pc += 1
                 self.steps += 1
                 return

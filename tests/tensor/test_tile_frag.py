@@ -50,6 +50,7 @@ def compile_text(tmp_path, text: str, arch="sm_80", consts=(), **opts):
     o = options(emit="ptx", gpu_arch=arch, optimize=True, consts=tuple(consts),
                 explain=True, **opts)
     res = compile_file(str(path), o)
+    compile_text.ptx = res.data.decode()
     return res.objects, res.explain or ""
 
 
@@ -58,7 +59,8 @@ def layout_remark(explain: str) -> str:
     return line
 
 
-def test_exact_operations_give_the_replays_bits(tmp_path):
+@pytest.mark.parametrize("upper", [5, -(1 << 31)])     # a diagonal; everything masked
+def test_exact_operations_give_the_replays_bits(tmp_path, upper):
     n, m = 100, 29
     rng = np.random.default_rng(5)
     x = rng.uniform(-4, 4, (n, m)).astype(np.float32)
@@ -82,11 +84,13 @@ def test_exact_operations_give_the_replays_bits(tmp_path):
             ("buf", "r", np.zeros(n, np.float32)), ("buf", "h", np.zeros(n * m, np.uint16)),
             ("buf", "mxo", np.zeros(n, np.float32)),
             ("u32", n), ("u32", m), ("u32", int(c.view(np.uint32))),
-            ("u32", 5)], grid=(-(-n // 64), 1, 1))
+            ("u32", upper & 0xFFFFFFFF)], grid=(-(-n // 64), 1, 1))
         out[form] = [mem.read(b).view(np.uint32 if b != "h" else np.uint16).copy()
                      for b in ("y", "r", "h", "mxo")]
     for got, want in zip(out["frag"], out["replay"]):
         assert np.array_equal(got, want)
+    if upper != 5:
+        return
     mx = out["frag"][3].view(np.float32)
     assert mx[9].view(np.uint32) == 0 and mx[10].view(np.uint32) == 0x80000000
     assert np.isfinite(mx[11])
@@ -123,24 +127,26 @@ def test_matmul_of_a_register_tile_and_a_shared_tile_is_exact(tmp_path, layout, 
     assert np.array_equal(mem.read("d").reshape(m, n), want.astype(np.float32))
 
 
-@pytest.mark.parametrize("fmt,n,causal,d,block_m,block_n", [
-    ("f16", 70, True, 16, 64, 16),        # one slab per subgroup, five key blocks
-    ("bf16", 100, False, 32, 128, 32),    # two slabs per subgroup, ragged last block
+@pytest.mark.parametrize("fmt,n,causal,d,block_m,block_n,work_items", [
+    ("f16", 70, True, 16, 64, 16, 128),       # one slab per subgroup, five key blocks
+    ("bf16", 100, False, 32, 128, 32, 128),   # two slabs per subgroup, ragged last block
+    ("bf16", 100, False, 128, 128, 64, 256),  # the shipped d128 variant as it is
 ])
 def test_attention_example_in_registers_matches_the_float64_oracle(tmp_path, fmt, n, causal,
-                                                                  d, block_m, block_n):
+                                                                  d, block_m, block_n,
+                                                                  work_items):
     text = SOURCE.read_text(encoding="utf-8")
     assert "kernel(block = 256)" in text
     objects, explain = compile_text(
-        tmp_path, text.replace("kernel(block = 256)", "kernel(block = 128)"),
+        tmp_path, text.replace("kernel(block = 256)", f"kernel(block = {work_items})"),
         consts=(("HEAD_DIM", str(d)), ("ELEM", fmt), ("BLOCK_M", str(block_m)),
                 ("BLOCK_N", str(block_n))))
     assert "registers in the mma fragment layout" in layout_remark(explain)
-    bh = 2
+    bh = 2 if work_items == 128 else 1
     rng = np.random.default_rng(n + d)
     q, k, v = (to_bits(rng.uniform(-1, 1, (bh, n, d)), fmt) for _ in range(3))
     scale = d ** -0.5
-    mem = run_frag(objects, "attention", 128, [
+    mem = run_frag(objects, "attention", work_items, [
         ("buf", "q", q.ravel()), ("buf", "k", k.ravel()), ("buf", "v", v.ravel()),
         ("buf", "o", np.zeros(bh * n * d, np.uint16)), ("u32", n),
         ("u32", int(np.float32(scale).view(np.uint32))), ("u32", int(causal))],
@@ -164,3 +170,69 @@ def test_explain_says_why_a_kernel_replays(tmp_path, change, why):
 def test_targets_without_the_warp_mma_replay(tmp_path):
     _, explain = compile_text(tmp_path, SOFTMAX, arch="sm_75")
     assert "no m16n8k16 warp MMA" in layout_remark(explain)
+
+
+TWO_LOADS = """
+kernel(block = 128) two(a: uint16*, b: uint16*, c: uint16*, d: float32*, m: uint32,
+                        k: uint32) {
+    var row0: uint32 = block.x * 64;
+    var ta: tile<f16, 64, 32> = tile_load(a, row0, 0, m, k);
+    var t1: tile<f16, 32, 32> = tile_load(b, 0, 0, k, 32);
+    var t2: tile<f16, 32, 32> = tile_load(c, 0, 0, k, 32, layout: col);
+    var x: tile<f32, 64, 32> = tensor_matmul(ta, t1);
+    var y: tile<f32, 64, 32> = tensor_matmul(tile_convert(x, to: f16), t2, x);
+    tile_store(d, y, row0, 0, m, 32);
+}
+"""
+
+
+def test_back_to_back_shared_loads_are_complete_at_their_matmuls(tmp_path):
+    """Two loads, then their matmuls (the interpreter completes a copy only at the wait
+    that covers it): the second load first waits for every copy in flight and
+    synchronises, which makes t1 ready for its matmul; t2's matmul waits for t2."""
+    objects, _ = compile_text(tmp_path, TWO_LOADS)
+    text = compile_text.ptx
+    m, k = 70, 32
+    rng = np.random.default_rng(3)
+    a = rng.integers(-2, 3, (m, k)).astype(np.float16)
+    b1 = rng.integers(-2, 3, (k, 32)).astype(np.float16)
+    c = rng.integers(-2, 3, (32, k)).astype(np.float16)        # t2 = c read column-major
+    mem = run_frag(objects, "two", 128, [
+        ("buf", "a", a.view(np.uint16).ravel()), ("buf", "b", b1.view(np.uint16).ravel()),
+        ("buf", "c", c.view(np.uint16).ravel()), ("buf", "d", np.zeros(m * 32, np.float32)),
+        ("u32", m), ("u32", k)], grid=(-(-m // 64), 1, 1))
+    x = a.astype(np.float64) @ b1.astype(np.float64)
+    want = x @ c.T.astype(np.float64) + x
+    assert np.array_equal(mem.read("d").reshape(m, 32), want.astype(np.float32))
+    # t1 and t2 loads, t2's matmul, the return
+    assert text.count("cp.async.wait_group 0;") == 4 and "wait_group 1" not in text
+    assert text.count("bar.sync") == 3
+
+
+FROM_WORKGROUP = """
+kernel(block = 128) wg(a: uint16*, b: uint16*, d: float32*, m: uint32) {
+    workgroup var stage: uint16[1024];
+    var i: uint32 = thread.x;
+    while (i < 1024) { stage[i] = b[i]; i = i + 128; }
+    barrier();
+    var row0: uint32 = block.x * 64;
+    var ta: tile<f16, 64, 32> = tile_load(a, row0, 0, m, 32);
+    var tb: tile<f16, 32, 32> = tile_load(&stage[0], 0, 0, 32, 32);
+    tile_store(d, tensor_matmul(ta, tb), row0, 0, m, 32);
+}
+"""
+
+
+def test_a_shared_tile_loaded_from_workgroup_memory_is_copied_element_by_element(tmp_path):
+    objects, explain = compile_text(tmp_path, FROM_WORKGROUP)
+    assert "`tb`" in layout_remark(explain)
+    assert "cp.async.cg" not in compile_text.ptx        # cp.async reads global memory only
+    m = 64
+    rng = np.random.default_rng(8)
+    a = rng.integers(-3, 4, (m, 32)).astype(np.float16)
+    bm = rng.integers(-3, 4, (32, 32)).astype(np.float16)
+    mem = run_frag(objects, "wg", 128, [
+        ("buf", "a", a.view(np.uint16).ravel()), ("buf", "b", bm.view(np.uint16).ravel()),
+        ("buf", "d", np.zeros(m * 32, np.float32)), ("u32", m)])
+    want = a.astype(np.float64) @ bm.astype(np.float64)
+    assert np.array_equal(mem.read("d").reshape(m, 32), want.astype(np.float32))

@@ -129,6 +129,8 @@ def test_attention_variants_stay_in_registers_without_spills(ptxas_path, tmp_pat
     assert text.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == block_n * d // 256
     assert text.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == block_n * d // 256
     assert "shfl.sync.bfly.b32" in text and "cp.async.cg.shared.global" in text
+    # one barrier before the first Kᵀ copy, then two per key block (FlashAttention-2's)
+    assert text.count("bar.sync") == 3
     path = tmp_path / "attention.ptx"
     path.write_text(text)
     (res,) = assemble(ptxas_path, arch, str(path))[1]

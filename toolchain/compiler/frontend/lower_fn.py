@@ -135,6 +135,7 @@ class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, C
                     self.error("E0011", f"function `{self.sym.name}` may reach its end "
                                "without returning a value", self.decl.span)
                 self.b.unreachable()
+        self.tile_finish()              # shared-tile copies still in flight (tile_frag.py)
         ssa = self.b.ssa
         if ssa is not None:
             ssa.finish(self.fn)

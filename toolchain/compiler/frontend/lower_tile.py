@@ -462,7 +462,7 @@ class TileMixin(TileFragMixin, TileMmaMixin, TileReplayMixin):
                                 e.args[2].span)
         self._uniform("tensor_matmul", e.span, [])
         if isinstance(b_, FragVal):     # registers x a shared tile (tile_frag.py)
-            return self._frag_matmul(a, b_, c, rt, e.span)
+            return self._frag_matmul(a, b_, c, rt, e)
         if self._mma_fits(a, b_):       # warp tensor cores (tile_mma.py)
             return self._mma_matmul(a, b_, c, rt, e.span)
         return self._replay_matmul(a, b_, c, rt, e.span)

@@ -23,7 +23,7 @@ fragments from ldmatrix.
 """
 from __future__ import annotations
 
-from ..ir.types import F32, I64, U16, U32, U64, VOID, VectorType
+from ..ir.types import F32, I32, I64, U16, U32, U64, VOID, VectorType
 from .tile_plan import PAD, plan_tiles
 from .tile_replay import NEG_ZERO, TileType, TileVal
 
@@ -39,7 +39,6 @@ class SharedHome:
         self.ptr, self.col = ptr, col
         self.outer, self.inner = (tt.columns, tt.rows) if col else (tt.rows, tt.columns)
         self.stride = self.inner + PAD
-        self.state = "empty"            # empty | pending | ready (tile_frag's async order)
 
 
 class FragVar:
@@ -62,8 +61,8 @@ class TileFragMixin:
         plan = self.__dict__.get("_tplan")
         if plan is None:
             plan = self._tplan = plan_tiles(self, self.decl.body)
-            self._tile_pending: list[SharedHome] = []
             self._tile_clean = None         # the IR block of the last barrier, no read since
+            self._tile_synced: set[int] = set()     # tile_load calls that waited for all
             if plan.fast:
                 shared = ", ".join(f"`{n}`" for n in plan.shared) or "none"
                 text = ("tile values held in registers in the mma fragment layout "
@@ -73,6 +72,24 @@ class TileFragMixin:
                 text = f"tile values replay (distributed layout): {plan.why}"
             self.ctx.module.remarks.add(self.fn, self.decl.span, "tile-layout", text)
         return plan.fast
+
+    def tile_finish(self) -> None:
+        """Every return of a kernel with shared tiles first waits for its copies: a load
+        whose tile is never read again (a prefetch past the last block) leaves a group in
+        flight, and a kernel exits with none (ir/async_groups.py)."""
+        plan = self.__dict__.get("_tplan")
+        if plan is None or not plan.fast or not plan.shared:
+            return
+        b, here = self.b, self.b.block
+        for block in self.fn.blocks:
+            term = block.terminator
+            if term is not None and term.op == "ret":
+                block.instrs.pop()
+                b.position_at_end(block)
+                b.async_wait(0, span=term.span)
+                block.instrs.append(term)
+        if here is not None:
+            b.position_at_end(here)
 
     def _geo(self, span):
         """(warp, lane, g, t) of this work-item, u32."""
@@ -149,6 +166,7 @@ class TileFragMixin:
 
     def _shared_assign(self, home: SharedHome, tt: TileType, value, span) -> None:
         self.kernel_only("`tile_load`", value.span)
+        self._tile_call = value
         self._load(value, tt, into=home)
         self._uniform("tile assignment", span, [])
 
@@ -224,9 +242,17 @@ class TileFragMixin:
             origin = b.sub(s(u(ctl["column"])), s(u(ctl["row"])))
             for key, d in diag.items():
                 limits[key] = b.sub(b.sub(s(d), origin), lane_term)
-        row_off = {(k, h): b.cmp("le", row_lim, b.const(I64, 16 * warps * k + 8 * h))
+        # the constants are below 2^12 in magnitude: limits clamped to +-2^20 compare the
+        # same in 32 bits
+        def narrow(v):
+            lo, hi = b.const(I64, -(1 << 20)), b.const(I64, 1 << 20)
+            v = b.select(b.cmp("lt", v, lo), lo, v)
+            return b.convert(b.select(b.cmp("gt", v, hi), hi, v), I32)
+        row_lim, col_lim = narrow(row_lim), narrow(col_lim)
+        limits = {key: narrow(v) for key, v in limits.items()}
+        row_off = {(k, h): b.cmp("le", row_lim, b.const(I32, 16 * warps * k + 8 * h))
                    for k in range(len(a.regs) // (4 * nb)) for h in (0, 1)}
-        col_off = {(j, p): b.cmp("le", col_lim, b.const(I64, 8 * j + p))
+        col_off = {(j, p): b.cmp("le", col_lim, b.const(I32, 8 * j + p))
                    for j in range(nb) for p in (0, 1)}
         regs = []
         for i, x in enumerate(a.regs):
@@ -234,7 +260,7 @@ class TileFragMixin:
             j, e = divmod(rest, 4)
             h, p = divmod(e, 2)
             off = b.binop("or", row_off[k, h], col_off[j, p])
-            const = b.const(I64, 8 * j + p - 16 * warps * k - 8 * h)
+            const = b.const(I32, 8 * j + p - 16 * warps * k - 8 * h)
             if "upper" in limits:
                 off = b.binop("or", off, b.cmp("lt", limits["upper"], const))
             if "lower" in limits:
@@ -374,11 +400,17 @@ class TileFragMixin:
 
     def _shared_load(self, home: SharedHome, src, ctl, ld, col: bool, span) -> None:
         """Fill a shared tile: 16-byte asynchronous copies of 8 elements along the
-        contiguous dimension when the source, ld and the contiguous origin are 16-byte
-        aligned (a uniform test), else element by element; out-of-range elements are 0."""
+        contiguous dimension when the source is global memory and it, ld and the
+        contiguous origin are 16-byte aligned (a uniform test), else element by element;
+        out-of-range elements are 0."""
         b, c32 = self.b, self._c32
-        if self._tile_clean is not b.block:     # earlier readers of any shared tile done
+        if self._tile_clean is not b.block:
+            # earlier readers of any shared tile are done, and every copy issued so far is
+            # complete and visible: a matmul reading a tile loaded before this point needs
+            # no wait of its own (FlashAttention-2's two barriers per key block)
+            b.async_wait(0, span=span)
             self._wg_barrier(span)
+            self._tile_synced.add(id(self._tile_call))
         u = lambda v: b.convert(v, U64)     # noqa: E731
         names = ("column", "row") if col else ("row", "column")
         o0, i0 = u(ctl[names[0]]), u(ctl[names[1]])
@@ -434,8 +466,8 @@ class TileFragMixin:
             for r in range(-(-chunks // W)):
                 def chunk(g=g, r=r):
                     inside = b.cmp("lt", b.const(I64, r * R), lim)
-                    b.emit("tile.cp16", VOID, [sbase, b.select(inside, g, src),
-                                               b.select(inside, nbytes, c32(0))],
+                    # a source size of 0 reads nothing (the address may be past the end)
+                    b.emit("tile.cp16", VOID, [sbase, g, b.select(inside, nbytes, c32(0))],
                            {"offset": 2 * r * R * home.stride})
                 if r * W + W > chunks:
                     self._if(b.cmp("lt", b.add(tid, c32(r * W)), c32(chunks)), chunk)
@@ -461,45 +493,33 @@ class TileFragMixin:
                 self._if(b.cmp("lt", idx, c32(n)), one)
             self._for(-(-n // W), element)
 
-        then_b, else_b, end_b = (self.new_block(f"tile.{x}") for x in ("vec", "elem", "copied"))
-        b.cbr(aligned, then_b, else_b)
-        b.position_at_end(then_b)
-        vector()
-        self.goto(end_b)
-        b.position_at_end(else_b)
-        scalar()
-        self.goto(end_b)
-        b.position_at_end(end_b)
-        b.async_commit(span=span)
-        if self._tplan.pipelined:
-            home.state = "pending"
-            if home in self._tile_pending:
-                self._tile_pending.remove(home)
-            self._tile_pending.append(home)
+        if src.type.space != "global":      # cp.async reads global memory only
+            scalar()
         else:
-            b.async_wait(0, span=span)
-            self._wg_barrier(span)
-            home.state = "ready"
-
-    def _shared_ready(self, home: SharedHome, span) -> None:
-        """Before reading a shared tile: its copies complete and visible to the workgroup."""
-        pend = self._tile_pending
-        if home.state == "pending" and home in pend:
-            later = len(pend) - 1 - pend.index(home)
-            self.b.async_wait(later, span=span)
-            self._wg_barrier(span)
-            for x in pend[:pend.index(home) + 1]:
-                x.state = "ready"
-            del pend[:pend.index(home) + 1]
-        elif home.state != "ready":     # loaded later in the text (a loop-carried value)
-            self.b.async_wait(0, span=span)
-            self._wg_barrier(span)
+            then_b, else_b, end_b = (self.new_block(f"tile.{x}")
+                                     for x in ("vec", "elem", "copied"))
+            b.cbr(aligned, then_b, else_b)
+            b.position_at_end(then_b)
+            vector()
+            self.goto(end_b)
+            b.position_at_end(else_b)
+            scalar()
+            self.goto(end_b)
+            b.position_at_end(end_b)
+        b.async_commit(span=span)       # one copy group per load, waited for at its use
 
     # ---------------------------------------------------------------- matmul
-    def _frag_matmul(self, a: FragVal, bt: FragVal, c, rt: TileType, span) -> FragVal:
+    def _frag_matmul(self, a: FragVal, bt: FragVal, c, rt: TileType, call) -> FragVal:
+        """A matmul reading shared tile bt: first its copies complete (all but the copy
+        groups the plan knows were issued after bt's) and are visible to the workgroup,
+        unless one of those later loads synchronised (then they are already)."""
         b, c32 = self.b, self._c32
+        span = call.span
         home = bt.shared
-        self._shared_ready(home, span)
+        pending, loads = self._tplan.waits.get(id(call), (0, ()))
+        if not any(x in self._tile_synced for x in loads):
+            b.async_wait(pending, span=span)
+            self._wg_barrier(span)
         M, K, N = a.type.rows, a.type.columns, bt.type.columns
         slabs = M // (16 * self._tplan.warps)
         nba, nbo = K // 8, N // 8

@@ -33,27 +33,32 @@ class SharedSpec:
 
 
 class TilePlan:
-    def __init__(self, why: str | None, shared=None, warps: int = 0, pipelined=False):
+    def __init__(self, why: str | None, shared=None, warps: int = 0, waits=None):
         self.why = why                          # None: the fragment form applies
         self.shared: dict[str, SharedSpec] = shared or {}
         self.warps = warps
-        self.pipelined = pipelined              # every shared load and use in one list
+        # id(tensor_matmul call) -> (n, loads): how many copy groups may still be in
+        # flight when it reads its shared b (the loads surely issued since b's own), and
+        # the ids of those loads' tile_load calls (one that synchronised makes b ready)
+        self.waits: dict[int, tuple[int, tuple[int, ...]]] = waits or {}
 
     @property
     def fast(self) -> bool:
         return self.why is None
 
 
-def _nodes(node):
-    """Every AST node under `node` (itself included), depth first."""
+def _nodes(node, nested: bool = True):
+    """Every AST node under `node` (itself included), depth first; without `nested`, none
+    inside a nested statement list (a Block below `node`)."""
     stack = [node]
     while stack:
         n = stack.pop()
         if isinstance(n, A.Node):
             yield n
-            stack.extend(reversed(list(vars(n).values())))
+            stack.extend(v for v in reversed(list(vars(n).values()))
+                         if nested or not isinstance(v, A.Block))
         elif isinstance(n, (list, tuple)):
-            stack.extend(reversed(n))
+            stack.extend(x for x in reversed(n) if nested or not isinstance(x, A.Block))
 
 
 def _tile_call(e, name: str) -> bool:
@@ -82,7 +87,8 @@ def plan_tiles(lw, body: A.Block) -> TilePlan:
                 return TilePlan(f"tile variable `{n.name}` is declared twice")
             tt = _quiet_type(lw, n.type)
             if tt is None:
-                return TilePlan(f"tile variable `{n.name}` has a bad type")
+                return TilePlan(f"the type of tile variable `{n.name}` is not known "
+                                "before the kernel body runs (a local const?)")
             types[n.name], decls[n.name] = tt, n
     if not types:
         return TilePlan("no tile variables")
@@ -100,6 +106,9 @@ def plan_tiles(lw, body: A.Block) -> TilePlan:
         if isinstance(n, A.Call) and isinstance(n.callee, A.Name) and \
                 n.callee.name in ("tile_col_max", "tile_col_sum"):
             return TilePlan(f"`{n.callee.name}` has no fragment form")
+    for n in _nodes(body):              # an assignment's target is no use of the value
+        if isinstance(n, A.Assign) and n.op == "=" and isinstance(n.target, A.Name):
+            b_args.add(id(n.target))
     for n in _nodes(body):
         if isinstance(n, A.Name) and n.name in types and id(n) not in b_args:
             other.add(n.name)
@@ -136,7 +145,9 @@ def plan_tiles(lw, body: A.Block) -> TilePlan:
     if regs > REGISTER_BUDGET:
         return TilePlan(f"the tile variables need about {regs} registers per work-item "
                         f"(budget {REGISTER_BUDGET})")
-    return TilePlan(None, shared, warps, _one_list(body, set(shared)))
+    waits: dict[int, tuple] = {}
+    _waits(body.stmts, set(shared), waits)
+    return TilePlan(None, shared, warps, waits)
 
 
 def _is_tile(e, types) -> bool:
@@ -157,29 +168,72 @@ def _assignments(body, decl: A.VarDecl, name: str) -> list:
     return out
 
 
-def _one_list(body, shared: set) -> bool:
-    """Whether every statement that loads or reads a shared tile sits directly in one
-    statement list: then the copies of one iteration complete in program order and a
-    later use may wait for all but the copies issued after its own."""
-    lists = set()
-    for n in _nodes(body):
+def _loads(stmt, shared: set) -> set:
+    """Shared tiles that `stmt` may load (anywhere inside it)."""
+    out = set()
+    for n in _nodes(stmt):
+        if isinstance(n, A.VarDecl) and n.name in shared and n.init is not None:
+            out.add(n.name)
+        elif isinstance(n, A.Assign) and isinstance(n.target, A.Name) and \
+                n.target.name in shared:
+            out.add(n.target.name)
+    return out
+
+
+def _sure_load(stmt, shared: set) -> bool:
+    """Whether `stmt` is itself one load of a shared tile (one copy group, always issued
+    when the statement runs)."""
+    if isinstance(stmt, A.VarDecl):
+        return stmt.name in shared and stmt.init is not None
+    return isinstance(stmt, A.Assign) and isinstance(stmt.target, A.Name) and \
+        stmt.target.name in shared
+
+
+def _load_call(stmt):
+    return stmt.init if isinstance(stmt, A.VarDecl) else stmt.value
+
+
+def _waits(stmts, shared: set, out: dict) -> None:
+    """For each matmul reading a shared tile X in statement i of this list: the loads
+    that are whole statements between X's last load in the list (or the list's start) and
+    statement i. They run after X's latest copies on every path (a loop body's earlier
+    statements follow the previous iteration's and the pre-loop loads alike), so waiting
+    until at most that many copy groups are in flight completes X's."""
+    for i, st in enumerate(stmts):
+        if isinstance(st, A.Switch):        # case bodies are bare lists: wait for all
+            for n in _nodes(st):
+                if _tile_call(n, "tensor_matmul"):
+                    out[id(n)] = (0, ())
+            continue
+        for n in _nodes(st, nested=False):
+            if _tile_call(n, "tensor_matmul") and len(n.args) >= 2 and \
+                    isinstance(n.args[1], A.Name) and n.args[1].name in shared:
+                x = n.args[1].name
+                j = max((k for k in range(i) if x in _loads(stmts[k], shared)), default=-1)
+                sure = [_load_call(stmts[k]) for k in range(j + 1, i)
+                        if _sure_load(stmts[k], shared)]
+                out[id(n)] = (len(sure), tuple(id(c) for c in sure))
+        for child in _blocks(st):
+            _waits(child.stmts, shared, out)
+        if isinstance(st, A.Block):
+            _waits(st.stmts, shared, out)
+
+
+def _blocks(stmt):
+    """The statement lists directly inside `stmt` (not inside those)."""
+    if isinstance(stmt, A.Block):
+        return []
+    found = []
+    stack = [v for v in vars(stmt).values()]
+    while stack:
+        n = stack.pop()
         if isinstance(n, A.Block):
-            for st in n.stmts:
-                if any(isinstance(x, A.Name) and x.name in shared for x in _nodes(st)) \
-                        and not isinstance(st, (A.Block, A.If, A.While, A.For, A.ForRange,
-                                                A.Switch)):
-                    lists.add(id(n))
-                elif isinstance(st, A.VarDecl) and st.name in shared:
-                    lists.add(id(n))
-    touched = sum(1 for n in _nodes(body) if isinstance(n, (A.If, A.While, A.For,
-                                                          A.ForRange, A.Switch))
-                  and any(isinstance(x, A.Name) and x.name in shared
-                          for x in _nodes(_cond(n))))
-    return len(lists) == 1 and not touched
-
-
-def _cond(n):
-    return getattr(n, "cond", None) or getattr(n, "subject", None) or []
+            found.append(n)
+        elif isinstance(n, A.Node):
+            stack.extend(vars(n).values())
+        elif isinstance(n, (list, tuple)):
+            stack.extend(n)
+    return found
 
 
 def _quiet_type(lw, t):

@@ -66,8 +66,7 @@ def lower_mma(em, ins: Instr) -> None:
 
 
 def lower_bfly(em, ins: Instr) -> None:
-    em.op("shfl.sync.bfly.b32", em.result(ins), em.reg(ins.operands[0]),
-          str(int(ins.attrs["lanes"])), "31", "-1")
+    em.put(ops.shfl_bfly(em.result(ins), em.reg(ins.operands[0]), ins.attrs["lanes"]))
 
 
 def _shared_addr(em, p, offset: int) -> Addr:
@@ -83,8 +82,7 @@ def lower_ldmatrix(em, ins: Instr) -> None:
     em.profile.need("ldmatrix", "a register-resident tile matmul", ins.span)
     a = _shared_addr(em, p, int(ins.attrs.get("offset", 0)))
     d = Vec([em.new("r") for _ in range(4)])
-    trans = ".trans" if ins.attrs.get("trans") else ""
-    em.put(ops.ldmatrix(f"ldmatrix.sync.aligned.m8n8.x4{trans}.shared.b16", d.regs, a))
+    em.put(ops.ldmatrix(d.regs, a, bool(ins.attrs.get("trans"))))
     em.define(ins, d)
 
 
@@ -99,7 +97,7 @@ def lower_cp16(em, ins: Instr) -> None:
 def lower_pack(em, ins: Instr) -> None:
     lo, hi = ins.operands
     em.profile.need("cvt.x2", "a register-resident tile conversion", ins.span)
-    em.op(f"cvt.rn.{ins.attrs['format']}x2.f32", em.result(ins), em.reg(hi), em.reg(lo))
+    em.put(ops.cvt_rn_x2(ins.attrs["format"], em.result(ins), em.reg(hi), em.reg(lo)))
 
 
 LOWER = {"tile.mma": lower_mma, "tile.bfly": lower_bfly, "tile.ldmatrix": lower_ldmatrix,

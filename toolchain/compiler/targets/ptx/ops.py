@@ -528,12 +528,25 @@ def cp_async_zfill(dst: Addr, src: Addr, src_bytes) -> PtxInstr:
     return _op("cp.async.cg.shared.global", (), (dst, src, "16", src_bytes))
 
 
-def ldmatrix(spelling: str, d, addr: Addr) -> PtxInstr:
+def ldmatrix(d, addr: Addr, trans: bool = False) -> PtxInstr:
     """Feature `ldmatrix`: `ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 {d..},
-    [addr]`."""
-    if not spelling.startswith("ldmatrix.sync.aligned.m8n8.x"):
-        raise ValueError(f"{spelling!r} is not an ldmatrix form")
-    return _op(spelling, (vec(*d),), (addr,))
+    [addr]`, one 8x8 matrix per destination register."""
+    if len(d) not in (1, 2, 4):
+        raise ValueError(f"ldmatrix of {len(d)} matrices")
+    name = f"ldmatrix.sync.aligned.m8n8.x{len(d)}{'.trans' if trans else ''}.shared.b16"
+    return _op(name, (vec(*d),), (addr,))
+
+
+def cvt_rn_x2(fmt: str, d, hi, lo) -> PtxInstr:
+    """Feature `cvt.x2`: `cvt.rn.{f16x2,bf16x2}.f32 d, hi, lo` (lo in bits 0..15)."""
+    if fmt not in ("f16", "bf16"):
+        raise ValueError(f"cvt.rn x2 format {fmt!r}")
+    return _op(f"cvt.rn.{fmt}x2.f32", (d,), (hi, lo))
+
+
+def shfl_bfly(d, a, lanes: int) -> PtxInstr:
+    """Feature `subgroup.sync`: `shfl.sync.bfly.b32 d, a, lanes, 31, -1` over the full warp."""
+    return _op("shfl.sync.bfly.b32", (d,), (a, str(int(lanes)), "31", "-1"))
 
 
 def cp_async_commit_group() -> PtxInstr:
