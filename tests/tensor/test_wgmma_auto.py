@@ -130,3 +130,25 @@ def test_documented_rule_is_the_compilers():
     section = _between(doc, "## Automatic schedule", "\n## ")
     assert f"multiples of {wgmma.AUTO_ALIGN} bytes" in section
     assert f"shared {wgmma.shared_bytes(_desc())}" in section
+
+
+def test_ir_round_trip_keeps_auto():
+    from toolchain.compiler.frontend.api import compile_to_ir
+    from toolchain.compiler.ir.printer import format_module
+    from toolchain.compiler.ir.reader import parse_module
+    module, _ = compile_to_ir("g.mettle", gpu=True, source_text=gemm_source(
+        "f16", persistent=True, schedule="auto"))
+    text = format_module(module)
+    assert "persistent=8 schedule=auto>" in text
+    assert format_module(parse_module(text)) == text
+
+
+def test_a_bad_word_lists_auto():
+    from toolchain.compiler.diagnostics import CompileError
+    src = gemm_source("f16", persistent=True, schedule="auto").replace("schedule: auto",
+                                                                       "schedule: best")
+    with pytest.raises(CompileError) as exc:
+        compile_ptx(src, "sm_90a")
+    d = exc.value.diagnostics[0]
+    assert d.code == "E0340" and "must be one of cooperative, pingpong, auto" in d.message, d
+    assert d.span is not None

@@ -34,6 +34,10 @@ workgroup region is split into exact subgroup regions, wgmma_split.py): exactly
 aligned A/B with 16-byte row pitches, 8-byte aligned C/D with even pitches and an even
 column origin, origins below 2^31, M and N non-zero. The entry gets `.maxntid threads`
 and `.minnctapersm 1` so that `setmaxnreg` has the register cap it needs.
+
+`schedule: pingpong` runs wgmma_pingpong.py's consumers and producer on the same ring;
+`schedule: auto` emits both pipelines behind one uniform run-time branch (auto_pred:
+128-byte aligned A/B rows take the ping-pong one), each with its own barriers and maps.
 """
 from __future__ import annotations
 
@@ -125,8 +129,9 @@ def auto(desc) -> bool:
 
 
 def unpaired(desc) -> bool:
-    """Whether the region never runs in clusters of 2 (a ping-pong schedule, or auto's
-    ping-pong branch: only the cooperative region shares B)."""
+    """Whether the region never runs in clusters of 2: ping-pong never pairs, and auto's
+    kernel has one cluster shape for both of its pipelines, so its cooperative one runs
+    unpaired too (CLUSTER = 2 is experimental, off by default)."""
     return desc.schedule in ("pingpong", "auto")
 
 
