@@ -96,6 +96,21 @@ def test_auto_takes_the_documented_branch(pitch, branch, seed):
     assert sim.wgmmas == 4 * -(-K // 64) * per_chunk
 
 
+@pytest.mark.parametrize("schedule,pitch", [("pingpong", None), ("auto", 512)])
+def test_a_six_stage_pingpong_ring_is_exact(monkeypatch, schedule, pitch):
+    """bench/gemm.py --pingpong-stages 6 (the ring depth the H200 compares with the
+    default 7): nk = 8 chunks a half tile wrap the 6-stage ring, late copies included."""
+    from toolchain.compiler.targets.ptx.tensor import wgmma
+    monkeypatch.setattr(wgmma, "PINGPONG_MAX_STAGES", 6)
+    sim, got, want, untouched = _run(150, 70, 450, 3, schedule, seed=5, pitch=pitch)
+    np.testing.assert_array_equal(got, want)
+    assert untouched, "D's padding was written"
+    assert sim.wgmmas == 4 * 8 * 16                 # 4 tiles, 8 chunks, 2 halves x 8
+    text = compile_ptx(gemm_source("f16", bn=BN, persistent=True, schedule="pingpong"),
+                       "sm_90a")
+    assert text.count("mbarrier.inval") == 2 * 6 + 2     # 6 full, 6 empty, 2 turns
+
+
 def test_pipeline_fp8_pingpong_exact():
     """FP8 (E4M3, k32, 128-byte stages) with per-tensor scales, ping-pong, bf16 D."""
     M, N, K = 150, 70, 300
