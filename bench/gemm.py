@@ -1,7 +1,7 @@
 """GEMM benchmark (a script, not a test): Mettle tensor_matmul against torch.matmul.
 
     python3 bench/gemm.py [--json gemm.json] [--reps 10] [--probe] [--check] [--no-bench]
-                          [--subgroup] [--out f32,f16] [--shapes MxNxK,...]
+                          [--subgroup] [--out f32,f16] [--shapes MxNxK,...|isolate]
                           [--epilogue all|NAME,...]
 
 The default kernel is the workgroup-scope region (tests/gpu/gemm_hopper.gemm_source: one
@@ -27,6 +27,15 @@ traffic; checked against A*B alone). `ratio` columns divide by `torch`.
 (--no-pingpong leaves them out); --check-pingpong checks only that form (PINGPONG_CHECKS:
 tails, a right half tile wholly outside N, odd tile counts per workgroup, K = 0, C
 aliasing D, the split path, 200 launches back to back).
+`auto` and `auto/noC` (`r.auto`, `r.anoC`) are ours as we recommend writing it: the same
+two contracts with `schedule: auto` (docs/reference/gemm.md "Automatic schedule": the
+ping-pong pipeline when A's and B's rows start on 128-byte boundaries, else the
+cooperative one), so each row shows the rule's pick next to both explicit schedules
+(`persist`, `pingpong`); --no-auto leaves them out. --check-auto checks that form on both
+of its branches (every PINGPONG_CHECKS case with aligned and misaligned row pitches).
+--shapes isolate (ISOLATE) times the odd shape next to the shapes that separate its
+causes: 5000x3000x4104 and 5000x3000x4096 (the same tiles, 8208- vs 8192-byte rows),
+4096x4096x4104 and 4096^3 (a square shape, misaligned vs aligned rows).
 --probe compares the device-built tensor maps with cuTensorMapEncodeTiled's bytes.
 --epilogue (names of bench/wgmma_kernels.EPILOGUES, or all): --check also checks
 each fused epilogue on EPI_CHECKS (random data against the torch oracle, and pipeline vs
@@ -61,6 +70,9 @@ SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (16384, 10
           (5000, 3000, 4104))
 CHECKS = ((128, 256, 64), (300, 520, 200), (129, 257, 65), (1000, 1000, 1000),
           (64, 64, 0), (4096, 4096, 4096), (5000, 3000, 4104))
+# --shapes isolate: the row pitch (K = 4104: 8208-byte rows, 7 of 8 TMA box rows straddle
+# an extra 32-byte L2 sector) against the shape (M, N, wave quantization) of 5000x3000x4104
+ISOLATE = ((5000, 3000, 4104), (5000, 3000, 4096), (4096, 4096, 4104), (4096, 4096, 4096))
 EPI_CHECKS = ((128, 256, 64), (300, 520, 200), (129, 257, 65), (64, 64, 0),
               (1000, 1000, 1000))
 
@@ -194,6 +206,44 @@ def check_pingpong(torch, dev, fmt, out, small: bool = False) -> int:
     return bad
 
 
+AUTO_STRESS = 100   # back-to-back launches of 4096^3 per branch of `schedule: auto`
+
+
+def pitch_pads(k: int) -> tuple[tuple[str, int], ...]:
+    """(branch, padding) of A's and B's rows so that `schedule: auto` takes each branch:
+    a row pitch of K + pad elements that is a multiple of 64 (128 bytes: ping-pong) or
+    not (cooperative); torch's allocations are 128-byte aligned."""
+    return (("aligned", -k % 64 or 64), ("misaligned", 8 if (k + 8) % 64 else 16))
+
+
+def check_auto(torch, dev, fmt, out, small: bool = False) -> int:
+    """`schedule: auto` (persistent) on PINGPONG_CHECKS, each with aligned and misaligned
+    row pitches (pitch_pads: both pipelines of the kernel), the split path (256
+    work-items), C aliasing D (f32 D), then 4096^3 AUTO_STRESS times back to back on each
+    branch; --small: three cases, no stress."""
+    g, tol, bad = H.Gemm(dev, fmt, out=out, persistent=True, schedule="auto"), \
+        H.TOLERANCE[out], 0
+    cases = [(m, n, k, {"grid_x": gx} if gx else {}) for m, n, k, gx in PINGPONG_CHECKS]
+    cases.append((300, 520, 200, {"grid_x": 4, "threads": 256}))
+    if out == "f32":
+        cases.append((300, 520, 200, {"grid_x": 3, "alias": True}))
+    if small:
+        cases = cases[:2] + cases[7:8]
+    for m, n, k, kw in cases:
+        for branch, pad in pitch_pads(k):
+            err = H.check(torch, dev, g, fmt, m, n, k, pad=pad, **kw)
+            print(f"check {fmt}->{out} auto {branch} {m}x{n}x{k} {kw}: rel err {err:.3g}",
+                  flush=True)
+            bad += not err < tol
+    if not small:
+        for branch, pad in pitch_pads(4096):
+            err = H.check(torch, dev, g, fmt, 4096, 4096, 4096, pad=pad, repeat=AUTO_STRESS)
+            print(f"stress {fmt}->{out} auto {branch} 4096^3 x{AUTO_STRESS} back to back: "
+                  f"rel err {err:.3g}", flush=True)
+            bad += not err < tol
+    return bad
+
+
 def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
     src = matmul_source("gemm", fmt, fmt, "f32", "f32", "m64n64k16",
                         layouts=("row", "col", "row", "row"), warps=4)
@@ -203,7 +253,7 @@ def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
 
 
 def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=None,
-                pgemms=None, ppgemms=None):
+                pgemms=None, ppgemms=None, agemms=None):
     dtype = torch.float16 if fmt == "f16" else torch.bfloat16
     a = torch.randn(m, k, device="cuda").to(dtype)
     bt = torch.randn(n, k, device="cuda").to(dtype)
@@ -212,18 +262,17 @@ def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=
     ref = (c + a.float() @ bt.float().t()).to(d.dtype).float()
     runs = {"workgroup": gemms[fmt, out].launcher(a, bt, c, d, m, n, k)}
     refs = {}
-    if pgemms:
-        runs["persistent"] = pgemms[fmt, out].launcher(a, bt, c, d, m, n, k)
-        if out != "f32":                    # torch.matmul's contract: no C (a zero row)
-            zero = torch.zeros(1, n, device="cuda")
-            runs["noc"] = pgemms[fmt, out].launcher(a, bt, zero, d, m, n, k, ldc=0)
-            refs["noc"] = (a.float() @ bt.float().t()).to(d.dtype).float()
-    if ppgemms:                             # the same two contracts, ping-pong schedule
-        runs["pingpong"] = ppgemms[fmt, out].launcher(a, bt, c, d, m, n, k)
+    # the persistent contracts per schedule: with C, and (16-bit D) torch.matmul's own,
+    # no C (a zero row read with ldc = 0)
+    for name, noc, pg in (("auto", "autonoc", agemms), ("persistent", "noc", pgemms),
+                          ("pingpong", "ppnoc", ppgemms)):
+        if not pg:
+            continue
+        runs[name] = pg[fmt, out].launcher(a, bt, c, d, m, n, k)
         if out != "f32":
             zero = torch.zeros(1, n, device="cuda")
-            runs["ppnoc"] = ppgemms[fmt, out].launcher(a, bt, zero, d, m, n, k, ldc=0)
-            refs["ppnoc"] = (a.float() @ bt.float().t()).to(d.dtype).float()
+            runs[noc] = pg[fmt, out].launcher(a, bt, zero, d, m, n, k, ldc=0)
+            refs[noc] = (a.float() @ bt.float().t()).to(d.dtype).float()
     if epi_gemms:
         g = epi_gemms[fmt, out]
         epi = H.Epilogue(torch, g.epilogue, out, m, n)
@@ -304,6 +353,11 @@ def main() -> int:
                     help="check only the `schedule: pingpong` kernel (every --out format)")
     ap.add_argument("--no-pingpong", action="store_true",
                     help="leave out the `schedule: pingpong` columns (and FP8's)")
+    ap.add_argument("--check-auto", action="store_true",
+                    help="check only the `schedule: auto` kernel, both branches (every "
+                    "--out format)")
+    ap.add_argument("--no-auto", action="store_true",
+                    help="leave out the `schedule: auto` columns (and FP8's)")
     ap.add_argument("--pingpong-stages", type=int, default=0,
                     help="override wgmma.PINGPONG_MAX_STAGES (the ping-pong ring depth)")
     ap.add_argument("--epilogue-batch", type=int, default=0,
@@ -336,13 +390,15 @@ def main() -> int:
     if args.small:
         global CHECKS
         CHECKS = CHECKS[:3]
-    if args.check_persistent or args.check_pingpong:
+    if args.check_persistent or args.check_pingpong or args.check_auto:
         dev0 = mettle.device(0)
         bad = sum(check_persistent(torch, dev0, f, o) for f, o in configs(outs)) \
             if args.check_persistent else 0
         if args.check_pingpong:
             bad += sum(check_pingpong(torch, dev0, f, o, args.small)
                        for f, o in configs(outs))
+        if args.check_auto:
+            bad += sum(check_auto(torch, dev0, f, o, args.small) for f, o in configs(outs))
         print("CHECK", "FAILED" if bad else "OK")
         if bad:
             return 1
@@ -352,7 +408,8 @@ def main() -> int:
     if args.fp8_check and fp8 and gemm_fp8.check(torch, fp8, ["bf16"],
                                              gemm_fp8.CHECKS[:3] if args.small else
                                              gemm_fp8.CHECKS,
-                                             pingpong=not args.no_pingpong):
+                                             pingpong=not args.no_pingpong,
+                                             auto=not args.no_auto):
         return 1
     if args.no_bench:
         return 0
@@ -361,7 +418,7 @@ def main() -> int:
         return once(torch, dev, args.bn, *(int(x) for x in args.once.split("x")))
     pairs = configs(outs)
     gemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o) for f, o in pairs}
-    shapes = SHAPES if not args.shapes else \
+    shapes = SHAPES if not args.shapes else ISOLATE if args.shapes == "isolate" else \
         [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     epi_gemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, epilogue=epilogues[0])
                  for f, o in pairs} if epilogues else None
@@ -370,10 +427,13 @@ def main() -> int:
     ppgemms = None if args.no_persistent or args.no_pingpong else \
         {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="pingpong")
          for f, o in pairs}
-    header = (f"{'gemm':<22} {'mettle':>8} {'persist':>8} {'pers/noC':>8} {'pingpong':>8} "
-              f"{'pp/noC':>8} {'torch':>8} "
-              f"{'torch+C':>8} {'ratio':>6} {'r.pers':>6} {'r.noC':>6} {'r.pp':>6} "
-              f"{'r.ppnoC':>7}"
+    agemms = None if args.no_persistent or args.no_auto else \
+        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="auto")
+         for f, o in pairs}
+    header = (f"{'gemm':<22} {'mettle':>8} {'auto':>8} {'auto/noC':>8} {'persist':>8} "
+              f"{'pers/noC':>8} {'pingpong':>8} {'pp/noC':>8} {'torch':>8} "
+              f"{'torch+C':>8} {'ratio':>6} {'r.auto':>6} {'r.anoC':>6} {'r.pers':>6} "
+              f"{'r.noC':>6} {'r.pp':>6} {'r.ppnoC':>7}"
               + ("  subgroup" if args.subgroup else "")
               + (f"  +{epilogues[0]}" if epilogues else ""))
 
@@ -383,9 +443,11 @@ def main() -> int:
     def line(r) -> str:
         name = f"{r['dtype']}->{r['out']} {r['shape']}"
         return (name.ljust(22) + f" {r['workgroup_tflops']:>8.1f} "
+                f"{col(r, 'auto_tflops', '.1f'):>8} {col(r, 'autonoc_tflops', '.1f'):>8} "
                 f"{col(r, 'persistent_tflops', '.1f'):>8} {col(r, 'noc_tflops', '.1f'):>8} "
                 f"{col(r, 'pingpong_tflops', '.1f'):>8} {col(r, 'ppnoc_tflops', '.1f'):>8} "
                 f"{r['torch_tflops']:>8.1f} {r['torch_c_tflops']:>8.1f} {r['ratio']:>6.3f} "
+                f"{col(r, 'auto_ratio', '.3f'):>6} {col(r, 'autonoc_ratio', '.3f'):>6} "
                 f"{col(r, 'persistent_ratio', '.3f'):>6} {col(r, 'noc_ratio', '.3f'):>6} "
                 f"{col(r, 'pingpong_ratio', '.3f'):>6} {col(r, 'ppnoc_ratio', '.3f'):>7}"
                 + (f"  {r['subgroup_tflops']:.1f}" if args.subgroup else "")
@@ -398,10 +460,11 @@ def main() -> int:
                 torch.cuda.synchronize()
                 time.sleep(args.pause)
             rows.append(bench_shape(torch, dev, gemms, f, o, *shape, args.reps,
-                                    args.subgroup, epi_gemms, pgemms, ppgemms))
+                                    args.subgroup, epi_gemms, pgemms, ppgemms, agemms))
             print("row: " + line(rows[-1]), flush=True)
     fp8_rows = gemm_fp8.bench(torch, fp8, ["bf16"], shapes, args.reps,
-                              pingpong=not args.no_pingpong) if fp8 else []
+                              pingpong=not args.no_pingpong, auto=not args.no_auto) \
+        if fp8 else []
     print(f"device: {dev.name}")
     print(header)
     for r in rows:

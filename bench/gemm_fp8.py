@@ -10,7 +10,9 @@ column-major (torch's b.t() of an N x K tensor, what _scaled_mm takes), f32 scal
 device; C is one row of zeros read with ldc = 0 (no DRAM traffic), so the contract is
 _scaled_mm's: D = sa*sb*(A*B) rounded once to `out`. `workgroup`: one 128x256 region per
 workgroup; `persistent`: `persistent: 8` on min(tiles, 132) workgroups; `pingpong`: the
-same with `schedule: pingpong` (--no-pingpong: left out). torch:
+same with `schedule: pingpong` (--no-pingpong: left out); `auto`: with `schedule: auto`
+(ping-pong when A's and B's rows start on 128-byte boundaries, else cooperative;
+--no-auto: left out). torch:
 _scaled_mm(a, b, sa, sb, out_dtype) (cuBLAS; `torch_fast`: use_fast_accum=True, whose
 accumulation is the tensor core's own, like ours). All contenders of a row are timed
 interleaved in the same process (bench/timing.timed_together); TFLOP/s counts 2*M*N*K.
@@ -133,15 +135,16 @@ def tolerance(torch, a, bt, sa, sb, out: str, ref) -> float:
 
 
 FORMS = {"workgroup": (False, None), "persistent": (True, None),
-         "pingpong": (True, "pingpong")}          # name -> (persistent, schedule)
+         "pingpong": (True, "pingpong"), "auto": (True, "auto")}   # -> (persistent, schedule)
 
 
 def check(torch, formats, outs, shapes=CHECKS, repeat: int = 200, pingpong: bool = False,
-          forms=None) -> int:
+          forms=None, auto: bool = False) -> int:
     """`forms`: names of FORMS to check (default: workgroup and persistent, with
-    `pingpong` too)."""
+    `pingpong` and `auto` too)."""
     bad = 0
-    forms = forms or ["workgroup", "persistent"] + (["pingpong"] if pingpong else [])
+    forms = forms or ["workgroup", "persistent"] + (["pingpong"] if pingpong else []) + \
+        (["auto"] if auto else [])
     for a_fmt in formats:
         for out in outs:
             for form in forms:
@@ -203,11 +206,13 @@ def bench_shape(torch, gemms, a_fmt, out, m, n, k, reps) -> dict:
     return row
 
 
-def bench(torch, formats, outs, shapes, reps, pingpong: bool = True) -> list[dict]:
+def bench(torch, formats, outs, shapes, reps, pingpong: bool = True,
+          auto: bool = True) -> list[dict]:
     rows = []
     for a_fmt in formats:
         for out in outs:
-            names = ["workgroup", "persistent"] + (["pingpong"] if pingpong else [])
+            names = ["workgroup", "persistent"] + (["pingpong"] if pingpong else []) + \
+                (["auto"] if auto else [])
             gemms = {name: Fp8Gemm(a_fmt, "e4m3", out, *FORMS[name]) for name in names}
             for shape in shapes:
                 rows.append(bench_shape(torch, gemms, a_fmt, out, *shape, reps))
@@ -215,8 +220,9 @@ def bench(torch, formats, outs, shapes, reps, pingpong: bool = True) -> list[dic
 
 
 def table(rows) -> str:
-    head = (f"{'fp8 gemm':<30} {'mettle':>8} {'persist':>8} {'pingpong':>8} {'cuBLAS':>8} "
-            f"{'cuB.fast':>8} {'ratio':>6} {'r.pers':>6} {'r.pp':>6}")
+    head = (f"{'fp8 gemm':<30} {'mettle':>8} {'persist':>8} {'pingpong':>8} {'auto':>8} "
+            f"{'cuBLAS':>8} {'cuB.fast':>8} {'ratio':>6} {'r.pers':>6} {'r.pp':>6} "
+            f"{'r.auto':>6}")
     lines = [head]
 
     def col(r, key, fmt):
@@ -225,9 +231,11 @@ def table(rows) -> str:
         lines.append(f"{r['dtype'] + '->' + r['out'] + ' ' + r['shape']:<30} "
                      f"{r['workgroup_tflops']:>8.1f} {r['persistent_tflops']:>8.1f} "
                      f"{col(r, 'pingpong_tflops', '.1f'):>8} "
+                     f"{col(r, 'auto_tflops', '.1f'):>8} "
                      f"{r['torch_tflops']:>8.1f} {r['torch_fast_tflops']:>8.1f} "
                      f"{r['workgroup_ratio']:>6.3f} {r['persistent_ratio']:>6.3f} "
-                     f"{col(r, 'pingpong_ratio', '.3f'):>6}")
+                     f"{col(r, 'pingpong_ratio', '.3f'):>6} "
+                     f"{col(r, 'auto_ratio', '.3f'):>6}")
     return "\n".join(lines)
 
 
@@ -243,20 +251,23 @@ def main() -> int:
     ap.add_argument("--no-pingpong", action="store_true",
                     help="leave out the `schedule: pingpong` form")
     ap.add_argument("--forms", default="",
-                    help="--check only these forms (workgroup,persistent,pingpong)")
+                    help="--check only these forms (workgroup,persistent,pingpong,auto)")
+    ap.add_argument("--no-auto", action="store_true",
+                    help="leave out the `schedule: auto` form")
     args = ap.parse_args()
     torch = _torch()
     torch.zeros(1, device="cuda")               # torch's (primary) context first
     formats, outs = args.formats.split(","), args.out.split(",")
     forms = [f for f in args.forms.split(",") if f]
     if args.check and check(torch, formats, outs, pingpong=not args.no_pingpong,
-                            forms=forms):
+                            forms=forms, auto=not args.no_auto):
         return 1
     if args.no_bench:
         return 0
     shapes = SHAPES if not args.shapes else \
         [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
-    rows = bench(torch, formats, outs, shapes, args.reps, pingpong=not args.no_pingpong)
+    rows = bench(torch, formats, outs, shapes, args.reps, pingpong=not args.no_pingpong,
+                 auto=not args.no_auto)
     print(f"device: {mettle.device(0).name}")
     print(table(rows))
     with open(args.json, "w", encoding="utf-8") as fh:

@@ -37,7 +37,7 @@ def test_host_opts_in_and_dispatches_the_pipeline_launch(tmp_path):
                         "METTLE_FAKE_CUDA_LOG": str(log)})
     text = log.read_text()
     desc = TensorDesc(128, 256, 64, "f16", "f16", "f32", "f32", b_layout="col",
-                      scope="workgroup")
+                      scope="workgroup", persistent=8, schedule="auto")
     threads, shared = wgmma.threads(desc), wgmma.shared_bytes(desc)
     opt_in = text.index("cuFuncSetAttribute hfunc=")
     assert f"attrib=8 value={shared}" in text[opt_in:].splitlines()[0]

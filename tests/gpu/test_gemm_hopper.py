@@ -107,6 +107,18 @@ def test_pingpong_tails_alias_and_stress():
     assert out.count(" pingpong ") >= 4 * per, out
 
 
+def test_auto_both_branches_tails_alias_and_stress():
+    """`schedule: auto` over the whole of D (bench/gemm.py --check-auto): every ping-pong
+    check case with A/B row pitches that are multiples of 128 bytes (the ping-pong
+    pipeline) and with pitches that are not (the cooperative one), the split path, C
+    aliasing D, f16/bf16 with f32 and 16-bit results, and 100 launches of 4096^3 back to
+    back on each branch; --small under a sanitizer."""
+    small = ["--small"] if os.environ.get("METTLE_GPU_SANITIZER") else []
+    out = _run("--check-auto", "--no-bench", *small, timeout=300)
+    assert "CHECK OK" in out, out
+    assert out.count(" auto aligned ") == out.count(" auto misaligned ") >= 4 * 3, out
+
+
 def test_all_tails_and_large():
     """Adds 1000^3, K = 0 (D = C), 4096^3 and 5000x3000x4104."""
     if os.environ.get("METTLE_GPU_SANITIZER"):

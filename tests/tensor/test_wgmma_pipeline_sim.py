@@ -26,10 +26,12 @@ from .wgmma_sim import PipelineSim
 BN = 64                                      # small tiles: 128x64 (ping-pong halves 128x32)
 
 
-def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=None):
-    """(sim, D as computed, D wanted, D's padding untouched)."""
+def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=None,
+         pitch=None):
+    """(sim, D as computed, D wanted, D's padding untouched); `pitch`: A's and B's row
+    pitch in elements (default: K rounded up to 16 bytes, plus 16)."""
     rng = np.random.default_rng(M * 3 + N * 5 + K)
-    lda = ldb = -(-K // 8) * 8 + 8           # 16-byte row pitches (the pipeline's rule)
+    lda = ldb = pitch or -(-K // 8) * 8 + 8  # 16-byte row pitches (the pipeline's rule)
     ldc, ldd = N + 2, N + 4
     a = rng.integers(-3, 4, (M, K)).astype(np.float32)
     b = rng.integers(-3, 4, (N, K)).astype(np.float32)
@@ -75,6 +77,38 @@ def test_pipeline_exact(schedule, M, N, K, grid, persistent, seed):
     nk, tiles = -(-K // 64), 4
     per_chunk = 4 * 2 * (2 if schedule == "pingpong" else 1)   # k16 steps x 64-row blocks
     assert sim.wgmmas == tiles * nk * per_chunk                 # (x halves: ping-pong)
+
+
+@pytest.mark.parametrize("pitch,branch,seed", [
+    (192, "pingpong", 1),                    # 384-byte rows (buffers 256-byte aligned)
+    (200, "cooperative", 1),                 # 400-byte rows: misaligned, the other one
+    (136, "cooperative", None),
+])
+def test_auto_takes_the_documented_branch(pitch, branch, seed):
+    """`schedule: auto`: both pipelines in one kernel; the run-time rule (128-byte aligned
+    A/B rows: ping-pong) picks one, seen in the wgmma count (a ping-pong chunk is two
+    half tiles' wgmma), and either is exact against the oracle."""
+    M, N, K = 150, 70, 130
+    sim, got, want, untouched = _run(M, N, K, 3, "auto", seed=seed, pitch=pitch)
+    np.testing.assert_array_equal(got, want)
+    assert untouched, "D's padding was written"
+    per_chunk = 4 * 2 * (2 if branch == "pingpong" else 1)
+    assert sim.wgmmas == 4 * -(-K // 64) * per_chunk
+
+
+@pytest.mark.parametrize("schedule,pitch", [("pingpong", None), ("auto", 512)])
+def test_a_six_stage_pingpong_ring_is_exact(monkeypatch, schedule, pitch):
+    """bench/gemm.py --pingpong-stages 6 (the ring depth the H200 compares with the
+    default 7): nk = 8 chunks a half tile wrap the 6-stage ring, late copies included."""
+    from toolchain.compiler.targets.ptx.tensor import wgmma
+    monkeypatch.setattr(wgmma, "PINGPONG_MAX_STAGES", 6)
+    sim, got, want, untouched = _run(150, 70, 450, 3, schedule, seed=5, pitch=pitch)
+    np.testing.assert_array_equal(got, want)
+    assert untouched, "D's padding was written"
+    assert sim.wgmmas == 4 * 8 * 16                 # 4 tiles, 8 chunks, 2 halves x 8
+    text = compile_ptx(gemm_source("f16", bn=BN, persistent=True, schedule="pingpong"),
+                       "sm_90a")
+    assert text.count("mbarrier.inval") == 2 * 6 + 2     # 6 full, 6 empty, 2 turns
 
 
 def test_pipeline_fp8_pingpong_exact():

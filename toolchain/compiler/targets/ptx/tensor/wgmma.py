@@ -34,10 +34,14 @@ workgroup region is split into exact subgroup regions, wgmma_split.py): exactly
 aligned A/B with 16-byte row pitches, 8-byte aligned C/D with even pitches and an even
 column origin, origins below 2^31, M and N non-zero. The entry gets `.maxntid threads`
 and `.minnctapersm 1` so that `setmaxnreg` has the register cap it needs.
+
+`schedule: pingpong` runs wgmma_pingpong.py's consumers and producer on the same ring;
+`schedule: auto` emits both pipelines behind one uniform run-time branch (auto_pred:
+128-byte aligned A/B rows take the ping-pong one), each with its own barriers and maps.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import isa
 from .. import ops as I
@@ -118,6 +122,24 @@ def pingpong(desc) -> bool:
     return desc.schedule == "pingpong"
 
 
+def auto(desc) -> bool:
+    """`schedule: auto`: both pipelines in the kernel, the ping-pong one taken at run time
+    when the operands' rows are 128-byte aligned (auto_pred), else the cooperative one."""
+    return desc.schedule == "auto"
+
+
+def unpaired(desc) -> bool:
+    """Whether the region never runs in clusters of 2: ping-pong never pairs, and auto's
+    kernel has one cluster shape for both of its pipelines, so its cooperative one runs
+    unpaired too (CLUSTER = 2 is experimental, off by default)."""
+    return desc.schedule in ("pingpong", "auto")
+
+
+def branches(desc):
+    """auto's two pipelines: (the ping-pong descriptor, the cooperative one)."""
+    return replace(desc, schedule="pingpong"), replace(desc, schedule="cooperative")
+
+
 def box_n(desc) -> int:
     """B rows (N columns) a stage holds: the tile's, or a ping-pong half tile's."""
     return desc.n // 2 if pingpong(desc) else desc.n
@@ -134,7 +156,9 @@ def stages(desc) -> int:
 
 def shared_bytes(desc) -> int:
     """Dynamic shared memory the native path needs (ring + barriers + alignment slack;
-    ping-pong: its two turn barriers)."""
+    ping-pong: its two turn barriers; auto: the larger of its two pipelines'."""
+    if auto(desc):
+        return max(shared_bytes(d) for d in branches(desc))
     turns = 16 if pingpong(desc) else 0
     return 1024 + stages(desc) * stage_bytes(desc) + 16 * stages(desc) + turns
 
@@ -254,6 +278,9 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     origin; `elem`: A's and B's element format; `combine(em, t, c)`: t = C + the sum
     (None: add.f32). Falls through to `end` with the workgroup reconverged."""
     desc = g.desc
+    if auto(desc):
+        _lower_auto(em, g, tid, end, fused, tiles, elem, combine)
+        return
     S, nc, bn, bm = stages(desc), consumers(desc), box_n(desc), desc.m
     a_bytes, b_bytes = bm * ROW_BYTES, bn * ROW_BYTES
     pp = pingpong(desc)
@@ -324,6 +351,47 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     if pp:
         wgmma_pingpong.inval_turns(em, empty, S)
     em.put(I.bra(end, uniform=True))
+
+
+AUTO_ALIGN = 128                          # bytes: one TMA box row of K (ROW_BYTES) fits
+#                                           its 32-byte L2 sectors exactly when every row
+#                                           starts on this boundary
+
+
+def auto_pred(em, g, elem: Elem = F16):
+    """`schedule: auto`'s rule (docs/reference/gemm.md "Automatic schedule"): ping-pong
+    when A's and B's base addresses and row pitches are all multiples of AUTO_ALIGN bytes,
+    else cooperative. A misaligned row makes each 128-byte box row of a stage straddle
+    one more 32-byte sector, and the kernel becomes L2-bound, where ping-pong's second
+    copy of A per tile costs more than its overlap gains (the 5000x3000x4104 case,
+    docs/internals/measurements.md). Returns a uniform predicate register, or False when a
+    constant pitch already breaks the rule."""
+    mask = AUTO_ALIGN // elem.size - 1       # row pitch in elements
+    if any(isinstance(m.ld, int) and m.ld & mask for m in (g.A, g.B)):
+        return False
+    ok, t = em.new("p"), em.new("r")
+    em.put(I.setp("eq", "u32", ok, 0, 0))
+    for m in (g.A, g.B):
+        em.put(I.cvt("u32", "u64", t, m.base), I.binary("and", "b32", t, t, AUTO_ALIGN - 1),
+               I.setp_and("eq", "u32", ok, t, 0, ok))
+        if not isinstance(m.ld, int):
+            em.put(I.binary("and", "b32", t, m.ld, mask), I.setp_and("eq", "u32", ok, t, 0, ok))
+    return ok
+
+
+def _lower_auto(em, g, tid, end, fused, tiles, elem: Elem, combine) -> None:
+    """Both pipelines behind auto_pred's uniform branch (each falls through to `end`);
+    the launch gives shared_bytes(desc), the larger of the two rings."""
+    pp, coop = (replace(g, desc=d) for d in branches(g.desc))
+    rule = auto_pred(em, g, elem)
+    if rule is False:
+        lower_native(em, coop, tid, end, None, fused, tiles, elem, combine)
+        return
+    other = label(em, f"{elem.tag}_auto_coop")
+    em.put(I.bra(other, guard=rule, negated=True, uniform=True))
+    lower_native(em, pp, tid, end, None, fused, tiles, elem, combine)
+    em.put(I.label(other))
+    lower_native(em, coop, tid, end, None, fused, tiles, elem, combine)
 
 
 def _join_sync(em, share) -> None:

@@ -152,7 +152,7 @@ def lower_any_matmul(em, ins) -> None:
             if tiles:                        # the pipeline's tile loop is u32 (Tiles)
                 narrow = Tiles(em, desc, row, col, g.M, g.N, wide=False)
                 narrow.fits_u32(em, ok)
-            alone = tiles or wgmma.pingpong(desc)   # never in clusters of 2
+            alone = tiles or wgmma.unpaired(desc)   # never in clusters of 2
             ok, share = (ok, None) if alone else wgmma.cluster_agree(em, g, tid, ok)
             em.put(I.bra(split, guard=ok, negated=True, uniform=True))
             wgmma.lower_native(em, g, tid, end, share, fused, narrow)
@@ -192,11 +192,18 @@ def split_remark(em, desc) -> str:
 
 
 def schedule_remark(desc, why: str | None) -> str:
-    """The --explain words of `schedule: pingpong` (nothing for the default)."""
-    if not wgmma.pingpong(desc):
+    """The --explain words of `schedule: pingpong` or `auto` (nothing for the default)."""
+    if desc.schedule == "cooperative":
         return ""
     if why is not None:
-        return "; `schedule: pingpong` has no effect without the pipeline"
+        return f"; `schedule: {desc.schedule}` has no effect without the pipeline"
+    if wgmma.auto(desc):
+        return (f"; automatic schedule: the ping-pong pipeline (each consumer warpgroup "
+                f"computes its own {desc.m}x{desc.n // 2} half of every tile) when A's and "
+                f"B's base addresses and row pitches are all multiples of "
+                f"{wgmma.AUTO_ALIGN} bytes, else the cooperative one (a misaligned row "
+                "straddles an extra L2 sector per copied row: L2-bound); one uniform "
+                "run-time test, both pipelines in the kernel")
     return (f"; ping-pong schedule: each consumer warpgroup computes its own {desc.m}x"
             f"{desc.n // 2} half of every tile, the two taking turns at the tensor cores "
             "(one's epilogue overlaps the other's main loop)")

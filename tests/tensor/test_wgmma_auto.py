@@ -1,0 +1,154 @@
+"""`schedule: auto` on a workgroup-scope tensor_matmul (docs/reference/gemm.md "Automatic
+schedule", wgmma.auto_pred/_lower_auto): both sm_90a pipelines in one kernel behind one
+uniform branch on the documented rule (A's and B's base addresses and row pitches
+multiples of 128 bytes: ping-pong; else cooperative), a constant misaligned pitch that
+leaves only the cooperative pipeline, the launch's shared memory (the larger ring), ptxas
+resources (no spills at the 168-register entry cap), the --explain line, and the split
+loop elsewhere. Both branches run on the CPU pipeline simulator in
+test_wgmma_pipeline_sim.py; the H200 checks are bench/gemm.py --check-auto."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bench.fp8_kernels import fp8_source
+from bench.wgmma_kernels import gemm_source
+from toolchain.compiler.ir.tensor import TensorDesc
+from toolchain.compiler.targets.ptx.tensor import wgmma, wgmma_fp8
+
+from .kernels import compile_ptx
+from .test_wgmma_persistent import _between, _usage
+
+
+def _desc(bn: int = 256, schedule: str = "auto", fmt: str = "f16") -> TensorDesc:
+    return TensorDesc(128, bn, 64, fmt, fmt, "f32", "f32", b_layout="col",
+                      scope="workgroup", persistent=8, schedule=schedule)
+
+
+@pytest.mark.parametrize("bn", wgmma.SHAPES_N)
+def test_shared_bytes_are_the_larger_ring(bn):
+    both = [wgmma.shared_bytes(_desc(bn, s)) for s in ("pingpong", "cooperative")]
+    assert wgmma.shared_bytes(_desc(bn)) == max(both) <= wgmma.SMEM_LIMIT
+    assert wgmma.threads(_desc(bn)) == 384
+
+
+@pytest.mark.parametrize("src,tag", [
+    (gemm_source("f16", persistent=True, schedule="auto"), "wg"),
+    (gemm_source("bf16", out="bf16", persistent=False, schedule="auto"), "wg"),
+    (fp8_source(persistent=True, schedule="auto"), "wgf8"),
+])
+def test_both_pipelines_behind_one_uniform_branch(src, tag):
+    text = compile_ptx(src, "sm_90a")
+    branch = re.search(rf"@!(%p\d+) bra\.uni (\$L__{tag}_auto_coop\d+);", text)
+    assert branch, "no uniform branch to the cooperative pipeline"
+    pp_at = text.index(f"$L__{tag}_pp_cons")
+    coop_at = text.index(branch.group(2) + ":")
+    assert text.index(branch.group(0)) < pp_at < coop_at       # ping-pong first
+    coop = text[coop_at:]
+    assert "_pp_" not in coop and f"$L__{tag}_cons" in coop
+    # the rule: base & 127 and pitch & (128 / element bytes - 1) of A and B, ANDed
+    head = text[:text.index(branch.group(0))]
+    mask = 128 // (1 if tag == "wgf8" else 2) - 1
+    assert len(re.findall(r"and\.b32 %r\d+, %r\d+, 127;", head)) >= 2
+    assert len(re.findall(rf"and\.b32 %r\d+, %r\d+, {mask};", head)) >= 2
+    # each pipeline its own barriers: ping-pong's 7 + 7 + 2 turns, cooperative's 2 x S
+    S = wgmma.stages(_desc(schedule="cooperative"))
+    assert text.count("mbarrier.inval") == 2 * 7 + 2 + 2 * S
+    assert text.count("setmaxnreg.inc.sync.aligned.u32 232") == 2
+    assert ".maxntid 384, 1, 1" in text and "reqnctapercluster" not in text
+    # the launch must give the larger ring: the native predicate asks for it
+    need = wgmma.shared_bytes(_desc(schedule="auto", fmt="e4m3" if tag == "wgf8" else "f16"))
+    assert re.search(rf"setp\.ge\.and\.u32 %p\d+, %r\d+, {need}, %p\d+;", text) or \
+        re.search(rf"setp\.ge\.u32 %p\d+, %r\d+, {need};", text)
+
+
+def test_a_constant_misaligned_pitch_keeps_only_the_cooperative_pipeline():
+    src = gemm_source("f16", persistent=True, schedule="auto").replace(
+        "lda: lda, ldb: ldb", "lda: 4104, ldb: ldb")
+    text = compile_ptx(src, "sm_90a")
+    assert "_pp_" not in text and "_auto_coop" not in text
+    assert "$L__wg_cons" in text
+    aligned = compile_ptx(gemm_source("f16", persistent=True, schedule="auto").replace(
+        "lda: lda, ldb: ldb", "lda: 4096, ldb: ldb"), "sm_90a")
+    assert "_pp_" in aligned and "_auto_coop" in aligned       # B's pitch still decides
+
+
+@pytest.mark.parametrize("src", [
+    gemm_source("f16", persistent=True, schedule="auto"),
+    gemm_source("bf16", out="bf16", persistent=True, schedule="auto"),
+    gemm_source("f16", out="f16", persistent=False, schedule="auto"),
+    gemm_source("f16", out="f16", epilogue="col_bias_relu", persistent=True,
+                schedule="auto"),
+    gemm_source("bf16", out="f32", epilogue="matrix_bias_col", persistent=True,
+                schedule="auto"),
+    fp8_source(out="bf16", persistent=True, schedule="auto"),
+    fp8_source(out="f32", epilogue="matrix_bias", persistent=True, schedule="auto"),
+], ids=["f16-f32", "bf16-bf16", "f16-f16-region", "f16-epi", "bf16-matrix", "fp8-bf16",
+        "fp8-f32-matrix"])
+def test_no_spills_at_the_entry_cap(ptxas_path, src):
+    usage = _usage(ptxas_path, compile_ptx(src, "sm_90a"))
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in usage, usage
+    assert re.search(r"Used 168 registers", usage), usage
+    assert "warning" not in usage.lower(), usage
+
+
+@pytest.mark.parametrize("arch", ["sm_121a", "sm_90", "portable"])
+def test_other_profiles_loop_over_split_regions(ptxas, arch):
+    text = compile_ptx(gemm_source("f16", persistent=True, schedule="auto"), arch)
+    assert "wgmma" not in text and "cp.async.bulk" not in text
+    ptxas(text, {"portable": "sm_75"}.get(arch, arch))
+
+
+@pytest.mark.parametrize("arch,src,says", [
+    ("sm_90a", gemm_source("f16", persistent=True, schedule="auto"),
+     "automatic schedule: the ping-pong pipeline (each consumer warpgroup computes its own "
+     "128x128 half of every tile) when A's and B's base addresses and row pitches are all "
+     "multiples of 128 bytes, else the cooperative one"),
+    ("sm_121a", gemm_source("f16", persistent=True, schedule="auto"),
+     "`schedule: auto` has no effect without the pipeline"),
+    ("sm_90a", fp8_source(persistent=True, schedule="auto"), "automatic schedule"),
+])
+def test_explain_line(tmp_path, arch, src, says):
+    from toolchain.compiler.driver import Options, compile_file
+    path = tmp_path / "g.mettle"
+    path.write_text(src)
+    res = compile_file(str(path), Options(emit="ptx", gpu_arch=arch, explain=True),
+                       source_text=path.read_text())
+    assert says in res.explain, res.explain
+
+
+def test_fp8_launch_sizes_follow():
+    d = _desc(fmt="e4m3")
+    assert wgmma_fp8.shared_bytes(d) == max(
+        wgmma.shared_bytes(_desc(schedule=s, fmt="e4m3")) for s in ("pingpong", "cooperative"))
+
+
+def test_documented_rule_is_the_compilers():
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "gemm.md").read_text()
+    section = _between(doc, "## Automatic schedule", "\n## ")
+    assert f"multiples of {wgmma.AUTO_ALIGN} bytes" in section
+    assert f"shared {wgmma.shared_bytes(_desc())}" in section
+
+
+def test_ir_round_trip_keeps_auto():
+    from toolchain.compiler.frontend.api import compile_to_ir
+    from toolchain.compiler.ir.printer import format_module
+    from toolchain.compiler.ir.reader import parse_module
+    module, _ = compile_to_ir("g.mettle", gpu=True, source_text=gemm_source(
+        "f16", persistent=True, schedule="auto"))
+    text = format_module(module)
+    assert "persistent=8 schedule=auto>" in text
+    assert format_module(parse_module(text)) == text
+
+
+def test_a_bad_word_lists_auto():
+    from toolchain.compiler.diagnostics import CompileError
+    src = gemm_source("f16", persistent=True, schedule="auto").replace("schedule: auto",
+                                                                       "schedule: best")
+    with pytest.raises(CompileError) as exc:
+        compile_ptx(src, "sm_90a")
+    d = exc.value.diagnostics[0]
+    assert d.code == "E0340" and "must be one of cooperative, pingpong, auto" in d.message, d
+    assert d.span is not None
