@@ -10,6 +10,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh bench    # benchmarks + GEMM only
 #   OUT=/tmp/out bash tools/gpu/device_session.sh new      # the newest forms' tests + benches
 #   OUT=/tmp/out bash tools/gpu/device_session.sh all_new  # whole suite (plain) + newest + benches
+#   OUT=/tmp/out bash tools/gpu/device_session.sh pending  # forms merged without a hardware run first
 #   OUT=/tmp/out bash tools/gpu/device_session.sh attention  # attention tests, sanitizers, bench
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
@@ -189,6 +190,45 @@ attention_session() {
     2>&1 | tee "$OUT/attention.txt"
 }
 
+pending() {
+  # what the last session merged without a hardware run (the device was withdrawn): the
+  # automatic GEMM schedule's checks (both branches), the 16-bit and FP8 split regions on
+  # the warp MMA, the fragment-form tile tests; at once, each a process of its own. Then
+  # the whole suite (plain) in 4 parts, then the benchmarks alone on the GPU, the GEMM
+  # table with the pitch-isolation shapes that justify `schedule: auto`'s rule.
+  step "pending: checks of the forms merged without a hardware run"
+  timeout 150 python3 bench/gemm.py --check-auto --no-bench --out f32,f16 --formats f16 \
+    > "$OUT/pending_auto16.txt" 2>&1 &
+  timeout 100 python3 bench/gemm.py --check-auto --small --no-bench --out f16 --formats bf16 \
+    > "$OUT/pending_autobf16.txt" 2>&1 &
+  timeout 120 python3 bench/gemm_fp8.py --check --no-bench --forms auto \
+    > "$OUT/pending_autofp8.txt" 2>&1 &
+  timeout 150 $PYTEST -rfE examples/gemm/test_gemm_example.py > "$OUT/pending_example.txt" 2>&1 &
+  timeout 200 $PYTEST -rfE tests/gpu/test_gemm_split16.py tests/gpu/test_gemm_fp8_split.py \
+    > "$OUT/pending_split.txt" 2>&1 &
+  timeout 200 $PYTEST -rfE tests/gpu/test_tile_frag.py tests/gpu/test_attention.py \
+    > "$OUT/pending_tiles.txt" 2>&1 &
+  wait
+  for f in "$OUT"/pending_*.txt; do echo "$(basename "$f"): $(tail -1 "$f")"; done
+  step "pending: whole suite (plain)"
+  files=$(ls tests/gpu/test_*.py | xargs wc -l | grep -v " total$" | sort -rn | awk '{print $2}')
+  for part in 0 1 2 3; do
+    set -- $(echo "$files" | awk -v p=$part 'NR % 4 == p')
+    timeout 290 $PYTEST -rfE "$@" > "$OUT/suite_plain.$part.txt" 2>&1 &
+  done
+  wait
+  step "pending: benchmarks"
+  timeout 200 python3 bench/gemm.py --out f32,f16 --fp8 e4m3 --json "$OUT/gemm.json" \
+    > "$OUT/gemm.txt" 2>&1
+  timeout 120 python3 bench/gemm.py --out f32 --formats f16 --shapes isolate --fp8 "" \
+    --json "$OUT/gemm_isolate.json" > "$OUT/gemm_isolate.txt" 2>&1
+  timeout 150 python3 bench/attention.py --bf16 --json "$OUT/attention.json" \
+    > "$OUT/attention.txt" 2>&1
+  timeout 80 python3 bench/gemm_fallback.py --json "$OUT/gemm_fallback.json" \
+    > "$OUT/gemm_fallback.txt" 2>&1
+  for f in gemm gemm_isolate attention gemm_fallback; do tail -40 "$OUT/$f.txt"; done
+}
+
 MODE=${1:-main}
 case "$MODE" in
   main) benchmarks; suite ;;
@@ -206,7 +246,8 @@ case "$MODE" in
   new) new_forms ;;
   all_new) all_new ;;
   attention) attention_session ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention" >&2
+  pending) pending ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|pending" >&2
      exit 2 ;;
 esac
 
