@@ -12,15 +12,10 @@ back-to-back launches of 5000 x 3000 x 4104. tests/gpu/test_gemm_fp8.py's split 
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "bench" / "gemm_fallback.py"        # run as a script, as bench/gemm_fp8.py is
+from tests.gpu.bench_scripts import require_hopper, run_script
+
 CASES = ["exact-300x520x200", "exact-129x264x392", "exact-1000x1000x4100",
          "exact-5000x3000x4104", "random-300x520x200", "random-1000x1000x4100",
          "random-5000x3000x4104", "stress-5000x3000x4104"]
@@ -28,18 +23,11 @@ CASES = ["exact-300x520x200", "exact-129x264x392", "exact-1000x1000x4100",
 
 @pytest.fixture(scope="module")
 def hopper():
-    try:
-        import torch
-    except ImportError:
-        pytest.skip("torch is not installed")
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability(0) != (9, 0):
-        pytest.skip("not a compute capability 9.0 (Hopper) GPU: the kernels are sm_90a")
+    require_hopper()
 
 
 def _script(*args, timeout=600):
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=ROOT,
-                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return run_script("gemm_fallback.py", *args, timeout=timeout)
 
 
 def test_the_cases_are_the_scripts(hopper):

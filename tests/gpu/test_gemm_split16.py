@@ -12,15 +12,10 @@ f32 summation-order bound; fused epilogues (one persistent); 200 back-to-back la
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "bench" / "gemm_fallback16.py"      # run as a script (no bench imports here)
+from tests.gpu.bench_scripts import require_hopper, run_script
+
 CASES = ["exact-f16-f32-300x520x200", "exact-bf16-bf16-129x264x393",
          "exact-f16-f16-1000x1000x4100", "random-f16-f32-1000x1000x4100",
          "random-bf16-f32-5000x3000x4100", "random-f16-bf16-300x520x203",
@@ -30,18 +25,11 @@ CASES = ["exact-f16-f32-300x520x200", "exact-bf16-bf16-129x264x393",
 
 @pytest.fixture(scope="module")
 def hopper():
-    try:
-        import torch
-    except ImportError:
-        pytest.skip("torch is not installed")
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability(0) != (9, 0):
-        pytest.skip("not a compute capability 9.0 (Hopper) GPU: the kernels are sm_90a")
+    require_hopper()
 
 
 def _script(*args, timeout=600):
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=ROOT,
-                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return run_script("gemm_fallback16.py", *args, timeout=timeout)
 
 
 def test_the_cases_are_the_scripts(hopper):
