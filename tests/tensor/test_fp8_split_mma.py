@@ -64,10 +64,8 @@ def run_case(arch, a="e4m3", b="e4m3", out="bf16", scaled=True, epilogue=None,
     if shift_a or shift_b:
         src = src.replace("tensor_matmul(a, b,", f"tensor_matmul(a + {shift_a}, b + {shift_b},")
     ptx = compile_ptx(src, arch)
-    dty = "float32" if out == "f32" else "uint16"
     ldd = N + 3
-    d = np.full((M - 1) * ldd + N + 8, NC.POISON[dty], dty)
-    poison = d.copy()
+    d = poisoned_d(out, M, N, ldd)
     scales = (SA, SB) if scaled else (7.0, 9.0)
     args = [("buf", w, bufs[w]) for w in "abc"] + [("buf", "d", d)] + \
         [("u32", v) for v in (M, N, K, *lds, ldd)] + \
@@ -75,10 +73,22 @@ def run_case(arch, a="e4m3", b="e4m3", out="bf16", scaled=True, epilogue=None,
          ("buf", "sb", np.array([scales[1]], np.float32)),
          ("buf", "bias", bbuf), ("u32", ldbias)] + \
         [("u32", f32_bits(v)) for v in (ALPHA, BETA, LO, HI)]
-    tiles = -(-M // bm) * -(-N // bn)
-    sim = CountingSim(ptx, "gemm8")
-    mem = sim.run((3 if persistent else tiles, 1), block, args)
-    got = mem.read("d")
+    tiles = 3 if persistent else -(-M // bm) * -(-N // bn)
+    return run_checked(CountingSim(ptx, "gemm8"), (tiles, 1), block, args, d, out, ldd, want)
+
+
+def poisoned_d(out: str, M: int, N: int, ldd: int) -> np.ndarray:
+    """D (row-major, leading dimension ldd, 8 elements of padding) filled with poison."""
+    dty = "float32" if out == "f32" else "uint16"
+    return np.full((M - 1) * ldd + N + 8, NC.POISON[dty], dty)
+
+
+def run_checked(sim, grid, block, args, d, out: str, ldd: int, want):
+    """Run the kernel; D's M x N region must equal `want` bit for bit and every other
+    element of d keep its poison. Returns the simulator (its load counts)."""
+    M, N = want.shape
+    poison = d.copy()
+    got = sim.run(grid, block, args).read("d")
     raw = got.view(np.uint32) if out == "f32" else got
     np.testing.assert_array_equal(O.logical(raw, M, N, "row", ldd), want)
     r, c = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
@@ -86,6 +96,14 @@ def run_case(arch, a="e4m3", b="e4m3", out="bf16", scaled=True, epilogue=None,
     untouched[O.index("row", ldd, r, c)] = False
     np.testing.assert_array_equal(got[untouched], poison[untouched])
     return sim
+
+
+def assert_widest(sim, width: int, wide_load: dict) -> None:
+    """The run used loads of `width` bytes (wide_load[width]) and none wider."""
+    assert sim.loads.get(wide_load[width], 0) > 0, sim.loads
+    for w, kind in wide_load.items():
+        if w > width:
+            assert kind not in sim.loads, (w, sim.loads)
 
 
 ARCHS = ["sm_90a", "sm_89"]
@@ -102,10 +120,7 @@ def test_each_load_width_exact(arch, width):
     pad_a, pad_b = WIDTHS[width]
     sim = run_case(arch, pad_a=pad_a, pad_b=pad_b)
     assert sim.mmas > 0
-    assert sim.loads.get(WIDE_LOAD[width], 0) > 0, sim.loads
-    for w, kind in WIDE_LOAD.items():
-        if w > width:
-            assert kind not in sim.loads, (w, sim.loads)
+    assert_widest(sim, width, WIDE_LOAD)
 
 
 @pytest.mark.parametrize("shifts,width", [((8, 24), 8), ((4, 0), 4), ((3, 0), 1)])
@@ -113,10 +128,7 @@ def test_misaligned_bases(shifts, width):
     """Leading dimensions 16-byte multiples, A/B bases moved by a few bytes: the run-time
     test sees the bases too (a NaN byte before each matrix would show a wrong read)."""
     sim = run_case("sm_90a", K=96, pad_a=0, pad_b=0, shift_a=shifts[0], shift_b=shifts[1])
-    assert sim.loads.get(WIDE_LOAD[width], 0) > 0, sim.loads
-    for w, kind in WIDE_LOAD.items():
-        if w > width:
-            assert kind not in sim.loads, (w, sim.loads)
+    assert_widest(sim, width, WIDE_LOAD)
 
 
 @pytest.mark.parametrize("K", [0, 37, 64, 128, 101])

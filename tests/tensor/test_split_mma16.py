@@ -16,12 +16,11 @@ import numpy as np
 import pytest
 
 from bench.wgmma_kernels import epilogue_oracle, gemm_source
-from tests.support import tensor_oracle as O
 
 from . import narrow_cases as NC
 from .kernels import compile_ptx
 from .ptx_sim import f32_bits
-from .test_fp8_split_mma import CountingSim
+from .test_fp8_split_mma import CountingSim, assert_widest, poisoned_d, run_checked
 from .test_wgmma import _usage
 from .test_wgmma_epilogue import _round
 from .test_wgmma_fp8 import ALPHA, BETA, HI, LO, _bias
@@ -59,26 +58,15 @@ def run_case(arch, fmt="f16", out="f32", epilogue=None, persistent=False, M=70, 
     if shift_a or shift_b:
         src = src.replace("tensor_matmul(a, b,", f"tensor_matmul(a + {shift_a}, b + {shift_b},")
     ptx = compile_ptx(src, arch)
-    dty = "float32" if out == "f32" else "uint16"
     ldd = N + ldd_pad
-    d = np.full((M - 1) * ldd + N + 8, NC.POISON[dty], dty)
-    poison = d.copy()
+    d = poisoned_d(out, M, N, ldd)
     args = [("buf", w, bufs[w]) for w in "abc"] + [("buf", "d", d)] + \
         [("u32", v) for v in (M, N, K, *lds, ldd)]
     if epilogue:
         args += [("buf", "bias", bbuf), ("u32", ldbias)] + \
             [("u32", f32_bits(v)) for v in (ALPHA, BETA, LO, HI)]
-    tiles = -(-M // bm) * -(-N // bn)
-    sim = CountingSim(ptx, "gemm")
-    mem = sim.run((3 if persistent else tiles, 1), block, args)
-    got = mem.read("d")
-    raw = got.view(np.uint32) if out == "f32" else got
-    np.testing.assert_array_equal(O.logical(raw, M, N, "row", ldd), want)
-    r, c = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
-    untouched = np.ones(got.size, bool)
-    untouched[O.index("row", ldd, r, c)] = False
-    np.testing.assert_array_equal(got[untouched], poison[untouched])
-    return sim
+    tiles = 3 if persistent else -(-M // bm) * -(-N // bn)
+    return run_checked(CountingSim(ptx, "gemm"), (tiles, 1), block, args, d, out, ldd, want)
 
 
 ARCHS = ["sm_90a", "sm_80"]
@@ -88,10 +76,7 @@ WIDE_LOAD = {16: "v4.b32", 8: "v2.b32", 4: "b32", 2: "u16"}
 
 
 def _widest(sim, width):
-    assert sim.loads.get(WIDE_LOAD[width], 0) > 0, sim.loads
-    for w, kind in WIDE_LOAD.items():
-        if w > width:
-            assert kind not in sim.loads, (w, sim.loads)
+    assert_widest(sim, width, WIDE_LOAD)
 
 
 @pytest.mark.parametrize("width", sorted(WIDTHS))
