@@ -221,14 +221,15 @@ def test_documented_table_is_the_compilers():
     assert f"shared {wgmma.shared_bytes(_desc())}" in doc
 
 
-def test_ir_round_trip_keeps_the_schedule():
+@pytest.mark.parametrize("schedule", ["pingpong", "auto"])
+def test_ir_round_trip_keeps_the_schedule(schedule):
     from toolchain.compiler.frontend.api import compile_to_ir
     from toolchain.compiler.ir.printer import format_module
     from toolchain.compiler.ir.reader import parse_module
     module, _ = compile_to_ir("g.mettle", gpu=True, source_text=gemm_source(
-        "f16", persistent=True, schedule="pingpong"))
+        "f16", persistent=True, schedule=schedule))
     text = format_module(module)
-    assert "persistent=8 schedule=pingpong>" in text
+    assert f"persistent=8 schedule={schedule}>" in text
     assert format_module(parse_module(text)) == text
     plain, _ = compile_to_ir("g.mettle", gpu=True,
                              source_text=gemm_source("f16", persistent=True))
