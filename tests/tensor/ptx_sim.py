@@ -449,8 +449,7 @@ class Sim:
         self.threads = [Thread(self, (x, y, z), (z * by + y) * bx + x, ctaid)
                         for z in range(bz) for y in range(by) for x in range(bx)]
         self.threads.sort(key=lambda t: t.lin)
-        self.shared = {name: self.mem.alloc(f"{name}@{ctaid}", np.zeros(size, np.uint8))
-                       for name, size in self.shared_sizes.items()}     # fresh per block
+        self.shared = self._block_shared(ctaid)
         while True:
             for th in self.threads:
                 while not th.done and th.wait is None:
@@ -461,6 +460,11 @@ class Sim:
             if not self._collective(live):
                 raise SimError("deadlock: threads wait at different collectives: " +
                                str(sorted({t.pc for t in live})))
+
+    def _block_shared(self, ctaid) -> dict:
+        """The workgroup's shared-memory arrays by name, fresh per block."""
+        return {name: self.mem.alloc(f"{name}@{ctaid}", np.zeros(size, np.uint8))
+                for name, size in self.shared_sizes.items()}
 
     def _warp(self, th: Thread) -> list[Thread]:
         base = th.lin - th.lane

@@ -32,7 +32,7 @@ import numpy as np
 
 from tests.support import tensor_oracle as O
 
-from .ptx_sim import Sim, SimError, Thread, _signed
+from .ptx_sim import Sim, SimError, _signed
 
 ELEM_BYTES = {0: 1, 6: 2, 10: 2}            # tensormap elemtype codes: u8, f16, bf16
 WINDOW = 1 << 18                            # the descriptors' address field: 14 bits << 4
@@ -75,24 +75,14 @@ class PipelineSim(Sim):
         self.pending = []                        # copies issued, not landed
         self.groups: dict[int, list] = {}        # warpgroup -> [open group, older...]
         self.events, self._seen = 0, None
-        bx, by, bz = self.block
-        self.threads = sorted((Thread(self, (x, y, z), (z * by + y) * bx + x, ctaid)
-                               for z in range(bz) for y in range(by) for x in range(bx)),
-                              key=lambda t: t.lin)
-        self.shared = {name: mem.alloc(f"{name}@{ctaid}", np.zeros(size, np.uint8))
-                       for name, size in self.shared_sizes.items()}
-        self.shared.update(self._workspace)
-        self.shared.update({n: self.window for n in self.extern})
-        while True:
-            for th in self.threads:
-                while not th.done and th.wait is None:
-                    self._step(th)
-            live = [t for t in self.threads if not t.done]
-            if not live:
-                return
-            if not self._collective(live):
-                raise SimError("deadlock: threads wait at different collectives: " +
-                               str(sorted({t.pc for t in live})))
+        super()._block(ctaid)
+
+    def _block_shared(self, ctaid) -> dict:
+        """The static arrays, the module-scope workspace and the extern ring window."""
+        shared = super()._block_shared(ctaid)
+        shared.update(self._workspace)
+        shared.update({n: self.window for n in self.extern})
+        return shared
 
     # the scheduler: a failed try_wait waits ("mbar"); such threads are retried once every
     # thread waits and no collective can run, and a retry with no barrier changed since
