@@ -100,6 +100,9 @@ def build_parser():
     p.add_argument("--gpu-tile-mma", choices=("on", "off"), default="on",
                    help="tile tensor_matmul on warp tensor cores where the profile has them "
                    "(default on; off: the exact replay)")
+    p.add_argument("--gpu-tile-wgmma", choices=("on", "off"), default="off",
+                   help="register-resident tile matmuls on wgmma (A from registers) where "
+                   "the profile has it, sm_90a (default off: mma.sync)")
     p.add_argument("--gpu-checks", action="store_true", help="emit gpu_assert traps")
     p.add_argument("--fp-contract", choices=("on", "off"), default="on",
                    help="GPU float multiply-add contraction (default on; off: every f32/f64 "
@@ -168,6 +171,7 @@ def _options(ns):
                    gpu_checks=ns.gpu_checks, tensor_tuple_budget=ns.gpu_tensor_tuple_budget,
                    wmma_staging=ns.gpu_wmma_staging == "on",
                    tile_mma=ns.gpu_tile_mma == "on",
+                   tile_wgmma=ns.gpu_tile_wgmma == "on",
                    fp_contract=ns.fp_contract == "on",
                    include_dirs=list(ns.include), stdlib_dir=ns.stdlib,
                    link_args=list(ns.link_arg), libraries=list(ns.libs),

@@ -42,6 +42,7 @@ class Options:
     test_mode: bool = False               # `mettle test`: keep @test fns, add the runner
     consts: tuple = ()                    # --const NAME=VALUE pairs (frontend/const_override)
     tile_mma: bool = True                 # --gpu-tile-mma=off: tile matmuls replay (tile_mma.py)
+    tile_wgmma: bool = False              # --gpu-tile-wgmma=on: register tiles on wgmma
 
 
 @dataclass
@@ -105,6 +106,7 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                  ssa=gpu and optimizing, test_mode=opts.test_mode,
                                  device_target=opts.emit if gpu else None,
                                  consts=tuple(opts.consts), tile_mma=_tile_mma(opts),
+                                 tile_wgmma=_tile_wgmma(opts),
                                  checks=not gpu and not opts.release)
     if gpu and not module.kernels():      # located at the file (callgraph's E0401 is not)
         from .diagnostics import Span
@@ -204,6 +206,15 @@ def _tile_mma(opts: Options) -> bool:
     except CompileError:            # a bad --gpu-arch: reported by the backend
         return False
     return features is not None and "mma.sync" in features
+
+
+def _tile_wgmma(opts: Options) -> bool:
+    """Register-resident tile matmuls on wgmma with A from registers (frontend/tile_plan.py,
+    docs/internals/tile-wgmma.md): --gpu-tile-wgmma=on, the warp MMA form on, and a PTX
+    profile with the `wgmma` feature (sm_90a)."""
+    if not opts.tile_wgmma or not _tile_mma(opts):
+        return False
+    return "wgmma" in _target_info(opts).features
 
 
 def _target_info(opts: Options):

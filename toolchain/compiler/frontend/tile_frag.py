@@ -13,7 +13,8 @@ t = l % 4: an R-row tile is cut in 16-row slabs; warp w owns slabs w, w + warps,
   A fragment of k-chunk kc, so a converted P feeds the next matmul with no data movement;
 - a row vector R x 1 holds its rows g and g + 8 of each owned slab: register 2k + h;
 - a shared tile is a workgroup array whose contiguous dimension (the one the global rows
-  run along) is padded by 8 elements, so ldmatrix reads are free of bank conflicts.
+  run along) is padded by 8 elements, so ldmatrix reads are free of bank conflicts (in
+  the wgmma form, tile_wgmma.py: swizzled rows a wgmma descriptor describes).
 
 Every elementwise operation is per register with the replay's scalar code (same bits);
 row max/sum reduce in-thread over the thread's columns in increasing order and then
@@ -24,8 +25,9 @@ fragments from ldmatrix.
 from __future__ import annotations
 
 from ..ir.types import F32, I32, I64, U16, U32, U64, VOID, VectorType
-from .tile_plan import PAD, plan_tiles
+from .tile_plan import PAD, SWIZZLE_ALIGN, plan_tiles
 from .tile_replay import NEG_ZERO, TileType, TileVal
+from .tile_wgmma import TileWgmmaMixin
 
 _VEC4F = VectorType(F32, 4)
 _VEC4U = VectorType(U32, 4)
@@ -33,10 +35,11 @@ _VEC4U = VectorType(U32, 4)
 
 class SharedHome:
     """A shared tile variable's workgroup array: element (outer, inner) at
-    outer * stride + inner, outer = the tile's columns when `col` (else its rows)."""
+    outer * stride + inner, outer = the tile's columns when `col` (else its rows); with
+    `swizzle` (the wgmma form) at tile_wgmma.swizzled's place instead."""
 
-    def __init__(self, ptr, tt: TileType, col: bool):
-        self.ptr, self.col = ptr, col
+    def __init__(self, ptr, tt: TileType, col: bool, swizzle: int = 0):
+        self.ptr, self.col, self.swizzle = ptr, col, swizzle
         self.outer, self.inner = (tt.columns, tt.rows) if col else (tt.rows, tt.columns)
         self.stride = self.inner + PAD
 
@@ -55,7 +58,7 @@ class FragVal(TileVal):
         self.home, self.regs, self.shared = home, regs, shared
 
 
-class TileFragMixin:
+class TileFragMixin(TileWgmmaMixin):
     # ---------------------------------------------------------------- the plan
     def _tile_fast(self) -> bool:
         plan = self.__dict__.get("_tplan")
@@ -63,11 +66,15 @@ class TileFragMixin:
             plan = self._tplan = plan_tiles(self, self.decl.body)
             self._tile_clean = None         # the IR block of the last barrier, no read since
             self._tile_synced: set[int] = set()     # tile_load calls that waited for all
-            if plan.fast:
+            if plan.fast and plan.wgmma:
+                text = self._wg_remark(plan)
+            elif plan.fast:
                 shared = ", ".join(f"`{n}`" for n in plan.shared) or "none"
                 text = ("tile values held in registers in the mma fragment layout "
                         f"({plan.warps} subgroups); shared tiles (workgroup memory, "
                         f"ldmatrix): {shared}")
+                if plan.wgmma_why:
+                    text += f"; not on wgmma: {plan.wgmma_why}"
             else:
                 text = f"tile values replay (distributed layout): {plan.why}"
             self.ctx.module.remarks.add(self.fn, self.decl.span, "tile-layout", text)
@@ -127,12 +134,17 @@ class TileFragMixin:
     def _frag_decl(self, d, tt: TileType, sym) -> None:
         plan = self._tplan
         if d.name in plan.shared:
-            col = plan.shared[d.name].col
-            inner = tt.rows if col else tt.columns
-            p = self._hoisted(self.b.gpu_alloc(
-                "workgroup", U16, (tt.count // inner) * (inner + PAD), f"tile.{d.name}",
-                span=d.span))
-            home = SharedHome(p, tt, col)
+            spec = plan.shared[d.name]
+            col, inner = spec.col, spec.inner
+            if spec.swizzle:        # the wgmma form: no padding, a swizzle-aligned base
+                p = self._hoisted(self.b.gpu_alloc("workgroup", U16, tt.count,
+                                                   f"tile.{d.name}", span=d.span,
+                                                   align=SWIZZLE_ALIGN))
+            else:
+                p = self._hoisted(self.b.gpu_alloc(
+                    "workgroup", U16, (tt.count // inner) * (inner + PAD), f"tile.{d.name}",
+                    span=d.span))
+            home = SharedHome(p, tt, col, spec.swizzle)
             sym.storage = FragVar("shared", shared=home)
             if d.init is None:
                 sym.needs_init = True
@@ -398,6 +410,21 @@ class TileFragMixin:
         self._barrier(span)
         self._tile_clean = self.b.block
 
+    def _publish(self, pending: int, span) -> None:
+        """Wait until at most `pending` copy groups are in flight, then make the completed
+        copies visible to the workgroup (in the wgmma form first to its asynchronous
+        proxy: each writer fences before the barrier, docs/internals/tile-wgmma.md)."""
+        self.b.async_wait(pending, span=span)
+        if self._tplan.wgmma:
+            self.b.emit("tile.proxy_fence", VOID, [], span=span)
+        self._wg_barrier(span)
+
+    def _sh_index(self, home: SharedHome, o, v):
+        """The u32 element index of (outer o, inner v) in the shared tile's array."""
+        if home.swizzle:
+            return self._swizzled(home, o, v)
+        return self.b.add(self.b.mul(o, self._c32(home.stride)), v)
+
     def _shared_load(self, home: SharedHome, src, ctl, ld, col: bool, span) -> None:
         """Fill a shared tile: 16-byte asynchronous copies of 8 elements along the
         contiguous dimension when the source is global memory and it, ld and the
@@ -408,8 +435,7 @@ class TileFragMixin:
             # earlier readers of any shared tile are done, and every copy issued so far is
             # complete and visible: a matmul reading a tile loaded before this point needs
             # no wait of its own (FlashAttention-2's two barriers per key block)
-            b.async_wait(0, span=span)
-            self._wg_barrier(span)
+            self._publish(0, span)
             self._tile_synced.add(id(self._tile_call))
         u = lambda v: b.convert(v, U64)     # noqa: E731
         names = ("column", "row") if col else ("row", "column")
@@ -426,7 +452,9 @@ class TileFragMixin:
 
         def vector():
             chunks = home.outer * per_row
-            if W % per_row == 0:
+            # a swizzled row's chunks permute with the row's residue mod 8: constant steps
+            # need whole 8-row periods between a thread's chunks
+            if W % per_row == 0 and (not home.swizzle or (W // per_row) % 8 == 0):
                 return strided(chunks)
             for r in range(-(-chunks // W)):
                 idx = b.add(tid, c32(r * W))
@@ -441,7 +469,7 @@ class TileFragMixin:
                     nbytes = b.select(inside, nbytes, c32(0))
                     gidx = b.select(inside, b.add(b.mul(og, ld64), ig), b.const(U64, 0))
                     g = b.ptradd(src, b.convert(gidx, I64))
-                    s = self._at(home.ptr, b.add(b.mul(o, c32(home.stride)), v))
+                    s = self._at(home.ptr, self._sh_index(home, o, v))
                     b.emit("tile.cp16", VOID, [s, g, nbytes])
                 if r * W + W > chunks:
                     self._if(b.cmp("lt", idx, c32(chunks)), chunk)
@@ -462,13 +490,15 @@ class TileFragMixin:
                         b.convert(u(o_t), I64))
             g = b.ptradd(src, b.convert(b.add(b.mul(b.add(o0, u(o_t)), ld64), ig), I64))
             step = b.convert(b.mul(ld64, b.const(U64, R)), I64)
-            sbase = self._at(home.ptr, b.add(b.mul(o_t, c32(home.stride)), v_t))
+            sbase = self._at(home.ptr, self._sh_index(home, o_t, v_t))
+            # outer rows rR further: a constant step (swizzled: rR rows of one panel)
+            row_elems = home.swizzle // 2 if home.swizzle else home.stride
             for r in range(-(-chunks // W)):
                 def chunk(g=g, r=r):
                     inside = b.cmp("lt", b.const(I64, r * R), lim)
                     # a source size of 0 reads nothing (the address may be past the end)
                     b.emit("tile.cp16", VOID, [sbase, g, b.select(inside, nbytes, c32(0))],
-                           {"offset": 2 * r * R * home.stride})
+                           {"offset": 2 * r * R * row_elems})
                 if r * W + W > chunks:
                     self._if(b.cmp("lt", b.add(tid, c32(r * W)), c32(chunks)), chunk)
                 else:
@@ -489,7 +519,7 @@ class TileFragMixin:
                     b.local_set(loc, b.const(U16, 0))
                     self._if(ok, lambda: b.local_set(loc, b.load(b.ptradd(
                         src, b.convert(b.add(b.mul(og, ld64), ig), I64)))))
-                    self._put(home.ptr, b.add(b.mul(o, c32(home.stride)), v), b.local_get(loc))
+                    self._put(home.ptr, self._sh_index(home, o, v), b.local_get(loc))
                 self._if(b.cmp("lt", idx, c32(n)), one)
             self._for(-(-n // W), element)
 
@@ -518,8 +548,9 @@ class TileFragMixin:
         home = bt.shared
         pending, loads = self._tplan.waits.get(id(call), (0, ()))
         if not any(x in self._tile_synced for x in loads):
-            b.async_wait(pending, span=span)
-            self._wg_barrier(span)
+            self._publish(pending, span)
+        if self._tplan.wgmma:
+            return FragVal(rt, "frag", self._wg_matmul(a, bt, c, rt))
         M, K, N = a.type.rows, a.type.columns, bt.type.columns
         slabs = M // (16 * self._tplan.warps)
         nba, nbo = K // 8, N // 8

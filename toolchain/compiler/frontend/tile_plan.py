@@ -14,6 +14,11 @@ The plan is all or nothing per kernel: anything the fragment form does not cover
 1 x C vector, a column reduction, a b operand that is not such a variable, a row count
 that is not a multiple of 16 per warp, more shared memory or registers than the budgets)
 keeps the whole kernel on the replay (tile_replay.py, tile_mma.py), and `why` says what.
+
+With `tile_wgmma` (sm_90a, --gpu-tile-wgmma=on) a fragment plan whose every matmul has
+the wgmma form (_wgmma_why) takes it (tile_wgmma.py, docs/internals/tile-wgmma.md): the
+same registers, the shared tiles in a swizzled wgmma layout instead of padded rows; else
+it keeps mma.sync and `wgmma_why` says why.
 """
 from __future__ import annotations
 
@@ -22,19 +27,26 @@ from . import ast as A
 SHARED_BYTES = 48 * 1024        # static workgroup memory every PTX profile has
 REGISTER_BUDGET = 255           # fragment registers of all tile variables, an estimate
 PAD = 8                         # 16-bit elements appended to each shared row (16 bytes)
+SWIZZLE_ALIGN = 1024            # base alignment of a swizzled shared tile: the 128-byte
+#                                 swizzle's 8 x 128-byte pattern (descriptor base offset 0)
 
 
 class SharedSpec:
     """A shared tile variable: `col` when its loads read the tile column-major (then its
-    columns are contiguous in workgroup memory, else its rows)."""
+    columns are contiguous in workgroup memory, else its rows); `swizzle`: in the wgmma
+    form, the bytes of one swizzled row (128, 64 or 32), else 0 (padded rows)."""
 
-    def __init__(self, col: bool):
+    def __init__(self, col: bool, inner: int = 0):
         self.col = col
+        self.inner = inner              # elements along the contiguous dimension
+        self.swizzle = 0
 
 
 class TilePlan:
     def __init__(self, why: str | None, shared=None, warps: int = 0, waits=None):
         self.why = why                          # None: the fragment form applies
+        self.wgmma = False                      # its matmuls on wgmma (tile_wgmma.py)
+        self.wgmma_why: str | None = None       # why not, where the target has wgmma
         self.shared: dict[str, SharedSpec] = shared or {}
         self.warps = warps
         # id(tensor_matmul call) -> (n, loads): how many copy groups may still be in
@@ -128,7 +140,7 @@ def plan_tiles(lw, body: A.Block) -> TilePlan:
             col = cols.pop()
             outer, inner = (tt.columns, tt.rows) if col else (tt.rows, tt.columns)
             smem += 2 * outer * (inner + PAD)
-            shared[name] = SharedSpec(col)
+            shared[name] = SharedSpec(col, inner)
             continue
         if tt.rows == 1:
             return TilePlan(f"`{name}` is a 1 x C vector, which has no fragment form")
@@ -147,7 +159,59 @@ def plan_tiles(lw, body: A.Block) -> TilePlan:
                         f"(budget {REGISTER_BUDGET})")
     waits: dict[int, tuple] = {}
     _waits(body.stmts, set(shared), waits)
-    return TilePlan(None, shared, warps, waits)
+    plan = TilePlan(None, shared, warps, waits)
+    if getattr(lw.ctx, "tile_wgmma", False) and shared:     # (shared: some matmul)
+        plan.wgmma_why = _wgmma_why(body, types, shared, warps)
+        plan.wgmma = plan.wgmma_why is None
+        if not plan.wgmma:
+            for spec in shared.values():
+                spec.swizzle = 0
+    return plan
+
+
+# wgmma m64nNk16 with f16/bf16 inputs: N a multiple of 8 from 8 to 256 (PTX ISA 9.0,
+# "Matrix shape" of wgmma.mma_async; targets/ptx/isa.py's form m64n{N}k16)
+WGMMA_N = (8, 256)
+
+
+def swizzle_of(inner: int) -> int:
+    """The widest swizzle (bytes of one swizzled row) whose rows a contiguous dimension of
+    `inner` 16-bit elements fills exactly, or 0: 128 for multiples of 64 elements, 64 for
+    32, 32 for 16 (cute's Layout_{K,MN}_SW{128,64,32}_Atom, mma_traits_sm90_gmma.hpp)."""
+    return next((s for s in (128, 64, 32) if (2 * inner) % s == 0), 0)
+
+
+def _wgmma_why(body, types, shared, warps) -> str | None:
+    """Why the fragment plan cannot put its matmuls on wgmma with A from registers (None:
+    it can, and each shared tile's `swizzle` is set). Warp w owns slabs w, w + warps, ...,
+    so with warps = 4q warpgroup g's slab k is the 64-row block g + q k, its warps in order:
+    wgmma's m64 rows 16 (warp % 4) + ... are exactly the fragment rows."""
+    if warps % 4:
+        return f"the {warps} subgroups are not whole warpgroups of 4"
+    matmuls = [n for n in _nodes(body) if _tile_call(n, "tensor_matmul") and
+               len(n.args) >= 2 and isinstance(n.args[1], A.Name) and
+               n.args[1].name in shared]
+    for n in matmuls:
+        name = n.args[1].name
+        tt = types[name]
+        if tt.rows % 16:
+            return f"`{name}` has {tt.rows} rows: wgmma steps k by 16"
+        lo, hi = WGMMA_N
+        if tt.columns % 8 or not lo <= tt.columns <= hi:
+            return (f"`{name}` has {tt.columns} columns: wgmma m64nNk16 takes N a multiple "
+                    f"of 8 from {lo} to {hi}")
+    smem = 0
+    for name, spec in shared.items():
+        tt = types[name]
+        spec.swizzle = swizzle_of(spec.inner)
+        if not spec.swizzle:
+            return (f"`{name}`'s contiguous dimension ({spec.inner} elements) is not a "
+                    "multiple of 16, the narrowest swizzled wgmma layout")
+        smem += -(-2 * tt.count // SWIZZLE_ALIGN) * SWIZZLE_ALIGN
+    if smem > SHARED_BYTES:
+        return (f"the swizzled shared tiles need {smem} bytes of workgroup memory "
+                f"(at most {SHARED_BYTES})")
+    return None
 
 
 def _is_tile(e, types) -> bool:

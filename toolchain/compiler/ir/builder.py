@@ -361,13 +361,17 @@ class Builder:
         return self.emit("gpu.index", U32, [], {"kind": kind, "axis": axis}, span=span)
 
     def gpu_alloc(self, space: str, elem: Type, count: int, name: str = "",
-                  span=None) -> Instr:
+                  span=None, align: int = 0) -> Instr:
+        """`align`: a larger base alignment in bytes than the backend's default (a power of
+        two; 0: the default)."""
         _check(space in ("workgroup", "private"), f"gpu.alloc in {space}")
         _check(elem.is_int or elem.is_float, "gpu.alloc element must be a scalar number")
         _check(count > 0, "gpu.alloc extent must be nonzero")
-        return self.emit("gpu.alloc", ptr(elem, space), [],
-                         {"space": space, "elem": elem, "count": count, "name": name},
-                         span=span)
+        _check(align & (align - 1) == 0, "gpu.alloc alignment must be a power of two")
+        attrs = {"space": space, "elem": elem, "count": count, "name": name}
+        if align:
+            attrs["align"] = align
+        return self.emit("gpu.alloc", ptr(elem, space), [], attrs, span=span)
 
     def dynamic_shared(self, elem: Type, name: str = "", span=None) -> Instr:
         return self.emit("gpu.dynamic_shared", ptr(elem, "workgroup"), [],

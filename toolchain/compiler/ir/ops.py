@@ -122,6 +122,15 @@ def _rows() -> list[OpInfo]:
           "(0..16) are read and the rest zero-filled (async.commit/async.wait group it)"),
         R("tile.pack", "lo hi", where="device", doc="two f32 rounded to nearest even into "
           "attrs.format f16|bf16 halves of one u32 (lo in bits 0..15)"),
+        # the wgmma form of register-resident tiles (frontend/tile_wgmma.py; sm_90a only)
+        R("tile.wgmma", "a... ptr c...", reads=True, collective="workgroup", where="device",
+          doc="c + a*b for attrs.slabs 64-row blocks of each warpgroup: a the A fragments "
+          "(4 packed 16-bit words per 16-wide k step and slab), b the shared tile at ptr "
+          "(attrs.swizzle-byte rows, attrs.lbo/sbo/trans, attrs.steps: byte offset per k "
+          "step), c attrs.n/2 f32 per slab: vec<slabs*n/2 x f32>, complete when it returns"),
+        R("tile.proxy_fence", "", effects=True, reads=True, where="device",
+          doc="this work-item's workgroup-memory writes become visible to the tensor "
+          "cores' asynchronous reads (before the barrier that publishes them)"),
         R("cvt.h2f", "a", where="device", doc="u16 half bits -> f32"),
         R("cvt.f2h", "a", where="device", doc="f32 -> u16 half bits, round to nearest"),
         R("cvt.bf2f", "a", where="device", doc="u16 bf16 bits -> f32"),

@@ -118,6 +118,15 @@ FORMS: tuple[Form, ...] = (
     Form("wgmma", "wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{f16,bf16}.{f16,bf16}",
          ("{..}", "desc", "desc", "p", "imm", "imm", "imm", "imm"), (8, 0), 90, only=(90,),
          specific=True),
+    # A from registers (register-resident tiles, frontend/tile_wgmma.py): d, {a0..a3}
+    # (the m16n8k16 A fragment of each warp), b-desc, scale-d, imm-scale-a, imm-scale-b,
+    # imm-trans-b (cute/arch/mma_sm90_gmma.hpp, the *_RS structs)
+    Form("wgmma", "wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{f16,bf16}.{f16,bf16}",
+         ("{..}", "{..}", "desc", "p", "imm", "imm", "imm"), (8, 0), 90, only=(90,),
+         specific=True),
+    # workgroup-memory writes of the generic proxy (cp.async, st.shared) made visible to
+    # wgmma's asynchronous reads
+    Form("wgmma", "fence.proxy.async.shared::cta", ("-",), (8, 0), 90),
 )
 
 # ---- forms of the tensor transfer lowering (tensor/transfer.py): the store direction and the

@@ -47,7 +47,7 @@ def lower_alloc(em, ins: Instr) -> None:
     elem, count = ins.attrs["elem"], int(ins.attrs["count"])
     size = elem.size * count
     if ins.attrs["space"] == "workgroup":
-        align = max(WORKGROUP_ALIGN, elem.align)
+        align = max(WORKGROUP_ALIGN, elem.align, ins.attrs.get("align", 0))
         if any(i.op == "tensor.transfer" for i in em.fn.instructions()):
             align = max(align, TMA_ALIGN)      # a possible bulk-tensor copy's shared side
         name = em.module.shared_array(em.fn, ins.attrs.get("name") or "wg", size, align)

@@ -11,6 +11,13 @@ over the full warp (tile operations are reached by whole workgroups); tile.ldmat
 ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16; tile.cp16 -> cp.async.cg 16 bytes with
 a source size (the rest zero-filled); tile.pack -> cvt.rn.{f16x2,bf16x2}.f32, whose halves
 are the bits of two cvt.rn of one f32 each.
+
+Their wgmma form (frontend/tile_wgmma.py, sm_90a, docs/internals/tile-wgmma.md):
+tile.wgmma -> the accumulators copied into the registers wgmma updates in place,
+wgmma.fence, one wgmma.mma_async m64nNk16 with A from registers per slab and 16-wide k
+step (B from a shared-memory descriptor), wgmma.commit_group, wgmma.wait_group 0, so no
+later instruction sees an unfinished accumulator or reuses an A register too early;
+tile.proxy_fence -> fence.proxy.async.shared::cta.
 """
 from __future__ import annotations
 
@@ -100,6 +107,63 @@ def lower_pack(em, ins: Instr) -> None:
     em.put(ops.cvt_rn_x2(ins.attrs["format"], em.result(ins), em.reg(hi), em.reg(lo)))
 
 
+def _fixed(em, v):
+    """A register holding v (a constant is moved into one: wgmma operands are registers)."""
+    r = em.reg(v)
+    if isinstance(v, Const):
+        t = em.new_t(v.type)
+        em.op(ops.MOV[regs.bits(v.type)], t, r)
+        return t
+    return r
+
+
+def lower_wgmma(em, ins: Instr) -> None:
+    """Operands: the A words (4 per k step, k steps inner, slabs outer), the shared tile's
+    pointer, the accumulators (n/2 per slab)."""
+    em.profile.need("wgmma", "a register-resident tile matmul on wgmma", ins.span)
+    from .tensor.wgmma import desc_base     # (the GEMM's modules load only when used)
+    at = ins.attrs
+    n, steps, slabs, fmt = at["n"], at["steps"], at["slabs"], at["format"]
+    na = 4 * len(steps) * slabs
+    a_vals, p, c_vals = ins.operands[:na], ins.operands[na], ins.operands[na + 1:]
+    a = _shared_addr(em, p, 0)
+    smem = em.new("r")
+    em.put(ops.cvt("u32", "u64", smem, a.base))
+    if a.offset:
+        em.put(ops.binary("add", "u32", smem, smem, a.offset))
+    base = desc_base(em, smem, sbo=at["sbo"], lbo=at["lbo"], swizzle=at["swizzle"])
+    descs = []
+    for off in steps:           # the start address moves by whole 16-byte units
+        if off == 0:
+            descs.append(base)
+            continue
+        d = em.new("rd")
+        em.put(ops.binary("add", "s64", d, base, off >> 4))
+        descs.append(d)
+    a_regs = [_fixed(em, v) for v in a_vals]
+    # wgmma reads and writes its accumulators in place: fresh registers holding c
+    acc = [em.new_t(FloatType(32)) for _ in c_vals]
+    for r, v in zip(acc, c_vals):
+        em.op(ops.MOV["f32"], r, em.reg(v))
+    one = em.new("p")
+    em.put(ops.setp("eq", "u32", one, 0, 0))
+    em.put(ops.wgmma_fence())       # after the ordinary writes of A and the accumulators
+    half, nk = n // 2, len(steps)
+    for s in range(slabs):
+        for ks in range(nk):
+            w = 4 * (s * nk + ks)
+            em.put(ops.wgmma_mma_async_rs(n, "f32", fmt, fmt, acc[half * s:half * (s + 1)],
+                                          a_regs[w:w + 4], descs[ks], one, at["trans"]))
+    em.put(ops.wgmma_commit_group(), ops.wgmma_wait_group(0))
+    em.define(ins, Vec(acc))
+
+
+def lower_proxy_fence(em, ins: Instr) -> None:
+    em.profile.need("wgmma", "a register-resident tile matmul on wgmma", ins.span)
+    em.put(ops.fence_proxy_async_shared())
+
+
 LOWER = {"tile.mma": lower_mma, "tile.bfly": lower_bfly, "tile.ldmatrix": lower_ldmatrix,
          "tile.cp16": lower_cp16, "tile.pack": lower_pack, "math.rn": lower_rn, "math.fma": lower_fma, "math.exp2": lower_exp2,
-         "tile.uniform": lower_uniform}
+         "tile.uniform": lower_uniform, "tile.wgmma": lower_wgmma,
+         "tile.proxy_fence": lower_proxy_fence}

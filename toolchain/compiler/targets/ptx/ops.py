@@ -230,6 +230,20 @@ def wgmma_mma_async(n: int, d_type: str, a_type: str, b_type: str, d, a_desc: st
     return _op(name, (vec(*d),), (a_desc, b_desc, scale_d, scale_a, scale_b, *extra))
 
 
+def wgmma_mma_async_rs(n: int, d_type: str, a_type: str, b_type: str, d, a, b_desc: str,
+                       scale_d, trans_b: int, scale_a: int = 1, scale_b: int = 1) -> PtxInstr:
+    """`wgmma.mma_async.sync.aligned.m64n<n>k16.<d>.<a>.<b> {d}, {a0, a1, a2, a3}, b-desc,
+    scale-d, imm-scale-a, imm-scale-b, imm-trans-b` with A from registers (f16/bf16 only;
+    the operand list of cute/arch/mma_sm90_gmma.hpp's *_RS forms: A is K-major, so there
+    is no imm-trans-a); trans_b 1 reads an MN-major B."""
+    if a_type not in ("f16", "bf16") or b_type != a_type or n % 8 or not 8 <= n <= 256 \
+            or len(d) != n // 2 or len(a) != 4 or trans_b not in (0, 1):
+        raise ValueError(f"wgmma m64n{n} {a_type}.{b_type} (A from registers) with {len(d)} "
+                         f"accumulators, {len(a)} A registers, trans-b {trans_b!r}")
+    name = f"wgmma.mma_async.sync.aligned.m64n{n}k16.{_t(d_type)}.{_t(a_type)}.{_t(b_type)}"
+    return _op(name, (vec(*d),), (vec(*a), b_desc, scale_d, scale_a, scale_b, trans_b))
+
+
 def ld_vec(space: str, ty: str, values: Vec, addr: Addr,
            guard: str | None = None) -> PtxInstr:
     return _op(f"ld{_space(space)}.v{len(values.regs)}.{_t(ty)}", (values,), (addr,), guard)
@@ -562,8 +576,8 @@ def cp_async_wait_group(pending) -> PtxInstr:
 
 
 def fence_proxy_async_shared() -> PtxInstr:
-    """`fence.proxy.async.shared::cta` (feature cp.async.bulk.tensor): orders this thread's
-    generic-proxy shared accesses with the async proxy's."""
+    """`fence.proxy.async.shared::cta` (the row of feature wgmma; the bulk-tensor copies use
+    it too): orders this thread's generic-proxy shared accesses with the async proxy's."""
     return _op("fence.proxy.async.shared::cta")
 
 

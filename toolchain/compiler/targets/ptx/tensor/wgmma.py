@@ -172,13 +172,22 @@ def supported(desc) -> bool:
             and desc.c_layout == desc.d_layout == "row")
 
 
-def _desc_base(em, smem: str) -> str:
-    """The constant bits of a K-major 128B-swizzle wgmma descriptor plus smem >> 4."""
+# GmmaDescriptor layout_type_ (bits 62..63) per swizzle row width in bytes
+# (cute/arch/mma_sm90_desc.hpp: SWIZZLE_128B = 1, SWIZZLE_64B = 2, SWIZZLE_32B = 3)
+SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+
+
+def desc_base(em, smem: str, sbo: int = 1024, lbo: int = 16, swizzle: int = 128) -> str:
+    """A wgmma shared-memory descriptor for the u32 shared address `smem` (cute's
+    GmmaDescriptor: start address >> 4 in bits 0..13, leading byte offset >> 4 in 16..29,
+    stride byte offset >> 4 in 32..45, base offset 0 (a 1024-byte aligned pattern), layout
+    type in 62..63). The defaults are the GEMM's K-major 128B swizzle: LBO 16 B (unused
+    when swizzled), SBO 1024 B (8 rows x 128 B)."""
     d, lo = em.new("rd"), em.new("r")
-    # LBO 16 B (unused when swizzled), SBO 1024 B (8 rows x 128 B), swizzle mode 1 (128B)
     em.put(I.binary("shr", "u32", lo, smem, 4), I.binary("and", "b32", lo, lo, 16383),
            I.cvt("u64", "u32", d, lo),
-           I.binary("or", "b64", d, d, (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)))
+           I.binary("or", "b64", d, d, ((lbo >> 4) << 16) | ((sbo >> 4) << 32)
+                    | (SWIZZLE_MODE[swizzle] << 62)))
     return d
 
 
@@ -553,7 +562,7 @@ def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
     a_row = em.new("r")
     em.put(I.binary("sub", "u32", a_row, wg, 1),
            I.mad("lo", "u32", a_row, a_row, 64 * ROW_BYTES, sa))
-    da0, db0 = _desc_base(em, a_row), _desc_base(em, sb)
+    da0, db0 = desc_base(em, a_row), desc_base(em, sb)
     kb, s, ph = em.new("r"), em.new("r"), em.new("r")
     prev, have_prev = em.new("r"), em.new("p")
     em.put(I.mov("u32", s, 0), I.mov("u32", ph, 0))      # carried across tiles

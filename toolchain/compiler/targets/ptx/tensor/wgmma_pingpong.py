@@ -118,7 +118,7 @@ def consumer(em, g, elem, tid, wg, ring, fused, tiles, combine) -> None:
     wtid, h = em.new("r"), em.new("r")
     em.put(I.binary("and", "b32", wtid, tid, 127), I.setp("eq", "u32", leader, wtid, 0),
            I.binary("sub", "u32", h, wg, 1), I.setp("eq", "u32", first, h, 0))
-    da0, db0 = W._desc_base(em, sa), W._desc_base(em, sb)
+    da0, db0 = W.desc_base(em, sa), W.desc_base(em, sb)
     # the ring position: consumer 1 starts after consumer 0's first half tile
     kb, s, ph, r, q_odd = (em.new("r") for _ in range(5))
     prev, have_prev = em.new("r"), em.new("p")
