@@ -4,10 +4,12 @@
                                [--shapes b16h16n2048d64,...] [--dtypes f16,bf16]
                                [--rounds 5] [--batch-ms 25] [--max-reps 100]
                                [--launch-budget-ms 10000] [--time-budget-s 110]
-                               [--no-check] [--dry-run]
+                               [--no-check] [--dry-run] [--forms mma,wgmma]
 
 Contenders, in one process and on one device: `ours` (examples/attention: the tile-value
-kernel through the `mettle` runtime, compiled -O for this GPU), `flash` (SDPA with
+kernel through the `mettle` runtime, compiled -O for this GPU; with `--forms mma,wgmma`
+also `ours_wgmma`, the same source with the tile matmuls on wgmma, the compile option
+tile_wgmma: docs/internals/tile-wgmma.md), `flash` (SDPA with
 SDPBackend.FLASH_ATTENTION) and `cudnn` (SDPBackend.CUDNN_ATTENTION), f16 (bf16 too with
 --bf16), full and causal, on the shapes of the attention issue. Each row is first checked:
 ours on the first two heads against SDPA on float32 copies, with FlashAttention's rule
@@ -43,7 +45,9 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 SHAPES = ("b16h16n2048d64", "b8h16n4096d128", "b2h16n16384d128")
-CONTENDERS = ("ours", "flash", "cudnn")
+# --forms: the name of our contender in each form and its mettle.compile options
+FORMS = {"mma": ("ours", {}), "wgmma": ("ours_wgmma", {"tile_wgmma": True})}
+CONTENDERS = ("ours", "ours_wgmma", "flash", "cudnn")
 CHECK_HEADS = 2                    # the check runs ours on the first heads of batch 0
 SLOW_MS = 100.0                    # a launch this slow needs no warm-up beyond its first
 
@@ -78,6 +82,10 @@ def single_ms(torch, fn) -> float:
     return start.elapsed_time(end)
 
 
+def forms_of(args) -> list[str]:
+    return [f for f in args.forms.split(",") if f]
+
+
 def dtypes_of(args) -> list[str]:
     names = [d for d in args.dtypes.split(",") if d]
     if args.bf16 and "bf16" not in names:
@@ -100,10 +108,10 @@ def dry_run(args) -> int:
                       f"{flops(b, h, n, d, causal) / 1e12:8.3f} TFLOP per call")
     ptxas = os.environ.get("METTLE_PTXAS") or shutil.which("ptxas")
     failed = 0
-    for d, dt in sorted(variants):
-        mod = module(d, dt, "sm_90a")
-        line = f"variant d{d} {dt}: {len(mod.ptx)} bytes of PTX, block " \
-               f"{mod.signature.kernels['attention'].block}"
+    for (d, dt), form in ((v, f) for v in sorted(variants) for f in forms_of(args)):
+        mod = module(d, dt, "sm_90a", options=FORMS[form][1])
+        line = f"variant d{d} {dt}{'' if form == 'mma' else ' ' + form}: {len(mod.ptx)} " \
+               f"bytes of PTX, block {mod.signature.kernels['attention'].block}"
         if ptxas:
             with tempfile.TemporaryDirectory() as tmp:
                 path = os.path.join(tmp, "attention.ptx")
@@ -132,7 +140,8 @@ def bench_row(torch, args, ctx, shape, dt, causal, q, k, v, o, t_start) -> dict:
     b, h, n, d = parse_shape(shape)
     row = {"shape": shape, "dtype": dt, "causal": causal, "clock_before": sm_clock()}
     work = flops(b, h, n, d, causal)
-    fns = {"ours": lambda: ctx["attention"](q, k, v, causal, out=o)}
+    ours = list(ctx["ours"])
+    fns = {name: (lambda f=f: f(q, k, v, causal, out=o)) for name, f in ctx["ours"].items()}
     for name, backend in (("flash", ctx["flash"]), ("cudnn", ctx["cudnn"])):
         if backend is None:
             row[f"{name}_unavailable"] = "this torch has no such SDPA backend"
@@ -144,46 +153,53 @@ def bench_row(torch, args, ctx, shape, dt, causal, q, k, v, o, t_start) -> dict:
             fns[name] = fn
         except RuntimeError as exc:
             row[f"{name}_unavailable"] = str(exc).splitlines()[0][:300]
-    rate = ctx.get("ours_flop_per_ms")          # from ours' last timed launch
-    if rate and time.perf_counter() - t_start + work / rate / 1e3 > args.time_budget_s:
-        row["ours_untimed"] = (f"one launch would take about {work / rate / 1e3:.0f} s and "
-                               f"end past --time-budget-s {args.time_budget_s:.0f}")
-        del fns["ours"]
+    for name in ours:
+        rate = ctx.get(f"{name}_flop_per_ms")      # from its last timed launch
+        if rate and time.perf_counter() - t_start + work / rate / 1e3 > args.time_budget_s:
+            row[f"{name}_untimed"] = (f"one launch would take about {work / rate / 1e3:.0f} "
+                                      f"s and end past --time-budget-s "
+                                      f"{args.time_budget_s:.0f}")
+            del fns[name]
     est = {name: single_ms(torch, fn) for name, fn in fns.items()}
     row["single_ms"] = est
-    if "ours" in est:
-        ctx["ours_flop_per_ms"] = work / est["ours"]
+    for name in ours:
+        if name in est:
+            ctx[f"{name}_flop_per_ms"] = work / est[name]
     if not args.no_check:
         sl = [x[:1, :CHECK_HEADS] for x in (q, k, v)]
-        mine = ctx["attention"](*sl, causal)
-        ok, err, bound = ctx["checker"].rule(*sl, causal, None, mine)
-        row.update(check_ok=ok, max_err=err, bound=bound)
+        for name, f in ctx["ours"].items():
+            ok, err, bound = ctx["checker"].rule(*sl, causal, None, f(*sl, causal))
+            tag = name.removeprefix("ours")             # "" or "_wgmma"
+            row.update({f"check_ok{tag}": ok, f"max_err{tag}": err, f"bound{tag}": bound})
     reps = {name: max(1, min(args.max_reps, round(args.batch_ms / max(ms, 1e-3))))
             for name, ms in est.items()}
     warmup = {name: 0 if ms > SLOW_MS else 2 for name, ms in est.items()}
-    if "ours" in est:
-        ours_cost_s = (warmup["ours"] + args.rounds * reps["ours"]) * est["ours"] / 1e3
+    for name in ours:
+        if name not in est:
+            continue
+        cost_s = (warmup[name] + args.rounds * reps[name]) * est[name] / 1e3
         elapsed = time.perf_counter() - t_start
-        if est["ours"] > args.launch_budget_ms:
-            row["ours_untimed"] = f"one launch took {est['ours']:.0f} ms > --launch-budget-ms"
-        elif elapsed + ours_cost_s > args.time_budget_s:
-            row["ours_untimed"] = (f"its rounds ({ours_cost_s:.0f} s) would end past "
-                                   f"--time-budget-s {args.time_budget_s:.0f}")
-        if "ours_untimed" in row:
-            del fns["ours"]
+        if est[name] > args.launch_budget_ms:
+            row[f"{name}_untimed"] = f"one launch took {est[name]:.0f} ms > --launch-budget-ms"
+        elif elapsed + cost_s > args.time_budget_s:
+            row[f"{name}_untimed"] = (f"its rounds ({cost_s:.0f} s) would end past "
+                                      f"--time-budget-s {args.time_budget_s:.0f}")
+        if f"{name}_untimed" in row:
+            del fns[name]
     ms = ctx["timed_together"](torch, fns, reps, args.rounds, warmup)
     row["reps"] = {name: reps[name] for name in fns}
     for name in CONTENDERS:
         if name in ms:
             row[f"{name}_ms"] = ms[name]
             row[f"{name}_tflops"] = work / (ms[name] * 1e-3) / 1e12
-    if "ours_untimed" in row and "ours" in est:
-        row["ours_single_tflops"] = work / (est["ours"] * 1e-3) / 1e12
+    for name in ours:
+        if f"{name}_untimed" in row and name in est:
+            row[f"{name}_single_tflops"] = work / (est[name] * 1e-3) / 1e12
     row["clock_after"] = sm_clock()
     return row
 
 
-def table_line(row: dict) -> str:
+def table_line(row: dict, ours_names=("ours",)) -> str:
     def tf(name):
         return row.get(f"{name}_tflops")
 
@@ -192,12 +208,16 @@ def table_line(row: dict) -> str:
 
     def ratio(a, c):
         return f"{a / c:10.3f}" if a and c else f"{'-':>10}"
-    ours = tf("ours") or row.get("ours_single_tflops")
-    star = "*" if "ours_untimed" in row else " "
-    return (f"{row['shape']:<18} {row['dtype']:<5} {'causal' if row['causal'] else 'full':<6} "
-            f"{cell(ours, star)}{cell(tf('flash'))}{cell(tf('cudnn'))}"
-            f"{ratio(ours, tf('flash'))} {ratio(ours, tf('cudnn'))}  "
-            f"{row.get('check_ok', '-')}")
+    line = f"{row['shape']:<18} {row['dtype']:<5} {'causal' if row['causal'] else 'full':<6} "
+    ours = {}
+    for name in ours_names:
+        ours[name] = tf(name) or row.get(f"{name}_single_tflops")
+        line += cell(ours[name], "*" if f"{name}_untimed" in row else " ")
+    line += f"{cell(tf('flash'))}{cell(tf('cudnn'))}"
+    for name in ours_names:
+        line += f"{ratio(ours[name], tf('flash'))} {ratio(ours[name], tf('cudnn'))}  "
+    checks = [str(row.get("check_ok" + n.removeprefix("ours"), "-")) for n in ours_names]
+    return line + "/".join(checks)
 
 
 def main(argv=None) -> int:
@@ -218,7 +238,13 @@ def main(argv=None) -> int:
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--dry-run", action="store_true",
                     help="print the plan and compile the variants; no GPU needed")
+    ap.add_argument("--forms", default="mma",
+                    help="comma-separated forms of ours, timed side by side: mma (the "
+                    "mma.sync form, `ours`), wgmma (`ours_wgmma`, sm_90a)")
     args = ap.parse_args(argv)
+    bad = set(forms_of(args)) - set(FORMS)
+    if bad or not forms_of(args):
+        ap.error(f"--forms: expected a comma-separated list of {', '.join(FORMS)}")
     for shape in args.shapes.split(","):
         try:
             parse_shape(shape)
@@ -243,16 +269,22 @@ def main(argv=None) -> int:
     from examples.attention.check_attention import Checker
     from timing import timed_together
 
+    import functools
     t_start = time.perf_counter()
-    ctx = {"attention": attention, "F": F, "sdpa_kernel": sdpa_kernel,
+    ours = {FORMS[f][0]: functools.partial(attention, options=FORMS[f][1])
+            for f in forms_of(args)}
+    ctx = {"ours": ours, "F": F, "sdpa_kernel": sdpa_kernel,
            "timed_together": timed_together,
            "checker": None if args.no_check else Checker(),
            "flash": getattr(SDPBackend, "FLASH_ATTENTION", None),
            "cudnn": getattr(SDPBackend, "CUDNN_ATTENTION", None)}
     dtypes = {"f16": torch.float16, "bf16": torch.bfloat16}
     rows = []
-    print(f"{'shape':<18} {'dtype':<5} {'mask':<6} {'ours':>8}  {'flash':>8} {'cudnn':>8} "
-          f"{'ours/flash':>10} {'ours/cudnn':>10}  check   (TFLOP/s)", flush=True)
+    labels = ["ours" if n == "ours" else "wgmma" for n in ours]
+    head = "".join(f"{n:>8} " for n in labels)
+    ratios = "".join(f"{n + '/flash':>10} {n + '/cudnn':>10}  " for n in labels)
+    print(f"{'shape':<18} {'dtype':<5} {'mask':<6} {head}{'flash':>8} {'cudnn':>8} "
+          f"{ratios}check   (TFLOP/s)", flush=True)
     for shape in args.shapes.split(","):
         b, h, n, d = parse_shape(shape)
         for dt in dtypes_of(args):
@@ -260,14 +292,15 @@ def main(argv=None) -> int:
             q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=dtypes[dt], generator=gen)
                        for _ in range(3))
             o = torch.empty_like(q)
-            attention(q[:1, :1, :1], k[:1, :1, :1], v[:1, :1, :1])   # compile and load
+            for f in ours.values():                                   # compile and load
+                f(q[:1, :1, :1], k[:1, :1, :1], v[:1, :1, :1])
             torch.cuda.synchronize()
             for causal in (False, True):
                 row = bench_row(torch, args, ctx, shape, dt, causal, q, k, v, o, t_start)
                 rows.append(row)
-                print(table_line(row), flush=True)
+                print(table_line(row, tuple(ours)), flush=True)
             del q, k, v, o
-    if any("ours_untimed" in r for r in rows):
+    if any(f"{n}_untimed" in r for r in rows for n in ours):
         print("* ours: one timed launch, not interleaved rounds, or none (`-`): over a time "
               "budget (the JSON says which)")
     print(f"total {time.perf_counter() - t_start:.0f} s")

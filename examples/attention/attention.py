@@ -119,9 +119,11 @@ def launch(mod, q, k, v, o, batch_heads: int, n: int, scale: float, causal: bool
 
 
 def attention(q, k, v, causal: bool = False, scale: float | None = None, *,
-              arch: str | None = None, consts: dict | None = None, out=None):
+              arch: str | None = None, consts: dict | None = None, out=None,
+              options: dict | None = None):
     """softmax(q·kᵀ·scale)·v for torch tensors [b, h, n, d] (f16/bf16, CUDA); `out`: a
-    contiguous tensor of q's shape and dtype to write (else a new one)."""
+    contiguous tensor of q's shape and dtype to write (else a new one); `options`: more
+    mettle.compile options ({"tile_wgmma": True}: the matmuls on wgmma, sm_90a)."""
     import torch
     if q.dim() != 4:
         raise ValueError(f"attention: q, k, v must be [b, h, n, d], got {tuple(q.shape)}")
@@ -137,7 +139,7 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, *,
                          "and device")
     q, k, v = (t.contiguous() for t in (q, k, v))
     o = torch.empty_like(q) if out is None else out
-    mod = module(d, fmt, arch, consts)
+    mod = module(d, fmt, arch, consts, options)
     launch(mod, q, k, v, o, b * h, n, d ** -0.5 if scale is None else scale, causal,
            consts=consts)
     return o

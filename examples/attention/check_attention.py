@@ -3,7 +3,11 @@ hardware test tests/gpu/test_attention.py runs it, one group of cases per proces
 small torch-free case per process under compute-sanitizer).
 
     python3 examples/attention/check_attention.py [--case PATTERN ...] [--list]
-    python3 examples/attention/check_attention.py --sanitizer-case causal|full
+                                                  [--form mma|wgmma]
+    python3 examples/attention/check_attention.py --sanitizer-case causal|full [--form ...]
+
+`--form wgmma` compiles the kernel with the tile matmuls on wgmma (mettle.compile's
+tile_wgmma, sm_90a; docs/internals/tile-wgmma.md); the default is the mma.sync form.
 
 Rule (FlashAttention's forward tests): out_ref = SDPA on float32 copies of the inputs (the
 math backend), out_pt = torch's own SDPA in the 16-bit format (the flash backend), and
@@ -50,6 +54,7 @@ NAN_BITS = 0x7FC1          # a NaN in both f16 and bf16 (all exponent bits), che
 ONE_ROUNDING = {"f16": 2.0 ** -10, "bf16": 2.0 ** -7}
 BIG_V = {"f16": 60000.0, "bf16": 1.0e30}
 DEVICE = "cuda"
+FORMS = {"mma": {}, "wgmma": {"tile_wgmma": True}}     # --form: mettle.compile options
 
 
 def random_ns() -> tuple[int, ...]:
@@ -73,12 +78,14 @@ def case_names() -> list[str]:
 class Checker:
     """The torch side: guarded buffers, the SDPA references and the rule."""
 
-    def __init__(self):
+    def __init__(self, options: dict | None = None):
+        import functools
         import torch
         import torch.nn.functional as F
         from torch.nn.attention import SDPBackend, sdpa_kernel
         from examples.attention.attention import attention
-        self.torch, self.F, self.attention = torch, F, attention
+        self.torch, self.F = torch, F
+        self.attention = functools.partial(attention, options=options or {})
         self.backends, self.sdpa_kernel = SDPBackend, sdpa_kernel
         self.dtypes = {"f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -203,7 +210,7 @@ def verdict(ok: bool, guards: bool, detail: str) -> tuple[bool, str]:
     return ok and guards, detail + ("" if guards else "; a NaN GUARD WAS OVERWRITTEN")
 
 
-def sanitizer_case(mask: str) -> int:
+def sanitizer_case(mask: str, options: dict | None = None) -> int:
     """One small f16 case with no torch in the process (compute-sanitizer then checks only
     our kernel): causal d64 over two row blocks, or full d128 with a ragged key block,
     against the float64 oracle."""
@@ -215,8 +222,8 @@ def sanitizer_case(mask: str) -> int:
     rng = np.random.default_rng(7)
     q, k, v = (rng.standard_normal((2, n, d)).astype(np.float16) for _ in range(3))
     o = mettle.to_device(np.full((2, n, d), np.nan, np.float16))
-    launch(module(d, "f16"), *(mettle.to_device(t) for t in (q, k, v)), o, 2, n, d ** -0.5,
-           causal)
+    launch(module(d, "f16", options=options), *(mettle.to_device(t) for t in (q, k, v)), o,
+           2, n, d ** -0.5, causal)
     mettle.synchronize()
     got = o.numpy().astype(np.float64)
     want = reference(q, k, v, causal, d ** -0.5)
@@ -236,9 +243,11 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true", help="print the case names and exit")
     ap.add_argument("--sanitizer-case", choices=MASKS,
                     help="run one small torch-free case (for compute-sanitizer)")
+    ap.add_argument("--form", choices=tuple(FORMS), default="mma",
+                    help="the tile matmuls on mma.sync (default) or wgmma (sm_90a)")
     args = ap.parse_args(argv)
     if args.sanitizer_case:
-        return sanitizer_case(args.sanitizer_case)
+        return sanitizer_case(args.sanitizer_case, FORMS[args.form])
     patterns = [p for item in args.case for p in item.split(",") if p] or ["*"]
     names = [c for c in case_names() if any(fnmatch.fnmatchcase(c, p) for p in patterns)]
     if args.list:
@@ -247,7 +256,8 @@ def main(argv=None) -> int:
     if not names:
         print(f"CHECK FAILED: no case matches {patterns}")
         return 1
-    ck = Checker()
+    ck = Checker(FORMS[args.form])
+    print(f"form: {args.form}", flush=True)
     failures = 0
     for name in names:
         print(f"---- {name}", flush=True)      # names the case a fault interrupts

@@ -19,7 +19,9 @@ on inputs and a NaN-poisoned output between NaN guards (unwritten elements, writ
 output, reads past n). BLOCK_M and BLOCK_N come from the kernel source. Each group of cases
 runs in its own process (a faulting kernel poisons its CUDA context), so the test names
 the group and the script's output names the case. The compute-sanitizer tests run memcheck
-and racecheck on one small causal and one full case, in a process without torch.
+and racecheck on one small causal and one full case, in a process without torch. Every
+test runs both forms of the tile matmuls: mma.sync and wgmma (`--form`, the compile
+option tile_wgmma; docs/internals/tile-wgmma.md), the latter only on a GPU with wgmma.
 
     python3 -m pytest tests/gpu/test_attention.py
 """
@@ -44,6 +46,20 @@ GROUPS = {"full": ["{v}-full-*"], "causal": ["{v}-causal-*"],
           "launches200": ["{v}-launches200"]}
 TIMEOUT_S = 300
 SANITIZER_EXIT = 86
+FORMS = ("mma", "wgmma")
+
+
+@cache
+def form_reason(form: str) -> str | None:
+    """Why `form` cannot run here (wgmma: the local GPU's profile lacks it), or None."""
+    if form != "wgmma":
+        return None
+    from toolchain.compiler import targets
+    from toolchain.compiler.targets.ptx.profiles import detect_local_arch
+    arch = detect_local_arch()
+    if arch is None or not targets.resolve_target("ptx", arch).capabilities.wgmma:
+        return f"the wgmma form needs a GPU with wgmma (this one: {arch})"
+    return None
 
 
 @cache
@@ -69,13 +85,15 @@ def run(command: list[str], timeout: float = TIMEOUT_S) -> tuple[int, str]:
     return proc.returncode, proc.stdout + proc.stderr
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("group", list(GROUPS))
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_attention_matches_sdpa(variant, group):
-    if torch_reason():
-        pytest.skip(torch_reason())
+def test_attention_matches_sdpa(variant, group, form):
+    reason = torch_reason() or form_reason(form)
+    if reason:
+        pytest.skip(reason)
     patterns = ",".join(p.format(v=variant) for p in GROUPS[group])
-    rc, out = run([sys.executable, str(SCRIPT), "--case", patterns])
+    rc, out = run([sys.executable, str(SCRIPT), "--case", patterns, "--form", form])
     assert rc == 0 and "CHECK OK" in out and "---- " in out, out
 
 
@@ -91,14 +109,18 @@ def test_every_case_belongs_to_one_group():
     assert len(names) >= 4 * 20
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("mask", ["causal", "full"])
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
-def test_attention_under_compute_sanitizer(tool, mask):
+def test_attention_under_compute_sanitizer(tool, mask, form):
     exe = os.environ.get("METTLE_COMPUTE_SANITIZER") or shutil.which("compute-sanitizer")
     if exe is None:
         pytest.skip("compute-sanitizer is not on PATH")
+    if form_reason(form):
+        pytest.skip(form_reason(form))
     rc, out = run([exe, "--tool", tool, "--error-exitcode", str(SANITIZER_EXIT),
-                   sys.executable, str(SCRIPT), "--sanitizer-case", mask], timeout=600)
+                   sys.executable, str(SCRIPT), "--sanitizer-case", mask, "--form", form],
+                  timeout=600)
     if rc != 0 and "Device not supported" in out:     # e.g. under gVisor
         pytest.skip(f"compute-sanitizer cannot run on this device: {out[-400:]}")
     # memcheck: "ERROR SUMMARY: 0 errors"; racecheck: "RACECHECK SUMMARY: 0 hazards ..."

@@ -5,7 +5,9 @@ max.f32, shfl, ldmatrix and cp.async are checked against silicon here); the matm
 register tile and a shared tile is exact on small integers (aligned and misaligned
 copies, ragged tails); and the attention example's shipped variants (block 256, launched
 here directly, not through the launcher) match the float64 oracle with the tolerance of
-tests/tensor/test_tile_attention.py."""
+tests/tensor/test_tile_attention.py. The matmul and attention tests run both forms of the
+matmuls: mma.sync and, with the compile option tile_wgmma, wgmma with A from registers
+(frontend/tile_wgmma.py; on a GPU without wgmma that option keeps mma.sync)."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,6 +19,17 @@ from tests.tensor.test_tile_attention import TOL, from_bits, to_bits
 from tests.tensor.test_tile_frag import MATMUL, SOFTMAX
 from toolchain.compiler.driver import Options, compile_file
 from toolchain.compiler.targets.ptx.profiles import detect_local_arch
+
+
+def wgmma_here() -> bool:
+    from toolchain.compiler import targets
+    arch = detect_local_arch() or "sm_90a"
+    return targets.resolve_target("ptx", arch).capabilities.wgmma
+
+
+def check_form(explain: str, wgmma: bool) -> None:
+    assert "held in registers" in explain, explain
+    assert ("on wgmma" in explain) == (wgmma and wgmma_here()), explain
 
 
 def ptx_of(tmp_path, text: str, consts=(), **opts) -> tuple[str, str]:
@@ -59,13 +72,16 @@ def test_exact_operations_give_the_replays_bits_on_the_gpu(gpu_run, tmp_path):
     assert out["frag"]["mxo"][9] == 0 and out["frag"]["mxo"][10] == 0x80000000
 
 
+@pytest.mark.parametrize("wgmma", [False, True])
 @pytest.mark.parametrize("layout,m,k,n,lda,ldb", [
     ("row", 200, 32, 48, 32, 48), ("row", 64, 27, 45, 27, 48), ("row", 50, 32, 48, 33, 49),
     ("col", 130, 32, 48, 32, 32), ("col", 90, 19, 41, 19, 21)])
 def test_register_times_shared_tile_matmul_is_exact_on_the_gpu(gpu_run, tmp_path, layout, m,
-                                                               k, n, lda, ldb):
-    ptx, _ = ptx_of(tmp_path, MATMUL.replace(" LAYOUT", ", layout: col" if layout == "col"
-                                             else ""))
+                                                               k, n, lda, ldb, wgmma):
+    ptx, explain = ptx_of(tmp_path, MATMUL.replace(" LAYOUT", ", layout: col"
+                                                   if layout == "col" else ""),
+                          tile_wgmma=wgmma)
+    check_form(explain, wgmma)
     rng = np.random.default_rng(m + k + n)
     a = rng.integers(-3, 4, (m, lda)).astype(np.float16)
     bmat = rng.integers(-3, 4, (k, n)).astype(np.float16)
@@ -86,15 +102,17 @@ def test_register_times_shared_tile_matmul_is_exact_on_the_gpu(gpu_run, tmp_path
     assert np.array_equal(np.asarray(out).reshape(m, n), want.astype(np.float32))
 
 
+@pytest.mark.parametrize("wgmma", [False, True])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("fmt", ["f16", "bf16"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_variants_match_the_float64_oracle_on_the_gpu(gpu_run, tmp_path, d, fmt,
-                                                                causal):
+                                                                causal, wgmma):
     text = SOURCE.read_text(encoding="utf-8")
     block = int(text.split("kernel(block = ")[1].split(")")[0])
-    ptx, explain = ptx_of(tmp_path, text, consts=(("HEAD_DIM", str(d)), ("ELEM", fmt)))
-    assert "held in registers" in explain, explain
+    ptx, explain = ptx_of(tmp_path, text, consts=(("HEAD_DIM", str(d)), ("ELEM", fmt)),
+                          tile_wgmma=wgmma)
+    check_form(explain, wgmma)
     for n, bh in ((1, 2), (77, 3), (300, 2), (1000, 1)):
         rng = np.random.default_rng(n * 3 + d + causal)
         q, k, v = (to_bits(rng.uniform(-1, 1, (bh, n, d)), fmt) for _ in range(3))

@@ -76,3 +76,15 @@ def test_bench_dry_run_compiles_every_variant():
     for variant in ("d64 f16", "d64 bf16", "d128 f16", "d128 bf16"):
         assert f"variant {variant}: " in proc.stdout, proc.stdout
     assert "b2h16n16384d128    bf16  causal    2.199 TFLOP per call" in proc.stdout
+
+
+def test_bench_and_check_script_take_the_wgmma_form():
+    proc = run("bench/attention.py", "--dry-run", "--forms", "mma,wgmma", "--shapes",
+               "b16h16n2048d64")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "variant d64 f16: " in proc.stdout and "variant d64 f16 wgmma: " in proc.stdout
+    proc = run("bench/attention.py", "--dry-run", "--forms", "tensor")
+    assert proc.returncode == 2 and "--forms" in proc.stderr
+    proc = run("examples/attention/check_attention.py", "--list", "--form", "wgmma",
+               "--case", "f16-d64-full-*")
+    assert proc.returncode == 0 and "f16-d64-full-n1" in proc.stdout.split(), proc.stderr
