@@ -16,9 +16,9 @@ descriptions, not from the compiler's address code:
     MN-major (imm-trans-b 1): 2 (n % (S/2)) + (n / (S/2)) LBO + (k % 8) S + (k / 8) SBO
         (cute make_gmma_desc<MN>: ((T,S/16,m),(8,k)):((1,T,LBO),(S/16 T,SBO)))
   from the start address, then the swizzle of the absolute shared address: bits
-  4..4+log2(S/16) ^= bits 7..; D = A B (+ D when scale-d) in float64, rounded to f32,
-  computed at issue (so fences and group waits have nothing to model here: the PTX tests
-  check their order);
+  4..4+log2(S/16) ^= bits 7..; D = A B (+ D when scale-d, else D is not read) in
+  float64, rounded to f32, computed at issue (so fences and group waits have nothing to
+  model here: the PTX tests check their order);
 - shared arrays sit 1024-byte aligned in a 256 KiB-aligned window (the descriptor's 14-bit
   address field names shared addresses modulo 256 KiB), as `.align 1024` promises.
 
@@ -120,11 +120,11 @@ class WgRsSim(FragSim):
             dregs = t.vec(ops[0])
             if len(dregs) != n // 2:
                 raise SimError(f"{len(dregs)} accumulators for N = {n}")
-            for v, r in enumerate(dregs):
+            scale.add(bool(t.val(ops[3])))
+            for v, r in enumerate(dregs if t.val(ops[3]) else ()):   # scale-d false: unread
                 D[16 * w + g + 8 * ((v // 2) % 2), 8 * (v // 4) + 2 * q + v % 2] = \
                     bits_f32(t.val(r))
             descs.add(t.val(ops[2]))
-            scale.add(t.val(ops[3]))
         if len(descs) != 1 or len(scale) != 1:
             raise SimError("wgmma operands differ across the warpgroup")
         out = A @ self._b(descs.pop(), n, trans, val) + (D if scale.pop() else 0)

@@ -32,7 +32,7 @@ Layout_{K,MN}_SW{S}_Atom tiled along the outer dimension first (mma_traits_sm90_
 from __future__ import annotations
 
 from ..ir.types import F32, VectorType
-from .tile_replay import NEG_ZERO, TileType
+from .tile_replay import TileType
 
 
 def steps_and_strides(home, k: int) -> tuple[tuple[int, ...], int, int, int]:
@@ -87,10 +87,9 @@ class TileWgmmaMixin:
                 w = (k * nba + 2 * kc) * 2
                 words += a.regs[w:w + 4]
         half = N // 2
-        if c is not None:
-            acc = list(c.regs)
-        else:       # the replay's start, as the mma.sync form
-            acc = [b.const(F32, NEG_ZERO)] * (slabs * half)
+        # without c the first k step does not read the accumulators (scale-d false): no
+        # moves of a start value into them
+        acc = list(c.regs) if c is not None else []
         d = b.emit("tile.wgmma", VectorType(F32, slabs * half), [*words, home.ptr, *acc],
                    {"format": a.type.format, "n": N, "slabs": slabs, "steps": steps,
                     "lbo": lbo, "sbo": sbo, "swizzle": home.swizzle, "trans": trans})

@@ -127,7 +127,8 @@ def _rows() -> list[OpInfo]:
           doc="c + a*b for attrs.slabs 64-row blocks of each warpgroup: a the A fragments "
           "(4 packed 16-bit words per 16-wide k step and slab), b the shared tile at ptr "
           "(attrs.swizzle-byte rows, attrs.lbo/sbo/trans, attrs.steps: byte offset per k "
-          "step), c attrs.n/2 f32 per slab: vec<slabs*n/2 x f32>, complete when it returns"),
+          "step), c attrs.n/2 f32 per slab or none (a zero start): vec<slabs*n/2 x f32>, "
+          "complete when it returns"),
         R("tile.proxy_fence", "", effects=True, reads=True, where="device",
           doc="this work-item's workgroup-memory writes become visible to the tensor "
           "cores' asynchronous reads (before the barrier that publishes them)"),

@@ -119,7 +119,8 @@ def _fixed(em, v):
 
 def lower_wgmma(em, ins: Instr) -> None:
     """Operands: the A words (4 per k step, k steps inner, slabs outer), the shared tile's
-    pointer, the accumulators (n/2 per slab)."""
+    pointer, the accumulators (n/2 per slab; none: the first k step of each slab runs
+    with scale-d false, d = a*b, and reads no accumulator)."""
     em.profile.need("wgmma", "a register-resident tile matmul on wgmma", ins.span)
     from .tensor.wgmma import desc_base     # (the GEMM's modules load only when used)
     at = ins.attrs
@@ -142,18 +143,23 @@ def lower_wgmma(em, ins: Instr) -> None:
         descs.append(d)
     a_regs = [_fixed(em, v) for v in a_vals]
     # wgmma reads and writes its accumulators in place: fresh registers holding c
-    acc = [em.new_t(FloatType(32)) for _ in c_vals]
+    acc = [em.new_t(FloatType(32)) for _ in range(slabs * n // 2)]
     for r, v in zip(acc, c_vals):
         em.op(ops.MOV["f32"], r, em.reg(v))
     one = em.new("p")
     em.put(ops.setp("eq", "u32", one, 0, 0))
+    first = one
+    if not c_vals:
+        first = em.new("p")
+        em.put(ops.setp("ne", "u32", first, 0, 0))
     em.put(ops.wgmma_fence())       # after the ordinary writes of A and the accumulators
     half, nk = n // 2, len(steps)
     for s in range(slabs):
         for ks in range(nk):
             w = 4 * (s * nk + ks)
             em.put(ops.wgmma_mma_async_rs(n, "f32", fmt, fmt, acc[half * s:half * (s + 1)],
-                                          a_regs[w:w + 4], descs[ks], one, at["trans"]))
+                                          a_regs[w:w + 4], descs[ks], first if ks == 0
+                                          else one, at["trans"]))
     em.put(ops.wgmma_commit_group(), ops.wgmma_wait_group(0))
     em.define(ins, Vec(acc))
 
