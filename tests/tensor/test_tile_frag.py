@@ -108,6 +108,11 @@ def test_matmul_of_a_register_tile_and_a_shared_tile_is_exact(tmp_path, layout, 
     src = MATMUL.replace(" LAYOUT", ", layout: col" if layout == "col" else "")
     objects, explain = compile_text(tmp_path, src)
     assert "shared tiles (workgroup memory, ldmatrix): `tb`" in layout_remark(explain)
+    check_matmul(run_frag, objects, layout, m, k, n, lda, ldb)
+
+
+def check_matmul(run, objects, layout, m, k, n, lda, ldb) -> None:
+    """MATMUL on small integers through `run` (run_frag or a wgmma model): exact."""
     rng = np.random.default_rng(m + k + n)
     a = rng.integers(-3, 4, (m, lda)).astype(np.float16)
     bmat = rng.integers(-3, 4, (k, n)).astype(np.float16)
@@ -118,7 +123,7 @@ def test_matmul_of_a_register_tile_and_a_shared_tile_is_exact(tmp_path, layout, 
         bmem = np.zeros((n, ldb), np.float16)
         bmem[:, :k] = bmat.T
     c = rng.integers(-20, 20, (m, n)).astype(np.float32)
-    mem = run_frag(objects, "mm", 128, [
+    mem = run(objects, "mm", 128, [
         ("buf", "a", a.view(np.uint16).ravel()), ("buf", "b", bmem.view(np.uint16).ravel()),
         ("buf", "c", c.ravel()), ("buf", "d", np.zeros(m * n, np.float32)),
         ("u32", m), ("u32", k), ("u32", n), ("u32", lda), ("u32", ldb)],
@@ -135,18 +140,28 @@ def test_matmul_of_a_register_tile_and_a_shared_tile_is_exact(tmp_path, layout, 
 def test_attention_example_in_registers_matches_the_float64_oracle(tmp_path, fmt, n, causal,
                                                                   d, block_m, block_n,
                                                                   work_items):
+    objects, explain = compile_attention(tmp_path, fmt, d, block_m, block_n, work_items)
+    assert "registers in the mma fragment layout" in layout_remark(explain)
+    check_attention(run_frag, objects, fmt, n, causal, d, block_m, work_items)
+
+
+def compile_attention(tmp_path, fmt, d, block_m, block_n, work_items, **opts):
     text = SOURCE.read_text(encoding="utf-8")
     assert "kernel(block = 256)" in text
-    objects, explain = compile_text(
+    return compile_text(
         tmp_path, text.replace("kernel(block = 256)", f"kernel(block = {work_items})"),
         consts=(("HEAD_DIM", str(d)), ("ELEM", fmt), ("BLOCK_M", str(block_m)),
-                ("BLOCK_N", str(block_n))))
-    assert "registers in the mma fragment layout" in layout_remark(explain)
+                ("BLOCK_N", str(block_n))), **opts)
+
+
+def check_attention(run, objects, fmt, n, causal, d, block_m, work_items) -> None:
+    """The example through `run` against the float64 oracle (one (b, h) per workgroup of
+    256 work-items, two of 128)."""
     bh = 2 if work_items == 128 else 1
     rng = np.random.default_rng(n + d)
     q, k, v = (to_bits(rng.uniform(-1, 1, (bh, n, d)), fmt) for _ in range(3))
     scale = d ** -0.5
-    mem = run_frag(objects, "attention", work_items, [
+    mem = run(objects, "attention", work_items, [
         ("buf", "q", q.ravel()), ("buf", "k", k.ravel()), ("buf", "v", v.ravel()),
         ("buf", "o", np.zeros(bh * n * d, np.uint16)), ("u32", n),
         ("u32", int(np.float32(scale).view(np.uint32))), ("u32", int(causal))],
@@ -192,21 +207,25 @@ def test_back_to_back_shared_loads_are_complete_at_their_matmuls(tmp_path):
     synchronises, which makes t1 ready for its matmul; t2's matmul waits for t2."""
     objects, _ = compile_text(tmp_path, TWO_LOADS)
     text = compile_text.ptx
+    check_two_loads(run_frag, objects)
+    # t1 and t2 loads, t2's matmul, the return
+    assert text.count("cp.async.wait_group 0;") == 4 and "wait_group 1" not in text
+    assert text.count("bar.sync") == 3
+
+
+def check_two_loads(run, objects) -> None:
     m, k = 70, 32
     rng = np.random.default_rng(3)
     a = rng.integers(-2, 3, (m, k)).astype(np.float16)
     b1 = rng.integers(-2, 3, (k, 32)).astype(np.float16)
     c = rng.integers(-2, 3, (32, k)).astype(np.float16)        # t2 = c read column-major
-    mem = run_frag(objects, "two", 128, [
+    mem = run(objects, "two", 128, [
         ("buf", "a", a.view(np.uint16).ravel()), ("buf", "b", b1.view(np.uint16).ravel()),
         ("buf", "c", c.view(np.uint16).ravel()), ("buf", "d", np.zeros(m * 32, np.float32)),
         ("u32", m), ("u32", k)], grid=(-(-m // 64), 1, 1))
     x = a.astype(np.float64) @ b1.astype(np.float64)
     want = x @ c.T.astype(np.float64) + x
     assert np.array_equal(mem.read("d").reshape(m, 32), want.astype(np.float32))
-    # t1 and t2 loads, t2's matmul, the return
-    assert text.count("cp.async.wait_group 0;") == 4 and "wait_group 1" not in text
-    assert text.count("bar.sync") == 3
 
 
 FROM_WORKGROUP = """
@@ -227,11 +246,15 @@ def test_a_shared_tile_loaded_from_workgroup_memory_is_copied_element_by_element
     objects, explain = compile_text(tmp_path, FROM_WORKGROUP)
     assert "`tb`" in layout_remark(explain)
     assert "cp.async.cg" not in compile_text.ptx        # cp.async reads global memory only
+    check_from_workgroup(run_frag, objects)
+
+
+def check_from_workgroup(run, objects) -> None:
     m = 64
     rng = np.random.default_rng(8)
     a = rng.integers(-3, 4, (m, 32)).astype(np.float16)
     bm = rng.integers(-3, 4, (32, 32)).astype(np.float16)
-    mem = run_frag(objects, "wg", 128, [
+    mem = run(objects, "wg", 128, [
         ("buf", "a", a.view(np.uint16).ravel()), ("buf", "b", bm.view(np.uint16).ravel()),
         ("buf", "d", np.zeros(m * 32, np.float32)), ("u32", m)])
     want = a.astype(np.float64) @ bm.astype(np.float64)

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 
-from examples.attention.attention import SOURCE, reference
-
-from .test_tile_attention import TOL, from_bits, to_bits
-from .test_tile_frag import FROM_WORKGROUP, MATMUL, TWO_LOADS, compile_text, layout_remark
+from .test_tile_frag import (FROM_WORKGROUP, MATMUL, TWO_LOADS, check_attention,
+                             check_from_workgroup, check_matmul, check_two_loads,
+                             compile_attention, compile_text, layout_remark)
 from .wgrs_check import run_wgrs
 
 WG = {"arch": "sm_90a", "tile_wgmma": True}
@@ -42,59 +40,16 @@ def test_matmul_on_wgmma_is_exact(tmp_path, layout, m, k, n, lda, ldb, swizzle):
     trans = 1 if layout == "row" else 0
     assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n48k16\.f32\.f16\.f16 "
                      rf"\{{[^}}]*\}}, \{{[^}}]*\}}, %rd\d+, %p\d+, 1, 1, {trans};", text)
-    rng = np.random.default_rng(m + k + n)
-    a = rng.integers(-3, 4, (m, lda)).astype(np.float16)
-    bmat = rng.integers(-3, 4, (k, n)).astype(np.float16)
-    if layout == "row":
-        bmem = np.zeros((k, ldb), np.float16)
-        bmem[:, :n] = bmat
-    else:
-        bmem = np.zeros((n, ldb), np.float16)
-        bmem[:, :k] = bmat.T
-    c = rng.integers(-20, 20, (m, n)).astype(np.float32)
-    mem = run_wgrs(objects, "mm", 128, [
-        ("buf", "a", a.view(np.uint16).ravel()), ("buf", "b", bmem.view(np.uint16).ravel()),
-        ("buf", "c", c.ravel()), ("buf", "d", np.zeros(m * n, np.float32)),
-        ("u32", m), ("u32", k), ("u32", n), ("u32", lda), ("u32", ldb)],
-        grid=(-(-m // 64), 1, 1))
-    want = a[:, :k].astype(np.float64) @ bmat.astype(np.float64) + c
-    assert np.array_equal(mem.read("d").reshape(m, n), want.astype(np.float32))
+    check_matmul(run_wgrs, objects, layout, m, k, n, lda, ldb)
 
 
 def test_back_to_back_loads_and_element_copies_on_wgmma(tmp_path):
     objects, _ = compile_text(tmp_path, TWO_LOADS, **WG)
-    m, k = 70, 32
-    rng = np.random.default_rng(3)
-    a = rng.integers(-2, 3, (m, k)).astype(np.float16)
-    b1 = rng.integers(-2, 3, (k, 32)).astype(np.float16)
-    c = rng.integers(-2, 3, (32, k)).astype(np.float16)
-    mem = run_wgrs(objects, "two", 128, [
-        ("buf", "a", a.view(np.uint16).ravel()), ("buf", "b", b1.view(np.uint16).ravel()),
-        ("buf", "c", c.view(np.uint16).ravel()), ("buf", "d", np.zeros(m * 32, np.float32)),
-        ("u32", m), ("u32", k)], grid=(-(-m // 64), 1, 1))
-    x = a.astype(np.float64) @ b1.astype(np.float64)
-    want = x @ c.T.astype(np.float64) + x
-    assert np.array_equal(mem.read("d").reshape(m, 32), want.astype(np.float32))
-
+    check_two_loads(run_wgrs, objects)
     objects, explain = compile_text(tmp_path, FROM_WORKGROUP, **WG)
     assert "on wgmma" in layout_remark(explain)
     assert "cp.async.cg" not in compile_text.ptx and "st.shared.u16" in compile_text.ptx
-    rng = np.random.default_rng(8)
-    a = rng.integers(-3, 4, (64, 32)).astype(np.float16)
-    bm = rng.integers(-3, 4, (32, 32)).astype(np.float16)
-    mem = run_wgrs(objects, "wg", 128, [
-        ("buf", "a", a.view(np.uint16).ravel()), ("buf", "b", bm.view(np.uint16).ravel()),
-        ("buf", "d", np.zeros(64 * 32, np.float32)), ("u32", 64)])
-    want = a.astype(np.float64) @ bm.astype(np.float64)
-    assert np.array_equal(mem.read("d").reshape(64, 32), want.astype(np.float32))
-
-
-def attention(tmp_path, fmt, d, block_m, block_n, work_items, **opts):
-    text = SOURCE.read_text(encoding="utf-8")
-    return compile_text(
-        tmp_path, text.replace("kernel(block = 256)", f"kernel(block = {work_items})"),
-        consts=(("HEAD_DIM", str(d)), ("ELEM", fmt), ("BLOCK_M", str(block_m)),
-                ("BLOCK_N", str(block_n))), **opts)
+    check_from_workgroup(run_wgrs, objects)
 
 
 @pytest.mark.parametrize("fmt,n,causal,d,block_m,block_n,work_items", [
@@ -105,27 +60,16 @@ def attention(tmp_path, fmt, d, block_m, block_n, work_items, **opts):
 ])
 def test_attention_example_on_wgmma_matches_the_float64_oracle(tmp_path, fmt, n, causal, d,
                                                                block_m, block_n, work_items):
-    objects, explain = attention(tmp_path, fmt, d, block_m, block_n, work_items, **WG)
+    objects, explain = compile_attention(tmp_path, fmt, d, block_m, block_n, work_items, **WG)
     assert "on wgmma" in layout_remark(explain)
-    bh = 2 if work_items == 128 else 1
-    rng = np.random.default_rng(n + d)
-    q, k, v = (to_bits(rng.uniform(-1, 1, (bh, n, d)), fmt) for _ in range(3))
-    scale = d ** -0.5
-    mem = run_wgrs(objects, "attention", work_items, [
-        ("buf", "q", q.ravel()), ("buf", "k", k.ravel()), ("buf", "v", v.ravel()),
-        ("buf", "o", np.zeros(bh * n * d, np.uint16)), ("u32", n),
-        ("u32", int(np.float32(scale).view(np.uint32))), ("u32", int(causal))],
-        grid=(-(-n // block_m), bh, 1))
-    got = from_bits(mem.read("o").reshape(bh, n, d), fmt)
-    want = reference(from_bits(q, fmt), from_bits(k, fmt), from_bits(v, fmt), causal, scale)
-    assert np.abs(got - want).max() <= TOL[fmt], np.abs(got - want).max()
+    check_attention(run_wgrs, objects, fmt, n, causal, d, block_m, work_items)
 
 
 def test_the_example_spells_the_synchronisation(tmp_path):
     """Each publishing barrier follows a proxy fence that follows the copy wait; each
     matmul is fence, its k steps, commit, wait 0 (nothing touches the accumulators in
     between); no ldmatrix or mma.sync is left."""
-    _, explain = attention(tmp_path, "f16", 64, 128, 128, 256, **WG)
+    _, explain = compile_attention(tmp_path, "f16", 64, 128, 128, 256, **WG)
     assert layout_remark(explain).endswith(
         "(8 subgroups) on wgmma (A from registers), shared tiles in the 128-byte swizzled "
         "layout: `kt`, `vt`")
@@ -153,7 +97,7 @@ def test_attention_variants_on_wgmma_fit_the_registers(ptxas_path, tmp_path, d, 
     stack frame, no spills, at most 255 registers and 32 KiB of static shared memory."""
     from tools.gpu.ptxas_runner import assemble
 
-    _, explain = attention(tmp_path, fmt, d, 128, 8192 // d, 256, **WG)
+    _, explain = compile_attention(tmp_path, fmt, d, 128, 8192 // d, 256, **WG)
     assert "on wgmma" in layout_remark(explain)
     path = tmp_path / "attention.ptx"
     path.write_text(compile_text.ptx)
