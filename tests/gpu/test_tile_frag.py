@@ -27,9 +27,12 @@ def wgmma_here() -> bool:
     return targets.resolve_target("ptx", arch).capabilities.wgmma
 
 
-def check_form(explain: str, wgmma: bool) -> None:
+FORMS = ("mma", "wgmma")        # the matmuls' form: mma.sync, or wgmma (tile_wgmma)
+
+
+def check_form(explain: str, form: str) -> None:
     assert "held in registers" in explain, explain
-    assert ("on wgmma" in explain) == (wgmma and wgmma_here()), explain
+    assert ("on wgmma" in explain) == (form == "wgmma" and wgmma_here()), explain
 
 
 def ptx_of(tmp_path, text: str, consts=(), **opts) -> tuple[str, str]:
@@ -72,16 +75,16 @@ def test_exact_operations_give_the_replays_bits_on_the_gpu(gpu_run, tmp_path):
     assert out["frag"]["mxo"][9] == 0 and out["frag"]["mxo"][10] == 0x80000000
 
 
-@pytest.mark.parametrize("wgmma", [False, True])
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("layout,m,k,n,lda,ldb", [
     ("row", 200, 32, 48, 32, 48), ("row", 64, 27, 45, 27, 48), ("row", 50, 32, 48, 33, 49),
     ("col", 130, 32, 48, 32, 32), ("col", 90, 19, 41, 19, 21)])
 def test_register_times_shared_tile_matmul_is_exact_on_the_gpu(gpu_run, tmp_path, layout, m,
-                                                               k, n, lda, ldb, wgmma):
+                                                               k, n, lda, ldb, form):
     ptx, explain = ptx_of(tmp_path, MATMUL.replace(" LAYOUT", ", layout: col"
                                                    if layout == "col" else ""),
-                          tile_wgmma=wgmma)
-    check_form(explain, wgmma)
+                          tile_wgmma=form == "wgmma")
+    check_form(explain, form)
     rng = np.random.default_rng(m + k + n)
     a = rng.integers(-3, 4, (m, lda)).astype(np.float16)
     bmat = rng.integers(-3, 4, (k, n)).astype(np.float16)
@@ -102,17 +105,17 @@ def test_register_times_shared_tile_matmul_is_exact_on_the_gpu(gpu_run, tmp_path
     assert np.array_equal(np.asarray(out).reshape(m, n), want.astype(np.float32))
 
 
-@pytest.mark.parametrize("wgmma", [False, True])
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("fmt", ["f16", "bf16"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_variants_match_the_float64_oracle_on_the_gpu(gpu_run, tmp_path, d, fmt,
-                                                                causal, wgmma):
+                                                                causal, form):
     text = SOURCE.read_text(encoding="utf-8")
     block = int(text.split("kernel(block = ")[1].split(")")[0])
     ptx, explain = ptx_of(tmp_path, text, consts=(("HEAD_DIM", str(d)), ("ELEM", fmt)),
-                          tile_wgmma=wgmma)
-    check_form(explain, wgmma)
+                          tile_wgmma=form == "wgmma")
+    check_form(explain, form)
     for n, bh in ((1, 2), (77, 3), (300, 2), (1000, 1)):
         rng = np.random.default_rng(n * 3 + d + causal)
         q, k, v = (to_bits(rng.uniform(-1, 1, (bh, n, d)), fmt) for _ in range(3))
