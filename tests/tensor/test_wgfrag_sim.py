@@ -88,15 +88,16 @@ def desc_fields(layout: int, mn_major: bool, rows: int) -> tuple[int, int]:
     return step(wt, 0) if rows > wt else 16, step(0, 8)
 
 
-def image(mat: np.ndarray, layout: int, mn_major: bool) -> np.ndarray:
-    """The swizzled bytes (as uint16 elements) of `mat` (rows x kk 16-bit codes)."""
+def image(mat: np.ndarray, layout: int, mn_major: bool, at: int = 0) -> np.ndarray:
+    """The swizzled bytes (as uint16 elements) of `mat` (rows x kk 16-bit codes) for a
+    tile at byte `at` of a 1024-aligned array (the swizzle acts on the whole address)."""
     rows, kk = mat.shape
     a0, a1 = (8 * W[layout], 8) if mn_major else (8, 8 * W[layout])   # the atom's shape
     out = np.zeros(-(-rows // a0) * -(-kk // a1) * a0 * a1, np.uint16)
     for r in range(rows):
         for c in range(kk):
-            out[swizzle(tiled_addr(layout, mn_major, rows, kk, r, c), W[layout]) // 2] = \
-                mat[r, c]
+            byte = swizzle(at + tiled_addr(layout, mn_major, rows, kk, r, c), W[layout]) - at
+            out[byte // 2] = mat[r, c]
     return out
 
 
@@ -124,48 +125,49 @@ def test_base_offset_must_name_the_start_addresss_pattern_phase():
 # ---- the kernel
 
 
-def kernel(n, fmt="f16", rs=True, b=(1, False), a=(1, False), scale_d="1", sa=1, sb=1,
-           ksteps=1, drop=(), early_read=False, overwrite=False, bad_desc=False,
-           late_copy=False, fence_first=False) -> str:
-    """A one-workgroup kernel: copy the image (global) into `smem` with st.shared.v4,
-    fence.proxy.async, bar.sync, build the descriptors, load the A fragment and D, wgmma
-    (ksteps chained, the descriptors advanced by their K step), commit, wait, store D.
-    `drop`: lines to leave out ("wgfence", "proxy", "bar", "commit")."""
-    nd = n // 2
-    dregs = "{" + ", ".join(f"%f{i}" for i in range(nd)) + "}"
-    lines = [
-        "mov.u32 %r0, %tid.x;", "mov.u32 %r1, smem;", "ld.param.u64 %rd1, [img];",
-        "ld.param.u32 %r30, [nbytes];",
-        "shl.b32 %r2, %r0, 4;",
-        "COPY:", "setp.ge.u32 %p1, %r2, %r30;", "@%p1 bra COPIED;",
-        "cvt.u64.u32 %rd2, %r2;", "add.u64 %rd3, %rd1, %rd2;",
-        "ld.global.v4.b32 {%r4, %r5, %r6, %r7}, [%rd3];",
-        "add.u32 %r3, %r1, %r2;", "st.shared.v4.b32 [%r3], {%r4, %r5, %r6, %r7};",
-        "add.u32 %r2, %r2, 2048;", "bra COPY;", "COPIED:",
-        "fence.proxy.async.shared::cta;  // proxy",
-        "bar.sync 0;  // bar",
-    ]
-    for name, reg in (("b", "%rd10"), ("a", "%rd20")):
-        lines += [f"ld.param.u64 %rd4, [dhi_{name}];", f"ld.param.u32 %r8, [off_{name}];",
-                  "add.u32 %r9, %r1, %r8;", "shr.u32 %r9, %r9, 4;",
-                  "and.b32 %r9, %r9, 16383;", "cvt.u64.u32 %rd5, %r9;",
-                  f"or.b64 {reg}, %rd4, %rd5;"]
-    if bad_desc:
-        lines += ["setp.eq.u32 %p3, %r0, 77;", "@%p3 add.u64 %rd10, %rd10, 2;"]
-    lines += ["ld.param.u64 %rd6, [afrag];", "shl.b32 %r10, %r0, 4;",
-              "cvt.u64.u32 %rd7, %r10;", "add.u64 %rd6, %rd6, %rd7;"]
+# the kernel's pieces; a line ending in `// name` can be left out by kernel(drop=...)
+COPY = [                                 # the image (global) into `smem`, 16 bytes a step
+    "mov.u32 %r0, %tid.x;", "mov.u32 %r1, smem;", "ld.param.u64 %rd1, [img];",
+    "ld.param.u32 %r30, [nbytes];", "shl.b32 %r2, %r0, 4;",
+    "COPY:", "setp.ge.u32 %p1, %r2, %r30;", "@%p1 bra COPIED;",
+    "cvt.u64.u32 %rd2, %r2;", "add.u64 %rd3, %rd1, %rd2;",
+    "ld.global.v4.b32 {%r4, %r5, %r6, %r7}, [%rd3];",
+    "add.u32 %r3, %r1, %r2;", "st.shared.v4.b32 [%r3], {%r4, %r5, %r6, %r7};",
+    "add.u32 %r2, %r2, 2048;", "bra COPY;", "COPIED:",
+    "fence.proxy.async.shared::cta;  // proxy", "bar.sync 0;  // bar"]
+DESCRIPTORS = [line for name, reg in (("b", "%rd10"), ("a", "%rd20")) for line in (
+    f"ld.param.u64 %rd4, [dhi_{name}];", f"ld.param.u32 %r8, [off_{name}];",
+    "add.u32 %r9, %r1, %r8;", "shr.u32 %r9, %r9, 4;", "and.b32 %r9, %r9, 16383;",
+    "cvt.u64.u32 %rd5, %r9;", f"or.b64 {reg}, %rd4, %rd5;")]
+B_ADDRESS = ["ld.param.u32 %r8, [off_b];", "add.u32 %r9, %r1, %r8;"]
+HAZARDS = {                              # kernel(**{name: True}): after the wgmmas
+    "overwrite": B_ADDRESS + ["st.shared.b32 [%r9], %r0;"],
+    "late_copy": B_ADDRESS + ["cp.async.cg.shared.global [%r9], [%rd1], 16, 16;",
+                              "cp.async.commit_group;", "cp.async.wait_group 0;"]}
+
+
+def operand_lines(nd: int, ksteps: int, fence_first: bool) -> list[str]:
+    """The A fragments (ksteps sets of 4 registers), D from `dio`, scale-d's predicate."""
+    lines = ["ld.param.u64 %rd6, [afrag];", "shl.b32 %r10, %r0, 4;",
+             "cvt.u64.u32 %rd7, %r10;", "add.u64 %rd6, %rd6, %rd7;"]
     for s in range(ksteps):
         lines.append(f"ld.global.v4.b32 {{%r{40 + 4 * s}, %r{41 + 4 * s}, %r{42 + 4 * s}, "
                      f"%r{43 + 4 * s}}}, [%rd6+{2048 * s}];")
     if fence_first:                  # D is loaded after the fence: the fence misses it
         lines.append("wgmma.fence.sync.aligned;")
-        drop = drop + ("wgfence",)
     lines += ["ld.param.u64 %rd8, [dio];", f"mul.lo.u32 %r11, %r0, {4 * nd};",
               "cvt.u64.u32 %rd9, %r11;", "add.u64 %rd8, %rd8, %rd9;"]
     lines += [f"ld.global.f32 %f{i}, [%rd8+{4 * i}];" for i in range(nd)]
-    lines += ["ld.param.u32 %r12, [keep];", "setp.ne.b32 %p2, %r12, 0;",
-              "wgmma.fence.sync.aligned;  // wgfence"]
-    kb = 32 * n if b[1] else 32                  # B's K step in bytes: 2 SBO, or 32 bytes
+    return lines + ["ld.param.u32 %r12, [keep];", "setp.ne.b32 %p2, %r12, 0;"] + \
+        ([] if fence_first else ["wgmma.fence.sync.aligned;  // wgfence"])
+
+
+def mma_lines(n, fmt, rs, b, a, scale_d, sa, sb, ksteps) -> list[str]:
+    """ksteps chained wgmmas, B's descriptor advanced by its K step (2 SBO MN-major,
+    32 bytes K-major) and A's registers (RS) or descriptor (SS, one step)."""
+    dregs = "{" + ", ".join(f"%f{i}" for i in range(n // 2)) + "}"
+    kb = 32 * n if b[1] else 32
+    lines = []
     for s in range(ksteps):
         if s:
             lines.append(f"add.u64 %rd10, %rd10, {kb // 16};")
@@ -177,20 +179,29 @@ def kernel(n, fmt="f16", rs=True, b=(1, False), a=(1, False), scale_d="1", sa=1,
         else:
             lines.append(f"{head} {dregs}, %rd20, %rd10, {scale}, {sa}, {sb}, {int(a[1])}, "
                          f"{int(b[1])};")
-    if overwrite:
-        lines += ["ld.param.u32 %r8, [off_b];", "add.u32 %r9, %r1, %r8;",
-                  "st.shared.b32 [%r9], %r0;"]
-    if late_copy:
-        lines += ["ld.param.u32 %r8, [off_b];", "add.u32 %r9, %r1, %r8;",
-                  "cp.async.cg.shared.global [%r9], [%rd1], 16, 16;",
-                  "cp.async.commit_group;", "cp.async.wait_group 0;"]
+    return lines
+
+
+def kernel(n, fmt="f16", rs=True, b=(1, False), a=(1, False), scale_d="1", sa=1, sb=1,
+           ksteps=1, drop=(), early_read=False, bad_desc=False, fence_first=False,
+           **hazards) -> str:
+    """A one-workgroup kernel: copy the image (global) into `smem` with st.shared.v4,
+    fence.proxy.async, bar.sync, build the descriptors, load the A fragment and D, wgmma
+    (ksteps chained), commit, wait, store D. `drop`: lines to leave out ("wgfence",
+    "proxy", "bar", "commit"); the rest add one mistake each."""
+    nd = n // 2
+    lines = COPY + DESCRIPTORS
+    if bad_desc:
+        lines += ["setp.eq.u32 %p3, %r0, 77;", "@%p3 add.u64 %rd10, %rd10, 2;"]
+    lines += operand_lines(nd, ksteps, fence_first)
+    lines += mma_lines(n, fmt, rs, b, a, scale_d, sa, sb, ksteps)
+    lines += [x for name, on in hazards.items() if on for x in HAZARDS[name]]
     lines.append("wgmma.commit_group.sync.aligned;  // commit")
     store = [f"st.global.f32 [%rd8+{4 * i}], %f{i};" for i in range(nd)]
-    if early_read:
-        lines += store[:1]
-    lines += ["wgmma.wait_group.sync.aligned 0;"] + store + ["ret;"]
+    lines += (store[:1] if early_read else []) + ["wgmma.wait_group.sync.aligned 0;"] + \
+        store + ["ret;"]
     body = "\n    ".join(x.split("  //")[0] for x in lines
-                         if not any(x.endswith(f"// {d}") for d in drop))
+                          if not any(x.endswith(f"// {d}") for d in drop))
     return f""".version 8.0
 .target sm_90a
 .address_size 64
@@ -215,24 +226,26 @@ def codes(x: np.ndarray, fmt: str) -> np.ndarray:
     return x.astype(np.float16).view(np.uint16) if fmt == "f16" else O.to_bf16_bits(x)
 
 
-def run_case(ptxas, n, fmt="f16", rs=True, b=(1, False), a=(1, False), scale_d="1",
-             sa=1, sb=1, ksteps=1, check_asm=True, **bad):
-    """Run the kernel on random small integers; returns (D got, D wanted)."""
+def build_case(n, fmt="f16", rs=True, b=(1, False), a=(1, False), scale_d="1", sa=1,
+               sb=1, ksteps=1, off_b=0, base=None, **bad):
+    """(kernel text, [(kind, name, value)] arguments in parameter order, D wanted, decode)
+    for random small integers; `decode(dio)` maps the output buffer to D (64 x n). B's
+    image starts `off_b` bytes into `smem` (swizzled as absolute addresses), its
+    descriptor's base offset is `base` (default: (off_b >> 7) & 7, as the ISA asks)."""
     rng = np.random.default_rng(n * 7 + ksteps + sa + 3 * sb + len(fmt))
     kk = 16 * ksteps
     A = rng.integers(-3, 4, (64, kk)).astype(np.float64)
     B = rng.integers(-3, 4, (n, kk)).astype(np.float64)
     D0 = rng.integers(-9, 9, (64, n)).astype(np.float64)
-    # B at offset 0, A (SS) after it; the whole image is copied into `smem`
     blayout, bmn = b
-    bimg = np.concatenate([image(codes(B[:, 16 * s:16 * s + 16], fmt), blayout, bmn)
+    bimg = np.concatenate([image(codes(B[:, 16 * s:16 * s + 16], fmt), blayout, bmn, off_b)
                            for s in range(ksteps)]) if bmn else image(codes(B, fmt), blayout,
-                                                                      bmn)
+                                                                      bmn, off_b)
     lbo, sbo = desc_fields(blayout, bmn, n)
-    dhi_b = make(0, blayout, lbo, sbo)
-    off_a = -(-bimg.size * 2 // 1024) * 1024
+    dhi_b = make(0, blayout, lbo, sbo, (off_b >> 7) & 7 if base is None else base)
+    off_a = -(-(off_b + bimg.size * 2) // 1024) * 1024
     img = np.zeros(SMEM // 2, np.uint16)
-    img[:bimg.size] = bimg
+    img[off_b // 2:off_b // 2 + bimg.size] = bimg
     dhi_a = 0
     if not rs:
         alayout, amn = a
@@ -246,24 +259,34 @@ def run_case(ptxas, n, fmt="f16", rs=True, b=(1, False), a=(1, False), scale_d="
         for t in range(128):
             for v in range(8):
                 afrag[s, t, v] = ac[thread_value(*A_LAYOUT, t, v)]
+    where = [[thread_value(*c_layout(n), t, v) for v in range(n // 2)] for t in range(128)]
     dio = np.zeros((128, n // 2), np.float32)
     for t in range(128):
         for v in range(n // 2):
-            dio[t, v] = D0[thread_value(*c_layout(n), t, v)]
+            dio[t, v] = D0[where[t][v]]
+
+    def decode(out: np.ndarray) -> np.ndarray:
+        got = np.zeros((64, n))
+        for t in range(128):
+            for v in range(n // 2):
+                got[where[t][v]] = out.reshape(128, n // 2)[t, v]
+        return got
     text = kernel(n, fmt, rs, b, a, scale_d, sa, sb, ksteps, **bad)
-    if check_asm:
-        ptxas(text, "sm_90a")
-    mem = run_wgfrag(text, "k", 128, [
-        ("buf", "img", img), ("u32", SMEM), ("u64", dhi_a), ("u32", off_a), ("u64", dhi_b),
-        ("u32", 0), ("buf", "afrag", afrag.view(np.uint32).ravel()),
-        ("buf", "dio", dio.ravel()), ("u32", int(scale_d != "0"))])
-    out = mem.read("dio").reshape(128, n // 2)
-    got = np.zeros((64, n))
-    for t in range(128):
-        for v in range(n // 2):
-            got[thread_value(*c_layout(n), t, v)] = out[t, v]
+    args = [("buf", "img", img), ("u32", "nbytes", SMEM), ("u64", "dhi_a", dhi_a),
+            ("u32", "off_a", off_a), ("u64", "dhi_b", dhi_b), ("u32", "off_b", off_b),
+            ("buf", "afrag", afrag.view(np.uint32).ravel()), ("buf", "dio", dio.ravel()),
+            ("u32", "keep", int(scale_d != "0"))]
     want = (sa * A) @ (sb * B).T + (D0 if scale_d != "0" else 0)
-    return got, want
+    return text, args, want, decode
+
+
+def run_case(ptxas, *case, **kw):
+    """The case on the model (assembled by ptxas first); returns (D got, D wanted)."""
+    text, args, want, decode = build_case(*case, **kw)
+    ptxas(text, "sm_90a")
+    mem = run_wgfrag(text, "k", 128, [(kind, value) if kind != "buf" else (kind, name, value)
+                                      for kind, name, value in args])
+    return decode(mem.read("dio")), want
 
 
 @pytest.mark.parametrize("n,fmt,rs,b,a,scale_d,sa,sb,ksteps", [
@@ -299,3 +322,13 @@ def test_wgmma_matches_numpy(ptxas, n, fmt, rs, b, a, scale_d, sa, sb, ksteps):
 def test_missing_synchronisation_is_an_error(ptxas, bad, message):
     with pytest.raises(SimError, match=message):
         run_case(ptxas, 64, b=(1, True), **bad)
+
+
+@pytest.mark.parametrize("b", [(1, False), (2, True)])
+def test_a_tile_off_the_swizzle_repeat_needs_the_base_offset(ptxas, b):
+    """B starts 3 x 128 bytes past a 1024 boundary: with the ISA's base offset the model
+    reads the absolute pattern; base offset 0 is refused."""
+    got, want = run_case(ptxas, 64, b=b, off_b=3 * 128)
+    assert np.array_equal(got, want)
+    with pytest.raises(SimError, match="base offset 0"):
+        run_case(ptxas, 64, b=b, off_b=3 * 128, base=0)

@@ -54,7 +54,7 @@ from toolchain.compiler.targets.ptx.instr import Addr, PtxModule, Vec
 from toolchain.compiler.targets.ptx.parse import parse_module
 
 from .frag_sim import FragSim
-from .ptx_sim import Memory, SimError, bf16_val, bits_f32, f16_val
+from .ptx_sim import Memory, SimError, bf16_val, f16_val
 from .wgmma_desc import WINDOW, operand, values
 
 _SHARED = re.compile(r"^\s*\.shared\s+(?:\.align\s+(\d+)\s+)?\.b8\s+(\w+)\[(\d+)\]")
@@ -349,4 +349,4 @@ def run_wgfrag(objects, kernel: str, block: int, args, grid=1):
     return WgFragSim(objects, kernel).run(grid, block, args)
 
 
-__all__ = ["WgFragSim", "run_wgfrag", "bits_f32"]
+__all__ = ["WgFragSim", "run_wgfrag"]
