@@ -468,7 +468,7 @@ class Sim:
     def run(self, grid, block, args) -> Memory:
         as3 = (lambda v: (v, 1, 1) if isinstance(v, int) else tuple(v) + (1,) * (3 - len(v)))
         self.grid, self.block = as3(grid), as3(block)
-        self.mem = Memory()
+        self.mem = self._new_memory()
         self.param_vals = {}
         for name, arg in zip(self.params, args):
             self.param_vals[name] = self.mem.alloc(arg[1], arg[2]) if arg[0] == "buf" \
@@ -479,6 +479,9 @@ class Sim:
                 for cx in range(gx):
                     self._block((cx, cy, cz))
         return self.mem
+
+    def _new_memory(self) -> Memory:
+        return Memory()
 
     def _block(self, ctaid) -> None:
         bx, by, bz = self.block
@@ -508,6 +511,8 @@ class Sim:
 
     def _collective(self, live: list[Thread]) -> bool:
         for th in live:
+            if th.wait.startswith("wgmma"):     # a subclass's warpgroup collective
+                continue
             group = self._warp(th) if th.wait != "bar.sync" else live
             if all(t.wait is not None and t.pc == th.pc for t in group):
                 guard, negated, op, ops = self.code[th.pc]

@@ -108,7 +108,13 @@ def test_matmul_of_a_register_tile_and_a_shared_tile_is_exact(tmp_path, layout, 
     src = MATMUL.replace(" LAYOUT", ", layout: col" if layout == "col" else "")
     objects, explain = compile_text(tmp_path, src)
     assert "shared tiles (workgroup memory, ldmatrix): `tb`" in layout_remark(explain)
-    rng = np.random.default_rng(m + k + n)
+    check_matmul(run_frag, objects, layout, m, k, n, lda, ldb)
+
+
+def check_matmul(run, objects, layout: str, m: int, k: int, n: int, lda: int, ldb: int,
+                 seed: int = 0) -> None:
+    """`mm` of MATMUL run by `run` (run_frag's signature) on small integers (exact)."""
+    rng = np.random.default_rng(m + k + n + seed)
     a = rng.integers(-3, 4, (m, lda)).astype(np.float16)
     bmat = rng.integers(-3, 4, (k, n)).astype(np.float16)
     if layout == "row":
@@ -118,7 +124,7 @@ def test_matmul_of_a_register_tile_and_a_shared_tile_is_exact(tmp_path, layout, 
         bmem = np.zeros((n, ldb), np.float16)
         bmem[:, :k] = bmat.T
     c = rng.integers(-20, 20, (m, n)).astype(np.float32)
-    mem = run_frag(objects, "mm", 128, [
+    mem = run(objects, "mm", 128, [
         ("buf", "a", a.view(np.uint16).ravel()), ("buf", "b", bmem.view(np.uint16).ravel()),
         ("buf", "c", c.ravel()), ("buf", "d", np.zeros(m * n, np.float32)),
         ("u32", m), ("u32", k), ("u32", n), ("u32", lda), ("u32", ldb)],
@@ -142,11 +148,18 @@ def test_attention_example_in_registers_matches_the_float64_oracle(tmp_path, fmt
         consts=(("HEAD_DIM", str(d)), ("ELEM", fmt), ("BLOCK_M", str(block_m)),
                 ("BLOCK_N", str(block_n))))
     assert "registers in the mma fragment layout" in layout_remark(explain)
-    bh = 2 if work_items == 128 else 1
+    check_attention(run_frag, objects, fmt, n, d, causal, block_m, work_items,
+                    2 if work_items == 128 else 1)
+
+
+def check_attention(run, objects, fmt: str, n: int, d: int, causal: bool, block_m: int,
+                    work_items: int, bh: int) -> None:
+    """The attention example run by `run` (run_frag's signature) against the float64
+    oracle, within TOL."""
     rng = np.random.default_rng(n + d)
     q, k, v = (to_bits(rng.uniform(-1, 1, (bh, n, d)), fmt) for _ in range(3))
     scale = d ** -0.5
-    mem = run_frag(objects, "attention", work_items, [
+    mem = run(objects, "attention", work_items, [
         ("buf", "q", q.ravel()), ("buf", "k", k.ravel()), ("buf", "v", v.ravel()),
         ("buf", "o", np.zeros(bh * n * d, np.uint16)), ("u32", n),
         ("u32", int(np.float32(scale).view(np.uint32))), ("u32", int(causal))],
