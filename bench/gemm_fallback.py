@@ -104,6 +104,49 @@ def mismatch(torch, d, want, buf, n: int) -> str:
             f"padding untouched {padding_untouched(torch, buf, n)})")
 
 
+def replay_allowed(forms, m: int, n: int, k: int) -> tuple:
+    """`forms` without the 16-item replay when M*N*K is too large for it."""
+    return tuple(f for f in forms if f != "replay" or m * n * k <= REPLAY_LIMIT)
+
+
+def exact_forms(torch, label: str, forms, run, want, out: str, m: int, n: int) -> int:
+    """Each form (`run(d, form)` computes D on it and synchronises) on a poisoned D: bit
+    for bit equal to `want`, the padding untouched; with the replay among them, every
+    form's bits equal the replay's. The number of failures."""
+    results, bad = {}, 0
+    for form in forms:
+        d, buf = poisoned_d(torch, out, m, n)
+        run(d, form)
+        ok = torch.equal(d, want) and padding_untouched(torch, buf, n)
+        results[form] = d
+        print(f"{label} {form}: "
+              f"{'ok' if ok else 'FAILED ' + mismatch(torch, d, want, buf, n)}", flush=True)
+        bad += not ok
+    if "replay" in results:
+        same = all(torch.equal(results["replay"], v) for v in results.values())
+        print(f"  split == replay bit for bit: {same}", flush=True)
+        bad += not same
+    return bad
+
+
+def bounded_forms(torch, label: str, forms, run, ref, bound, out: str, m: int,
+                  n: int) -> int:
+    """Each form on a poisoned D within `bound` of the float64 `ref` everywhere, the
+    padding untouched. The number of failures."""
+    bad = 0
+    for form in forms:
+        d, buf = poisoned_d(torch, out, m, n)
+        run(d, form)
+        err = (d.double() - ref).abs()
+        worst = (err / bound).max().item()
+        ok = worst <= 1.0 and padding_untouched(torch, buf, n)
+        rel = (err.norm() / ref.norm()).item()
+        print(f"{label} {form}: rel err {rel:.2e}, worst error/bound {worst:.3f} "
+              f"{'ok' if ok else 'FAILED'}", flush=True)
+        bad += not ok
+    return bad
+
+
 # ---------------------------------------------------------------- checks
 def launch(torch, g: Fp8Gemm, a, bt, d, m, n, k, form: str, reps: int = 1):
     """Ours on `form`: `pipeline` launch (384 items, its shared memory), `split256` (256
@@ -134,22 +177,10 @@ def exact_case(torch, m: int, n: int, k: int, a_fmt="e4m3", out="bf16") -> int:
         bt, bv = exact_operand(torch, "e4m3", n, k, ld + (16 if width == "w16" else 0),
                                n + k + pad, start)
         want = (av @ bv.T * (SA * SB)).to(out_dtype(torch, out))
-        results = {}
-        for form in forms:
-            if form == "replay" and m * n * k > REPLAY_LIMIT:
-                continue
-            d, buf = poisoned_d(torch, out, m, n)
-            launch(torch, g, a, bt, d, m, n, k, form)
-            ok = torch.equal(d, want) and padding_untouched(torch, buf, n)
-            results[form] = d
-            print(f"exact {a_fmt}xe4m3->{out} {m}x{n}x{k} lda {ld} ({width}) {form}: "
-                  f"{'ok' if ok else 'FAILED ' + mismatch(torch, d, want, buf, n)}",
-                  flush=True)
-            bad += not ok
-        if "replay" in results:
-            same = all(torch.equal(results["replay"], v) for v in results.values())
-            print(f"  split == replay bit for bit: {same}", flush=True)
-            bad += not same
+        bad += exact_forms(
+            torch, f"exact {a_fmt}xe4m3->{out} {m}x{n}x{k} lda {ld} ({width})",
+            replay_allowed(forms, m, n, k),
+            lambda d, form: launch(torch, g, a, bt, d, m, n, k, form), want, out, m, n)
     return bad
 
 
@@ -173,18 +204,10 @@ def random_case(torch, m: int, n: int, k: int, a_fmt="e4m3", out="bf16") -> int:
     bt, bv = random_operand(torch, "e4m3", n, k, k, n)
     ref = av @ bv.T * (SA * SB)
     bound = f32_order_bound(torch, SA * SB, k, av.abs() @ bv.abs().T, ref, out)
-    bad = 0
-    for form in ("pipeline", "split256"):
-        d, buf = poisoned_d(torch, out, m, n)
-        launch(torch, g, a, bt, d, m, n, k, form)
-        err = (d.double() - ref).abs()
-        worst = (err / bound).max().item()
-        ok = worst <= 1.0 and padding_untouched(torch, buf, n)
-        rel = (err.norm() / ref.norm()).item()
-        print(f"random {a_fmt}xe4m3->{out} {m}x{n}x{k} {form}: rel err {rel:.2e}, worst "
-              f"error/bound {worst:.3f} {'ok' if ok else 'FAILED'}", flush=True)
-        bad += not ok
-    return bad
+    return bounded_forms(torch, f"random {a_fmt}xe4m3->{out} {m}x{n}x{k}",
+                         ("pipeline", "split256"),
+                         lambda d, form: launch(torch, g, a, bt, d, m, n, k, form),
+                         ref, bound, out, m, n)
 
 
 def stress_case(torch, m=5000, n=3000, k=4104) -> int:

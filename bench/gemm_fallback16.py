@@ -31,8 +31,9 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import mettle  # noqa: E402
 import gemm_hopper as H  # noqa: E402
 from bench.gemm_fp8 import out_dtype as dtype  # noqa: E402
-from gemm_fallback import (REPLAY_LIMIT, STRESS, f32_order_bound, mismatch,  # noqa: E402
-                           padding_untouched, poisoned_d)
+from gemm_fallback import (STRESS, bounded_forms, exact_forms,  # noqa: E402
+                           f32_order_bound, mismatch, padding_untouched, poisoned_d,
+                           replay_allowed)
 
 EXACT = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, -0.5, -1.0, -1.5, -2.0, -3.0)
 
@@ -72,23 +73,12 @@ def exact_case(torch, m: int, n: int, k: int, fmt="f16", out="f32") -> int:
         gc = torch.Generator(device="cuda").manual_seed(k)
         c = torch.randint(-8, 8, (m, n), device="cuda", generator=gc).float()
         want = (c.double() + av @ bv.T).to(dtype(torch, out))
-        results = {}
-        for form in forms:
-            if form == "replay" and m * n * k > REPLAY_LIMIT:
-                continue
-            d, buf = poisoned_d(torch, out, m, n)
+
+        def run(d, form):
             launch(g, a, bt, c, d, m, n, k, form)
             torch.cuda.synchronize()
-            ok = torch.equal(d, want) and padding_untouched(torch, buf, n)
-            results[form] = d
-            print(f"exact {fmt}->{out} {m}x{n}x{k} lda {a.stride(0)} ({width}) {form}: "
-                  f"{'ok' if ok else 'FAILED ' + mismatch(torch, d, want, buf, n)}",
-                  flush=True)
-            bad += not ok
-        if "replay" in results:
-            same = all(torch.equal(results["replay"], v) for v in results.values())
-            print(f"  split == replay bit for bit: {same}", flush=True)
-            bad += not same
+        bad += exact_forms(torch, f"exact {fmt}->{out} {m}x{n}x{k} lda {a.stride(0)} ({width})",
+                           replay_allowed(forms, m, n, k), run, want, out, m, n)
     return bad
 
 
@@ -102,19 +92,12 @@ def random_case(torch, m: int, n: int, k: int, fmt="f16", out="f32") -> int:
     ref = c.double() + av @ bv.T
     bound = f32_order_bound(torch, 1.0, k, av.abs() @ bv.abs().T + c.double().abs(), ref,
                             out)
-    bad = 0
-    for form in ("pipeline", "split256"):
-        d, buf = poisoned_d(torch, out, m, n)
+
+    def run(d, form):
         launch(g, a, bt, c, d, m, n, k, form)
         torch.cuda.synchronize()
-        err = (d.double() - ref).abs()
-        worst = (err / bound).max().item()
-        ok = worst <= 1.0 and padding_untouched(torch, buf, n)
-        rel = (err.norm() / ref.norm()).item()
-        print(f"random {fmt}->{out} {m}x{n}x{k} {form}: rel err {rel:.2e}, worst "
-              f"error/bound {worst:.3f} {'ok' if ok else 'FAILED'}", flush=True)
-        bad += not ok
-    return bad
+    return bounded_forms(torch, f"random {fmt}->{out} {m}x{n}x{k}", ("pipeline", "split256"),
+                         run, ref, bound, out, m, n)
 
 
 def stress_case(torch, m=5000, n=3000, k=4100, fmt="bf16", out="bf16") -> int:

@@ -1,8 +1,9 @@
 """Private slots kept in registers (targets/ptx/promote.py): struct locals, copies, fields
 of mixed widths (int64, int32, uint8, bool, int8) and a tagged enum with match compile to
 PTX with no `.local` memory at -O0 and -O, and that PTX runs on the CPU PTX interpreter
-(tests/tensor/ptx_sim.py) against a Python oracle. A slot whose address escapes, or whose
-pieces overlap (a payload read at two widths), stays in memory."""
+(tests/tensor/ptx_sim.py) against a Python oracle. Payloads of different widths in one
+enum (pieces that overlap) share a 64-bit register as bit fields; only overlapping pieces
+spanning more than 8 bytes would keep a slot in memory."""
 from __future__ import annotations
 
 import pytest
@@ -38,32 +39,68 @@ def test_struct_locals_live_in_registers_and_run(tmp_path, ptxas, optimize):
 
 
 OVERLAPS = """
-enum U { F(float32), L(int64) }
-kernel k(out: int32*) {
-    var u: U = F(1.0);
-    if (out[1] > 0) { u = L(7); }
-    match (u) { case F(f): { out[2] = (int32)f; } case L(l): { out[2] = (int32)l; } }
+enum U { F(float32), L(int64), B(uint8), N(int16), Q(bool), E }
+kernel k(out: int64*, n: int32) {
+    var i: int32 = (int32)thread.x;
+    if (i >= n) { return; }
+    var u: U = F(1.5 * (float32)i);
+    if (i % 6 == 1) { u = L((int64)i * 3000000000 + 5); }
+    if (i % 6 == 2) { u = B((uint8)(i * 37)); }
+    if (i % 6 == 3) { u = N((int16)(-300 * i)); }
+    if (i % 6 == 4) { u = Q(i % 4 == 0); }
+    if (i % 6 == 5) { u = E; }
+    var w: U = u;
+    var r: int64 = 0;
+    match (w) {
+        case F(f): { r = (int64)(f * 2.0); }
+        case L(l): { r = l; }
+        case B(b): { r = (int64)b + 1000; }
+        case N(s): { r = (int64)s; }
+        case Q(q): { if (q) { r = 77; } else { r = 78; } }
+        case E: { r = -5; }
+    }
+    out[i] = r;
 }
 """
 
 
-def test_a_payload_read_at_two_widths_stays_in_memory(tmp_path, ptxas):
-    # F's payload is 4 bytes where L's is 8: the pieces overlap, so the enum's slots keep
-    # their .local arrays (device code cannot take a local's address, the other reason)
-    text = ptx(tmp_path, OVERLAPS, False)
+def overlaps_expected(n: int) -> np.ndarray:
+    def one(i: int) -> int:
+        return (3 * i, i * 3000000000 + 5, (i * 37) % 256 + 1000, -300 * i,
+                77 if i % 4 == 0 else 78, -5)[i % 6]
+    return np.array([one(i) for i in range(n)], np.int64)
+
+
+@pytest.mark.parametrize("optimize", [False, True], ids=["O0", "O"])
+def test_payloads_of_different_widths_share_a_register(tmp_path, ptxas, optimize):
+    # F's payload is 4 bytes, L's 8, B's and Q's 1, N's 2, all at one offset, and
+    # `w = u` copies the whole area: one 64-bit register holds them as bit fields
+    text = ptx(tmp_path, OVERLAPS, optimize)
     ptxas(text, "sm_90a")
-    assert text.count(".local .align 8 .b8") >= 1 and "st.local" in text
+    assert ".local" not in text and "__local_depot" not in text
+    if not optimize:
+        assert "bfi.b64" in text and "bfe.u64" in text
+    n = 64
+    mem = Sim(text, "k", undefined=0).run(1, n, [("buf", "out", np.zeros(n, np.int64)),
+                                                  ("u32", n)])
+    np.testing.assert_array_equal(mem.read("out"), overlaps_expected(n))
+
+
+def test_overlapping_pieces_share_a_unit_only_within_8_bytes():
+    from toolchain.compiler.targets.ptx.promote import _home, _units
+    assert _units({(0, 4), (8, 4), (8, 8)}) == {0: 4, 8: 8}
+    assert _home((8, 4), {0: 4, 8: 8}) == (8, 0)
+    assert _units({(8, 1), (10, 2), (8, 8), (16, 4)}) == {8: 8, 16: 4}
+    assert _home((10, 2), {8: 8, 16: 4}) == (8, 16)
+    assert _units({(2, 4), (4, 8)}) is None                 # 10 bytes: memory
 
 
 def test_the_struct_kernel_inlined_at_O_runs_in_registers(tmp_path, ptxas):
-    # tests/data/kernels/aggregates.mettle with Big's payload narrowed to int32 (an int64
-    # payload overlaps Circle's float32 one, which keeps `s` in memory, see above): -O
-    # inlines every struct-taking helper and keeps every slot in registers
+    # tests/data/kernels/aggregates.mettle (Big's int64 payload overlaps Circle's float32
+    # one): -O inlines every struct-taking helper and keeps every slot in registers
     from tests.support.aggregate_kernel import KERNEL, OUTPUTS, SOURCE as KERNEL_FILE
     from tests.support.aggregate_kernel import expected as kernel_expected
-    src = KERNEL_FILE.read_text().replace("Big(int64)", "Big(int32)") \
-        .replace("s = Big((int64)i);", "s = Big(i);")
-    text = ptx(tmp_path, src, True)
+    text = ptx(tmp_path, KERNEL_FILE.read_text(), True)
     assert "call.uni" not in text and ".local" not in text
     ptxas(text, "sm_90a")
     n = 100

@@ -21,6 +21,7 @@ float64 and rounded to f32: exact for the exactly representable inputs the tests
 """
 from __future__ import annotations
 
+import math
 import re
 import struct
 
@@ -249,7 +250,8 @@ def _cvt(parts, th: Thread, ops) -> None:
         return
     d, s = ops
     v = th.val(s)
-    kinds = [p for p in parts[1:] if p not in ("rn", "rz", "rm", "rp", "sat")]
+    kinds = [p for p in parts[1:] if p not in ("rn", "rz", "rm", "rp", "sat", "rzi", "rni",
+                                               "rmi", "rpi", "ftz")]
     dst, src = kinds
     if src in ("e4m3x2", "e5m2x2"):
         th.regs[d] = _fp8_pair(src[:4], v)
@@ -259,14 +261,44 @@ def _cvt(parts, th: Thread, ops) -> None:
         th.regs[d] = _f16_rne(v)
     elif (dst, src) == ("bf16", "f32") and "rn" in parts:
         th.regs[d] = _bf16_rne(v & M32)
-    elif dst == "f32" and src in ("u32", "s32"):
-        th.regs[d] = f32_bits(float(_signed(v, 32) if src == "s32" else v & M32))
+    elif dst == "f32" and src[0] in "us" and src[1:].isdigit():
+        bits = _WIDTH[src]
+        th.regs[d] = f32_bits(_int_f32(_signed(v, bits) if src[0] == "s" else
+                                       v & ((1 << bits) - 1)))
+    elif src == "f32" and dst[0] in "us" and dst[1:].isdigit():
+        th.regs[d] = _f32_int(bits_f32(v & M32), dst, parts)
     elif dst[0] in "us" and src[0] in "usb":
         sb, db = _WIDTH[src], _WIDTH[dst]
         v = _signed(v, sb) if src[0] == "s" else v & ((1 << sb) - 1)
         th.regs[d] = v & ((1 << db) - 1)
     else:
         raise SimError(f"unsupported cvt {'.'.join(parts)}")
+
+
+def _int_f32(v: int) -> float:
+    """An integer rounded to f32, to nearest even (exactly: no double rounding)."""
+    m = abs(v)
+    shift = max(m.bit_length() - 24, 0)
+    if shift:
+        q, r = divmod(m, 1 << shift)
+        half = 1 << (shift - 1)
+        m = (q + (r > half or (r == half and q & 1))) << shift
+    return float(m if v >= 0 else -m)
+
+
+def _f32_int(x: float, dst: str, parts) -> int:
+    """cvt.{rzi,rni,rmi,rpi}.<int>.f32: rounded to an integer, saturated to the type's range,
+    NaN to 0 (the ISA's float-to-integer rules)."""
+    bits = _WIDTH[dst]
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if dst[0] == "s" else (0, (1 << bits) - 1)
+    if math.isnan(x):
+        return 0
+    if math.isinf(x):
+        n = hi if x > 0 else lo
+    else:
+        mode = next((p for p in parts if p in ("rzi", "rni", "rmi", "rpi")), "rzi")
+        n = {"rzi": math.trunc, "rni": round, "rmi": math.floor, "rpi": math.ceil}[mode](x)
+    return min(max(n, lo), hi) & ((1 << bits) - 1)
 
 
 def _bf16_rne(b: int) -> int:
@@ -277,7 +309,8 @@ def _bf16_rne(b: int) -> int:
     return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
 
 
-def _bits_op(op: str, th: Thread, ops) -> None:
+def _bits_op(op: str, ty: str, th: Thread, ops) -> None:
+    width = _WIDTH[ty]
     v = [th.val(o) for o in ops[1:]]
     if op == "prmt":
         src = (v[0] & M32) | (v[1] & M32) << 32
@@ -285,18 +318,21 @@ def _bits_op(op: str, th: Thread, ops) -> None:
         for i in range(4):
             sel = (v[2] >> (4 * i)) & 7
             r |= ((src >> (8 * sel)) & 0xFF) << (8 * i)
-    elif op == "bfi":
-        a, b, pos, ln = v
+    elif op == "bfi":                       # pos and len as the ISA clamps them (0..255)
+        a, b, pos, ln = v[0], v[1], v[2] & 0xFF, v[3] & 0xFF
         m = ((1 << ln) - 1) << pos
         r = (b & ~m) | ((a << pos) & m)
     elif op == "bfe":
-        a, pos, ln = v
-        r = (a >> pos) & ((1 << ln) - 1)
+        a, pos, ln = v[0] & ((1 << width) - 1), v[1] & 0xFF, v[2] & 0xFF
+        r = (a >> pos) & ((1 << ln) - 1) if pos < width else 0
+        top = min(pos + ln, width) - 1        # .s: the field's last bit (or the msb) extends
+        if ty.startswith("s") and ln and (a >> top) & 1:
+            r |= ~((1 << (top - pos + 1)) - 1) if top >= pos else ~0
     elif op == "popc":
-        r = bin(v[0] & M32).count("1")
+        r = bin(v[0] & ((1 << width) - 1)).count("1")
     else:
         raise SimError(op)
-    th.regs[ops[0]] = r & M32
+    th.regs[ops[0]] = r & ((1 << width) - 1)
 
 
 def _float(parts, th: Thread, ops) -> None:
@@ -432,7 +468,7 @@ class Sim:
     def run(self, grid, block, args) -> Memory:
         as3 = (lambda v: (v, 1, 1) if isinstance(v, int) else tuple(v) + (1,) * (3 - len(v)))
         self.grid, self.block = as3(grid), as3(block)
-        self.mem = Memory()
+        self.mem = self._new_memory()
         self.param_vals = {}
         for name, arg in zip(self.params, args):
             self.param_vals[name] = self.mem.alloc(arg[1], arg[2]) if arg[0] == "buf" \
@@ -443,6 +479,9 @@ class Sim:
                 for cx in range(gx):
                     self._block((cx, cy, cz))
         return self.mem
+
+    def _new_memory(self) -> Memory:
+        return Memory()
 
     def _block(self, ctaid) -> None:
         bx, by, bz = self.block
@@ -472,6 +511,8 @@ class Sim:
 
     def _collective(self, live: list[Thread]) -> bool:
         for th in live:
+            if th.wait.startswith("wgmma"):     # a subclass's warpgroup collective
+                continue
             group = self._warp(th) if th.wait != "bar.sync" else live
             if all(t.wait is not None and t.pc == th.pc for t in group):
                 guard, negated, op, ops = self.code[th.pc]
@@ -538,7 +579,7 @@ class Sim:
         elif base == "cvt":
             _cvt(parts, th, ops)
         elif base in ("prmt", "bfi", "bfe", "popc"):
-            _bits_op(base, th, ops)
+            _bits_op(base, parts[-1], th, ops)
         elif base == "selp":
             pick = ops[1] if th.val(ops[3]) else ops[2]
             th.regs[ops[0]] = th.val(pick) & ((1 << _WIDTH[parts[-1]]) - 1)

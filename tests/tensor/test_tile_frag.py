@@ -111,9 +111,10 @@ def test_matmul_of_a_register_tile_and_a_shared_tile_is_exact(tmp_path, layout, 
     check_matmul(run_frag, objects, layout, m, k, n, lda, ldb)
 
 
-def check_matmul(run, objects, layout, m, k, n, lda, ldb) -> None:
-    """MATMUL on small integers through `run` (run_frag or a wgmma model): exact."""
-    rng = np.random.default_rng(m + k + n)
+def check_matmul(run, objects, layout: str, m: int, k: int, n: int, lda: int, ldb: int,
+                 seed: int = 0) -> None:
+    """`mm` of MATMUL run by `run` (run_frag's signature) on small integers (exact)."""
+    rng = np.random.default_rng(m + k + n + seed)
     a = rng.integers(-3, 4, (m, lda)).astype(np.float16)
     bmat = rng.integers(-3, 4, (k, n)).astype(np.float16)
     if layout == "row":
@@ -142,10 +143,12 @@ def test_attention_example_in_registers_matches_the_float64_oracle(tmp_path, fmt
                                                                   work_items):
     objects, explain = compile_attention(tmp_path, fmt, d, block_m, block_n, work_items)
     assert "registers in the mma fragment layout" in layout_remark(explain)
-    check_attention(run_frag, objects, fmt, n, causal, d, block_m, work_items)
+    check_attention(run_frag, objects, fmt, n, d, causal, block_m, work_items,
+                    2 if work_items == 128 else 1)
 
 
 def compile_attention(tmp_path, fmt, d, block_m, block_n, work_items, **opts):
+    """The example with `work_items` per workgroup and the given constants."""
     text = SOURCE.read_text(encoding="utf-8")
     assert "kernel(block = 256)" in text
     return compile_text(
@@ -154,10 +157,10 @@ def compile_attention(tmp_path, fmt, d, block_m, block_n, work_items, **opts):
                 ("BLOCK_N", str(block_n))), **opts)
 
 
-def check_attention(run, objects, fmt, n, causal, d, block_m, work_items) -> None:
-    """The example through `run` against the float64 oracle (one (b, h) per workgroup of
-    256 work-items, two of 128)."""
-    bh = 2 if work_items == 128 else 1
+def check_attention(run, objects, fmt: str, n: int, d: int, causal: bool, block_m: int,
+                    work_items: int, bh: int) -> None:
+    """The attention example run by `run` (run_frag's signature) against the float64
+    oracle, within TOL."""
     rng = np.random.default_rng(n + d)
     q, k, v = (to_bits(rng.uniform(-1, 1, (bh, n, d)), fmt) for _ in range(3))
     scale = d ** -0.5
@@ -214,6 +217,7 @@ def test_back_to_back_shared_loads_are_complete_at_their_matmuls(tmp_path):
 
 
 def check_two_loads(run, objects) -> None:
+    """`two` of TWO_LOADS run by `run` (run_frag's signature) on small integers (exact)."""
     m, k = 70, 32
     rng = np.random.default_rng(3)
     a = rng.integers(-2, 3, (m, k)).astype(np.float16)
@@ -250,6 +254,7 @@ def test_a_shared_tile_loaded_from_workgroup_memory_is_copied_element_by_element
 
 
 def check_from_workgroup(run, objects) -> None:
+    """`wg` of FROM_WORKGROUP run by `run` (run_frag's signature): exact."""
     m = 64
     rng = np.random.default_rng(8)
     a = rng.integers(-3, 4, (m, 32)).astype(np.float16)

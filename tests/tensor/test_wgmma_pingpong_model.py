@@ -15,15 +15,7 @@ import random
 
 import pytest
 
-
-def _done(phases: int, parity: int) -> bool:
-    """try_wait.parity: the phase of that parity has completed (modulo 2 only)."""
-    return phases % 2 != parity
-
-
-def _advance(s: int, ph: int, S: int) -> tuple[int, int]:
-    s += 1
-    return (0, ph ^ 1) if s == S else (s, ph)
+from .ring_protocol import Ring, advance, done
 
 
 def _skip(s: int, ph: int, nk: int, S: int) -> tuple[int, int]:
@@ -37,14 +29,10 @@ def _skip(s: int, ph: int, nk: int, S: int) -> tuple[int, int]:
 
 def _schedule(S: int, nk: int, tiles: int, seed: int, turns: bool = True) -> str:
     rnd = random.Random(seed)
-    full = [0] * S
+    ring = Ring(S)
     empty = [0] * S                          # one arrival completes a phase
     turn = [0, 0]                            # completed phases of turn barriers 0 and 1
-    loaded = [None] * S
-    reading = [set() for _ in range(S)]
-    copies = []
     order = []                               # (consumer, tile) as main loops start
-    prod = {"c": 0, "s": 0, "ph": 1}
     cons = []
     for h in (0, 1):
         s, ph = _skip(0, 0, nk, S) if h else (0, 0)
@@ -53,22 +41,22 @@ def _schedule(S: int, nk: int, tiles: int, seed: int, turns: bool = True) -> str
     total = 2 * nk * tiles
     for _ in range(400000):
         acts = []
-        if prod["c"] < total and _done(empty[prod["s"]], prod["ph"]):
+        if ring.count < total and done(empty[ring.s], ring.ph):
             acts.append(("produce", None))
-        if copies:
+        if ring.copies:
             acts.append(("land", None))
         for h, c in enumerate(cons):
             if c["tile"] < tiles:
-                if c["state"] == "turn" and (not turns or _done(turn[h], c["tp"])):
+                if c["state"] == "turn" and (not turns or done(turn[h], c["tp"])):
                     acts.append(("turn", h))
-                if c["state"] == "loop" and c["kb"] < nk and _done(full[c["s"]], c["ph"]):
+                if c["state"] == "loop" and c["kb"] < nk and done(ring.full[c["s"]], c["ph"]):
                     acts.append(("mma", h))
                 if c["state"] == "loop" and c["kb"] == nk:
                     acts.append(("end", h))
             if c["groups"]:
                 acts.append(("retire", h))
         if not acts:
-            finished = prod["c"] == total and not copies and \
+            finished = ring.count == total and not ring.copies and \
                 all(c["tile"] == tiles for c in cons)
             if not finished:
                 return "deadlock"
@@ -76,40 +64,29 @@ def _schedule(S: int, nk: int, tiles: int, seed: int, turns: bool = True) -> str
             return "ok" if not turns or order == want else f"order {order}"
         what, h = rnd.choice(acts)
         if what == "produce":
-            s = prod["s"]
-            if reading[s]:
-                return "refill of a stage being read"
-            copies.append((s, prod["c"]))
-            prod["c"] += 1
-            prod["s"], prod["ph"] = _advance(prod["s"], prod["ph"], S)
+            if err := ring.produce():
+                return err
         elif what == "land":
-            s, pos = copies.pop(rnd.randrange(len(copies)))
-            loaded[s] = pos
-            full[s] += 1
+            ring.land(rnd)
         elif what == "retire":
-            reading[cons[h]["groups"].pop(0)].discard(h)
+            ring.retire(cons[h]["groups"], h)
         elif what == "turn":
             c = cons[h]
             c["tp"] ^= 1
             c["state"] = "loop"
             order.append((h, c["tile"]))
         elif what == "mma":
-            c, s = cons[h], cons[h]["s"]
-            if loaded[s] != (2 * c["tile"] + h) * nk + c["kb"]:
-                return "wrong chunk"
-            reading[s].add(h)
-            c["groups"].append(s)
-            while len(c["groups"]) > 1:                      # wait_group 1
-                reading[c["groups"].pop(0)].discard(h)
+            c = cons[h]
+            if err := ring.issue(c["groups"], h, c["s"], (2 * c["tile"] + h) * nk + c["kb"]):
+                return err
             if c["prev"] is not None:
                 empty[c["prev"]] += 1
-            c["prev"], c["kb"] = s, c["kb"] + 1
-            c["s"], c["ph"] = _advance(c["s"], c["ph"], S)
+            c["prev"], c["kb"] = c["s"], c["kb"] + 1
+            c["s"], c["ph"] = advance(c["s"], c["ph"], S)
         else:                                                # K loop issued: hand over
             c = cons[h]
             turn[1 - h] += 1
-            while c["groups"]:                               # wait_group 0
-                reading[c["groups"].pop(0)].discard(h)
+            ring.drain(c["groups"], h)                       # wait_group 0
             if c["prev"] is not None:
                 empty[c["prev"]] += 1
             c["prev"], c["kb"], c["tile"], c["state"] = None, 0, c["tile"] + 1, "turn"
@@ -131,7 +108,7 @@ def test_skip_is_nk_advances():
             for start in [(x, p) for x in range(S) for p in (0, 1)]:
                 a = start
                 for _ in range(nk):
-                    a = _advance(*a, S)
+                    a = advance(*a, S)
                 assert _skip(*start, nk, S) == a
 
 

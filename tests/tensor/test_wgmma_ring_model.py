@@ -12,20 +12,15 @@ import random
 
 import pytest
 
+from .ring_protocol import Ring, advance, done
+
 
 def _schedule(S: int, nk: int, tiles: int, seed: int, carry: bool = True) -> str:
     rnd = random.Random(seed)
-    full = [0] * S                       # completed phases (a copy landing completes one)
+    ring = Ring(S)
     empty = [[0, 0] for _ in range(S)]   # [completed phases, arrivals in this phase]
-    loaded = [None] * S                  # chunk in each stage
-    reading = [set() for _ in range(S)]  # consumers whose groups still read the stage
-    copies = []
-    prod = {"c": 0, "s": 0, "ph": 1}     # empty parity 1: a fresh barrier is free
     cons = [{"s": 0, "ph": 0, "kb": 0, "prev": None, "groups": [], "tile": 0}
             for _ in range(2)]
-
-    def done(phases: int, parity: int) -> bool:   # the phase of that parity completed
-        return phases % 2 != parity
 
     def release(s: int) -> None:
         empty[s][1] += 1
@@ -34,63 +29,47 @@ def _schedule(S: int, nk: int, tiles: int, seed: int, carry: bool = True) -> str
             empty[s][1] = 0
     for _ in range(200000):
         acts = []
-        if prod["c"] < nk * tiles and done(empty[prod["s"]][0], prod["ph"]):
+        if ring.count < nk * tiles and done(empty[ring.s][0], ring.ph):
             acts.append(("produce", None))
-        if copies:
+        if ring.copies:
             acts.append(("land", None))
         for i, c in enumerate(cons):
             if c["tile"] < tiles:
-                if c["kb"] < nk and done(full[c["s"]], c["ph"]):
+                if c["kb"] < nk and done(ring.full[c["s"]], c["ph"]):
                     acts.append(("mma", i))
                 if c["kb"] == nk:
                     acts.append(("end", i))
             if c["groups"]:
                 acts.append(("retire", i))
         if not acts:
-            finished = prod["c"] == nk * tiles and not copies and \
+            finished = ring.count == nk * tiles and not ring.copies and \
                 all(c["tile"] == tiles for c in cons)
             return "ok" if finished else "deadlock"
         what, i = rnd.choice(acts)
         if what == "produce":
-            s = prod["s"]
-            if reading[s]:
-                return "refill of a stage being read"
-            copies.append((s, prod["c"]))
-            prod["c"] += 1
-            prod["s"], prod["ph"] = _advance(prod["s"], prod["ph"], S)
+            if err := ring.produce():
+                return err
         elif what == "land":
-            s, chunk = copies.pop(rnd.randrange(len(copies)))
-            loaded[s] = chunk
-            full[s] += 1
+            ring.land(rnd)
         elif what == "retire":
-            reading[cons[i]["groups"].pop(0)].discard(i)
+            ring.retire(cons[i]["groups"], i)
         elif what == "mma":
-            c, s = cons[i], cons[i]["s"]
-            if loaded[s] != c["tile"] * nk + c["kb"]:
-                return "wrong chunk"
-            reading[s].add(i)
-            c["groups"].append(s)
-            while len(c["groups"]) > 1:                      # wait_group 1
-                reading[c["groups"].pop(0)].discard(i)
+            c = cons[i]
+            if err := ring.issue(c["groups"], i, c["s"], c["tile"] * nk + c["kb"]):
+                return err
             if c["prev"] is not None:
                 release(c["prev"])
-            c["prev"], c["kb"] = s, c["kb"] + 1
-            c["s"], c["ph"] = _advance(c["s"], c["ph"], S)
+            c["prev"], c["kb"] = c["s"], c["kb"] + 1
+            c["s"], c["ph"] = advance(c["s"], c["ph"], S)
         else:                                                # a tile's end
             c = cons[i]
-            while c["groups"]:                               # wait_group 0
-                reading[c["groups"].pop(0)].discard(i)
+            ring.drain(c["groups"], i)                       # wait_group 0
             if c["prev"] is not None:
                 release(c["prev"])
             c["prev"], c["kb"], c["tile"] = None, 0, c["tile"] + 1
             if not carry:
                 c["s"], c["ph"] = 0, 0
     return "no progress"
-
-
-def _advance(s: int, ph: int, S: int) -> tuple[int, int]:
-    s += 1
-    return (0, ph ^ 1) if s == S else (s, ph)
 
 
 @pytest.mark.parametrize("S", [2, 3, 4, 6])

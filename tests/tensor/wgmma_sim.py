@@ -10,9 +10,9 @@ the compiler:
   extents, into shared memory with the 128-byte swizzle as a function of the address
   (bits 4-6 ^= bits 7-9), then completes the box's bytes on the barrier at once;
 - `wgmma.mma_async m64nNkK` as a warpgroup collective (all 128 threads at the
-  instruction): A (64 rows) and B (N rows) read K-major through their descriptors (start
-  address field, the same swizzle), D = A·B (+ D) in float64 rounded to f32, registers
-  placed by the m64nN f32 layout (register 4j + 2h + e of lane l of warp w: row
+  instruction): A (64 rows) and B (N rows) read K-major through their descriptors
+  (decoded by wgmma_desc.py: the same swizzle), D = A·B (+ D) in float64 rounded to f32,
+  registers placed by the m64nN f32 layout (register 4j + 2h + e of lane l of warp w: row
   16w + l/4 + 8h, column 8j + 2(l%4) + e), computed at issue; `commit_group` and
   `wait_group N` track which stage rows each warpgroup's unretired groups still read;
 - `%smid` = 0, `%dynamic_smem_size` = the launch's bytes, the module's `.global`
@@ -33,6 +33,7 @@ import numpy as np
 from tests.support import tensor_oracle as O
 
 from .ptx_sim import Sim, SimError, _signed
+from .wgmma_desc import operand, values
 
 ELEM_BYTES = {0: 1, 6: 2, 10: 2}            # tensormap elemtype codes: u8, f16, bf16
 WINDOW = 1 << 18                            # the descriptors' address field: 14 bits << 4
@@ -256,21 +257,13 @@ class PipelineSim(Sim):
 
     # ---- wgmma
     def _operand(self, desc: int, rows: int, k: int, fmt: str) -> np.ndarray:
-        if (desc >> 32) & 0x3FFF != 1024 >> 4 or desc >> 62 != 1:
-            raise SimError(f"descriptor {desc:#x}: not SBO 1024 with the 128-byte swizzle")
-        start = self.window + ((desc & 0x3FFF) << 4)
+        """The K-major operand `desc` names (wgmma_desc.py decodes every layout type)."""
         size = 1 if fmt in ("e4m3", "e5m2") else 2
         data = np.frombuffer(self.mem.data, np.uint8)
-        at = start + np.arange(rows)[:, None, None] * 128 + \
-            np.arange(k)[None, :, None] * size + np.arange(size)[None, None, :]
-        at = at ^ (((at >> 7) & 7) << 4)
-        raw = data[at]
+        raw = operand(lambda at: data[self.window + at], desc, rows, k, size, mn_major=False)
         if size == 1:
             return O.decode_array(fmt, raw[..., 0]).astype(np.float64)
-        bits = raw[..., 0].astype(np.uint16) | (raw[..., 1].astype(np.uint16) << 8)
-        if fmt == "f16":
-            return bits.view(np.float16).astype(np.float64)
-        return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        return values(raw, fmt)
 
     def _wgmma(self, group) -> None:
         self.wgmmas += 1

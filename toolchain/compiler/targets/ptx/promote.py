@@ -7,9 +7,13 @@ to registers itself only in simple cases (fields of mixed widths or bytes defeat
 back end does it: every access covers a set of scalar pieces (lower_aggregate.chunks), and
 when the pieces of all accesses to one slot are either identical or disjoint, each piece
 becomes one register (by size: %rd, %r, %rs) and the slot, its addresses, loads and stores
-become moves (a load-combined `vec<N x T>` access covers N pieces). A slot whose address
-escapes (a call, a store of the address, an integer cast, a memcpy, a variable offset) or
-whose pieces overlap (a tagged payload read at another width) stays in memory.
+become moves (a load-combined `vec<N x T>` access covers N pieces). Pieces that overlap (a
+tagged enum's payload written as float32 and read as int64, or copied whole) share one
+64-bit register when together they span at most 8 bytes, as naturally aligned pieces of
+at most 8 bytes always do: a narrower piece is a bit field of it (`bfe` to read, `bfi` to
+write), little-endian, which is what the bytes of memory would give. A slot whose address
+escapes (a call, a store of the address, an integer cast, a memcpy, a variable offset),
+or whose overlapping pieces span more than 8 bytes, stays in memory.
 """
 from __future__ import annotations
 
@@ -51,14 +55,16 @@ class Slots:
     def __init__(self, fn, uses: UseMap):
         self.absorbed: set[Instr] = set()
         self.access: dict[Instr, tuple[int, int]] = {}
-        self.regs: dict[int, dict[int, tuple[int, str | None]]] = {}   # slot -> off -> piece
+        self.regs: dict[int, dict[int, tuple[int, str | None]]] = {}   # slot -> off -> unit
+        # slot -> piece (offset, size) -> (its unit's offset, bit position; None: the unit)
+        self.within: dict[int, dict[tuple[int, int], tuple[int, int | None]]] = {}
         for b in fn.blocks:
             for ins in b.instrs:
                 if ins.op == "alloca":
                     self._try(ins, uses)
 
     def _try(self, alloca: Instr, uses: UseMap) -> None:
-        addresses, access, covered = [alloca], {}, {}
+        addresses, access, covered = [alloca], {}, set()
         work = [(alloca, 0)]
         while work:
             p, off = work.pop()
@@ -77,29 +83,93 @@ class Slots:
                 got = pieces(t, off)
                 if got is None:
                     return
-                for start, size in got:
-                    if covered.get(start, size) != size:
-                        return
-                    covered[start] = size
+                covered.update(got)
                 access[u] = off
-        spans = sorted(covered.items())
-        if any(a + sa > b for (a, sa), (b, _) in zip(spans, spans[1:])):
-            return                              # overlapping pieces: memory keeps them apart
+        units = _units(covered)
+        if units is None:
+            return                              # overlapping pieces that share no word
         key = id(alloca)
-        self.regs[key] = {start: (size, None) for start, size in spans}
+        self.regs[key] = {start: (size, None) for start, size in units.items()}
+        self.within[key] = {p: _home(p, units) for p in covered}
         self.absorbed.update(addresses)
         self.access.update((u, (key, off)) for u, off in access.items())
 
-    def reg(self, em, key: int, off: int, size: int) -> str:
-        """The register of the piece at `off` (made on first use)."""
+    def _unit(self, em, key: int, start: int) -> str:
+        """The register of the unit at `start` (made on first use)."""
         slot = self.regs[key]
-        size_, r = slot[off]
+        size, r = slot[start]
         if r is None:
-            r = em.new({8: "rd", 4: "r", 2: "rs", 1: "rs"}[size_])
-            slot[off] = (size_, r)
+            r = em.new(_CLASS[size])
+            slot[start] = (size, r)
         return r
 
+    def read(self, em, key: int, off: int, size: int) -> str:
+        """A register of the piece's class holding the piece at `off`."""
+        start, pos = self.within[key][(off, size)]
+        r = self._unit(em, key, start)
+        if pos is None:
+            return r
+        t, n = em.new("rd"), em.new(_CLASS[size])
+        em.append(ops.bfe("u64", t, r, pos, 8 * size))
+        em.append(ops.cvt(_UINT[size], "u64", n, t))
+        return n
 
+    def write(self, em, key: int, off: int, size: int, put) -> None:
+        """Set the piece at `off` to what `put(register)` writes into a register of its
+        class."""
+        start, pos = self.within[key][(off, size)]
+        r = self._unit(em, key, start)
+        if pos is None:
+            put(r)
+            return
+        n, t = em.new(_CLASS[size]), em.new("rd")
+        put(n)
+        em.append(ops.cvt("u64", _UINT[size], t, n))
+        em.append(ops.bfi("b64", r, t, r, pos, 8 * size))
+
+
+def _units(pieces: set) -> dict[int, int] | None:
+    """The registers of a slot accessed as `pieces` ((offset, size) pairs): offset -> size.
+    A piece that overlaps no other is its own unit; overlapping ones share one 64-bit
+    unit from their first byte when they span at most 8 bytes, else there is no register
+    form (None)."""
+    units: dict[int, int] = {}
+    cluster: list = []
+    end = None
+
+    def close() -> bool:
+        if len(set(cluster)) == 1:
+            units[cluster[0][0]] = cluster[0][1]
+            return True
+        start = cluster[0][0]
+        if end - start > 8 or any(z not in _CLASS for _, z in cluster):
+            return False
+        units[start] = 8
+        return True
+    for o, z in sorted(pieces):
+        if end is not None and o >= end:
+            if not close():
+                return None
+            cluster, end = [], None
+        cluster.append((o, z))
+        end = max(end or 0, o + z)
+    if cluster and not close():
+        return None
+    return units
+
+
+def _home(piece: tuple[int, int], units: dict[int, int]) -> tuple[int, int | None]:
+    """(the offset of the unit holding `piece`, its bit position there; None when the
+    piece is the unit)."""
+    o, z = piece
+    if units.get(o) == z:
+        return o, None
+    start = max(u for u in units if u <= o)
+    return start, 8 * (o - start)
+
+
+_CLASS = {8: "rd", 4: "r", 2: "rs", 1: "rs"}
+_UINT = {4: "u32", 2: "u16", 1: "u16"}
 _MOV = {8: "b64", 4: "b32", 2: "b16", 1: "b16"}
 
 
@@ -112,17 +182,17 @@ def load(em, ins: Instr) -> None:
     if t.is_aggregate:
         out = new_value(em, t)
         for d, (o, size) in zip(out, chunks(t, off)):
-            em.append(ops.mov(_MOV[size], d, slots.reg(em, key, o, size)))
+            em.append(ops.mov(_MOV[size], d, slots.read(em, key, o, size)))
         em.define(ins, out)
         return
     if t.is_vector:
         out = [em.new_t(t.elem) for _ in range(t.count)]
         for i, d in enumerate(out):
             size = t.elem.size
-            em.append(ops.mov(_MOV[size], d, slots.reg(em, key, off + i * size, size)))
+            em.append(ops.mov(_MOV[size], d, slots.read(em, key, off + i * size, size)))
         em.define(ins, Vec(out))
         return
-    r = slots.reg(em, key, off, t.size)
+    r = slots.read(em, key, off, t.size)
     d = em.result(ins)
     if isinstance(t, BoolType):
         em.append(ops.setp("ne", "u16", d, r, 0))
@@ -144,16 +214,18 @@ def store(em, ins: Instr) -> None:
         return
     if t.is_aggregate:
         for s, (o, size) in zip(value(em, v), chunks(t, off)):
-            em.append(ops.mov(_MOV[size], slots.reg(em, key, o, size), s))
+            slots.write(em, key, o, size,
+                        lambda r, s=s, size=size: em.append(ops.mov(_MOV[size], r, s)))
         return
     if t.is_vector:
         from .lower_memory import _vector
         size = t.elem.size
         for i, s in enumerate(_vector(em, v).regs):
-            em.append(ops.mov(_MOV[size], slots.reg(em, key, off + i * size, size), s))
+            slots.write(em, key, off + i * size, size,
+                        lambda r, s=s: em.append(ops.mov(_MOV[size], r, s)))
         return
-    r = slots.reg(em, key, off, t.size)
     if isinstance(t, BoolType):
-        em.append(ops.selp("u16", r, 1, 0, em.reg(v)))
+        slots.write(em, key, off, 1, lambda r: em.append(ops.selp("u16", r, 1, 0, em.reg(v))))
     else:
-        em.append(ops.mov(_MOV[t.size], r, em.val(v)))
+        slots.write(em, key, off, t.size,
+                    lambda r: em.append(ops.mov(_MOV[t.size], r, em.val(v))))
