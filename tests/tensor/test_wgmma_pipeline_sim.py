@@ -27,9 +27,10 @@ BN = 64                                      # small tiles: 128x64 (ping-pong ha
 
 
 def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=None,
-         pitch=None):
+         pitch=None, sim=PipelineSim, cluster=None):
     """(sim, D as computed, D wanted, D's padding untouched); `pitch`: A's and B's row
-    pitch in elements (default: K rounded up to 16 bytes, plus 16)."""
+    pitch in elements (default: K rounded up to 16 bytes, plus 16); `sim`: the simulator
+    class (cluster_sim.ClusterSim for clusters); `cluster`: the call's `cluster:` option."""
     rng = np.random.default_rng(M * 3 + N * 5 + K)
     lda = ldb = pitch or -(-K // 8) * 8 + 8  # 16-byte row pitches (the pipeline's rule)
     ldc, ldd = N + 2, N + 4
@@ -44,16 +45,18 @@ def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=No
     C = np.zeros((M, ldc), np.float32)
     C[:, :N] = c
     D = np.full(M * ldd + 8, np.nan, np.float32)
-    src = gemm_source(fmt, bn=BN, out=out, persistent=persistent, schedule=schedule)
+    src = gemm_source(fmt, bn=BN, out=out, persistent=persistent, schedule=schedule,
+                      cluster=cluster or 1)
     threads, shared = native_launch(fmt, 128, BN, out, schedule)
     args = [("buf", "a", A.ravel()), ("buf", "b", B.ravel()), ("buf", "c", C.ravel()),
             ("buf", "d", D)] + [("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)]
     want = c + a.astype(np.float64) @ b.astype(np.float64).T
-    return _launch(src, "gemm", shared, grid, threads, args, M, N, ldd, want, seed)
+    return _launch(src, "gemm", shared, grid, threads, args, M, N, ldd, want, seed, sim)
 
 
-def _launch(src, kernel, shared, grid, threads, args, M, N, ldd, want, seed):
-    sim = PipelineSim(compile_ptx(src, "sm_90a"), kernel, shared, undefined=0, seed=seed)
+def _launch(src, kernel, shared, grid, threads, args, M, N, ldd, want, seed,
+            sim_class=PipelineSim):
+    sim = sim_class(compile_ptx(src, "sm_90a"), kernel, shared, undefined=0, seed=seed)
     got = sim.run((grid, 1), threads, args).read("d")
     inside = np.zeros(got.size, bool)
     r, col = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
