@@ -160,22 +160,35 @@ PERSISTENT_CHECKS = ((300, 520, 200, 4), (129, 257, 65, 3), (1000, 1000, 1000, 5
 def check_persistent(torch, dev, fmt, out) -> int:
     """The persistent kernel on tails, on the pipeline and the split path (256
     work-items), plus 4096^3 on the default grid."""
-    g, tol, bad = H.Gemm(dev, fmt, out=out, persistent=True), H.TOLERANCE[out], 0
+    g = H.Gemm(dev, fmt, out=out, persistent=True)
     cases = [(m, n, k, {"grid_x": gx}) for m, n, k, gx in PERSISTENT_CHECKS] + \
         [(300, 520, 200, {"grid_x": 4, "threads": 256}), (4096, 4096, 4096, {})]
     if len(CHECKS) <= 3:                                   # --small
         cases = cases[:2] + cases[-2:-1]
+    bad = run_cases(torch, dev, g, fmt, out, "persistent", cases)
+    if len(CHECKS) > 3:
+        bad += stress(torch, dev, g, fmt, out, "persistent", STRESS)
+    return bad
+
+
+def run_cases(torch, dev, g, fmt, out, what, cases) -> int:
+    """H.check of every (M, N, K, launch keywords) case, one line each; the count of
+    failures."""
+    bad = 0
     for m, n, k, kw in cases:
         err = H.check(torch, dev, g, fmt, m, n, k, **kw)
-        print(f"check {fmt}->{out} persistent {m}x{n}x{k} {kw}: rel err {err:.3g}",
-              flush=True)
-        bad += not err < tol
-    if len(CHECKS) > 3:
-        err = H.check(torch, dev, g, fmt, 4096, 4096, 4096, repeat=STRESS)
-        print(f"stress {fmt}->{out} persistent 4096^3 x{STRESS} back to back: rel err "
-              f"{err:.3g}", flush=True)
-        bad += not err < tol
+        print(f"check {fmt}->{out} {what} {m}x{n}x{k} {kw}: rel err {err:.3g}", flush=True)
+        bad += not err < H.TOLERANCE[out]
     return bad
+
+
+def stress(torch, dev, g, fmt, out, what, repeat) -> int:
+    """4096^3 `repeat` times back to back (a race inside a launch shows as a hang: the
+    caller's time limit); 1 when the result is wrong."""
+    err = H.check(torch, dev, g, fmt, 4096, 4096, 4096, repeat=repeat)
+    print(f"stress {fmt}->{out} {what} 4096^3 x{repeat} back to back: rel err {err:.3g}",
+          flush=True)
+    return not err < H.TOLERANCE[out]
 
 
 STRESS = 200        # back-to-back launches: a race inside a launch shows as a hang
@@ -192,8 +205,7 @@ def check_pingpong(torch, dev, fmt, out, small: bool = False) -> int:
     """`schedule: pingpong` (persistent) on PINGPONG_CHECKS, the split path (256
     work-items), C aliasing D (f32 D), then 4096^3 STRESS times back to back; --small:
     four cases, no stress."""
-    g, tol, bad = H.Gemm(dev, fmt, out=out, persistent=True, schedule="pingpong"), \
-        H.TOLERANCE[out], 0
+    g = H.Gemm(dev, fmt, out=out, persistent=True, schedule="pingpong")
     cases = [(m, n, k, {"grid_x": gx} if gx else {}) for m, n, k, gx in PINGPONG_CHECKS]
     cases.append((300, 520, 200, {"grid_x": 4, "threads": 256}))
     if out == "f32":
@@ -201,16 +213,9 @@ def check_pingpong(torch, dev, fmt, out, small: bool = False) -> int:
                   (1000, 1000, 1000, {"alias": True})]
     if small:
         cases = cases[:2] + cases[6:8]
-    for m, n, k, kw in cases:
-        err = H.check(torch, dev, g, fmt, m, n, k, **kw)
-        print(f"check {fmt}->{out} pingpong {m}x{n}x{k} {kw}: rel err {err:.3g}",
-              flush=True)
-        bad += not err < tol
+    bad = run_cases(torch, dev, g, fmt, out, "pingpong", cases)
     if not small:
-        err = H.check(torch, dev, g, fmt, 4096, 4096, 4096, repeat=STRESS)
-        print(f"stress {fmt}->{out} pingpong 4096^3 x{STRESS} back to back: rel err "
-              f"{err:.3g}", flush=True)
-        bad += not err < tol
+        bad += stress(torch, dev, g, fmt, out, "pingpong", STRESS)
     return bad
 
 
@@ -264,37 +269,25 @@ CLUSTER_SCHEDULES = ("cooperative", "pingpong")
 
 
 def check_cluster(torch, dev, fmt, out, schedule, small: bool = False,
-                  stress: bool = True) -> int:
+                  with_stress: bool = True) -> int:
     """`cluster: 2` (persistent, `schedule`) on CLUSTER_CHECKS, the split path (256
-    work-items), C aliasing D (f32 D), then (`stress`) 4096^3 STRESS times back to back;
+    work-items), C aliasing D (f32 D), then (`with_stress`) 4096^3 STRESS times back to back;
     --small: four cases, no stress."""
-    g = H.Gemm(dev, fmt, out=out, persistent=True, schedule=schedule, cluster=2)
-    tol, bad = H.TOLERANCE[out], 0
+    g = cluster_gemm(dev, fmt, out, schedule)
     cases = [(m, n, k, {"grid_x": gx} if gx else {}) for m, n, k, gx in CLUSTER_CHECKS]
     cases.append((300, 520, 200, {"grid_x": 4, "threads": 256}))
     if out == "f32":
         cases.append((300, 520, 200, {"grid_x": 2, "alias": True}))
     if small:
         cases = cases[:2] + cases[4:6]
-    for m, n, k, kw in cases:
-        err = H.check(torch, dev, g, fmt, m, n, k, **kw)
-        print(f"check {fmt}->{out} cluster {schedule} {m}x{n}x{k} {kw}: rel err {err:.3g}",
-              flush=True)
-        bad += not err < tol
-    if stress and not small:
-        bad += cluster_stress(torch, dev, fmt, out, schedule, STRESS, g)
+    bad = run_cases(torch, dev, g, fmt, out, f"cluster {schedule}", cases)
+    if with_stress and not small:
+        bad += stress(torch, dev, g, fmt, out, f"cluster {schedule}", STRESS)
     return bad
 
 
-def cluster_stress(torch, dev, fmt, out, schedule, repeat, g=None) -> int:
-    """4096^3 `repeat` times back to back with `cluster: 2` (a hang shows as the
-    caller's time limit, a race as an error)."""
-    g = g or H.Gemm(dev, fmt, out=out, persistent=True, schedule=schedule, cluster=2)
-    print(f"# stress {fmt}->{out} cluster {schedule} 4096^3 x{repeat}: start", flush=True)
-    err = H.check(torch, dev, g, fmt, 4096, 4096, 4096, repeat=repeat)
-    print(f"stress {fmt}->{out} cluster {schedule} 4096^3 x{repeat} back to back: rel err "
-          f"{err:.3g}", flush=True)
-    return not err < H.TOLERANCE[out]
+def cluster_gemm(dev, fmt, out, schedule):
+    return H.Gemm(dev, fmt, out=out, persistent=True, schedule=schedule, cluster=2)
 
 
 def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
@@ -463,8 +456,8 @@ def main() -> int:
     cl_scheds = [x for x in args.cluster_schedules.split(",") if x]
     if args.cluster_stress:
         dev0 = mettle.device(0)
-        bad = sum(cluster_stress(torch, dev0, f, o, sch, args.cluster_stress)
-                  for f, o in configs(outs) for sch in cl_scheds)
+        bad = sum(stress(torch, dev0, cluster_gemm(dev0, f, o, sch), f, o, f"cluster {sch}",
+                         args.cluster_stress) for f, o in configs(outs) for sch in cl_scheds)
         print("CHECK", "FAILED" if bad else "OK")
         return 1 if bad else 0
     if args.check_persistent or args.check_pingpong or args.check_auto or \

@@ -29,8 +29,8 @@ from the PTX ISA's descriptions of the cluster instructions, not from the compil
   its own pending copy (random, independent times);
 - errors: a landing on rows an unretired wgmma group reads (in either workgroup), a
   landing on rows an earlier landing put there that no wgmma has read yet (a stage
-  refilled before one of its consumers read it), a landing into or an access to a
-  workgroup that has exited, a deadlock.
+  refilled before its consumers read it; a row one of two readers has read passes), a
+  landing into or an access to a workgroup that has exited, a deadlock.
 Memory ordering (release/acquire) is not modelled: every access is seen at once."""
 from __future__ import annotations
 
@@ -277,7 +277,7 @@ class ClusterSim(PipelineSim):
         if rows & self.unread:
             raise SimError(f"a copy lands on rows of workgroup {rank} that an earlier copy "
                            "filled and no wgmma has read yet (a stage refilled before "
-                           "every consumer read it)")
+                           "its consumers read it)")
         mine = self.groups
         self.groups = {(c.rank, wg): g for c in self.ctas for wg, g in c.groups.items()}
         try:

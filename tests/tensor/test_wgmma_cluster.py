@@ -19,8 +19,10 @@ from toolchain.compiler.ir.tensor import TensorDesc
 from toolchain.compiler.targets.ptx.tensor import wgmma
 
 from tests.ptx.source import find_nvdisasm, sass
+
 from .kernels import compile_ptx
 from .test_wgmma_persistent import _usage
+from .test_wgmma_pingpong import explain, located_e0340
 
 
 def _desc(schedule: str, bn: int = 256) -> TensorDesc:
@@ -145,10 +147,7 @@ def test_consumer_k_loop_gains_one_remote_arrive_and_no_fence(ptxas_path, schedu
 def test_bad_cluster_option_is_located(edit, message):
     src = _src().replace(*edit)
     assert src != _src()
-    with pytest.raises(CompileError) as exc:
-        compile_ptx(src, "sm_90a")
-    d = exc.value.diagnostics[0]
-    assert d.code == "E0340" and message in d.message and d.span is not None, d
+    assert message in located_e0340(src).message
 
 
 def test_subgroup_and_tensor_mma_refuse_the_option():
@@ -157,10 +156,8 @@ def test_subgroup_and_tensor_mma_refuse_the_option():
                 output_type: f32, cluster: 2);
 }
 """
-    with pytest.raises(CompileError) as exc:
-        compile_ptx(sub, "sm_90a")
-    d = exc.value.diagnostics[0]
-    assert d.code == "E0340" and "`cluster: 2`" in d.message and "scope: workgroup" in d.message
+    d = located_e0340(sub)
+    assert "`cluster: 2`" in d.message and "scope: workgroup" in d.message
     mma = sub.replace("tensor_matmul(a, b, c, d, 0, 0, 16, 16, 16,", "tensor_mma(a, b, c, d,")
     with pytest.raises(CompileError) as exc:
         compile_ptx(mma, "sm_90a")
@@ -175,12 +172,7 @@ def test_subgroup_and_tensor_mma_refuse_the_option():
     ("sm_90a", fp8_source(persistent=True, cluster=2), "multiple of 2"),
 ])
 def test_explain_line(tmp_path, arch, src, says):
-    from toolchain.compiler.driver import Options, compile_file
-    path = tmp_path / "g.mettle"
-    path.write_text(src)
-    res = compile_file(str(path), Options(emit="ptx", gpu_arch=arch, explain=True),
-                       source_text=path.read_text())
-    assert says in res.explain, res.explain
+    assert says in explain(tmp_path, arch, src)
 
 
 def test_other_profiles_ignore_the_option(ptxas):

@@ -18,17 +18,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.fp8_kernels import exact_values, fp8_source
-from bench.fp8_kernels import native_launch as fp8_launch
 from bench.wgmma_kernels import persistent_grid
-from tests.support import tensor_oracle as O
 from toolchain.compiler.targets.ptx import ops as I
 from toolchain.compiler.targets.ptx.tensor import wgmma
 
 from .cluster_sim import ClusterSim
-from .kernels import compile_ptx
 from .ptx_sim import SimError
-from .test_wgmma_pipeline_sim import BN, _run
+from .test_wgmma_pipeline_sim import BN, _run, run_fp8
 
 
 def _check(M, N, K, grid, schedule, seed, persistent=True, pitch=None):
@@ -100,30 +96,8 @@ def test_paired_auto_takes_one_branch_on_both(pitch, branch):
 @pytest.mark.parametrize("schedule", [None, "pingpong"])
 def test_paired_fp8_exact(schedule):
     """FP8 (E4M3, k32, 128-byte stages) with per-tensor scales, bf16 D, `cluster: 2`."""
-    M, N, K = 300, 70, 300
-    rng = np.random.default_rng(11)
-    lda = ldb = -(-K // 16) * 16 + 16
-    ldc, ldd = N + 2, N + 4
-    ab, av = exact_values(rng, (M, K), "e4m3")
-    bb, bv = exact_values(rng, (N, K), "e4m3")
-    A = np.zeros((M, lda), np.uint8)
-    A[:, :K] = ab
-    B = np.zeros((N, ldb), np.uint8)
-    B[:, :K] = bb
-    c = rng.integers(-8, 8, (M, N)).astype(np.float32)
-    C = np.zeros((M, ldc), np.float32)
-    C[:, :N] = c
-    D = np.full(M * ldd + 8, 0x7E00, np.uint16)
-    threads, shared = fp8_launch(128, BN, schedule=schedule or "cooperative")
-    args = [("buf", "a", A.ravel()), ("buf", "b", B.ravel()), ("buf", "c", C.ravel()),
-            ("buf", "d", D)] + [("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)] + \
-        [("buf", "sa", np.array([0.5], np.float32)), ("buf", "sb", np.array([4.0], np.float32))]
-    src = fp8_source("e4m3", "e4m3", "bf16", persistent=True, bn=BN, schedule=schedule,
-                     cluster=2)
-    sim = ClusterSim(compile_ptx(src, "sm_90a"), "gemm8", shared, undefined=0, seed=9)
-    got = sim.run((2, 1), threads, args).read("d")
-    want = O.to_bf16_bits((av @ bv.T * 2.0 + c).astype(np.float32))
-    np.testing.assert_array_equal(got[:M * ldd].reshape(M, ldd)[:, :N], want)
+    sim, got, want = run_fp8(300, 70, 300, 2, schedule, 9, 11, ClusterSim, cluster=2)
+    np.testing.assert_array_equal(got, want)
     assert sim.multicasts == 2 * 4 * 3 * (2 if schedule else 1)
 
 
