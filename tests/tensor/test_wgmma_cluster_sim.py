@@ -2,7 +2,8 @@
 (cluster_sim.ClusterSim: both workgroups' threads interleaved at random, each with its own
 shared memory, multicast copies landing independently in each workgroup, remote
 arrives, cluster barriers), exact against the oracle on small-integer data with
-NaN-poisoned D, and the model catching broken protocols.
+NaN-poisoned D, and the model catching broken protocols; the model's own cluster
+instructions on a hand-written exchange through distributed shared memory.
 
 - the experimental one-region pairing (wgmma.CLUSTER = 2: B shared where both regions
   read the same B columns, decided at run time), the form that hung on the H200;
@@ -27,6 +28,75 @@ from .ptx_sim import SimError
 from .test_wgmma_pipeline_sim import BN, _run, run_fp8
 
 
+# ---- the model itself, on hand-written PTX: each workgroup writes its rank + 10 to its
+# own shared word, a cluster barrier, reads the peer's word through mapa, stores it, and
+# leaves after a second cluster barrier (without it, one may leave while the other reads)
+EXCHANGE = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.shared .align 4 .b8 box[8];
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  mov.u32 %r1, %cluster_ctarank;
+  add.u32 %r2, %r1, 10;
+  st.shared.u32 [box], %r2;
+  barrier.cluster.arrive.release;
+  barrier.cluster.wait.acquire;
+  xor.b32 %r3, %r1, 1;
+  mov.u32 %r4, box;
+  mapa.shared::cluster.u32 %r5, %r4, %r3;
+  ld.shared::cluster.u32 %r6, [%r5];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r7, %ctaid.x;
+  mul.wide.u32 %rd2, %r7, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r6;
+  barrier.cluster.arrive.release;
+  barrier.cluster.wait.acquire;
+  ret;
+}
+"""
+
+
+def _exchange(ptx, seed, grid=4):
+    sim = ClusterSim(ptx, "k", 0, seed=seed)
+    return sim.run((grid, 1), 64, [("buf", "out", np.zeros(grid, np.uint32))]).read("out")
+
+
+@pytest.mark.parametrize("seed", [None, 0, 1, 2])
+def test_model_exchanges_through_distributed_shared_memory(seed):
+    assert _exchange(EXCHANGE, seed).tolist() == [11, 10, 11, 10]
+
+
+@pytest.mark.parametrize("seed", [None, 0, 1])
+def test_model_catches_a_workgroup_leaving_while_its_peer_reads(seed):
+    early = EXCHANGE[:EXCHANGE.rindex("barrier.cluster.arrive")] + "ret;\n}\n"
+    with pytest.raises(SimError, match="which has exited"):
+        _exchange(early, seed)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (("  barrier.cluster.arrive.release;\n  barrier.cluster.wait", "  barrier.cluster.wait"),
+     "wait without an arrive"),
+    (("barrier.cluster.wait.acquire;\n  xor", "barrier.cluster.arrive.release;\n  xor"),
+     "arrive twice without a wait"),
+    (("xor.b32 %r3, %r1, 1;", "add.u32 %r3, %r1, 2;"), "mapa to rank 3 outside the cluster"),
+])
+def test_model_refuses_misused_cluster_instructions(edit, message):
+    assert EXCHANGE.replace(*edit) != EXCHANGE
+    with pytest.raises(SimError, match=message):
+        _exchange(EXCHANGE.replace(*edit, 1), 3)
+
+
+def test_model_needs_whole_clusters():
+    with pytest.raises(SimError, match="not a multiple of the cluster size"):
+        _exchange(EXCHANGE, None, grid=3)
+
+
+# ---- the compiled pipeline
 def _check(M, N, K, grid, schedule, seed, persistent=True, pitch=None):
     sim, got, want, untouched = _run(M, N, K, grid, schedule, persistent, seed=seed,
                                      pitch=pitch, sim=ClusterSim,

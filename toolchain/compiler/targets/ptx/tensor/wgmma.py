@@ -21,12 +21,15 @@ a stage). A stage is one 128-byte swizzle row of K either way, so the ring, desc
 barriers and accumulator mapping are shared; `combine` is the hook of the final sum
 (FP8: the per-tensor scale with C).
 
-With CLUSTER = 2 (experimental, off by default: docs/reference/gemm.md), workgroups run in clusters
-of 2 along x (`.reqnctapercluster`): the pair agrees (cluster_agree) on whether both take
-the native path and whether both regions read the same B columns (same B, ldb, N, K and
-column origin); if so each producer loads half of the B box and multicasts it to both
-workgroups, which halves the B traffic from L2, and each consumer releases a stage on
-both workgroups' empty barriers.
+`cluster: 2` on a persistent region (docs/reference/gemm.md "Clusters of 2"; share True
+below): workgroups run in clusters of 2 along x (`.reqnctapercluster`), the pair agrees
+first (cluster_pair) and then computes the two desc.m-row halves of pair tiles
+(wgmma_persistent.Tiles(pair=True)), which read the same B columns: each producer loads
+half of every B box (load_b) and multicasts it to both workgroups, and each consumer
+releases a stage on both workgroups' empty barriers, whose count is both workgroups'
+consumers. With CLUSTER = 2 (experimental, off by default) one-region workgroups pair
+the same way where their regions read the same B columns, decided at run time
+(cluster_agree; share a predicate register).
 
 The native path runs when the launch fits it (a uniform run-time predicate, else the
 workgroup region is split into exact subgroup regions, wgmma_split.py): exactly
@@ -129,9 +132,10 @@ def auto(desc) -> bool:
 
 
 def unpaired(desc) -> bool:
-    """Whether the region never runs in clusters of 2: ping-pong never pairs, and auto's
-    kernel has one cluster shape for both of its pipelines, so its cooperative one runs
-    unpaired too (CLUSTER = 2 is experimental, off by default)."""
+    """Whether a one-region workgroup never joins the experimental CLUSTER = 2 pairing:
+    ping-pong does not, and auto's kernel has one cluster shape for both of its
+    pipelines, so its cooperative one does not either (`cluster: 2` pairs persistent
+    regions of every schedule)."""
     return desc.schedule in ("pingpong", "auto")
 
 

@@ -47,8 +47,8 @@ from .resident import remark
 from .wgmma import SHAPES_N, shared_bytes, threads  # noqa: F401 (launch sizes: bench)
 from .wgmma_epilogue import Fused
 from .wgmma_persistent import Tiles, each_tile, tile_loop as _tile_loop  # noqa: F401 (tests)
-from .wgmma_split import (cluster_remark, entry_cap, linear_ids, native_refusal, pair_tiles, paired,
-                          round_robin, schedule_remark, sub_desc)
+from .wgmma_split import (cluster_remark, entry_cap, linear_ids, native_refusal,
+                          pair_tiles, paired, round_robin, schedule_remark, sub_desc)
 from ..lower_memory import SPACE
 
 # FP8's emission orders (wgmma.Elem) keep its PTX as it was when written on its own
