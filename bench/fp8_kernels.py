@@ -19,12 +19,13 @@ FORMATS = {"e4m3": (4, 3, 7), "e5m2": (5, 2, 15)}
 def fp8_source(a: str = "e4m3", b: str = "e4m3", out: str = "bf16", scaled: bool = True,
                epilogue: str | None = None, persistent: bool = False, bm: int = BM,
                bn: int = BN, bk: int = BK, group: int = GROUP,
-               schedule: str | None = None) -> str:
+               schedule: str | None = None, cluster: int = 1) -> str:
     """kernel gemm8(a, b, c, d, m, n, k, lda, ldb, ldc, ldd, sa, sb[, epilogue params]):
     D = C + sa*sb*(A*B) (A MxK row-major, B column-major, both FP8 bytes; C f32; D `out`);
     without `scaled` the scale pointers are taken but unused. One region per workgroup in
     groups of `group` row tiles, or `persistent`: the whole of D on any grid.
-    `schedule`: the call's `schedule:` option (None: the cooperative default)."""
+    `schedule`: the call's `schedule:` option (None: the cooperative default);
+    `cluster`: 2 adds `cluster: 2` (persistent only)."""
     dty = "float32" if out == "f32" else "uint16"
     scales = (",\n                a_scale_mode: per_tensor, a_scale_type: f32, a_scale: sa,"
               "\n                b_scale_mode: per_tensor, b_scale_type: f32, b_scale: sb"
@@ -41,7 +42,7 @@ kernel gemm8(a: uint8*, b: uint8*, c: float32*, d: {dty}*,
     else:
         origin, extra = "row, column", ""
         body = raster(bm, bn, group)
-    extra += schedule_option(schedule)
+    extra += schedule_option(schedule, cluster)
     return head + body + f"""\
   tensor_matmul(a, b, c, d, {origin}, m, n, k,
                 shape: m{bm}n{bn}k{bk}, a_type: {a}, b_type: {b}, accumulator_type: f32,

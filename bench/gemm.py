@@ -33,6 +33,14 @@ ping-pong pipeline when A's and B's rows start on 128-byte boundaries, else the
 cooperative one), so each row shows the rule's pick next to both explicit schedules
 (`persist`, `pingpong`); --no-auto leaves them out. --check-auto checks that form on both
 of its branches (every PINGPONG_CHECKS case with aligned and misaligned row pitches).
+`cluster`, `cl/noC`, `pp+cl` and `ppcl/noC` (`r.cl`, `r.clnoC`, `r.ppcl`, `r.ppclnoC`) are
+the persistent and ping-pong contracts with `cluster: 2` (docs/reference/gemm.md "Clusters
+of 2": pairs of workgroups sharing each B box through a multicast copy, an even grid),
+timed in the same interleaved rounds (--no-cluster leaves them out); --check-cluster checks
+both paired schedules (CLUSTER_CHECKS: tails, rank 1's rows past M, odd pair-tile counts
+per cluster, idle clusters, K = 0, C aliasing D, the split path, 200 launches of 4096^3
+back to back); --cluster-stress N [--cluster-schedules S] runs only N back-to-back launches
+of 4096^3 (one process per case: tests/gpu/test_gemm_cluster.py).
 --shapes isolate (ISOLATE) times the odd shape next to the shapes that separate its
 causes: 5000x3000x4104 and 5000x3000x4096 (the same tiles, 8208- vs 8192-byte rows),
 4096x4096x4104 and 4096^3 (a square shape, misaligned vs aligned rows).
@@ -152,22 +160,35 @@ PERSISTENT_CHECKS = ((300, 520, 200, 4), (129, 257, 65, 3), (1000, 1000, 1000, 5
 def check_persistent(torch, dev, fmt, out) -> int:
     """The persistent kernel on tails, on the pipeline and the split path (256
     work-items), plus 4096^3 on the default grid."""
-    g, tol, bad = H.Gemm(dev, fmt, out=out, persistent=True), H.TOLERANCE[out], 0
+    g = H.Gemm(dev, fmt, out=out, persistent=True)
     cases = [(m, n, k, {"grid_x": gx}) for m, n, k, gx in PERSISTENT_CHECKS] + \
         [(300, 520, 200, {"grid_x": 4, "threads": 256}), (4096, 4096, 4096, {})]
     if len(CHECKS) <= 3:                                   # --small
         cases = cases[:2] + cases[-2:-1]
+    bad = run_cases(torch, dev, g, fmt, out, "persistent", cases)
+    if len(CHECKS) > 3:
+        bad += stress(torch, dev, g, fmt, out, "persistent", STRESS)
+    return bad
+
+
+def run_cases(torch, dev, g, fmt, out, what, cases) -> int:
+    """H.check of every (M, N, K, launch keywords) case, one line each; the count of
+    failures."""
+    bad = 0
     for m, n, k, kw in cases:
         err = H.check(torch, dev, g, fmt, m, n, k, **kw)
-        print(f"check {fmt}->{out} persistent {m}x{n}x{k} {kw}: rel err {err:.3g}",
-              flush=True)
-        bad += not err < tol
-    if len(CHECKS) > 3:
-        err = H.check(torch, dev, g, fmt, 4096, 4096, 4096, repeat=STRESS)
-        print(f"stress {fmt}->{out} persistent 4096^3 x{STRESS} back to back: rel err "
-              f"{err:.3g}", flush=True)
-        bad += not err < tol
+        print(f"check {fmt}->{out} {what} {m}x{n}x{k} {kw}: rel err {err:.3g}", flush=True)
+        bad += not err < H.TOLERANCE[out]
     return bad
+
+
+def stress(torch, dev, g, fmt, out, what, repeat) -> int:
+    """4096^3 `repeat` times back to back (a race inside a launch shows as a hang: the
+    caller's time limit); 1 when the result is wrong."""
+    err = H.check(torch, dev, g, fmt, 4096, 4096, 4096, repeat=repeat)
+    print(f"stress {fmt}->{out} {what} 4096^3 x{repeat} back to back: rel err {err:.3g}",
+          flush=True)
+    return not err < H.TOLERANCE[out]
 
 
 STRESS = 200        # back-to-back launches: a race inside a launch shows as a hang
@@ -184,8 +205,7 @@ def check_pingpong(torch, dev, fmt, out, small: bool = False) -> int:
     """`schedule: pingpong` (persistent) on PINGPONG_CHECKS, the split path (256
     work-items), C aliasing D (f32 D), then 4096^3 STRESS times back to back; --small:
     four cases, no stress."""
-    g, tol, bad = H.Gemm(dev, fmt, out=out, persistent=True, schedule="pingpong"), \
-        H.TOLERANCE[out], 0
+    g = H.Gemm(dev, fmt, out=out, persistent=True, schedule="pingpong")
     cases = [(m, n, k, {"grid_x": gx} if gx else {}) for m, n, k, gx in PINGPONG_CHECKS]
     cases.append((300, 520, 200, {"grid_x": 4, "threads": 256}))
     if out == "f32":
@@ -193,16 +213,9 @@ def check_pingpong(torch, dev, fmt, out, small: bool = False) -> int:
                   (1000, 1000, 1000, {"alias": True})]
     if small:
         cases = cases[:2] + cases[6:8]
-    for m, n, k, kw in cases:
-        err = H.check(torch, dev, g, fmt, m, n, k, **kw)
-        print(f"check {fmt}->{out} pingpong {m}x{n}x{k} {kw}: rel err {err:.3g}",
-              flush=True)
-        bad += not err < tol
+    bad = run_cases(torch, dev, g, fmt, out, "pingpong", cases)
     if not small:
-        err = H.check(torch, dev, g, fmt, 4096, 4096, 4096, repeat=STRESS)
-        print(f"stress {fmt}->{out} pingpong 4096^3 x{STRESS} back to back: rel err "
-              f"{err:.3g}", flush=True)
-        bad += not err < tol
+        bad += stress(torch, dev, g, fmt, out, "pingpong", STRESS)
     return bad
 
 
@@ -244,6 +257,39 @@ def check_auto(torch, dev, fmt, out, small: bool = False) -> int:
     return bad
 
 
+# (M, N, K, grid; 0: the default), every grid even (whole clusters): 9 tiles as 6 pair
+# tiles on 2 clusters (rank 1 of the third row tile past M), 4 tiles as 2 pair tiles on 1,
+# 32 tiles as 16 pair tiles on 3 clusters (6, 5, 5), K = 0, 1 tile on 4 clusters (rank 1
+# past M, 3 idle clusters), N = 100 (a ping-pong right half wholly outside N), 3 row tiles
+# (an odd tile count), 12 tiles on 5 clusters, the odd 5000x3000x4104 on the default grid
+CLUSTER_CHECKS = ((300, 520, 200, 4), (129, 257, 65, 2), (1000, 1000, 1000, 6),
+                  (64, 64, 0, 2), (128, 256, 64, 8), (100, 100, 64, 2), (384, 256, 64, 2),
+                  (300, 1000, 130, 10), (5000, 3000, 4104, 0))
+CLUSTER_SCHEDULES = ("cooperative", "pingpong")
+
+
+def check_cluster(torch, dev, fmt, out, schedule, small: bool = False,
+                  with_stress: bool = True) -> int:
+    """`cluster: 2` (persistent, `schedule`) on CLUSTER_CHECKS, the split path (256
+    work-items), C aliasing D (f32 D), then (`with_stress`) 4096^3 STRESS times back to back;
+    --small: four cases, no stress."""
+    g = cluster_gemm(dev, fmt, out, schedule)
+    cases = [(m, n, k, {"grid_x": gx} if gx else {}) for m, n, k, gx in CLUSTER_CHECKS]
+    cases.append((300, 520, 200, {"grid_x": 4, "threads": 256}))
+    if out == "f32":
+        cases.append((300, 520, 200, {"grid_x": 2, "alias": True}))
+    if small:
+        cases = cases[:2] + cases[4:6]
+    bad = run_cases(torch, dev, g, fmt, out, f"cluster {schedule}", cases)
+    if with_stress and not small:
+        bad += stress(torch, dev, g, fmt, out, f"cluster {schedule}", STRESS)
+    return bad
+
+
+def cluster_gemm(dev, fmt, out, schedule):
+    return H.Gemm(dev, fmt, out=out, persistent=True, schedule=schedule, cluster=2)
+
+
 def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
     src = matmul_source("gemm", fmt, fmt, "f32", "f32", "m64n64k16",
                         layouts=("row", "col", "row", "row"), warps=4)
@@ -253,7 +299,7 @@ def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
 
 
 def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=None,
-                pgemms=None, ppgemms=None, agemms=None):
+                pgemms=None, ppgemms=None, agemms=None, clgemms=None, ppclgemms=None):
     dtype = torch.float16 if fmt == "f16" else torch.bfloat16
     a = torch.randn(m, k, device="cuda").to(dtype)
     bt = torch.randn(n, k, device="cuda").to(dtype)
@@ -265,7 +311,8 @@ def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=
     # the persistent contracts per schedule: with C, and (16-bit D) torch.matmul's own,
     # no C (a zero row read with ldc = 0)
     for name, noc, pg in (("auto", "autonoc", agemms), ("persistent", "noc", pgemms),
-                          ("pingpong", "ppnoc", ppgemms)):
+                          ("pingpong", "ppnoc", ppgemms), ("cluster", "clnoc", clgemms),
+                          ("ppcluster", "ppclnoc", ppclgemms)):
         if not pg:
             continue
         runs[name] = pg[fmt, out].launcher(a, bt, c, d, m, n, k)
@@ -358,6 +405,20 @@ def main() -> int:
                     "--out format)")
     ap.add_argument("--no-auto", action="store_true",
                     help="leave out the `schedule: auto` columns (and FP8's)")
+    ap.add_argument("--check-cluster", action="store_true",
+                    help="check only the `cluster: 2` kernels (--cluster-schedules, every "
+                    "--out format)")
+    ap.add_argument("--no-cluster", action="store_true",
+                    help="leave out the `cluster: 2` columns")
+    ap.add_argument("--cluster-stress", type=int, default=0,
+                    help="only N back-to-back launches of 4096^3 with `cluster: 2`")
+    ap.add_argument("--cluster-sms", type=int, default=0,
+                    help="multiprocessors a `cluster: 2` launch counts on (default 132: "
+                    "66 clusters); fewer if the GPCs hold fewer clusters at once")
+    ap.add_argument("--no-stress", action="store_true",
+                    help="--check-cluster without its back-to-back launches")
+    ap.add_argument("--cluster-schedules", default=",".join(CLUSTER_SCHEDULES),
+                    help="schedules of --check-cluster / --cluster-stress")
     ap.add_argument("--pingpong-stages", type=int, default=0,
                     help="override wgmma.PINGPONG_MAX_STAGES (the ping-pong ring depth)")
     ap.add_argument("--epilogue-batch", type=int, default=0,
@@ -380,6 +441,8 @@ def main() -> int:
         wgmma.PREFETCH_C_AHEAD = args.prefetch_ahead
     if args.pingpong_stages:
         wgmma.PINGPONG_MAX_STAGES = args.pingpong_stages
+    if args.cluster_sms:
+        H.CLUSTER_SMS = args.cluster_sms
     outs = args.out.split(",")
     global FORMATS
     FORMATS = tuple(args.formats.split(","))
@@ -390,7 +453,15 @@ def main() -> int:
     if args.small:
         global CHECKS
         CHECKS = CHECKS[:3]
-    if args.check_persistent or args.check_pingpong or args.check_auto:
+    cl_scheds = [x for x in args.cluster_schedules.split(",") if x]
+    if args.cluster_stress:
+        dev0 = mettle.device(0)
+        bad = sum(stress(torch, dev0, cluster_gemm(dev0, f, o, sch), f, o, f"cluster {sch}",
+                         args.cluster_stress) for f, o in configs(outs) for sch in cl_scheds)
+        print("CHECK", "FAILED" if bad else "OK")
+        return 1 if bad else 0
+    if args.check_persistent or args.check_pingpong or args.check_auto or \
+            args.check_cluster:
         dev0 = mettle.device(0)
         bad = sum(check_persistent(torch, dev0, f, o) for f, o in configs(outs)) \
             if args.check_persistent else 0
@@ -399,6 +470,9 @@ def main() -> int:
                        for f, o in configs(outs))
         if args.check_auto:
             bad += sum(check_auto(torch, dev0, f, o, args.small) for f, o in configs(outs))
+        if args.check_cluster:
+            bad += sum(check_cluster(torch, dev0, f, o, sch, args.small, not args.no_stress)
+                       for f, o in configs(outs) for sch in cl_scheds)
         print("CHECK", "FAILED" if bad else "OK")
         if bad:
             return 1
@@ -430,10 +504,16 @@ def main() -> int:
     agemms = None if args.no_persistent or args.no_auto else \
         {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="auto")
          for f, o in pairs}
+    clgemms, ppclgemms = ({(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True,
+                                          schedule=sch, cluster=2) for f, o in pairs}
+                          if not (args.no_persistent or args.no_cluster) else None
+                          for sch in ("cooperative", "pingpong"))
     header = (f"{'gemm':<22} {'mettle':>8} {'auto':>8} {'auto/noC':>8} {'persist':>8} "
-              f"{'pers/noC':>8} {'pingpong':>8} {'pp/noC':>8} {'torch':>8} "
+              f"{'pers/noC':>8} {'pingpong':>8} {'pp/noC':>8} {'cluster':>8} "
+              f"{'cl/noC':>8} {'pp+cl':>8} {'ppcl/noC':>8} {'torch':>8} "
               f"{'torch+C':>8} {'ratio':>6} {'r.auto':>6} {'r.anoC':>6} {'r.pers':>6} "
-              f"{'r.noC':>6} {'r.pp':>6} {'r.ppnoC':>7}"
+              f"{'r.noC':>6} {'r.pp':>6} {'r.ppnoC':>7} {'r.cl':>6} {'r.clnoC':>7} "
+              f"{'r.ppcl':>6} {'r.ppclnoC':>9}"
               + ("  subgroup" if args.subgroup else "")
               + (f"  +{epilogues[0]}" if epilogues else ""))
 
@@ -446,10 +526,15 @@ def main() -> int:
                 f"{col(r, 'auto_tflops', '.1f'):>8} {col(r, 'autonoc_tflops', '.1f'):>8} "
                 f"{col(r, 'persistent_tflops', '.1f'):>8} {col(r, 'noc_tflops', '.1f'):>8} "
                 f"{col(r, 'pingpong_tflops', '.1f'):>8} {col(r, 'ppnoc_tflops', '.1f'):>8} "
+                f"{col(r, 'cluster_tflops', '.1f'):>8} {col(r, 'clnoc_tflops', '.1f'):>8} "
+                f"{col(r, 'ppcluster_tflops', '.1f'):>8} "
+                f"{col(r, 'ppclnoc_tflops', '.1f'):>8} "
                 f"{r['torch_tflops']:>8.1f} {r['torch_c_tflops']:>8.1f} {r['ratio']:>6.3f} "
                 f"{col(r, 'auto_ratio', '.3f'):>6} {col(r, 'autonoc_ratio', '.3f'):>6} "
                 f"{col(r, 'persistent_ratio', '.3f'):>6} {col(r, 'noc_ratio', '.3f'):>6} "
-                f"{col(r, 'pingpong_ratio', '.3f'):>6} {col(r, 'ppnoc_ratio', '.3f'):>7}"
+                f"{col(r, 'pingpong_ratio', '.3f'):>6} {col(r, 'ppnoc_ratio', '.3f'):>7} "
+                f"{col(r, 'cluster_ratio', '.3f'):>6} {col(r, 'clnoc_ratio', '.3f'):>7} "
+                f"{col(r, 'ppcluster_ratio', '.3f'):>6} {col(r, 'ppclnoc_ratio', '.3f'):>9}"
                 + (f"  {r['subgroup_tflops']:.1f}" if args.subgroup else "")
                 + (f"  {r['epilogue_tflops']:.1f}" if epilogues else ""))
     rows = []
@@ -460,7 +545,8 @@ def main() -> int:
                 torch.cuda.synchronize()
                 time.sleep(args.pause)
             rows.append(bench_shape(torch, dev, gemms, f, o, *shape, args.reps,
-                                    args.subgroup, epi_gemms, pgemms, ppgemms, agemms))
+                                    args.subgroup, epi_gemms, pgemms, ppgemms, agemms,
+                                    clgemms, ppclgemms))
             print("row: " + line(rows[-1]), flush=True)
     fp8_rows = gemm_fp8.bench(torch, fp8, ["bf16"], shapes, args.reps,
                               pingpong=not args.no_pingpong, auto=not args.no_auto) \

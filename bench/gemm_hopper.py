@@ -30,20 +30,28 @@ OPT_MODES = {"plain": {"opt": False}, "plain-nocontract": {"opt": False, "fp_con
              "O": {"opt": True}, "O-nocontract": {"opt": True, "fp_contract": False}}
 
 
+# multiprocessors a `cluster: 2` launch counts on (2 * min(pair tiles, CLUSTER_SMS // 2)
+# workgroups): fewer where the GPCs cannot hold 66 clusters of 2 at once (bench/gemm.py
+# --cluster-sms), else a second wave of clusters would wait for the first
+CLUSTER_SMS = 132
+
+
 class Gemm:
     """A compiled GEMM bound to torch tensors: a (M x K row-major), bt (N x K row-major, i.e.
     B column-major with ldb = K), c (M x N row-major f32) and d (M x N row-major, `out`:
     f32, f16 or bf16; leading dimension ldd). `epilogue`: a name of EPILOGUES fused onto
     the region; its launch then passes an Epilogue's operands too. `persistent`: one
     `persistent: 8` call over the whole of D, launched on persistent_grid workgroups (or
-    the launcher's `grid`). `schedule`: the call's `schedule:` option (None: none)."""
+    the launcher's `grid`). `schedule`: the call's `schedule:` option (None: none).
+    `cluster`: 2 adds `cluster: 2` (persistent: clusters of 2, an even grid)."""
 
     def __init__(self, dev, fmt: str, arch: str = "sm_90a", bm: int = BM, bn: int = BN,
                  out: str = "f32", epilogue: str | None = None, persistent: bool = False,
-                 schedule: str | None = None):
-        self.persistent = persistent
+                 schedule: str | None = None, cluster: int = 1):
+        self.persistent, self.pair = persistent, cluster
         self.module = compile_module(gemm_source(fmt, bm, bn, out=out, epilogue=epilogue,
-                                                 persistent=persistent, schedule=schedule),
+                                                 persistent=persistent, schedule=schedule,
+                                                 cluster=cluster),
                                      arch)
         self.ptx = self.module.ptx
         self.fn = self.module.gemm
@@ -52,6 +60,15 @@ class Gemm:
                                                   schedule or "cooperative")
         from toolchain.compiler.targets.ptx.tensor import wgmma
         self.cluster = wgmma.CLUSTER
+
+    def grid(self, m: int, n: int) -> int:
+        """The default grid x: persistent_grid (whole clusters for `cluster: 2`, on
+        CLUSTER_SMS), else one workgroup per region."""
+        if not self.persistent:
+            return grid(m, n, self.bm, self.bn, self.cluster)
+        if self.pair == 2:
+            return persistent_grid(m, n, self.bm, self.bn, CLUSTER_SMS, cluster=2)
+        return persistent_grid(m, n, self.bm, self.bn)
 
     def launcher(self, a, bt, c, d, m, n, k, threads=None, shared=None, epi=None,
                  grid_x=None, ldc=None):
@@ -63,8 +80,7 @@ class Gemm:
              d.stride(0)]
         if self.epilogue:
             args += epi.args()
-        g = grid_x or (persistent_grid(m, n, self.bm, self.bn) if self.persistent else
-                       grid(m, n, self.bm, self.bn, self.cluster))
+        g = grid_x or self.grid(m, n)
         th = self.threads if threads is None else threads
         sh = self.shared if shared is None else shared
         bound = self.fn[g, th]

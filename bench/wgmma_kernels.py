@@ -53,15 +53,17 @@ def raster(bm: int, bn: int, group: int) -> str:
 
 def gemm_source(fmt: str = "f16", bm: int = BM, bn: int = BN, group: int = GROUP,
                 out: str = "f32", epilogue: str | None = None,
-                persistent: bool = False, schedule: str | None = None) -> str:
+                persistent: bool = False, schedule: str | None = None,
+                cluster: int = 1) -> str:
     """The whole GEMM: one workgroup per bm x bn region of D = A*B + C, tiles visited in
     groups of `group` row tiles (each column sweep reuses those A rows from L2). `out`:
     D's format (f32, or f16/bf16 rounded once from the f32 sum; C stays f32).
     `epilogue`: a name of EPILOGUES fused onto the region (None: none). `persistent`:
     the same tile order as `persistent: group` on one call, for any grid (launch about
     one workgroup per multiprocessor: persistent_grid). `schedule`: the call's
-    `schedule:` option (None: none, the cooperative default)."""
-    sched = schedule_option(schedule)
+    `schedule:` option (None: none, the cooperative default); `cluster`: 2 adds
+    `cluster: 2` (persistent only: launch persistent_grid(..., cluster=2))."""
+    sched = schedule_option(schedule, cluster)
     dty = "float32" if out == "f32" else "uint16"
     types = "output_type: f32" if out == "f32" else \
         f"accumulator_type: f32, result_type: {out}"
@@ -88,9 +90,11 @@ kernel gemm(a: uint16*, b: uint16*, c: float32*, d: {dty}*,
 """
 
 
-def schedule_option(schedule: str | None) -> str:
-    """`, schedule: <schedule>` for a tensor_matmul's options ("" for None)."""
-    return f", schedule: {schedule}" if schedule else ""
+def schedule_option(schedule: str | None, cluster: int = 1) -> str:
+    """`, schedule: <schedule>` (and `, cluster: 2` for cluster 2) for a tensor_matmul's
+    options ("" for None and 1)."""
+    return (f", schedule: {schedule}" if schedule else "") + \
+        (f", cluster: {cluster}" if cluster != 1 else "")
 
 
 def grid(m: int, n: int, bm: int = BM, bn: int = BN, cluster: int = 2) -> int:
@@ -103,9 +107,14 @@ def grid(m: int, n: int, bm: int = BM, bn: int = BN, cluster: int = 2) -> int:
 SMS = 132                                  # H200 multiprocessors
 
 
-def persistent_grid(m: int, n: int, bm: int = BM, bn: int = BN, sms: int = SMS) -> int:
+def persistent_grid(m: int, n: int, bm: int = BM, bn: int = BN, sms: int = SMS,
+                    cluster: int = 1) -> int:
     """Workgroups of a persistent launch: one per multiprocessor, fewer when there are
-    fewer tiles (at least one, so M = 0 or N = 0 still launches)."""
+    fewer tiles (at least one, so M = 0 or N = 0 still launches). `cluster: 2`: whole
+    clusters, one per pair tile (2·bm rows) at most, so an even count."""
+    if cluster == 2:
+        pairs = ((m + 2 * bm - 1) // (2 * bm)) * ((n + bn - 1) // bn)
+        return 2 * max(1, min(sms // 2, pairs))
     return max(1, min(sms, ((m + bm - 1) // bm) * ((n + bn - 1) // bn)))
 
 

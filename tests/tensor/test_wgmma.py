@@ -94,7 +94,7 @@ CHECK: mapa.shared::cluster.u32
 CHECK: ld.shared::cluster.u32
 CHECK: selp.u32 {{%r[0-9]+}}, 4, 2,
 CHECK: .multicast::cluster
-CHECK: mbarrier.arrive.release.cluster.shared::cluster.b64
+CHECK: mbarrier.arrive.shared::cluster.b64
 """)
     usage = _usage(ptxas_path, text, "sm_90a")
     assert "0 bytes spill stores" in usage and "warning" not in usage.lower(), usage

@@ -19,6 +19,7 @@ from toolchain.compiler.targets.ptx.tensor import wgmma, wgmma_fp8
 
 from .kernels import compile_ptx
 from .test_wgmma_persistent import _between, _usage
+from .test_wgmma_pingpong import explain
 
 
 def _desc(bn: int = 256, schedule: str = "auto", fmt: str = "f16") -> TensorDesc:
@@ -110,12 +111,7 @@ def test_other_profiles_loop_over_split_regions(ptxas, arch):
     ("sm_90a", fp8_source(persistent=True, schedule="auto"), "automatic schedule"),
 ])
 def test_explain_line(tmp_path, arch, src, says):
-    from toolchain.compiler.driver import Options, compile_file
-    path = tmp_path / "g.mettle"
-    path.write_text(src)
-    res = compile_file(str(path), Options(emit="ptx", gpu_arch=arch, explain=True),
-                       source_text=path.read_text())
-    assert says in res.explain, res.explain
+    assert says in explain(tmp_path, arch, src)
 
 
 def test_fp8_launch_sizes_follow():

@@ -221,7 +221,7 @@ def test_split_regions_exact_against_the_oracle(arch, a, b, out, scaled, epilogu
 
 
 # ---------------------------------------------------------------- the pipeline's epilogue
-def _fake_native(em, g, tid, end, scale, fused, tiles):
+def _fake_native(em, g, tid, end, scale, fused, tiles, share=None):
     """The sm_90a region with its copy engine and wgmma main loop replaced (the CPU
     interpreter has neither): each consumer accumulator register holds 3*row + column of
     its element by the wgmma m64nNk32 f32 layout (that of m64nNk16: lane l of warp w of

@@ -126,11 +126,17 @@ def test_other_profiles_loop_over_split_regions(ptxas, arch):
     (("schedule: pingpong", "schedule: 2"), "must be one of cooperative, pingpong"),
 ])
 def test_bad_schedule_option_is_located(edit, message):
-    src = gemm_source("f16", persistent=False, schedule="pingpong").replace(*edit)
+    d = located_e0340(gemm_source("f16", persistent=False, schedule="pingpong").replace(*edit))
+    assert message in d.message, d
+
+
+def located_e0340(src: str):
+    """The first diagnostic of compiling `src` for sm_90a: E0340, with a location."""
     with pytest.raises(CompileError) as exc:
         compile_ptx(src, "sm_90a")
     d = exc.value.diagnostics[0]
-    assert d.code == "E0340" and message in d.message and d.span is not None, d
+    assert d.code == "E0340" and d.span is not None, d
+    return d
 
 
 def test_subgroup_schedule_names_the_option():
@@ -167,12 +173,16 @@ def test_tensor_mma_has_no_schedule_option():
      "ping-pong schedule: each consumer warpgroup computes its own 128x128 half"),
 ])
 def test_explain_line(tmp_path, arch, src, says):
+    assert says in explain(tmp_path, arch, src)
+
+
+def explain(tmp_path, arch: str, src: str) -> str:
+    """The --explain text of compiling `src` for `arch`."""
     from toolchain.compiler.driver import Options, compile_file
     path = tmp_path / "g.mettle"
     path.write_text(src)
-    res = compile_file(str(path), Options(emit="ptx", gpu_arch=arch, explain=True),
-                       source_text=path.read_text())
-    assert says in res.explain, res.explain
+    return compile_file(str(path), Options(emit="ptx", gpu_arch=arch, explain=True),
+                        source_text=path.read_text()).explain
 
 
 # ---------------------------------------------------------------- the half tiles' epilogue

@@ -27,9 +27,10 @@ BN = 64                                      # small tiles: 128x64 (ping-pong ha
 
 
 def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=None,
-         pitch=None):
+         pitch=None, sim=PipelineSim, cluster=None):
     """(sim, D as computed, D wanted, D's padding untouched); `pitch`: A's and B's row
-    pitch in elements (default: K rounded up to 16 bytes, plus 16)."""
+    pitch in elements (default: K rounded up to 16 bytes, plus 16); `sim`: the simulator
+    class (cluster_sim.ClusterSim for clusters); `cluster`: the call's `cluster:` option."""
     rng = np.random.default_rng(M * 3 + N * 5 + K)
     lda = ldb = pitch or -(-K // 8) * 8 + 8  # 16-byte row pitches (the pipeline's rule)
     ldc, ldd = N + 2, N + 4
@@ -44,16 +45,18 @@ def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=No
     C = np.zeros((M, ldc), np.float32)
     C[:, :N] = c
     D = np.full(M * ldd + 8, np.nan, np.float32)
-    src = gemm_source(fmt, bn=BN, out=out, persistent=persistent, schedule=schedule)
+    src = gemm_source(fmt, bn=BN, out=out, persistent=persistent, schedule=schedule,
+                      cluster=cluster or 1)
     threads, shared = native_launch(fmt, 128, BN, out, schedule)
     args = [("buf", "a", A.ravel()), ("buf", "b", B.ravel()), ("buf", "c", C.ravel()),
             ("buf", "d", D)] + [("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)]
     want = c + a.astype(np.float64) @ b.astype(np.float64).T
-    return _launch(src, "gemm", shared, grid, threads, args, M, N, ldd, want, seed)
+    return _launch(src, "gemm", shared, grid, threads, args, M, N, ldd, want, seed, sim)
 
 
-def _launch(src, kernel, shared, grid, threads, args, M, N, ldd, want, seed):
-    sim = PipelineSim(compile_ptx(src, "sm_90a"), kernel, shared, undefined=0, seed=seed)
+def _launch(src, kernel, shared, grid, threads, args, M, N, ldd, want, seed,
+            sim_class=PipelineSim):
+    sim = sim_class(compile_ptx(src, "sm_90a"), kernel, shared, undefined=0, seed=seed)
     got = sim.run((grid, 1), threads, args).read("d")
     inside = np.zeros(got.size, bool)
     r, col = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
@@ -111,10 +114,10 @@ def test_a_six_stage_pingpong_ring_is_exact(monkeypatch, schedule, pitch):
     assert text.count("mbarrier.inval") == 2 * 6 + 2     # 6 full, 6 empty, 2 turns
 
 
-def test_pipeline_fp8_pingpong_exact():
-    """FP8 (E4M3, k32, 128-byte stages) with per-tensor scales, ping-pong, bf16 D."""
-    M, N, K = 150, 70, 300
-    rng = np.random.default_rng(7)
+def run_fp8(M, N, K, grid, schedule, seed, data_seed, sim=PipelineSim, cluster=1):
+    """FP8 (E4M3, k32, 128-byte stages) with per-tensor scales 0.5 and 4, bf16 D, persistent
+    on `grid` workgroups: (sim, D as computed, D wanted)."""
+    rng = np.random.default_rng(data_seed)
     lda = ldb = -(-K // 16) * 16 + 16
     ldc, ldd = N + 2, N + 4
     ab, av = exact_values(rng, (M, K), "e4m3")
@@ -127,15 +130,22 @@ def test_pipeline_fp8_pingpong_exact():
     C = np.zeros((M, ldc), np.float32)
     C[:, :N] = c
     D = np.full(M * ldd + 8, 0x7E00, np.uint16)
-    threads, shared = fp8_launch(128, BN, schedule="pingpong")
+    threads, shared = fp8_launch(128, BN, schedule=schedule or "cooperative")
     args = [("buf", "a", A.ravel()), ("buf", "b", B.ravel()), ("buf", "c", C.ravel()),
             ("buf", "d", D)] + [("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)] + \
         [("buf", "sa", np.array([0.5], np.float32)), ("buf", "sb", np.array([4.0], np.float32))]
-    src = fp8_source("e4m3", "e4m3", "bf16", persistent=True, bn=BN, schedule="pingpong")
-    sim = PipelineSim(compile_ptx(src, "sm_90a"), "gemm8", shared, undefined=0, seed=4)
-    got = sim.run((3, 1), threads, args).read("d")
+    src = fp8_source("e4m3", "e4m3", "bf16", persistent=True, bn=BN, schedule=schedule,
+                     cluster=cluster)
+    run = sim(compile_ptx(src, "sm_90a"), "gemm8", shared, undefined=0, seed=seed)
+    got = run.run((grid, 1), threads, args).read("d")
     want = O.to_bf16_bits((av @ bv.T * 2.0 + c).astype(np.float32))
-    np.testing.assert_array_equal(got[:M * ldd].reshape(M, ldd)[:, :N], want)
+    return run, got[:M * ldd].reshape(M, ldd)[:, :N], want
+
+
+def test_pipeline_fp8_pingpong_exact():
+    """FP8 (E4M3, k32, 128-byte stages) with per-tensor scales, ping-pong, bf16 D."""
+    sim, got, want = run_fp8(150, 70, 300, 3, "pingpong", 4, 7)
+    np.testing.assert_array_equal(got, want)
     assert sim.wgmmas == 4 * 3 * 4 * 2 * 2
 
 

@@ -89,8 +89,15 @@ class PipelineSim(Sim):
     # thread waits and no collective can run, and a retry with no barrier changed since
     # the last one is a deadlock
     def _collective(self, live) -> bool:
+        if self._ready_collective(live):
+            return True
+        return self._land_or_retry(live)
+
+    def _ready_collective(self, live) -> bool:
+        """Run one collective (wgmma, bar.sync, a warp's) every member of which waits at
+        it; False when none is ready."""
         for th in live:
-            if th.wait == "mbar":
+            if th.wait in (None, "mbar"):        # None: runnable (ClusterSim's stalls)
                 continue
             if th.wait.startswith("wgmma"):
                 base = th.lin - th.lin % 128
@@ -111,6 +118,11 @@ class PipelineSim(Sim):
                 for t in group:
                     t.wait, t.pc = None, t.pc + 1
                 return True
+        return False
+
+    def _land_or_retry(self, live) -> bool:
+        """Every thread waits: land one pending copy, or retry the mbarrier waiters if a
+        barrier changed since their last try; else a deadlock."""
         waiting = [t for t in live if t.wait == "mbar"]
         if self.pending:                         # a copy lands, then every waiter retries
             self._land(self.pending.pop(self.rng.randrange(len(self.pending))))

@@ -56,8 +56,9 @@ FUSED_OPTIONS = {"bias", "ldbias", *_FUSED_WORDS, *_EPI_SCALARS}
 # tensor_matmul only: `persistent: G` (a positive constant) tiles the whole area from the
 # origin to (M, N) over the grid's workgroups (docs/reference/gemm.md "Persistent tile loop")
 # and `schedule: cooperative|pingpong` picks how the sm_90a pipeline's two consumer
-# warpgroups share the work (docs/reference/gemm.md "Ping-pong schedule")
-MATMUL_ONLY = {"persistent", "schedule"}
+# warpgroups share the work (docs/reference/gemm.md "Ping-pong schedule"); `cluster: 2`
+# pairs a persistent loop's workgroups (docs/reference/gemm.md "Clusters of 2")
+MATMUL_ONLY = {"persistent", "schedule", "cluster"}
 
 
 def tensor_call(lw, e: A.Call, name: str):
@@ -194,6 +195,7 @@ def _descriptor(lw, e: A.Call, opts, named) -> T.TensorDesc:
     code = "E0340"
     persistent = _const(lw, opts, "persistent", code, 0)
     schedule = _word(lw, opts, "schedule", T.SCHEDULES, code, "cooperative")
+    cluster = _const(lw, opts, "cluster", code, 1)
     m, n, k = _shape(lw, opts, code, True, e.span)
     a_t, b_t, acc_t, res_t = _types(lw, opts, e.span)
     words = {key: _word(lw, opts, key, choices, code)
@@ -204,7 +206,7 @@ def _descriptor(lw, e: A.Call, opts, named) -> T.TensorDesc:
     desc = T.TensorDesc(m, n, k, a_t, b_t, acc_t, res_t, **words,
                         transpose_a=_bool(lw, opts, "transpose_a", code),
                         transpose_b=_bool(lw, opts, "transpose_b", code), **lds,
-                        persistent=persistent, schedule=schedule)
+                        persistent=persistent, schedule=schedule, cluster=cluster)
     roles = tuple(r for r in T.MMA_ROLES if r in named or r in _PTRS and r in opts)
     errs = T.validate_desc(desc, roles)
     if errs:
@@ -234,6 +236,8 @@ _HELP = {
                   "`scope: workgroup` or drop `persistent:`",
     "schedule": "the schedule splits a workgroup region between its consumer warpgroups: "
                 "add `scope: workgroup` or drop `schedule:`",
+    "cluster": "clusters of 2 pair the workgroups of a persistent tile loop: add "
+               "`scope: workgroup, persistent: 8` or drop `cluster:`",
 }
 
 

@@ -115,6 +115,10 @@ class TensorDesc:
     # tensor.matmul, workgroup scope: how the sm_90a pipeline's consumer warpgroups share
     # a tile (docs/reference/gemm.md "Ping-pong schedule"); semantics are the same
     schedule: str = "cooperative"
+    # tensor.matmul, workgroup scope, persistent: 2 runs the sm_90a pipeline in clusters of
+    # 2 workgroups that share each B box through a multicast copy (docs/reference/gemm.md
+    # "Clusters of 2"); 1 (the default) does not pair; semantics are the same
+    cluster: int = 1
 
     def __str__(self) -> str:
         default = TensorDesc(1, 1, 1, "", "", "", "")
@@ -234,6 +238,13 @@ def validate_desc(desc: TensorDesc, roles: tuple[str, ...]) -> list[tuple[str, s
     if desc.schedule != "cooperative" and desc.scope != "workgroup":
         errs.append(("schedule", f"`schedule: {desc.schedule}` chooses how a workgroup-scope "
                      "region's warpgroups share it; it needs `scope: workgroup`"))
+    if desc.cluster not in (1, 2):
+        errs.append(("cluster", f"`cluster: {desc.cluster}`: workgroups pair in clusters of 2 "
+                     "(`cluster: 2`) or not at all (`cluster: 1`)"))
+    elif desc.cluster == 2 and (desc.scope != "workgroup" or not desc.persistent):
+        errs.append(("cluster", "`cluster: 2` pairs the workgroups of a persistent "
+                     "workgroup-scope tile loop; it needs `scope: workgroup` and "
+                     "`persistent: G`"))
     if desc.rounding != "default" and "i32" in (desc.accumulator_type, desc.result_type):
         errs.append(("rounding", f"`rounding: {desc.rounding}` has no meaning for integer "
                      "(i32) accumulation"))

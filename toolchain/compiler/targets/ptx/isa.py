@@ -113,7 +113,7 @@ FORMS: tuple[Form, ...] = (
     Form("wgmma", "mapa.shared::cluster.u32", ("r32", "r32", "r32"), (7, 8), 90),
     Form("wgmma", "ld.shared::cluster.{u32,u64}", ("r32|r64", "[shared::cluster]"), (7, 8),
          90),
-    Form("wgmma", "mbarrier.arrive.release.cluster.shared::cluster.b64",
+    Form("wgmma", "mbarrier.arrive.shared::cluster.b64",
          ("_", "[shared::cluster]"), (8, 0), 90),
     Form("wgmma", "wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{f16,bf16}.{f16,bf16}",
          ("{..}", "desc", "desc", "p", "imm", "imm", "imm", "imm"), (8, 0), 90, only=(90,),

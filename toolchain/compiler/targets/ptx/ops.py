@@ -635,9 +635,11 @@ def mapa(d, a, rank) -> PtxInstr:
 
 
 def mbarrier_arrive_cluster(bar: str) -> PtxInstr:
-    """Feature wgmma (clusters): release-arrive at cluster scope on `bar`, an address
-    `mapa` gave (possibly another workgroup's barrier)."""
-    return _op("mbarrier.arrive.release.cluster.shared::cluster.b64", ("_",), (mem(bar),))
+    """Feature wgmma (clusters): arrive on `bar`, an address `mapa` gave (possibly another
+    workgroup's barrier), with the default semantics (release, CTA scope), the form
+    CUTLASS's cluster pipelines use: `.release.cluster` costs ptxas 13.0 a
+    MEMBAR.ALL.GPU before every arrive (docs/internals/measurements.md)."""
+    return _op("mbarrier.arrive.shared::cluster.b64", ("_",), (mem(bar),))
 
 
 # ---- tile values: the scalar forms of the canonical replay (frontend/lower_tile.py) --------

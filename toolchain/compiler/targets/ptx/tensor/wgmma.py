@@ -21,12 +21,15 @@ a stage). A stage is one 128-byte swizzle row of K either way, so the ring, desc
 barriers and accumulator mapping are shared; `combine` is the hook of the final sum
 (FP8: the per-tensor scale with C).
 
-With CLUSTER = 2 (experimental, off by default: docs/reference/gemm.md), workgroups run in clusters
-of 2 along x (`.reqnctapercluster`): the pair agrees (cluster_agree) on whether both take
-the native path and whether both regions read the same B columns (same B, ldb, N, K and
-column origin); if so each producer loads half of the B box and multicasts it to both
-workgroups, which halves the B traffic from L2, and each consumer releases a stage on
-both workgroups' empty barriers.
+`cluster: 2` on a persistent region (docs/reference/gemm.md "Clusters of 2"; share True
+below): workgroups run in clusters of 2 along x (`.reqnctapercluster`), the pair agrees
+first (cluster_pair) and then computes the two desc.m-row halves of pair tiles
+(wgmma_persistent.Tiles(pair=True)), which read the same B columns: each producer loads
+half of every B box (load_b) and multicasts it to both workgroups, and each consumer
+releases a stage on both workgroups' empty barriers, whose count is both workgroups'
+consumers. With CLUSTER = 2 (experimental, off by default) one-region workgroups pair
+the same way where their regions read the same B columns, decided at run time
+(cluster_agree; share a predicate register).
 
 The native path runs when the launch fits it (a uniform run-time predicate, else the
 workgroup region is split into exact subgroup regions, wgmma_split.py): exactly
@@ -129,9 +132,10 @@ def auto(desc) -> bool:
 
 
 def unpaired(desc) -> bool:
-    """Whether the region never runs in clusters of 2: ping-pong never pairs, and auto's
-    kernel has one cluster shape for both of its pipelines, so its cooperative one runs
-    unpaired too (CLUSTER = 2 is experimental, off by default)."""
+    """Whether a one-region workgroup never joins the experimental CLUSTER = 2 pairing:
+    ping-pong does not, and auto's kernel has one cluster shape for both of its
+    pipelines, so its cooperative one does not either (`cluster: 2` pairs persistent
+    regions of every schedule)."""
     return desc.schedule in ("pingpong", "auto")
 
 
@@ -247,18 +251,42 @@ def cluster_agree(em, g, tid: str, ok: str) -> tuple[str, str | None]:
     (ok, None)."""
     if CLUSTER == 1:
         return ok, None
+    return _exchange(em, tid, ok, (g.col, g.K, g.N, g.B.ld), (g.B.base,))
+
+
+def cluster_pair(em, g, tid: str, ok: str) -> str:
+    """`cluster: 2` on a persistent region: the uniform predicate of the paired pipeline,
+    true on both workgroups of a cluster or on neither: both predicates hold and both
+    name the same area (origin, M, N, K) and the same A and B (the two run the same tile
+    sequence and auto's rule takes the same branch on both), and rank 1's rows of the last
+    pair tile, up to 2·m past a tile origin, stay TMA coordinates (M < 2^31 - 2m)."""
+    em.put(I.setp_and("lt", "u32", ok, g.M, 2 ** 31 - 2 * g.desc.m, ok))
+    native, same = _exchange(em, tid, ok, (g.row, g.col, g.M, g.N, g.K, g.A.ld, g.B.ld),
+                             (g.A.base, g.B.base))
+    em.put(I.binary("and", "pred", native, native, same))
+    return native
+
+
+def _exchange(em, tid: str, ok: str, words, wides) -> tuple[str, str]:
+    """Through distributed shared memory: (both workgroups' `ok`, every u32 of `words`
+    and u64 of `wides` equal on both). Thread 0 writes its values to a static array,
+    a cluster barrier, everyone reads the peer's copy (mapa), a second cluster barrier
+    (both read before either may write again)."""
     mod = em.module
     x = mod._fresh(f"{em.fn.name}_wgmma_pair")
-    mod.shared_out.append(f".shared .align 16 .b8 {x}[32];")
-    mine = [em.new("r") for _ in range(5)]
+    at64 = -(-4 * (1 + len(words)) // 8) * 8
+    mod.shared_out.append(f".shared .align 16 .b8 {x}[{at64 + 8 * len(wides)}];")
+    mine = [em.new("r") for _ in range(1 + len(words))]
     em.put(I.selp("u32", mine[0], 1, 0, ok))
-    for r, v in zip(mine[1:], (g.col, g.K, g.N, g.B.ld)):
+    for r, v in zip(mine[1:], words):
         em.put(I.mov("u32", r, v))
     p, skip = em.new("p"), label(em, "wg_pair")
     em.put(I.setp("ne", "u32", p, tid, 0), I.bra(skip, guard=p))
     for i, r in enumerate(mine):
         em.put(I.st(".shared", "u32", I.mem(x, 4 * i), r))
-    em.put(I.st(".shared", "u64", I.mem(x, 24), g.B.base), I.label(skip))
+    for i, w in enumerate(wides):
+        em.put(I.st(".shared", "u64", I.mem(x, at64 + 8 * i), w))
+    em.put(I.label(skip))
     _cluster_sync(em)
     peer, xa = em.new("r"), em.new("r")
     em.put(I.mov("u32", peer, "%cluster_ctarank"), I.binary("xor", "b32", peer, peer, 1),
@@ -270,8 +298,9 @@ def cluster_agree(em, g, tid: str, ok: str) -> tuple[str, str | None]:
     for i, r in enumerate(mine[1:], 1):
         em.put(I.ld(".shared::cluster", "u32", v, I.mem(xa, 4 * i)),
                I.setp_and("eq", "u32", share, v, r, share))
-    em.put(I.ld(".shared::cluster", "u64", b, I.mem(xa, 24)),
-           I.setp_and("eq", "u64", share, b, g.B.base, share))
+    for i, w in enumerate(wides):
+        em.put(I.ld(".shared::cluster", "u64", b, I.mem(xa, at64 + 8 * i)),
+               I.setp_and("eq", "u64", share, b, w, share))
     _cluster_sync(em)                        # both read before either may write again
     return native, share
 
@@ -288,14 +317,14 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     (None: add.f32). Falls through to `end` with the workgroup reconverged."""
     desc = g.desc
     if auto(desc):
-        _lower_auto(em, g, tid, end, fused, tiles, elem, combine)
+        _lower_auto(em, g, tid, end, share, fused, tiles, elem, combine)
         return
     S, nc, bn, bm = stages(desc), consumers(desc), box_n(desc), desc.m
     a_bytes, b_bytes = bm * ROW_BYTES, bn * ROW_BYTES
     pp = pingpong(desc)
-    if pp:                                   # never paired (wgmma_split: no cluster)
+    if pp:
         from . import wgmma_pingpong
-        assert share is None
+        assert share in (None, True)         # only `cluster: 2` pairs ping-pong
     mod = em.module
     dyn = mod._fresh(f"{em.fn.name}_{elem.ring}")
     mod.shared_out.append(f".extern .shared .align 1024 .b8 {dyn}[];")
@@ -320,7 +349,9 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     init_done = label(em, f"{elem.tag}_init")
     em.put(I.setp("ne", "u32", p, tid, 0), I.bra(init_done, guard=p))
     cnt = 1 if pp else nc                    # ping-pong: one consumer reads a stage
-    if share:
+    if share is True:                        # `cluster: 2`: both workgroups' consumers
+        cnt *= 2
+    elif share:
         cnt = em.new("r")
         em.put(I.selp("u32", cnt, 2 * nc, nc, share))    # both workgroups' consumers
     for s in range(S):
@@ -338,7 +369,7 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     em.put(I.setp("ne", "u32", p, wg, 0), I.bra(consumer, guard=p))
     ring = (nk, sa, sb, full, empty, S, a_bytes, b_bytes)
     if pp:
-        wgmma_pingpong.producer(em, g, elem, tid, ring, ws, tiles)
+        wgmma_pingpong.producer(em, g, elem, tid, ring, ws, tiles, share)
     else:
         _producer(em, g, elem, tid, ring, ws, share, tiles)
     # The register pool: the producer takes its registers back only after the join,
@@ -349,7 +380,7 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     _join_sync(em, share)
     em.put(I.setmaxnreg("inc", ENTRY_REGS), I.bra(join, uniform=True), I.label(consumer))
     if pp:
-        wgmma_pingpong.consumer(em, g, elem, tid, wg, ring, fused, tiles, combine)
+        wgmma_pingpong.consumer(em, g, elem, tid, wg, ring, fused, tiles, combine, share)
     else:
         _consumer(em, g, elem, tid, wg, ring, share, fused, tiles, combine)
     _join_sync(em, share)
@@ -388,19 +419,21 @@ def auto_pred(em, g, elem: Elem = F16):
     return ok
 
 
-def _lower_auto(em, g, tid, end, fused, tiles, elem: Elem, combine) -> None:
+def _lower_auto(em, g, tid, end, share, fused, tiles, elem: Elem, combine) -> None:
     """Both pipelines behind auto_pred's uniform branch (each falls through to `end`);
-    the launch gives shared_bytes(desc), the larger of the two rings."""
+    the launch gives shared_bytes(desc), the larger of the two rings. Paired
+    (`cluster: 2`, share True): both pipelines pair; the rule reads only A and B, which
+    cluster_pair made the same on both workgroups, so both take the same branch."""
     pp, coop = (replace(g, desc=d) for d in branches(g.desc))
     rule = auto_pred(em, g, elem)
     if rule is False:
-        lower_native(em, coop, tid, end, None, fused, tiles, elem, combine)
+        lower_native(em, coop, tid, end, share, fused, tiles, elem, combine)
         return
     other = label(em, f"{elem.tag}_auto_coop")
     em.put(I.bra(other, guard=rule, negated=True, uniform=True))
-    lower_native(em, pp, tid, end, None, fused, tiles, elem, combine)
+    lower_native(em, pp, tid, end, share, fused, tiles, elem, combine)
     em.put(I.label(other))
-    lower_native(em, coop, tid, end, None, fused, tiles, elem, combine)
+    lower_native(em, coop, tid, end, share, fused, tiles, elem, combine)
 
 
 def _join_sync(em, share) -> None:
@@ -461,12 +494,7 @@ def _producer_body(em, g, elem: Elem, ring, share, tiles, done, p, half, slot_a,
     em.put(I.mov("u32", s, 0),                       # the ring's position: carried across
            I.mov("u32", ph, 1))                      # tiles (first pass: empty is free)
     g, close = _tile_loop(em, g, tiles, f"{tag}_prod")
-    if share:                                # this workgroup's half of the shared B box
-        dst_h, col2, col_h, rank = em.new("r"), em.new("r"), em.new("r"), em.new("r")
-        em.put(I.binary("add", "u32", col2, g.col, half))
-        mask = em.new("rs")
-        em.put(I.mov("u32", rank, "%cluster_ctarank"),
-               I.mad("lo", "u32", col_h, rank, half, g.col), I.mov("u16", mask, 3))
+    pair = pair_regs(em) if share else None
     top, region_done = label(em, f"{tag}_prod"), label(em, f"{tag}_prod_region")
     em.put(I.mov("u32", kb, 0), I.mov("u32", k0, 0), I.label(top),
            I.setp("ge", "u32", p, kb, nk), I.bra(region_done, guard=p),
@@ -476,17 +504,7 @@ def _producer_body(em, g, elem: Elem, ring, share, tiles, done, p, half, slot_a,
     mb.arrive_expect_tx(em, fb, a_bytes + b_bytes)
     em.put(I.mad("lo", "u32", dst_a, s, a_bytes, sa), I.mad("lo", "u32", dst_b, s, b_bytes, sb))
     tma.load_2d(em, dst_a, slot_a, k0, g.row, fb)
-    if share:
-        own, alone = label(em, "wg_mc"), label(em, "wg_mc_end")
-        em.put(I.bra(own, guard=share, negated=True),
-               I.mad("lo", "u32", dst_h, rank, half * 128, dst_b))
-        tma.load_2d_multicast(em, dst_h, slot_b, k0, col_h, fb, mask)
-        em.put(I.bra(alone, uniform=True), I.label(own))
-    tma.load_2d(em, dst_b, slot_b, k0, g.col, fb)
-    if share:
-        em.put(I.binary("add", "u32", dst_h, dst_b, half * 128))
-        tma.load_2d(em, dst_h, slot_b, k0, col2, fb)
-        em.put(I.label(alone))
+    load_b(em, share, pair, dst_b, slot_b, k0, g.col, fb, half)
     if PREFETCH_C_AHEAD and elem.knobs:
         _prefetch_c(em, g, kb, nk)
     _advance(em, kb, s, ph, S)
@@ -494,6 +512,43 @@ def _producer_body(em, g, elem: Elem, ring, share, tiles, done, p, half, slot_a,
            I.label(region_done))
     close()
     em.put(I.label(done), I.bar_warp_sync(-1))
+
+
+def pair_regs(em) -> tuple[str, str]:
+    """(this workgroup's cluster rank, the ctaMask of both workgroups) of a paired
+    producer."""
+    rank, mask = em.new("r"), em.new("rs")
+    em.put(I.mov("u32", rank, "%cluster_ctarank"), I.mov("u16", mask, 3))
+    return rank, mask
+
+
+def load_b(em, share, pair, dst_b: str, slot_b: str, k0: str, col: str, fb: str,
+           half: int) -> None:
+    """The stage's B box (columns `col` on) into dst_b, completing on fb. Unpaired: one
+    copy. Paired (`share` True, or a run-time predicate, then only where it holds): the
+    box as two halves of `half` rows; rank r copies half r and multicasts it to the same
+    offset of both workgroups (`pair`: pair_regs), so each workgroup's full barrier still
+    receives the whole box. Otherwise (the run-time predicate false) both halves here."""
+    if not share:
+        tma.load_2d(em, dst_b, slot_b, k0, col, fb)
+        return
+    rank, mask = pair
+    dst_h, col_h = em.new("r"), em.new("r")
+    alone = None
+    if share is not True:
+        own, alone = label(em, "wg_mc"), label(em, "wg_mc_end")
+        em.put(I.bra(own, guard=share, negated=True))
+    em.put(I.mad("lo", "u32", dst_h, rank, half * ROW_BYTES, dst_b),
+           I.mad("lo", "u32", col_h, rank, half, col))
+    tma.load_2d_multicast(em, dst_h, slot_b, k0, col_h, fb, mask)
+    if alone is None:
+        return
+    em.put(I.bra(alone, uniform=True), I.label(own))
+    tma.load_2d(em, dst_b, slot_b, k0, col, fb)
+    em.put(I.binary("add", "u32", dst_h, dst_b, half * ROW_BYTES),
+           I.binary("add", "u32", col_h, col, half))
+    tma.load_2d(em, dst_h, slot_b, k0, col_h, fb)
+    em.put(I.label(alone))
 
 
 def _prefetch_c(em, g, kb, nk) -> None:
@@ -612,7 +667,10 @@ def _release(em, have_prev, leader, prev, empty, share, peer) -> None:
     pb, eb = em.new("p"), em.new("r")
     em.put(I.binary("and", "pred", pb, have_prev, leader),
            I.mad("lo", "u32", eb, prev, 8, empty), I.guarded(I.mbarrier_arrive(eb), pb))
-    if share:
+    if share is True:                        # `cluster: 2`: always both
+        rb = em.new("r")
+        em.put(I.mapa(rb, eb, peer), I.guarded(I.mbarrier_arrive_cluster(rb), pb))
+    elif share:
         both, rb = em.new("p"), em.new("r")
         em.put(I.binary("and", "pred", both, pb, share), I.mapa(rb, eb, peer),
                I.guarded(I.mbarrier_arrive_cluster(rb), both))

@@ -47,8 +47,8 @@ from .resident import remark
 from .wgmma import SHAPES_N, shared_bytes, threads  # noqa: F401 (launch sizes: bench)
 from .wgmma_epilogue import Fused
 from .wgmma_persistent import Tiles, each_tile, tile_loop as _tile_loop  # noqa: F401 (tests)
-from .wgmma_split import (entry_cap, linear_ids, native_refusal, round_robin,
-                          schedule_remark, sub_desc)
+from .wgmma_split import (cluster_remark, entry_cap, linear_ids, native_refusal,
+                          pair_tiles, paired, round_robin, schedule_remark, sub_desc)
 from ..lower_memory import SPACE
 
 # FP8's emission orders (wgmma.Elem) keep its PTX as it was when written on its own
@@ -119,19 +119,21 @@ def lower(em, ins) -> None:
         ok = native_pred(em, g, ntid)
         narrow = None
         if tiles:
-            narrow = Tiles(em, desc, row, col, M, N, wide=False)
+            narrow = pair_tiles(em, desc, row, col, M, N)
             narrow.fits_u32(em, ok)
+        ok, share, cluster = paired(em, g, tid, ok) if tiles else (ok, None, 1)
         em.put(I.bra(split, guard=ok, negated=True, uniform=True))
-        _native(em, g, tid, end, scale, fused, narrow)
+        _native(em, g, tid, end, scale, fused, narrow, share)
         em.put(I.label(split))
-        entry_cap(em, threads(desc), paired=False)
+        entry_cap(em, threads(desc), cluster)
     on_mma = fp8_split_mma.available(em, desc)
     split_form = "split regions on the FP8 warp MMA" if on_mma else "split replay regions"
     form = f"the sm_90a FP8 wgmma pipeline ({split_form} where its run-time test fails)" \
         if why is None else f"{split_form} ({why})"
     remark(em, ins, f"tensor_matmul: FP8 {desc.a_type}x{desc.b_type} -> {desc.result_type}"
            f"{', per-tensor scales' if scale else ''}: {form}"
-           f"{'; persistent tile loop' if tiles else ''}{schedule_remark(desc, why)}")
+           f"{'; persistent tile loop' if tiles else ''}{schedule_remark(desc, why)}"
+           f"{cluster_remark(desc, why)}")
     if on_mma:
         sub = fp8_split_mma.sub_desc(desc, sub)
     each_tile(em, tiles, "wgf8_split", end, row, col, lambda r, c, then: _split(
@@ -198,10 +200,10 @@ def _combine_with(scale: str | None):
     return lambda em, t, c: combine(em, t, scale, c)
 
 
-def _native(em, g, tid: str, end: str, scale, fused, tiles) -> None:
+def _native(em, g, tid: str, end: str, scale, fused, tiles, share=None) -> None:
     """The pipeline for a workgroup of exactly threads(desc) work-items; falls through to
-    `end` with the workgroup reconverged."""
-    wgmma.lower_native(em, g, tid, end, None, fused, tiles, ELEM, _combine_with(scale))
+    `end` with the workgroup reconverged (`share` True: paired, `cluster: 2`)."""
+    wgmma.lower_native(em, g, tid, end, share, fused, tiles, ELEM, _combine_with(scale))
 
 
 def _epilogue(em, g, wtid, wg, acc, scale, fused) -> None:

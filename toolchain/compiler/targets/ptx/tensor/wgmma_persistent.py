@@ -4,6 +4,14 @@ desc.m x desc.n tiles, numbered in groups of G row tiles (within a group, down t
 first, then across the columns: the group's A rows stay in L2 while it sweeps B), and
 workgroup w of W (linear ids over the whole grid) computes tiles w, w + W, w + 2W, ...
 
+Clusters of 2 (`cluster: 2`, Tiles(pair=True)): the tiles are numbered as if they were
+2·desc.m rows tall (pair tiles, in groups of ceil(G / 2) of them: the same rows of A per
+group), cluster c of C = W / 2 (workgroups 2c and 2c + 1, ranks 0 and 1) takes pair tiles
+c, c + C, ..., and rank r computes the desc.m rows r·desc.m further: the two tiles of a
+cluster always share their B columns. Rank 1's tile of the last pair row may start at or
+beyond M: its copies are zero-filled and its epilogue stores nothing (every row is out of
+range), so both workgroups still run the same sequence of tiles and K chunks.
+
 Tile arithmetic is in u64: tiles_m * tiles_n and G * tiles_n may exceed 32 bits for
 extreme M and N, and a wrapped count would skip or repeat tiles. It runs once per tile.
 """
@@ -25,8 +33,12 @@ class Tiles:
     call whose saved registers spill next to the accumulators: its run-time predicate
     then requires fits_u32 (else the split path runs, exact)."""
 
-    def __init__(self, em, desc, row: str, col: str, M: str, N: str, wide: bool = True):
-        self.desc, self.row0, self.col0, self.M, self.N = desc, row, col, M, N
+    def __init__(self, em, desc, row: str, col: str, M: str, N: str, wide: bool = True,
+                 pair: bool = False):
+        self.own, self.pair = desc, pair
+        self.desc = replace(desc, m=2 * desc.m, persistent=(desc.persistent + 1) // 2) \
+            if pair else desc                # the pair tiles a cluster steps over
+        self.row0, self.col0, self.M, self.N = row, col, M, N
         self.t, self.c = ("u64", "rd") if wide else ("u32", "r")
 
     def _count(self, em, origin: str, bound: str, size: int) -> str:
@@ -50,7 +62,8 @@ class Tiles:
         """AND into `ok`: the tile count, G * tiles_n and the workgroup count are below
         2^31, so u32 tile arithmetic is exact and t + stride never wraps (computed in u64
         multiplications: no division, no call)."""
-        wide = Tiles(em, self.desc, self.row0, self.col0, self.M, self.N, wide=True)
+        wide = Tiles(em, self.own, self.row0, self.col0, self.M, self.N, wide=True,
+                     pair=self.pair)
         tm, tn = wide._counts(em)
         _, n = wide._grid_ids(em)
         v = em.new("rd")
@@ -61,7 +74,8 @@ class Tiles:
                    I.setp_and("lt", "u64", ok, v, 2147483648, ok))
 
     def _grid_ids(self, em) -> tuple[str, str]:
-        """(linear workgroup id, workgroups in the grid)."""
+        """(linear workgroup id, workgroups in the grid); paired: (cluster id, clusters),
+        the linear id halved (a cluster is 2 workgroups along x, and x is even)."""
         ids = {}
         for s in ("ctaid.x", "ctaid.y", "ctaid.z", "nctaid.x", "nctaid.y", "nctaid.z"):
             r = em.new("r")
@@ -76,6 +90,8 @@ class Tiles:
                I.mad("lo", t, w, w, ids["nctaid.x"], ids["ctaid.x"]),
                I.binary("mul.lo", t, n, ids["nctaid.x"], ids["nctaid.y"]),
                I.binary("mul.lo", t, n, n, ids["nctaid.z"]))
+        if self.pair:
+            em.put(I.binary("shr", t, w, w, 1), I.binary("shr", t, n, n, 1))
         return w, n
 
     def start(self, em) -> str:
@@ -113,6 +129,10 @@ class Tiles:
             else:
                 em.put(I.mov("u32", out, idx))
             em.put(I.mad("lo", "u32", out, out, size, base))
+        if self.pair:                        # rank r: the pair tile's rows r * desc.m on
+            rank = em.new("r")
+            em.put(I.mov("u32", rank, "%cluster_ctarank"),
+                   I.mad("lo", "u32", row, rank, self.own.m, row))
         return row, col
 
 

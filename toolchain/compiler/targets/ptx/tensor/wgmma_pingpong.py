@@ -60,33 +60,37 @@ def inval_turns(em, empty: str, S: int) -> None:
         mb.inval(em, _turn(empty, S, i))
 
 
-def producer(em, g, elem, tid, ring, ws, tiles) -> None:
-    """One thread: per tile, half 0's K chunks, then half 1's (B columns n/2 further)."""
+def producer(em, g, elem, tid, ring, ws, tiles, share=None) -> None:
+    """One thread: per tile, half 0's K chunks, then half 1's (B columns n/2 further).
+    Paired (`cluster: 2`, share True): each half tile's B box arrives as two quarter
+    boxes, this workgroup's multicast to both (wgmma.load_b)."""
     desc = g.desc
     nk, sa, sb, full, empty, S, a_bytes, b_bytes = ring
     half, tag = desc.n // 2, elem.tag
     done, p = label(em, f"{tag}_pp_prod_done"), em.new("p")
     em.put(I.setmaxnreg("dec", W.PRODUCER_REGS), I.setp("ne", "u32", p, tid, 0),
            I.bra(done, guard=p))
-    slot_a, slot_b = W._maps(em, g, elem, ws, half)
+    b_rows = half // 2 if share else half
+    slot_a, slot_b = W._maps(em, g, elem, ws, b_rows)
     kb, s, ph, k0 = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     dst_a, dst_b, fb, eb = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     col_h, h = em.new("r"), em.new("r")
     em.put(I.mov("u32", s, 0),                       # the ring's position: carried across
            I.mov("u32", ph, 1))                      # tiles (first pass: empty is free)
     g, close = _tile_loop(em, g, tiles, f"{tag}_pp_prod")
+    pair = W.pair_regs(em) if share else None
     halves = label(em, f"{tag}_pp_prod_half")
     top, half_done = label(em, f"{tag}_pp_prod"), label(em, f"{tag}_pp_prod_half_done")
     em.put(I.mov("u32", col_h, g.col), I.mov("u32", h, 0), I.label(halves),
            I.mov("u32", kb, 0), I.mov("u32", k0, 0), I.label(top),
            I.setp("ge", "u32", p, kb, nk), I.bra(half_done, guard=p),
            I.mad("lo", "u32", eb, s, 8, empty))
-    mb.wait(em, eb, ph)
+    mb.wait(em, eb, ph, cluster=share is not None)
     em.put(I.mad("lo", "u32", fb, s, 8, full))
     mb.arrive_expect_tx(em, fb, a_bytes + b_bytes)
     em.put(I.mad("lo", "u32", dst_a, s, a_bytes, sa), I.mad("lo", "u32", dst_b, s, b_bytes, sb))
     tma.load_2d(em, dst_a, slot_a, k0, g.row, fb)
-    tma.load_2d(em, dst_b, slot_b, k0, col_h, fb)
+    W.load_b(em, share, pair, dst_b, slot_b, k0, col_h, fb, b_rows)
     W._advance(em, kb, s, ph, S)
     em.put(I.binary("add", "u32", k0, k0, elem.bk), I.bra(top, uniform=True),
            I.label(half_done), I.binary("add", "u32", col_h, col_h, half),
@@ -106,8 +110,9 @@ def _skip(em, s: str, ph: str, r: str, q_odd: str, S: int) -> None:
            I.binary("xor", "b32", ph, ph, q_odd))
 
 
-def consumer(em, g, elem, tid, wg, ring, fused, tiles, combine) -> None:
-    """Consumer warpgroup wg - 1: its half of each tile, main loops in turn with the other."""
+def consumer(em, g, elem, tid, wg, ring, fused, tiles, combine, share=None) -> None:
+    """Consumer warpgroup wg - 1: its half of each tile, main loops in turn with the other;
+    paired (`cluster: 2`), each stage is released on both workgroups' empty barriers."""
     desc = g.desc
     nk, sa, sb, full, empty, S, a_bytes, b_bytes = ring
     half = desc.n // 2
@@ -118,6 +123,9 @@ def consumer(em, g, elem, tid, wg, ring, fused, tiles, combine) -> None:
     wtid, h = em.new("r"), em.new("r")
     em.put(I.binary("and", "b32", wtid, tid, 127), I.setp("eq", "u32", leader, wtid, 0),
            I.binary("sub", "u32", h, wg, 1), I.setp("eq", "u32", first, h, 0))
+    peer = em.new("r") if share else None
+    if share:
+        em.put(I.mov("u32", peer, "%cluster_ctarank"), I.binary("xor", "b32", peer, peer, 1))
     da0, db0 = W.desc_base(em, sa), W.desc_base(em, sb)
     # the ring position: consumer 1 starts after consumer 0's first half tile
     kb, s, ph, r, q_odd = (em.new("r") for _ in range(5))
@@ -148,13 +156,13 @@ def consumer(em, g, elem, tid, wg, ring, fused, tiles, combine) -> None:
                I.wgmma_mma_async(half, "f32", desc.a_type, desc.b_type, acc[1], da1, db,
                                  one))
     em.put(I.wgmma_commit_group(), I.wgmma_wait_group(1))  # the previous stage is read
-    W._release(em, have_prev, leader, prev, empty, None, None)
+    W._release(em, have_prev, leader, prev, empty, share, peer)
     em.put(I.mov("u32", prev, s), I.setp("eq", "u32", have_prev, 0, 0))
     W._advance(em, kb, s, ph, S)
     em.put(I.bra(top, uniform=True), I.label(done))
     mb.arrive(em, other)                     # every thread: the K loop is issued
     em.put(I.wgmma_wait_group(0))
-    W._release(em, have_prev, leader, prev, empty, None, None)
+    W._release(em, have_prev, leader, prev, empty, share, peer)
     epilogue(em, g, wtid, h, acc, fused, elem, combine)
     _skip(em, s, ph, r, q_odd, S)
     close()

@@ -150,18 +150,23 @@ def lower_any_matmul(em, ins) -> None:
             ok = wgmma.native_pred(em, g, ntid)
             narrow = None
             if tiles:                        # the pipeline's tile loop is u32 (Tiles)
-                narrow = Tiles(em, desc, row, col, g.M, g.N, wide=False)
+                narrow = pair_tiles(em, desc, row, col, g.M, g.N)
                 narrow.fits_u32(em, ok)
-            alone = tiles or wgmma.unpaired(desc)   # never in clusters of 2
-            ok, share = (ok, None) if alone else wgmma.cluster_agree(em, g, tid, ok)
+            if tiles:                        # `cluster: 2` pairs, or nothing does
+                ok, share, cluster = paired(em, g, tid, ok)
+            elif wgmma.unpaired(desc):
+                share, cluster = None, 1
+            else:                            # the experimental one-region pairing
+                ok, share = wgmma.cluster_agree(em, g, tid, ok)
+                cluster = wgmma.CLUSTER
             em.put(I.bra(split, guard=ok, negated=True, uniform=True))
             wgmma.lower_native(em, g, tid, end, share, fused, narrow)
             em.put(I.label(split))
-            entry_cap(em, wgmma.threads(desc), paired=not alone)
+            entry_cap(em, wgmma.threads(desc), cluster)
         else:
             why = "an operand is not in global memory"
     remark(em, ins, (_persistent_remark(desc, why) if tiles else _region_remark(why))
-           + split_remark(em, desc) + schedule_remark(desc, why))
+           + split_remark(em, desc) + schedule_remark(desc, why) + cluster_remark(desc, why))
     each_tile(em, tiles, "wgm_split", end, row, col, lambda r, c, then: _split(
         em, ins, desc, sub, ops, tid, ntid, then, fused, r, c))
     em.put(I.label(end))
@@ -209,14 +214,41 @@ def schedule_remark(desc, why: str | None) -> str:
             "(one's epilogue overlaps the other's main loop)")
 
 
-def entry_cap(em, nthreads: int, paired: bool = True) -> None:
+def paired(em, g, tid: str, ok: str) -> tuple[str, bool | None, int]:
+    """A persistent region's (native predicate, share, workgroups per cluster): with
+    `cluster: 2`, wgmma.cluster_pair's predicate and share True (the pipeline pairs);
+    else (ok, None, 1)."""
+    if g.desc.cluster == 2:
+        return wgmma.cluster_pair(em, g, tid, ok), True, 2
+    return ok, None, 1
+
+
+def pair_tiles(em, desc, row, col, M, N):
+    """The pipeline's (u32) tile loop: pair tiles for `cluster: 2` (wgmma_persistent)."""
+    return Tiles(em, desc, row, col, M, N, wide=False, pair=desc.cluster == 2)
+
+
+def cluster_remark(desc, why: str | None) -> str:
+    """The --explain words of `cluster: 2` (nothing without it)."""
+    if desc.cluster == 1:
+        return ""
+    if why is not None:
+        return "; `cluster: 2` has no effect without the pipeline"
+    box = "half tile's B box" if wgmma.pingpong(desc) else "B box"
+    return (f"; clusters of 2: the two workgroups of a cluster compute the two {desc.m}-row "
+            f"halves of one {2 * desc.m}x{desc.n} pair tile, so they read the same B "
+            f"columns; each copies half of every {box} and multicasts it to both, and a "
+            "stage is refilled once the consumers of both workgroups released it (the "
+            "grid's x extent must be a multiple of 2)")
+
+
+def entry_cap(em, nthreads: int, cluster: int = 1) -> None:
     """setmaxnreg needs a register cap at entry: .maxntid plus .minnctapersm 1 (and the
-    cluster shape when workgroups pair up; a persistent region never pairs)."""
+    cluster shape when workgroups pair up: `cluster`, workgroups per cluster along x)."""
     dirs = getattr(em, "entry_directives", None)
     if dirs is None:
         dirs = em.entry_directives = []
-    cluster = [f".reqnctapercluster {wgmma.CLUSTER}, 1, 1"] \
-        if wgmma.CLUSTER > 1 and paired else []
+    cluster = [f".reqnctapercluster {cluster}, 1, 1"] if cluster > 1 else []
     for d in (f".maxntid {nthreads}, 1, 1", ".minnctapersm 1", *cluster):
         if d not in dirs:
             dirs.append(d)
