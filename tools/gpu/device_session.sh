@@ -10,7 +10,9 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh bench    # benchmarks + GEMM only
 #   OUT=/tmp/out bash tools/gpu/device_session.sh new      # the newest forms' tests + benches
 #   OUT=/tmp/out bash tools/gpu/device_session.sh all_new  # whole suite (plain) + newest + benches
-#   OUT=/tmp/out bash tools/gpu/device_session.sh pending  # forms merged without a hardware run first
+#   OUT=/tmp/out bash tools/gpu/device_session.sh pending        # forms merged without hardware: checks
+#   OUT=/tmp/out bash tools/gpu/device_session.sh pending_bench  # ... then their timed tables
+#   OUT=/tmp/out bash tools/gpu/device_session.sh pending_rest   # ... then the whole suite + extra benches
 #   OUT=/tmp/out bash tools/gpu/device_session.sh attention  # attention tests, sanitizers, bench
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
@@ -190,26 +192,50 @@ attention_session() {
     2>&1 | tee "$OUT/attention.txt"
 }
 
-pending() {
-  # what the last session merged without a hardware run (the device was withdrawn): the
-  # automatic GEMM schedule's checks (both branches), the 16-bit and FP8 split regions on
-  # the warp MMA, the fragment-form tile tests; at once, each a process of its own. Then
-  # the whole suite (plain) in 4 parts, then the benchmarks alone on the GPU, the GEMM
-  # table with the pitch-isolation shapes that justify `schedule: auto`'s rule.
+pending_checks() {
+  # every form merged without a hardware run (the device was withdrawn two sessions in a
+  # row), at once, each a process of its own: `schedule: auto` (both branches), `cluster: 2`
+  # (both schedules; tails, then 200 back-to-back 4096^3 launches per configuration, each
+  # process under a limit so a hang is reported), the 16-bit and FP8 split regions on the
+  # warp MMA, the gemm example, the wgmma model's kernels on silicon, register tiles and
+  # attention in both forms (mma.sync and --gpu-tile-wgmma, sanitizers included), and the
+  # tagged-enum payloads kept in registers (test_aggregates)
   step "pending: checks of the forms merged without a hardware run"
-  timeout 150 python3 bench/gemm.py --check-auto --no-bench --out f32,f16 --formats f16 \
+  timeout 240 python3 bench/gemm.py --check-auto --no-bench --out f32,f16 --formats f16 \
     > "$OUT/pending_auto16.txt" 2>&1 &
-  timeout 100 python3 bench/gemm.py --check-auto --small --no-bench --out f16 --formats bf16 \
+  timeout 200 python3 bench/gemm.py --check-auto --small --no-bench --out f16 --formats bf16 \
     > "$OUT/pending_autobf16.txt" 2>&1 &
-  timeout 120 python3 bench/gemm_fp8.py --check --no-bench --forms auto \
+  timeout 200 python3 bench/gemm_fp8.py --check --no-bench --forms auto \
     > "$OUT/pending_autofp8.txt" 2>&1 &
-  timeout 150 $PYTEST -rfE examples/gemm/test_gemm_example.py > "$OUT/pending_example.txt" 2>&1 &
-  timeout 200 $PYTEST -rfE tests/gpu/test_gemm_split16.py tests/gpu/test_gemm_fp8_split.py \
+  timeout 300 python3 bench/gemm.py --check-cluster --no-stress --no-bench \
+    > "$OUT/pending_cluster.txt" 2>&1 &
+  timeout 480 $PYTEST -rfE tests/gpu/test_gemm_cluster.py > "$OUT/pending_cluster_tests.txt" 2>&1 &
+  timeout 240 $PYTEST -rfE examples/gemm/test_gemm_example.py > "$OUT/pending_example.txt" 2>&1 &
+  timeout 300 $PYTEST -rfE tests/gpu/test_gemm_split16.py tests/gpu/test_gemm_fp8_split.py \
     > "$OUT/pending_split.txt" 2>&1 &
-  timeout 200 $PYTEST -rfE tests/gpu/test_tile_frag.py tests/gpu/test_attention.py \
-    > "$OUT/pending_tiles.txt" 2>&1 &
+  timeout 300 $PYTEST -rfE -s tests/gpu/test_wgmma_model.py > "$OUT/pending_wgmma_model.txt" 2>&1 &
+  timeout 400 $PYTEST -rfE tests/gpu/test_tile_frag.py > "$OUT/pending_tiles.txt" 2>&1 &
+  timeout 480 $PYTEST -rfE tests/gpu/test_attention.py > "$OUT/pending_attention.txt" 2>&1 &
+  timeout 200 $PYTEST -rfE tests/gpu/test_aggregates.py > "$OUT/pending_aggregates.txt" 2>&1 &
   wait
+  grep -h "base offset" "$OUT/pending_wgmma_model.txt"
   for f in "$OUT"/pending_*.txt; do echo "$(basename "$f"): $(tail -1 "$f")"; done
+}
+
+pending_bench() {
+  # the timed tables, alone on the GPU: attention in both forms beside flash and cuDNN,
+  # then the whole GEMM table (persistent, ping-pong, auto, cluster: 2 columns, FP8 rows)
+  step "pending: benchmarks"
+  timeout 240 python3 bench/attention.py --forms mma,wgmma --bf16 --json "$OUT/attention.json" \
+    > "$OUT/attention.txt" 2>&1
+  timeout 330 python3 bench/gemm.py --out f32,f16 --fp8 e4m3 --json "$OUT/gemm.json" \
+    > "$OUT/gemm.txt" 2>&1
+  for f in attention gemm; do tail -40 "$OUT/$f.txt"; done
+}
+
+pending_rest() {
+  # the whole hardware suite (plain) in 4 parts, then the pitch-isolation shapes behind
+  # `schedule: auto`'s rule, the cluster grid sizes, and the unaligned-K fallbacks
   step "pending: whole suite (plain)"
   files=$(ls tests/gpu/test_*.py | xargs wc -l | grep -v " total$" | sort -rn | awk '{print $2}')
   for part in 0 1 2 3; do
@@ -217,16 +243,19 @@ pending() {
     timeout 290 $PYTEST -rfE "$@" > "$OUT/suite_plain.$part.txt" 2>&1 &
   done
   wait
-  step "pending: benchmarks"
-  timeout 200 python3 bench/gemm.py --out f32,f16 --fp8 e4m3 --json "$OUT/gemm.json" \
-    > "$OUT/gemm.txt" 2>&1
+  step "pending: isolation and fallback benchmarks"
   timeout 120 python3 bench/gemm.py --out f32 --formats f16 --shapes isolate --fp8 "" \
     --json "$OUT/gemm_isolate.json" > "$OUT/gemm_isolate.txt" 2>&1
-  timeout 150 python3 bench/attention.py --bf16 --json "$OUT/attention.json" \
-    > "$OUT/attention.txt" 2>&1
+  for sms in 128 120; do
+    timeout 100 python3 bench/gemm.py --shapes 4096x4096x4096 --out f16 --no-auto \
+      --no-pingpong --fp8 "" --cluster-sms $sms --json "$OUT/gemm_cluster_sms$sms.json" \
+      > "$OUT/gemm_cluster_sms$sms.txt" 2>&1
+  done
   timeout 80 python3 bench/gemm_fallback.py --json "$OUT/gemm_fallback.json" \
     > "$OUT/gemm_fallback.txt" 2>&1
-  for f in gemm gemm_isolate attention gemm_fallback; do tail -40 "$OUT/$f.txt"; done
+  for f in gemm_isolate gemm_cluster_sms128 gemm_cluster_sms120 gemm_fallback; do
+    tail -30 "$OUT/$f.txt"
+  done
 }
 
 MODE=${1:-main}
@@ -246,8 +275,11 @@ case "$MODE" in
   new) new_forms ;;
   all_new) all_new ;;
   attention) attention_session ;;
-  pending) pending ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|pending" >&2
+  # three calls for what was merged without hardware (about 8-9 minutes each)
+  pending) pending_checks ;;
+  pending_bench) pending_bench ;;
+  pending_rest) pending_rest ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|pending|pending_bench|pending_rest" >&2
      exit 2 ;;
 esac
 
