@@ -24,10 +24,13 @@ and the swizzle Swizzle<log2 W, 4, 3> acts on the byte address (the smem_ptr_fla
 composition): bits 4..4+log2 W ^= bits 7..7+log2 W (128B: 4-6 ^= 7-9; 64B: 4-5 ^= 7-8;
 32B: 4 ^= 7). It is applied to the whole shared address, as the copy engine writes it;
 the ISA asks for base offset = (start >> 7) & 7 when the start address is not aligned to
-the pattern's repeat (1024, 512, 256 bytes), which names exactly that absolute pattern. The
-model accepts only that pairing (the pattern's bits of the start address equal to the
-field's): any other value is an error here rather than a guess at what the hardware would
-read.
+the pattern's repeat (1024, 512, 256 bytes). Read as "that absolute pattern", this was
+checked on the H200 and is wrong: with B 384 bytes past a 1024-byte boundary and base
+offset 3 the hardware read other bytes (tests/gpu/test_wgmma_model.py's first version,
+2026-12-05; tools/gpu/wgmma_base_offset.py records what each field value reads). So the
+model accepts a swizzled operand only with its start's pattern bits zero and base offset
+0 (every descriptor the compiler builds: 1024-byte aligned tiles and stages, a K step
+moving the start inside a 128-byte row), and refuses anything else rather than guess.
 """
 from __future__ import annotations
 
@@ -58,12 +61,13 @@ def element_offsets(desc: int, rows: int, k: int, elem_bytes: int,
     start, lbo, sbo = f["start"], f["lbo"], f["sbo"]
     if w > 1:
         mask = w - 1                              # the pattern's phase bits: 7 .. 7+log2 W
-        if (start >> 7) & mask != f["base"] & mask:
+        if (start >> 7) & mask or f["base"]:
             raise SimError(
-                f"descriptor {desc:#x}: base offset {f['base']} but the start address "
-                f"{start:#x} has pattern phase {(start >> 7) & mask} (PTX ISA: base "
-                f"offset = (start >> 7) & 7 for a start not aligned to the "
-                f"{SWIZZLE_NAME[f['layout']]} swizzle's repeat)")
+                f"descriptor {desc:#x}: base offset {f['base']}, start address {start:#x} "
+                f"at pattern phase {(start >> 7) & mask}: the model reads a "
+                f"{SWIZZLE_NAME[f['layout']]} swizzled operand only from the swizzle's "
+                f"repeat with base offset 0 (the H200 disagreed with the ISA's "
+                f"base-offset reading)")
     r = np.arange(rows)[:, None]
     c = np.arange(k)[None, :]
     if not mn_major:
