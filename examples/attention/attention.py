@@ -123,7 +123,8 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, *,
               options: dict | None = None):
     """softmax(q·kᵀ·scale)·v for torch tensors [b, h, n, d] (f16/bf16, CUDA); `out`: a
     contiguous tensor of q's shape and dtype to write (else a new one); `options`: more
-    mettle.compile options ({"tile_wgmma": True}: the matmuls on wgmma, sm_90a)."""
+    mettle.compile options ({"tile_wgmma": False}: the matmuls on mma.sync instead of
+    wgmma on sm_90a)."""
     import torch
     if q.dim() != 4:
         raise ValueError(f"attention: q, k, v must be [b, h, n, d], got {tuple(q.shape)}")

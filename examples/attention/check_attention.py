@@ -54,7 +54,7 @@ NAN_BITS = 0x7FC1          # a NaN in both f16 and bf16 (all exponent bits), che
 ONE_ROUNDING = {"f16": 2.0 ** -10, "bf16": 2.0 ** -7}
 BIG_V = {"f16": 60000.0, "bf16": 1.0e30}
 DEVICE = "cuda"
-FORMS = {"mma": {}, "wgmma": {"tile_wgmma": True}}     # --form: mettle.compile options
+FORMS = {"mma": {"tile_wgmma": False}, "wgmma": {"tile_wgmma": True}}     # --form: mettle.compile options
 
 
 def random_ns() -> tuple[int, ...]:

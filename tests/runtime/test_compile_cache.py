@@ -48,7 +48,7 @@ def test_signature_lists_typed_parameters():
 
 @pytest.mark.parametrize("change", [
     dict(arch="sm_80"), dict(opt=False), dict(fp_contract=False), dict(target="spirv"),
-    dict(ptx_version="8.5"), dict(consts={"N": 2}), dict(tile_wgmma=True),
+    dict(ptx_version="8.5"), dict(consts={"N": 2}), dict(tile_wgmma=False),
 ])
 def test_every_option_and_the_target_are_in_the_key(change):
     base = dict(arch="sm_90a", opt=True)

@@ -114,13 +114,14 @@ def test_attention_variants_stay_in_registers_without_spills(ptxas_path, tmp_pat
     arrays at all, both matmuls as mma.sync on ldmatrix B fragments (each of the 8
     subgroups owns one 16-row slab: BLOCK_N * d / 128 MMAs per matmul), and ptxas
     reports no stack frame, no spills, at most 255 registers and at most 48 KiB of
-    static workgroup memory."""
+    static workgroup memory. (On sm_90a the default is the wgmma form, whose registers
+    test_tile_wgmma_form.py checks: here --gpu-tile-wgmma=off keeps this one.)"""
     from examples.attention.attention import SOURCE
     from tools.gpu.ptxas_runner import assemble
     from toolchain.compiler.driver import compile_file
     from tests.support.gpu_opt_mode import options
 
-    opts = options(emit="ptx", gpu_arch=arch, optimize=True,
+    opts = options(emit="ptx", gpu_arch=arch, optimize=True, tile_wgmma=False,
                    consts=(("HEAD_DIM", str(d)), ("ELEM", fmt)))
     text = compile_file(str(SOURCE), opts).data.decode()
     block_n = 8192 // d

@@ -100,9 +100,9 @@ def build_parser():
     p.add_argument("--gpu-tile-mma", choices=("on", "off"), default="on",
                    help="tile tensor_matmul on warp tensor cores where the profile has them "
                    "(default on; off: the exact replay)")
-    p.add_argument("--gpu-tile-wgmma", choices=("on", "off"), default="off",
+    p.add_argument("--gpu-tile-wgmma", choices=("on", "off"), default="on",
                    help="register-resident tile matmuls on wgmma (A from registers) where "
-                   "the profile has it, sm_90a (default off: mma.sync)")
+                   "the profile has it, sm_90a (default on; off: mma.sync)")
     p.add_argument("--gpu-checks", action="store_true", help="emit gpu_assert traps")
     p.add_argument("--fp-contract", choices=("on", "off"), default="on",
                    help="GPU float multiply-add contraction (default on; off: every f32/f64 "

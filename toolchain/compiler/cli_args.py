@@ -17,7 +17,7 @@ DEFAULTS = {
     "file": None, "input": None, "output": None, "emit": None, "optimize": False,
     "release": False, "gpu_arch": None, "target": None, "ptx_version": None,
     "gpu_tensor_tuple_budget": 0, "gpu_wmma_staging": "on", "gpu_checks": False,
-    "gpu_tile_mma": "on", "gpu_tile_wgmma": "off",
+    "gpu_tile_mma": "on", "gpu_tile_wgmma": "on",
     "fp_contract": "on", "print_target": False, "dump_ir": False, "dump_spirv": False,
     "include": [], "stdlib": None, "error_format": "text", "link_arg": [], "libs": [],
     "verify": False, "dump_ir_after": [], "explain": False, "profile": False,

@@ -42,7 +42,7 @@ class Options:
     test_mode: bool = False               # `mettle test`: keep @test fns, add the runner
     consts: tuple = ()                    # --const NAME=VALUE pairs (frontend/const_override)
     tile_mma: bool = True                 # --gpu-tile-mma=off: tile matmuls replay (tile_mma.py)
-    tile_wgmma: bool = False              # --gpu-tile-wgmma=on: register tiles on wgmma
+    tile_wgmma: bool = True               # --gpu-tile-wgmma=off: register tiles on mma.sync
 
 
 @dataclass
@@ -210,8 +210,8 @@ def _tile_mma(opts: Options) -> bool:
 
 def _tile_wgmma(opts: Options) -> bool:
     """Register-resident tile matmuls on wgmma with A from registers (frontend/tile_plan.py,
-    docs/internals/tile-wgmma.md): --gpu-tile-wgmma=on, the warp MMA form on, and a PTX
-    profile with the `wgmma` feature (sm_90a)."""
+    docs/internals/tile-wgmma.md): unless --gpu-tile-wgmma=off, with the warp MMA form on
+    and a PTX profile with the `wgmma` feature (sm_90a)."""
     if not opts.tile_wgmma or not _tile_mma(opts):
         return False
     return "wgmma" in _target_info(opts).features

@@ -67,7 +67,7 @@ def compile(source, arch: str | None = None, opt: bool = True, *, target: str = 
     compiler's default); `opt`: -O; `target`: "ptx" (CUDA) or "spirv" (OpenCL); options:
     ptx_version, fp_contract, gpu_checks, tensor_tuple_budget, wmma_staging, include_dirs,
     stdlib_dir, release, consts (a dict NAME -> value, the --const flags), tile_mma
-    (False: --gpu-tile-mma=off), tile_wgmma (True: --gpu-tile-wgmma=on). Results are
+    (False: --gpu-tile-mma=off), tile_wgmma (False: --gpu-tile-wgmma=off). Results are
     cached on disk (cache.py); `cache=False` skips it.
     Raises mettle.CompileError, whose str() is the compiler's located report."""
     if target not in TARGETS:
