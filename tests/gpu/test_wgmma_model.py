@@ -3,7 +3,7 @@ GPU, checking the CPU model (tests/tensor/wgfrag_sim.py, wgmma_desc.py) against 
 every descriptor layout, both A forms, scale-d and imm-scale give numpy's product, as the
 model says. (A B tile off the swizzle repeat with the ISA's base offset did not read the
 absolute-address pattern on the H200, so the model refuses such descriptors:
-tools/gpu/wgmma_base_offset.py records what silicon reads there.)"""
+tests/gpu/wgmma_base_offset.py records what silicon reads there.)"""
 from __future__ import annotations
 
 import numpy as np
@@ -19,17 +19,22 @@ def _model_cases():
     return mark.args[1]
 
 
+def cells(args) -> list:
+    """The harness's launch cells for build_case's (kind, name, value) arguments."""
+    out = []
+    for kind, name, value in args:
+        if kind == "buf":
+            out.append(Buffer(name, str(value.dtype), data=value, output=name == "dio"))
+        else:
+            out.append(Scalar({"u32": "uint32", "u64": "uint64"}[kind], int(value)))
+    return out
+
+
 def _gpu(gpu_run, text, args, n):
     arch = detect_local_arch()
     if arch != "sm_90a":
         pytest.skip(f"wgmma needs sm_90a, this GPU is {arch}")
-    cells = []
-    for kind, name, value in args:
-        if kind == "buf":
-            cells.append(Buffer(name, str(value.dtype), data=value, output=name == "dio"))
-        else:
-            cells.append(Scalar({"u32": "uint32", "u64": "uint64"}[kind], int(value)))
-    return gpu_run(text, "k", grid=1, block=128, args=cells, shared=0)["dio"]
+    return gpu_run(text, "k", grid=1, block=128, args=cells(args), shared=0)["dio"]
 
 
 @pytest.mark.parametrize("case", _model_cases())

@@ -27,7 +27,7 @@ the ISA asks for base offset = (start >> 7) & 7 when the start address is not al
 the pattern's repeat (1024, 512, 256 bytes). Read as "that absolute pattern", this was
 checked on the H200 and is wrong: with B 384 bytes past a 1024-byte boundary and base
 offset 3 the hardware read other bytes (tests/gpu/test_wgmma_model.py's first version,
-2026-12-05; tools/gpu/wgmma_base_offset.py records what each field value reads). So the
+2026-12-05; tests/gpu/wgmma_base_offset.py records what each field value reads). So the
 model accepts a swizzled operand only with its start's pattern bits zero and base offset
 0 (every descriptor the compiler builds: 1024-byte aligned tiles and stages, a K step
 moving the start inside a 128-byte row), and refuses anything else rather than guess.

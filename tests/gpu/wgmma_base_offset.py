@@ -1,29 +1,23 @@
 """What silicon reads through a 128-byte-swizzled wgmma B descriptor whose start is off the
 swizzle repeat (384 bytes past a 1024-byte boundary), for every base-offset field value:
 the raw D of each run goes to an .npz, for tests/tensor/wgmma_desc.py's model of the field
-(python3 tools/gpu/wgmma_base_offset.py OUT.npz; the analysis recovers the B the hardware
-read from D = A·Bᵀ + D0)."""
+(`python3 -m tests.gpu.wgmma_base_offset OUT.npz` from the repository root, on an sm_90a
+GPU; the analysis recovers the B the hardware read from D = A·Bᵀ + D0). A script, not a
+test: what silicon does there is not known yet, so there is nothing to assert."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.gpu.harness import Buffer, Scalar, run_kernel  # noqa: E402
-from tests.tensor import test_wgfrag_sim as M  # noqa: E402
+from tests.gpu.harness import run_kernel
+from tests.gpu.test_wgmma_model import cells
+from tests.tensor import test_wgfrag_sim as M
 
 
 def run(b, base: int) -> np.ndarray:
     text, args, want, decode = M.build_case(64, b=b, off_b=3 * 128, base=base)
-    cells = []
-    for kind, name, value in args:
-        if kind == "buf":
-            cells.append(Buffer(name, str(value.dtype), data=value, output=name == "dio"))
-        else:
-            cells.append(Scalar({"u32": "uint32", "u64": "uint64"}[kind], int(value)))
-    got = decode(run_kernel(text, "k", grid=1, block=128, args=cells, shared=0)["dio"])
+    got = decode(run_kernel(text, "k", grid=1, block=128, args=cells(args), shared=0)["dio"])
     print(f"B {b} base {base}: {'model' if np.array_equal(got, want) else 'differs'}",
           flush=True)
     return got
