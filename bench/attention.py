@@ -45,9 +45,10 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 SHAPES = ("b16h16n2048d64", "b8h16n4096d128", "b2h16n16384d128")
-# --forms: the name of our contender in each form and its mettle.compile options
-FORMS = {"mma": ("ours", {"tile_wgmma": False}), "wgmma": ("ours_wgmma", {"tile_wgmma": True})}
-CONTENDERS = ("ours", "ours_wgmma", "flash", "cudnn")
+from examples.attention.attention import FORMS  # noqa: E402  (--forms: compile options)
+
+CONTENDER = {"mma": "ours", "wgmma": "ours_wgmma"}     # our contender's name in each form
+CONTENDERS = (*CONTENDER.values(), "flash", "cudnn")
 CHECK_HEADS = 2                    # the check runs ours on the first heads of batch 0
 SLOW_MS = 100.0                    # a launch this slow needs no warm-up beyond its first
 
@@ -109,7 +110,7 @@ def dry_run(args) -> int:
     ptxas = os.environ.get("METTLE_PTXAS") or shutil.which("ptxas")
     failed = 0
     for (d, dt), form in ((v, f) for v in sorted(variants) for f in forms_of(args)):
-        mod = module(d, dt, "sm_90a", options=FORMS[form][1])
+        mod = module(d, dt, "sm_90a", options=FORMS[form])
         line = f"variant d{d} {dt}{'' if form == 'mma' else ' ' + form}: {len(mod.ptx)} " \
                f"bytes of PTX, block {mod.signature.kernels['attention'].block}"
         if ptxas:
@@ -271,7 +272,7 @@ def main(argv=None) -> int:
 
     import functools
     t_start = time.perf_counter()
-    ours = {FORMS[f][0]: functools.partial(attention, options=FORMS[f][1])
+    ours = {CONTENDER[f]: functools.partial(attention, options=FORMS[f])
             for f in forms_of(args)}
     ctx = {"ours": ours, "F": F, "sdpa_kernel": sdpa_kernel,
            "timed_together": timed_together,

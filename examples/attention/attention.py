@@ -25,6 +25,9 @@ SOURCE = Path(__file__).with_name("attention.mettle")
 KERNEL = "attention"
 FORMATS = {"float16": "f16", "bfloat16": "bf16"}
 HEAD_DIMS = (64, 128)
+# the tile matmuls' forms as mettle.compile options (docs/internals/tile-wgmma.md): mma.sync,
+# or wgmma with A from registers (sm_90a's default)
+FORMS = {"mma": {"tile_wgmma": False}, "wgmma": {"tile_wgmma": True}}
 MAX_GRID_Y = 65535                 # CUDA's limit on gridDim.y: b·h workgroup rows
 _modules: dict = {}
 _constants: dict = {}

@@ -45,8 +45,8 @@ import zlib
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
-from examples.attention.attention import (HEAD_DIMS, block_rows, launch,  # noqa: E402
-                                          module, reference)
+from examples.attention.attention import (FORMS, HEAD_DIMS, block_rows,  # noqa: E402
+                                          launch, module, reference)
 
 FORMATS = ("f16", "bf16")
 MASKS = ("full", "causal")
@@ -54,7 +54,6 @@ NAN_BITS = 0x7FC1          # a NaN in both f16 and bf16 (all exponent bits), che
 ONE_ROUNDING = {"f16": 2.0 ** -10, "bf16": 2.0 ** -7}
 BIG_V = {"f16": 60000.0, "bf16": 1.0e30}
 DEVICE = "cuda"
-FORMS = {"mma": {"tile_wgmma": False}, "wgmma": {"tile_wgmma": True}}     # --form: mettle.compile options
 
 
 def random_ns() -> tuple[int, ...]:
