@@ -8,9 +8,6 @@ tests/spirv_emit) and the --explain line."""
 from __future__ import annotations
 
 import re
-import subprocess
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,18 +19,8 @@ from toolchain.compiler.targets.ptx.tensor import wgmma
 from .kernels import compile_ptx
 from .ptx_sim import Sim
 from .test_defaults import LAYOUTS, operands, ptx_of
+from .test_wgmma import _usage, assert_entry_cap
 from bench.wgmma_kernels import gemm_source
-
-
-def _usage(ptxas_path: str, text: str) -> str:
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "m.ptx"
-        src.write_text(text)
-        proc = subprocess.run([ptxas_path, "--gpu-name=sm_90a", "-v", str(src), "-o",
-                               str(Path(tmp) / "m.cubin")], capture_output=True, text=True,
-                              timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stderr + proc.stdout
 
 
 def _between(text: str, start: str, end: str) -> str:
@@ -80,16 +67,13 @@ def wgmma_desc(fmt: str, bn: int = 256, out: str = "f32"):
 @pytest.mark.parametrize("fmt,bn,out", [("f16", 256, "f32"), ("bf16", 256, "bf16"),
                                         ("f16", 128, "f16")])
 def test_no_spills_at_the_entry_cap(ptxas_path, fmt, bn, out):
-    usage = _usage(ptxas_path, compile_ptx(gemm_source(fmt, bn=bn, out=out,
-                                                       persistent=True), "sm_90a"))
-    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in usage, usage
-    assert re.search(r"Used 168 registers", usage), usage
-    assert "warning" not in usage.lower(), usage
+    assert_entry_cap(ptxas_path, compile_ptx(gemm_source(fmt, bn=bn, out=out,
+                                                           persistent=True), "sm_90a"))
 
 
 def test_fused_epilogue_no_spills(ptxas_path):
     src = gemm_source("f16", out="f16", epilogue="col_bias_relu", persistent=True)
-    usage = _usage(ptxas_path, compile_ptx(src, "sm_90a"))
+    usage = _usage(ptxas_path, compile_ptx(src, "sm_90a"), "sm_90a")
     assert "0 bytes spill stores" in usage and "warning" not in usage.lower(), usage
 
 
