@@ -186,14 +186,12 @@ class ClusterSim(PipelineSim):
 
     # ---- cluster instructions
     def _step(self, th) -> None:
-        if th.pc < len(self.code):
-            guard, negated, op, ops = self.code[th.pc]
-            if op.startswith(("barrier.cluster.", "mapa.", "ld.shared::cluster")) and \
-                    (guard is None or bool(th.val(guard)) != negated):
-                self.steps += 1
-                self._cluster_op(th, op, ops)
-                return
-        super()._step(th)
+        own = self._own_op(th, ("barrier.cluster.", "mapa.", "ld.shared::cluster"))
+        if own is None:
+            super()._step(th)
+            return
+        self.steps += 1
+        self._cluster_op(th, *own)
 
     def _cluster_op(self, th, op: str, ops) -> None:
         if op.startswith("ld.shared::cluster"):

@@ -524,6 +524,17 @@ class Sim:
                 return True
         return False
 
+    def _own_op(self, th: Thread, prefixes: tuple) -> tuple | None:
+        """(op, operands) of th's next instruction when its opcode starts with one of
+        `prefixes` (a subclass's own instructions) and its guard holds; else None, and
+        _step runs it (or skips it, when guarded off)."""
+        if th.pc >= len(self.code):
+            return None
+        guard, negated, op, ops = self.code[th.pc]
+        if op.startswith(prefixes) and (guard is None or bool(th.val(guard)) != negated):
+            return op, ops
+        return None
+
     def _step(self, th: Thread) -> None:
         self.steps += 1
         if self.steps > MAX_STEPS:

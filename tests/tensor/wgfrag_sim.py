@@ -55,7 +55,7 @@ from toolchain.compiler.targets.ptx.parse import parse_module
 
 from .frag_sim import FragSim
 from .ptx_sim import Memory, SimError, bf16_val, f16_val
-from .wgmma_desc import WINDOW, operand, values
+from .wgmma_desc import WINDOW, accumulators, operand, values
 
 _SHARED = re.compile(r"^\s*\.shared\s+(?:\.align\s+(\d+)\s+)?\.b8\s+(\w+)\[(\d+)\]")
 _WGMMA = re.compile(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.(f16|bf16)\.(f16|bf16)")
@@ -299,11 +299,8 @@ class WgFragSim(FragSim):
         rec = _Wgmma(np.unique(np.concatenate(reads)), n)
         np.add.at(self.reading, rec.reads, 1)
         self.wgmmas += 1
-        i = np.arange(n // 2)
-        j, h, e = i // 4, (i // 2) % 2, i % 2
         for t in group:
-            w, lane = (t.lin % 128) // 32, t.lin % 32
-            new = prod[16 * w + lane // 4 + 8 * h, 8 * j + 2 * (lane % 4) + e]
+            new = accumulators(prod, t.lin)
             if scale_d:
                 live = self.inflight.get(t.lin, {})
                 old = np.array([live[r][1] if r in live else t.val(r) & 0xFFFFFFFF

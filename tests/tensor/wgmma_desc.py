@@ -113,3 +113,13 @@ def make(start: int, layout: int, lbo: int = 16, sbo: int = 1024, base: int = 0)
     """A descriptor from byte quantities (for tests and tools)."""
     return ((start & (WINDOW - 1)) >> 4) | ((lbo & (WINDOW - 1)) >> 4) << 16 | \
         ((sbo & (WINDOW - 1)) >> 4) << 32 | (base & 7) << 49 | (layout & 3) << 62
+
+
+def accumulators(prod: np.ndarray, lin: int) -> np.ndarray:
+    """Thread `lin`'s f32 accumulators of the m64nN product `prod` (64 x N), in register
+    order: register 4j + 2h + e of lane l of warp w (of the warpgroup) holds row
+    16w + l/4 + 8h, column 8j + 2(l % 4) + e (cute's CLayout_64xN)."""
+    i = np.arange(prod.shape[1] // 2)
+    j, h, e = i // 4, (i // 2) % 2, i % 2
+    w, lane = (lin % 128) // 32, lin % 32
+    return prod[16 * w + lane // 4 + 8 * h, 8 * j + 2 * (lane % 4) + e]

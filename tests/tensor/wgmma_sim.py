@@ -33,7 +33,7 @@ import numpy as np
 from tests.support import tensor_oracle as O
 
 from .ptx_sim import Sim, SimError, _signed
-from .wgmma_desc import operand, values
+from .wgmma_desc import accumulators, operand, values
 
 ELEM_BYTES = {0: 1, 6: 2, 10: 2}            # tensormap elemtype codes: u8, f16, bf16
 WINDOW = 1 << 18                            # the descriptors' address field: 14 bits << 4
@@ -140,15 +140,13 @@ class PipelineSim(Sim):
         return False
 
     def _step(self, th) -> None:
-        if th.pc < len(self.code):
-            guard, negated, op, ops = self.code[th.pc]
-            if op.startswith(("mbarrier.", "tensormap.", "cp.async.bulk.tensor", "fence.",
-                              "setmaxnreg", "wgmma.")) and \
-                    (guard is None or bool(th.val(guard)) != negated):
-                self.steps += 1
-                self._pipeline_op(th, op, ops)
-                return
-        super()._step(th)
+        own = self._own_op(th, ("mbarrier.", "tensormap.", "cp.async.bulk.tensor", "fence.",
+                                "setmaxnreg", "wgmma."))
+        if own is None:
+            super()._step(th)
+            return
+        self.steps += 1
+        self._pipeline_op(th, *own)
 
     def _pipeline_op(self, th, op: str, ops) -> None:
         if op.startswith("wgmma.mma_async"):
@@ -296,14 +294,9 @@ class PipelineSim(Sim):
             open_.append((lo, lo + rows * 128))
         prod = A @ B.T
         keep = head.val(ops[3]) != 0
-        i = np.arange(n // 2)
-        j, h, e = i // 4, (i // 2) % 2, i % 2
         for t in group:
-            w, lane = (t.lin % 128) // 32, t.lin % 32
             regs = t.vec(ops[0])
-            rows = 16 * w + lane // 4 + 8 * h
-            cols = 8 * j + 2 * (lane % 4) + e
-            new = prod[rows, cols]
+            new = accumulators(prod, t.lin)
             if keep:
                 old = np.array([t.val(r) & 0xFFFFFFFF for r in regs], np.uint32)
                 new = old.view(np.float32).astype(np.float64) + new
