@@ -193,6 +193,17 @@ def stress(torch, dev, g, fmt, out, what, repeat) -> int:
 
 STRESS = 200        # back-to-back launches: a race inside a launch shows as a hang
 
+
+def schedule_cases(checks, out: str, aliases) -> list:
+    """The (M, N, K, launch keywords) cases of a schedule's check: `checks` ((M, N, K,
+    grid; 0: the default)), the split path (256 work-items) and, with f32 D, `aliases`
+    (cases of C aliasing D)."""
+    cases = [(m, n, k, {"grid_x": gx} if gx else {}) for m, n, k, gx in checks]
+    cases.append((300, 520, 200, {"grid_x": 4, "threads": 256}))
+    if out == "f32":
+        cases += aliases
+    return cases
+
 # (M, N, K, grid; 0: the default): PERSISTENT_CHECKS' tails and grids, plus: N = 100 (a
 # tile's right half wholly outside N: its B copies are zero-filled boxes), 12 tiles on 5
 # workgroups (3, 3, 2, 2, 2: odd and even tile counts), 1 tile on 1, the odd
@@ -206,11 +217,8 @@ def check_pingpong(torch, dev, fmt, out, small: bool = False) -> int:
     work-items), C aliasing D (f32 D), then 4096^3 STRESS times back to back; --small:
     four cases, no stress."""
     g = H.Gemm(dev, fmt, out=out, persistent=True, schedule="pingpong")
-    cases = [(m, n, k, {"grid_x": gx} if gx else {}) for m, n, k, gx in PINGPONG_CHECKS]
-    cases.append((300, 520, 200, {"grid_x": 4, "threads": 256}))
-    if out == "f32":
-        cases += [(300, 520, 200, {"grid_x": 3, "alias": True}),
-                  (1000, 1000, 1000, {"alias": True})]
+    cases = schedule_cases(PINGPONG_CHECKS, out, [(300, 520, 200, {"grid_x": 3, "alias": True}),
+                                                  (1000, 1000, 1000, {"alias": True})])
     if small:
         cases = cases[:2] + cases[6:8]
     bad = run_cases(torch, dev, g, fmt, out, "pingpong", cases)
@@ -236,10 +244,7 @@ def check_auto(torch, dev, fmt, out, small: bool = False) -> int:
     branch; --small: three cases, no stress."""
     g, tol, bad = H.Gemm(dev, fmt, out=out, persistent=True, schedule="auto"), \
         H.TOLERANCE[out], 0
-    cases = [(m, n, k, {"grid_x": gx} if gx else {}) for m, n, k, gx in PINGPONG_CHECKS]
-    cases.append((300, 520, 200, {"grid_x": 4, "threads": 256}))
-    if out == "f32":
-        cases.append((300, 520, 200, {"grid_x": 3, "alias": True}))
+    cases = schedule_cases(PINGPONG_CHECKS, out, [(300, 520, 200, {"grid_x": 3, "alias": True})])
     if small:
         cases = cases[:2] + cases[7:8]
     for m, n, k, kw in cases:
@@ -274,10 +279,7 @@ def check_cluster(torch, dev, fmt, out, schedule, small: bool = False,
     work-items), C aliasing D (f32 D), then (`with_stress`) 4096^3 STRESS times back to back;
     --small: four cases, no stress."""
     g = cluster_gemm(dev, fmt, out, schedule)
-    cases = [(m, n, k, {"grid_x": gx} if gx else {}) for m, n, k, gx in CLUSTER_CHECKS]
-    cases.append((300, 520, 200, {"grid_x": 4, "threads": 256}))
-    if out == "f32":
-        cases.append((300, 520, 200, {"grid_x": 2, "alias": True}))
+    cases = schedule_cases(CLUSTER_CHECKS, out, [(300, 520, 200, {"grid_x": 2, "alias": True})])
     if small:
         cases = cases[:2] + cases[4:6]
     bad = run_cases(torch, dev, g, fmt, out, f"cluster {schedule}", cases)
