@@ -134,28 +134,29 @@ def _units(pieces: set) -> dict[int, int] | None:
     unit from their first byte when they span at most 8 bytes, else there is no register
     form (None)."""
     units: dict[int, int] = {}
-    cluster: list = []
-    end = None
-
-    def close() -> bool:
-        if len(set(cluster)) == 1:
-            units[cluster[0][0]] = cluster[0][1]
-            return True
-        start = cluster[0][0]
-        if end - start > 8 or any(z not in _CLASS for _, z in cluster):
-            return False
-        units[start] = 8
-        return True
-    for o, z in sorted(pieces):
-        if end is not None and o >= end:
-            if not close():
-                return None
-            cluster, end = [], None
-        cluster.append((o, z))
-        end = max(end or 0, o + z)
-    if cluster and not close():
-        return None
+    for run, end in _overlapping(sorted(pieces)):
+        start = run[0][0]
+        if len(run) == 1:
+            units[start] = run[0][1]
+        elif end - start <= 8 and all(z in _CLASS for _, z in run):
+            units[start] = 8
+        else:
+            return None
     return units
+
+
+def _overlapping(pieces: list):
+    """The maximal runs of sorted, distinct pieces that overlap one another (directly or
+    through others), each with its end offset."""
+    run, end = [], 0
+    for o, z in pieces:
+        if run and o >= end:
+            yield run, end
+            run, end = [], 0
+        run.append((o, z))
+        end = max(end, o + z)
+    if run:
+        yield run, end
 
 
 def _home(piece: tuple[int, int], units: dict[int, int]) -> tuple[int, int | None]:
