@@ -112,4 +112,5 @@ def check_program(tmp_path: Path, src_path: Path, target: str, opt: str) -> None
                     extra=() if opt == "-O0" else ("-O",))
     r = run_on(target, exe)
     assert (r.returncode, r.stdout.replace("\r\n", "\n")) == \
-        (0, src_path.with_suffix(".out").read_text())
+        (0, src_path.with_suffix(".out").read_text()), \
+        f"{target} {opt}: exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
