@@ -195,7 +195,8 @@ Kernel parameters are scalars or pointers to scalars (device buffers). Pass a st
 fields separately, or a pointer to device memory that holds it."""),
     "E0303": ("bad kernel block shape", """
 In `kernel(block = (x, y, z))`, each dimension must be 1..1024 and their product at most
-1024 threads."""),
+1024 threads. A dimension written as a name must be a top-level integer `const` of the
+kernel's own module."""),
     "E0304": ("per = warp needs a fitting block", """
 `kernel(block = N, per = warp)` divides work per warp: it needs a declared block whose
 volume is a multiple of 32."""),

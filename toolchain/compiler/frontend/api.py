@@ -27,6 +27,7 @@ from ..diagnostics import CompileError, Diagnostic, DiagnosticBag
 from ..ir import Module, verify_module
 from .checker import ProgramLowerer
 from .embed import resolve_embeds
+from .kernel_block import resolve_kernel_blocks
 from .ast import FnDecl
 from .later import expand_later_tier, place_in_modules
 from .testing import TestPlan, runnable_tests, runner_items
@@ -78,6 +79,8 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
     if consts:                      # --const NAME=VALUE: the entry module's top-level consts
         from .const_override import apply_consts
         apply_consts(modules[0][0], units[0][1], consts, later_bag)
+    for _, unit, _, _ in units:     # kernel(block = NAME): after --const, before checking
+        resolve_kernel_blocks(unit, later_bag)
     homes = {id(i): n for n, (_, unit, _, _) in enumerate(units) for i in unit}
     items, methods, origin = expand_later_tier(items, later_bag, homes)
     units = place_in_modules(units, items, origin)     # made items join their source's module

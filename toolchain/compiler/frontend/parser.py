@@ -337,7 +337,8 @@ class Parser(ExprParser):
                         kernel_per=per, decorators=decos, exported=exported, span=name.span)
 
     # kernel_attrs = "(" kernel_attr { "," kernel_attr } ")"
-    # kernel_attr = "block" "=" (INT | "(" INT { "," INT } ")") | "per" "=" IDENT
+    # kernel_attr = "block" "=" (dim | "(" dim { "," dim } ")") | "per" "=" IDENT
+    # dim = INT | IDENT   (a top-level integer const)
     def parse_kernel_attrs(self):
         block, per = None, None
         if not self.accept("("):
@@ -356,14 +357,22 @@ class Parser(ExprParser):
         self.expect(")", "')' or ','")
         return block, per
 
-    def parse_block_shape(self) -> tuple[int, int, int]:
+    def parse_block_shape(self) -> tuple:
+        """Each dimension an integer, or the name of a top-level integer const
+        (kernel_block.py replaces it before checking)."""
         if not self.accept("("):
-            return (self.expect(INT, "a block size").value, 1, 1)
-        dims = [self.expect(INT, "a block dimension").value]
+            return (self.parse_block_dim("a block size"), 1, 1)
+        dims = [self.parse_block_dim("a block dimension")]
         while self.accept(",") and len(dims) < 3:
-            dims.append(self.expect(INT, "a block dimension").value)
+            dims.append(self.parse_block_dim("a block dimension"))
         self.expect(")", "')' closing the block shape (at most 3 dimensions)")
         return tuple(dims + [1] * (3 - len(dims)))
+
+    def parse_block_dim(self, what: str):
+        if self.tok.kind == IDENT:
+            t = self.expect(IDENT, what)
+            return A.Name(t.text, span=t.span)
+        return self.expect(INT, what + " (an integer or a const name)").value
 
     # extern_decl = "extern" ( "fn" IDENT signature ["=" STRING]
     #               | "kernel" [kernel_attrs] IDENT signature
