@@ -149,12 +149,10 @@ def test_attention_example_in_registers_matches_the_float64_oracle(tmp_path, fmt
 
 def compile_attention(tmp_path, fmt, d, block_m, block_n, work_items, **opts):
     """The example with `work_items` per workgroup and the given constants."""
-    text = SOURCE.read_text(encoding="utf-8")
-    assert "kernel(block = 256)" in text
     return compile_text(
-        tmp_path, text.replace("kernel(block = 256)", f"kernel(block = {work_items})"),
+        tmp_path, SOURCE.read_text(encoding="utf-8"),
         consts=(("HEAD_DIM", str(d)), ("ELEM", fmt), ("BLOCK_M", str(block_m)),
-                ("BLOCK_N", str(block_n))), **opts)
+                ("BLOCK_N", str(block_n)), ("WORK_ITEMS", str(work_items))), **opts)
 
 
 def check_attention(run, objects, fmt: str, n: int, d: int, causal: bool, block_m: int,
