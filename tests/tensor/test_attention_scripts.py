@@ -88,3 +88,20 @@ def test_bench_and_check_script_take_the_wgmma_form():
     proc = run("examples/attention/check_attention.py", "--list", "--form", "wgmma",
                "--case", "f16-d64-full-*")
     assert proc.returncode == 0 and "f16-d64-full-n1" in proc.stdout.split(), proc.stderr
+
+
+def test_variant_bench_compiles_its_variants_and_parses_settings():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import attention_variants as av
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    assert av.parse_variant(["bm64", "BLOCK_M=64", "tile_wgmma=0", "ELEM=bf16"]) == \
+        ("bm64", {"BLOCK_M": 64, "ELEM": "bf16"}, {"tile_wgmma": False})
+    with pytest.raises(ValueError, match="not NAME=VALUE"):
+        av.parse_variant(["x", "BLOCK_M"])
+    proc = run("bench/attention_variants.py", "--dry-run", "--shapes", "b1h1n64d64",
+               "--variant", "bm128", "--variant", "bm64", "BLOCK_M=64")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    blocks = re.findall(r"^(\w+) d64: block \((\d+), 1, 1\)", proc.stdout, re.M)
+    assert blocks == [("bm128", "256"), ("bm64", "128")], proc.stdout

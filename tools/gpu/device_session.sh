@@ -14,6 +14,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh pending_bench  # ... then their timed tables
 #   OUT=/tmp/out bash tools/gpu/device_session.sh pending_rest   # ... then the whole suite + extra benches
 #   OUT=/tmp/out bash tools/gpu/device_session.sh attention  # attention tests, sanitizers, bench
+#   OUT=/tmp/out bash tools/gpu/device_session.sh tune_attention  # block-size variants vs flash
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -258,6 +259,15 @@ pending_rest() {
   done
 }
 
+tune_attention() {
+  # the attention tuning questions still open (docs/internals/tile-wgmma.md "Next steps"):
+  # 64 query rows per workgroup (128 work-items, two workgroups per SM) against 128
+  step "attention variants"
+  timeout 240 python3 bench/attention_variants.py --json "$OUT/attention_variants.json" \
+    --variant bm128 --variant bm64 BLOCK_M=64 --variant bm64-mma BLOCK_M=64 tile_wgmma=0 \
+    2>&1 | tee "$OUT/attention_variants.txt"
+}
+
 MODE=${1:-main}
 case "$MODE" in
   main) benchmarks; suite ;;
@@ -279,7 +289,8 @@ case "$MODE" in
   pending) pending_checks ;;
   pending_bench) pending_bench ;;
   pending_rest) pending_rest ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|pending|pending_bench|pending_rest" >&2
+  tune_attention) tune_attention ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|pending|pending_bench|pending_rest|tune_attention" >&2
      exit 2 ;;
 esac
 

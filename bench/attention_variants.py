@@ -1,0 +1,148 @@
+"""Tuning experiments on the attention example (a script, not a test): source variants timed
+side by side with SDPA's flash backend, in one process.
+
+    python3 bench/attention_variants.py --variant bm128 \\
+        --variant bm64 BLOCK_M=64 --variant bm64-mma BLOCK_M=64 tile_wgmma=0 \\
+        [--shapes b16h16n2048d64,...] [--json OUT.json] [--dry-run]
+
+Each `--variant NAME [SETTING...]` is the example compiled with its SETTINGs: an upper-case
+NAME=VALUE is a `--const` of examples/attention/attention.mettle (BLOCK_M, BLOCK_N,
+WORK_ITEMS, ...; the work-items follow BLOCK_M unless WORK_ITEMS is given), a lower-case
+one a `mettle.compile` option (0/1 for booleans). Every variant runs through the example's
+launcher (its grid from the variant's consts, its block from the compiled signature), is
+checked first on two heads against SDPA in float32 with the example's rule
+(examples/attention/check_attention.py), then all are timed in interleaved rounds
+(bench/timing.timed_together) with flash; the table gives TFLOP/s (4*b*h*n^2*d, halved for
+causal) and each variant's ratio to flash. --dry-run compiles every variant for sm_90a and
+prints ptxas's register report; no GPU or torch needed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+from attention import SHAPES, flops, parse_shape  # noqa: E402  (bench/attention.py)
+
+
+def parse_variant(words: list[str]) -> tuple[str, dict, dict]:
+    """(name, consts, options) of one --variant."""
+    name, consts, options = words[0], {}, {}
+    for w in words[1:]:
+        key, eq, value = w.partition("=")
+        if not eq or not key:
+            raise ValueError(f"--variant {name}: {w!r} is not NAME=VALUE")
+        if key.isupper():
+            consts[key] = int(value) if value.lstrip("-").isdigit() else value
+        else:
+            options[key] = bool(int(value)) if value in ("0", "1") else value
+    return name, consts, options
+
+
+def dry_run(variants, shapes) -> int:
+    from examples.attention.attention import module
+    ptxas = os.environ.get("METTLE_PTXAS") or shutil.which("ptxas")
+    failed = 0
+    for d in sorted({parse_shape(s)[3] for s in shapes}):
+        for name, consts, options in variants:
+            mod = module(d, "f16", "sm_90a", consts=consts, options=options)
+            line = f"{name} d{d}: block {mod.signature.kernels['attention'].block}"
+            if ptxas:
+                with tempfile.TemporaryDirectory() as tmp:
+                    path = os.path.join(tmp, "a.ptx")
+                    with open(path, "w", encoding="utf-8") as f:
+                        f.write(mod.ptx)
+                    proc = subprocess.run([ptxas, "--gpu-name=sm_90a", "-v", path, "-o",
+                                           os.path.join(tmp, "a.cubin")],
+                                          capture_output=True, text=True)
+                failed += proc.returncode != 0
+                regs = [ln.split("info    : ")[-1] for ln in proc.stderr.splitlines()
+                        if "registers" in ln]
+                line += f"; ptxas {'ok' if proc.returncode == 0 else 'FAILED'}: " \
+                        f"{regs[0] if regs else proc.stderr.strip()[-300:]}"
+            print(line)
+    return 1 if failed else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--variant", nargs="+", action="append", metavar="NAME [SETTING]",
+                    help="a variant: its name, then NAME=VALUE consts and options")
+    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=10, help="calls per timed batch")
+    ap.add_argument("--json", default="attention_variants.json")
+    ap.add_argument("--dry-run", action="store_true")
+    args = ap.parse_args(argv)
+    try:
+        variants = [parse_variant(v) for v in args.variant or [["default"]]]
+    except ValueError as e:
+        ap.error(str(e))
+    shapes = [s for s in args.shapes.split(",") if s]
+    if args.dry_run:
+        return dry_run(variants, shapes)
+    try:
+        import torch
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError as e:
+        print(f"attention variants: torch unavailable ({e}); nothing to do")
+        return 0
+    if not torch.cuda.is_available():
+        print("attention variants: no CUDA device; nothing to do")
+        return 0
+    from examples.attention.attention import attention
+    from examples.attention.check_attention import Checker
+    from timing import timed_together
+    checker = Checker()
+    names = [v[0] for v in variants]
+    print(f"{'shape':<18} {'mask':<6}" + "".join(f"{n:>10}" for n in names) +
+          f"{'flash':>10}" + "".join(f"{n + '/fl':>10}" for n in names) + "  check",
+          flush=True)
+    rows = []
+    for shape in shapes:
+        b, h, n, d = parse_shape(shape)
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16, generator=gen)
+                   for _ in range(3))
+        o = torch.empty_like(q)
+        for causal in (False, True):
+            fns, checks = {}, {}
+            for name, consts, options in variants:
+                def run(consts=consts, options=options, causal=causal, x=(q, k, v)):
+                    return attention(*x, causal, out=o, consts=consts, options=options)
+                sl = [x[:1, :2] for x in (q, k, v)]
+                checks[name] = checker.rule(*sl, causal, None, attention(
+                    *sl, causal, consts=consts, options=options))[0]
+                fns[name] = run
+
+            def flash(causal=causal):
+                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            fns["flash"] = flash
+            ms = timed_together(torch, fns, args.reps, args.rounds)
+            tf = {x: flops(b, h, n, d, causal) / (ms[x] * 1e-3) / 1e12 for x in fns}
+            rows.append({"shape": shape, "causal": causal, "tflops": tf, "check_ok": checks})
+            print(f"{shape:<18} {'causal' if causal else 'full':<6}" +
+                  "".join(f"{tf[x]:10.1f}" for x in names) + f"{tf['flash']:10.1f}" +
+                  "".join(f"{tf[x] / tf['flash']:10.3f}" for x in names) + "  " +
+                  "/".join(str(checks[x]) for x in names), flush=True)
+        del q, k, v, o
+    with open(args.json, "w", encoding="utf-8") as f:
+        json.dump({"device": torch.cuda.get_device_name(0), "unit": "TFLOP/s",
+                   "variants": {n: {"consts": c, "options": o} for n, c, o in variants},
+                   "rows": rows}, f, indent=1)
+    print(f"wrote {args.json}")
+    return 0 if all(all(r["check_ok"].values()) for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
