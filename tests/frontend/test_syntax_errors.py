@@ -23,7 +23,7 @@ def diags(src):
     ("fn f() { dispatch k[grid: (1,1,1), grid: (1,1,1)](a) }", ("E0002", 1, 36)),
     ("fn f() { dispatch k[size: 3](a) }", ("E0002", 1, 21)),
     ("fn f() { f(order: x, 3) }", ("E0002", 1, 22)),
-    ("kernel(block = n) k() { }", ("E0002", 1, 16)),
+    ("kernel(block = 1.5) k() { }", ("E0002", 1, 16)),
     ("workgroup var t: int32[4];", ("E0002", 1, 1)),
     ("fn f() { fn g() { } }", ("E0002", 1, 10)),
     ("fn f() { switch (x) { x = 1 } }", ("E0002", 1, 23)),

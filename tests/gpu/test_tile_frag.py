@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from examples.attention.attention import SOURCE, reference
+from examples.attention.attention import SOURCE, constants, reference
 from tests.gpu.harness import Buffer, Scalar
 from tests.tensor.test_tile_attention import TOL, from_bits, to_bits
 from tests.tensor.test_tile_frag import MATMUL, SOFTMAX
@@ -112,7 +112,8 @@ def test_register_times_shared_tile_matmul_is_exact_on_the_gpu(gpu_run, tmp_path
 def test_attention_variants_match_the_float64_oracle_on_the_gpu(gpu_run, tmp_path, d, fmt,
                                                                 causal, form):
     text = SOURCE.read_text(encoding="utf-8")
-    block = int(text.split("kernel(block = ")[1].split(")")[0])
+    shape = constants({"HEAD_DIM": d, "ELEM": fmt})        # the launcher's const reader
+    block, rows = shape["WORK_ITEMS"], shape["BLOCK_M"]
     ptx, explain = ptx_of(tmp_path, text, consts=(("HEAD_DIM", str(d)), ("ELEM", fmt)),
                           tile_wgmma=form == "wgmma")
     check_form(explain, form)
@@ -120,7 +121,7 @@ def test_attention_variants_match_the_float64_oracle_on_the_gpu(gpu_run, tmp_pat
         rng = np.random.default_rng(n * 3 + d + causal)
         q, k, v = (to_bits(rng.uniform(-1, 1, (bh, n, d)), fmt) for _ in range(3))
         scale = d ** -0.5
-        out = gpu_run(ptx, "attention", grid=(-(-n // 128), bh, 1), block=block, args=[
+        out = gpu_run(ptx, "attention", grid=(-(-n // rows), bh, 1), block=block, args=[
             Buffer("q", "uint16", data=q.ravel()), Buffer("k", "uint16", data=k.ravel()),
             Buffer("v", "uint16", data=v.ravel()),
             Buffer("o", "uint16", bh * n * d, poison=0xFFFF, output=True),

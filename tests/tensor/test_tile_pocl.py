@@ -5,12 +5,11 @@ tile sizes (d 64 and 128, f16 and bf16, causal and full, ragged n) against the f
 oracle. Skips with the reason where the OpenCL runtime is missing."""
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
 
-from examples.attention.attention import SOURCE, block_rows, reference
+from examples.attention.attention import SOURCE, block_rows, constants, reference
 from tests.support.opencl import Buf, Scalar, opencl_available, run_spirv_kernel
 from toolchain.compiler.driver import Options, compile_file
 import toolchain.compiler.targets.spirv  # noqa: F401  (compiles SPIR-V: its backend)
@@ -75,8 +74,9 @@ def test_attention_example_on_opencl_matches_the_float64_oracle(tmp_path, d, fmt
     q, k, v = (to_bits(rng.uniform(-1, 1, (bh, n, d)), fmt) for _ in range(3))
     scale = d ** -0.5
     module = spirv(tmp_path, path=SOURCE, consts=(("HEAD_DIM", str(d)), ("ELEM", fmt)))
-    # the workgroup's size and rows as the source declares them (kernel(block = W), BLOCK_M)
-    width = int(re.search(r"kernel\(block = (\d+)\)", SOURCE.read_text()).group(1))
+    # the workgroup's size and rows as the source declares them (kernel(block = WORK_ITEMS),
+    # BLOCK_M), read by the launcher's const reader
+    width = constants({"HEAD_DIM": d, "ELEM": fmt})["WORK_ITEMS"]
     blocks = -(-n // block_rows({"HEAD_DIM": d, "ELEM": fmt})[0])
     out = run_spirv_kernel(module, "attention", [width * blocks, bh], [width, 1], [
         Buf(q.ravel(), "uint16"), Buf(k.ravel(), "uint16"), Buf(v.ravel(), "uint16"),
