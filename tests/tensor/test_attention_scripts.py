@@ -101,7 +101,7 @@ def test_variant_bench_compiles_its_variants_and_parses_settings():
     with pytest.raises(ValueError, match="not NAME=VALUE"):
         av.parse_variant(["x", "BLOCK_M"])
     proc = run("bench/attention_variants.py", "--dry-run", "--shapes", "b1h1n64d64",
-               "--variant", "bm128", "--variant", "bm64", "BLOCK_M=64")
+               "--variant", "bm128", "BLOCK_M=128", "--variant", "bm64", "BLOCK_M=64")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     blocks = re.findall(r"^(\w+) d64: block \((\d+), 1, 1\)", proc.stdout, re.M)
     assert blocks == [("bm128", "256"), ("bm64", "128")], proc.stdout

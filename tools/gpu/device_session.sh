@@ -264,7 +264,7 @@ tune_attention() {
   # 64 query rows per workgroup (128 work-items, two workgroups per SM) against 128
   step "attention variants"
   timeout 240 python3 bench/attention_variants.py --json "$OUT/attention_variants.json" \
-    --variant bm128 --variant bm64 BLOCK_M=64 --variant bm64-mma BLOCK_M=64 tile_wgmma=0 \
+    --variant bm128 BLOCK_M=128 --variant bm64 BLOCK_M=64 --variant bm64-mma BLOCK_M=64 tile_wgmma=0 \
     2>&1 | tee "$OUT/attention_variants.txt"
 }
 
