@@ -94,6 +94,33 @@ def dtypes_of(args) -> list[str]:
     return names
 
 
+def ptxas_report(ptxas: str, ptx: str) -> tuple[bool, str]:
+    """(assembled, "ok Used N registers, ..." or "FAILED <its error>") of `ptx` for sm_90a."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "attention.ptx")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(ptx)
+        proc = subprocess.run([ptxas, "--gpu-name=sm_90a", "-v", path, "-o",
+                               os.path.join(tmp, "a.cubin")], capture_output=True, text=True)
+    regs = [ln.split("info    : ")[-1] for ln in proc.stderr.splitlines() if "registers" in ln]
+    ok = proc.returncode == 0
+    return ok, f"{'ok' if ok else 'FAILED'} {regs[0] if regs else proc.stderr.strip()[-300:]}"
+
+
+def sdpa_or_reason():
+    """(torch, torch.nn.functional, SDPBackend, sdpa_kernel) on a CUDA machine, else the
+    reason there is nothing to time (a str)."""
+    try:
+        import torch
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError as e:
+        return f"torch unavailable ({e})"
+    if not torch.cuda.is_available():
+        return "no CUDA device"
+    return torch, F, SDPBackend, sdpa_kernel
+
+
 def dry_run(args) -> int:
     """The plan, and every variant it would launch compiled (and ptxas-checked when ptxas
     is there) for sm_90a: no GPU or torch needed."""
@@ -114,18 +141,9 @@ def dry_run(args) -> int:
         line = f"variant d{d} {dt}{'' if form == 'mma' else ' ' + form}: {len(mod.ptx)} " \
                f"bytes of PTX, block {mod.signature.kernels['attention'].block}"
         if ptxas:
-            with tempfile.TemporaryDirectory() as tmp:
-                path = os.path.join(tmp, "attention.ptx")
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write(mod.ptx)
-                proc = subprocess.run([ptxas, "--gpu-name=sm_90a", "-v", path, "-o",
-                                       os.path.join(tmp, "a.cubin")], capture_output=True,
-                                      text=True)
-            failed += proc.returncode != 0
-            regs = [ln.split("info    : ")[-1] for ln in proc.stderr.splitlines()
-                    if "registers" in ln]
-            line += f"; ptxas: {'ok' if proc.returncode == 0 else 'FAILED'} " \
-                    f"{regs[0] if regs else proc.stderr.strip()[-300:]}"
+            ok, report = ptxas_report(ptxas, mod.ptx)
+            failed += not ok
+            line += f"; ptxas: {report}"
         print(line)
     return 1 if failed else 0
 
@@ -256,16 +274,11 @@ def main(argv=None) -> int:
         ap.error(f"--dtypes: {', '.join(sorted(unknown))}: expected f16, bf16")
     if args.dry_run:
         return dry_run(args)
-    try:
-        import torch
-        import torch.nn.functional as F
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-    except ImportError as e:
-        print(f"attention bench: torch unavailable ({e}); nothing to do")
+    found = sdpa_or_reason()
+    if isinstance(found, str):
+        print(f"attention bench: {found}; nothing to do")
         return 0
-    if not torch.cuda.is_available():
-        print("attention bench: no CUDA device; nothing to do")
-        return 0
+    torch, F, SDPBackend, sdpa_kernel = found
     from examples.attention.attention import attention, constants
     from examples.attention.check_attention import Checker
     from timing import timed_together

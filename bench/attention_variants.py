@@ -22,15 +22,14 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from attention import SHAPES, flops, parse_shape  # noqa: E402  (bench/attention.py)
+from attention import (SHAPES, flops, parse_shape, ptxas_report,  # noqa: E402
+                       sdpa_or_reason)                 # (bench/attention.py)
 
 
 def parse_variant(words: list[str]) -> tuple[str, dict, dict]:
@@ -56,18 +55,9 @@ def dry_run(variants, shapes) -> int:
             mod = module(d, "f16", "sm_90a", consts=consts, options=options)
             line = f"{name} d{d}: block {mod.signature.kernels['attention'].block}"
             if ptxas:
-                with tempfile.TemporaryDirectory() as tmp:
-                    path = os.path.join(tmp, "a.ptx")
-                    with open(path, "w", encoding="utf-8") as f:
-                        f.write(mod.ptx)
-                    proc = subprocess.run([ptxas, "--gpu-name=sm_90a", "-v", path, "-o",
-                                           os.path.join(tmp, "a.cubin")],
-                                          capture_output=True, text=True)
-                failed += proc.returncode != 0
-                regs = [ln.split("info    : ")[-1] for ln in proc.stderr.splitlines()
-                        if "registers" in ln]
-                line += f"; ptxas {'ok' if proc.returncode == 0 else 'FAILED'}: " \
-                        f"{regs[0] if regs else proc.stderr.strip()[-300:]}"
+                ok, report = ptxas_report(ptxas, mod.ptx)
+                failed += not ok
+                line += f"; ptxas {report}"
             print(line)
     return 1 if failed else 0
 
@@ -89,16 +79,11 @@ def main(argv=None) -> int:
     shapes = [s for s in args.shapes.split(",") if s]
     if args.dry_run:
         return dry_run(variants, shapes)
-    try:
-        import torch
-        import torch.nn.functional as F
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-    except ImportError as e:
-        print(f"attention variants: torch unavailable ({e}); nothing to do")
+    found = sdpa_or_reason()
+    if isinstance(found, str):
+        print(f"attention variants: {found}; nothing to do")
         return 0
-    if not torch.cuda.is_available():
-        print("attention variants: no CUDA device; nothing to do")
-        return 0
+    torch, F, SDPBackend, sdpa_kernel = found
     from examples.attention.attention import attention
     from examples.attention.check_attention import Checker
     from timing import timed_together
@@ -117,16 +102,16 @@ def main(argv=None) -> int:
         for causal in (False, True):
             fns, checks = {}, {}
             for name, consts, options in variants:
-                def run(consts=consts, options=options, causal=causal, x=(q, k, v)):
+                def run(consts=consts, options=options, causal=causal, x=(q, k, v), o=o):
                     return attention(*x, causal, out=o, consts=consts, options=options)
                 sl = [x[:1, :2] for x in (q, k, v)]
                 checks[name] = checker.rule(*sl, causal, None, attention(
                     *sl, causal, consts=consts, options=options))[0]
                 fns[name] = run
 
-            def flash(causal=causal):
+            def flash(causal=causal, x=(q, k, v)):
                 with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    return F.scaled_dot_product_attention(*x, is_causal=causal)
             fns["flash"] = flash
             ms = timed_together(torch, fns, args.reps, args.rounds)
             tf = {x: flops(b, h, n, d, causal) / (ms[x] * 1e-3) / 1e12 for x in fns}

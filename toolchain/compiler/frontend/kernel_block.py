@@ -1,5 +1,5 @@
 """`kernel(block = NAME)`: a block dimension named by a top-level integer `const` of the
-kernel's own module (docs/reference/language.md "Kernels"), so a kernel whose work-items
+kernel's own module (docs/reference/gpu.md "Writing a kernel"), so a kernel whose work-items
 follow a tuning constant (`const BLOCK_M = 64; const WORK_ITEMS = 2 * BLOCK_M;`) declares
 it once, and `--const WORK_ITEMS=256` (applied before this runs) rebuilds it with another
 block. The names are replaced by their values before type checking; everything after the
