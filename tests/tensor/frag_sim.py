@@ -8,6 +8,7 @@ a source size. The models are written here from the PTX ISA, not taken from the 
   in d_i the elements (row l/4, columns 2(l%4), 2(l%4)+1) of matrix i, or of its
   transpose with .trans, the first in the low half;
 - `cp.async.cg.shared.global [d], [s], 16, n`: the first n bytes copied, the rest zeroed,
+  (`16, p` with a predicate p, ignore-src: all 16 zeroed where p holds, else copied)
   *when the copy completes*: copies join the thread's open group, `commit_group` closes
   it, `wait_group N` completes every closed group but the N newest (in issue order), so
   a read of workgroup memory before the right wait sees the old bytes and fails a test;
@@ -75,7 +76,10 @@ class FragSim(TileSim):
                 self.steps += 1
                 return
             if on and op == "cp.async.cg.shared.global" and len(ops) == 4:
-                n = th.val(ops[3])
+                if str(ops[3]).startswith("%p"):        # ignore-src: zeros where it holds
+                    n = 0 if th.val(ops[3]) else 16
+                else:
+                    n = th.val(ops[3])
                 if not 0 <= n <= 16 or th.val(ops[2]) != 16:
                     raise SimError(f"cp.async source size {n}")
                 d, s = th.addr(ops[0]), th.addr(ops[1])

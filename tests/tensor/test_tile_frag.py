@@ -24,7 +24,9 @@ kernel(block = 128) rows(x: float32*, y: float32*, r: float32*, h: uint16*, mxo:
     var mx: tile<f32, 64, 1> = tile_row_max(t);
     var p: tile<f32, 64, 32> = tile_exp2(tile_fma(t, c, -mx));
     var l: tile<f32, 64, 1> = tile_row_sum(p);
-    tile_store(y, p / l + tile_max(t, 0.0) * 0.25 - tile_min(t, mx), row0, 0, n, m);
+    // a constant operand that is not a zero: max.f32 alone (NaN rows, equal values)
+    var k: tile<f32, 64, 32> = tile_max(t, -1.5) * 0.125 + tile_min(t, 2.5) * 0.0625;
+    tile_store(y, p / l + tile_max(t, 0.0) * 0.25 - tile_min(t, mx) + k, row0, 0, n, m);
     tile_store(r, l, row0, 0, n, 1);
     tile_store(mxo, tile_row_max(tile_mask(t, row0, 0, n, m, fill: -1.0, lower: 0)), row0, 0,
                n, 1);
@@ -73,6 +75,7 @@ def test_exact_operations_give_the_replays_bits(tmp_path, upper):
     x[10, 13] = -0.0                              # max -0
     x[11, 12] = np.nan                            # maximumNumber ignores a NaN
     x[12, :] = np.nan
+    x[13, :4] = [-1.5, 2.5, -1.5, 2.5]             # ties with the constants
     c = np.float32(1.4426950408889634 * 0.3)
     out = {}
     for form, opts in (("frag", {}), ("replay", {"tile_mma": False})):
@@ -109,6 +112,26 @@ def test_matmul_of_a_register_tile_and_a_shared_tile_is_exact(tmp_path, layout, 
     objects, explain = compile_text(tmp_path, src)
     assert "shared tiles (workgroup memory, ldmatrix): `tb`" in layout_remark(explain)
     check_matmul(run_frag, objects, layout, m, k, n, lda, ldb)
+
+
+@pytest.mark.parametrize("layout,kb,nb,ptx,form", [
+    ("col", 32, 48, None, "ignore-src"),   # b's rows (k) all inside: one compare a copy
+    ("col", 24, 48, None, "ignore-src"),   # whole chunks, some outside: a per-thread test
+    ("row", 32, 40, None, "ignore-src"),   # b's columns: 40 of 48, whole chunks
+    ("row", 32, 45, None, "size"),         # a cut chunk: source sizes
+    ("col", 24, 48, "7.4", "size"),        # no ignore-src before PTX ISA 7.5: size 0 or 16
+])
+def test_constant_bounds_copy_whole_chunks_by_predicate(tmp_path, layout, kb, nb, ptx, form):
+    src = MATMUL.replace(" LAYOUT", ", layout: col" if layout == "col" else "")
+    src = "const KB = 1;\nconst NB = 1;\n" + src.replace(
+        "tile_load(b, 0, 0, k, n,", "tile_load(b, 0, 0, KB, NB,")
+    objects, _ = compile_text(tmp_path, src, consts=(("KB", str(kb)), ("NB", str(nb))),
+                              **({"ptx_version": ptx} if ptx else {}))
+    copies = [x for x in compile_text.ptx.splitlines() if "cp.async.cg.shared.global" in x]
+    assert copies and all(x.rstrip(";").split(",")[-1].strip().startswith(
+        "%p" if form == "ignore-src" else "%r") for x in copies), copies
+    check_matmul(run_frag, objects, layout, 70, kb, nb, 33 if layout == "row" else 32,
+                 48 if layout == "row" else 32)
 
 
 def check_matmul(run, objects, layout: str, m: int, k: int, n: int, lda: int, ldb: int,

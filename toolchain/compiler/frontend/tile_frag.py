@@ -24,6 +24,7 @@ fragments from ldmatrix.
 """
 from __future__ import annotations
 
+from ..ir.module import Const, Instr
 from ..ir.types import F32, I32, I64, U16, U32, U64, VOID, VectorType
 from .tile_plan import PAD, SWIZZLE_ALIGN, plan_tiles
 from .tile_replay import NEG_ZERO, TileType, TileVal
@@ -32,6 +33,34 @@ from .tile_wgmma import TileWgmmaMixin
 _VEC4F = VectorType(F32, 4)
 _VEC4U = VectorType(U32, 4)
 
+
+
+def _known(v) -> int | None:
+    """The value of a non-negative integer constant seen through conversions, else None."""
+    while isinstance(v, Instr) and v.op == "convert":
+        v = v.operands[0]
+    if isinstance(v, Const) and isinstance(v.value, int) and v.value >= 0:
+        return v.value
+    return None
+
+
+def _known_f32(v) -> float | None:
+    """The value of an f32 constant, else None."""
+    if isinstance(v, Const) and v.type == F32 and isinstance(v.value, float):
+        return v.value
+    return None
+
+
+def _whole_chunks(i0, ibound, inner: int) -> str | None:
+    """Whether each 8-element chunk at i0 + 8c (c < inner / 8) is statically all inside or
+    all outside [0, ibound): "all" (every chunk inside), "some" (a per-thread test), or
+    None (a chunk may be cut: the copies need a source size)."""
+    a, z = _known(i0), _known(ibound)
+    if a is None or z is None:
+        return None
+    if z - a >= inner:
+        return "all"
+    return "some" if (z - a) % 8 == 0 or z <= a else None
 
 class SharedHome:
     """A shared tile variable's workgroup array: element (outer, inner) at
@@ -286,16 +315,43 @@ class TileFragMixin(TileWgmmaMixin):
 
     def _max_run(self, xs):
         """maximumNumber of xs with one max.f32 (NaN-ignoring) and one unsigned min per
-        element: when the max is a zero, it is +0 exactly when some element has the bits
-        of +0, the smallest unsigned pattern, so the sign is fixed once at the end."""
+        element (_max_pair), the sign of a zero fixed once at the end (_max_fix)."""
+        return self._max_fix(*self._max_pair(xs))
+
+    def _max_pair(self, xs):
+        """(max.f32 of xs, unsigned min of their bits): when the max is a zero, it is +0
+        exactly when some element has the bits of +0, the smallest unsigned pattern. Both
+        halves are associative, so pairs combine in any order (the butterflies)."""
         b = self.b
         v, low = xs[0], self._bits(xs[0])
         for x in xs[1:]:
             v = b.binop("max", v, x)
             low = b.binop("min", low, self._bits(x))
+        return v, low
+
+    def _max_fix(self, v, low):
+        b = self.b
         zero = b.select(b.cmp("eq", low, self._c32(0)), b.const(F32, 0.0),
                         b.const(F32, NEG_ZERO))
         return b.select(b.cmp("eq", v, b.const(F32, 0.0)), zero, v)
+
+    def _maxnum(self, x, y, is_max: bool):
+        """maximumNumber/minimumNumber of register tiles (PTX profiles with the warp MMA),
+        where max.f32/min.f32 drop a NaN operand and leave only the sign of a zero result
+        open: against a constant that is not a zero (nor NaN) no zero can tie, so the
+        instruction alone is exact; a max otherwise fixes the zero's sign as _max_pair
+        does."""
+        plan = self.__dict__.get("_tplan")
+        if plan is None or not plan.fast:       # the replay's portable selects
+            return super()._maxnum(x, y, is_max)
+        b = self.b
+        for c, other in ((y, x), (x, y)):
+            k = _known_f32(c)
+            if k is not None and k == k and k != 0.0:
+                return b.binop("max" if is_max else "min", other, c)
+        if not is_max:
+            return super()._maxnum(x, y, is_max)
+        return self._max_fix(*self._max_pair([x, y]))
 
     def _frag_reduce(self, op: str, a: FragVal, rt: TileType) -> FragVal:
         if a.home == "row":
@@ -305,10 +361,12 @@ class TileFragMixin(TileWgmmaMixin):
         for k in range(len(a.regs) // (4 * nb)):
             for h in (0, 1):
                 xs = [a.regs[(k * nb + j) * 4 + 2 * h + p] for j in range(nb) for p in (0, 1)]
-                if op == "max":
-                    v = self._max_run(xs)
+                if op == "max":         # the quad's pairs, then one sign fix
+                    v, low = self._max_pair(xs)
                     for lanes in (1, 2):
-                        v = self._maxnum(v, self._bfly(v, lanes), True)
+                        v = self.b.binop("max", v, self._bfly(v, lanes))
+                        low = self.b.binop("min", low, self._bfly(low, lanes))
+                    v = self._max_fix(v, low)
                 else:                   # canonical order: this lane's class, then the quad
                     v = self._rn("add", xs[0], xs[1])
                     for x in xs[2:]:
@@ -462,6 +520,14 @@ class TileFragMixin(TileWgmmaMixin):
                 def chunk(idx=idx):
                     o, v = b.div(idx, c32(per_row)), b.mul(b.rem(idx, c32(per_row)), c32(8))
                     og, ig = b.add(o0, u(o)), b.add(i0, u(v))
+                    if _whole_chunks(i0, ibound, home.inner):
+                        outside = b.binop("or", b.cmp("ge", og, obound),
+                                          b.cmp("ge", ig, ibound))
+                        gidx = b.select(outside, b.const(U64, 0), b.add(b.mul(og, ld64), ig))
+                        b.emit("tile.cp16", VOID, [
+                            self._at(home.ptr, self._sh_index(home, o, v)),
+                            b.ptradd(src, b.convert(gidx, I64)), outside], {"zero_if": True})
+                        return
                     inside = b.binop("and", b.cmp("lt", og, obound), b.cmp("lt", ig, ibound))
                     left = b.sub(b.select(b.cmp("lt", ig, ibound), ibound, ig), ig)
                     nbytes = b.mul(b.convert(b.select(b.cmp("lt", left, b.const(U64, 8)),
@@ -482,12 +548,23 @@ class TileFragMixin(TileWgmmaMixin):
             R = W // per_row
             o_t, v_t = b.div(tid, c32(per_row)), b.mul(b.rem(tid, c32(per_row)), c32(8))
             ig = b.add(i0, u(v_t))
-            left = b.sub(b.select(b.cmp("lt", ig, ibound), ibound, ig), ig)
-            nbytes = b.mul(b.convert(b.select(b.cmp("lt", left, b.const(U64, 8)),
-                                              left, b.const(U64, 8)), U32), c32(2))
-            # outer o_t + rR is inside while rR < obound - o0 - o_t
+            # outer o_t + rR is inside while rR < obound - o0 - o_t, compared in 32 bits
+            # (rR < 2^31): the limit clamped to [0, 2^31 - 1] once per load
             lim = b.sub(b.sub(b.convert(obound, I64), b.convert(o0, I64)),
                         b.convert(u(o_t), I64))
+            lim = b.select(b.cmp("lt", lim, b.const(I64, 0)), b.const(I64, 0), lim)
+            lim = b.convert(b.select(b.cmp("gt", lim, b.const(I64, 0x7FFFFFFF)),
+                                     b.const(I64, 0x7FFFFFFF), lim), I32)
+            whole = _whole_chunks(i0, ibound, home.inner)
+            if whole:
+                # every chunk is all inside or all outside the columns: zero-fill by a
+                # predicate (one compare a copy, no source size to compute)
+                if whole == "some":
+                    lim = b.select(b.cmp("lt", ig, ibound), lim, b.const(I32, 0))
+            else:
+                left = b.sub(b.select(b.cmp("lt", ig, ibound), ibound, ig), ig)
+                nbytes = b.mul(b.convert(b.select(b.cmp("lt", left, b.const(U64, 8)),
+                                                  left, b.const(U64, 8)), U32), c32(2))
             g = b.ptradd(src, b.convert(b.add(b.mul(b.add(o0, u(o_t)), ld64), ig), I64))
             step = b.convert(b.mul(ld64, b.const(U64, R)), I64)
             sbase = self._at(home.ptr, self._sh_index(home, o_t, v_t))
@@ -495,10 +572,17 @@ class TileFragMixin(TileWgmmaMixin):
             row_elems = home.swizzle // 2 if home.swizzle else home.stride
             for r in range(-(-chunks // W)):
                 def chunk(g=g, r=r):
-                    inside = b.cmp("lt", b.const(I64, r * R), lim)
+                    offset = {"offset": 2 * r * R * row_elems}
+                    if whole:
+                        # an ignored source is not read (the address may be past the end)
+                        outside = b.cmp("ge", b.const(I32, r * R), lim)
+                        b.emit("tile.cp16", VOID, [sbase, g, outside],
+                               {**offset, "zero_if": True})
+                        return
+                    inside = b.cmp("lt", b.const(I32, r * R), lim)
                     # a source size of 0 reads nothing (the address may be past the end)
                     b.emit("tile.cp16", VOID, [sbase, g, b.select(inside, nbytes, c32(0))],
-                           {"offset": 2 * r * R * row_elems})
+                           offset)
                 if r * W + W > chunks:
                     self._if(b.cmp("lt", b.add(tid, c32(r * W)), c32(chunks)), chunk)
                 else:

@@ -68,8 +68,9 @@ def _absorbed(fn: Function, uses: UseMap, alias: set[Instr],
       wider than a byte, or a `mul` by a constant (index-scale's shared `i * size`); each
       reads the 32-bit source with mul.wide (lower_memory.wide_source);
     - a constant-offset address (or a pointer bitcast: load-combine's vector view) whose
-      every use is the address of a load/store or another such absorbed address (folded
-      into `[base+imm]` by lower_memory.address, whose base conditions this mirrors)."""
+      every use is the address of a load/store, the global source of a tile.cp16, or
+      another such absorbed address (folded into `[base+imm]` by lower_memory.address,
+      whose base conditions this mirrors)."""
     out: set[Instr] = set()
     memo: dict[Instr, bool] = {}
 
@@ -103,6 +104,9 @@ def _absorbed(fn: Function, uses: UseMap, alias: set[Instr],
 def _address_use(u: Instr, ins: Instr, folds) -> bool:
     if u.op in ("load", "store"):
         return u.operands[0] is ins and ins not in u.operands[1:]
+    if u.op == "tile.cp16":         # the global source of a 16-byte copy (lower_tile)
+        return u.operands[1] is ins and ins.type.space == "global" \
+            and ins not in (u.operands[0], u.operands[2])
     return u.op in _OFFSET_OPS and u.operands[0] is ins and _const_offset_op(u) and folds(u)
 
 

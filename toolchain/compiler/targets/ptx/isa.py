@@ -56,6 +56,10 @@ FORMS: tuple[Form, ...] = (
     Form("cp.async", "cp.async.{ca,cg}.shared.global", ("[shared]", "[global]", "imm"),
          (7, 0), 80),
     Form("cp.async", "cp.async.{commit_group,wait_group}", ("imm",), (7, 0), 80),
+    # the ignore-src predicate: zeros written, nothing read (one compare, where the source
+    # size form makes ptxas compute an address adjustment per copy)
+    Form("cp.async.ignore-src", "cp.async.cg.shared.global", ("[shared]", "[global]", "imm",
+                                                             "p"), (7, 5), 80),
     Form("cp.async.bulk.tensor", "cp.async.bulk.tensor.{1-5}d.shared::cluster.global",
          ("[shared]", "[desc, {..}]", "[shared]"), (8, 0), 90),
     Form("cp.async.bulk.tensor", "cp.async.bulk.prefetch.L2.global", ("[global]", "r32"),

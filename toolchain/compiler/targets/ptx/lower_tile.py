@@ -94,11 +94,25 @@ def lower_ldmatrix(em, ins: Instr) -> None:
 
 
 def lower_cp16(em, ins: Instr) -> None:
-    dst, src, nbytes = ins.operands
+    """16 bytes global -> shared, zero-filled past a source size (operand 3), or (attribute
+    zero_if) all zeros where the predicate operand 3 holds: the ignore-src form where the
+    target has it, else the source size 0 or 16. A global source's constant offsets fold
+    into the address (function._absorbed)."""
+    dst, src, last = ins.operands
     em.profile.need("cp.async", "a register-resident tile load", ins.span)
     d = _shared_addr(em, dst, int(ins.attrs.get("offset", 0)))
-    s = cast_space(em, em.reg(src), src.type.space, "global")
-    em.append(ops.cp_async_zfill(d, Addr(s), em.val(nbytes)))
+    if src.type.space == "global":
+        s = address(em, src)
+    else:
+        s = Addr(cast_space(em, em.reg(src), src.type.space, "global"))
+    if not ins.attrs.get("zero_if"):
+        em.append(ops.cp_async_zfill(d, s, em.val(last)))
+    elif em.profile.has("cp.async.ignore-src"):
+        em.append(ops.cp_async_ignore_src(d, s, em.reg(last)))
+    else:
+        n = em.new("r")
+        em.put(ops.selp("b32", n, 0, 16, em.reg(last)))
+        em.append(ops.cp_async_zfill(d, s, n))
 
 
 def lower_pack(em, ins: Instr) -> None:

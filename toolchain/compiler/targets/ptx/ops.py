@@ -542,6 +542,12 @@ def cp_async_zfill(dst: Addr, src: Addr, src_bytes) -> PtxInstr:
     return _op("cp.async.cg.shared.global", (), (dst, src, "16", src_bytes))
 
 
+def cp_async_ignore_src(dst: Addr, src: Addr, ignore) -> PtxInstr:
+    """Feature `cp.async.ignore-src`: `cp.async.cg.shared.global [dst], [src], 16, p`:
+    16 bytes copied, or 16 zero bytes (src not read) where predicate p holds."""
+    return _op("cp.async.cg.shared.global", (), (dst, src, "16", ignore))
+
+
 def ldmatrix(d, addr: Addr, trans: bool = False) -> PtxInstr:
     """Feature `ldmatrix`: `ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 {d..},
     [addr]`, one 8x8 matrix per destination register."""
