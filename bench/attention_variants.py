@@ -8,7 +8,10 @@ side by side with SDPA's flash backend, in one process.
 Each `--variant NAME [SETTING...]` is the example compiled with its SETTINGs: an upper-case
 NAME=VALUE is a `--const` of examples/attention/attention.mettle (BLOCK_M, BLOCK_N,
 WORK_ITEMS, ...; the work-items follow BLOCK_M unless WORK_ITEMS is given), a lower-case
-one a `mettle.compile` option (0/1 for booleans). Every variant runs through the example's
+one a `mettle.compile` option (0/1 for booleans), except `artifact=PATH`: a module built
+elsewhere (`mettle --emit-ptx --emit-signature PATH.sig.json`, `{d}` in PATH standing for
+the head dimension), e.g. by an earlier compiler to time against. Every variant runs
+through the example's
 launcher (its grid from the variant's consts, its block from the compiled signature), is
 checked first on two heads against SDPA in float32 with the example's rule
 (examples/attention/check_attention.py), then all are timed in interleaved rounds
@@ -46,12 +49,36 @@ def parse_variant(words: list[str]) -> tuple[str, dict, dict]:
     return name, consts, options
 
 
+def preload_artifacts(variants, shapes) -> None:
+    """Variants with `artifact=PATH` get their modules from PATH (mettle.load) in the
+    example launcher's cache, under the key its `module()` looks up."""
+    import mettle
+    from examples.attention import attention as A
+    for name, consts, options in variants:
+        if "artifact" not in options:
+            continue
+        for d in sorted({parse_shape(s)[3] for s in shapes}):
+            key = (d, "f16", None, tuple(sorted(consts.items())),
+                   tuple(sorted(options.items())))
+            A._modules[key] = mettle.load(options["artifact"].format(d=d))
+
+
 def dry_run(variants, shapes) -> int:
     from examples.attention.attention import module
     ptxas = os.environ.get("METTLE_PTXAS") or shutil.which("ptxas")
     failed = 0
     for d in sorted({parse_shape(s)[3] for s in shapes}):
         for name, consts, options in variants:
+            if "artifact" in options:
+                with open(options["artifact"].format(d=d), encoding="utf-8") as f:
+                    ptx = f.read()
+                line = f"{name} d{d}: {options['artifact'].format(d=d)}"
+                if ptxas:
+                    ok, report = ptxas_report(ptxas, ptx)
+                    failed += not ok
+                    line += f"; ptxas {report}"
+                print(line)
+                continue
             mod = module(d, "f16", "sm_90a", consts=consts, options=options)
             line = f"{name} d{d}: block {mod.signature.kernels['attention'].block}"
             if ptxas:
@@ -84,6 +111,8 @@ def main(argv=None) -> int:
         print(f"attention variants: {found}; nothing to do")
         return 0
     torch, F, SDPBackend, sdpa_kernel = found
+    torch.zeros(1, device="cuda")       # torch first: mettle joins its primary context
+    preload_artifacts(variants, shapes)
     from examples.attention.attention import attention
     from examples.attention.check_attention import Checker
     from timing import timed_together
