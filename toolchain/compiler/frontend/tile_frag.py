@@ -44,6 +44,14 @@ def _known(v) -> int | None:
     return None
 
 
+def _tree(op, xs: list):
+    """op over xs as a balanced tree: neighbours pair up level by level."""
+    while len(xs) > 1:
+        xs = [op(xs[i], xs[i + 1]) if i + 1 < len(xs) else xs[i]
+              for i in range(0, len(xs), 2)]
+    return xs[0]
+
+
 def _known_f32(v) -> float | None:
     """The value of an f32 constant, else None."""
     if isinstance(v, Const) and v.type == F32 and isinstance(v.value, float):
@@ -321,13 +329,11 @@ class TileFragMixin(TileWgmmaMixin):
     def _max_pair(self, xs):
         """(max.f32 of xs, unsigned min of their bits): when the max is a zero, it is +0
         exactly when some element has the bits of +0, the smallest unsigned pattern. Both
-        halves are associative, so pairs combine in any order (the butterflies)."""
+        halves are associative and commutative, so they reduce as trees (a dependency
+        chain of log2 n, not n) and pairs combine in any order (the butterflies)."""
         b = self.b
-        v, low = xs[0], self._bits(xs[0])
-        for x in xs[1:]:
-            v = b.binop("max", v, x)
-            low = b.binop("min", low, self._bits(x))
-        return v, low
+        return (_tree(lambda x, y: b.binop("max", x, y), list(xs)),
+                _tree(lambda x, y: b.binop("min", x, y), [self._bits(x) for x in xs]))
 
     def _max_fix(self, v, low):
         b = self.b
