@@ -97,30 +97,9 @@ def module(head_dim: int, fmt: str, arch: str | None = None, consts: dict | None
     key = (head_dim, fmt, arch, tuple(sorted((consts or {}).items())),
            tuple(sorted((options or {}).items())))
     if key not in _modules:
-        _refuse_known_wrong(head_dim, arch, consts, options)
         _modules[key] = mettle.compile(str(SOURCE), arch, consts={
             "HEAD_DIM": head_dim, "ELEM": fmt, **(consts or {})}, **(options or {}))
     return _modules[key]
-
-
-def _refuse_known_wrong(head_dim: int, arch: str | None, consts: dict | None,
-                        options: dict | None) -> None:
-    """HEAD_DIM = BLOCK_N = 64 in the wgmma form gives wrong results on the H100 once a
-    row sees two key blocks: ptxas gives the registers of Q's fragments, which every
-    iteration's S reads, to P inside the loop (docs/internals/tile-wgmma.md, "Known
-    wrong"; the CPU model of the PTX and the mma.sync form are right): refused until a
-    workaround exists."""
-    c = constants({"HEAD_DIM": head_dim, **(consts or {})})
-    if head_dim != 64 or c.get("BLOCK_N") != 64 or not (options or {}).get("tile_wgmma", True):
-        return
-    if arch is None:
-        from mettle.runtime.compiler import default_arch
-        arch = default_arch()
-    if arch == "sm_90a":
-        raise ValueError("attention: HEAD_DIM = 64 with BLOCK_N = 64 on wgmma gives wrong "
-                         "results on sm_90a (a known compiler bug, ptxas register "
-                         "allocation): use BLOCK_N = 128 (the default) or "
-                         "options={'tile_wgmma': False}")
 
 
 def grid(n: int, batch_heads: int, consts: dict | None = None) -> tuple[int, int, int]:

@@ -57,12 +57,3 @@ def test_attention_example_matches_the_float64_oracle(tmp_path, fmt, n, causal, 
     want = reference(from_bits(q, fmt), from_bits(k, fmt), from_bits(v, fmt), causal, scale)
     assert np.abs(got - want).max() <= TOL[fmt], np.abs(got - want).max()
 
-
-def test_the_launcher_refuses_the_configuration_known_wrong_on_hardware():
-    from examples.attention.attention import module
-    with pytest.raises(ValueError, match="known compiler bug"):
-        module(64, "f16", "sm_90a", consts={"BLOCK_N": 64})
-    # the same tiles on mma.sync, and other targets, are not refused
-    assert module(64, "f16", "sm_90a", consts={"BLOCK_N": 64},
-                  options={"tile_wgmma": False}).signature.kernels["attention"].block
-    assert module(64, "f16", "sm_80", consts={"BLOCK_N": 64}).signature.kernels["attention"]

@@ -87,6 +87,24 @@ def test_the_example_spells_the_synchronisation(tmp_path):
     assert compile_text.ptx.count("wgmma.mma_async") == 12
 
 
+def test_a_loop_invariant_a_operand_reaches_wgmma_through_a_shuffle(tmp_path):
+    """Q (loaded before the key loop) reaches each S group through an identity shuffle of
+    its own, P (packed in the loop's block) directly: ptxas 13.0 gave a loop-invariant
+    register read only by wgmma to other values inside the loop (lower_tile._held; wrong
+    on the H100 for HEAD_DIM = BLOCK_N = 64 without it)."""
+    compile_attention(tmp_path, "f16", 64, 64, 64, 128, **WG)
+    text = compile_text.ptx
+    defs = {m.group(2): m.group(0).strip() for m in
+            re.finditer(r"^\s*([a-z][\w.]*) (%r\d+), ([^{};\n]*);$", text, re.M)}
+    groups = re.findall(r"wgmma\.mma_async[^{]*\{[^}]*\}, \{([^}]*)\}", text)
+    assert len(groups) == 8                      # S (4 k steps), then P·V (4)
+    for k, regs in enumerate(groups):
+        for r in regs.split(", "):
+            shuffled = re.fullmatch(r"shfl\.sync\.bfly\.b32 %r\d+, %r\d+, 0, 31, -1;",
+                                    defs[r]) is not None
+            assert shuffled == (k < 4), (k, r, defs[r])
+
+
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("fmt", ["f16", "bf16"])
 def test_attention_variants_on_wgmma_fit_the_registers(ptxas_path, tmp_path, d, fmt):

@@ -13,7 +13,8 @@ a source size (the rest zero-filled); tile.pack -> cvt.rn.{f16x2,bf16x2}.f32, wh
 are the bits of two cvt.rn of one f32 each.
 
 Their wgmma form (frontend/tile_wgmma.py, sm_90a, docs/internals/tile-wgmma.md):
-tile.wgmma -> the accumulators copied into the registers wgmma updates in place,
+tile.wgmma -> an A operand from another basic block through an identity shuffle (a ptxas
+workaround, _held), the accumulators copied into the registers wgmma updates in place,
 wgmma.fence, one wgmma.mma_async m64nNk16 with A from registers per slab and 16-wide k
 step (B from a shared-memory descriptor), wgmma.commit_group, wgmma.wait_group 0, so no
 later instruction sees an unfinished accumulator or reuses an A register too early;
@@ -131,6 +132,22 @@ def _fixed(em, v):
     return r
 
 
+def _held(em, v, ins: Instr):
+    """A register holding A operand v of the wgmma `ins`. One defined outside the wgmma's
+    block (Q of attention, loaded before the key loop) is first passed through an identity
+    shuffle (`shfl.sync.bfly` 0) into a fresh register: ptxas 13.0 ended the live range of
+    a loop-invariant register read only as a wgmma A operand inside the loop and gave it
+    to other values (attention with HEAD_DIM = BLOCK_N = 64: S computed from P from the
+    second key block on, right at -O0; docs/internals/tile-wgmma.md, "Known wrong"). A
+    `mov` does not help (ptxas coalesces it); the shuffle it cannot, so the operand's home
+    register is an ordinary loop-carried value."""
+    if isinstance(v, Instr) and v.block is not ins.block:
+        t = em.new_t(v.type)
+        em.put(ops.shfl_bfly(t, em.reg(v), 0))
+        return t
+    return _fixed(em, v)
+
+
 def lower_wgmma(em, ins: Instr) -> None:
     """Operands: the A words (4 per k step, k steps inner, slabs outer), the shared tile's
     pointer, the accumulators (n/2 per slab; none: the first k step of each slab runs
@@ -155,7 +172,7 @@ def lower_wgmma(em, ins: Instr) -> None:
         d = em.new("rd")
         em.put(ops.binary("add", "s64", d, base, off >> 4))
         descs.append(d)
-    a_regs = [_fixed(em, v) for v in a_vals]
+    a_regs = [_held(em, v, ins) for v in a_vals]
     # wgmma reads and writes its accumulators in place: fresh registers holding c
     acc = [em.new_t(FloatType(32)) for _ in range(slabs * n // 2)]
     for r, v in zip(acc, c_vals):
