@@ -13,6 +13,9 @@ import pytest
 from .test_tile_frag import (FROM_WORKGROUP, MATMUL, TWO_LOADS, check_attention,
                              check_from_workgroup, check_two_loads, compile_attention,
                              compile_text, layout_remark)
+from tests.ptx.source import find_nvdisasm, sass
+
+from .sass_loops import clobbered_a_operands
 from .wgfrag_sim import run_wgfrag
 
 WG = {"arch": "sm_90a", "tile_wgmma": True}
@@ -103,6 +106,43 @@ def test_a_loop_invariant_a_operand_reaches_wgmma_through_a_shuffle(tmp_path):
             shuffled = re.fullmatch(r"shfl\.sync\.bfly\.b32 %r\d+, %r\d+, 0, 31, -1;",
                                     defs[r]) is not None
             assert shuffled == (k < 4), (k, r, defs[r])
+
+
+_LOOP = """
+        /*0100*/                   IMAD.MOV.U32 R56, RZ, RZ, R9 ;
+.L_x_1:
+        /*0110*/                   {shfl}
+        /*0120*/                   WARPGROUP.ARRIVE ;
+        /*0130*/                   HGMMA.64x64x16.F32 R24, R56, gdesc[UR16], RZ, !UPT, gsb0 ;
+        /*0140*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*0150*/                   F2FP.F16.F32.PACK_AB R57, R25, R24 ;
+        /*0160*/               @P0 BRA `(.L_x_1) ;
+"""
+
+
+def test_the_sass_check_finds_a_clobbered_loop_invariant_a_operand():
+    """The pattern ptxas 13.0 made of HEAD_DIM = BLOCK_N = 64 attention (A registers set
+    before the loop, overwritten inside it), and the same loop when each iteration first
+    writes its A registers (the shuffles of lower_tile._held)."""
+    bad = clobbered_a_operands(_LOOP.replace("{shfl}", "NOP ;"))
+    assert bad == ["R57 (A of `HGMMA.64x64x16.F32 R24, R56, gdesc[UR16], RZ, !UPT, gsb0`) "
+                   "written in the loop by `F2FP.F16.F32.PACK_AB R57, R25, R24`"]
+    shuffled = "SHFL.BFLY PT, R56, R9, RZ, 0x1f ;\n        /*0118*/ SHFL.BFLY PT, R57, R8, " \
+               "RZ, 0x1f ;\n        /*011c*/ SHFL.BFLY PT, R58, R7, RZ, 0x1f ;\n" \
+               "        /*011e*/ SHFL.BFLY PT, R59, R6, RZ, 0x1f ;"
+    assert clobbered_a_operands(_LOOP.replace("{shfl}", shuffled)) == []
+
+
+@pytest.mark.parametrize("d,block_n", [(64, 128), (128, 64), (64, 64)])
+def test_ptxas_keeps_the_loop_invariant_a_operands(ptxas_path, tmp_path, d, block_n):
+    """ptxas's SASS of the shipped attention blocks (and d64 with 64 keys a step) has no
+    HGMMA A register that a loop overwrites after reading it (sass_loops.py): the
+    miscompile behind lower_tile._held. Needs nvdisasm beside ptxas or on PATH."""
+    nvdisasm = find_nvdisasm(ptxas_path)
+    if nvdisasm is None:
+        pytest.skip("no nvdisasm (the nvidia-cuda-nvdisasm wheel, or on PATH)")
+    compile_attention(tmp_path, "f16", d, 64, block_n, 128, **WG)
+    assert clobbered_a_operands(sass(ptxas_path, nvdisasm, compile_text.ptx)) == []
 
 
 @pytest.mark.parametrize("d", [64, 128])
