@@ -34,7 +34,6 @@ _VEC4F = VectorType(F32, 4)
 _VEC4U = VectorType(U32, 4)
 
 
-
 def _known(v) -> int | None:
     """The value of a non-negative integer constant seen through conversions, else None."""
     while isinstance(v, Instr) and v.op == "convert":
@@ -69,6 +68,7 @@ def _whole_chunks(i0, ibound, inner: int) -> str | None:
     if z - a >= inner:
         return "all"
     return "some" if (z - a) % 8 == 0 or z <= a else None
+
 
 class SharedHome:
     """A shared tile variable's workgroup array: element (outer, inner) at
