@@ -201,6 +201,6 @@ def lower_proxy_fence(em, ins: Instr) -> None:
 
 
 LOWER = {"tile.mma": lower_mma, "tile.bfly": lower_bfly, "tile.ldmatrix": lower_ldmatrix,
-         "tile.cp16": lower_cp16, "tile.pack": lower_pack, "math.rn": lower_rn, "math.fma": lower_fma, "math.exp2": lower_exp2,
-         "tile.uniform": lower_uniform, "tile.wgmma": lower_wgmma,
-         "tile.proxy_fence": lower_proxy_fence}
+         "tile.cp16": lower_cp16, "tile.pack": lower_pack, "math.rn": lower_rn,
+         "math.fma": lower_fma, "math.exp2": lower_exp2, "tile.uniform": lower_uniform,
+         "tile.wgmma": lower_wgmma, "tile.proxy_fence": lower_proxy_fence}
