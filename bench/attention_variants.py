@@ -70,19 +70,16 @@ def dry_run(variants, shapes) -> int:
     for d in sorted({parse_shape(s)[3] for s in shapes}):
         for name, consts, options in variants:
             if "artifact" in options:
-                with open(options["artifact"].format(d=d), encoding="utf-8") as f:
+                path = options["artifact"].format(d=d)
+                with open(path, encoding="utf-8") as f:
                     ptx = f.read()
-                line = f"{name} d{d}: {options['artifact'].format(d=d)}"
-                if ptxas:
-                    ok, report = ptxas_report(ptxas, ptx)
-                    failed += not ok
-                    line += f"; ptxas {report}"
-                print(line)
-                continue
-            mod = module(d, "f16", "sm_90a", consts=consts, options=options)
-            line = f"{name} d{d}: block {mod.signature.kernels['attention'].block}"
+                line = f"{name} d{d}: {path}"
+            else:
+                mod = module(d, "f16", "sm_90a", consts=consts, options=options)
+                ptx = mod.ptx
+                line = f"{name} d{d}: block {mod.signature.kernels['attention'].block}"
             if ptxas:
-                ok, report = ptxas_report(ptxas, mod.ptx)
+                ok, report = ptxas_report(ptxas, ptx)
                 failed += not ok
                 line += f"; ptxas {report}"
             print(line)

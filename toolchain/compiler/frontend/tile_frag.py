@@ -24,7 +24,7 @@ fragments from ldmatrix.
 """
 from __future__ import annotations
 
-from ..ir.module import Const, Instr
+from ..ir.module import Const, const_int
 from ..ir.types import F32, I32, I64, U16, U32, U64, VOID, VectorType
 from .tile_plan import PAD, SWIZZLE_ALIGN, plan_tiles
 from .tile_replay import NEG_ZERO, TileType, TileVal
@@ -32,15 +32,6 @@ from .tile_wgmma import TileWgmmaMixin
 
 _VEC4F = VectorType(F32, 4)
 _VEC4U = VectorType(U32, 4)
-
-
-def _known(v) -> int | None:
-    """The value of a non-negative integer constant seen through conversions, else None."""
-    while isinstance(v, Instr) and v.op == "convert":
-        v = v.operands[0]
-    if isinstance(v, Const) and isinstance(v.value, int) and v.value >= 0:
-        return v.value
-    return None
 
 
 def _tree(op, xs: list):
@@ -62,8 +53,8 @@ def _whole_chunks(i0, ibound, inner: int) -> str | None:
     """Whether each 8-element chunk at i0 + 8c (c < inner / 8) is statically all inside or
     all outside [0, ibound): "all" (every chunk inside), "some" (a per-thread test), or
     None (a chunk may be cut: the copies need a source size)."""
-    a, z = _known(i0), _known(ibound)
-    if a is None or z is None:
+    a, z = const_int(i0), const_int(ibound)
+    if a is None or z is None or a < 0 or z < 0:
         return None
     if z - a >= inner:
         return "all"
@@ -514,6 +505,12 @@ class TileFragMixin(TileWgmmaMixin):
         tid = self._tid(span)
         per_row = home.inner // 8
 
+        def source_bytes(ig):
+            """The bytes of the 8-element chunk at inner index ig inside the bound."""
+            left = b.sub(b.select(b.cmp("lt", ig, ibound), ibound, ig), ig)
+            return b.mul(b.convert(b.select(b.cmp("lt", left, b.const(U64, 8)), left,
+                                            b.const(U64, 8)), U32), c32(2))
+
         def vector():
             chunks = home.outer * per_row
             # a swizzled row's chunks permute with the row's residue mod 8: constant steps
@@ -535,10 +532,7 @@ class TileFragMixin(TileWgmmaMixin):
                             b.ptradd(src, b.convert(gidx, I64)), outside], {"zero_if": True})
                         return
                     inside = b.binop("and", b.cmp("lt", og, obound), b.cmp("lt", ig, ibound))
-                    left = b.sub(b.select(b.cmp("lt", ig, ibound), ibound, ig), ig)
-                    nbytes = b.mul(b.convert(b.select(b.cmp("lt", left, b.const(U64, 8)),
-                                                      left, b.const(U64, 8)), U32), c32(2))
-                    nbytes = b.select(inside, nbytes, c32(0))
+                    nbytes = b.select(inside, source_bytes(ig), c32(0))
                     gidx = b.select(inside, b.add(b.mul(og, ld64), ig), b.const(U64, 0))
                     g = b.ptradd(src, b.convert(gidx, I64))
                     s = self._at(home.ptr, self._sh_index(home, o, v))
@@ -568,9 +562,7 @@ class TileFragMixin(TileWgmmaMixin):
                 if whole == "some":
                     lim = b.select(b.cmp("lt", ig, ibound), lim, b.const(I32, 0))
             else:
-                left = b.sub(b.select(b.cmp("lt", ig, ibound), ibound, ig), ig)
-                nbytes = b.mul(b.convert(b.select(b.cmp("lt", left, b.const(U64, 8)),
-                                                  left, b.const(U64, 8)), U32), c32(2))
+                nbytes = source_bytes(ig)
             g = b.ptradd(src, b.convert(b.add(b.mul(b.add(o0, u(o_t)), ld64), ig), I64))
             step = b.convert(b.mul(ld64, b.const(U64, R)), I64)
             sbase = self._at(home.ptr, self._sh_index(home, o_t, v_t))

@@ -276,6 +276,14 @@ def sweep_blocks(fn: "Function", dead: set) -> None:
     dead.clear()
 
 
+def const_int(v) -> int | None:
+    """The integer value of `v` seen through `convert`s, else None (for indices and
+    extents, small enough that a convert keeps them)."""
+    while isinstance(v, Instr) and v.op == "convert" and len(v.operands) == 1:
+        v = v.operands[0]
+    return v.value if isinstance(v, Const) and isinstance(v.value, int) else None
+
+
 def replace_all_uses_with(fn: "Function", old, new) -> list["Instr"]:
     """One-off RAUW without a live UseMap (walks the function); the users, in block
     order."""

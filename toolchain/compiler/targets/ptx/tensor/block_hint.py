@@ -8,7 +8,7 @@ run time (a subgroup past the areas loads directly), so a wrong hint costs speed
 """
 from __future__ import annotations
 
-from ....ir.module import Const, Instr
+from ....ir.module import Instr, const_int
 
 WIDTH = 32                       # the PTX subgroup
 MAX_SUBGROUPS = 1024 // WIDTH    # a workgroup holds at most 1024 work-items
@@ -31,11 +31,6 @@ def _strip(v):
     return v
 
 
-def _const(v) -> int | None:
-    v = _strip(v)
-    return v.value if isinstance(v, Const) and isinstance(v.value, int) else None
-
-
 def _index(v, kind: str) -> bool:
     v = _strip(v)
     return isinstance(v, Instr) and v.op == "gpu.index" and v.attrs.get("kind") == kind \
@@ -50,10 +45,11 @@ def _scaled_block(v) -> int | None:
     a, b = v.operands
     if v.op == "mul":
         for x, y in ((a, b), (b, a)):
-            if _index(x, "block") and _const(y):
-                return _const(y)
-    if v.op == "shl" and _index(a, "block") and _const(b) is not None and 0 <= _const(b) < 31:
-        return 1 << _const(b)
+            if _index(x, "block") and const_int(y):
+                return const_int(y)
+    shift = const_int(b)
+    if v.op == "shl" and _index(a, "block") and shift is not None and 0 <= shift < 31:
+        return 1 << shift
     return None
 
 
@@ -61,8 +57,8 @@ def _per_subgroup(v) -> bool:
     """Whether `v` is x / 32 or x >> 5 (of anything)."""
     v = _strip(v)
     return isinstance(v, Instr) and len(v.operands) == 2 and (
-        (v.op == "div" and _const(v.operands[1]) == WIDTH) or
-        (v.op == "shr" and _const(v.operands[1]) == WIDTH.bit_length() - 1))
+        (v.op == "div" and const_int(v.operands[1]) == WIDTH) or
+        (v.op == "shr" and const_int(v.operands[1]) == WIDTH.bit_length() - 1))
 
 
 def _block_term(scaled, sub) -> int | None:
