@@ -87,11 +87,14 @@ def execute(channel, instance, action_digest, deadline):
                 stream = stub.Execute(re_pb2.ExecuteRequest(
                     instance_name=instance, action_digest=action_digest,
                     skip_cache_lookup=False), timeout=left)
-            for op in stream:
-                name = op.name or name
-                if op.done:
-                    result, _ = result_of(iter([op]))
-                    return result, retries
+            try:
+                for op in stream:
+                    name = op.name or name
+                    if op.done:
+                        result, _ = result_of(iter([op]))
+                        return result, retries
+            finally:
+                stream.cancel()  # a call left open keeps grpc's threads alive at exit
             name = None
         except grpc.RpcError as e:
             if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
@@ -117,8 +120,14 @@ def main(argv: list) -> int:
     p.add_argument("command", nargs="+")
     args = p.parse_args(argv)
     props = [tuple(kv.split("=", 1)) for kv in args.property]
-    channel = grpc.insecure_channel(args.server)
     start = time.monotonic()
+    # Closing the channel ends every call still open (one broken by a GOAWAY included);
+    # without it the interpreter can wait on grpc's threads after the answer is printed.
+    with grpc.insecure_channel(args.server) as channel:
+        return _run(channel, args, props, start)
+
+
+def _run(channel, args, props, start) -> int:
     try:
         cas = Cas(channel, args.instance, Path("/tmp") / f"mettle-client-{hashlib.sha256(args.server.encode()).hexdigest()[:8]}")
         digest = upload_action(cas, args.command, props, args.output, args.timeout, args.salt)
