@@ -47,7 +47,8 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 SHAPES = ("b16h16n2048d64", "b8h16n4096d128", "b2h16n16384d128")
 from examples.attention.attention import FORMS  # noqa: E402  (--forms: compile options)
 
-CONTENDER = {"mma": "ours", "wgmma": "ours_wgmma"}     # our contender's name in each form
+CONTENDER = {"mma": "ours", "wgmma": "ours_wgmma",     # our contender's name in each form
+             "wgmma-ss": "ours_wgmma_ss"}
 CONTENDERS = (*CONTENDER.values(), "flash", "cudnn")
 CHECK_HEADS = 2                    # the check runs ours on the first heads of batch 0
 SLOW_MS = 100.0                    # a launch this slow needs no warm-up beyond its first
@@ -259,7 +260,8 @@ def main(argv=None) -> int:
                     help="print the plan and compile the variants; no GPU needed")
     ap.add_argument("--forms", default="mma",
                     help="comma-separated forms of ours, timed side by side: mma (the "
-                    "mma.sync form, `ours`), wgmma (`ours_wgmma`, sm_90a)")
+                    "mma.sync form, `ours`), wgmma (`ours_wgmma`, sm_90a), wgmma-ss (Q in "
+                    "workgroup memory, `ours_wgmma_ss`)")
     args = ap.parse_args(argv)
     bad = set(forms_of(args)) - set(FORMS)
     if bad or not forms_of(args):

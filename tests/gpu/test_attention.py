@@ -20,8 +20,9 @@ output, reads past n). BLOCK_M and BLOCK_N come from the kernel source. Each gro
 runs in its own process (a faulting kernel poisons its CUDA context), so the test names
 the group and the script's output names the case. The compute-sanitizer tests run memcheck
 and racecheck on one small causal and one full case, in a process without torch. Every
-test runs both forms of the tile matmuls: mma.sync and wgmma (`--form`, the compile
-option tile_wgmma; docs/internals/tile-wgmma.md), the latter only on a GPU with wgmma.
+test runs each form of the tile matmuls: mma.sync, wgmma, and wgmma with Q in workgroup
+memory (`--form`, the compile options tile_wgmma and tile_wgmma_a;
+docs/internals/tile-wgmma.md), the wgmma ones only on a GPU with wgmma.
 
     python3 -m pytest tests/gpu/test_attention.py
 """
@@ -46,13 +47,13 @@ GROUPS = {"full": ["{v}-full-*"], "causal": ["{v}-causal-*"],
           "launches200": ["{v}-launches200"]}
 TIMEOUT_S = 300
 SANITIZER_EXIT = 86
-FORMS = ("mma", "wgmma")
+FORMS = ("mma", "wgmma", "wgmma-ss")     # examples/attention/attention.py's FORMS
 
 
 @cache
 def form_reason(form: str) -> str | None:
     """Why `form` cannot run here (wgmma: the local GPU's profile lacks it), or None."""
-    if form != "wgmma":
+    if not form.startswith("wgmma"):
         return None
     from toolchain.compiler import targets
     from toolchain.compiler.targets.ptx.profiles import detect_local_arch

@@ -27,12 +27,17 @@ def wgmma_here() -> bool:
     return targets.resolve_target("ptx", arch).capabilities.wgmma
 
 
-FORMS = ("mma", "wgmma")        # the matmuls' form: mma.sync, or wgmma (tile_wgmma)
+# the matmuls' form: mma.sync, wgmma (tile_wgmma), wgmma with A tiles in workgroup memory
+FORMS = ("mma", "wgmma", "wgmma-ss")
+OPTIONS = {"mma": {"tile_wgmma": False}, "wgmma": {"tile_wgmma": True},
+           "wgmma-ss": {"tile_wgmma": True, "tile_wgmma_a": "shared"}}
 
 
 def check_form(explain: str, form: str) -> None:
     assert "held in registers" in explain, explain
-    assert ("on wgmma" in explain) == (form == "wgmma" and wgmma_here()), explain
+    wgmma = form.startswith("wgmma") and wgmma_here()
+    assert ("on wgmma" in explain) == wgmma, explain
+    assert ("A from shared tiles" in explain) == (wgmma and form == "wgmma-ss"), explain
 
 
 def ptx_of(tmp_path, text: str, consts=(), **opts) -> tuple[str, str]:
@@ -83,7 +88,7 @@ def test_register_times_shared_tile_matmul_is_exact_on_the_gpu(gpu_run, tmp_path
                                                                k, n, lda, ldb, form):
     ptx, explain = ptx_of(tmp_path, MATMUL.replace(" LAYOUT", ", layout: col"
                                                    if layout == "col" else ""),
-                          tile_wgmma=form == "wgmma")
+                          **OPTIONS[form])
     check_form(explain, form)
     rng = np.random.default_rng(m + k + n)
     a = rng.integers(-3, 4, (m, lda)).astype(np.float16)
@@ -118,7 +123,7 @@ def test_attention_variants_match_the_float64_oracle_on_the_gpu(gpu_run, tmp_pat
     shape = constants(consts)                               # the launcher's const reader
     block, rows = shape["WORK_ITEMS"], shape["BLOCK_M"]
     ptx, explain = ptx_of(tmp_path, text, consts=tuple((k, str(v)) for k, v in consts.items()),
-                          tile_wgmma=form == "wgmma")
+                          **OPTIONS[form])
     check_form(explain, form)
     for n, bh in ((1, 2), (77, 3), (300, 2), (1000, 1)):
         rng = np.random.default_rng(n * 3 + d + causal)

@@ -8,7 +8,9 @@ of the tiles); each kernel assembles with ptxas for sm_90a."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
+import numpy as np
 import pytest
 
 from examples.attention.attention import SOURCE
@@ -23,11 +25,12 @@ if "tile_wgmma" not in {f.name for f in dataclasses.fields(Options)}:
     pytest.skip("tile_wgmma lowering not merged", allow_module_level=True)
 
 
-def compile_wgmma(tmp_path, ptxas, text: str, consts=()):
+def compile_wgmma(tmp_path, ptxas, text: str, consts=(), a="registers"):
     objects, explain = compile_text(tmp_path, text, arch="sm_90a", consts=consts,
-                                    tile_wgmma=True)
+                                    tile_wgmma=True, tile_wgmma_a=a)
     remark = layout_remark(explain)
     assert "wgmma" in remark, remark
+    assert ("A from shared tiles" in remark) == (a == "shared"), remark
     ptx = compile_text.ptx
     assert "wgmma.mma_async" in ptx
     ptxas(ptx, "sm_90a")
@@ -48,6 +51,7 @@ SHAPES = {                      # (K, N) of tb: the matmul's k16 steps and its n
 }
 
 
+@pytest.mark.parametrize("a", ["registers", "shared"])
 @pytest.mark.parametrize("shape", list(SHAPES))
 @pytest.mark.parametrize("layout,m,k,n,lda,ldb", [
     ("row", 70, 32, 48, 32, 48),          # aligned: 16-byte copies
@@ -56,7 +60,7 @@ SHAPES = {                      # (K, N) of tb: the matmul's k16 steps and its n
     ("col", 64, 32, 48, 32, 32),          # b read column-major (Kᵀ)
     ("col", 90, 19, 41, 19, 21),          # ragged, misaligned
 ])
-def test_matmul_on_wgmma_is_exact(tmp_path, ptxas, shape, layout, m, k, n, lda, ldb):
+def test_matmul_on_wgmma_is_exact(tmp_path, ptxas, shape, layout, m, k, n, lda, ldb, a):
     kt, nt = SHAPES[shape]
     src = MATMUL.replace(" LAYOUT", ", layout: col" if layout == "col" else "") \
         .replace("tile<f16, 64, 32>", f"tile<f16, 64, {kt}>") \
@@ -65,23 +69,73 @@ def test_matmul_on_wgmma_is_exact(tmp_path, ptxas, shape, layout, m, k, n, lda, 
     if kt > 32:                 # four k16 steps, a 64-wide b: wider (still ragged) data
         lda, ldb = lda + kt - 32, ldb + (kt - 32 if layout == "col" else nt - 48)
         k, n = k + 7, n + 5
-    objects = compile_wgmma(tmp_path, ptxas, src)
+    objects = compile_wgmma(tmp_path, ptxas, src, a=a)
     check_matmul(run, objects, layout, m, k, n, lda, ldb, seed=kt)
 
 
-@pytest.mark.parametrize("fmt,d,causal,n,block_m,block_n,work_items,bh", [
+# A and B reloaded every K step: `ta` after the matmul (a prefetch), `tb` before it
+KLOOP = """
+kernel(block = 256) mmk(a: uint16*, b: uint16*, d: float32*, m: uint32, k: uint32,
+                        n: uint32, lda: uint32, ldb: uint32) {
+    var row0: uint32 = block.x * 128;
+    var acc: tile<f32, 128, 48> = tile_fill(0.0);
+    var ta: tile<f16, 128, 32> = tile_load(a, row0, 0, m, k, ld: lda);
+    var k0: uint32 = 0;
+    while (k0 < k) {
+        var tb: tile<f16, 32, 48> = tile_load(b, k0, 0, k, n, ld: ldb);
+        acc = tensor_matmul(ta, tb, acc);
+        k0 = k0 + 32;
+        ta = tile_load(a, row0, k0, m, k, ld: lda);
+    }
+    tile_store(d, acc, row0, 0, m, n);
+}
+"""
+
+
+@pytest.mark.parametrize("m,k,n,lda", [(200, 96, 48, 96), (130, 75, 41, 77)])
+def test_a_shared_tile_reloaded_every_k_step_is_exact(tmp_path, ptxas, m, k, n, lda):
+    """--gpu-tile-wgmma-a=shared with `ta` loaded again after each matmul that read it
+    (the load's barrier orders it after every warpgroup's read) and two warpgroups, each
+    reading its own 64 rows; the matmul waits for all copies, since `tb`'s were issued
+    after `ta`'s (tile_plan._waits takes the fewer of its operands' pending groups)."""
+    objects = compile_wgmma(tmp_path, ptxas, KLOOP, a="shared")
+    ptx = compile_text.ptx
+    # both operands from descriptors (imm-trans-a 0; tb by rows: an MN-major B)
+    assert re.search(r"wgmma\.mma_async\S+ \{[^}]*\}, %rd\d+, %rd\d+, %p\d+, 1, 1, 0, 1;", ptx)
+    fence = ptx.index("wgmma.fence")
+    wait = ptx[ptx.rindex("cp.async.wait_group", 0, fence):fence]
+    assert wait.startswith("cp.async.wait_group 0;") and "bar.sync" in wait, wait
+    rng = np.random.default_rng(m + k)
+    amat = rng.integers(-3, 4, (m, lda)).astype(np.float16)
+    bmat = rng.integers(-3, 4, (k, n)).astype(np.float16)
+    mem = run(objects, "mmk", 256, [
+        ("buf", "a", amat.view(np.uint16).ravel()), ("buf", "b", bmat.view(np.uint16).ravel()),
+        ("buf", "d", np.full(m * n, np.nan, np.float32)),
+        ("u32", m), ("u32", k), ("u32", n), ("u32", lda), ("u32", n)],
+        grid=(-(-m // 128), 1, 1))
+    want = amat[:, :k].astype(np.float64) @ bmat.astype(np.float64)
+    assert np.array_equal(mem.read("d").reshape(m, n), want.astype(np.float32))
+
+
+ATTENTION_CASES = [
     ("f16", 64, True, 100, 64, 64, 128, 2),      # one warpgroup, ragged last key block
     ("bf16", 64, False, 200, 64, 64, 128, 1),
     ("f16", 128, False, 100, 64, 64, 128, 1),    # d128: Kᵀ k-steps 8, V n128 (two atoms)
     ("bf16", 128, True, 200, 64, 32, 128, 1),
     ("bf16", 64, True, 200, 128, 64, 256, 1),    # two warpgroups, the shipped block shape
-])
+]
+
+
+@pytest.mark.parametrize("a", ["registers", "shared"])
+@pytest.mark.parametrize("fmt,d,causal,n,block_m,block_n,work_items,bh", ATTENTION_CASES)
 def test_attention_on_wgmma_matches_the_float64_oracle(tmp_path, ptxas, fmt, d, causal, n,
-                                                      block_m, block_n, work_items, bh):
+                                                      block_m, block_n, work_items, bh, a):
+    """Q in registers (the default) and, --gpu-tile-wgmma-a=shared, in workgroup memory
+    (both wgmma operands through descriptors; with two warpgroups each reads its rows)."""
     objects = compile_wgmma(
         tmp_path, ptxas, SOURCE.read_text(encoding="utf-8"),
         consts=(("HEAD_DIM", str(d)), ("ELEM", fmt), ("BLOCK_M", str(block_m)),
-                ("BLOCK_N", str(block_n)), ("WORK_ITEMS", str(work_items))))
+                ("BLOCK_N", str(block_n)), ("WORK_ITEMS", str(work_items))), a=a)
     check_attention(run, objects, fmt, n, d, causal, block_m, work_items, bh)
 
 

@@ -103,6 +103,11 @@ def build_parser():
     p.add_argument("--gpu-tile-wgmma", choices=("on", "off"), default="on",
                    help="register-resident tile matmuls on wgmma (A from registers) where "
                    "the profile has it, sm_90a (default on; off: mma.sync)")
+    p.add_argument("--gpu-tile-wgmma-a", choices=("registers", "shared"),
+                   default="registers",
+                   help="on wgmma, where a matmul's A tile is a variable only tile_load "
+                   "assigns: keep it in registers (default) or in workgroup memory, read "
+                   "through a descriptor")
     p.add_argument("--gpu-checks", action="store_true", help="emit gpu_assert traps")
     p.add_argument("--fp-contract", choices=("on", "off"), default="on",
                    help="GPU float multiply-add contraction (default on; off: every f32/f64 "
@@ -172,6 +177,7 @@ def _options(ns):
                    wmma_staging=ns.gpu_wmma_staging == "on",
                    tile_mma=ns.gpu_tile_mma == "on",
                    tile_wgmma=ns.gpu_tile_wgmma == "on",
+                   tile_wgmma_a=ns.gpu_tile_wgmma_a,
                    fp_contract=ns.fp_contract == "on",
                    include_dirs=list(ns.include), stdlib_dir=ns.stdlib,
                    link_args=list(ns.link_arg), libraries=list(ns.libs),

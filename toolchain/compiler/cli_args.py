@@ -17,7 +17,7 @@ DEFAULTS = {
     "file": None, "input": None, "output": None, "emit": None, "optimize": False,
     "release": False, "gpu_arch": None, "target": None, "ptx_version": None,
     "gpu_tensor_tuple_budget": 0, "gpu_wmma_staging": "on", "gpu_checks": False,
-    "gpu_tile_mma": "on", "gpu_tile_wgmma": "on",
+    "gpu_tile_mma": "on", "gpu_tile_wgmma": "on", "gpu_tile_wgmma_a": "registers",
     "fp_contract": "on", "print_target": False, "dump_ir": False, "dump_spirv": False,
     "include": [], "stdlib": None, "error_format": "text", "link_arg": [], "libs": [],
     "verify": False, "dump_ir_after": [], "explain": False, "profile": False,
@@ -37,6 +37,7 @@ VALUES = {"-o": ("output", None), "-i": ("input", None), "--gpu-arch": ("gpu_arc
           "--gpu-wmma-staging": ("gpu_wmma_staging", ("on", "off")),
           "--gpu-tile-mma": ("gpu_tile_mma", ("on", "off")),
           "--gpu-tile-wgmma": ("gpu_tile_wgmma", ("on", "off")),
+          "--gpu-tile-wgmma-a": ("gpu_tile_wgmma_a", ("registers", "shared")),
           "--fp-contract": ("fp_contract", ("on", "off")),
           "--error-format": ("error_format", ("text", "json")),
           "--gpu-tensor-tuple-budget": ("gpu_tensor_tuple_budget", "int")}

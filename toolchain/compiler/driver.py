@@ -43,6 +43,8 @@ class Options:
     consts: tuple = ()                    # --const NAME=VALUE pairs (frontend/const_override)
     tile_mma: bool = True                 # --gpu-tile-mma=off: tile matmuls replay (tile_mma.py)
     tile_wgmma: bool = True               # --gpu-tile-wgmma=off: register tiles on mma.sync
+    tile_wgmma_a: str = "registers"       # --gpu-tile-wgmma-a=shared: a loaded A tile read
+    #                                       by wgmma from workgroup memory (tile_plan.py)
 
 
 @dataclass
@@ -107,6 +109,7 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                  device_target=opts.emit if gpu else None,
                                  consts=tuple(opts.consts), tile_mma=_tile_mma(opts),
                                  tile_wgmma=_tile_wgmma(opts),
+                                 tile_wgmma_a=opts.tile_wgmma_a,
                                  checks=not gpu and not opts.release)
     if gpu and not module.kernels():      # located at the file (callgraph's E0401 is not)
         from .diagnostics import Span

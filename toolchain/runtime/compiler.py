@@ -20,7 +20,7 @@ OPTIONS = {"ptx_version": "ptx_version", "fp_contract": "fp_contract",
            "gpu_checks": "gpu_checks", "tensor_tuple_budget": "tensor_tuple_budget",
            "wmma_staging": "wmma_staging", "include_dirs": "include_dirs",
            "stdlib_dir": "stdlib_dir", "release": "release", "consts": "consts",
-           "tile_mma": "tile_mma", "tile_wgmma": "tile_wgmma"}
+           "tile_mma": "tile_mma", "tile_wgmma": "tile_wgmma", "tile_wgmma_a": "tile_wgmma_a"}
 
 
 def _is_path(value) -> bool:
@@ -67,7 +67,8 @@ def compile(source, arch: str | None = None, opt: bool = True, *, target: str = 
     compiler's default); `opt`: -O; `target`: "ptx" (CUDA) or "spirv" (OpenCL); options:
     ptx_version, fp_contract, gpu_checks, tensor_tuple_budget, wmma_staging, include_dirs,
     stdlib_dir, release, consts (a dict NAME -> value, the --const flags), tile_mma
-    (False: --gpu-tile-mma=off), tile_wgmma (False: --gpu-tile-wgmma=off). Results are
+    (False: --gpu-tile-mma=off), tile_wgmma (False: --gpu-tile-wgmma=off), tile_wgmma_a
+    ("shared": --gpu-tile-wgmma-a=shared). Results are
     cached on disk (cache.py); `cache=False` skips it.
     Raises mettle.CompileError, whose str() is the compiler's located report."""
     if target not in TARGETS:

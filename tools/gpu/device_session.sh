@@ -177,18 +177,18 @@ attention_session() {
   # the attention example: its hardware tests (three parts at once; each test runs its
   # group of cases in a process of its own) and the tile tests, beside compute-sanitizer
   # memcheck and racecheck, then the benchmark alone on the GPU; every log goes to stdout
-  # too (about 2 + 1 minutes). ATTENTION_BENCH_ARGS: more bench/attention.py flags, e.g.
-  # "--forms mma,wgmma --bf16" for the whole table
+  # too (about 3 + 1 minutes; three forms: mma, wgmma, wgmma-ss). ATTENTION_BENCH_ARGS:
+  # more bench/attention.py flags, e.g. "--forms mma,wgmma,wgmma-ss --bf16" for the table
   step "attention: tests and compute-sanitizer"
   t=tests/gpu/test_attention.py
-  timeout 300 $PYTEST -rA $t -k "matches_sdpa and not bf16" > "$OUT/suite_attention_f16.txt" 2>&1 &
-  timeout 300 $PYTEST -rA $t -k "matches_sdpa and bf16 or group" \
+  timeout 420 $PYTEST -rA $t -k "matches_sdpa and not bf16" > "$OUT/suite_attention_f16.txt" 2>&1 &
+  timeout 420 $PYTEST -rA $t -k "matches_sdpa and bf16 or group" \
     > "$OUT/suite_attention_bf16.txt" 2>&1 &
   for tool in memcheck racecheck; do
-    timeout 300 $PYTEST -rA $t -k "sanitizer and $tool" > "$OUT/sanitizer_attention_$tool.txt" 2>&1 &
+    timeout 420 $PYTEST -rA $t -k "sanitizer and $tool" > "$OUT/sanitizer_attention_$tool.txt" 2>&1 &
   done
-  # the tile forms under the example: both forms, ragged n, d64 with 64 keys a step
-  timeout 300 $PYTEST -rA tests/gpu/test_tile_frag.py > "$OUT/suite_attention_tiles.txt" 2>&1 &
+  # the tile forms under the example: every form, ragged n, d64 with 64 keys a step
+  timeout 420 $PYTEST -rA tests/gpu/test_tile_frag.py > "$OUT/suite_attention_tiles.txt" 2>&1 &
   wait
   cat "$OUT"/suite_attention_*.txt "$OUT"/sanitizer_attention_*.txt
   step "attention: benchmark"

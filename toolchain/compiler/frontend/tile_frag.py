@@ -632,7 +632,7 @@ class TileFragMixin(TileWgmmaMixin):
         if not any(x in self._tile_synced for x in loads):
             self._publish(pending, span)
         if self._tplan.wgmma:
-            return FragVal(rt, "frag", self._wg_matmul(a, bt, c, rt))
+            return FragVal(rt, "frag", self._wg_matmul(a, bt, c, rt, span))
         M, K, N = a.type.rows, a.type.columns, bt.type.columns
         slabs = M // (16 * self._tplan.warps)
         nba, nbo = K // 8, N // 8

@@ -18,7 +18,9 @@ keeps the whole kernel on the replay (tile_replay.py, tile_mma.py), and `why` sa
 With `tile_wgmma` (sm_90a, --gpu-tile-wgmma=on) a fragment plan whose every matmul has
 the wgmma form (_wgmma_why) takes it (tile_wgmma.py, docs/internals/tile-wgmma.md): the
 same registers, the shared tiles in a swizzled wgmma layout instead of padded rows; else
-it keeps mma.sync and `wgmma_why` says why.
+it keeps mma.sync and `wgmma_why` says why. With --gpu-tile-wgmma-a=shared it also keeps
+each A tile that only `tile_load` assigns in workgroup memory (_a_in_shared), so wgmma
+reads both operands through descriptors, as FlashAttention-3 reads Q.
 """
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ class TilePlan:
         self.why = why                          # None: the fragment form applies
         self.wgmma = False                      # its matmuls on wgmma (tile_wgmma.py)
         self.wgmma_why: str | None = None       # why not, where the target has wgmma
+        self.a_shared: list[str] = []           # shared tiles read as a matmul's A
         self.shared: dict[str, SharedSpec] = shared or {}
         self.warps = warps
         # id(tensor_matmul call) -> (n, loads): how many copy groups may still be in
@@ -166,7 +169,53 @@ def plan_tiles(lw, body: A.Block) -> TilePlan:
         if not plan.wgmma:
             for spec in shared.values():
                 spec.swizzle = 0
+        elif getattr(lw.ctx, "tile_wgmma_a", "registers") == "shared":
+            _place_a(plan, body, types, decls)
     return plan
+
+
+def _place_a(plan: TilePlan, body, types, decls) -> None:
+    """Move the A tiles _a_in_shared finds into workgroup memory while the swizzled tiles
+    fit the static budget (one that does not stays in registers); the matmuls reading
+    them then also wait for their copies."""
+    smem = sum(_swizzled_bytes(types[n]) for n in plan.shared)
+    for name, spec in _a_in_shared(body, types, decls, plan.shared).items():
+        spec.swizzle = swizzle_of(spec.inner)
+        size = _swizzled_bytes(types[name])
+        if spec.swizzle and smem + size <= SHARED_BYTES:
+            smem += size
+            plan.shared[name] = spec
+            plan.a_shared.append(name)
+    if plan.a_shared:
+        plan.waits = {}
+        _waits(body.stmts, set(plan.shared), plan.waits)
+
+
+def _a_in_shared(body, types, decls, shared) -> dict[str, SharedSpec]:
+    """16-bit tile variables assigned only by a row-layout `tile_load` and used only as
+    the a operand of matmuls whose b is a shared tile: kept in workgroup memory, their
+    rows (k contiguous) are a K-major A, the layout of a b loaded `layout: col`."""
+    a_args = {id(n.args[0]) for n in _nodes(body)
+              if _tile_call(n, "tensor_matmul") and len(n.args) >= 2 and
+              isinstance(n.args[0], A.Name) and isinstance(n.args[1], A.Name) and
+              n.args[1].name in shared}
+    targets = {id(n.target) for n in _nodes(body)
+               if isinstance(n, A.Assign) and n.op == "=" and isinstance(n.target, A.Name)}
+    names = [n.name for n in _nodes(body) if isinstance(n, A.Name) and id(n) in a_args]
+    other = {n.name for n in _nodes(body) if isinstance(n, A.Name) and
+             id(n) not in a_args and id(n) not in targets}
+    out = {}
+    for name in dict.fromkeys(names):
+        if name in other or types[name].format == "f32":
+            continue
+        loads = _assignments(body, decls[name], name)
+        if loads and all(_tile_call(v, "tile_load") and not _layout_col(v) for v in loads):
+            out[name] = SharedSpec(False, types[name].columns)
+    return out
+
+
+def _swizzled_bytes(tt) -> int:
+    return -(-2 * tt.count // SWIZZLE_ALIGN) * SWIZZLE_ALIGN
 
 
 # wgmma m64nNk16 with f16/bf16 inputs: N a multiple of 8 from 8 to 256 (PTX ISA 9.0,
@@ -207,7 +256,7 @@ def _wgmma_why(body, types, shared, warps) -> str | None:
         if not spec.swizzle:
             return (f"`{name}`'s contiguous dimension ({spec.inner} elements) is not a "
                     "multiple of 16, the narrowest swizzled wgmma layout")
-        smem += -(-2 * tt.count // SWIZZLE_ALIGN) * SWIZZLE_ALIGN
+        smem += _swizzled_bytes(tt)
     if smem > SHARED_BYTES:
         return (f"the swizzled shared tiles need {smem} bytes of workgroup memory "
                 f"(at most {SHARED_BYTES})")
@@ -262,7 +311,8 @@ def _waits(stmts, shared: set, out: dict) -> None:
     that are whole statements between X's last load in the list (or the list's start) and
     statement i. They run after X's latest copies on every path (a loop body's earlier
     statements follow the previous iteration's and the pre-loop loads alike), so waiting
-    until at most that many copy groups are in flight completes X's."""
+    until at most that many copy groups are in flight completes X's. A matmul reading two
+    shared tiles (a shared A) takes the fewer: those loads follow both tiles' last."""
     for i, st in enumerate(stmts):
         if isinstance(st, A.Switch):        # case bodies are bare lists: wait for all
             for n in _nodes(st):
@@ -270,13 +320,14 @@ def _waits(stmts, shared: set, out: dict) -> None:
                     out[id(n)] = (0, ())
             continue
         for n in _nodes(st, nested=False):
-            if _tile_call(n, "tensor_matmul") and len(n.args) >= 2 and \
-                    isinstance(n.args[1], A.Name) and n.args[1].name in shared:
-                x = n.args[1].name
+            if not (_tile_call(n, "tensor_matmul") and len(n.args) >= 2):
+                continue
+            for x in {a.name for a in n.args[:2] if isinstance(a, A.Name)} & shared:
                 j = max((k for k in range(i) if x in _loads(stmts[k], shared)), default=-1)
                 sure = [_load_call(stmts[k]) for k in range(j + 1, i)
                         if _sure_load(stmts[k], shared)]
-                out[id(n)] = (len(sure), tuple(id(c) for c in sure))
+                if id(n) not in out or len(sure) < out[id(n)][0]:
+                    out[id(n)] = (len(sure), tuple(id(c) for c in sure))
         for child in _blocks(st):
             _waits(child.stmts, shared, out)
         if isinstance(st, A.Block):

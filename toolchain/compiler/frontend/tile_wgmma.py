@@ -28,6 +28,12 @@ Layout_{K,MN}_SW{S}_Atom tiled along the outer dimension first (mma_traits_sm90_
 - b loaded by rows (V: outer = K, inner = N) is an MN-major B: SBO = 8*S (the next 8 rows
   of K), LBO = O*S (the next panel of N, cute's stride_01); k step ks starts at row 16 ks,
   imm-trans-b = 1 (allowed for f16/bf16).
+
+With --gpu-tile-wgmma-a=shared an A tile only `tile_load` assigns (tile_plan._a_in_shared)
+is a shared tile too, loaded by rows (outer = M, inner = K): a K-major A, described like
+the K-major B (same k steps, SBO 8*S), imm-trans-a = 0. Warpgroup g's slab k is rows
+64 (g + q k) (warps = 4q), which start 64 (g + q k) S bytes into every panel: a multiple of
+the 8-row swizzle pattern, so the descriptor's base offset stays 0.
 """
 from __future__ import annotations
 
@@ -35,11 +41,13 @@ from ..ir.types import F32, VectorType
 from .tile_replay import TileType
 
 
-def steps_and_strides(home, k: int) -> tuple[tuple[int, ...], int, int, int]:
-    """(byte offset of each 16-wide k step's descriptor start, LBO, SBO, imm-trans-b) of
-    the shared tile `home` read as a K x N b operand (module docstring)."""
+def steps_and_strides(home, k: int, kmajor: bool | None = None
+                      ) -> tuple[tuple[int, ...], int, int, int]:
+    """(byte offset of each 16-wide k step's descriptor start, LBO, SBO, imm-trans) of the
+    shared tile `home` read as a K x N b operand, or (kmajor True) as an A operand loaded
+    by rows (module docstring)."""
     S, O = home.swizzle, home.outer
-    if home.col:        # K-major: inner = K
+    if home.col if kmajor is None else kmajor:      # K-major: inner = K
         half = S // 2
         steps = tuple((16 * ks // half) * O * S + (2 * 16 * ks) % S for ks in range(k // 16))
         return steps, 16, 8 * S, 0
@@ -56,8 +64,13 @@ class TileWgmmaMixin:
         else:
             where = "shared tiles in swizzled layouts: " + ", ".join(
                 f"`{n}` ({s.swizzle}-byte)" for n, s in plan.shared.items())
+        if plan.a_shared:
+            a = ", ".join(f"`{n}`" for n in plan.a_shared)
+            source = f"A from shared tiles ({a}) or registers"
+        else:
+            source = "A from registers"
         return ("tile values held in registers in the mma fragment layout "
-                f"({plan.warps} subgroups) on wgmma (A from registers), {where}")
+                f"({plan.warps} subgroups) on wgmma ({source}), {where}")
 
     def _swizzled(self, home, o, v):
         """The u32 element index of (outer o, inner v) in a swizzled shared tile."""
@@ -70,9 +83,9 @@ class TileWgmmaMixin:
         inrow = b.add(b.mul(b.binop("xor", chunk, f), c(8)), b.rem(v, c(8)))
         return b.add(b.add(panel, b.mul(o, c(half))), inrow)
 
-    def _wg_matmul(self, a, bt, c, rt: TileType) -> list:
+    def _wg_matmul(self, a, bt, c, rt: TileType, span) -> list:
         """The registers of c + a*b on wgmma (the plan's waits are done): one tile.wgmma
-        for every slab, complete when it returns (wgmma.wait_group 0), so the shared tile
+        for every slab, complete when it returns (wgmma.wait_group 0), so the shared tiles
         it reads may be overwritten by any later load and its registers read by any later
         operation."""
         b = self.b
@@ -81,17 +94,27 @@ class TileWgmmaMixin:
         slabs = rt.rows // (16 * self._tplan.warps)
         nba = K // 8
         steps, lbo, sbo, trans = steps_and_strides(home, K)
-        words = []
-        for k in range(slabs):
-            for kc in range(K // 16):
-                w = (k * nba + 2 * kc) * 2
-                words += a.regs[w:w + 4]
+        attrs = {"format": a.type.format, "n": N, "slabs": slabs, "steps": steps,
+                 "lbo": lbo, "sbo": sbo, "swizzle": home.swizzle, "trans": trans}
+        if a.home == "shared":      # A through a descriptor too: this warpgroup's rows
+            ah = a.shared
+            a_steps, a_lbo, a_sbo, _ = steps_and_strides(ah, K, kmajor=True)
+            group = b.div(self._geo(span)[0], self._c32(4))
+            first = b.mul(group, self._c32(64 * ah.swizzle // 2))
+            a_ops = [self._at(ah.ptr, first)]
+            attrs.update(a_steps=a_steps, a_lbo=a_lbo, a_sbo=a_sbo, a_swizzle=ah.swizzle,
+                         a_slab=64 * (self._tplan.warps // 4) * ah.swizzle)
+        else:
+            a_ops = []
+            for k in range(slabs):
+                for kc in range(K // 16):
+                    w = (k * nba + 2 * kc) * 2
+                    a_ops += a.regs[w:w + 4]
         half = N // 2
         # without c the first k step does not read the accumulators (scale-d false): no
         # moves of a start value into them
         acc = list(c.regs) if c is not None else []
-        d = b.emit("tile.wgmma", VectorType(F32, slabs * half), [*words, home.ptr, *acc],
-                   {"format": a.type.format, "n": N, "slabs": slabs, "steps": steps,
-                    "lbo": lbo, "sbo": sbo, "swizzle": home.swizzle, "trans": trans})
+        d = b.emit("tile.wgmma", VectorType(F32, slabs * half), [*a_ops, home.ptr, *acc],
+                   attrs)
         self._tile_clean = None         # a shared read since the last barrier
         return [b.emit("vec.extract", F32, [d], {"index": i}) for i in range(slabs * half)]

@@ -125,7 +125,9 @@ def _rows() -> list[OpInfo]:
         # the wgmma form of register-resident tiles (frontend/tile_wgmma.py; sm_90a only)
         R("tile.wgmma", "a... ptr c...", reads=True, collective="workgroup", where="device",
           doc="c + a*b for attrs.slabs 64-row blocks of each warpgroup: a the A fragments "
-          "(4 packed 16-bit words per 16-wide k step and slab), b the shared tile at ptr "
+          "(4 packed 16-bit words per 16-wide k step and slab) or, with attrs.a_steps, one "
+          "pointer to this warpgroup's rows of a shared A tile (attrs.a_slab bytes to the "
+          "next slab, attrs.a_lbo/a_sbo/a_swizzle), b the shared tile at ptr "
           "(attrs.swizzle-byte rows, attrs.lbo/sbo/trans, attrs.steps: byte offset per k "
           "step), c attrs.n/2 f32 per slab or none (a zero start): vec<slabs*n/2 x f32>, "
           "complete when it returns"),

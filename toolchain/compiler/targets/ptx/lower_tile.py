@@ -15,8 +15,9 @@ are the bits of two cvt.rn of one f32 each.
 Their wgmma form (frontend/tile_wgmma.py, sm_90a, docs/internals/tile-wgmma.md):
 tile.wgmma -> an A operand from another basic block through an identity shuffle (a ptxas
 workaround, _held), the accumulators copied into the registers wgmma updates in place,
-wgmma.fence, one wgmma.mma_async m64nNk16 with A from registers per slab and 16-wide k
-step (B from a shared-memory descriptor), wgmma.commit_group, wgmma.wait_group 0, so no
+wgmma.fence, one wgmma.mma_async m64nNk16 with A from registers (or, for an A tile in
+workgroup memory, from a descriptor too) per slab and 16-wide k step (B from a
+shared-memory descriptor), wgmma.commit_group, wgmma.wait_group 0, so no
 later instruction sees an unfinished accumulator or reuses an A register too early;
 tile.proxy_fence -> fence.proxy.async.shared::cta.
 """
@@ -148,31 +149,45 @@ def _held(em, v, ins: Instr):
     return _fixed(em, v)
 
 
-def lower_wgmma(em, ins: Instr) -> None:
-    """Operands: the A words (4 per k step, k steps inner, slabs outer), the shared tile's
-    pointer, the accumulators (n/2 per slab; none: the first k step of each slab runs
-    with scale-d false, d = a*b, and reads no accumulator)."""
-    em.profile.need("wgmma", "a register-resident tile matmul on wgmma", ins.span)
+def _descriptors(em, p, offsets, sbo: int, lbo: int, swizzle: int) -> list:
+    """A wgmma descriptor of the shared tile at pointer p for each byte offset (the start
+    address moves by whole 16-byte units)."""
     from .tensor.wgmma import desc_base     # (the GEMM's modules load only when used)
-    at = ins.attrs
-    n, steps, slabs, fmt = at["n"], at["steps"], at["slabs"], at["format"]
-    na = 4 * len(steps) * slabs
-    a_vals, p, c_vals = ins.operands[:na], ins.operands[na], ins.operands[na + 1:]
     a = _shared_addr(em, p, 0)
     smem = em.new("r")
     em.put(ops.cvt("u32", "u64", smem, a.base))
     if a.offset:
         em.put(ops.binary("add", "u32", smem, smem, a.offset))
-    base = desc_base(em, smem, sbo=at["sbo"], lbo=at["lbo"], swizzle=at["swizzle"])
+    base = desc_base(em, smem, sbo=sbo, lbo=lbo, swizzle=swizzle)
     descs = []
-    for off in steps:           # the start address moves by whole 16-byte units
+    for off in offsets:
         if off == 0:
             descs.append(base)
             continue
         d = em.new("rd")
         em.put(ops.binary("add", "s64", d, base, off >> 4))
         descs.append(d)
-    a_regs = [_held(em, v, ins) for v in a_vals]
+    return descs
+
+
+def lower_wgmma(em, ins: Instr) -> None:
+    """Operands: the A words (4 per k step, k steps inner, slabs outer) or, with attrs
+    a_steps, the A tile's pointer (this warpgroup's first slab); the B tile's pointer; the
+    accumulators (n/2 per slab; none: the first k step of each slab runs with scale-d
+    false, d = a*b, and reads no accumulator)."""
+    em.profile.need("wgmma", "a register-resident tile matmul on wgmma", ins.span)
+    at = ins.attrs
+    n, steps, slabs, fmt = at["n"], at["steps"], at["slabs"], at["format"]
+    shared_a = "a_steps" in at
+    na = 1 if shared_a else 4 * len(steps) * slabs
+    a_vals, p, c_vals = ins.operands[:na], ins.operands[na], ins.operands[na + 1:]
+    descs = _descriptors(em, p, steps, at["sbo"], at["lbo"], at["swizzle"])
+    if shared_a:                # slab s, k step ks: a_slab s + a_steps[ks] bytes in
+        a_descs = _descriptors(em, a_vals[0], [at["a_slab"] * s + off for s in range(slabs)
+                                               for off in at["a_steps"]],
+                               at["a_sbo"], at["a_lbo"], at["a_swizzle"])
+    else:
+        a_regs = [_held(em, v, ins) for v in a_vals]
     # wgmma reads and writes its accumulators in place: fresh registers holding c
     acc = [em.new_t(FloatType(32)) for _ in range(slabs * n // 2)]
     for r, v in zip(acc, c_vals):
@@ -187,10 +202,14 @@ def lower_wgmma(em, ins: Instr) -> None:
     half, nk = n // 2, len(steps)
     for s in range(slabs):
         for ks in range(nk):
+            d, scale = acc[half * s:half * (s + 1)], first if ks == 0 else one
+            if shared_a:
+                em.put(ops.wgmma_mma_async(n, "f32", fmt, fmt, d, a_descs[s * nk + ks],
+                                           descs[ks], scale, trans_b=at["trans"]))
+                continue
             w = 4 * (s * nk + ks)
-            em.put(ops.wgmma_mma_async_rs(n, "f32", fmt, fmt, acc[half * s:half * (s + 1)],
-                                          a_regs[w:w + 4], descs[ks], first if ks == 0
-                                          else one, at["trans"]))
+            em.put(ops.wgmma_mma_async_rs(n, "f32", fmt, fmt, d, a_regs[w:w + 4], descs[ks],
+                                          scale, at["trans"]))
     em.put(ops.wgmma_commit_group(), ops.wgmma_wait_group(0))
     em.define(ins, Vec(acc))
 

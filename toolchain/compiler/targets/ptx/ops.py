@@ -216,17 +216,21 @@ WGMMA_K = {"f16": 16, "bf16": 16, "e4m3": 32, "e5m2": 32}
 
 
 def wgmma_mma_async(n: int, d_type: str, a_type: str, b_type: str, d, a_desc: str,
-                    b_desc: str, scale_d, scale_a: int = 1, scale_b: int = 1) -> PtxInstr:
+                    b_desc: str, scale_d, scale_a: int = 1, scale_b: int = 1,
+                    trans_b: int = 0) -> PtxInstr:
     """`wgmma.mma_async.sync.aligned.m64n<n>k<K>.<d>.<a>.<b> {d}, a-desc, b-desc, scale-d,
     imm-scale-a, imm-scale-b` with both operands from shared-memory descriptors (K from the
     input format: 16 for f16/bf16, 32 for FP8). f16/bf16 also take the two transpose
-    immediates, here 0 (both K-major); FP8 has none (K-major only)."""
+    immediates: imm-trans-a 0 (a K-major A), imm-trans-b `trans_b` (1: an MN-major B); FP8
+    has none (K-major only)."""
     if a_type not in WGMMA_K or WGMMA_K[b_type] != WGMMA_K[a_type] or n % 8 or \
-            not 8 <= n <= 256 or len(d) != n // 2:
-        raise ValueError(f"wgmma m64n{n} {a_type}.{b_type} with {len(d)} accumulators")
+            not 8 <= n <= 256 or len(d) != n // 2 or trans_b not in (0, 1) or \
+            (trans_b and WGMMA_K[a_type] != 16):
+        raise ValueError(f"wgmma m64n{n} {a_type}.{b_type} with {len(d)} accumulators, "
+                         f"trans-b {trans_b!r}")
     name = f"wgmma.mma_async.sync.aligned.m64n{n}k{WGMMA_K[a_type]}.{_t(d_type)}." \
            f"{_t(a_type)}.{_t(b_type)}"
-    extra = (0, 0) if WGMMA_K[a_type] == 16 else ()
+    extra = (0, trans_b) if WGMMA_K[a_type] == 16 else ()
     return _op(name, (vec(*d),), (a_desc, b_desc, scale_d, scale_a, scale_b, *extra))
 
 
