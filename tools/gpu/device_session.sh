@@ -14,7 +14,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh pending_bench  # ... then their timed tables
 #   OUT=/tmp/out bash tools/gpu/device_session.sh pending_rest   # ... then the whole suite + extra benches
 #   OUT=/tmp/out bash tools/gpu/device_session.sh attention  # attention tests, sanitizers, bench
-#   OUT=/tmp/out bash tools/gpu/device_session.sh tune_attention  # block-size variants vs flash
+#   OUT=/tmp/out bash tools/gpu/device_session.sh tune_attention  # Q placement, key blocks vs flash
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -263,11 +263,15 @@ pending_rest() {
 }
 
 tune_attention() {
-  # the attention tuning questions still open (docs/internals/tile-wgmma.md "Next steps"):
-  # 64 query rows per workgroup (128 work-items, two workgroups per SM) against 128
+  # the attention tuning questions still open (docs/internals/tile-wgmma.md "A tiles in
+  # workgroup memory"): Q in workgroup memory (both wgmma operands from descriptors; d128
+  # 167 registers, three workgroups an SM) against Q in registers, and with it 64 keys a
+  # step at d64 (127 registers, four workgroups an SM) or 32 at d128 (127 registers)
   step "attention variants"
-  timeout 240 python3 bench/attention_variants.py --json "$OUT/attention_variants.json" \
-    --variant bm128 BLOCK_M=128 --variant bm64 BLOCK_M=64 --variant bm64-mma BLOCK_M=64 tile_wgmma=0 \
+  timeout 300 python3 bench/attention_variants.py --json "$OUT/attention_variants.json" \
+    --variant reg --variant ss tile_wgmma_a=shared \
+    --variant ss-bn64 tile_wgmma_a=shared BLOCK_N=64 \
+    --variant ss-bn32 tile_wgmma_a=shared BLOCK_N=32 \
     2>&1 | tee "$OUT/attention_variants.txt"
 }
 
