@@ -69,7 +69,7 @@ def test_each_gemm_variant_from_source(tmp_path, budget):
 
 def _device_or_skip():
     import mettle
-    from mettle.providers.cuda import driver
+    from mettle.providers.cuda import driver  # pants: no-infer-dep
     reason = driver.probe()
     if reason is not None:
         pytest.skip(f"no GPU: {reason}")

@@ -112,9 +112,9 @@ def sdpa_or_reason():
     """(torch, torch.nn.functional, SDPBackend, sdpa_kernel) on a CUDA machine, else the
     reason there is nothing to time (a str)."""
     try:
-        import torch
-        import torch.nn.functional as F
-        from torch.nn.attention import SDPBackend, sdpa_kernel
+        import torch  # pants: no-infer-dep
+        import torch.nn.functional as F  # pants: no-infer-dep
+        from torch.nn.attention import SDPBackend, sdpa_kernel  # pants: no-infer-dep
     except ImportError as e:
         return f"torch unavailable ({e})"
     if not torch.cuda.is_available():
@@ -283,7 +283,7 @@ def main(argv=None) -> int:
     torch, F, SDPBackend, sdpa_kernel = found
     from examples.attention.attention import attention, constants
     from examples.attention.check_attention import Checker
-    from timing import timed_together
+    from timing import timed_together  # pants: no-infer-dep
 
     import functools
     t_start = time.perf_counter()

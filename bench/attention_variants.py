@@ -31,8 +31,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
+# bench/attention.py, a sibling script (on sys.path above)
 from attention import (SHAPES, flops, parse_shape, ptxas_report,  # noqa: E402
-                       sdpa_or_reason)                 # (bench/attention.py)
+                       sdpa_or_reason)  # pants: no-infer-dep
 
 
 def parse_variant(words: list[str]) -> tuple[str, dict, dict]:
@@ -112,7 +113,7 @@ def main(argv=None) -> int:
     preload_artifacts(variants, shapes)
     from examples.attention.attention import attention
     from examples.attention.check_attention import Checker
-    from timing import timed_together
+    from timing import timed_together  # pants: no-infer-dep
     checker = Checker()
     names = [v[0] for v in variants]
     print(f"{'shape':<18} {'mask':<6}" + "".join(f"{n:>10}" for n in names) +

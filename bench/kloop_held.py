@@ -27,8 +27,8 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import mettle  # noqa: E402
-from launching import compile_module, local_arch  # noqa: E402
-from timing import timed_together  # noqa: E402
+from launching import compile_module, local_arch  # noqa: E402  # pants: no-infer-dep
+from timing import timed_together  # noqa: E402  # pants: no-infer-dep
 
 HELD = os.path.join(ROOT, "bench", "kernels", "kloop_held.mettle")
 PLAIN = os.path.join(ROOT, "bench", "kernels", "plain.mettle")
@@ -70,7 +70,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--json", default="kloop_held.json")
     args = ap.parse_args()
-    import torch
+    import torch  # pants: no-infer-dep
     torch.zeros(1, device="cuda")                 # torch's (primary) context first
     dev, arch, size = mettle.device(0), local_arch(), args.size
     a = torch.randn(size, size, device="cuda").half()

@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import mettle  # noqa: E402
-from mettle.providers.cuda import driver  # noqa: E402
+from mettle.providers.cuda import driver  # noqa: E402  # pants: no-infer-dep
 
 N = 256
 SOURCE = """kernel inc(x: float32*, n: int32) {
@@ -59,7 +59,7 @@ def contenders(torch, mod) -> tuple[dict, dict, list]:
     except Exception as exc:  # noqa: BLE001  ImportError or a driver error: say which
         skipped["cuda-bindings cuLaunchKernel"] = f"{type(exc).__name__}: {exc}"
     try:
-        import cupy
+        import cupy  # pants: no-infer-dep
         kernel = _cupy_module(cupy, mod.ptx, keep).get_function("inc")
         xc = cupy.zeros(N, dtype=cupy.float32)
         n32 = cupy.int32(N)
@@ -88,7 +88,7 @@ def _cupy_module(cupy, ptx: str, keep: list):
 
 
 def _cuda_bindings(ptx: str, x, keep: list):
-    from cuda.bindings import driver as cu
+    from cuda.bindings import driver as cu  # pants: no-infer-dep
 
     def check(result):
         err, *rest = result if isinstance(result, tuple) else (result,)
@@ -104,8 +104,8 @@ def _cuda_bindings(ptx: str, x, keep: list):
 
 
 def _triton(torch, x):
-    import triton
-    import triton.language as tl
+    import triton  # pants: no-infer-dep
+    import triton.language as tl  # pants: no-infer-dep
 
     @triton.jit
     def inc(x_ptr, n, BLOCK: tl.constexpr):

@@ -24,8 +24,8 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import mettle  # noqa: E402
-from launching import compile_module, local_arch  # noqa: E402
-from timing import timed  # noqa: E402
+from launching import compile_module, local_arch  # noqa: E402  # pants: no-infer-dep
+from timing import timed  # noqa: E402  # pants: no-infer-dep
 from toolchain.compiler.driver import Options  # noqa: E402
 
 SOURCE = os.path.join(ROOT, "bench", "kernels", "plain.mettle")
@@ -122,7 +122,7 @@ def row_peers(torch, kind, x, gamma, beta, reps, compiled_peer=True):
     except Exception as exc:                      # noqa: BLE001 - a peer may be missing
         print(f"# torch.compile {kind}: unavailable ({type(exc).__name__}: {exc})")
     try:
-        import triton_peers
+        import triton_peers  # pants: no-infer-dep
         run = triton_peers.launcher(torch, kind, x, gamma, beta)
         run()
         rows.append(("triton", timed(torch, run, reps)))
@@ -215,7 +215,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true",
                     help="no torch.compile peer (the slowest to build)")
     args = ap.parse_args()
-    import torch
+    import torch  # pants: no-infer-dep
     torch.zeros(1, device="cuda")                 # torch's (primary) context first
     dev = mettle.device(0)
     arch = local_arch()

@@ -129,7 +129,7 @@ def attention(q, k, v, causal: bool = False, scale: float | None = None, *,
     contiguous tensor of q's shape and dtype to write (else a new one); `options`: more
     mettle.compile options ({"tile_wgmma": False}: the matmuls on mma.sync instead of
     wgmma on sm_90a)."""
-    import torch
+    import torch  # pants: no-infer-dep
     if q.dim() != 4:
         raise ValueError(f"attention: q, k, v must be [b, h, n, d], got {tuple(q.shape)}")
     b, h, n, d = q.shape

@@ -79,9 +79,9 @@ class Checker:
 
     def __init__(self, options: dict | None = None):
         import functools
-        import torch
-        import torch.nn.functional as F
-        from torch.nn.attention import SDPBackend, sdpa_kernel
+        import torch  # pants: no-infer-dep
+        import torch.nn.functional as F  # pants: no-infer-dep
+        from torch.nn.attention import SDPBackend, sdpa_kernel  # pants: no-infer-dep
         from examples.attention.attention import attention
         self.torch, self.F = torch, F
         self.attention = functools.partial(attention, options=options or {})

@@ -32,7 +32,7 @@ if str(REPO_ROOT) not in sys.path:  # run as a script: make `mettle` importable
     sys.path.insert(0, str(REPO_ROOT))
 
 import mettle  # noqa: E402
-from mettle.providers.cuda import driver  # noqa: E402
+from mettle.providers.cuda import driver  # noqa: E402  # pants: no-infer-dep
 
 MAGNITUDE_RANGE = (0.5, 2.0)
 INT_RANGE = (1, 100)

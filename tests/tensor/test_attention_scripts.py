@@ -33,7 +33,7 @@ def test_bench_without_a_gpu_says_why_and_exits_0():
 def test_bench_shapes_parse():
     sys.path.insert(0, str(ROOT / "bench"))
     try:
-        import attention
+        import attention  # pants: no-infer-dep
     finally:
         sys.path.remove(str(ROOT / "bench"))
     assert [attention.parse_shape(s) for s in attention.SHAPES] == [
@@ -93,7 +93,7 @@ def test_bench_and_check_script_take_the_wgmma_form():
 def test_variant_bench_compiles_its_variants_and_parses_settings():
     sys.path.insert(0, str(ROOT / "bench"))
     try:
-        import attention_variants as av
+        import attention_variants as av  # pants: no-infer-dep
     finally:
         sys.path.remove(str(ROOT / "bench"))
     assert av.parse_variant(["bm64", "BLOCK_M=64", "tile_wgmma=0", "ELEM=bf16"]) == \

@@ -385,7 +385,7 @@ def _stream_cell(handle: int | None) -> c_void_p | None:
 
 
 def _torch_current_stream(ordinal: int) -> int:
-    import torch
+    import torch  # pants: no-infer-dep
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     if raw is not None:
         return raw(ordinal)

@@ -184,7 +184,7 @@ def cli(seeds, args, out) -> int:
     pocl = opencl_available()[0]
     gpu = False
     try:
-        from mettle.providers.cuda import driver
+        from mettle.providers.cuda import driver  # pants: no-infer-dep
         gpu = driver.probe() is None
     except Exception:  # noqa: BLE001
         gpu = False

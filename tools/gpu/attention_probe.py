@@ -20,7 +20,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
 
-from attention import sdpa_or_reason  # noqa: E402
+from attention import sdpa_or_reason  # noqa: E402  # pants: no-infer-dep
 
 
 def inputs(torch, kind: str, n: int, d: int):

@@ -115,7 +115,7 @@ class Session:
         array.copy_from(self.np.frombuffer(self.initial[name], array.dtype))
 
     def facts(self) -> dict:
-        from mettle.providers.cuda import driver
+        from mettle.providers.cuda import driver  # pants: no-infer-dep
         dev = self.device
         h = dev.driver.uuid
         major, minor = dev.compute_capability
@@ -187,7 +187,7 @@ def run_rounds(session, launches, args) -> tuple[list[list[int]], list[list[int]
 
 def measure(args, wl, variants) -> tuple[dict, list, list]:
     import mettle
-    from mettle.providers.cuda.driver import CudaError
+    from mettle.providers.cuda.driver import CudaError  # pants: no-infer-dep
     session = Session(wl, args.device)
     try:
         facts = session.facts()

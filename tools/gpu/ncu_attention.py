@@ -15,7 +15,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
 
-from attention import parse_shape, sdpa_or_reason  # noqa: E402
+from attention import parse_shape, sdpa_or_reason  # noqa: E402  # pants: no-infer-dep
 from examples.attention.attention import FORMS, attention  # noqa: E402
 
 

@@ -12,9 +12,9 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
 
-import torch  # noqa: E402
+import torch  # noqa: E402  # pants: no-infer-dep
 
-import gemm_hopper as H  # noqa: E402
+import gemm_hopper as H  # noqa: E402  # pants: no-infer-dep
 import mettle  # noqa: E402
 
 
