@@ -249,6 +249,25 @@ def test_large_dynamic_shared_memory_is_opted_into_once(vadd, fake_driver):
     assert [c["value"] for c in fake_driver.calls("cuFuncSetAttribute")] == ["100000"]
 
 
+def test_a_kernels_tile_memory_from_its_signature_is_always_given(vadd, fake_driver):
+    """A signature's shared_bytes (tiles in dynamic workgroup memory) is the least every
+    launch gets: a launch without shared= gets it, a larger one keeps its own."""
+    from toolchain.runtime.module import Module
+    from toolchain.runtime.signature import Signature
+    doc = vadd.signature.to_json()
+    doc["kernels"][0]["shared_bytes"] = 81920
+    sig = Signature.from_json(doc)
+    assert sig.kernels["vadd"].shared_bytes == 81920 and sig.to_json() == doc
+    mod = Module("ptx", vadd.artifact, sig)
+    a = mettle.zeros(4)
+    mod.vadd[1, 4](a, a, a, 4)
+    mod.vadd[1, 4](a, a, a, 4, shared=100_000)
+    mod.vadd.launch(a, a, a, 4, grid=1, block=4, shared=16)
+    assert [c["shared"] for c in fake_driver.calls("cuLaunchKernel")[-3:]] == \
+        ["81920", "100000", "81920"]
+    assert "shared_bytes" not in vadd.signature.to_json()["kernels"][0]
+
+
 def test_driver_errors_name_the_kernel(vadd, monkeypatch):
     a = mettle.zeros(4)
     vadd.vadd[1, 4](a, a, a, 4)

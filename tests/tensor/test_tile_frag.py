@@ -53,6 +53,7 @@ def compile_text(tmp_path, text: str, arch="sm_80", consts=(), **opts):
                 explain=True, **opts)
     res = compile_file(str(path), o)
     compile_text.ptx = res.data.decode()
+    compile_text.signature = res.signature
     return res.objects, res.explain or ""
 
 
@@ -285,3 +286,43 @@ def check_from_workgroup(run, objects) -> None:
         ("buf", "d", np.zeros(m * 32, np.float32)), ("u32", m)])
     want = a.astype(np.float64) @ bm.astype(np.float64)
     assert np.array_equal(mem.read("d").reshape(m, 32), want.astype(np.float32))
+
+
+
+SEQUENCE = """
+kernel(block = 128) seq(x: float32*, y: float32*, n: uint32) {
+    var row0: uint32 = block.x * 64;
+    var a: tile<f32, 64, 256> = tile_load(x, row0, 0, n, 256);
+    tile_store(y, a * 2.0, row0, 0, n, 256);
+    var b: tile<f32, 64, 256> = tile_load(x, row0, 0, n, 256);
+    tile_store(y, b + 1.0, row0, 0, n, 256);
+    var c: tile<f32, 64, 256> = tile_load(x, row0, 0, n, 256);
+    tile_store(y, c - 3.0, row0, 0, n, 256);
+}
+"""
+
+LOOP = """
+kernel(block = 128) carried(x: float32*, y: float32*, n: uint32) {
+    var row0: uint32 = block.x * 64;
+    var a: tile<f32, 64, 256> = tile_load(x, row0, 0, n, 256);
+    var i: uint32 = 0;
+    while (i < 2) {
+        tile_store(y, a * 2.0, row0, 0, n, 256);
+        var b: tile<f32, 64, 256> = tile_load(x, row0, 0, n, 256);
+        tile_store(y, b + 1.0, row0, 0, n, 256);
+        i = i + 1;
+    }
+}
+"""
+
+
+def test_the_register_estimate_counts_the_tiles_live_at_once(tmp_path):
+    """Three 128-register tiles one after another fit the 255-register budget: each is dead
+    before the next is loaded. In a loop, `a` (loaded before it, read at its top) holds
+    its registers through the whole body, since the next iteration reads it again, so it
+    is live together with the body's `b`: 256 registers, over the budget."""
+    _, explain = compile_text(tmp_path, SEQUENCE)
+    assert "held in registers" in layout_remark(explain), explain
+    _, explain = compile_text(tmp_path, LOOP)
+    remark = layout_remark(explain)
+    assert "live at once need about 256 registers" in remark, remark

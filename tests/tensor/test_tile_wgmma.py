@@ -160,3 +160,49 @@ def test_the_model_catches_the_lowerings_synchronisation_left_out(tmp_path, ptxa
     objects = compile_wgmma(tmp_path, ptxas, MATMUL.replace(" LAYOUT", ""))
     with pytest.raises(SimError, match=message):
         check_matmul(run, without(objects, "mm", prefix), "row", 70, 32, 48, 32, 48)
+
+
+def run_dynamic(dynamic: int):
+    """run() with `dynamic` bytes of dynamic workgroup memory given to the launch."""
+    def go(objects, kernel, block, args, grid):
+        sim = WgFragSim(objects, kernel)
+        mem = sim.run(grid, block, args, dynamic=dynamic)
+        assert sim.wgmmas > 0
+        return mem
+    return go
+
+
+@pytest.mark.parametrize("fmt,causal,n", [("f16", True, 200), ("bf16", False, 150)])
+def test_tiles_past_48_kib_live_in_dynamic_workgroup_memory(tmp_path, ptxas, fmt, causal, n):
+    """d128 with 128 keys a step and Q in workgroup memory: 80 KiB of swizzled tiles, so
+    they live in the dynamic arena at fixed offsets (1024-byte aligned), the signature asks
+    launches for those bytes, and the kernel traps when a launch gives fewer."""
+    src = SOURCE.read_text(encoding="utf-8")
+    consts = (("HEAD_DIM", "128"), ("ELEM", fmt), ("BLOCK_N", "128"))
+    objects, explain = compile_text(tmp_path, src, arch="sm_90a", consts=consts,
+                                    tile_wgmma=True, tile_wgmma_a="shared")
+    ptx, sig = compile_text.ptx, compile_text.signature
+    ptxas(ptx, "sm_90a")
+    assert "in dynamic workgroup memory (81920 bytes" in layout_remark(explain)
+    (kernel,) = sig["kernels"]
+    need = 64 * 128 * 2 + 2 * 128 * 128 * 2
+    assert kernel["shared_bytes"] == need
+    assert ".extern .shared .align 1024 .b8 attention_dyn[];" in ptx
+    assert not re.search(r"^\s*\.shared\s", ptx, re.M)       # no static tile arrays
+    assert "%dynamic_smem_size;" in ptx and f", {need};" in ptx and "trap;" in ptx
+    check_attention(run_dynamic(need), objects, fmt, n, 128, causal, 64, 128, 1)
+    with pytest.raises(SimError, match="trap"):
+        check_attention(run_dynamic(need - 1024), objects, fmt, n, 128, causal, 64, 128, 1)
+
+
+def test_a_kernels_own_dynamic_view_keeps_its_tiles_static(tmp_path):
+    """A `workgroup var` view shares the dynamic arena's base, so such a kernel's tiles stay
+    within 48 KiB: past it, no wgmma form, and `--explain` says why."""
+    src = SOURCE.read_text(encoding="utf-8").replace(
+        "    var neg_inf:", "    workgroup var scratch: float32*;\n    var neg_inf:")
+    assert "workgroup var scratch" in src
+    _, explain = compile_text(tmp_path, src, arch="sm_90a", tile_wgmma=True,
+                              tile_wgmma_a="shared",
+                              consts=(("HEAD_DIM", "128"), ("BLOCK_N", "128")))
+    remark = layout_remark(explain)
+    assert "tile values replay" in remark and "`workgroup var` view" in remark, remark

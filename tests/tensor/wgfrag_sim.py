@@ -42,7 +42,9 @@ ALayout_64x16 and CLayout_64xN), never from the compiler. The model:
   declared `.align` but deliberately not to twice it, so a tile relying on more alignment
   than it declares reads the wrong pattern; they start as 0xFF bytes (an f16/bf16 NaN),
   so reading bytes nobody wrote shows; more than 48 KiB of static arrays is an error
-  (ptxas rejects it).
+  (ptxas rejects it). The `.extern .shared` arena (the kernel's dynamic workgroup memory)
+  follows them the same way, `dynamic` bytes of it (run's argument, also
+  `%dynamic_smem_size`); an access past them is an error, and so is `trap`.
 """
 from __future__ import annotations
 
@@ -58,6 +60,7 @@ from .ptx_sim import Memory, SimError, bf16_val, f16_val
 from .wgmma_desc import WINDOW, accumulators, operand, values
 
 _SHARED = re.compile(r"^\s*\.shared\s+(?:\.align\s+(\d+)\s+)?\.b8\s+(\w+)\[(\d+)\]")
+_EXTERN = re.compile(r"^\s*\.extern\s+\.shared\s+(?:\.align\s+(\d+)\s+)?\.b8\s+(\w+)\[\]")
 _WGMMA = re.compile(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.(f16|bf16)\.(f16|bf16)")
 STATIC_LIMIT = 48 * 1024
 POISON = 0xFF
@@ -120,6 +123,10 @@ class WgFragSim(FragSim):
         if packed > STATIC_LIMIT:
             raise SimError(f"{packed} bytes of static shared memory: over 48 KiB")
         self.shared_end = at
+        self.extern = [(m.group(2), int(m.group(1) or 1)) for d in decls
+                       for m in [_EXTERN.search(d)] if m]
+        self.dynamic = 0
+        self.arena = None               # the arena's (first, end) window offsets, per block
         self.poison = poison
         self.wgmmas = 0
         wg_regs = set()
@@ -148,12 +155,37 @@ class WgFragSim(FragSim):
         self._cur = None
         super()._block(ctaid)
 
+    def run(self, grid, block, args, dynamic: int = 0):
+        """`dynamic`: the launch's bytes of dynamic workgroup memory."""
+        self.dynamic = dynamic
+        return super().run(grid, block, args)
+
+    def special(self, th, name: str):
+        if name == "%dynamic_smem_size":
+            return self.dynamic
+        return super().special(th, name)
+
     def _block_shared(self, ctaid) -> dict:
         self.mem.data[WINDOW:2 * WINDOW] = bytes([POISON if self.poison else 0]) * WINDOW
-        return {name: WINDOW + off for name, off in self.shared_offsets.items()}
+        places = {name: WINDOW + off for name, off in self.shared_offsets.items()}
+        at = self.shared_end
+        for name, align in self.extern:         # one arena, after the static arrays
+            at = -(-at // align) * align
+            if at % (2 * align) == 0:
+                at += align
+            places[name] = WINDOW + at
+            self.arena = (at, at + self.dynamic)
+        return places
 
     # ---- the generic proxy
+    def _end(self) -> int:
+        """The end of the bytes the workgroup owns in the window."""
+        return self.arena[1] if self.arena else self.shared_end
+
     def _generic_write(self, off: int, size: int) -> None:
+        if off + size > self._end():
+            raise SimError(f"a store to shared bytes {off:#x}..{off + size:#x}, past the "
+                           f"workgroup's memory (end {self._end():#x})")
         if self.reading[off:off + size].any():
             raise SimError(f"a store lands on shared bytes {off:#x}..{off + size:#x} that an "
                            "unretired wgmma reads (wait_group before overwriting)")
@@ -168,9 +200,9 @@ class WgFragSim(FragSim):
             self.fenced_at[mine] = self.barriers
 
     def _async_read(self, at: np.ndarray) -> np.ndarray:
-        if at.min() < 0 or at.max() >= self.shared_end:
+        if at.min() < 0 or at.max() >= self._end():
             raise SimError(f"wgmma reads shared offsets {at.min():#x}..{at.max():#x} outside "
-                           f"the static arrays (0..{self.shared_end:#x})")
+                           f"the workgroup's memory (0..{self._end():#x})")
         flat = at.ravel()
         if (self.unfenced[flat] >= 0).any():
             bad = flat[self.unfenced[flat] >= 0][0]
@@ -193,6 +225,8 @@ class WgFragSim(FragSim):
                     self.steps += 1
                     self._wg_op(th, op, ops)
                     return
+                if op == "trap":
+                    raise SimError(f"trap at pc {th.pc} (thread {th.lin})")
                 regs = self.regs_at[th.pc]
                 if regs:
                     live = self.inflight.get(th.lin)

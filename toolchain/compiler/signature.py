@@ -9,6 +9,9 @@ Format (JSON, keys sorted, deterministic):
                   "params": [{"name": "a", "type": "float32*", "kind": "pointer",
                               "element": "float32", "space": "global", "size": 8},
                              {"name": "n", "type": "int32", "kind": "scalar", "size": 4}]}]}
+A kernel whose tiles live in dynamic workgroup memory (frontend/tile_plan.py: past 48 KiB)
+also has "shared_bytes": the dynamic workgroup memory every launch must give it (absent:
+none); the kernel traps when a launch gives less.
 `kind` is "scalar" (int8..int64, uint8..uint64, float32, float64, bool) or "pointer"
 (element: the scalar it points to); kernels take nothing else today (E0302), and any other
 type is written as kind "aggregate" with its `type` and `size`, so a reader can refuse it by
@@ -53,9 +56,16 @@ def _param(p) -> dict:
 
 def of_module(module, target: str) -> dict:
     """The signature document of an IR module's kernels."""
-    kernels = [{"name": fn.name, "symbol": fn.symbol,
-                "block": list(fn.block_shape) if fn.block_shape else None,
-                "params": [_param(p) for p in fn.params]} for fn in module.kernels()]
+    kernels = []
+    for fn in module.kernels():
+        entry = {"name": fn.name, "symbol": fn.symbol,
+                 "block": list(fn.block_shape) if fn.block_shape else None,
+                 "params": [_param(p) for p in fn.params]}
+        need = max((int(i.attrs["bytes"]) for b in fn.blocks for i in b.instrs
+                    if i.op == "tile.need_shared"), default=0)
+        if need:
+            entry["shared_bytes"] = need
+        kernels.append(entry)
     return {"format": FORMAT, "target": target, "kernels": kernels}
 
 

@@ -48,6 +48,9 @@ def _options(target: str, arch, opt: bool, options: dict) -> compiler_driver.Opt
     if unknown:
         raise TypeError(f"compile: unknown option {', '.join(unknown)} (options: "
                         f"{', '.join(sorted(OPTIONS))})")
+    if options.get("tile_wgmma_a", "registers") not in ("registers", "shared"):
+        raise ValueError(f"compile: tile_wgmma_a must be 'registers' or 'shared', got "
+                         f"{options['tile_wgmma_a']!r}")
     fields = {OPTIONS[k]: (list(v) if k == "include_dirs" else v) for k, v in options.items()}
     if "consts" in fields:          # {"HEAD_DIM": 128, "ELEM": "bf16"}: --const NAME=VALUE
         fields["consts"] = tuple(sorted((str(n), str(v)) for n, v in fields["consts"].items()))

@@ -6,6 +6,8 @@ only when a kernel is first launched or inspected, so compiling needs no GPU. `m
 per geometry, so a loop that launches with the same one reuses it); grid counts blocks and
 both take an int or up to three ints, as in CUDA (OpenCL runs grid*block work-items).
 `kernel.launch(*args, grid=, block=, shared=0, stream=None)` is the keyword form.
+`shared=` is the launch's dynamic workgroup memory in bytes; a kernel whose tiles live there
+(its signature's shared_bytes) always gets at least what it needs.
 """
 from __future__ import annotations
 
@@ -160,7 +162,9 @@ class Kernel:
         return spills_from_log(self.module.backend().module.info_log, self.signature.symbol)
 
     def occupancy(self, block, shared: int = 0) -> int:
-        """Resident blocks per SM at this block size and dynamic shared memory."""
+        """Resident blocks per SM at this block size and dynamic shared memory (at least
+        what the kernel's tiles need)."""
+        shared = max(shared, self.signature.shared_bytes)
         from ctypes import byref, c_int
         from ..providers.cuda import driver
         threads = 1
@@ -178,14 +182,17 @@ class Kernel:
 class Launcher:
     """A kernel bound to a geometry; calling it launches (asynchronously on CUDA)."""
 
-    __slots__ = ("kernel", "dims", "_launch")
+    __slots__ = ("kernel", "dims", "_launch", "_need")
 
     def __init__(self, kernel: Kernel, dims: tuple):
         self.kernel, self.dims = kernel, dims
         self._launch = None
+        self._need = kernel.signature.shared_bytes     # its tiles' dynamic memory
 
     def __call__(self, *args, shared: int = 0, stream=None) -> None:
         launch = self._launch
         if launch is None:
             launch = self._launch = self.kernel.plan().launch
+        if shared < self._need:
+            shared = self._need
         launch(self.dims, args, shared, stream)

@@ -62,6 +62,7 @@ class KernelSignature:
     symbol: str          # the entry's name in the PTX / SPIR-V module
     params: tuple[Param, ...]
     block: tuple[int, int, int] | None = None   # kernel(block = ...) fixes the block shape
+    shared_bytes: int = 0    # dynamic workgroup memory every launch needs (its tiles)
 
     def __str__(self) -> str:
         return f"{self.name}({', '.join(f'{p.name}: {p.type}' for p in self.params)})"
@@ -82,7 +83,8 @@ class Signature:
                                  p.get("element"), p.get("space")) for p in k["params"])
             block = tuple(k["block"]) if k.get("block") else None
             kernels[k["name"]] = KernelSignature(k["name"], k.get("symbol") or k["name"],
-                                                 params, block)
+                                                 params, block,
+                                                 int(k.get("shared_bytes", 0)))
         return cls(doc["target"], kernels)
 
     @classmethod
@@ -112,11 +114,15 @@ class Signature:
             if p.kind == "pointer":
                 entry.update(element=p.element, space=p.space)
             return entry
+        def kernel(k: KernelSignature) -> dict:
+            entry = {"name": k.name, "symbol": k.symbol,
+                     "block": list(k.block) if k.block else None,
+                     "params": [param(p) for p in k.params]}
+            if k.shared_bytes:
+                entry["shared_bytes"] = k.shared_bytes
+            return entry
         return {"format": FORMAT, "target": self.target,
-                "kernels": [{"name": k.name, "symbol": k.symbol,
-                             "block": list(k.block) if k.block else None,
-                             "params": [param(p) for p in k.params]}
-                            for k in self.kernels.values()]}
+                "kernels": [kernel(k) for k in self.kernels.values()]}
 
     @classmethod
     def read(cls, path: str) -> "Signature":

@@ -108,6 +108,22 @@ class TileFragMixin(TileWgmmaMixin):
             self.ctx.module.remarks.add(self.fn, self.decl.span, "tile-layout", text)
         return plan.fast
 
+    def _tile_arena(self, span):
+        """The dynamic workgroup memory the plan's tiles live in (a u16 pointer, in the
+        entry block), after the kernel's check that the launch gave enough of it."""
+        arena = self.__dict__.get("_arena")
+        if arena is None:
+            b = self.b
+            arena = self._arena = self._hoisted(
+                b.dynamic_shared(U16, "tiles", span=span, align=SWIZZLE_ALIGN))
+            need = b.emit("tile.need_shared", VOID, [], {"bytes": self._tplan.dynamic},
+                          span=span)
+            need.block.instrs.remove(need)
+            entry = self.fn.blocks[0]
+            entry.instrs.insert(entry.instrs.index(arena) + 1, need)
+            need.block = entry
+        return arena
+
     def tile_finish(self) -> None:
         """Every return of a kernel with shared tiles first waits for its copies: a load
         whose tile is never read again (a prefetch past the last block) leaves a group in
@@ -164,7 +180,9 @@ class TileFragMixin(TileWgmmaMixin):
         if d.name in plan.shared:
             spec = plan.shared[d.name]
             col, inner = spec.col, spec.inner
-            if spec.swizzle:        # the wgmma form: no padding, a swizzle-aligned base
+            if plan.dynamic:        # past 48 KiB: a fixed place in the dynamic arena
+                p = self._at(self._tile_arena(d.span), self._c32(plan.offsets[d.name] // 2))
+            elif spec.swizzle:      # the wgmma form: no padding, a swizzle-aligned base
                 p = self._hoisted(self.b.gpu_alloc("workgroup", U16, tt.count,
                                                    f"tile.{d.name}", span=d.span,
                                                    align=SWIZZLE_ALIGN))

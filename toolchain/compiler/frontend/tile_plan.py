@@ -21,13 +21,23 @@ same registers, the shared tiles in a swizzled wgmma layout instead of padded ro
 it keeps mma.sync and `wgmma_why` says why. With --gpu-tile-wgmma-a=shared it also keeps
 each A tile that only `tile_load` assigns in workgroup memory (_a_in_shared), so wgmma
 reads both operands through descriptors, as FlashAttention-3 reads Q.
+
+Shared tiles are static arrays within 48 KiB. A kernel whose padded tiles do not fit
+that (it would replay) may still take the wgmma form with its swizzled tiles, up to
+sm_90's 227 KiB, in the kernel's dynamic workgroup memory at fixed offsets (`offsets`,
+`dynamic`): the kernel traps when a launch gives less, and the signature tells launchers
+how much to give (`shared_bytes`). A kernel with a `workgroup var` view of its own keeps
+the 48 KiB limit (the view and the tiles would share one base), and so does a kernel
+that fits without dynamic memory: a launch that worked keeps working.
 """
 from __future__ import annotations
 
 from . import ast as A
 
 SHARED_BYTES = 48 * 1024        # static workgroup memory every PTX profile has
-REGISTER_BUDGET = 255           # fragment registers of all tile variables, an estimate
+DYNAMIC_BYTES = 227 * 1024      # sm_90's opt-in maximum per workgroup (every wgmma target)
+REGISTER_BUDGET = 255           # fragment registers of the tile variables live at once
+#                                 (an estimate: _peak_registers)
 PAD = 8                         # 16-bit elements appended to each shared row (16 bytes)
 SWIZZLE_ALIGN = 1024            # base alignment of a swizzled shared tile: the 128-byte
 #                                 swizzle's 8 x 128-byte pattern (descriptor base offset 0)
@@ -50,6 +60,10 @@ class TilePlan:
         self.wgmma = False                      # its matmuls on wgmma (tile_wgmma.py)
         self.wgmma_why: str | None = None       # why not, where the target has wgmma
         self.a_shared: list[str] = []           # shared tiles read as a matmul's A
+        # the wgmma form's shared tiles in dynamic workgroup memory: bytes the launch must
+        # give (0: static arrays), and each tile's byte offset in it
+        self.dynamic = 0
+        self.offsets: dict[str, int] = {}
         self.shared: dict[str, SharedSpec] = shared or {}
         self.warps = warps
         # id(tensor_matmul call) -> (n, loads): how many copy groups may still be in
@@ -128,7 +142,7 @@ def plan_tiles(lw, body: A.Block) -> TilePlan:
         if isinstance(n, A.Name) and n.name in types and id(n) not in b_args:
             other.add(n.name)
     shared: dict[str, SharedSpec] = {}
-    regs, smem = 0, 0
+    regs, smem = {}, 0
     for name, tt in types.items():
         if name in b_uses:
             if name in other:
@@ -151,38 +165,107 @@ def plan_tiles(lw, body: A.Block) -> TilePlan:
             return TilePlan(f"`{name}` has {tt.rows} rows: the fragment form gives each of "
                             f"the {warps} subgroups whole 16-row slabs")
         if tt.columns == 1:
-            regs += 2 * tt.rows // (16 * warps)
+            regs[name] = 2 * tt.rows // (16 * warps)
         else:
-            regs += tt.count // (32 * warps) // (1 if tt.format == "f32" else 2)
-    if smem > SHARED_BYTES:
-        return TilePlan(f"the shared tiles need {smem} bytes of workgroup memory "
-                        f"(at most {SHARED_BYTES})")
-    if regs > REGISTER_BUDGET:
-        return TilePlan(f"the tile variables need about {regs} registers per work-item "
-                        f"(budget {REGISTER_BUDGET})")
+            regs[name] = tt.count // (32 * warps) // (1 if tt.format == "f32" else 2)
+    peak = _peak_registers(body, regs)
+    if peak > REGISTER_BUDGET:
+        return TilePlan(f"the tile variables live at once need about {peak} registers per "
+                        f"work-item (budget {REGISTER_BUDGET})")
+    # padded shared tiles over the static budget: only the wgmma form (swizzled, in
+    # dynamic memory past 48 KiB) can run this kernel in registers
+    too_big = f"the shared tiles need {smem} bytes of workgroup memory (at most " \
+        f"{SHARED_BYTES})" if smem > SHARED_BYTES else None
     waits: dict[int, tuple] = {}
     _waits(body.stmts, set(shared), waits)
     plan = TilePlan(None, shared, warps, waits)
     if getattr(lw.ctx, "tile_wgmma", False) and shared:     # (shared: some matmul)
-        plan.wgmma_why = _wgmma_why(body, types, shared, warps)
+        view = _has_dynamic_view(body)
+        limit = DYNAMIC_BYTES if too_big and not view else SHARED_BYTES
+        plan.wgmma_why = _wgmma_why(body, types, shared, warps, limit,
+                                    "the kernel's own `workgroup var` view keeps tiles out "
+                                    "of dynamic memory" if too_big and view else "")
         plan.wgmma = plan.wgmma_why is None
         if not plan.wgmma:
             for spec in shared.values():
                 spec.swizzle = 0
-        elif getattr(lw.ctx, "tile_wgmma_a", "registers") == "shared":
-            _place_a(plan, body, types, decls)
+            if too_big:
+                return TilePlan(f"{too_big}; not on wgmma: {plan.wgmma_why}")
+        else:
+            if getattr(lw.ctx, "tile_wgmma_a", "registers") == "shared":
+                # A tiles join dynamic memory only where the b tiles already need it
+                _place_a(plan, body, types, decls, limit if sum(
+                    _swizzled_bytes(types[n]) for n in shared) > SHARED_BYTES
+                    else SHARED_BYTES)
+            sizes = {n: _swizzled_bytes(types[n]) for n in plan.shared}
+            if sum(sizes.values()) > SHARED_BYTES:
+                at = 0
+                for name, size in sizes.items():
+                    plan.offsets[name] = at
+                    at += size                  # (each a multiple of SWIZZLE_ALIGN)
+                plan.dynamic = at
+    elif too_big:
+        return TilePlan(too_big)
     return plan
 
 
-def _place_a(plan: TilePlan, body, types, decls) -> None:
+_LOOPS = (A.While, A.For, A.ForRange)
+
+
+def _peak_registers(body, regs: dict[str, int]) -> int:
+    """The most registers the tile variables of `regs` need at one statement: a variable
+    holds its registers from the first statement that names it to the last, and through
+    every loop that names it when it is declared outside the loop (its value goes around
+    the back edge). Statements are numbered in source order, a compound statement's own
+    expressions before its blocks."""
+    mentions: dict[str, list[int]] = {}
+    declared: dict[str, int] = {}
+    loops: list[tuple[int, int]] = []
+    count = 0
+
+    def visit(stmts):
+        nonlocal count
+        for st in stmts:
+            at = count
+            count += 1
+            if isinstance(st, A.VarDecl) and st.name in regs:
+                declared.setdefault(st.name, at)
+                mentions.setdefault(st.name, []).append(at)
+            for n in () if isinstance(st, A.Block) else _nodes(st, nested=False):
+                if isinstance(n, A.Name) and n.name in regs:
+                    mentions.setdefault(n.name, []).append(at)
+            inner = [st] if isinstance(st, A.Block) else _blocks(st)
+            for block in inner:
+                visit(block.stmts)
+            if isinstance(st, _LOOPS):
+                loops.append((at, count - 1))
+    visit(body.stmts)
+    live = [0] * (count + 1)
+    for name, where in mentions.items():
+        lo, hi = min(where), max(where)
+        for start, end in loops:
+            if declared.get(name, -1) < start and any(start < w <= end for w in where):
+                hi = max(hi, end)
+        for i in range(lo, hi + 1):
+            live[i] += regs[name]
+    return max(live)
+
+
+def _has_dynamic_view(body) -> bool:
+    """Whether the kernel declares a `workgroup var` view of its dynamic memory."""
+    return any(isinstance(n, A.VarDecl) and n.storage == "workgroup" and
+               isinstance(n.type, A.PointerType) for n in _nodes(body))
+
+
+def _place_a(plan: TilePlan, body, types, decls, limit: int) -> None:
     """Move the A tiles _a_in_shared finds into workgroup memory while the swizzled tiles
-    fit the static budget (one that does not stays in registers); the matmuls reading
-    them then also wait for their copies."""
+    fit `limit` bytes (one that does not stays in registers); the matmuls reading them
+    then also wait for their copies."""
     smem = sum(_swizzled_bytes(types[n]) for n in plan.shared)
     for name, spec in _a_in_shared(body, types, decls, plan.shared).items():
         spec.swizzle = swizzle_of(spec.inner)
         size = _swizzled_bytes(types[name])
-        if spec.swizzle and smem + size <= SHARED_BYTES:
+        if spec.swizzle and smem + size <= limit:
             smem += size
             plan.shared[name] = spec
             plan.a_shared.append(name)
@@ -230,7 +313,7 @@ def swizzle_of(inner: int) -> int:
     return next((s for s in (128, 64, 32) if (2 * inner) % s == 0), 0)
 
 
-def _wgmma_why(body, types, shared, warps) -> str | None:
+def _wgmma_why(body, types, shared, warps, limit: int, note: str = "") -> str | None:
     """Why the fragment plan cannot put its matmuls on wgmma with A from registers (None:
     it can, and each shared tile's `swizzle` is set). Warp w owns slabs w, w + warps, ...,
     so with warps = 4q warpgroup g's slab k is the 64-row block g + q k, its warps in order:
@@ -257,9 +340,9 @@ def _wgmma_why(body, types, shared, warps) -> str | None:
             return (f"`{name}`'s contiguous dimension ({spec.inner} elements) is not a "
                     "multiple of 16, the narrowest swizzled wgmma layout")
         smem += _swizzled_bytes(tt)
-    if smem > SHARED_BYTES:
+    if smem > limit:
         return (f"the swizzled shared tiles need {smem} bytes of workgroup memory "
-                f"(at most {SHARED_BYTES})")
+                f"(at most {limit}{'; ' + note if note else ''})")
     return None
 
 

@@ -69,6 +69,9 @@ class TileWgmmaMixin:
             source = f"A from shared tiles ({a}) or registers"
         else:
             source = "A from registers"
+        if plan.dynamic:
+            where += (f", in dynamic workgroup memory ({plan.dynamic} bytes every launch "
+                      "must give: the signature's shared_bytes)")
         return ("tile values held in registers in the mma fragment layout "
                 f"({plan.warps} subgroups) on wgmma ({source}), {where}")
 

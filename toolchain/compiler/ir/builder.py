@@ -373,9 +373,11 @@ class Builder:
             attrs["align"] = align
         return self.emit("gpu.alloc", ptr(elem, space), [], attrs, span=span)
 
-    def dynamic_shared(self, elem: Type, name: str = "", span=None) -> Instr:
-        return self.emit("gpu.dynamic_shared", ptr(elem, "workgroup"), [],
-                         {"elem": elem, "name": name}, span=span)
+    def dynamic_shared(self, elem: Type, name: str = "", span=None, align: int = 16) -> Instr:
+        attrs = {"elem": elem, "name": name}
+        if align != 16:             # the arena's base alignment (bytes), when more than 16
+            attrs["align"] = align
+        return self.emit("gpu.dynamic_shared", ptr(elem, "workgroup"), [], attrs, span=span)
 
     def barrier(self, regions=("workgroup",), order: str = "seq_cst", span=None) -> Instr:
         _check(order in O.MEMORY_ORDERS[1:], f"bad barrier order {order}")

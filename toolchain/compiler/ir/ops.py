@@ -68,7 +68,8 @@ def _rows() -> list[OpInfo]:
           "axis(x|y|z); result u32"),
         R("gpu.alloc", "", where="device", doc="static attrs.space array of attrs.count "
           "attrs.elem; result ptr<elem, space>"),
-        R("gpu.dynamic_shared", "", where="device", doc="view of the launch-sized arena"),
+        R("gpu.dynamic_shared", "", where="device", doc="view of the launch-sized arena "
+          "(attrs.align: its base alignment in bytes when more than 16)"),
         R("gpu.barrier", "", effects=True, reads=True, collective="workgroup",
           where="device", doc="attrs regions (workgroup/global), order"),
         # GPU: scoped atomics on an element pointer
@@ -131,6 +132,9 @@ def _rows() -> list[OpInfo]:
           "(attrs.swizzle-byte rows, attrs.lbo/sbo/trans, attrs.steps: byte offset per k "
           "step), c attrs.n/2 f32 per slab or none (a zero start): vec<slabs*n/2 x f32>, "
           "complete when it returns"),
+        R("tile.need_shared", "", effects=True, where="device",
+          doc="stops the kernel (a trap) unless the launch gave at least attrs.bytes of "
+          "dynamic workgroup memory, where its tiles live (frontend/tile_plan.py)"),
         R("tile.proxy_fence", "", effects=True, reads=True, where="device",
           doc="this work-item's workgroup-memory writes become visible to the tensor "
           "cores' asynchronous reads (before the barrier that publishes them)"),

@@ -77,7 +77,7 @@ class ModuleEmitter:
         self.taken: set[str] = {"vprintf"}
         self.globals_out: list[str] = []
         self.shared_out: list[str] = []
-        self.dyn_names: dict[int, str] = {}
+        self.dyn_names: dict[int, tuple[str, int, int]] = {}   # fn -> (name, line, align)
 
     # ---- names -----------------------------------------------------------------------
     def _fresh(self, want: str) -> str:
@@ -132,12 +132,18 @@ class ModuleEmitter:
         self.shared_out.append(f".shared .align {align} .b8 {name}[{size}];")
         return name
 
-    def dynamic_shared(self, fn: Function) -> str:
+    def dynamic_shared(self, fn: Function, align: int = 16) -> str:
+        """The name of `fn`'s launch-sized arena, declared once with the largest alignment
+        any of its uses asks for."""
         if id(fn) not in self.dyn_names:
             name = self._fresh(f"{fn.name}_dyn")
-            self.dyn_names[id(fn)] = name
-            self.shared_out.append(f".extern .shared .align 16 .b8 {name}[];")
-        return self.dyn_names[id(fn)]
+            self.dyn_names[id(fn)] = (name, len(self.shared_out), align)
+            self.shared_out.append(f".extern .shared .align {align} .b8 {name}[];")
+        name, at, declared = self.dyn_names[id(fn)]
+        if align > declared:
+            self.dyn_names[id(fn)] = (name, at, align)
+            self.shared_out[at] = f".extern .shared .align {align} .b8 {name}[];"
+        return name
 
     # ---- launch facts ---------------------------------------------------------------------
     def full_subgroups(self, fn: Function) -> bool:

@@ -57,7 +57,8 @@ def lower_alloc(em, ins: Instr) -> None:
 
 
 def lower_dynamic_shared(em, ins: Instr) -> None:
-    em.op("mov.u64", em.result(ins), em.module.dynamic_shared(em.fn))
+    em.op("mov.u64", em.result(ins),
+          em.module.dynamic_shared(em.fn, int(ins.attrs.get("align", 16))))
 
 
 def lower_barrier(em, ins: Instr) -> None:

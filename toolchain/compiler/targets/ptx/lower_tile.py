@@ -214,6 +214,15 @@ def lower_wgmma(em, ins: Instr) -> None:
     em.define(ins, Vec(acc))
 
 
+def lower_need_shared(em, ins: Instr) -> None:
+    """Trap unless %dynamic_smem_size >= attrs.bytes: tiles in the dynamic arena must not
+    run past a smaller launch's memory (the runtime passes the size from the signature)."""
+    have, short = em.new("r"), em.new("p")
+    em.op("mov.u32", have, "%dynamic_smem_size")
+    em.put(ops.setp("lt", "u32", short, have, int(ins.attrs["bytes"])))
+    em.effect("trap", guard=short)
+
+
 def lower_proxy_fence(em, ins: Instr) -> None:
     em.profile.need("wgmma", "a register-resident tile matmul on wgmma", ins.span)
     em.put(ops.fence_proxy_async_shared())
@@ -222,4 +231,5 @@ def lower_proxy_fence(em, ins: Instr) -> None:
 LOWER = {"tile.mma": lower_mma, "tile.bfly": lower_bfly, "tile.ldmatrix": lower_ldmatrix,
          "tile.cp16": lower_cp16, "tile.pack": lower_pack, "math.rn": lower_rn,
          "math.fma": lower_fma, "math.exp2": lower_exp2, "tile.uniform": lower_uniform,
-         "tile.wgmma": lower_wgmma, "tile.proxy_fence": lower_proxy_fence}
+         "tile.wgmma": lower_wgmma, "tile.proxy_fence": lower_proxy_fence,
+         "tile.need_shared": lower_need_shared}
