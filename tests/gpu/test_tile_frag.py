@@ -46,6 +46,8 @@ def ptx_of(tmp_path, text: str, consts=(), **opts) -> tuple[str, str]:
     res = compile_file(str(path), Options(emit="ptx", gpu_arch=detect_local_arch() or "sm_90a",
                                           optimize=True, explain=True, consts=tuple(consts),
                                           **opts))
+    ptx_of.shared = max((k.get("shared_bytes", 0) for k in res.signature["kernels"]),
+                        default=0)              # tiles in dynamic workgroup memory
     return res.data.decode(), res.explain or ""
 
 
@@ -111,13 +113,17 @@ def test_register_times_shared_tile_matmul_is_exact_on_the_gpu(gpu_run, tmp_path
 
 
 @pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("d,block_n", [(64, None), (128, None), (64, 64)])
+@pytest.mark.parametrize("d,block_n", [(64, None), (128, None), (64, 64), (128, 128)])
 @pytest.mark.parametrize("fmt", ["f16", "bf16"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_variants_match_the_float64_oracle_on_the_gpu(gpu_run, tmp_path, d, fmt,
                                                                 causal, form, block_n):
-    """The shipped blocks, and d64 with 64 keys a step: there ptxas once gave Q's
-    registers (read by every S wgmma) to P inside the loop (lower_tile._held)."""
+    """The shipped blocks; d64 with 64 keys a step: there ptxas once gave Q's registers
+    (read by every S wgmma) to P inside the loop (lower_tile._held); d128 with 128 keys a
+    step: on wgmma its 64-80 KiB of tiles live in dynamic workgroup memory, which the
+    launch gives (the signature's shared_bytes)."""
+    if (d, block_n) == (128, 128) and form == "mma":
+        pytest.skip("over 48 KiB of padded tiles: this form replays (tile-frag.md)")
     text = SOURCE.read_text(encoding="utf-8")
     consts = {"HEAD_DIM": d, "ELEM": fmt, **({"BLOCK_N": block_n} if block_n else {})}
     shape = constants(consts)                               # the launcher's const reader
@@ -129,7 +135,8 @@ def test_attention_variants_match_the_float64_oracle_on_the_gpu(gpu_run, tmp_pat
         rng = np.random.default_rng(n * 3 + d + causal)
         q, k, v = (to_bits(rng.uniform(-1, 1, (bh, n, d)), fmt) for _ in range(3))
         scale = d ** -0.5
-        out = gpu_run(ptx, "attention", grid=(-(-n // rows), bh, 1), block=block, args=[
+        out = gpu_run(ptx, "attention", grid=(-(-n // rows), bh, 1), block=block,
+                      shared=ptx_of.shared, args=[
             Buffer("q", "uint16", data=q.ravel()), Buffer("k", "uint16", data=k.ravel()),
             Buffer("v", "uint16", data=v.ravel()),
             Buffer("o", "uint16", bh * n * d, poison=0xFFFF, output=True),
@@ -139,3 +146,30 @@ def test_attention_variants_match_the_float64_oracle_on_the_gpu(gpu_run, tmp_pat
                          scale)
         err = np.abs(got - want).max()
         assert err <= TOL[fmt], (n, err)
+
+
+def test_a_launch_short_of_the_tiles_dynamic_memory_fails_cleanly(gpu_run, tmp_path):
+    """d128 with 128 keys a step, Q shared: its tiles need 80 KiB of dynamic workgroup
+    memory. A launch that gives 1 KiB less traps at the kernel's entry (the launch fails;
+    nothing past the memory is touched), and the full amount runs."""
+    if not wgmma_here():
+        pytest.skip("the tiles go to dynamic memory only on wgmma (sm_90a)")
+    consts = (("HEAD_DIM", "128"), ("BLOCK_N", "128"))
+    ptx, _ = ptx_of(tmp_path, SOURCE.read_text(encoding="utf-8"), consts=consts,
+                    **OPTIONS["wgmma-ss"])
+    need = ptx_of.shared
+    assert need == 81920
+    n = 130
+    q = to_bits(np.random.default_rng(1).uniform(-1, 1, (1, n, 128)), "f16")
+
+    def launch(shared):
+        return gpu_run(ptx, "attention", grid=(-(-n // 64), 1, 1), block=128, shared=shared,
+                       args=[Buffer("q", "uint16", data=q.ravel()),
+                             Buffer("k", "uint16", data=q.ravel()),
+                             Buffer("v", "uint16", data=q.ravel()),
+                             Buffer("o", "uint16", n * 128, poison=0xFFFF, output=True),
+                             Scalar("uint32", n), Scalar("float32", 0.125),
+                             Scalar("uint32", 0)])["o"]
+    assert np.isfinite(from_bits(np.asarray(launch(need), np.uint16), "f16")).all()
+    with pytest.raises(AssertionError):
+        launch(need - 1024)

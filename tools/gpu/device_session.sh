@@ -13,7 +13,8 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh pending        # forms merged without hardware: checks
 #   OUT=/tmp/out bash tools/gpu/device_session.sh pending_bench  # ... then their timed tables
 #   OUT=/tmp/out bash tools/gpu/device_session.sh pending_rest   # ... then the whole suite + extra benches
-#   OUT=/tmp/out bash tools/gpu/device_session.sh attention  # attention tests, sanitizers, bench
+#   OUT=/tmp/out bash tools/gpu/device_session.sh attention_tests  # attention tests, sanitizers
+#   OUT=/tmp/out bash tools/gpu/device_session.sh attention_bench  # bench/attention.py
 #   OUT=/tmp/out bash tools/gpu/device_session.sh tune_attention  # Q placement, key blocks vs flash
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
@@ -173,27 +174,39 @@ all_new() {
   newest_benchmarks 50 80
 }
 
-attention_session() {
+attention_tests() {
   # the attention example: its hardware tests (three parts at once; each test runs its
   # group of cases in a process of its own) and the tile tests, beside compute-sanitizer
-  # memcheck and racecheck, then the benchmark alone on the GPU; every log goes to stdout
-  # too (about 3 + 1 minutes; three forms: mma, wgmma, wgmma-ss). ATTENTION_BENCH_ARGS:
-  # more bench/attention.py flags, e.g. "--forms mma,wgmma,wgmma-ss --bf16" for the table
+  # memcheck and racecheck; every log goes to stdout too (about 5-7 minutes: three forms,
+  # mma, wgmma and wgmma-ss)
   step "attention: tests and compute-sanitizer"
   t=tests/gpu/test_attention.py
-  timeout 420 $PYTEST -rA $t -k "matches_sdpa and not bf16" > "$OUT/suite_attention_f16.txt" 2>&1 &
-  timeout 420 $PYTEST -rA $t -k "matches_sdpa and bf16 or group" \
+  timeout 480 $PYTEST -rA $t -k "matches_sdpa and not bf16" > "$OUT/suite_attention_f16.txt" 2>&1 &
+  timeout 480 $PYTEST -rA $t -k "matches_sdpa and bf16 or group" \
     > "$OUT/suite_attention_bf16.txt" 2>&1 &
   for tool in memcheck racecheck; do
-    timeout 420 $PYTEST -rA $t -k "sanitizer and $tool" > "$OUT/sanitizer_attention_$tool.txt" 2>&1 &
+    timeout 480 $PYTEST -rA $t -k "sanitizer and $tool" > "$OUT/sanitizer_attention_$tool.txt" 2>&1 &
   done
-  # the tile forms under the example: every form, ragged n, d64 with 64 keys a step
-  timeout 420 $PYTEST -rA tests/gpu/test_tile_frag.py > "$OUT/suite_attention_tiles.txt" 2>&1 &
+  # the tile forms under the example: every form, ragged n, d64 with 64 keys a step, d128
+  # with 128 (tiles in dynamic workgroup memory), a launch short of that memory
+  timeout 480 $PYTEST -rA tests/gpu/test_tile_frag.py > "$OUT/suite_attention_tiles.txt" 2>&1 &
   wait
   cat "$OUT"/suite_attention_*.txt "$OUT"/sanitizer_attention_*.txt
+}
+
+attention_bench() {
+  # bench/attention.py alone on the GPU (about 2-4 minutes). ATTENTION_BENCH_ARGS: more
+  # flags, e.g. "--forms mma,wgmma,wgmma-ss --bf16" for the whole table
   step "attention: benchmark"
-  timeout 240 python3 bench/attention.py --json "$OUT/attention.json" ${ATTENTION_BENCH_ARGS:-} \
+  timeout 420 python3 bench/attention.py --json "$OUT/attention.json" ${ATTENTION_BENCH_ARGS:-} \
     2>&1 | tee "$OUT/attention.txt"
+}
+
+attention_session() {
+  # tests, then the benchmark: over one call's 10 minutes with three forms; use
+  # attention_tests and attention_bench as two calls
+  attention_tests
+  attention_bench
 }
 
 pending_checks() {
@@ -294,12 +307,14 @@ case "$MODE" in
   new) new_forms ;;
   all_new) all_new ;;
   attention) attention_session ;;
+  attention_tests) attention_tests ;;
+  attention_bench) attention_bench ;;
   # three calls for what was merged without hardware (about 8-9 minutes each)
   pending) pending_checks ;;
   pending_bench) pending_bench ;;
   pending_rest) pending_rest ;;
   tune_attention) tune_attention ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|pending|pending_bench|pending_rest|tune_attention" >&2
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention" >&2
      exit 2 ;;
 esac
 
