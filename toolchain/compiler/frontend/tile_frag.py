@@ -24,6 +24,7 @@ fragments from ldmatrix.
 """
 from __future__ import annotations
 
+from ..ir.async_groups import balance_groups
 from ..ir.module import Const, const_int
 from ..ir.types import F32, I32, I64, U16, U32, U64, VOID, VectorType
 from .tile_plan import PAD, SWIZZLE_ALIGN, plan_tiles
@@ -132,13 +133,21 @@ class TileFragMixin(TileWgmmaMixin):
         if plan is None or not plan.fast or not plan.shared:
             return
         b, here = self.b, self.b.block
+
+        def wait_before_end(block, pending: int, span=None) -> None:
+            term = block.instrs.pop()
+            b.position_at_end(block)
+            b.async_wait(pending, span=span or term.span)
+            block.instrs.append(term)
         for block in self.fn.blocks:
             term = block.terminator
             if term is not None and term.op == "ret":
-                block.instrs.pop()
-                b.position_at_end(block)
-                b.async_wait(0, span=term.span)
-                block.instrs.append(term)
+                wait_before_end(block, 0)
+        # the plan's waits assume the copy groups in flight agree where paths join; a load
+        # issued on one path and not waited for (a loop's prefetch the loop never reads)
+        # breaks that, so the busier path waits down to the other's count
+        if not any(i.op == "async.copy" for i in self.fn.instructions()):
+            balance_groups(self.fn, wait_before_end)
         if here is not None:
             b.position_at_end(here)
 

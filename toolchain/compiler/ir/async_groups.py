@@ -76,6 +76,40 @@ def verify_function_groups(fn: Function, bag: DiagnosticBag) -> None:
                           help="make every path copy, commit and wait alike")
 
 
+def balance_groups(fn: Function, make_wait) -> int:
+    """Make every join agree on the pending count by waiting more on the busier paths: for
+    copy groups the compiler owns (tile loads), where a path that issued a load nothing
+    has waited for yet (a prefetch a loop never reads, say) meets one that has not. Each
+    fix is `make_wait(block, n)`: an `async.wait n` appended before `block`'s terminator,
+    with n the smaller count; waiting more is always correct, and every fix lowers a
+    block's outgoing count, so this ends. Returns the number of waits added."""
+    added = 0
+    while True:
+        order = reverse_postorder(fn)
+        entry, out = {id(fn.blocks[0]): 0}, {}
+        for blk in order:
+            if id(blk) not in entry:
+                continue
+            pending = entry[id(blk)]
+            for ins in blk.instrs:
+                if ins.op == "async.commit":
+                    pending = min(pending + 1, MAX_PENDING)
+                elif ins.op == "async.wait":
+                    pending = min(pending, ins.attrs["pending"])
+            out[id(blk)] = pending
+            for succ in blk.successors:
+                entry.setdefault(id(succ), pending)
+        edges = [(blk, succ) for blk in order if id(blk) in out for succ in blk.successors]
+        bad = next(((b, s) for b, s in edges if out[id(b)] != entry[id(s)]), None)
+        if bad is None:
+            return added
+        low = min(out[id(bad[0])], entry[id(bad[1])])
+        for pred, succ in edges:        # every path into that join comes down to `low`
+            if succ is bad[1] and out[id(pred)] > low:
+                make_wait(pred, low)
+                added += 1
+
+
 def _fmt(state: tuple[bool, int]) -> str:
     return f"{'open, ' if state[0] else ''}{state[1]} pending"
 
