@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from functools import partial
 
 import numpy as np
 import pytest
@@ -37,10 +38,11 @@ def compile_wgmma(tmp_path, ptxas, text: str, consts=(), a="registers"):
     return objects
 
 
-def run(objects, kernel, block, args, grid):
-    """run_frag's signature on the wgmma model; the kernel must take the wgmma path."""
+def run(objects, kernel, block, args, grid, dynamic=0):
+    """run_frag's signature on the wgmma model (`dynamic`: the launch's bytes of dynamic
+    workgroup memory); the kernel must take the wgmma path."""
     sim = WgFragSim(objects, kernel)
-    mem = sim.run(grid, block, args)
+    mem = sim.run(grid, block, args, dynamic=dynamic)
     assert sim.wgmmas > 0
     return mem
 
@@ -162,16 +164,6 @@ def test_the_model_catches_the_lowerings_synchronisation_left_out(tmp_path, ptxa
         check_matmul(run, without(objects, "mm", prefix), "row", 70, 32, 48, 32, 48)
 
 
-def run_dynamic(dynamic: int):
-    """run() with `dynamic` bytes of dynamic workgroup memory given to the launch."""
-    def go(objects, kernel, block, args, grid):
-        sim = WgFragSim(objects, kernel)
-        mem = sim.run(grid, block, args, dynamic=dynamic)
-        assert sim.wgmmas > 0
-        return mem
-    return go
-
-
 @pytest.mark.parametrize("fmt,causal,n", [("f16", True, 200), ("bf16", False, 150)])
 def test_tiles_past_48_kib_live_in_dynamic_workgroup_memory(tmp_path, ptxas, fmt, causal, n):
     """d128 with 128 keys a step and Q in workgroup memory: 80 KiB of swizzled tiles, so
@@ -190,9 +182,10 @@ def test_tiles_past_48_kib_live_in_dynamic_workgroup_memory(tmp_path, ptxas, fmt
     assert ".extern .shared .align 1024 .b8 attention_dyn[];" in ptx
     assert not re.search(r"^\s*\.shared\s", ptx, re.M)       # no static tile arrays
     assert "%dynamic_smem_size;" in ptx and f", {need};" in ptx and "trap;" in ptx
-    check_attention(run_dynamic(need), objects, fmt, n, 128, causal, 64, 128, 1)
+    check_attention(partial(run, dynamic=need), objects, fmt, n, 128, causal, 64, 128, 1)
     with pytest.raises(SimError, match="trap"):
-        check_attention(run_dynamic(need - 1024), objects, fmt, n, 128, causal, 64, 128, 1)
+        check_attention(partial(run, dynamic=need - 1024), objects, fmt, n, 128, causal, 64,
+                        128, 1)
 
 
 def test_a_kernels_own_dynamic_view_keeps_its_tiles_static(tmp_path):

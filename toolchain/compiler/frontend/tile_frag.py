@@ -115,14 +115,10 @@ class TileFragMixin(TileWgmmaMixin):
         arena = self.__dict__.get("_arena")
         if arena is None:
             b = self.b
-            arena = self._arena = self._hoisted(
+            self._hoisted(b.emit("tile.need_shared", VOID, [],
+                                 {"bytes": self._tplan.dynamic}, span=span))
+            arena = self._arena = self._hoisted(      # (before the check: both at entry)
                 b.dynamic_shared(U16, "tiles", span=span, align=SWIZZLE_ALIGN))
-            need = b.emit("tile.need_shared", VOID, [], {"bytes": self._tplan.dynamic},
-                          span=span)
-            need.block.instrs.remove(need)
-            entry = self.fn.blocks[0]
-            entry.instrs.insert(entry.instrs.index(arena) + 1, need)
-            need.block = entry
         return arena
 
     def tile_finish(self) -> None:
@@ -134,10 +130,10 @@ class TileFragMixin(TileWgmmaMixin):
             return
         b, here = self.b, self.b.block
 
-        def wait_before_end(block, pending: int, span=None) -> None:
+        def wait_before_end(block, pending: int) -> None:
             term = block.instrs.pop()
             b.position_at_end(block)
-            b.async_wait(pending, span=span or term.span)
+            b.async_wait(pending, span=term.span)
             block.instrs.append(term)
         for block in self.fn.blocks:
             term = block.terminator

@@ -193,10 +193,7 @@ def plan_tiles(lw, body: A.Block) -> TilePlan:
                 return TilePlan(f"{too_big}; not on wgmma: {plan.wgmma_why}")
         else:
             if getattr(lw.ctx, "tile_wgmma_a", "registers") == "shared":
-                # A tiles join dynamic memory only where the b tiles already need it
-                _place_a(plan, body, types, decls, limit if sum(
-                    _swizzled_bytes(types[n]) for n in shared) > SHARED_BYTES
-                    else SHARED_BYTES)
+                _place_a(plan, body, types, decls, limit)
             sizes = {n: _swizzled_bytes(types[n]) for n in plan.shared}
             if sum(sizes.values()) > SHARED_BYTES:
                 at = 0
@@ -259,9 +256,12 @@ def _has_dynamic_view(body) -> bool:
 
 def _place_a(plan: TilePlan, body, types, decls, limit: int) -> None:
     """Move the A tiles _a_in_shared finds into workgroup memory while the swizzled tiles
-    fit `limit` bytes (one that does not stays in registers); the matmuls reading them
+    fit (one that does not stays in registers): within `limit` bytes where the b tiles
+    already need dynamic memory, else within the static 48 KiB; the matmuls reading them
     then also wait for their copies."""
     smem = sum(_swizzled_bytes(types[n]) for n in plan.shared)
+    if smem <= SHARED_BYTES:
+        limit = SHARED_BYTES
     for name, spec in _a_in_shared(body, types, decls, plan.shared).items():
         spec.swizzle = swizzle_of(spec.inner)
         size = _swizzled_bytes(types[name])

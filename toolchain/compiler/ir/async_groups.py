@@ -83,7 +83,7 @@ def balance_groups(fn: Function, make_wait) -> int:
     fix is `make_wait(block, n)`: an `async.wait n` appended before `block`'s terminator,
     with n the smaller count; waiting more is always correct, and every fix lowers a
     block's outgoing count, so this ends. Returns the number of waits added."""
-    added = 0
+    added, ignored = 0, DiagnosticBag()     # (the verifier reports any errors later)
     while True:
         order = reverse_postorder(fn)
         entry, out = {id(fn.blocks[0]): 0}, {}
@@ -92,10 +92,7 @@ def balance_groups(fn: Function, make_wait) -> int:
                 continue
             pending = entry[id(blk)]
             for ins in blk.instrs:
-                if ins.op == "async.commit":
-                    pending = min(pending + 1, MAX_PENDING)
-                elif ins.op == "async.wait":
-                    pending = min(pending, ins.attrs["pending"])
+                pending = _transfer(ins, (False, pending), ignored, fn)[1]
             out[id(blk)] = pending
             for succ in blk.successors:
                 entry.setdefault(id(succ), pending)
