@@ -167,6 +167,32 @@ def test_attention_variants_on_wgmma_fit_the_registers(ptxas_path, tmp_path, d, 
     assert res.shared_bytes == 32 * 1024
 
 
+@pytest.mark.parametrize("d,a_place,most", [(64, "registers", 200), (128, "registers", 210),
+                                            (128, "shared", 140)])
+def test_the_accumulator_is_carried_in_its_wgmma_registers(ptxas_path, tmp_path, d,
+                                                           a_place, most):
+    """The shipped attention blocks (64 rows, 128 work-items): the P·V accumulator's
+    loop slot, its loop-head value and the wgmma D vector are one PTX register
+    (targets/ptx/coalesce.py), so no `mov` copies it, and ptxas keeps it in place: before
+    the pass it copied the accumulator back after every P·V group and used 242 (d64),
+    254 (d128) and 167 (d128, Q in workgroup memory) registers."""
+    from tools.gpu.ptxas_runner import assemble
+
+    compile_attention(tmp_path, "f16", d, 64, 8192 // d, 128, **WG,
+                      tile_wgmma_a=a_place)
+    ptx = compile_text.ptx
+    pv = [x for x in ptx.splitlines() if f"m64n{d}k16" in x][-1]
+    acc = set(re.search(r"\{([^}]*)\}", pv).group(1).split(", "))
+    copies = [x for x in ptx.splitlines() if x.strip().startswith("mov.f32")
+              and acc & set(re.findall(r"%f\d+", x)) and "0f" not in x]
+    assert copies == []
+    path = tmp_path / "attention.ptx"
+    path.write_text(ptx)
+    _, (res,) = assemble(ptxas_path, "sm_90a", str(path))
+    assert res.stack_frame_bytes == 0 and res.spill_stores_bytes == 0
+    assert res.registers <= most, res.registers
+
+
 def test_ptxas_assembles_the_matmul_kernels(ptxas, tmp_path):
     for src in (_matmul("row"), _matmul("col"), TWO_LOADS, FROM_WORKGROUP):
         compile_text(tmp_path, src, **WG)

@@ -21,7 +21,7 @@ import struct
 from ...diagnostics import error
 from ...ir.callgraph import device_program
 from ...ir.launch import partial_subgroup_reach
-from . import peephole
+from . import coalesce, peephole
 from ...ir.module import Function, Global, Module
 from . import (lower_arith, lower_control, lower_gpu, lower_intrinsics, lower_memory,
                lower_subgroup, lower_tile, regs)
@@ -196,7 +196,7 @@ class ModuleEmitter:
                 f"({regs.param_decl(fn.ret, 'func_retval0', False)}) "
             head = f".func {ret}{name}(\n{params}\n)" if params else f".func {ret}{name}()"
         return PtxFunction(name, "entry" if entry else "func", head, pnames, em.reg_decls(),
-                           em.decls, peephole.run(em.body, em.kept))
+                           em.decls, coalesce.run(peephole.run(em.body, em.kept)))
 
     def lower(self) -> PtxModule:
         program = device_program(self.module)
