@@ -12,6 +12,8 @@ a source size. The models are written here from the PTX ISA, not taken from the 
   *when the copy completes*: copies join the thread's open group, `commit_group` closes
   it, `wait_group N` completes every closed group but the N newest (in issue order), so
   a read of workgroup memory before the right wait sees the old bytes and fails a test;
+- `vote.sync.any.pred d, a, m` (`.all`): d is whether a holds in any (every) lane of the
+  member mask m, which must name every live lane of the warp, all at this instruction;
 - `max.f32`/`min.f32`: a NaN operand is dropped (both NaN: the canonical NaN); equal
   operands (+0 and -0 included) give the first, since the ISA leaves the zero's sign open;
   `min`/`max` of u32/s32.
@@ -23,6 +25,7 @@ import math
 from .ptx_sim import SimError, bits_f32
 from .tile_sim import TileSim
 
+_WARP_OPS = ("ldmatrix.", "shfl.sync.bfly.", "vote.sync.")
 _MINMAX = {"max.f32", "min.f32", "max.u32", "min.u32", "max.s32", "min.s32"}
 
 
@@ -64,8 +67,8 @@ class FragSim(TileSim):
         if th.pc < len(self.code):
             guard, negated, op, ops = self.code[th.pc]
             on = guard is None or bool(th.val(guard)) != negated
-            if on and op.startswith(("ldmatrix.", "shfl.sync.bfly.")):
-                if len(self._warp(th)) < 32:
+            if on and op.startswith(_WARP_OPS):
+                if len(self._warp(th)) < 32 and not op.startswith("vote."):
                     raise SimError(f"{op} with a partial warp")
                 self.steps += 1
                 th.wait = op
@@ -110,7 +113,7 @@ class FragSim(TileSim):
 
     def _collective(self, live) -> bool:
         for th in live:
-            if th.wait is None or not th.wait.startswith(("ldmatrix.", "shfl.sync.bfly.")):
+            if th.wait is None or not th.wait.startswith(_WARP_OPS):
                 continue
             group = self._warp(th)
             if not all(t.wait == th.wait and t.pc == th.pc for t in group):
@@ -118,6 +121,8 @@ class FragSim(TileSim):
             _, _, op, ops = self.code[th.pc]
             if op.startswith("ldmatrix."):
                 self._ldmatrix(op, group, ops)
+            elif op.startswith("vote."):
+                self._vote(op, group, ops)
             else:
                 vals = {t.lane: t.val(ops[1]) for t in group}
                 mask = th.val(ops[2])
@@ -127,6 +132,18 @@ class FragSim(TileSim):
                 t.wait, t.pc = None, t.pc + 1
             return True
         return super()._collective(live)
+
+    @staticmethod
+    def _vote(op: str, group, ops) -> None:
+        live = sum(1 << t.lane for t in group)
+        if any(t.val(ops[2]) != live for t in group):
+            raise SimError(f"{op}: member mask is not the warp's live lanes")
+        votes = [bool(t.val(ops[1])) for t in group]
+        d = any(votes) if op.startswith("vote.sync.any.") else all(votes)
+        if not op.startswith(("vote.sync.any.pred", "vote.sync.all.pred")):
+            raise SimError(f"unsupported {op}")
+        for t in group:
+            t.regs[ops[0]] = int(d)
 
     def _ldmatrix(self, op: str, group, ops) -> None:
         if ".x4." not in op + ".":

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from ..ir.async_groups import balance_groups
 from ..ir.module import Const, const_int
-from ..ir.types import F32, I32, I64, U16, U32, U64, VOID, VectorType
+from ..ir.types import BOOL, F32, I32, I64, U16, U32, U64, VOID, VectorType
 from .tile_plan import PAD, SWIZZLE_ALIGN, plan_tiles
 from .tile_replay import NEG_ZERO, TileType, TileVal
 from .tile_wgmma import TileWgmmaMixin
@@ -377,24 +377,49 @@ class TileFragMixin(TileWgmmaMixin):
         if a.home == "row":
             return FragVal(rt, "row", a.regs)
         nb = a.type.columns // 8
+        rows = [[a.regs[(k * nb + j) * 4 + 2 * h + p] for j in range(nb) for p in (0, 1)]
+                for k in range(len(a.regs) // (4 * nb)) for h in (0, 1)]
+        if op == "max":
+            return FragVal(rt, "row", self._row_maxes(rows))
         out = []
-        for k in range(len(a.regs) // (4 * nb)):
-            for h in (0, 1):
-                xs = [a.regs[(k * nb + j) * 4 + 2 * h + p] for j in range(nb) for p in (0, 1)]
-                if op == "max":         # the quad's pairs, then one sign fix
-                    v, low = self._max_pair(xs)
-                    for lanes in (1, 2):
-                        v = self.b.binop("max", v, self._bfly(v, lanes))
-                        low = self.b.binop("min", low, self._bfly(low, lanes))
-                    v = self._max_fix(v, low)
-                else:                   # canonical order: this lane's class, then the quad
-                    v = self._rn("add", xs[0], xs[1])
-                    for x in xs[2:]:
-                        v = self._rn("add", v, x)
-                    for lanes in (1, 2):
-                        v = self._rn("add", v, self._bfly(v, lanes))
-                out.append(v)
+        for xs in rows:                 # canonical order: this lane's class, then the quad
+            v = self._rn("add", xs[0], xs[1])
+            for x in xs[2:]:
+                v = self._rn("add", v, x)
+            for lanes in (1, 2):
+                v = self._rn("add", v, self._bfly(v, lanes))
+            out.append(v)
         return FragVal(rt, "row", out)
+
+    def _row_maxes(self, rows) -> list:
+        """maximumNumber of each row (this lane's elements xs, then the quad's
+        butterflies). max.f32 alone leaves only the sign of a zero maximum open, and that
+        is +0 exactly when some element has the bits of +0 (_max_pair's unsigned minima).
+        A zero maximum is rare (it needs every element <= 0), so the minima and their
+        butterflies run only when some lane of the subgroup has one: a branch on
+        `subgroup.any`, uniform in the subgroup, which keeps about one instruction per
+        element (and two shuffles per row) out of every row maximum."""
+        b = self.b
+        vs = []
+        for xs in rows:
+            v = _tree(lambda x, y: b.binop("max", x, y), list(xs))
+            for lanes in (1, 2):
+                v = b.binop("max", v, self._bfly(v, lanes))
+            vs.append(v)
+        zero = _tree(lambda x, y: b.binop("or", x, y),
+                     [b.cmp("eq", v, b.const(F32, 0.0)) for v in vs])
+        slots = [b.local(self.fn, F32, "tile.rowmax") for _ in vs]
+        for slot, v in zip(slots, vs):
+            b.local_set(slot, v)
+
+        def settle_signs() -> None:
+            for slot, v, xs in zip(slots, vs, rows):
+                low = _tree(lambda x, y: b.binop("min", x, y), [self._bits(x) for x in xs])
+                for lanes in (1, 2):
+                    low = b.binop("min", low, self._bfly(low, lanes))
+                b.local_set(slot, self._max_fix(v, low))
+        self._if(b.subgroup("any", BOOL, [zero]), settle_signs)
+        return [b.local_get(slot) for slot in slots]
 
     # ---------------------------------------------------------------- loads and stores
     def _frag_sites(self, base, ctl, ld, col: bool, tt: TileType, span):
