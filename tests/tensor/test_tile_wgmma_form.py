@@ -193,6 +193,30 @@ def test_the_accumulator_is_carried_in_its_wgmma_registers(ptxas_path, tmp_path,
     assert res.registers <= most, res.registers
 
 
+@pytest.mark.parametrize("arch,most", [("sm_80", 180), ("sm_90a", 185)])
+def test_the_mma_sync_accumulator_is_carried_in_its_registers(ptxas_path, tmp_path, arch,
+                                                              most):
+    """The same on the warp MMA form (d64, --gpu-tile-wgmma=off): before the pass ptxas
+    used 204 registers on sm_80 and 208 on sm_90a."""
+    from tools.gpu.ptxas_runner import assemble
+
+    compile_attention(tmp_path, "f16", 64, 64, 128, 128, arch=arch, tile_wgmma=False)
+    ptx = compile_text.ptx
+    acc = set()
+    for x in ptx.splitlines():
+        if x.strip().startswith("mma.sync"):
+            acc |= set(re.search(r"\{([^}]*)\}", x).group(1).split(", "))
+    assert acc
+    copies = [x for x in ptx.splitlines() if x.strip().startswith("mov.f32")
+              and acc & set(re.findall(r"%f\d+", x)) and "0f" not in x]
+    assert copies == []
+    path = tmp_path / "attention.ptx"
+    path.write_text(ptx)
+    _, (res,) = assemble(ptxas_path, arch, str(path))
+    assert res.stack_frame_bytes == 0 and res.spill_stores_bytes == 0
+    assert res.registers <= most, res.registers
+
+
 def test_ptxas_assembles_the_matmul_kernels(ptxas, tmp_path):
     for src in (_matmul("row"), _matmul("col"), TWO_LOADS, FROM_WORKGROUP):
         compile_text(tmp_path, src, **WG)

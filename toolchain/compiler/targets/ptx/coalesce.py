@@ -1,20 +1,21 @@
-"""Copy coalescing around wgmma accumulators (after the peepholes, before printing).
+"""Copy coalescing around tensor-core accumulators (after the peepholes, before printing).
 
 A loop-carried tile accumulator reaches PTX as three registers per element: out-of-SSA's
-slot (the `local.set` at the back edge copies the wgmma result into it), the `local.get`
-copy at the loop head, and the wgmma's own D vector. ptxas coalesces such copies
-elsewhere, but not into a wgmma D vector, whose registers it must allocate as one
-contiguous range: in the attention loop it kept the accumulator in scattered registers
-and copied it back after every P·V group (32 `MOV` a key block at d64, and 242 registers
-where 184 suffice). This pass renames those copies away so the slot, the loop-head value
-and the D vector are one PTX register.
+slot (the `local.set` at the back edge copies the matmul's result into it), the
+`local.get` copy at the loop head, and the `wgmma`/`mma.sync` D vector. ptxas coalesces
+such copies elsewhere, but not into the D vector of a tensor-core instruction, whose
+registers it allocates as a group: in the attention loop on wgmma it kept the accumulator
+in scattered registers and copied it back after every P·V group (32 `MOV` a key block at
+d64, and 242 registers where 184 suffice), and the mma.sync form used 204 registers on
+sm_80 where 164 suffice. This pass renames those copies away so the slot, the loop-head
+value and the D vector are one PTX register.
 
 It is Chaitin's aggressive coalescing on an interference graph built from liveness over
 the function's basic blocks: two registers interfere when one is defined (by anything
 but a copy of the other) where the other is live. Only unguarded `mov`s between virtual
 registers of one class are coalesced, and only where one side is, or has already been
-merged with, a wgmma D register. The register model is conservative: a guarded write
-also reads its destination, a wgmma reads its D vector (`scale-d` may accumulate), an
+merged with, a D register. The register model is conservative: a guarded write also
+reads its destination, a wgmma reads its D vector (`scale-d` may accumulate), an
 instruction with no listed destination whose opcode may write counts its first operand
 as written and read, and a wgmma's operands stay live until the `wgmma.wait_group 0`
 that retires it (registers it reads or writes asynchronously are not renamed onto a
@@ -59,6 +60,11 @@ def _copy(ins: PtxInstr) -> tuple[str, str] | None:
 
 def _is_wgmma(ins: PtxInstr) -> bool:
     return ins.kind == OP and ins.name.startswith("wgmma.mma_async")
+
+
+def _is_mma(ins: PtxInstr) -> bool:
+    """A tensor-core instruction whose D vector the pass coalesces copies into."""
+    return ins.kind == OP and ins.name.startswith(("wgmma.mma_async", "mma.sync"))
 
 
 class _Facts:
@@ -139,7 +145,7 @@ def _retire_uses(body, facts: _Facts, spans) -> set[str]:
 
 
 def run(body: list[PtxInstr]) -> list[PtxInstr]:
-    if not any(_is_wgmma(i) for i in body):
+    if not any(_is_mma(i) for i in body):
         return body
     shape = _blocks(body)
     if shape is None:
@@ -147,7 +153,7 @@ def run(body: list[PtxInstr]) -> list[PtxInstr]:
     spans, succ = shape
     facts = _Facts(body)
     pinned = _retire_uses(body, facts, spans)
-    tensor = {r for k, ins in enumerate(body) if _is_wgmma(ins) for r in facts.defs[k]}
+    tensor = {r for k, ins in enumerate(body) if _is_mma(ins) for r in facts.defs[k]}
     copies = [(k, c) for k, c in ((k, _copy(i)) for k, i in enumerate(body)) if c]
     cand = {r for _, c in copies for r in c} - pinned
     if not cand & tensor:
