@@ -191,7 +191,8 @@ def run(body: list[PtxInstr]) -> list[PtxInstr]:
             if new != live_in[i]:
                 live_in[i], changed = new, True
 
-    # interference rows: at each definition, every candidate live after it
+    # interference rows: at each definition, every candidate live after it (x and y
+    # interfere when either row names the other)
     row = [0] * len(index)
     copy_src = {k: c[1] for k, c in copies}
     for i, (a, b) in enumerate(spans):
@@ -211,13 +212,7 @@ def run(body: list[PtxInstr]) -> list[PtxInstr]:
                     row[low.bit_length() - 1] |= (others | d) & ~low
                     m ^= low
             live = (live & ~d) | ubits[k]
-    for n in range(len(row)):
-        m = row[n]
-        while m:
-            low = m & -m
-            row[low.bit_length() - 1] |= 1 << n
-            m ^= low
-    row = [r & cmask for r in row]
+    row = [r & cmask for r in row]     # one-sided: a merge checks both sides
 
     # union-find, merging copies that touch a wgmma D register
     parent = list(range(len(index)))
@@ -236,7 +231,8 @@ def run(body: list[PtxInstr]) -> list[PtxInstr]:
             if d not in index or s not in index:
                 continue
             x, y = find(index[d]), find(index[s])
-            if x == y or not (is_tensor[x] or is_tensor[y]) or row[x] & members[y]:
+            if x == y or not (is_tensor[x] or is_tensor[y]) or row[x] & members[y] or \
+                    row[y] & members[x]:
                 continue
             if is_tensor[y] and not is_tensor[x]:
                 x, y = y, x                 # the D register names the merged set
@@ -250,8 +246,9 @@ def run(body: list[PtxInstr]) -> list[PtxInstr]:
     if not ren:
         return body
     out = []
-    for ins in body:
-        if ins.kind != OP:
+    for k, ins in enumerate(body):
+        if ins.kind != OP or ren.keys().isdisjoint(facts.defs[k]) and \
+                ren.keys().isdisjoint(facts.uses[k]):
             out.append(ins)
             continue
         new = ins.replaced(dsts=tuple(_rename_operand(x, ren) for x in ins.dsts),
