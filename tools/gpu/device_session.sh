@@ -277,16 +277,18 @@ pending_rest() {
 
 tune_attention() {
   # the attention tuning questions still open (docs/internals/tile-wgmma.md "A tiles in
-  # workgroup memory"): Q in workgroup memory (both wgmma operands from descriptors; d128
-  # 167 registers, three workgroups an SM) against Q in registers, and with it 64 keys a
-  # step at d64 (127 registers, four workgroups an SM) or 32 at d128 (127 registers), or
-  # 128 at d128 (FlashAttention-3's block: 80 KiB of tiles in dynamic workgroup memory)
+  # workgroup memory", "Copies around the accumulator"): Q in workgroup memory (both
+  # wgmma operands from descriptors; 166 registers at d64, 131 at d128: three workgroups
+  # an SM) against Q in registers (184, 194), and with it 64 keys a step at d64 (101
+  # registers) or 32 at d128 (109), or 128 at d128 (FlashAttention-3's block: 80 KiB of
+  # tiles in dynamic workgroup memory; 196 registers, or 219 with Q in registers)
   step "attention variants"
   timeout 420 python3 bench/attention_variants.py --json "$OUT/attention_variants.json" \
     --variant reg --variant ss tile_wgmma_a=shared \
     --variant ss-bn64 tile_wgmma_a=shared BLOCK_N=64 \
     --variant ss-bn32 tile_wgmma_a=shared BLOCK_N=32 \
     --variant ss-bn128 tile_wgmma_a=shared BLOCK_N=128 \
+    --variant reg-bn128 BLOCK_N=128 \
     2>&1 | tee "$OUT/attention_variants.txt"
 }
 
