@@ -110,7 +110,7 @@ def scaled_mm(torch, a, bt, sa, sb, out: str, fast: bool = False):
     """cuBLAS FP8 through torch._scaled_mm, which wants K and N multiples of 16: odd shapes
     (5000x3000x4104, the checks' 300x520x200) are zero-padded, which leaves the product as it
     is, and the result cut back to M x N."""
-    (m, k), n = a.shape, bt.shape[0]
+    k, n = a.shape[1], bt.shape[0]
     pk, pn = -k % 16, -n % 16
     if pk or pn:
         pad = torch.nn.functional.pad

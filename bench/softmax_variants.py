@@ -29,7 +29,6 @@ checking its result.
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from toolchain.compiler.targets.ptx.instr import DIRECTIVE, OP, PtxInstr
-from toolchain.compiler.targets.ptx.parse import parse_module, strip_comments  # noqa: F401
+from toolchain.compiler.targets.ptx.parse import parse_module
 
 # Loads and stores are classified by their state-space qualifier (ld.global.nc.v4.f32,
 # st.volatile.shared.u32, ld.shared::cta.b32); no state space means a generic address.
