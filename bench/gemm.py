@@ -36,7 +36,9 @@ of its branches (every PINGPONG_CHECKS case with aligned and misaligned row pitc
 `cluster`, `cl/noC`, `pp+cl` and `ppcl/noC` (`r.cl`, `r.clnoC`, `r.ppcl`, `r.ppclnoC`) are
 the persistent and ping-pong contracts with `cluster: 2` (docs/reference/gemm.md "Clusters
 of 2": pairs of workgroups sharing each B box through a multicast copy, an even grid),
-timed in the same interleaved rounds (--no-cluster leaves them out); --check-cluster checks
+timed in the same interleaved rounds (--no-cluster leaves them out), and `au+cl`,
+`aucl/noC` (`r.aucl`, `r.auclnoC`) the same with `schedule: auto`, whose cooperative branch
+(misaligned rows) pairs while its ping-pong branch runs each workgroup alone; --check-cluster checks
 both paired schedules (CLUSTER_CHECKS: tails, rank 1's rows past M, odd pair-tile counts
 per cluster, idle clusters, K = 0, C aliasing D, the split path, 200 launches of 4096^3
 back to back); --cluster-stress N [--cluster-schedules S] runs only N back-to-back launches
@@ -270,7 +272,7 @@ def check_auto(torch, dev, fmt, out, small: bool = False) -> int:
 CLUSTER_CHECKS = ((300, 520, 200, 4), (129, 257, 65, 2), (1000, 1000, 1000, 6),
                   (64, 64, 0, 2), (128, 256, 64, 8), (100, 100, 64, 2), (384, 256, 64, 2),
                   (300, 1000, 130, 10), (5000, 3000, 4104, 0))
-CLUSTER_SCHEDULES = ("cooperative", "pingpong")
+CLUSTER_SCHEDULES = ("cooperative", "pingpong", "auto")
 
 
 def check_cluster(torch, dev, fmt, out, schedule, small: bool = False,
@@ -301,7 +303,8 @@ def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
 
 
 def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=None,
-                pgemms=None, ppgemms=None, agemms=None, clgemms=None, ppclgemms=None):
+                pgemms=None, ppgemms=None, agemms=None, clgemms=None, ppclgemms=None,
+                auclgemms=None):
     dtype = torch.float16 if fmt == "f16" else torch.bfloat16
     a = torch.randn(m, k, device="cuda").to(dtype)
     bt = torch.randn(n, k, device="cuda").to(dtype)
@@ -314,7 +317,8 @@ def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=
     # no C (a zero row read with ldc = 0)
     for name, noc, pg in (("auto", "autonoc", agemms), ("persistent", "noc", pgemms),
                           ("pingpong", "ppnoc", ppgemms), ("cluster", "clnoc", clgemms),
-                          ("ppcluster", "ppclnoc", ppclgemms)):
+                          ("ppcluster", "ppclnoc", ppclgemms),
+                          ("aucluster", "auclnoc", auclgemms)):
         if not pg:
             continue
         runs[name] = pg[fmt, out].launcher(a, bt, c, d, m, n, k)
@@ -506,16 +510,18 @@ def main() -> int:
     agemms = None if args.no_persistent or args.no_auto else \
         {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="auto")
          for f, o in pairs}
-    clgemms, ppclgemms = ({(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True,
-                                          schedule=sch, cluster=2) for f, o in pairs}
-                          if not (args.no_persistent or args.no_cluster) else None
-                          for sch in ("cooperative", "pingpong"))
+    clgemms, ppclgemms, auclgemms = (
+        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule=sch,
+                        cluster=2) for f, o in pairs}
+        if not (args.no_persistent or args.no_cluster) else None
+        for sch in ("cooperative", "pingpong", "auto"))
     header = (f"{'gemm':<22} {'mettle':>8} {'auto':>8} {'auto/noC':>8} {'persist':>8} "
               f"{'pers/noC':>8} {'pingpong':>8} {'pp/noC':>8} {'cluster':>8} "
-              f"{'cl/noC':>8} {'pp+cl':>8} {'ppcl/noC':>8} {'torch':>8} "
+              f"{'cl/noC':>8} {'pp+cl':>8} {'ppcl/noC':>8} {'au+cl':>8} {'aucl/noC':>8} "
+              f"{'torch':>8} "
               f"{'torch+C':>8} {'ratio':>6} {'r.auto':>6} {'r.anoC':>6} {'r.pers':>6} "
               f"{'r.noC':>6} {'r.pp':>6} {'r.ppnoC':>7} {'r.cl':>6} {'r.clnoC':>7} "
-              f"{'r.ppcl':>6} {'r.ppclnoC':>9}"
+              f"{'r.ppcl':>6} {'r.ppclnoC':>9} {'r.aucl':>6} {'r.auclnoC':>9}"
               + ("  subgroup" if args.subgroup else "")
               + (f"  +{epilogues[0]}" if epilogues else ""))
 
@@ -531,12 +537,15 @@ def main() -> int:
                 f"{col(r, 'cluster_tflops', '.1f'):>8} {col(r, 'clnoc_tflops', '.1f'):>8} "
                 f"{col(r, 'ppcluster_tflops', '.1f'):>8} "
                 f"{col(r, 'ppclnoc_tflops', '.1f'):>8} "
+                f"{col(r, 'aucluster_tflops', '.1f'):>8} "
+                f"{col(r, 'auclnoc_tflops', '.1f'):>8} "
                 f"{r['torch_tflops']:>8.1f} {r['torch_c_tflops']:>8.1f} {r['ratio']:>6.3f} "
                 f"{col(r, 'auto_ratio', '.3f'):>6} {col(r, 'autonoc_ratio', '.3f'):>6} "
                 f"{col(r, 'persistent_ratio', '.3f'):>6} {col(r, 'noc_ratio', '.3f'):>6} "
                 f"{col(r, 'pingpong_ratio', '.3f'):>6} {col(r, 'ppnoc_ratio', '.3f'):>7} "
                 f"{col(r, 'cluster_ratio', '.3f'):>6} {col(r, 'clnoc_ratio', '.3f'):>7} "
-                f"{col(r, 'ppcluster_ratio', '.3f'):>6} {col(r, 'ppclnoc_ratio', '.3f'):>9}"
+                f"{col(r, 'ppcluster_ratio', '.3f'):>6} {col(r, 'ppclnoc_ratio', '.3f'):>9} "
+                f"{col(r, 'aucluster_ratio', '.3f'):>6} {col(r, 'auclnoc_ratio', '.3f'):>9}"
                 + (f"  {r['subgroup_tflops']:.1f}" if args.subgroup else "")
                 + (f"  {r['epilogue_tflops']:.1f}" if epilogues else ""))
     rows = []
@@ -548,7 +557,7 @@ def main() -> int:
                 time.sleep(args.pause)
             rows.append(bench_shape(torch, dev, gemms, f, o, *shape, args.reps,
                                     args.subgroup, epi_gemms, pgemms, ppgemms, agemms,
-                                    clgemms, ppclgemms))
+                                    clgemms, ppclgemms, auclgemms))
             print("row: " + line(rows[-1]), flush=True)
     fp8_rows = gemm_fp8.bench(torch, fp8, ["bf16"], shapes, args.reps,
                               pingpong=not args.no_pingpong, auto=not args.no_auto) \

@@ -64,11 +64,22 @@ def _label_span(text: str, start: str, end: str) -> str:
     return text[a:re.compile(rf"^\$L__{end}\d+:", re.M).search(text, a).start()]
 
 
-def test_auto_pairs_both_pipelines():
+def test_auto_pairs_only_its_cooperative_pipeline():
+    """`schedule: auto` with `cluster: 2`: the cooperative pipeline (misaligned rows)
+    multicasts B and releases on the peer; the ping-pong one runs each workgroup alone:
+    no multicast, no remote arrive, no cluster barrier between the rule's branch and the
+    cooperative pipeline's label."""
     text = compile_ptx(_src("auto"), "sm_90a")
     assert text.count(".reqnctapercluster 2, 1, 1") == 1
-    assert text.count(".multicast::cluster") == 2
-    assert text.count("mbarrier.arrive.shared::cluster.b64") == 4
+    branch = re.search(r"bra\.uni \$L__wg_auto_coop\d+;", text)
+    label_at = re.search(r"^\$L__wg_auto_coop\d+:", text, re.M).start()
+    pp, coop = text[branch.end():label_at], text[label_at:]
+    assert "wgmma.mma_async" in pp and "wgmma.mma_async" in coop
+    for spelling in (".multicast::cluster", "mbarrier.arrive.shared::cluster.b64",
+                     "barrier.cluster", "mapa"):
+        assert spelling not in pp, spelling
+    assert coop.count(".multicast::cluster") == 1
+    assert coop.count("mbarrier.arrive.shared::cluster.b64") == 2
 
 
 def test_the_pair_agrees_on_area_and_operands():
@@ -165,6 +176,8 @@ def test_subgroup_and_tensor_mma_refuse_the_option():
     ("sm_90a", _src(), "clusters of 2: the two workgroups of a cluster compute the two "
      "128-row halves of one 256x256 pair tile"),
     ("sm_90a", _src("pingpong"), "each copies half of every half tile's B box"),
+    ("sm_90a", _src("auto"), "clusters of 2 (the cooperative pipeline; in the ping-pong "
+     "one each workgroup of a cluster runs alone)"),
     ("sm_121a", _src(), "`cluster: 2` has no effect without the pipeline"),
     ("sm_90a", fp8_source(persistent=True, cluster=2), "multiple of 2"),
 ])

@@ -16,6 +16,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh attention_tests  # attention tests, sanitizers
 #   OUT=/tmp/out bash tools/gpu/device_session.sh attention_bench  # bench/attention.py
 #   OUT=/tmp/out bash tools/gpu/device_session.sh tune_attention  # Q placement, key blocks vs flash
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_cluster_auto  # auto + cluster: 2, table
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -292,6 +293,19 @@ tune_attention() {
     2>&1 | tee "$OUT/attention_variants.txt"
 }
 
+gemm_cluster_auto() {
+  # `schedule: auto, cluster: 2` (docs/reference/gemm.md "Clusters of 2"): the paired
+  # cooperative pipeline on misaligned rows, unpaired ping-pong on aligned ones; both
+  # branches checked, 200 launches back to back, then the table with its `au+cl` column
+  step "auto + cluster: checks and 200 launches"
+  timeout 240 python3 bench/gemm.py --check-cluster --cluster-schedules auto --no-bench \
+      --out f32,f16 > "$OUT/gemm_cluster_auto_checks.txt" 2>&1
+  step "workgroup GEMM table with auto + cluster"
+  timeout 300 python3 bench/gemm.py --out f32,f16 --json "$OUT/gemm.json" \
+      --shapes 4096x4096x4096,8192x8192x8192,8192x8192x1024,16384x1024x4096,5000x3000x4104 \
+      > "$OUT/gemm.txt" 2>&1
+}
+
 MODE=${1:-main}
 case "$MODE" in
   main) benchmarks; suite ;;
@@ -316,6 +330,7 @@ case "$MODE" in
   pending_bench) pending_bench ;;
   pending_rest) pending_rest ;;
   tune_attention) tune_attention ;;
+  gemm_cluster_auto) gemm_cluster_auto ;;
   *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention" >&2
      exit 2 ;;
 esac

@@ -52,7 +52,7 @@ from . import mbarrier as mb
 from . import tma
 from .common import label
 from .wgmma_epilogue import NativeBias
-from .wgmma_persistent import tile_loop as _tile_loop
+from .wgmma_persistent import Tiles, tile_loop as _tile_loop
 
 ROW_BYTES = 128                           # K bytes per stage: one 128-byte swizzle row
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
@@ -422,8 +422,12 @@ def auto_pred(em, g, elem: Elem = F16):
 def _lower_auto(em, g, tid, end, share, fused, tiles, elem: Elem, combine) -> None:
     """Both pipelines behind auto_pred's uniform branch (each falls through to `end`);
     the launch gives shared_bytes(desc), the larger of the two rings. Paired
-    (`cluster: 2`, share True): both pipelines pair; the rule reads only A and B, which
-    cluster_pair made the same on both workgroups, so both take the same branch."""
+    (`cluster: 2`, share True): only the cooperative pipeline pairs, the one the rule
+    takes for misaligned rows, where sharing B's boxes pays; the ping-pong pipeline runs
+    each workgroup of the cluster on its own (`alone`), which measured as fast or faster
+    than paired ping-pong on every aligned shape (docs/reference/gemm.md "Clusters of
+    2"). The rule reads only A and B, which cluster_pair made the same on both
+    workgroups, so both take the same branch."""
     pp, coop = (replace(g, desc=d) for d in branches(g.desc))
     rule = auto_pred(em, g, elem)
     if rule is False:
@@ -431,9 +435,18 @@ def _lower_auto(em, g, tid, end, share, fused, tiles, elem: Elem, combine) -> No
         return
     other = label(em, f"{elem.tag}_auto_coop")
     em.put(I.bra(other, guard=rule, negated=True, uniform=True))
-    lower_native(em, pp, tid, end, share, fused, tiles, elem, combine)
+    if share is True:
+        lower_native(em, pp, tid, end, None, fused, alone(em, tiles), elem, combine)
+    else:
+        lower_native(em, pp, tid, end, share, fused, tiles, elem, combine)
     em.put(I.label(other))
     lower_native(em, coop, tid, end, share, fused, tiles, elem, combine)
+
+
+def alone(em, tiles: Tiles) -> Tiles:
+    """A paired kernel's tile loop without the pairing: every workgroup of the grid
+    steps over the region's own tiles (the u32 loop: Tiles.fits_u32 counted it)."""
+    return Tiles(em, tiles.own, tiles.row0, tiles.col0, tiles.M, tiles.N, wide=False)
 
 
 def _join_sync(em, share) -> None:

@@ -61,9 +61,10 @@ class Tiles:
     def fits_u32(self, em, ok: str) -> None:
         """AND into `ok`: the tile count, G * tiles_n and the workgroup count are below
         2^31, so u32 tile arithmetic is exact and t + stride never wraps (computed in u64
-        multiplications: no division, no call)."""
-        wide = Tiles(em, self.own, self.row0, self.col0, self.M, self.N, wide=True,
-                     pair=self.pair)
+        multiplications: no division, no call). Counted unpaired even for pair tiles:
+        those counts are the larger, and `schedule: auto`'s ping-pong branch runs
+        unpaired in a paired kernel (wgmma.alone)."""
+        wide = Tiles(em, self.own, self.row0, self.col0, self.M, self.N, wide=True)
         tm, tn = wide._counts(em)
         _, n = wide._grid_ids(em)
         v = em.new("rd")

@@ -235,7 +235,9 @@ def cluster_remark(desc, why: str | None) -> str:
     if why is not None:
         return "; `cluster: 2` has no effect without the pipeline"
     box = "half tile's B box" if wgmma.pingpong(desc) else "B box"
-    return (f"; clusters of 2: the two workgroups of a cluster compute the two {desc.m}-row "
+    which = "; clusters of 2 (the cooperative pipeline; in the ping-pong one each " \
+        "workgroup of a cluster runs alone)" if wgmma.auto(desc) else "; clusters of 2"
+    return (f"{which}: the two workgroups of a cluster compute the two {desc.m}-row "
             f"halves of one {2 * desc.m}x{desc.n} pair tile, so they read the same B "
             f"columns; each copies half of every {box} and multicasts it to both, and a "
             "stage is refilled once the consumers of both workgroups released it (the "
