@@ -3,6 +3,7 @@ the warp collectives `shfl.sync.bfly` and `ldmatrix` and the zero-filling `cp.as
 a source size. The models are written here from the PTX ISA, not taken from the compiler:
 
 - `shfl.sync.bfly.b32 d, a, m, 31, -1`: d is a of lane (lane xor m);
+- `shfl.sync.idx.b32 d, a, j, 31, -1`: d is a of lane j (a broadcast);
 - `ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 {d0..d3}, [p]`: matrix i has the rows
   whose addresses lanes 8i..8i+7 give (8 consecutive 16-bit elements each); lane l gets
   in d_i the elements (row l/4, columns 2(l%4), 2(l%4)+1) of matrix i, or of its
@@ -25,7 +26,7 @@ import math
 from .ptx_sim import SimError, bits_f32
 from .tile_sim import TileSim
 
-_WARP_OPS = ("ldmatrix.", "shfl.sync.bfly.", "vote.sync.")
+_WARP_OPS = ("ldmatrix.", "shfl.sync.bfly.", "shfl.sync.idx.", "vote.sync.")
 _MINMAX = {"max.f32", "min.f32", "max.u32", "min.u32", "max.s32", "min.s32"}
 
 
@@ -124,10 +125,13 @@ class FragSim(TileSim):
             elif op.startswith("vote."):
                 self._vote(op, group, ops)
             else:
+                if th.val(ops[3]) != 31 or th.val(ops[4]) & 0xFFFFFFFF != 0xFFFFFFFF:
+                    raise SimError(f"{op}: only the full-warp form is modelled")
                 vals = {t.lane: t.val(ops[1]) for t in group}
-                mask = th.val(ops[2])
+                idx = op.startswith("shfl.sync.idx.")
                 for t in group:
-                    t.regs[ops[0]] = vals[t.lane ^ mask]
+                    j = t.val(ops[2])
+                    t.regs[ops[0]] = vals[j & 31] if idx else vals[t.lane ^ j]
             for t in group:
                 t.wait, t.pc = None, t.pc + 1
             return True

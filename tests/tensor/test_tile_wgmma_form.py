@@ -193,6 +193,22 @@ def test_the_accumulator_is_carried_in_its_wgmma_registers(ptxas_path, tmp_path,
     assert res.registers <= most, res.registers
 
 
+@pytest.mark.parametrize("d", [64, 128])
+def test_a_shared_q_descriptor_lives_in_uniform_registers(ptxas_path, tmp_path, d):
+    """With Q in workgroup memory its descriptors depend on the warpgroup's slab, which
+    ptxas cannot see is the same across a warp; lane 0's address is broadcast
+    (lower_tile._descriptors), so it builds them in uniform registers like K's and V's.
+    Without the broadcast the d128 kernel moved them over (`R2UR`) 17 times, twice per S
+    wgmma. Needs nvdisasm beside ptxas or on PATH."""
+    nvdisasm = find_nvdisasm(ptxas_path)
+    if nvdisasm is None:
+        pytest.skip("no nvdisasm (the nvidia-cuda-nvdisasm wheel, or on PATH)")
+    compile_attention(tmp_path, "f16", d, 64, 8192 // d, 128, **WG, tile_wgmma_a="shared")
+    assert "shfl.sync.idx.b32" in compile_text.ptx
+    code = sass(ptxas_path, nvdisasm, compile_text.ptx)
+    assert code.count("R2UR") <= 4, code.count("R2UR")
+
+
 @pytest.mark.parametrize("arch,most", [("sm_80", 180), ("sm_90a", 185)])
 def test_the_mma_sync_accumulator_is_carried_in_its_registers(ptxas_path, tmp_path, arch,
                                                               most):

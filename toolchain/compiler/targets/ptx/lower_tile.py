@@ -149,15 +149,24 @@ def _held(em, v, ins: Instr):
     return _fixed(em, v)
 
 
-def _descriptors(em, p, offsets, sbo: int, lbo: int, swizzle: int) -> list:
+def _descriptors(em, p, offsets, sbo: int, lbo: int, swizzle: int,
+                 per_warp: bool = False) -> list:
     """A wgmma descriptor of the shared tile at pointer p for each byte offset (the start
-    address moves by whole 16-byte units)."""
+    address moves by whole 16-byte units). `per_warp`: p depends on the thread id but is
+    the same in every lane of a warp (a warpgroup's slab of a shared A tile): lane 0's
+    address is broadcast (`shfl.sync.idx` 0), which tells ptxas the value is warp-uniform,
+    so the descriptors live in uniform registers as B's do, instead of being built in
+    ordinary registers and moved over (`R2UR`) before every wgmma (about 6 instructions a
+    wgmma: 48 a key block in d128 attention with Q in workgroup memory); CUTLASS reads
+    its warpgroup index the same way."""
     from .tensor.wgmma import desc_base     # (the GEMM's modules load only when used)
     a = _shared_addr(em, p, 0)
     smem = em.new("r")
     em.put(ops.cvt("u32", "u64", smem, a.base))
     if a.offset:
         em.put(ops.binary("add", "u32", smem, smem, a.offset))
+    if per_warp:
+        em.put(ops.shfl_idx(smem, smem, 0))
     base = desc_base(em, smem, sbo=sbo, lbo=lbo, swizzle=swizzle)
     descs = []
     for off in offsets:
@@ -185,7 +194,7 @@ def lower_wgmma(em, ins: Instr) -> None:
     if shared_a:                # slab s, k step ks: a_slab s + a_steps[ks] bytes in
         a_descs = _descriptors(em, a_vals[0], [at["a_slab"] * s + off for s in range(slabs)
                                                for off in at["a_steps"]],
-                               at["a_sbo"], at["a_lbo"], at["a_swizzle"])
+                               at["a_sbo"], at["a_lbo"], at["a_swizzle"], per_warp=True)
     else:
         a_regs = [_held(em, v, ins) for v in a_vals]
     # wgmma reads and writes its accumulators in place: fresh registers holding c

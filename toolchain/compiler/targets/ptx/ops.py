@@ -573,6 +573,12 @@ def shfl_bfly(d, a, lanes: int) -> PtxInstr:
     return _op("shfl.sync.bfly.b32", (d,), (a, str(int(lanes)), "31", "-1"))
 
 
+def shfl_idx(d, a, lane: int) -> PtxInstr:
+    """Feature `subgroup.sync`: `shfl.sync.idx.b32 d, a, lane, 31, -1`: lane's a in every
+    lane of the full warp."""
+    return _op("shfl.sync.idx.b32", (d,), (a, str(int(lane)), "31", "-1"))
+
+
 def cp_async_commit_group() -> PtxInstr:
     """Feature `cp.async`."""
     return _op("cp.async.commit_group")
