@@ -13,6 +13,7 @@ from toolchain.compiler.driver import compile_file
 from tests.support.gpu_opt_mode import options
 
 from .frag_sim import run_frag
+from .wgfrag_sim import run_wgfrag
 from .test_tile_attention import TOL, from_bits, to_bits
 
 SOFTMAX = """
@@ -116,7 +117,7 @@ def test_matmul_of_a_register_tile_and_a_shared_tile_is_exact(tmp_path, layout, 
 
 
 @pytest.mark.parametrize("layout,kb,nb,ptx,form", [
-    ("col", 32, 48, None, "ignore-src"),   # b's rows (k) all inside: one compare a copy
+    ("col", 32, 48, None, "none"),         # the whole tile inside: no bound at all
     ("col", 24, 48, None, "ignore-src"),   # whole chunks, some outside: a per-thread test
     ("row", 32, 40, None, "ignore-src"),   # b's columns: 40 of 48, whole chunks
     ("row", 32, 45, None, "size"),         # a cut chunk: source sizes
@@ -129,10 +130,47 @@ def test_constant_bounds_copy_whole_chunks_by_predicate(tmp_path, layout, kb, nb
     objects, _ = compile_text(tmp_path, src, consts=(("KB", str(kb)), ("NB", str(nb))),
                               **({"ptx_version": ptx} if ptx else {}))
     copies = [x for x in compile_text.ptx.splitlines() if "cp.async.cg.shared.global" in x]
-    assert copies and all(x.rstrip(";").split(",")[-1].strip().startswith(
-        "%p" if form == "ignore-src" else "%r") for x in copies), copies
+    last = {"ignore-src": "%p", "size": "%r", "none": "16"}[form]
+    assert copies and all(x.rstrip(";").split(",")[-1].strip().startswith(last)
+                          for x in copies), copies
     check_matmul(run_frag, objects, layout, 70, kb, nb, 33 if layout == "row" else 32,
                  48 if layout == "row" else 32)
+
+
+WHOLE_ROWS = """
+kernel(block = 128) mm(a: uint16*, b: uint16*, c: float32*, d: float32*, k: uint32) {
+    var ta: tile<f16, 64, 32> = tile_load(a, 0, 0, 64, 32);
+    var tb: tile<f16, 32, 64> = tile_load(b, 0, 0, k, 64);
+    var tc: tile<f32, 64, 64> = tile_load(c, 0, 0, 64, 64);
+    tile_store(d, tensor_matmul(ta, tb, tc), 0, 0, 64, 64);
+}
+"""
+
+
+@pytest.mark.parametrize("k", [32, 20, 0])
+@pytest.mark.parametrize("form", ["frag", "wgmma"])
+def test_a_tile_wholly_inside_copies_without_bounds_and_a_partial_one_zero_fills(
+        tmp_path, form, k):
+    """b's rows past k are NaN in memory and a's columns past k are not zero: the rows of
+    tb past k must be zero-filled (the bounded copies), and with k = 32 every row is
+    inside, which takes the copies without a bound (one uniform test). Reading a row past
+    k puts a NaN in d."""
+    arch, opts, run = ("sm_80", {}, run_frag) if form == "frag" else \
+        ("sm_90a", {"tile_wgmma": True}, run_wgfrag)
+    objects, _ = compile_text(tmp_path, WHOLE_ROWS, arch=arch, **opts)
+    assert any(x.rstrip(";").endswith(", 16, 16") for x in compile_text.ptx.splitlines()
+               if "cp.async.cg.shared.global" in x)
+    rng = np.random.default_rng(k)
+    a = rng.integers(1, 4, (64, 32)).astype(np.float16)
+    bmat = rng.integers(-3, 4, (32, 64)).astype(np.float16)
+    bmem = bmat.copy()
+    bmem[k:] = np.nan
+    c = rng.integers(-20, 20, (64, 64)).astype(np.float32)
+    mem = run(objects, "mm", 128, [
+        ("buf", "a", a.view(np.uint16).ravel()), ("buf", "b", bmem.view(np.uint16).ravel()),
+        ("buf", "c", c.ravel()), ("buf", "d", np.zeros(64 * 64, np.float32)), ("u32", k)])
+    want = c + a[:, :k].astype(np.float32) @ bmat[:k].astype(np.float32)
+    np.testing.assert_array_equal(mem.read("d").reshape(64, 64), want)
 
 
 def check_matmul(run, objects, layout: str, m: int, k: int, n: int, lda: int, ldb: int,

@@ -592,48 +592,77 @@ class TileFragMixin(TileWgmmaMixin):
 
         def strided(chunks):
             """Thread tid copies chunk tid + rW: outer o_t + r R, inner v_t (R = W / per_row),
-            so the shared address is a constant step and the global one a fixed stride."""
+            so the shared address is a constant step and the global one a fixed stride.
+            When every column chunk is inside (statically) and the whole tile's rows are
+            too (a uniform test: every block of a key loop but the last), the copies take
+            no bound at all: no limit to clamp, no compare a copy."""
             R = W // per_row
             o_t, v_t = b.div(tid, c32(per_row)), b.mul(b.rem(tid, c32(per_row)), c32(8))
             ig = b.add(i0, u(v_t))
-            # outer o_t + rR is inside while rR < obound - o0 - o_t, compared in 32 bits
-            # (rR < 2^31): the limit clamped to [0, 2^31 - 1] once per load
-            lim = b.sub(b.sub(b.convert(obound, I64), b.convert(o0, I64)),
-                        b.convert(u(o_t), I64))
-            lim = b.select(b.cmp("lt", lim, b.const(I64, 0)), b.const(I64, 0), lim)
-            lim = b.convert(b.select(b.cmp("gt", lim, b.const(I64, 0x7FFFFFFF)),
-                                     b.const(I64, 0x7FFFFFFF), lim), I32)
             whole = _whole_chunks(i0, ibound, home.inner)
-            if whole:
-                # every chunk is all inside or all outside the columns: zero-fill by a
-                # predicate (one compare a copy, no source size to compute)
-                if whole == "some":
-                    lim = b.select(b.cmp("lt", ig, ibound), lim, b.const(I32, 0))
-            else:
-                nbytes = source_bytes(ig)
             g = b.ptradd(src, b.convert(b.add(b.mul(b.add(o0, u(o_t)), ld64), ig), I64))
             step = b.convert(b.mul(ld64, b.const(U64, R)), I64)
             sbase = self._at(home.ptr, self._sh_index(home, o_t, v_t))
             # outer rows rR further: a constant step (swizzled: rR rows of one panel)
             row_elems = home.swizzle // 2 if home.swizzle else home.stride
-            for r in range(-(-chunks // W)):
-                def chunk(g=g, r=r):
+
+            def copies(copy) -> None:
+                """copy(g, r, offset) for each chunk r of this thread."""
+                gr = g
+                for r in range(-(-chunks // W)):
                     offset = {"offset": 2 * r * R * row_elems}
-                    if whole:
+                    one = (lambda gr=gr, r=r, offset=offset: copy(gr, r, offset))
+                    if r * W + W > chunks:
+                        self._if(b.cmp("lt", b.add(tid, c32(r * W)), c32(chunks)), one)
+                    else:
+                        one()
+                    gr = b.ptradd(gr, step)
+
+            def bounded() -> None:
+                # outer o_t + rR is inside while rR < obound - o0 - o_t, compared in 32
+                # bits (rR < 2^31): the limit clamped to [0, 2^31 - 1] once per load
+                lim = b.sub(b.sub(b.convert(obound, I64), b.convert(o0, I64)),
+                            b.convert(u(o_t), I64))
+                lim = b.select(b.cmp("lt", lim, b.const(I64, 0)), b.const(I64, 0), lim)
+                lim = b.convert(b.select(b.cmp("gt", lim, b.const(I64, 0x7FFFFFFF)),
+                                         b.const(I64, 0x7FFFFFFF), lim), I32)
+                if whole:
+                    # every chunk is all inside or all outside the columns: zero-fill by a
+                    # predicate (one compare a copy, no source size to compute)
+                    if whole == "some":
+                        lim = b.select(b.cmp("lt", ig, ibound), lim, b.const(I32, 0))
+
+                    def copy(gr, r, offset):
                         # an ignored source is not read (the address may be past the end)
                         outside = b.cmp("ge", b.const(I32, r * R), lim)
-                        b.emit("tile.cp16", VOID, [sbase, g, outside],
+                        b.emit("tile.cp16", VOID, [sbase, gr, outside],
                                {**offset, "zero_if": True})
-                        return
-                    inside = b.cmp("lt", b.const(I32, r * R), lim)
-                    # a source size of 0 reads nothing (the address may be past the end)
-                    b.emit("tile.cp16", VOID, [sbase, g, b.select(inside, nbytes, c32(0))],
-                           offset)
-                if r * W + W > chunks:
-                    self._if(b.cmp("lt", b.add(tid, c32(r * W)), c32(chunks)), chunk)
                 else:
-                    chunk()
-                g = b.ptradd(g, step)
+                    nbytes = source_bytes(ig)
+
+                    def copy(gr, r, offset):
+                        inside = b.cmp("lt", b.const(I32, r * R), lim)
+                        # a source size of 0 reads nothing (the address may be past the end)
+                        b.emit("tile.cp16", VOID,
+                               [sbase, gr, b.select(inside, nbytes, c32(0))], offset)
+                copies(copy)
+
+            if whole != "all":
+                bounded()
+                return
+            full = b.binop("and", b.cmp("le", o0, obound),
+                           b.cmp("ge", b.sub(obound, o0), b.const(U64, home.outer)))
+            full_b, part_b, done_b = (self.new_block(f"tile.{x}")
+                                      for x in ("full", "part", "copied"))
+            b.cbr(full, full_b, part_b)
+            b.position_at_end(full_b)
+            copies(lambda gr, r, offset: b.emit("tile.cp16", VOID, [sbase, gr, c32(16)],
+                                                offset))
+            self.goto(done_b)
+            b.position_at_end(part_b)
+            bounded()
+            self.goto(done_b)
+            b.position_at_end(done_b)
 
         def scalar():
             n = home.outer * home.inner
