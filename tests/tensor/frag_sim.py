@@ -142,10 +142,10 @@ class FragSim(TileSim):
         live = sum(1 << t.lane for t in group)
         if any(t.val(ops[2]) != live for t in group):
             raise SimError(f"{op}: member mask is not the warp's live lanes")
-        votes = [bool(t.val(ops[1])) for t in group]
-        d = any(votes) if op.startswith("vote.sync.any.") else all(votes)
         if not op.startswith(("vote.sync.any.pred", "vote.sync.all.pred")):
             raise SimError(f"unsupported {op}")
+        votes = [bool(t.val(ops[1])) for t in group]
+        d = any(votes) if op.startswith("vote.sync.any.") else all(votes)
         for t in group:
             t.regs[ops[0]] = int(d)
 

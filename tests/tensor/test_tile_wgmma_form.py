@@ -176,19 +176,29 @@ def test_the_accumulator_is_carried_in_its_wgmma_registers(ptxas_path, tmp_path,
     (targets/ptx/coalesce.py), so no `mov` copies it, and ptxas keeps it in place: before
     the pass it copied the accumulator back after every P·V group and used 242 (d64),
     254 (d128) and 167 (d128, Q in workgroup memory) registers."""
-    from tools.gpu.ptxas_runner import assemble
-
     compile_attention(tmp_path, "f16", d, 64, 8192 // d, 128, **WG,
                       tile_wgmma_a=a_place)
     ptx = compile_text.ptx
     pv = [x for x in ptx.splitlines() if f"m64n{d}k16" in x][-1]
-    acc = set(re.search(r"\{([^}]*)\}", pv).group(1).split(", "))
+    _check_no_accumulator_copies(ptxas_path, tmp_path, "sm_90a", ptx, _d_registers(pv), most)
+
+
+def _d_registers(line: str) -> set[str]:
+    """The registers of a tensor-core instruction's first vector operand (its D)."""
+    return set(re.search(r"\{([^}]*)\}", line).group(1).split(", "))
+
+
+def _check_no_accumulator_copies(ptxas_path, tmp_path, arch, ptx, acc, most) -> None:
+    """No register-to-register `mov.f32` touches the accumulator registers `acc`, and
+    ptxas assembles `ptx` with no stack, no spills and at most `most` registers."""
+    from tools.gpu.ptxas_runner import assemble
+
     copies = [x for x in ptx.splitlines() if x.strip().startswith("mov.f32")
               and acc & set(re.findall(r"%f\d+", x)) and "0f" not in x]
     assert copies == []
     path = tmp_path / "attention.ptx"
     path.write_text(ptx)
-    _, (res,) = assemble(ptxas_path, "sm_90a", str(path))
+    _, (res,) = assemble(ptxas_path, arch, str(path))
     assert res.stack_frame_bytes == 0 and res.spill_stores_bytes == 0
     assert res.registers <= most, res.registers
 
@@ -214,23 +224,12 @@ def test_the_mma_sync_accumulator_is_carried_in_its_registers(ptxas_path, tmp_pa
                                                               most):
     """The same on the warp MMA form (d64, --gpu-tile-wgmma=off): before the pass ptxas
     used 204 registers on sm_80 and 208 on sm_90a."""
-    from tools.gpu.ptxas_runner import assemble
-
     compile_attention(tmp_path, "f16", 64, 64, 128, 128, arch=arch, tile_wgmma=False)
     ptx = compile_text.ptx
-    acc = set()
-    for x in ptx.splitlines():
-        if x.strip().startswith("mma.sync"):
-            acc |= set(re.search(r"\{([^}]*)\}", x).group(1).split(", "))
+    acc = set().union(*(_d_registers(x) for x in ptx.splitlines()
+                        if x.strip().startswith("mma.sync")))
     assert acc
-    copies = [x for x in ptx.splitlines() if x.strip().startswith("mov.f32")
-              and acc & set(re.findall(r"%f\d+", x)) and "0f" not in x]
-    assert copies == []
-    path = tmp_path / "attention.ptx"
-    path.write_text(ptx)
-    _, (res,) = assemble(ptxas_path, arch, str(path))
-    assert res.stack_frame_bytes == 0 and res.spill_stores_bytes == 0
-    assert res.registers <= most, res.registers
+    _check_no_accumulator_copies(ptxas_path, tmp_path, arch, ptx, acc, most)
 
 
 def test_ptxas_assembles_the_matmul_kernels(ptxas, tmp_path):

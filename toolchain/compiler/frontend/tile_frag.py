@@ -345,9 +345,15 @@ class TileFragMixin(TileWgmmaMixin):
         exactly when some element has the bits of +0, the smallest unsigned pattern. Both
         halves are associative and commutative, so they reduce as trees (a dependency
         chain of log2 n, not n) and pairs combine in any order (the butterflies)."""
+        return self._max_tree(xs), self._low_bits(xs)
+
+    def _max_tree(self, xs):
         b = self.b
-        return (_tree(lambda x, y: b.binop("max", x, y), list(xs)),
-                _tree(lambda x, y: b.binop("min", x, y), [self._bits(x) for x in xs]))
+        return _tree(lambda x, y: b.binop("max", x, y), list(xs))
+
+    def _low_bits(self, xs):
+        b = self.b
+        return _tree(lambda x, y: b.binop("min", x, y), [self._bits(x) for x in xs])
 
     def _max_fix(self, v, low):
         b = self.b
@@ -402,7 +408,7 @@ class TileFragMixin(TileWgmmaMixin):
         b = self.b
         vs = []
         for xs in rows:
-            v = _tree(lambda x, y: b.binop("max", x, y), list(xs))
+            v = self._max_tree(xs)
             for lanes in (1, 2):
                 v = b.binop("max", v, self._bfly(v, lanes))
             vs.append(v)
@@ -414,7 +420,7 @@ class TileFragMixin(TileWgmmaMixin):
 
         def settle_signs() -> None:
             for slot, v, xs in zip(slots, vs, rows):
-                low = _tree(lambda x, y: b.binop("min", x, y), [self._bits(x) for x in xs])
+                low = self._low_bits(xs)
                 for lanes in (1, 2):
                     low = b.binop("min", low, self._bfly(low, lanes))
                 b.local_set(slot, self._max_fix(v, low))

@@ -80,8 +80,7 @@ class _Facts:
                 continue
             defs = [r for x in ins.dsts for r in _regs(x)]
             uses = [r for x in ins.srcs for r in _regs(x)]
-            if not ins.dsts and ins.srcs and ins.opcode not in NO_DEST and \
-                    not ins.name.startswith(("wgmma.fence", "wgmma.commit", "wgmma.wait")):
+            if not ins.dsts and ins.srcs and ins.opcode not in NO_DEST:
                 defs = _regs(ins.srcs[0])
             if ins.guard is not None:
                 uses.append(ins.guard)
@@ -158,7 +157,8 @@ def run(body: list[PtxInstr]) -> list[PtxInstr]:
     cand = {r for _, c in copies for r in c} - pinned
     if not cand & tensor:
         return body
-    index = {r: n for n, r in enumerate(sorted(cand))}
+    names = sorted(cand)
+    index = {r: n for n, r in enumerate(names)}
     cmask = (1 << len(index)) - 1
 
     # liveness of the candidate registers only (the others never interfere with them here)
@@ -217,7 +217,7 @@ def run(body: list[PtxInstr]) -> list[PtxInstr]:
     # union-find, merging copies that touch a wgmma D register
     parent = list(range(len(index)))
     members = [1 << n for n in range(len(index))]
-    is_tensor = [r in tensor for r in sorted(cand)]
+    is_tensor = [r in tensor for r in names]
 
     def find(n: int) -> int:
         while parent[n] != n:
@@ -241,7 +241,6 @@ def run(body: list[PtxInstr]) -> list[PtxInstr]:
             row[x] |= row[y]
             members[x] |= members[y]
             merged = True
-    names = sorted(cand)
     ren = {r: names[find(n)] for r, n in index.items() if find(n) != n}
     if not ren:
         return body
