@@ -211,7 +211,15 @@ def _setp(parts, th: Thread, ops) -> None:
         a, b = _signed(a, bits), _signed(b, bits)
     else:
         a, b = a & ((1 << bits) - 1), b & ((1 << bits) - 1)
-    r = int(_CMP[parts[1]](a, b))
+    cmp = parts[1]
+    if ty.startswith("f"):          # ordered forms are false on NaN, unordered ones true
+        nan = a != a or b != b
+        r = int(nan if cmp.endswith("u") else not nan and _CMP[cmp](a, b)) \
+            if cmp not in ("num", "nan") else int(nan == (cmp == "nan"))
+        if cmp.endswith("u") and not nan:
+            r = int(_CMP[cmp[:-1]](a, b))
+    else:
+        r = int(_CMP[cmp](a, b))
     if "and" in parts:
         r &= th.val(ops[3])
     th.regs[ops[0]] = r

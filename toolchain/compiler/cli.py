@@ -108,6 +108,13 @@ def build_parser():
                    help="on wgmma, where a matmul's A tile is a variable only tile_load "
                    "assigns: keep it in registers (default) or in workgroup memory, read "
                    "through a descriptor")
+    p.add_argument("--gpu-tile-rescale-skip", choices=("on", "off"), default="off",
+                   help="register tiles: a tile scaled by a row vector skips the multiply "
+                   "in subgroups whose factors are all exactly 1 (default off)")
+    p.add_argument("--gpu-tile-copy-wait", choices=("load", "matmul"), default="load",
+                   help="shared tiles: a tile_load's write-after-read barrier waits for "
+                   "every copy in flight (load, default), or only for readers, each matmul "
+                   "waiting for its own copies (matmul)")
     p.add_argument("--gpu-checks", action="store_true", help="emit gpu_assert traps")
     p.add_argument("--fp-contract", choices=("on", "off"), default="on",
                    help="GPU float multiply-add contraction (default on; off: every f32/f64 "
@@ -178,6 +185,8 @@ def _options(ns):
                    tile_mma=ns.gpu_tile_mma == "on",
                    tile_wgmma=ns.gpu_tile_wgmma == "on",
                    tile_wgmma_a=ns.gpu_tile_wgmma_a,
+                   tile_rescale_skip=ns.gpu_tile_rescale_skip == "on",
+                   tile_copy_wait=ns.gpu_tile_copy_wait,
                    fp_contract=ns.fp_contract == "on",
                    include_dirs=list(ns.include), stdlib_dir=ns.stdlib,
                    link_args=list(ns.link_arg), libraries=list(ns.libs),

@@ -18,6 +18,7 @@ DEFAULTS = {
     "release": False, "gpu_arch": None, "target": None, "ptx_version": None,
     "gpu_tensor_tuple_budget": 0, "gpu_wmma_staging": "on", "gpu_checks": False,
     "gpu_tile_mma": "on", "gpu_tile_wgmma": "on", "gpu_tile_wgmma_a": "registers",
+    "gpu_tile_rescale_skip": "off", "gpu_tile_copy_wait": "load",
     "fp_contract": "on", "print_target": False, "dump_ir": False, "dump_spirv": False,
     "include": [], "stdlib": None, "error_format": "text", "link_arg": [], "libs": [],
     "verify": False, "dump_ir_after": [], "explain": False, "profile": False,
@@ -38,6 +39,8 @@ VALUES = {"-o": ("output", None), "-i": ("input", None), "--gpu-arch": ("gpu_arc
           "--gpu-tile-mma": ("gpu_tile_mma", ("on", "off")),
           "--gpu-tile-wgmma": ("gpu_tile_wgmma", ("on", "off")),
           "--gpu-tile-wgmma-a": ("gpu_tile_wgmma_a", ("registers", "shared")),
+          "--gpu-tile-rescale-skip": ("gpu_tile_rescale_skip", ("on", "off")),
+          "--gpu-tile-copy-wait": ("gpu_tile_copy_wait", ("load", "matmul")),
           "--fp-contract": ("fp_contract", ("on", "off")),
           "--error-format": ("error_format", ("text", "json")),
           "--gpu-tensor-tuple-budget": ("gpu_tensor_tuple_budget", "int")}

@@ -45,6 +45,8 @@ class Options:
     tile_wgmma: bool = True               # --gpu-tile-wgmma=off: register tiles on mma.sync
     tile_wgmma_a: str = "registers"       # --gpu-tile-wgmma-a=shared: a loaded A tile read
     #                                       by wgmma from workgroup memory (tile_plan.py)
+    tile_rescale_skip: bool = False       # --gpu-tile-rescale-skip=on (tile_frag.py)
+    tile_copy_wait: str = "load"          # --gpu-tile-copy-wait=matmul (tile_frag.py)
 
 
 @dataclass
@@ -110,6 +112,8 @@ def _compile_file(path: str, opts: Options, source_text: str | None) -> Result:
                                  consts=tuple(opts.consts), tile_mma=_tile_mma(opts),
                                  tile_wgmma=_tile_wgmma(opts),
                                  tile_wgmma_a=opts.tile_wgmma_a,
+                                 tile_rescale_skip=opts.tile_rescale_skip,
+                                 tile_copy_wait=opts.tile_copy_wait,
                                  checks=not gpu and not opts.release)
     if gpu and not module.kernels():      # located at the file (callgraph's E0401 is not)
         from .diagnostics import Span

@@ -20,7 +20,8 @@ OPTIONS = {"ptx_version": "ptx_version", "fp_contract": "fp_contract",
            "gpu_checks": "gpu_checks", "tensor_tuple_budget": "tensor_tuple_budget",
            "wmma_staging": "wmma_staging", "include_dirs": "include_dirs",
            "stdlib_dir": "stdlib_dir", "release": "release", "consts": "consts",
-           "tile_mma": "tile_mma", "tile_wgmma": "tile_wgmma", "tile_wgmma_a": "tile_wgmma_a"}
+           "tile_mma": "tile_mma", "tile_wgmma": "tile_wgmma", "tile_wgmma_a": "tile_wgmma_a",
+           "tile_rescale_skip": "tile_rescale_skip", "tile_copy_wait": "tile_copy_wait"}
 
 
 def _is_path(value) -> bool:
@@ -51,6 +52,9 @@ def _options(target: str, arch, opt: bool, options: dict) -> compiler_driver.Opt
     if options.get("tile_wgmma_a", "registers") not in ("registers", "shared"):
         raise ValueError(f"compile: tile_wgmma_a must be 'registers' or 'shared', got "
                          f"{options['tile_wgmma_a']!r}")
+    if options.get("tile_copy_wait", "load") not in ("load", "matmul"):
+        raise ValueError(f"compile: tile_copy_wait must be 'load' or 'matmul', got "
+                         f"{options['tile_copy_wait']!r}")
     fields = {OPTIONS[k]: (list(v) if k == "include_dirs" else v) for k, v in options.items()}
     if "consts" in fields:          # {"HEAD_DIM": 128, "ELEM": "bf16"}: --const NAME=VALUE
         fields["consts"] = tuple(sorted((str(n), str(v)) for n, v in fields["consts"].items()))
@@ -71,7 +75,9 @@ def compile(source, arch: str | None = None, opt: bool = True, *, target: str = 
     ptx_version, fp_contract, gpu_checks, tensor_tuple_budget, wmma_staging, include_dirs,
     stdlib_dir, release, consts (a dict NAME -> value, the --const flags), tile_mma
     (False: --gpu-tile-mma=off), tile_wgmma (False: --gpu-tile-wgmma=off), tile_wgmma_a
-    ("shared": --gpu-tile-wgmma-a=shared). Results are
+    ("shared": --gpu-tile-wgmma-a=shared), tile_rescale_skip (True:
+    --gpu-tile-rescale-skip=on), tile_copy_wait ("matmul": --gpu-tile-copy-wait=matmul).
+    Results are
     cached on disk (cache.py); `cache=False` skips it.
     Raises mettle.CompileError, whose str() is the compiler's located report."""
     if target not in TARGETS:

@@ -16,6 +16,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh attention_tests  # attention tests, sanitizers
 #   OUT=/tmp/out bash tools/gpu/device_session.sh attention_bench  # bench/attention.py
 #   OUT=/tmp/out bash tools/gpu/device_session.sh tune_attention  # Q placement, key blocks vs flash
+#   OUT=/tmp/out bash tools/gpu/device_session.sh attention_round  # tune, then all attention checks
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_cluster_auto  # auto + cluster: 2, table
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
@@ -277,20 +278,53 @@ pending_rest() {
 }
 
 tune_attention() {
-  # the attention tuning questions still open (docs/internals/tile-wgmma.md "A tiles in
-  # workgroup memory", "Copies around the accumulator"): Q in workgroup memory (both
-  # wgmma operands from descriptors; 166 registers at d64, 131 at d128: three workgroups
-  # an SM) against Q in registers (184, 194), and with it 64 keys a step at d64 (101
-  # registers) or 32 at d128 (109), or 128 at d128 (FlashAttention-3's block: 80 KiB of
-  # tiles in dynamic workgroup memory; 196 registers, or 219 with Q in registers)
+  # the attention tuning questions still open (docs/internals/tile-wgmma.md "Next steps"):
+  # Q in workgroup memory (both wgmma operands from descriptors; 163 registers at d64, 131
+  # at d128: three workgroups an SM) against Q in registers (185, 194), with 64 keys a
+  # step at d64 (101 registers) or 32 at d128 (109), or 128 at d128 (80 KiB of tiles in
+  # dynamic workgroup memory); then the two tuning options (docs/reference/tiles.md):
+  # the rescale skip and the copy wait at the matmul, alone and together
   step "attention variants"
-  timeout 420 python3 bench/attention_variants.py --json "$OUT/attention_variants.json" \
+  timeout ${TUNE_TIMEOUT:-420} python3 bench/attention_variants.py \
+    --json "$OUT/attention_variants.json" \
     --variant reg --variant ss tile_wgmma_a=shared \
     --variant ss-bn64 tile_wgmma_a=shared BLOCK_N=64 \
     --variant ss-bn32 tile_wgmma_a=shared BLOCK_N=32 \
     --variant ss-bn128 tile_wgmma_a=shared BLOCK_N=128 \
     --variant reg-bn128 BLOCK_N=128 \
-    2>&1 | tee "$OUT/attention_variants.txt"
+    --variant skip-reg tile_rescale_skip=1 \
+    --variant skip-ss tile_wgmma_a=shared tile_rescale_skip=1 \
+    --variant wait-reg tile_copy_wait=matmul \
+    --variant wait-ss tile_wgmma_a=shared tile_copy_wait=matmul \
+    --variant both-ss tile_wgmma_a=shared tile_rescale_skip=1 tile_copy_wait=matmul \
+    --variant both-ss-bn64 tile_wgmma_a=shared BLOCK_N=64 tile_rescale_skip=1 \
+        tile_copy_wait=matmul \
+    > "$OUT/attention_variants.txt" 2>&1
+  tail -34 "$OUT/attention_variants.txt"
+}
+
+attention_round() {
+  # one call (about 9 minutes): the variants timed alone, then at once the attention
+  # tests of every form, both sanitizers, the tile tests and auto + cluster: 2's checks,
+  # each cut at the call's end (a cut log says so: no summary line)
+  TUNE_TIMEOUT=240 tune_attention
+  step "attention checks"
+  left=$((575 - SECONDS)); t=tests/gpu/test_attention.py
+  timeout $left $PYTEST -rfE $t -k "matches_sdpa and not bf16" > "$OUT/suite_attention_f16.txt" 2>&1 &
+  timeout $left $PYTEST -rfE $t -k "matches_sdpa and bf16 or group" \
+    > "$OUT/suite_attention_bf16.txt" 2>&1 &
+  for tool in memcheck racecheck; do
+    timeout $left $PYTEST -rfE $t -k "sanitizer and $tool" > "$OUT/sanitizer_attention_$tool.txt" 2>&1 &
+  done
+  timeout $left $PYTEST -rfE tests/gpu/test_tile_frag.py > "$OUT/suite_attention_tiles.txt" 2>&1 &
+  timeout $left python3 bench/gemm.py --check-cluster --cluster-schedules auto --no-bench \
+    --out f32,f16 > "$OUT/gemm_cluster_auto_checks.txt" 2>&1 &
+  wait
+  for f in "$OUT"/suite_attention_*.txt "$OUT"/sanitizer_attention_*.txt; do
+    echo "$(basename "$f"): $(tail -1 "$f")"
+  done
+  tail -8 "$OUT/gemm_cluster_auto_checks.txt"
+  grep -h -E "^(FAILED|ERROR)" "$OUT"/*.txt | head -30
 }
 
 gemm_cluster_auto() {
@@ -330,8 +364,9 @@ case "$MODE" in
   pending_bench) pending_bench ;;
   pending_rest) pending_rest ;;
   tune_attention) tune_attention ;;
+  attention_round) attention_round ;;
   gemm_cluster_auto) gemm_cluster_auto ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention" >&2
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|gemm_cluster_auto" >&2
      exit 2 ;;
 esac
 

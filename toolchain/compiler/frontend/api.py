@@ -61,7 +61,8 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
                   test_mode: bool = False, device_target: str | None = None,
                   consts=(), tile_mma: bool = False,
                   tile_wgmma: bool = False,
-                  tile_wgmma_a: str = "registers") -> tuple[Module, list[Diagnostic]]:
+                  tile_wgmma_a: str = "registers", tile_rescale_skip: bool = False,
+                  tile_copy_wait: str = "load") -> tuple[Module, list[Diagnostic]]:
     modules, warnings = _load_items(entry_path, include_dirs, stdlib_dir, source_text,
                                     target_os)
     units = [(path, [i for i in m.items if not _is_import(i)], hidden, aliases)
@@ -95,6 +96,8 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
         lowerer.tile_mma = tile_mma                 # tile matmul on warp MMA (tile_mma.py)
         lowerer.tile_wgmma = tile_wgmma             # ... on wgmma (tile_plan.py)
         lowerer.tile_wgmma_a = tile_wgmma_a         # ... A tiles kept in workgroup memory
+        lowerer.tile_rescale_skip = tile_rescale_skip   # ... row scaling skips factors of 1
+        lowerer.tile_copy_wait = tile_copy_wait     # ... where shared tile copies are waited
         lowerer.test_mode, lowerer.test_plan = test_mode, TestPlan(plan.tests)
         try:
             module = lowerer.run(items)

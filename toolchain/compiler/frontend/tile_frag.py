@@ -249,9 +249,35 @@ class TileFragMixin(TileWgmmaMixin):
         return o.regs[2 * (i // (4 * nb)) + (i % 4) // 2]
 
     def _frag_elementwise(self, op: str, ops, rt: TileType) -> FragVal:
+        if op == "mul" and rt.columns > 1 and getattr(self.ctx, "tile_rescale_skip", False):
+            tiles = [o for o in ops if isinstance(o, FragVal)]
+            rows = [o for o in tiles if o.type.columns == 1]
+            if len(tiles) == 2 and len(rows) == 1:
+                whole = tiles[0] if rows[0] is tiles[1] else tiles[1]
+                return self._frag_row_scale(whole, rows[0], rt)
         regs = [self._scalar_op(op, [self._frag_elem(o, rt, i) for o in ops])
                 for i in range(self._nregs(rt))]
         return FragVal(rt, "row" if rt.columns == 1 else "frag", regs)
+
+    def _frag_row_scale(self, a: FragVal, f: FragVal, rt: TileType) -> FragVal:
+        """a * f for row vector f (--gpu-tile-rescale-skip=on): the multiplies run only in
+        subgroups where some factor is not exactly 1 (a branch on `subgroup.any`). x * 1
+        is x for every x but a NaN, whose payload tiles.md leaves open, so the bits are
+        the multiply's. Online softmax rescales its accumulator by exp2(m_old - m_new),
+        exactly 1 in every row whose maximum did not move: most key blocks of a long row."""
+        b = self.b
+        one = b.const(F32, 1.0)
+        moved = _tree(lambda x, y: b.binop("or", x, y),
+                      [b.cmp("ne", v, one) for v in f.regs])
+        slots = [b.local(self.fn, F32, "tile.scaled") for _ in a.regs]
+        for slot, v in zip(slots, a.regs):
+            b.local_set(slot, v)
+
+        def scale() -> None:
+            for i, slot in enumerate(slots):
+                b.local_set(slot, self._scalar_op("mul", [a.regs[i], self._frag_elem(f, rt, i)]))
+        self._if(b.subgroup("any", BOOL, [moved]), scale)
+        return FragVal(rt, "frag", [b.local_get(s) for s in slots])
 
     def _pack(self, lo, hi, fmt: str):
         return self.b.emit("tile.pack", U32, [lo, hi], {"format": fmt})
@@ -544,8 +570,16 @@ class TileFragMixin(TileWgmmaMixin):
             # earlier readers of any shared tile are done, and every copy issued so far is
             # complete and visible: a matmul reading a tile loaded before this point needs
             # no wait of its own (FlashAttention-2's two barriers per key block)
-            self._publish(0, span)
-            self._tile_synced.add(id(self._tile_call))
+            if getattr(self.ctx, "tile_copy_wait", "load") == "matmul":
+                # (--gpu-tile-copy-wait=matmul) only the readers are waited for: copies
+                # still in flight land while this one is issued, and each matmul waits
+                # for its own (tile_plan's counts)
+                if self._tplan.wgmma:
+                    self.b.emit("tile.proxy_fence", VOID, [], span=span)
+                self._wg_barrier(span)
+            else:
+                self._publish(0, span)
+                self._tile_synced.add(id(self._tile_call))
         u = lambda v: b.convert(v, U64)     # noqa: E731
         names = ("column", "row") if col else ("row", "column")
         o0, i0 = u(ctl[names[0]]), u(ctl[names[1]])

@@ -141,12 +141,26 @@ def _held(em, v, ins: Instr):
     to other values (attention with HEAD_DIM = BLOCK_N = 64: S computed from P from the
     second key block on, right at -O0; docs/internals/tile-wgmma.md, "Known wrong"). A
     `mov` does not help (ptxas coalesces it); the shuffle it cannot, so the operand's home
-    register is an ordinary loop-carried value."""
-    if isinstance(v, Instr) and v.block is not ins.block:
+    register is an ordinary loop-carried value. Only loop-invariant operands take it: a
+    value of the same iteration defined in an earlier block (P before the branch of
+    --gpu-tile-rescale-skip) is an ordinary register to ptxas."""
+    if isinstance(v, Instr) and v.block is not ins.block and _invariant_in_loop(em, v, ins):
         t = em.new_t(v.type)
         em.put(ops.shfl_bfly(t, em.reg(v), 0))
         return t
     return _fixed(em, v)
+
+
+def _invariant_in_loop(em, v: Instr, ins: Instr) -> bool:
+    """v is defined outside the innermost loop around `ins` (the loop nest is found once
+    per function). A value defined in the same loop iteration (P of attention, converted
+    before a branch that ends its block) is an ordinary register to ptxas."""
+    info = getattr(em, "_wgmma_loops", None)
+    if info is None or info[0] is not em.fn:
+        from ...ir.cfg import DomTree, LoopInfo
+        info = em._wgmma_loops = (em.fn, LoopInfo(em.fn, DomTree(em.fn)))
+    lp = info[1].loop_of.get(ins.block)
+    return lp is None or lp.is_invariant(v)
 
 
 def _descriptors(em, p, offsets, sbo: int, lbo: int, swizzle: int,
