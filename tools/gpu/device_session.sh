@@ -283,7 +283,8 @@ tune_attention() {
   # at d128: three workgroups an SM) against Q in registers (185, 194), with 64 keys a
   # step at d64 (101 registers) or 32 at d128 (109), or 128 at d128 (80 KiB of tiles in
   # dynamic workgroup memory); then the two tuning options (docs/reference/tiles.md):
-  # the rescale skip and the copy wait at the matmul, alone and together
+  # the rescale skip and the copy wait at the matmul, alone and together. TUNE_EXTRA: more
+  # --variant words (e.g. artifact=PATH modules built from an edited source)
   step "attention variants"
   timeout ${TUNE_TIMEOUT:-420} python3 bench/attention_variants.py \
     --json "$OUT/attention_variants.json" \
@@ -298,7 +299,7 @@ tune_attention() {
     --variant wait-ss tile_wgmma_a=shared tile_copy_wait=matmul \
     --variant both-ss tile_wgmma_a=shared tile_rescale_skip=1 tile_copy_wait=matmul \
     --variant both-ss-bn64 tile_wgmma_a=shared BLOCK_N=64 tile_rescale_skip=1 \
-        tile_copy_wait=matmul \
+        tile_copy_wait=matmul ${TUNE_EXTRA:-} \
     > "$OUT/attention_variants.txt" 2>&1
   tail -34 "$OUT/attention_variants.txt"
 }

@@ -736,6 +736,9 @@ class TileFragMixin(TileWgmmaMixin):
             self.goto(end_b)
             b.position_at_end(end_b)
         b.async_commit(span=span)       # one copy group per load, waited for at its use
+        # the copies read no shared tile: a load right after this one needs no barrier of
+        # its own, though this one's paths ended the block its barrier was in
+        self._tile_clean = b.block
 
     # ---------------------------------------------------------------- matmul
     def _frag_matmul(self, a: FragVal, bt: FragVal, c, rt: TileType, call) -> FragVal:
