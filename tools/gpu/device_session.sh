@@ -309,8 +309,13 @@ attention_round() {
   # tests of every form, both sanitizers, the tile tests and auto + cluster: 2's checks,
   # each cut at the call's end (a cut log says so: no summary line)
   TUNE_TIMEOUT=240 tune_attention
+  attention_checks
+}
+
+attention_checks() {
+  # every attention check at once, until ROUND_END seconds into the call (default 575)
   step "attention checks"
-  left=$((575 - SECONDS)); t=tests/gpu/test_attention.py
+  left=$((${ROUND_END:-575} - SECONDS)); t=tests/gpu/test_attention.py
   timeout $left $PYTEST -rfE $t -k "matches_sdpa and not bf16" > "$OUT/suite_attention_f16.txt" 2>&1 &
   timeout $left $PYTEST -rfE $t -k "matches_sdpa and bf16 or group" \
     > "$OUT/suite_attention_bf16.txt" 2>&1 &
@@ -366,8 +371,9 @@ case "$MODE" in
   pending_rest) pending_rest ;;
   tune_attention) tune_attention ;;
   attention_round) attention_round ;;
+  attention_checks) attention_checks ;;
   gemm_cluster_auto) gemm_cluster_auto ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|gemm_cluster_auto" >&2
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto" >&2
      exit 2 ;;
 esac
 
