@@ -26,8 +26,8 @@ KERNEL = "attention"
 FORMATS = {"float16": "f16", "bfloat16": "bf16"}
 HEAD_DIMS = (64, 128)
 # the tile matmuls' forms as mettle.compile options (docs/internals/tile-wgmma.md): mma.sync,
-# wgmma with A from registers (sm_90a's default), or wgmma with Q in workgroup memory
-FORMS = {"mma": {"tile_wgmma": False}, "wgmma": {"tile_wgmma": True},
+# wgmma with A from registers, or wgmma with Q in workgroup memory (sm_90a's default)
+FORMS = {"mma": {"tile_wgmma": False}, "wgmma": {"tile_wgmma": True, "tile_wgmma_a": "registers"},
          "wgmma-ss": {"tile_wgmma": True, "tile_wgmma_a": "shared"}}
 MAX_GRID_Y = 65535                 # CUDA's limit on gridDim.y: b·h workgroup rows
 _modules: dict = {}

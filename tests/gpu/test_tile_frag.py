@@ -29,7 +29,8 @@ def wgmma_here() -> bool:
 
 # the matmuls' form: mma.sync, wgmma (tile_wgmma), wgmma with A tiles in workgroup memory
 FORMS = ("mma", "wgmma", "wgmma-ss")
-OPTIONS = {"mma": {"tile_wgmma": False}, "wgmma": {"tile_wgmma": True},
+OPTIONS = {"mma": {"tile_wgmma": False},
+           "wgmma": {"tile_wgmma": True, "tile_wgmma_a": "registers"},
            "wgmma-ss": {"tile_wgmma": True, "tile_wgmma_a": "shared"}}
 
 

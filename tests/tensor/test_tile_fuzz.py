@@ -29,7 +29,7 @@ from .wgfrag_sim import WgFragSim
 FORMS = {           # name -> (arch, compile options, model)
     "replay": ("sm_80", {"tile_mma": False}, "frag"),
     "mma": ("sm_80", {}, "frag"),
-    "wgmma": ("sm_90a", {"tile_wgmma": True}, "wg"),
+    "wgmma": ("sm_90a", {"tile_wgmma": True, "tile_wgmma_a": "registers"}, "wg"),
     "wgmma-ss": ("sm_90a", {"tile_wgmma": True, "tile_wgmma_a": "shared"}, "wg"),
 }
 SCALARS = ["0.5", "-1.25", "3.0", "0.0", "-0.0", "2.0e-3"]

@@ -104,13 +104,13 @@ def build_parser():
                    help="register-resident tile matmuls on wgmma (A from registers) where "
                    "the profile has it, sm_90a (default on; off: mma.sync)")
     p.add_argument("--gpu-tile-wgmma-a", choices=("registers", "shared"),
-                   default="registers",
+                   default="shared",
                    help="on wgmma, where a matmul's A tile is a variable only tile_load "
-                   "assigns: keep it in registers (default) or in workgroup memory, read "
-                   "through a descriptor")
-    p.add_argument("--gpu-tile-rescale-skip", choices=("on", "off"), default="off",
+                   "assigns: keep it in workgroup memory, read through a descriptor "
+                   "(default), or in registers")
+    p.add_argument("--gpu-tile-rescale-skip", choices=("on", "off"), default="on",
                    help="register tiles: a tile scaled by a row vector skips the multiply "
-                   "in subgroups whose factors are all exactly 1 (default off)")
+                   "in subgroups whose factors are all exactly 1 (default on)")
     p.add_argument("--gpu-tile-copy-wait", choices=("load", "matmul"), default="load",
                    help="shared tiles: a tile_load's write-after-read barrier waits for "
                    "every copy in flight (load, default), or only for readers, each matmul "

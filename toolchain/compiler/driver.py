@@ -43,9 +43,9 @@ class Options:
     consts: tuple = ()                    # --const NAME=VALUE pairs (frontend/const_override)
     tile_mma: bool = True                 # --gpu-tile-mma=off: tile matmuls replay (tile_mma.py)
     tile_wgmma: bool = True               # --gpu-tile-wgmma=off: register tiles on mma.sync
-    tile_wgmma_a: str = "registers"       # --gpu-tile-wgmma-a=shared: a loaded A tile read
-    #                                       by wgmma from workgroup memory (tile_plan.py)
-    tile_rescale_skip: bool = False       # --gpu-tile-rescale-skip=on (tile_frag.py)
+    tile_wgmma_a: str = "shared"          # --gpu-tile-wgmma-a=registers: a loaded A tile
+    #                                       kept in registers, not workgroup memory
+    tile_rescale_skip: bool = True        # --gpu-tile-rescale-skip=off (tile_frag.py)
     tile_copy_wait: str = "load"          # --gpu-tile-copy-wait=matmul (tile_frag.py)
 
 

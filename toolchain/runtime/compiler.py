@@ -49,7 +49,7 @@ def _options(target: str, arch, opt: bool, options: dict) -> compiler_driver.Opt
     if unknown:
         raise TypeError(f"compile: unknown option {', '.join(unknown)} (options: "
                         f"{', '.join(sorted(OPTIONS))})")
-    if options.get("tile_wgmma_a", "registers") not in ("registers", "shared"):
+    if options.get("tile_wgmma_a", "shared") not in ("registers", "shared"):
         raise ValueError(f"compile: tile_wgmma_a must be 'registers' or 'shared', got "
                          f"{options['tile_wgmma_a']!r}")
     if options.get("tile_copy_wait", "load") not in ("load", "matmul"):
@@ -75,8 +75,8 @@ def compile(source, arch: str | None = None, opt: bool = True, *, target: str = 
     ptx_version, fp_contract, gpu_checks, tensor_tuple_budget, wmma_staging, include_dirs,
     stdlib_dir, release, consts (a dict NAME -> value, the --const flags), tile_mma
     (False: --gpu-tile-mma=off), tile_wgmma (False: --gpu-tile-wgmma=off), tile_wgmma_a
-    ("shared": --gpu-tile-wgmma-a=shared), tile_rescale_skip (True:
-    --gpu-tile-rescale-skip=on), tile_copy_wait ("matmul": --gpu-tile-copy-wait=matmul).
+    ("registers": --gpu-tile-wgmma-a=registers), tile_rescale_skip (False:
+    --gpu-tile-rescale-skip=off), tile_copy_wait ("matmul": --gpu-tile-copy-wait=matmul).
     Results are
     cached on disk (cache.py); `cache=False` skips it.
     Raises mettle.CompileError, whose str() is the compiler's located report."""

@@ -61,7 +61,7 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
                   test_mode: bool = False, device_target: str | None = None,
                   consts=(), tile_mma: bool = False,
                   tile_wgmma: bool = False,
-                  tile_wgmma_a: str = "registers", tile_rescale_skip: bool = False,
+                  tile_wgmma_a: str = "shared", tile_rescale_skip: bool = True,
                   tile_copy_wait: str = "load") -> tuple[Module, list[Diagnostic]]:
     modules, warnings = _load_items(entry_path, include_dirs, stdlib_dir, source_text,
                                     target_os)

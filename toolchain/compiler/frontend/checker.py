@@ -72,8 +72,8 @@ class ProgramLowerer:
         self.device_target: str | None = None   # the GPU output ("ptx", "spirv"), if known
         self.tile_mma = False       # the target has warp m16n8k16 f16/bf16 MMA (tile_mma.py)
         self.tile_wgmma = False     # ... and register tiles go on wgmma (tile_plan.py)
-        self.tile_wgmma_a = "registers"     # ... with loaded A tiles in workgroup memory
-        self.tile_rescale_skip = False      # ... row scaling skips factors of exactly 1
+        self.tile_wgmma_a = "shared"        # ... with loaded A tiles in workgroup memory
+        self.tile_rescale_skip = True       # ... row scaling skips factors of exactly 1
         self.tile_copy_wait = "load"        # ... copies waited at loads (or at matmuls)
         self.checks = checks and not gpu    # run-time checks of host code (lower_checks.py)
         self.ssa = ssa          # build scalar locals as SSA values (ir/ssa_builder.py)

@@ -249,7 +249,7 @@ class TileFragMixin(TileWgmmaMixin):
         return o.regs[2 * (i // (4 * nb)) + (i % 4) // 2]
 
     def _frag_elementwise(self, op: str, ops, rt: TileType) -> FragVal:
-        if op == "mul" and rt.columns > 1 and getattr(self.ctx, "tile_rescale_skip", False):
+        if op == "mul" and rt.columns > 1 and getattr(self.ctx, "tile_rescale_skip", True):
             tiles = [o for o in ops if isinstance(o, FragVal)]
             rows = [o for o in tiles if o.type.columns == 1]
             if len(tiles) == 2 and len(rows) == 1:

@@ -192,7 +192,7 @@ def plan_tiles(lw, body: A.Block) -> TilePlan:
             if too_big:
                 return TilePlan(f"{too_big}; not on wgmma: {plan.wgmma_why}")
         else:
-            if getattr(lw.ctx, "tile_wgmma_a", "registers") == "shared":
+            if getattr(lw.ctx, "tile_wgmma_a", "shared") == "shared":
                 _place_a(plan, body, types, decls, limit)
             sizes = {n: _swizzled_bytes(types[n]) for n in plan.shared}
             if sum(sizes.values()) > SHARED_BYTES:
