@@ -51,6 +51,11 @@ causes: 5000x3000x4104 and 5000x3000x4096 (the same tiles, 8208- vs 8192-byte ro
 each fused epilogue on EPI_CHECKS (random data against the torch oracle, and pipeline vs
 split path bit for bit on small-integer data), and the timing gains a column for the
 first named epilogue (`+epi`: the same GEMM with it fused).
+--baseline KNOB=INT adds `base` and `base/noC` (`r.base`, `r.bnoC`): `schedule: auto`
+compiled with the pipeline module's KNOB (toolchain/compiler/targets/ptx/tensor/wgmma.py)
+set to INT, timed in the same interleaved rounds as the shipped `auto` (for example
+--baseline PINGPONG_C_FIRST=0: C added in the epilogue instead of loaded into the
+accumulators).
 --fp8 (default e4m3): FP8 rows after the 16-bit table, the same shapes, D bf16, against
 torch._scaled_mm with the same scales (bench/gemm_fp8.py); --fp8-check runs its checks.
 """
@@ -304,7 +309,7 @@ def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
 
 def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=None,
                 pgemms=None, ppgemms=None, agemms=None, clgemms=None, ppclgemms=None,
-                auclgemms=None):
+                auclgemms=None, bgemms=None):
     dtype = torch.float16 if fmt == "f16" else torch.bfloat16
     a = torch.randn(m, k, device="cuda").to(dtype)
     bt = torch.randn(n, k, device="cuda").to(dtype)
@@ -318,7 +323,8 @@ def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=
     for name, noc, pg in (("auto", "autonoc", agemms), ("persistent", "noc", pgemms),
                           ("pingpong", "ppnoc", ppgemms), ("cluster", "clnoc", clgemms),
                           ("ppcluster", "ppclnoc", ppclgemms),
-                          ("aucluster", "auclnoc", auclgemms)):
+                          ("aucluster", "auclnoc", auclgemms),
+                          ("base", "basenoc", bgemms)):
         if not pg:
             continue
         runs[name] = pg[fmt, out].launcher(a, bt, c, d, m, n, k)
@@ -425,6 +431,10 @@ def main() -> int:
                     help="--check-cluster without its back-to-back launches")
     ap.add_argument("--cluster-schedules", default=",".join(CLUSTER_SCHEDULES),
                     help="schedules of --check-cluster / --cluster-stress")
+    ap.add_argument("--baseline", default="",
+                    help="KNOB=INT: also time `schedule: auto` compiled with the wgmma "
+                         "module's KNOB set to INT (columns base, base/noC), an A/B of a "
+                         "pipeline choice in the same interleaved rounds")
     ap.add_argument("--pingpong-stages", type=int, default=0,
                     help="override wgmma.PINGPONG_MAX_STAGES (the ping-pong ring depth)")
     ap.add_argument("--epilogue-batch", type=int, default=0,
@@ -515,6 +525,14 @@ def main() -> int:
                         cluster=2) for f, o in pairs}
         if not (args.no_persistent or args.no_cluster) else None
         for sch in ("cooperative", "pingpong", "auto"))
+    bgemms = None
+    if args.baseline:
+        knob, value = args.baseline.split("=")
+        kept = getattr(wgmma, knob)
+        setattr(wgmma, knob, type(kept)(int(value)))
+        bgemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="auto")
+                  for f, o in pairs}
+        setattr(wgmma, knob, kept)
     header = (f"{'gemm':<22} {'mettle':>8} {'auto':>8} {'auto/noC':>8} {'persist':>8} "
               f"{'pers/noC':>8} {'pingpong':>8} {'pp/noC':>8} {'cluster':>8} "
               f"{'cl/noC':>8} {'pp+cl':>8} {'ppcl/noC':>8} {'au+cl':>8} {'aucl/noC':>8} "
@@ -522,6 +540,8 @@ def main() -> int:
               f"{'torch+C':>8} {'ratio':>6} {'r.auto':>6} {'r.anoC':>6} {'r.pers':>6} "
               f"{'r.noC':>6} {'r.pp':>6} {'r.ppnoC':>7} {'r.cl':>6} {'r.clnoC':>7} "
               f"{'r.ppcl':>6} {'r.ppclnoC':>9} {'r.aucl':>6} {'r.auclnoC':>9}"
+              + (f" {'base':>8} {'base/noC':>8} {'r.base':>6} {'r.bnoC':>6}"
+                 if bgemms else "")
               + ("  subgroup" if args.subgroup else "")
               + (f"  +{epilogues[0]}" if epilogues else ""))
 
@@ -546,6 +566,9 @@ def main() -> int:
                 f"{col(r, 'cluster_ratio', '.3f'):>6} {col(r, 'clnoc_ratio', '.3f'):>7} "
                 f"{col(r, 'ppcluster_ratio', '.3f'):>6} {col(r, 'ppclnoc_ratio', '.3f'):>9} "
                 f"{col(r, 'aucluster_ratio', '.3f'):>6} {col(r, 'auclnoc_ratio', '.3f'):>9}"
+                + (f" {col(r, 'base_tflops', '.1f'):>8} {col(r, 'basenoc_tflops', '.1f'):>8}"
+                   f" {col(r, 'base_ratio', '.3f'):>6} {col(r, 'basenoc_ratio', '.3f'):>6}"
+                   if bgemms else "")
                 + (f"  {r['subgroup_tflops']:.1f}" if args.subgroup else "")
                 + (f"  {r['epilogue_tflops']:.1f}" if epilogues else ""))
     rows = []
@@ -557,7 +580,7 @@ def main() -> int:
                 time.sleep(args.pause)
             rows.append(bench_shape(torch, dev, gemms, f, o, *shape, args.reps,
                                     args.subgroup, epi_gemms, pgemms, ppgemms, agemms,
-                                    clgemms, ppclgemms, auclgemms))
+                                    clgemms, ppclgemms, auclgemms, bgemms))
             print("row: " + line(rows[-1]), flush=True)
     fp8_rows = gemm_fp8.bench(torch, fp8, ["bf16"], shapes, args.reps,
                               pingpong=not args.no_pingpong, auto=not args.no_auto) \

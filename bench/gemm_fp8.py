@@ -52,7 +52,7 @@ class Fp8Gemm:
         self.out, self.persistent = out, persistent
         self.module = mettle.compile(fp8_source(a_fmt, b_fmt, out, scaled=True,
                                                 persistent=persistent, schedule=schedule),
-                                     arch="sm_90a")
+                                     arch="sm_90a", cache=False)   # knobs: gemm_hopper
         self.threads, self.shared = native_launch(schedule=schedule or "cooperative")
 
     def launcher(self, a, bt, c, d, sa, sb, m, n, k, ldc=None, threads=None, shared=None):

@@ -18,11 +18,13 @@ from wgmma_kernels import BM, BN, EPILOGUES, gemm_source, grid, \
 
 def compile_module(source: str, arch: str) -> "mettle.Module":
     """The GEMM's module: compiled in process as the hardware suite compiles (no -O unless
-    $METTLE_GPU_OPT asks: plain, plain-nocontract, O, O-nocontract)."""
+    $METTLE_GPU_OPT asks: plain, plain-nocontract, O, O-nocontract). Uncached: bench/gemm.py
+    sets pipeline knobs (wgmma.PINGPONG_MAX_STAGES, --baseline ...) that the on-disk
+    cache's key does not see, so a cached kernel could be the other setting's."""
     mode = os.environ.get("METTLE_GPU_OPT") or "plain"
     if mode not in OPT_MODES:
         raise ValueError(f"METTLE_GPU_OPT={mode!r}: expected one of {sorted(OPT_MODES)}")
-    return mettle.compile(source, arch=arch, **OPT_MODES[mode])
+    return mettle.compile(source, arch=arch, cache=False, **OPT_MODES[mode])
 
 
 # tests/support/gpu_opt_mode.py's modes as mettle.compile options

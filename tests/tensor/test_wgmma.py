@@ -67,11 +67,14 @@ def _usage(ptxas_path: str, text: str, arch: str) -> str:
 
 def assert_entry_cap(ptxas_path: str, text: str) -> None:
     """ptxas on sm_90a: no stack, no spills, the 168-register entry cap that `setmaxnreg`
-    needs, and no warning (e.g. C7508: setmaxnreg ignored)."""
+    needs, no warning (e.g. C7508: setmaxnreg ignored) and no performance notice (C75xx,
+    e.g. C7515: every wgmma of the kernel serialized, which a branch between a non-wgmma
+    definition of an accumulator and its wgmma caused)."""
     usage = _usage(ptxas_path, text, "sm_90a")
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in usage, usage
     assert re.search(r"Used 168 registers", usage), usage
     assert "warning" not in usage.lower(), usage
+    assert "(C75" not in usage, usage
 
 
 @pytest.mark.parametrize("fmt", ["f16", "bf16"])

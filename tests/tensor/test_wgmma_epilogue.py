@@ -334,16 +334,18 @@ def test_pipeline_epilogue_exact_on_the_interpreter(monkeypatch, out, epilogue, 
     fake_pipeline_exact(monkeypatch, _fake_native, out, epilogue, persistent)
 
 
-def fake_pipeline_exact(monkeypatch, fake, out, epilogue, persistent, schedule=None) -> None:
+def fake_pipeline_exact(monkeypatch, fake, out, epilogue, persistent, schedule=None,
+                        N: int = 70) -> None:
     """`fake` (a stand-in for wgmma.lower_native: the real epilogue on known
-    accumulators) over M x N = 150 x 70 in m128n64 regions, against the oracle bit for
-    bit, D's padding untouched; `epilogue` may be None."""
+    accumulators) over M x N = 150 x N in m128n64 regions, against the oracle bit for
+    bit, D's padding untouched; `epilogue` may be None. An odd N leaves the second
+    column of the last pair outside (even pitches still: the pipeline's rule)."""
     monkeypatch.setattr(wgmma, "native_pred", _always)
     monkeypatch.setattr(wgmma, "lower_native", fake)
-    M, N, K = 150, 70, 0
+    M, K = 150, 0
     rng = np.random.default_rng(len(epilogue or "") * 7 + len(out))
     dty = "float32" if out == "f32" else "uint16"
-    ldc, ldd = N + 2, N + 4
+    ldc, ldd = N + 2 + N % 2, N + 4 + N % 2
     cmat = rng.integers(-8, 8, (M, N)).astype(np.float32)
     c = NC.store("f32", cmat, "row", ldc)
     d = np.full((M - 1) * ldd + N + 8, NC.POISON[dty], dty)

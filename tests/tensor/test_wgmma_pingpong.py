@@ -206,6 +206,67 @@ def _fake_pingpong(em, g, tid, end, share=None, fused=None, tiles=None):
     em.put(ops.bra(end, uniform=True))
 
 
+def _fake_pingpong_c_first(em, g, tid, end, share=None, fused=None, tiles=None):
+    """_fake_pingpong in the shipped order (wgmma.PINGPONG_C_FIRST): the real load_c puts
+    C in the accumulators at the tile's start, the main loop's stand-in adds 3*row +
+    column, and the real epilogue stores them without reading C again."""
+    wg, lane, warp, wtid = fake_consumer(em, tid, end)
+    g, close = wgmma._tile_loop(em, g, tiles, "fake")
+    h, col_h = em.new("r"), em.new("r")
+    half = g.desc.n // 2
+    em.put(ops.binary("sub", "u32", h, wg, 1), ops.mad("lo", "u32", col_h, h, half, g.col))
+    gh = replace(g, desc=replace(g.desc, n=half), col=col_h)
+    acc = [[em.new("f") for _ in range(half // 2)] for _ in (0, 1)]
+    wgmma_pingpong.load_c(em, g, wtid, h, acc)
+    for blk in (0, 1):
+        rows = em.new("r")
+        em.put(ops.mov("u32", rows, blk + 1))
+        for x, f in zip(acc[blk], fake_accumulators(em, gh, rows, lane, warp)):
+            em.put(ops.binary("add", "f32", x, x, f))
+    wgmma_pingpong.epilogue(em, g, wtid, h, acc, fused, wgmma.F16, None, c_in_acc=True)
+    close()
+    em.put(ops.bra(end, uniform=True))
+
+
+@pytest.mark.parametrize("out,epilogue,persistent,n", [
+    ("f32", None, True, 69), ("bf16", "col_bias_relu", True, 70),
+    ("f32", "matrix_bias_col", False, 69), ("f16", "row_bias", True, 67)])
+def test_c_in_the_accumulators_exact_on_the_interpreter(monkeypatch, out, epilogue,
+                                                       persistent, n):
+    """load_c then the epilogue that adds no C: every in-range element of C, the odd
+    column of an odd N's last pair included, reaches D once, and nothing outside M x N
+    is read into a sum or written (D's padding stays poisoned)."""
+    fake_pipeline_exact(monkeypatch, _fake_pingpong_c_first, out, epilogue, persistent,
+                        "pingpong", N=n)
+
+
+def test_c_is_loaded_before_the_turn_and_not_in_the_epilogue():
+    """The shipped ping-pong consumer loads C (ld.global.v2.f32) between the tile's start
+    and its turn wait, and its epilogue has no C load; with PINGPONG_C_FIRST off (the
+    measured alternative), the other way round. The FP8 consumer (C after the scale)
+    keeps C in its epilogue."""
+    def parts(text, tag):
+        tile = re.search(rf"^(\$L__{tag}_pp_cons_tile\d+):", text, re.M).group(1)
+        loop = re.search(rf"^(\$L__{tag}_pp_cons\d+):", text, re.M).group(1)
+        done = re.search(rf"^(\$L__{tag}_pp_cons_done\d+):", text, re.M).group(1)
+        head = _between(text, tile + ":", loop + ":")
+        return head[:head.index("mbarrier.try_wait")], _between(text, done + ":",
+                                                                 f"bra.uni {tile};")
+    src = gemm_source("f16", out="f16", persistent=True, schedule="pingpong")
+    before, after = parts(compile_ptx(src, "sm_90a"), "wg")
+    assert before.count("ld.global.v2.f32") == 2 * 2 * 16    # blocks x halves x pairs
+    assert "ld.global" not in after and after.count("st.global.b32") == 2 * 2 * 16
+    wgmma.PINGPONG_C_FIRST = False
+    try:
+        before, after = parts(compile_ptx(src, "sm_90a"), "wg")
+    finally:
+        wgmma.PINGPONG_C_FIRST = True
+    assert "ld.global" not in before and after.count("ld.global.v2.f32") == 2 * 2 * 16
+    before, after = parts(compile_ptx(fp8_source(persistent=True, schedule="pingpong"),
+                                      "sm_90a"), "wgf8")
+    assert "ld.global" not in before and after.count("ld.global.v2.f32") == 2 * 2 * 16
+
+
 @pytest.mark.parametrize("out,epilogue,persistent", [
     ("f32", None, True), ("bf16", "col_bias_relu", True), ("f32", "matrix_bias_col", False),
     ("f16", "row_bias", True)])

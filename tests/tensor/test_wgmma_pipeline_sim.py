@@ -33,7 +33,7 @@ def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=No
     class (cluster_sim.ClusterSim for clusters); `cluster`: the call's `cluster:` option."""
     rng = np.random.default_rng(M * 3 + N * 5 + K)
     lda = ldb = pitch or -(-K // 8) * 8 + 8  # 16-byte row pitches (the pipeline's rule)
-    ldc, ldd = N + 2, N + 4
+    ldc, ldd = N + 2 + N % 2, N + 4 + N % 2  # even pitches (the pipeline's rule)
     a = rng.integers(-3, 4, (M, K)).astype(np.float32)
     b = rng.integers(-3, 4, (N, K)).astype(np.float32)
     c = rng.integers(-8, 8, (M, N)).astype(np.float32)
@@ -72,6 +72,8 @@ def _launch(src, kernel, shared, grid, threads, args, M, N, ldd, want, seed,
     ("pingpong", 150, 70, 450, 2, True, 2),
     ("pingpong", 150, 70, 0, 3, True, None),       # K = 0: D = C, turns still taken
     ("pingpong", 150, 70, 130, 4, False, 3),       # one region per workgroup
+    ("pingpong", 150, 69, 450, 3, True, 4),        # odd N: a last pair with one column
+    ("cooperative", 150, 69, 130, 3, True, 4),
 ])
 def test_pipeline_exact(schedule, M, N, K, grid, persistent, seed):
     sim, got, want, untouched = _run(M, N, K, grid, schedule, persistent, seed=seed)
@@ -80,6 +82,18 @@ def test_pipeline_exact(schedule, M, N, K, grid, persistent, seed):
     nk, tiles = -(-K // 64), 4
     per_chunk = 4 * 2 * (2 if schedule == "pingpong" else 1)   # k16 steps x 64-row blocks
     assert sim.wgmmas == tiles * nk * per_chunk                 # (x halves: ping-pong)
+
+
+@pytest.mark.parametrize("c_first", [True, False])
+def test_pingpong_c_first_and_c_last_are_exact(monkeypatch, c_first):
+    """Both places of C in the ping-pong consumer (wgmma.PINGPONG_C_FIRST: loaded into the
+    accumulators before the turn, the shipped form; or added in the epilogue), with late
+    copies, ring wraps and an odd N, are exact against the oracle."""
+    from toolchain.compiler.targets.ptx.tensor import wgmma
+    monkeypatch.setattr(wgmma, "PINGPONG_C_FIRST", c_first)
+    sim, got, want, untouched = _run(150, 67, 450, 2, "pingpong", seed=6)
+    np.testing.assert_array_equal(got, want)
+    assert untouched, "D's padding was written"
 
 
 @pytest.mark.parametrize("pitch,branch,seed", [

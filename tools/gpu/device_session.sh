@@ -18,6 +18,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh tune_attention  # Q placement, key blocks vs flash
 #   OUT=/tmp/out bash tools/gpu/device_session.sh attention_round  # tune, then all attention checks
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_cluster_auto  # auto + cluster: 2, table
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_cfirst  # ping-pong C first: A/B, checks
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -333,6 +334,31 @@ attention_checks() {
   grep -h -E "^(FAILED|ERROR)" "$OUT"/*.txt | head -30
 }
 
+gemm_cfirst() {
+  # the ping-pong consumer's C loaded into its accumulators before its turn (the shipped
+  # wgmma.PINGPONG_C_FIRST) against C added in its epilogue (`base` columns), in the same
+  # interleaved rounds; then every check of the forms it changed (ping-pong, auto, the
+  # clusters' auto) and the attention checks, at once, until ROUND_END (default 575 s)
+  step "ping-pong C first: A/B table"
+  timeout ${CFIRST_TIMEOUT:-200} python3 bench/gemm.py --out f32,f16 --formats ${CFIRST_FORMATS:-f16} \
+    --no-cluster --fp8 "" --baseline PINGPONG_C_FIRST=0 --json "$OUT/gemm_cfirst.json" \
+    > "$OUT/gemm_cfirst.txt" 2>&1
+  grep "^row" "$OUT/gemm_cfirst.txt" | cut -c6-
+  step "checks of the changed forms"
+  left=$((${ROUND_END:-575} - SECONDS))
+  timeout $left python3 bench/gemm.py --check-pingpong --no-bench --out f32,f16 \
+    > "$OUT/gemm_check_pingpong.txt" 2>&1 &
+  timeout $left python3 bench/gemm.py --check-auto --no-bench --out f32,f16 --formats bf16 \
+    > "$OUT/gemm_check_auto.txt" 2>&1 &
+  timeout $left python3 bench/gemm.py --check-cluster --cluster-schedules auto,pingpong \
+    --no-stress --small --no-bench --out f32,f16 > "$OUT/gemm_check_cluster.txt" 2>&1 &
+  [ -n "${WITH_ATTENTION:-}" ] && attention_checks
+  wait
+  for f in gemm_check_pingpong gemm_check_auto gemm_check_cluster; do
+    echo "$f: $(grep -c '' "$OUT/$f.txt") lines, $(tail -1 "$OUT/$f.txt")"
+  done
+}
+
 gemm_cluster_auto() {
   # `schedule: auto, cluster: 2` (docs/reference/gemm.md "Clusters of 2"): the paired
   # cooperative pipeline on misaligned rows, unpaired ping-pong on aligned ones; both
@@ -373,7 +399,8 @@ case "$MODE" in
   attention_round) attention_round ;;
   attention_checks) attention_checks ;;
   gemm_cluster_auto) gemm_cluster_auto ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto" >&2
+  gemm_cfirst) gemm_cfirst ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_cfirst" >&2
      exit 2 ;;
 esac
 

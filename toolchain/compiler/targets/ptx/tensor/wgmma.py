@@ -68,6 +68,10 @@ FUSED_BATCH = {"none": 16, "row": 16, "column": 16, "matrix": 8}
 PREFETCH_C_AHEAD = 0                      # K chunks before the end at which the producer
 #                                           asks L2 for C (0: never; 8 measured no gain,
 #                                           docs/reference/gemm.md "Status")
+PINGPONG_C_FIRST = True                   # ping-pong consumers load C into their
+#                                           accumulators before waiting for their turn
+#                                           (load_c), not in the epilogue (bench/gemm.py
+#                                           --baseline PINGPONG_C_FIRST=0 compares)
 CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
 #                                           experimental: docs/reference/gemm.md "Status")
 MAX_STAGES = 6                            # ring depth cap (the cooperative tables' value)
@@ -689,13 +693,10 @@ def _release(em, have_prev, leader, prev, empty, share, peer) -> None:
                I.guarded(I.mbarrier_arrive_cluster(rb), both))
 
 
-def _epilogue(em, g, wtid, wg, acc, fused, elem: Elem = F16, combine=None) -> None:
-    """D = C + acc (or `combine(em, acc, C)`) for the in-range elements of this
-    warpgroup's 64 rows (wgmma layout, the same for every input format: lane l of warp w
-    holds rows w*16 + l/4 (+8), columns 8j + 2(l%4) (+1)), then the fused epilogue
-    (wgmma_epilogue.py) on those registers before D's rounding, in smaller batches
-    (FUSED_BATCH)."""
-    desc = g.desc
+def _origin(em, g, wtid, wg) -> tuple[str, str]:
+    """(global row of half 0, global column of pair 0) of this thread in its warpgroup's
+    64 rows (wgmma layout, the same for every input format: lane l of warp w holds rows
+    w*16 + l/4 (+8), columns 8j + 2(l%4) (+1))."""
     lane, warp, r0, c0 = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     em.put(I.binary("and", "b32", lane, wtid, 31), I.binary("shr", "u32", warp, wtid, 5),
            I.binary("sub", "u32", r0, wg, 1), I.binary("shl", "b32", r0, r0, 6),
@@ -705,41 +706,100 @@ def _epilogue(em, g, wtid, wg, acc, fused, elem: Elem = F16, combine=None) -> No
            I.binary("add", "u32", r0, r0, g.row),       # global row of half 0
            I.binary("and", "b32", c0, lane, 3), I.binary("shl", "b32", c0, c0, 1),
            I.binary("add", "u32", c0, c0, g.col))       # global column of pair 0
+    return r0, c0
+
+
+def _columns_left(em, g, c0: str) -> str:
+    """The columns left from this lane's pair 0, at most the region's width: one register
+    the pair predicates compare with immediates (a column register per pair was what
+    ptxas kept live, and spilled, across the persistent tile loop)."""
+    left, inside, wide = em.new("r"), em.new("p"), em.new("p")
+    em.put(I.binary("sub", "u32", left, g.N, c0), I.setp("gt", "u32", inside, g.N, c0),
+           I.selp("u32", left, left, 0, inside), I.setp("gt", "u32", wide, left, g.desc.n),
+           I.selp("u32", left, g.desc.n, left, wide))
+    return left
+
+
+def _pair_preds(em, left: str):
+    """cols(j) -> (both columns of pair j in range, only the first): c0 + 8j + 1 < N is
+    8j + 1 < left. Made where they are used, so no predicate lives across a batch."""
+    def cols(j: int) -> tuple[str, str]:
+        pb, po = em.new("p"), em.new("p")
+        em.put(I.setp("gt", "u32", pb, left, 8 * j + 1), I.setp("eq", "u32", po, left, 8 * j + 1))
+        return pb, po
+    return cols
+
+
+def _row_addr(em, out: str, row: str, c0: str, ld: str, base: str, shift: int) -> None:
+    """out = base + (row * ld + c0) << shift: the address of element (row, c0) of a
+    row-major matrix with `1 << shift`-byte elements."""
+    em.put(I.binary("mul.wide", "u32", out, row, ld))
+    w = em.new("rd")
+    em.put(I.cvt("u64", "u32", w, c0), I.binary("add", "s64", out, out, w),
+           I.binary("shl", "b64", out, out, shift), I.binary("add", "s64", out, out, base))
+
+
+def _ld_reg(em, m) -> str:
+    return m.ld if isinstance(m.ld, str) else _imm(em, m.ld)
+
+
+def load_c(em, g, wtid, wg, acc, elem: Elem = F16) -> None:
+    """acc = C for the in-range elements of this warpgroup's 64 rows, +0 elsewhere, so the
+    main loop accumulates onto C and the epilogue adds none (PINGPONG_C_FIRST). Every pair
+    of a half is loaded at once, straight into its accumulators: no register beyond them.
+    A row past M has no columns left rather than a branch around its loads: with a branch
+    between these definitions and the wgmma, ptxas 13.0 serialized every wgmma of the
+    kernel (C7515, a WARPGROUP.DEPBAR after each HGMMA; tests/tensor/test_wgmma_pingpong.py)."""
+    r0, c0 = _origin(em, g, wtid, wg)
+    left = _columns_left(em, g, c0)
+    cbase = em.new("rd")
+    em.put(I.cvta("global", cbase, g.C.base, to=True))
+    ldc = _ld_reg(em, g.C)
+    pairs = g.desc.n // 8
+    for half in (0, 1):
+        mine = [(acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]) for j in range(pairs)]
+        em.put(*(I.mov("b32", x, 0) for pair in mine for x in pair))
+        row, prow, row_left = em.new("r"), em.new("p"), em.new("r")
+        em.put(I.binary("add", "u32", row, r0, 8 * half), I.setp("lt", "u32", prow, row, g.M),
+               I.selp("u32", row_left, left, 0, prow))
+        cols = _pair_preds(em, row_left)
+        ca = em.new("rd")
+        _row_addr(em, ca, row, c0, ldc, cbase, 2)
+        for j, (x, y) in enumerate(mine):
+            pb, po = cols(j)
+            em.put(I.guarded(I.ld_vec(".global", "f32", I.vec(x, y), I.mem(ca, 32 * j)), pb),
+                   I.ld(".global", "f32", x, I.mem(ca, 32 * j), guard=po))
+
+
+def _epilogue(em, g, wtid, wg, acc, fused, elem: Elem = F16, combine=None,
+              c_in_acc: bool = False) -> None:
+    """D = C + acc (or `combine(em, acc, C)`; `c_in_acc`: acc already holds C + A·B, from
+    load_c) for the in-range elements of this warpgroup's 64 rows (_origin's layout), then
+    the fused epilogue (wgmma_epilogue.py) on those registers before D's rounding, in
+    smaller batches (FUSED_BATCH)."""
+    assert not (c_in_acc and combine), "a combined sum takes C in its epilogue"
+    desc = g.desc
+    r0, c0 = _origin(em, g, wtid, wg)
     cbase, dbase = em.new("rd"), em.new("rd")
-    em.put(I.cvta("global", cbase, g.C.base, to=True),
-           I.cvta("global", dbase, g.D.base, to=True))
-    ldc, ldd = (m.ld if isinstance(m.ld, str) else _imm(em, m.ld) for m in (g.C, g.D))
+    if not c_in_acc:
+        em.put(I.cvta("global", cbase, g.C.base, to=True))
+    em.put(I.cvta("global", dbase, g.D.base, to=True))
+    ldc = None if c_in_acc else _ld_reg(em, g.C)
+    ldd = _ld_reg(em, g.D)
     rt = desc.result_type
     dshift = 2 if rt == "f32" else 1                       # log2 bytes of a D element
     bias = NativeBias(em, fused) if fused is not None and fused.bias is not None else None
     batch_size = EPILOGUE_BATCH if fused is None else FUSED_BATCH[fused.desc.bias_mode]
-
-    # columns left from this lane's pair 0, at most the region's width: one register the
-    # pair predicates compare with immediates (a column register per pair was what ptxas
-    # kept live, and spilled, across the persistent tile loop)
-    left, inside, wide = em.new("r"), em.new("p"), em.new("p")
-    em.put(I.binary("sub", "u32", left, g.N, c0), I.setp("gt", "u32", inside, g.N, c0),
-           I.selp("u32", left, left, 0, inside), I.setp("gt", "u32", wide, left, desc.n),
-           I.selp("u32", left, desc.n, left, wide))
-
-    def cols(j: int) -> tuple[str, str]:
-        """(both columns of pair j in range, only the first): made where they are used,
-        so no predicate lives across a batch. c0 + 8j + 1 < N is 8j + 1 < left."""
-        pb, po = em.new("p"), em.new("p")
-        em.put(I.setp("gt", "u32", pb, left, 8 * j + 1), I.setp("eq", "u32", po, left, 8 * j + 1))
-        return pb, po
+    cols = _pair_preds(em, _columns_left(em, g, c0))
     for half in (0, 1):
         row, prow = em.new("r"), em.new("p")
         em.put(I.binary("add", "u32", row, r0, 8 * half), I.setp("lt", "u32", prow, row, g.M))
         skip = label(em, f"{elem.tag}_epi_skip")
         em.put(I.bra(skip, guard=prow, negated=True))
         ca, da = em.new("rd"), em.new("rd")
-        for base, ld, out, shift in ((cbase, ldc, ca, 2), (dbase, ldd, da, dshift)):
-            em.put(I.binary("mul.wide", "u32", out, row, ld))
-            w = em.new("rd")
-            em.put(I.cvt("u64", "u32", w, c0), I.binary("add", "s64", out, out, w),
-                   I.binary("shl", "b64", out, out, shift),
-                   I.binary("add", "s64", out, out, base))
+        if not c_in_acc:
+            _row_addr(em, ca, row, c0, ldc, cbase, 2)
+        _row_addr(em, da, row, c0, ldd, dbase, dshift)
         if bias is not None:
             bias.start_half(em, row, c0)
         pairs = desc.n // 8
@@ -750,27 +810,35 @@ def _epilogue(em, g, wtid, wg, acc, fused, elem: Elem = F16, combine=None) -> No
             batch = range(j0, min(pairs, j0 + batch_size))
             cv, bv = {}, {}
             for j in batch:
-                u, v = cv[j] = em.new("f"), em.new("f")
-                # defined on every path: a predicated load alone keeps the register's
-                # old value, which in a tile loop is live across the loop (ptxas spilled)
-                zero = (I.mov("b32", u, 0), I.mov("b32", v, 0))
-                if not elem.c_after_preds:
-                    em.put(*zero)
-                pb, po = cols(j)
-                if elem.c_after_preds:
-                    em.put(*zero)
-                em.put(I.guarded(I.ld_vec(".global", "f32", I.vec(u, v), I.mem(ca, 32 * j)), pb),
-                       I.ld(".global", "f32", u, I.mem(ca, 32 * j), guard=po))
+                if c_in_acc:
+                    pb, po = cols(j) if bias is not None and bias.per_pair else (None, None)
+                else:
+                    u, v = cv[j] = em.new("f"), em.new("f")
+                    # defined on every path: a predicated load alone keeps the register's
+                    # old value, which in a tile loop is live across the loop (ptxas
+                    # spilled)
+                    zero = (I.mov("b32", u, 0), I.mov("b32", v, 0))
+                    if not elem.c_after_preds:
+                        em.put(*zero)
+                    pb, po = cols(j)
+                    if elem.c_after_preds:
+                        em.put(*zero)
+                    em.put(I.guarded(I.ld_vec(".global", "f32", I.vec(u, v),
+                                              I.mem(ca, 32 * j)), pb),
+                           I.ld(".global", "f32", u, I.mem(ca, 32 * j), guard=po))
                 if bias is not None and bias.per_pair:
                     first = em.new("p")
                     em.put(I.binary("or", "pred", first, pb, po))
                     bv[j] = bias.load_pair(em, j, first, pb)
             for j in batch:
                 x, y = acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]
-                u, v = cv[j]
-                if combine is None:
+                if c_in_acc:
+                    pass
+                elif combine is None:
+                    u, v = cv[j]
                     em.put(I.binary("add", "f32", x, x, u), I.binary("add", "f32", y, y, v))
                 else:
+                    u, v = cv[j]
                     combine(em, x, u)
                     combine(em, y, v)
                 if fused is not None:

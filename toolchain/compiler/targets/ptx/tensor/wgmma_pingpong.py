@@ -138,9 +138,13 @@ def consumer(em, g, elem, tid, wg, ring, fused, tiles, combine, share=None) -> N
     em.put(I.binary("add", "u32", t0, empty, 8 * S), I.mad("lo", "u32", mine, h, 8, t0),
            I.binary("xor", "b32", other, h, 1), I.mad("lo", "u32", other, other, 8, t0),
            I.selp("u32", tp, 1, 0, first))
+    c_first = W.PINGPONG_C_FIRST and combine is None and elem.knobs
     g, close = _tile_loop(em, g, tiles, f"{elem.tag}_pp_cons")
-    for a in acc:
-        em.put(*(I.mov("f32", x, "0f00000000") for x in a))
+    if c_first:                              # C's loads fly while the other has its turn
+        load_c(em, g, wtid, h, acc)
+    else:
+        for a in acc:
+            em.put(*(I.mov("f32", x, "0f00000000") for x in a))
     mb.wait(em, mine, tp)
     em.put(I.binary("xor", "b32", tp, tp, 1),
            I.mov("u32", kb, 0), I.setp("ne", "u32", have_prev, 0, 0))
@@ -163,20 +167,39 @@ def consumer(em, g, elem, tid, wg, ring, fused, tiles, combine, share=None) -> N
     mb.arrive(em, other)                     # every thread: the K loop is issued
     em.put(I.wgmma_wait_group(0))
     W._release(em, have_prev, leader, prev, empty, share, peer)
-    epilogue(em, g, wtid, h, acc, fused, elem, combine)
+    epilogue(em, g, wtid, h, acc, fused, elem, combine, c_first)
     _skip(em, s, ph, r, q_odd, S)
     close()
     em.put(I.bar_warp_sync(-1), I.setmaxnreg("dec", W.ENTRY_REGS))
 
 
-def epilogue(em, g, wtid, h: str, acc, fused, elem, combine) -> None:
-    """wgmma._epilogue for half h (a register, 0 or 1) of the tile at g's origin: columns
-    g.col + h·n/2 .. + n/2, rows 64·blk .. + 64 from acc[blk] (the m64n(n/2) layout)."""
+def _half(em, g, h: str):
+    """g narrowed to half h (a register, 0 or 1) of its tile: columns g.col + h·n/2 .. + n/2."""
     half = g.desc.n // 2
     col_h = em.new("r")
     em.put(I.mad("lo", "u32", col_h, h, half, g.col))
-    gh = replace(g, desc=replace(g.desc, n=half), col=col_h)
+    return replace(g, desc=replace(g.desc, n=half), col=col_h)
+
+
+def _blocks(em):
+    """The two 64-row blocks of a half (acc[0], acc[1]), as _epilogue's row block + 1 (its
+    "wg")."""
     for blk in (0, 1):
-        rows = em.new("r")                   # _epilogue's row block + 1 (its "wg")
+        rows = em.new("r")
         em.put(I.mov("u32", rows, blk + 1))
-        W._epilogue(em, gh, wtid, rows, acc[blk], fused, elem, combine)
+        yield blk, rows
+
+
+def load_c(em, g, wtid, h: str, acc) -> None:
+    """acc = C of half h of the tile at g's origin (wgmma.load_c per 64-row block)."""
+    gh = _half(em, g, h)
+    for blk, rows in _blocks(em):
+        W.load_c(em, gh, wtid, rows, acc[blk])
+
+
+def epilogue(em, g, wtid, h: str, acc, fused, elem, combine, c_in_acc=False) -> None:
+    """wgmma._epilogue for half h (a register, 0 or 1) of the tile at g's origin: columns
+    g.col + h·n/2 .. + n/2, rows 64·blk .. + 64 from acc[blk] (the m64n(n/2) layout)."""
+    gh = _half(em, g, h)
+    for blk, rows in _blocks(em):
+        W._epilogue(em, gh, wtid, rows, acc[blk], fused, elem, combine, c_in_acc)
