@@ -367,13 +367,21 @@ def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=
     return row
 
 
-def once(torch, dev, bn, m, n, k) -> int:
-    """One launch of the f16 kernel and one torch.matmul of the same shape (profilers)."""
+def once(torch, dev, bn, m, n, k, schedule: str = "") -> int:
+    """One launch of the f16 kernel and one torch.matmul of the same shape (profilers).
+    `schedule`: empty, the one-region kernel with f32 C and D; else the persistent kernel
+    with that schedule on torch.matmul's contract (f16 D, no C: a zero row, ldc = 0)."""
     a = torch.randn(m, k, device="cuda").half()
     bt = torch.randn(n, k, device="cuda").half()
-    c = torch.randn(m, n, device="cuda")
-    d = torch.empty_like(c)
-    H.Gemm(dev, "f16", bn=bn).launcher(a, bt, c, d, m, n, k)()
+    if schedule:
+        c = torch.zeros(1, n, device="cuda")
+        d = torch.empty(m, n, device="cuda", dtype=torch.float16)
+        H.Gemm(dev, "f16", bn=bn, out="f16", persistent=True,
+               schedule=schedule).launcher(a, bt, c, d, m, n, k, ldc=0)()
+    else:
+        c = torch.randn(m, n, device="cuda")
+        d = torch.empty_like(c)
+        H.Gemm(dev, "f16", bn=bn).launcher(a, bt, c, d, m, n, k)()
     torch.matmul(a, bt.t())
     torch.cuda.synchronize()
     return 0
@@ -390,6 +398,9 @@ def main() -> int:
     ap.add_argument("--subgroup", action="store_true")
     ap.add_argument("--once", default="",
                     help="MxNxK: one f16 launch of ours, then torch.matmul (for ncu)")
+    ap.add_argument("--once-schedule", default="",
+                    help="with --once: the persistent kernel with this schedule, f16 D, "
+                         "no C (default: the one-region kernel, f32 C and D)")
     ap.add_argument("--shapes", default="")
     ap.add_argument("--cluster", type=int, default=0, help="override wgmma.CLUSTER")
     ap.add_argument("--out", default="f32,f16",
@@ -505,7 +516,8 @@ def main() -> int:
         return 0
     dev = mettle.device(0)
     if args.once:
-        return once(torch, dev, args.bn, *(int(x) for x in args.once.split("x")))
+        return once(torch, dev, args.bn, *(int(x) for x in args.once.split("x")),
+                    schedule=args.once_schedule)
     pairs = configs(outs)
     gemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o) for f, o in pairs}
     shapes = SHAPES if not args.shapes else ISOLATE if args.shapes == "isolate" else \

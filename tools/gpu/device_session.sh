@@ -19,6 +19,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh attention_round  # tune, then all attention checks
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_cluster_auto  # auto + cluster: 2, table
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_cfirst  # ping-pong C first: A/B, checks
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_profile  # ncu: ours vs torch.matmul
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -344,6 +345,7 @@ gemm_cfirst() {
     --no-cluster --fp8 "" --baseline PINGPONG_C_FIRST=0 --json "$OUT/gemm_cfirst.json" \
     > "$OUT/gemm_cfirst.txt" 2>&1
   grep "^row" "$OUT/gemm_cfirst.txt" | cut -c6-
+  [ -n "${WITH_PROFILE:-}" ] && gemm_profile
   step "checks of the changed forms"
   left=$((${ROUND_END:-575} - SECONDS))
   timeout $left python3 bench/gemm.py --check-pingpong --no-bench --out f32,f16 \
@@ -356,6 +358,21 @@ gemm_cfirst() {
   wait
   for f in gemm_check_pingpong gemm_check_auto gemm_check_cluster; do
     echo "$f: $(grep -c '' "$OUT/$f.txt") lines, $(tail -1 "$OUT/$f.txt")"
+  done
+}
+
+gemm_profile() {
+  # Nsight Compute's speed-of-light, compute and memory sections for one launch of ours
+  # (persistent, PROFILE_SCHEDULE, f16 D, no C) and of torch.matmul, per PROFILE_SHAPES
+  for shape in ${PROFILE_SHAPES:-4096x4096x4096 8192x8192x1024}; do
+    step "ncu $shape"
+    timeout ${PROFILE_TIMEOUT:-150} ncu --target-processes all --launch-skip 0 \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+      --section LaunchStats --section Occupancy \
+      python3 bench/gemm.py --once $shape --once-schedule ${PROFILE_SCHEDULE:-auto} \
+      > "$OUT/ncu_$shape.txt" 2>&1
+    grep -E "^  [a-zA-Z_].*\(|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Executed Ipc A|Issue Slots Busy|SM Busy|Registers Per|Achieved Occupancy|Max Bandwidth|L1/TEX Hit|L2 Hit" \
+      "$OUT/ncu_$shape.txt" | head -60
   done
 }
 
@@ -400,7 +417,8 @@ case "$MODE" in
   attention_checks) attention_checks ;;
   gemm_cluster_auto) gemm_cluster_auto ;;
   gemm_cfirst) gemm_cfirst ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_cfirst" >&2
+  gemm_profile) gemm_profile ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_cfirst|gemm_profile" >&2
      exit 2 ;;
 esac
 
