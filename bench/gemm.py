@@ -54,8 +54,8 @@ first named epilogue (`+epi`: the same GEMM with it fused).
 --baseline KNOB=INT adds `base` and `base/noC` (`r.base`, `r.bnoC`): `schedule: auto`
 compiled with the pipeline module's KNOB (toolchain/compiler/targets/ptx/tensor/wgmma.py)
 set to INT, timed in the same interleaved rounds as the shipped `auto` (for example
---baseline PINGPONG_C_FIRST=0: C added in the epilogue instead of loaded into the
-accumulators).
+--baseline PINGPONG_C_FIRST=1: the ping-pong consumer loads C into its accumulators before its
+turn instead of adding it in the epilogue).
 --fp8 (default e4m3): FP8 rows after the 16-bit table, the same shapes, D bf16, against
 torch._scaled_mm with the same scales (bench/gemm_fp8.py); --fp8-check runs its checks.
 """
@@ -367,17 +367,18 @@ def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=
     return row
 
 
-def once(torch, dev, bn, m, n, k, schedule: str = "") -> int:
+def once(torch, dev, bn, m, n, k, schedule: str = "", cluster: int = 1) -> int:
     """One launch of the f16 kernel and one torch.matmul of the same shape (profilers).
     `schedule`: empty, the one-region kernel with f32 C and D; else the persistent kernel
-    with that schedule on torch.matmul's contract (f16 D, no C: a zero row, ldc = 0)."""
+    with that schedule on torch.matmul's contract (f16 D, no C: a zero row, ldc = 0), in
+    clusters of `cluster`."""
     a = torch.randn(m, k, device="cuda").half()
     bt = torch.randn(n, k, device="cuda").half()
     if schedule:
         c = torch.zeros(1, n, device="cuda")
         d = torch.empty(m, n, device="cuda", dtype=torch.float16)
-        H.Gemm(dev, "f16", bn=bn, out="f16", persistent=True,
-               schedule=schedule).launcher(a, bt, c, d, m, n, k, ldc=0)()
+        H.Gemm(dev, "f16", bn=bn, out="f16", persistent=True, schedule=schedule,
+               cluster=cluster).launcher(a, bt, c, d, m, n, k, ldc=0)()
     else:
         c = torch.randn(m, n, device="cuda")
         d = torch.empty_like(c)
@@ -401,6 +402,8 @@ def main() -> int:
     ap.add_argument("--once-schedule", default="",
                     help="with --once: the persistent kernel with this schedule, f16 D, "
                          "no C (default: the one-region kernel, f32 C and D)")
+    ap.add_argument("--once-cluster", type=int, default=1, help="with --once-schedule: "
+                    "the `cluster:` option (2: clusters of 2)")
     ap.add_argument("--shapes", default="")
     ap.add_argument("--cluster", type=int, default=0, help="override wgmma.CLUSTER")
     ap.add_argument("--out", default="f32,f16",
@@ -517,7 +520,7 @@ def main() -> int:
     dev = mettle.device(0)
     if args.once:
         return once(torch, dev, args.bn, *(int(x) for x in args.once.split("x")),
-                    schedule=args.once_schedule)
+                    schedule=args.once_schedule, cluster=args.once_cluster)
     pairs = configs(outs)
     gemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o) for f, o in pairs}
     shapes = SHAPES if not args.shapes else ISOLATE if args.shapes == "isolate" else \

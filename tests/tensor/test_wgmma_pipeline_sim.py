@@ -86,8 +86,8 @@ def test_pipeline_exact(schedule, M, N, K, grid, persistent, seed):
 
 @pytest.mark.parametrize("c_first", [True, False])
 def test_pingpong_c_first_and_c_last_are_exact(monkeypatch, c_first):
-    """Both places of C in the ping-pong consumer (wgmma.PINGPONG_C_FIRST: loaded into the
-    accumulators before the turn, the shipped form; or added in the epilogue), with late
+    """Both places of C in the ping-pong consumer (added in the epilogue, the default; or,
+    with wgmma.PINGPONG_C_FIRST, loaded into the accumulators before the turn), with late
     copies, ring wraps and an odd N, are exact against the oracle."""
     from toolchain.compiler.targets.ptx.tensor import wgmma
     monkeypatch.setattr(wgmma, "PINGPONG_C_FIRST", c_first)

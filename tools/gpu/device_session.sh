@@ -18,7 +18,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh tune_attention  # Q placement, key blocks vs flash
 #   OUT=/tmp/out bash tools/gpu/device_session.sh attention_round  # tune, then all attention checks
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_cluster_auto  # auto + cluster: 2, table
-#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_cfirst  # ping-pong C first: A/B, checks
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_ab  # A/B of pipeline knobs (AB_KNOBS)
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_profile  # ncu: ours vs torch.matmul
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
@@ -335,18 +335,22 @@ attention_checks() {
   grep -h -E "^(FAILED|ERROR)" "$OUT"/*.txt | head -30
 }
 
-gemm_cfirst() {
-  # the ping-pong consumer's C loaded into its accumulators before its turn (the shipped
-  # wgmma.PINGPONG_C_FIRST) against C added in its epilogue (`base` columns), in the same
-  # interleaved rounds; then every check of the forms it changed (ping-pong, auto, the
-  # clusters' auto) and the attention checks, at once, until ROUND_END (default 575 s)
-  step "ping-pong C first: A/B table"
-  timeout ${CFIRST_TIMEOUT:-200} python3 bench/gemm.py --out f32,f16 --formats ${CFIRST_FORMATS:-f16} \
-    --no-cluster --fp8 "" --baseline PINGPONG_C_FIRST=0 --json "$OUT/gemm_cfirst.json" \
-    > "$OUT/gemm_cfirst.txt" 2>&1
-  grep "^row" "$OUT/gemm_cfirst.txt" | cut -c6-
+gemm_ab() {
+  # A/B of pipeline knobs (toolchain/compiler/targets/ptx/tensor/wgmma.py): per KNOB=INT of
+  # AB_KNOBS, the table's shipped `auto` next to `auto` compiled with that knob (`base`
+  # columns), in the same interleaved rounds; WITH_PROFILE: then gemm_profile; AB_CHECKS:
+  # then every check of the ping-pong, auto and clustered forms at once, and WITH_ATTENTION
+  # the attention checks, until ROUND_END (default 575 s)
+  for knob in ${AB_KNOBS:-PINGPONG_C_FIRST=1}; do
+    step "A/B $knob"
+    timeout ${AB_TIMEOUT:-200} python3 bench/gemm.py --out f32,f16 --formats ${AB_FORMATS:-f16} \
+      --no-cluster --fp8 "" --baseline $knob --json "$OUT/gemm_ab_$knob.json" \
+      > "$OUT/gemm_ab_$knob.txt" 2>&1
+    grep "^row" "$OUT/gemm_ab_$knob.txt" | cut -c6- | awk '{print $1, $2, $3, $4, $(NF-3), $(NF-2)}'
+  done
   [ -n "${WITH_PROFILE:-}" ] && gemm_profile
-  step "checks of the changed forms"
+  [ -z "${AB_CHECKS:-}" ] && return 0
+  step "checks of the ping-pong, auto and clustered forms"
   left=$((${ROUND_END:-575} - SECONDS))
   timeout $left python3 bench/gemm.py --check-pingpong --no-bench --out f32,f16 \
     > "$OUT/gemm_check_pingpong.txt" 2>&1 &
@@ -363,16 +367,17 @@ gemm_cfirst() {
 
 gemm_profile() {
   # Nsight Compute's speed-of-light, compute and memory sections for one launch of ours
-  # (persistent, PROFILE_SCHEDULE, f16 D, no C) and of torch.matmul, per PROFILE_SHAPES
+  # (persistent, PROFILE_SCHEDULE, clusters of PROFILE_CLUSTER, f16 D, no C) and of
+  # torch.matmul, per PROFILE_SHAPES
   for shape in ${PROFILE_SHAPES:-4096x4096x4096 8192x8192x1024}; do
-    step "ncu $shape"
-    timeout ${PROFILE_TIMEOUT:-150} ncu --target-processes all --launch-skip 0 \
+    step "ncu $shape ${PROFILE_SCHEDULE:-auto} cluster ${PROFILE_CLUSTER:-1}"
+    timeout ${PROFILE_TIMEOUT:-150} ncu --target-processes all -k "regex:gemm|nvjet|sm90|cutlass" \
       --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
       --section LaunchStats --section Occupancy \
       python3 bench/gemm.py --once $shape --once-schedule ${PROFILE_SCHEDULE:-auto} \
-      > "$OUT/ncu_$shape.txt" 2>&1
+      --once-cluster ${PROFILE_CLUSTER:-1} > "$OUT/ncu_${shape}_${PROFILE_SCHEDULE:-auto}${PROFILE_CLUSTER:-1}.txt" 2>&1
     grep -E "^  [a-zA-Z_].*\(|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Executed Ipc A|Issue Slots Busy|SM Busy|Registers Per|Achieved Occupancy|Max Bandwidth|L1/TEX Hit|L2 Hit" \
-      "$OUT/ncu_$shape.txt" | head -60
+      "$OUT/ncu_${shape}_${PROFILE_SCHEDULE:-auto}${PROFILE_CLUSTER:-1}.txt" | head -60
   done
 }
 
@@ -416,9 +421,9 @@ case "$MODE" in
   attention_round) attention_round ;;
   attention_checks) attention_checks ;;
   gemm_cluster_auto) gemm_cluster_auto ;;
-  gemm_cfirst) gemm_cfirst ;;
+  gemm_ab) gemm_ab ;;
   gemm_profile) gemm_profile ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_cfirst|gemm_profile" >&2
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile" >&2
      exit 2 ;;
 esac
 

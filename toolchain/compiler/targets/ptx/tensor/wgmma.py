@@ -68,10 +68,11 @@ FUSED_BATCH = {"none": 16, "row": 16, "column": 16, "matrix": 8}
 PREFETCH_C_AHEAD = 0                      # K chunks before the end at which the producer
 #                                           asks L2 for C (0: never; 8 measured no gain,
 #                                           docs/reference/gemm.md "Status")
-PINGPONG_C_FIRST = True                   # ping-pong consumers load C into their
+PINGPONG_C_FIRST = False                  # True: ping-pong consumers load C into their
 #                                           accumulators before waiting for their turn
-#                                           (load_c), not in the epilogue (bench/gemm.py
-#                                           --baseline PINGPONG_C_FIRST=0 compares)
+#                                           (load_c), not in the epilogue; 2-5% slower
+#                                           with C on the H200 (docs/reference/gemm.md;
+#                                           bench/gemm.py --baseline PINGPONG_C_FIRST=1)
 CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
 #                                           experimental: docs/reference/gemm.md "Status")
 MAX_STAGES = 6                            # ring depth cap (the cooperative tables' value)
