@@ -4,12 +4,13 @@
                                [--shapes b16h16n2048d64,...] [--dtypes f16,bf16]
                                [--rounds 5] [--batch-ms 25] [--max-reps 100]
                                [--launch-budget-ms 10000] [--time-budget-s 110]
-                               [--no-check] [--dry-run] [--forms mma,wgmma]
+                               [--no-check] [--dry-run] [--forms mma,wgmma,wgmma-ss]
 
-Contenders, in one process and on one device: `ours` (examples/attention: the tile-value
-kernel through the `mettle` runtime, compiled -O for this GPU; with `--forms mma,wgmma`
-also `ours_wgmma`, the same source with the tile matmuls on wgmma, the compile option
-tile_wgmma: docs/internals/tile-wgmma.md), `flash` (SDPA with
+Contenders, in one process and on one device: ours (examples/attention: the tile-value
+kernel through the `mettle` runtime, compiled -O for this GPU, by default in the form the
+compiler builds there: `ours_wgmma_ss` on sm_90, the tile matmuls on wgmma with Q in
+workgroup memory, else `ours`, mma.sync; `--forms mma,wgmma,wgmma-ss` times the forms side
+by side: docs/internals/tile-wgmma.md), `flash` (SDPA with
 SDPBackend.FLASH_ATTENTION) and `cudnn` (SDPBackend.CUDNN_ATTENTION), f16 (bf16 too with
 --bf16), full and causal, on the shapes of the attention issue. Each row is first checked:
 ours on the first two heads against SDPA on float32 copies, with FlashAttention's rule
@@ -258,11 +259,14 @@ def main(argv=None) -> int:
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--dry-run", action="store_true",
                     help="print the plan and compile the variants; no GPU needed")
-    ap.add_argument("--forms", default="mma",
+    ap.add_argument("--forms", default="",
                     help="comma-separated forms of ours, timed side by side: mma (the "
                     "mma.sync form, `ours`), wgmma (`ours_wgmma`, sm_90a), wgmma-ss (Q in "
-                    "workgroup memory, `ours_wgmma_ss`)")
+                    "workgroup memory, `ours_wgmma_ss`); default: the compiler's own form "
+                    "for the GPU (wgmma-ss on sm_90, else mma; mma for --dry-run)")
     args = ap.parse_args(argv)
+    explicit = bool(args.forms)
+    args.forms = args.forms or "mma"
     bad = set(forms_of(args)) - set(FORMS)
     if bad or not forms_of(args):
         ap.error(f"--forms: expected a comma-separated list of {', '.join(FORMS)}")
@@ -281,6 +285,8 @@ def main(argv=None) -> int:
         print(f"attention bench: {found}; nothing to do")
         return 0
     torch, F, SDPBackend, sdpa_kernel = found
+    if not explicit and torch.cuda.get_device_capability(0) >= (9, 0):
+        args.forms = "wgmma-ss"              # what the compiler builds for sm_90a
     from examples.attention.attention import attention, constants
     from examples.attention.check_attention import Checker
     from timing import timed_together  # pants: no-infer-dep
