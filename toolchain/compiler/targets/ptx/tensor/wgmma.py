@@ -744,7 +744,7 @@ def _ld_reg(em, m) -> str:
     return m.ld if isinstance(m.ld, str) else _imm(em, m.ld)
 
 
-def load_c(em, g, wtid, wg, acc, elem: Elem = F16) -> None:
+def load_c(em, g, wtid, wg, acc) -> None:
     """acc = C for the in-range elements of this warpgroup's 64 rows, +0 elsewhere, so the
     main loop accumulates onto C and the epilogue adds none (PINGPONG_C_FIRST). Every pair
     of a half is loaded at once, straight into its accumulators: no register beyond them.
@@ -833,15 +833,13 @@ def _epilogue(em, g, wtid, wg, acc, fused, elem: Elem = F16, combine=None,
                     bv[j] = bias.load_pair(em, j, first, pb)
             for j in batch:
                 x, y = acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]
-                if c_in_acc:
-                    pass
-                elif combine is None:
+                if not c_in_acc:
                     u, v = cv[j]
-                    em.put(I.binary("add", "f32", x, x, u), I.binary("add", "f32", y, y, v))
-                else:
-                    u, v = cv[j]
-                    combine(em, x, u)
-                    combine(em, y, v)
+                    if combine is None:
+                        em.put(I.binary("add", "f32", x, x, u), I.binary("add", "f32", y, y, v))
+                    else:
+                        combine(em, x, u)
+                        combine(em, y, v)
                 if fused is not None:
                     bx, by = bias.scaled(em, bv.get(j)) if bias is not None else (None,) * 2
                     fused.apply(em, x, None if bx is None else (lambda b=bx: b))
