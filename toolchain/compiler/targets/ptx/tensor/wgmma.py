@@ -579,8 +579,7 @@ def _prefetch_c(em, g, kb, nk) -> None:
     em.put(I.binary("sub", "u32", at, nk, PREFETCH_C_AHEAD),
            I.setp("gt", "u32", p, nk, PREFETCH_C_AHEAD), I.selp("u32", at, at, 0, p),
            I.setp("ne", "u32", p, kb, at), I.bra(skip, guard=p))
-    cols, rows, r, addr, end = (em.new("r"), em.new("r"), em.new("r"), em.new("rd"),
-                                em.new("rd"))
+    cols, rows, r, addr = em.new("r"), em.new("r"), em.new("r"), em.new("rd")
     em.put(I.binary("sub", "u32", cols, g.N, g.col),       # native: col < 2^31, N > 0
            I.setp("gt", "s32", p, cols, 0), I.bra(skip, guard=p, negated=True),
            I.binary("min", "u32", cols, cols, desc.n), I.binary("sub", "u32", rows, g.M, g.row),
