@@ -542,7 +542,10 @@ def main() -> int:
         for sch in ("cooperative", "pingpong", "auto"))
     bgemms = None
     if args.baseline:
-        knob, value = args.baseline.split("=")
+        knob, _, value = args.baseline.partition("=")
+        if not (knob.isupper() and hasattr(wgmma, knob) and value.lstrip("-").isdigit()):
+            raise SystemExit(f"--baseline {args.baseline!r}: expected KNOB=INT with KNOB one "
+                             "of wgmma.py's upper-case settings")
         kept = getattr(wgmma, knob)
         setattr(wgmma, knob, type(kept)(int(value)))
         bgemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="auto")
