@@ -471,6 +471,11 @@ def main() -> int:
         wgmma.PREFETCH_C_AHEAD = args.prefetch_ahead
     if args.pingpong_stages:
         wgmma.PINGPONG_MAX_STAGES = args.pingpong_stages
+    knob, _, value = args.baseline.partition("=")
+    if args.baseline and not (knob.isupper() and hasattr(wgmma, knob)
+                              and value.lstrip("-").isdigit()):
+        ap.error(f"--baseline {args.baseline!r}: expected KNOB=INT, KNOB one of the "
+                 "upper-case settings of toolchain/compiler/targets/ptx/tensor/wgmma.py")
     if args.cluster_sms:
         H.CLUSTER_SMS = args.cluster_sms
     outs = args.out.split(",")
@@ -543,9 +548,6 @@ def main() -> int:
     bgemms = None
     if args.baseline:
         knob, _, value = args.baseline.partition("=")
-        if not (knob.isupper() and hasattr(wgmma, knob) and value.lstrip("-").isdigit()):
-            raise SystemExit(f"--baseline {args.baseline!r}: expected KNOB=INT with KNOB one "
-                             "of wgmma.py's upper-case settings")
         kept = getattr(wgmma, knob)
         setattr(wgmma, knob, type(kept)(int(value)))
         bgemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="auto")
