@@ -56,6 +56,9 @@ compiled with the pipeline module's KNOB (toolchain/compiler/targets/ptx/tensor/
 set to INT, timed in the same interleaved rounds as the shipped `auto` (for example
 --baseline PINGPONG_C_FIRST=1: the ping-pong consumer loads C into its accumulators before its
 turn instead of adding it in the epilogue).
+--once MxNxK [--once-schedule S] [--once-cluster 2]: one launch of ours (the one-region
+kernel, or the persistent one with schedule S on torch.matmul's contract) and one of
+torch.matmul, for Nsight Compute (tools/gpu/device_session.sh gemm_profile).
 --fp8 (default e4m3): FP8 rows after the 16-bit table, the same shapes, D bf16, against
 torch._scaled_mm with the same scales (bench/gemm_fp8.py); --fp8-check runs its checks.
 """
