@@ -374,10 +374,10 @@ gemm_profile() {
     step "ncu $shape ${PROFILE_SCHEDULE:-auto} cluster ${PROFILE_CLUSTER:-1}"
     timeout ${PROFILE_TIMEOUT:-150} ncu --target-processes all -k "regex:gemm|nvjet|sm90|cutlass" \
       --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
-      --section LaunchStats --section Occupancy \
+      --section LaunchStats --section Occupancy ${PROFILE_SECTIONS:-} \
       python3 bench/gemm.py --once $shape --once-schedule ${PROFILE_SCHEDULE:-auto} \
       --once-cluster ${PROFILE_CLUSTER:-1} > "$OUT/ncu_${shape}_${PROFILE_SCHEDULE:-auto}${PROFILE_CLUSTER:-1}.txt" 2>&1
-    grep -E "^  [a-zA-Z_].*\(|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Executed Ipc A|Issue Slots Busy|SM Busy|Registers Per|Achieved Occupancy|Max Bandwidth|L1/TEX Hit|L2 Hit" \
+    grep -E "^  [a-zA-Z_].*\(|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Executed Ipc A|Issue Slots Busy|SM Busy|Registers Per|Achieved Occupancy|Max Bandwidth|L1/TEX Hit|L2 Hit|Warp Cycles Per|Avg. Active Threads" \
       "$OUT/ncu_${shape}_${PROFILE_SCHEDULE:-auto}${PROFILE_CLUSTER:-1}.txt" | head -60
   done
 }
