@@ -20,6 +20,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_cluster_auto  # auto + cluster: 2, table
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_ab  # A/B of pipeline knobs (AB_KNOBS)
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_profile  # ncu: ours vs torch.matmul
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_store_cost  # the GEMM without D stores
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -382,6 +383,14 @@ gemm_profile() {
   done
 }
 
+gemm_store_cost() {
+  # bench/gemm_epilogue_cost.py: each persistent schedule with and without its D stores
+  step "what D's stores cost"
+  timeout ${STORE_COST_TIMEOUT:-150} python3 bench/gemm_epilogue_cost.py \
+    --json "$OUT/gemm_epilogue_cost.json" ${STORE_COST_ARGS:-} > "$OUT/gemm_epilogue_cost.txt" 2>&1
+  cat "$OUT/gemm_epilogue_cost.txt"
+}
+
 gemm_cluster_auto() {
   # `schedule: auto, cluster: 2` (docs/reference/gemm.md "Clusters of 2"): the paired
   # cooperative pipeline on misaligned rows, unpaired ping-pong on aligned ones; both
@@ -424,7 +433,8 @@ case "$MODE" in
   gemm_cluster_auto) gemm_cluster_auto ;;
   gemm_ab) gemm_ab ;;
   gemm_profile) gemm_profile ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile" >&2
+  gemm_store_cost) gemm_store_cost ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost" >&2
      exit 2 ;;
 esac
 

@@ -1,0 +1,31 @@
+"""bench/gemm_epilogue_cost.py's PTX edit: every D store of the pipeline is predicated on a
+run-time test no launch passes, the tensor maps' stores are left alone, and ptxas keeps
+every wgmma (an edit that deleted the stores let ptxas delete the wgmma that fed them)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bench.gemm_epilogue_cost import without_stores
+from bench.wgmma_kernels import gemm_source
+
+from .kernels import compile_ptx
+from .test_wgmma import _usage
+
+
+@pytest.mark.parametrize("schedule", ["cooperative", "pingpong"])
+def test_d_stores_are_switched_off_and_the_wgmma_stay(ptxas_path, schedule):
+    text = compile_ptx(gemm_source("f16", out="f16", persistent=True, schedule=schedule),
+                       "sm_90a")
+    edited = without_stores(text)
+    first = edited.index("wgmma.mma_async")
+    before, after = edited[:first], edited[first:]
+    inserted = ("\t.reg .pred %p_never, %p_store;", "\tsetp.eq.u32 %p_never, %r1, -1;")
+    kept = [line for line in before.split("\n") if line not in inserted]
+    assert kept == text[:text.index("wgmma.mma_async")].split("\n")   # maps untouched
+    guards = set(re.findall(r"^\s*(\S+)\s+st\.global", after, re.M))
+    assert guards == {"@%p_never", "@%p_store"}          # unguarded ones, guarded ones
+    assert "st.global.v4.b32" in before                  # the tensor maps still written
+    assert edited.count("wgmma.mma_async") == text.count("wgmma.mma_async")
+    assert "Used 168 registers" in _usage(ptxas_path, edited, "sm_90a")
