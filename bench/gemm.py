@@ -549,8 +549,7 @@ def main() -> int:
         if not (args.no_persistent or args.no_cluster) else None
         for sch in ("cooperative", "pingpong", "auto"))
     bgemms = None
-    if args.baseline:
-        knob, _, value = args.baseline.partition("=")
+    if args.baseline:                        # knob, value: parsed and checked above
         kept = getattr(wgmma, knob)
         setattr(wgmma, knob, type(kept)(int(value)))
         bgemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="auto")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -184,46 +185,32 @@ def explain(tmp_path, arch: str, src: str) -> str:
 
 
 # ---------------------------------------------------------------- the half tiles' epilogue
-def _fake_pingpong(em, g, tid, end, share=None, fused=None, tiles=None):
+def _fake_pingpong(em, g, tid, end, share=None, fused=None, tiles=None, c_first=False):
     """The sm_90a region with its copy engine and wgmma main loop replaced (the CPU
     interpreter has neither; test_wgmma_epilogue._fake_native): consumer warpgroup h runs
     the real tile loop and the real half-tile epilogue (wgmma_pingpong.epilogue) on
     accumulators holding 3*row + column of the element each stands for, by the m64n(n/2)
-    layout of row block blk of half h."""
+    layout of row block blk of half h. `c_first` (wgmma.PINGPONG_C_FIRST's order): the
+    real load_c puts C in the accumulators at the tile's start, the main loop's stand-in
+    adds 3*row + column, and the real epilogue stores them without reading C again."""
     wg, lane, warp, wtid = fake_consumer(em, tid, end)
     g, close = wgmma._tile_loop(em, g, tiles, "fake")
     h, col_h = em.new("r"), em.new("r")
     half = g.desc.n // 2
     em.put(ops.binary("sub", "u32", h, wg, 1), ops.mad("lo", "u32", col_h, h, half, g.col))
     gh = replace(g, desc=replace(g.desc, n=half), col=col_h)
-    acc = []
+    acc = [[em.new("f") for _ in range(half // 2)] for _ in (0, 1)] if c_first else []
+    if c_first:
+        wgmma_pingpong.load_c(em, g, wtid, h, acc)
     for blk in (0, 1):
         rows = em.new("r")
         em.put(ops.mov("u32", rows, blk + 1))
-        acc.append(fake_accumulators(em, gh, rows, lane, warp))
-    wgmma_pingpong.epilogue(em, g, wtid, h, acc, fused, wgmma.F16, None)
-    close()
-    em.put(ops.bra(end, uniform=True))
-
-
-def _fake_pingpong_c_first(em, g, tid, end, share=None, fused=None, tiles=None):
-    """_fake_pingpong in wgmma.PINGPONG_C_FIRST's order: the real load_c puts
-    C in the accumulators at the tile's start, the main loop's stand-in adds 3*row +
-    column, and the real epilogue stores them without reading C again."""
-    wg, lane, warp, wtid = fake_consumer(em, tid, end)
-    g, close = wgmma._tile_loop(em, g, tiles, "fake")
-    h, col_h = em.new("r"), em.new("r")
-    half = g.desc.n // 2
-    em.put(ops.binary("sub", "u32", h, wg, 1), ops.mad("lo", "u32", col_h, h, half, g.col))
-    gh = replace(g, desc=replace(g.desc, n=half), col=col_h)
-    acc = [[em.new("f") for _ in range(half // 2)] for _ in (0, 1)]
-    wgmma_pingpong.load_c(em, g, wtid, h, acc)
-    for blk in (0, 1):
-        rows = em.new("r")
-        em.put(ops.mov("u32", rows, blk + 1))
-        for x, f in zip(acc[blk], fake_accumulators(em, gh, rows, lane, warp)):
-            em.put(ops.binary("add", "f32", x, x, f))
-    wgmma_pingpong.epilogue(em, g, wtid, h, acc, fused, wgmma.F16, None, c_in_acc=True)
+        sums = fake_accumulators(em, gh, rows, lane, warp)
+        if c_first:
+            em.put(*(ops.binary("add", "f32", x, x, f) for x, f in zip(acc[blk], sums)))
+        else:
+            acc.append(sums)
+    wgmma_pingpong.epilogue(em, g, wtid, h, acc, fused, wgmma.F16, None, c_in_acc=c_first)
     close()
     em.put(ops.bra(end, uniform=True))
 
@@ -236,8 +223,8 @@ def test_c_in_the_accumulators_exact_on_the_interpreter(monkeypatch, out, epilog
     """load_c then the epilogue that adds no C: every in-range element of C, the odd
     column of an odd N's last pair included, reaches D once, and nothing outside M x N
     is read into a sum or written (D's padding stays poisoned)."""
-    fake_pipeline_exact(monkeypatch, _fake_pingpong_c_first, out, epilogue, persistent,
-                        "pingpong", N=n)
+    fake_pipeline_exact(monkeypatch, partial(_fake_pingpong, c_first=True), out, epilogue,
+                        persistent, "pingpong", N=n)
 
 
 def test_where_the_pingpong_consumer_loads_c(monkeypatch):
