@@ -19,12 +19,13 @@ import re
 import sys
 
 
-STORE = re.compile(r"^(\s*)(?:@(!?)(%p\d+)\s+)?(st\.global\S*\s.*)$")
+STORE = re.compile(r"^(\s*)(?:@(!?)(%p\d+)\s+)?"
+                   r"(st\.global\S*\s.*|cp\.async\.bulk\.tensor\.\w+\.global\.shared\S*\s.*)$")
 
 
 def without_stores(ptx: str) -> str:
-    """The PTX with every global store after the first wgmma (D's stores; the tensor maps
-    are written before it) predicated on M == 0xffffffff, which no launch here passes:
+    """The PTX with every global store after the first wgmma (D's stores from the registers
+    and through the copy engine; the tensor maps are written before it) predicated on M == 0xffffffff, which no launch here passes:
     ptxas cannot prove them dead, so it keeps the wgmma, conversions and C loads that feed
     them, and at run time no D element is written."""
     out, seen = [], False

@@ -95,7 +95,7 @@ class ClusterSim(PipelineSim):
                                for n, s in self.globals.items()}
         self.clusters += 1
         mem = self.mem
-        self.bars, self.maps, self.pending = {}, {}, []
+        self.bars, self.maps, self.pending, self.bulk = {}, {}, [], {}
         self.events, self._seen = 0, None
         self.unread: set[int] = set()           # 128-byte rows landed, not read yet
         self.cbar = {"phase": 0, "arrived": 0}
@@ -154,6 +154,7 @@ class ClusterSim(PipelineSim):
                                str(sorted({(t.cta, t.pc) for t in live})))
         if self.pending:
             raise SimError("the cluster exited with copies still in flight")
+        self._drain_stores()
 
     def _progress_without(self, live) -> bool:
         """While a warpgroup stalls and every other thread waits: land a pending copy, or
@@ -261,7 +262,11 @@ class ClusterSim(PipelineSim):
                     self._copy(th, [Addr(str(self._mapa(dst, rank))), ops[1],
                                     Addr(str(self._mapa(bar, rank)))])
             return
-        if op.startswith("cp.async.bulk.tensor"):
+        if op.startswith("cp.async.bulk.tensor.2d.global.shared::cta"):
+            rank, _, _ = self._owner(th.addr(ops[1]))
+            if rank != th.cta:
+                raise SimError("a store from the other workgroup's shared memory")
+        elif op.startswith("cp.async.bulk.tensor"):
             rank, _, _ = self._owner(th.addr(ops[0]))
             if rank != th.cta:
                 raise SimError("a non-multicast copy into the other workgroup")

@@ -15,7 +15,11 @@ from .test_wgmma import _usage
 
 
 @pytest.mark.parametrize("schedule", ["cooperative", "pingpong"])
-def test_d_stores_are_switched_off_and_the_wgmma_stay(ptxas_path, schedule):
+@pytest.mark.parametrize("tma_store", [False, True])
+def test_d_stores_are_switched_off_and_the_wgmma_stay(ptxas_path, monkeypatch, schedule,
+                                                      tma_store):
+    from toolchain.compiler.targets.ptx.tensor import wgmma
+    monkeypatch.setattr(wgmma, "TMA_STORE", tma_store)
     text = compile_ptx(gemm_source("f16", out="f16", persistent=True, schedule=schedule),
                        "sm_90a")
     edited = without_stores(text)
@@ -26,6 +30,8 @@ def test_d_stores_are_switched_off_and_the_wgmma_stay(ptxas_path, schedule):
     assert kept == text[:text.index("wgmma.mma_async")].split("\n")   # maps untouched
     guards = set(re.findall(r"^\s*(\S+)\s+st\.global", after, re.M))
     assert guards == {"@%p_never", "@%p_store"}          # unguarded ones, guarded ones
+    bulk = re.findall(r"^\s*(\S+)\s+cp\.async\.bulk\.tensor\.2d\.global\.shared", after, re.M)
+    assert set(bulk) == ({"@%p_store"} if tma_store else set())   # the copy engine's too
     assert "st.global.v4.b32" in before                  # the tensor maps still written
     assert edited.count("wgmma.mma_async") == text.count("wgmma.mma_async")
     assert "Used 168 registers" in _usage(ptxas_path, edited, "sm_90a")

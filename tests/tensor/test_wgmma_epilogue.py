@@ -24,9 +24,10 @@ from toolchain.compiler.targets.ptx.tensor import wgmma
 from . import narrow_cases as NC
 from .kernels import compile_ptx
 from .ptx_sim import Sim, f32_bits
+from .wgmma_sim import PipelineSim
 from .test_defaults import LAYOUTS, operands, ptx_of
 from bench.wgmma_kernels import EPILOGUES, epilogue_oracle, epilogue_options, epilogue_params, \
-    gemm_source
+    gemm_source, native_launch
 
 ALPHA, BETA, LO, HI = 0.3, -1.5, -20.0, 30.0        # 0.3: inexact, so rounding is seen
 
@@ -275,6 +276,32 @@ def _fake_native(em, g, tid, end, share=None, fused=None, tiles=None):
     em.put(ops.bra(end, uniform=True))
 
 
+def _fake_native_store(em, g, tid, end, share=None, fused=None, tiles=None):
+    """_fake_native with D through the copy engine (wgmma.store_epilogue): thread 0 builds
+    D's tensor map (wgmma.d_map) before a workgroup barrier, the store boxes sit at the
+    start of the dynamic shared memory (1024-aligned), each warp's lane 0 waits for its
+    stores before the end."""
+    from toolchain.compiler.targets.ptx.tensor import tma
+    mod = em.module
+    dyn = mod._fresh(f"{em.fn.name}_fake_boxes")
+    mod.shared_out.append(f".extern .shared .align 1024 .b8 {dyn}[];")
+    ws_d, base, p = tma.workspace(em, 1), em.new("r"), em.new("p")
+    ok = wgmma._store_pred(em, g)
+    built = wgmma.label(em, "fake_dmap")
+    em.put(ops.setp("ne", "u32", p, tid, 0), ops.bra(built, guard=p))
+    wgmma.d_map(em, g, ws_d, ok)
+    em.put(ops.label(built), ops.bar_sync(0), ops.mov("u32", base, dyn),
+           ops.binary("add", "u32", base, base, 1023), ops.binary("and", "b32", base, base, -1024))
+    wg, lane, warp, wtid = fake_consumer(em, tid, end)
+    store = wgmma.Store.open(em, g, tid, (ws_d, base, 0, ok))
+    g, close = wgmma._tile_loop(em, g, tiles, "fake")
+    wgmma._epilogue(em, g, wtid, wg, fake_accumulators(em, g, wg, lane, warp), fused,
+                    store=store)
+    close()
+    wgmma.Store.close(em, store)
+    em.put(ops.bra(end, uniform=True))
+
+
 def fake_consumer(em, tid, end):
     """Send the producer warpgroup to `end`; a consumer's (warpgroup, lane, warp in the
     warpgroup, thread in the warpgroup) registers."""
@@ -334,18 +361,32 @@ def test_pipeline_epilogue_exact_on_the_interpreter(monkeypatch, out, epilogue, 
     fake_pipeline_exact(monkeypatch, _fake_native, out, epilogue, persistent)
 
 
+@pytest.mark.parametrize("out,epilogue,persistent", [
+    ("f32", "matrix_bias_col", True), ("f16", "row_bias", False), ("bf16", "col_bias_relu", True),
+    ("f16", "matrix_bias", True), ("f32", "scale_clamp", False)])
+def test_store_epilogue_exact_on_the_interpreter(monkeypatch, out, epilogue, persistent):
+    """The same fused epilogues with D through the copy engine (16-byte aligned pitch,
+    N = 72: whole 16-byte units): rows past M read no C and no bias (their predicates, no
+    branch), boxes clipped by the copy engine; bit for bit, padding untouched."""
+    monkeypatch.setattr(wgmma, "TMA_STORE", True)
+    fake_pipeline_exact(monkeypatch, _fake_native_store, out, epilogue, persistent, N=72,
+                        ldd=80, sim=PipelineSim)
+
+
 def fake_pipeline_exact(monkeypatch, fake, out, epilogue, persistent, schedule=None,
-                        N: int = 70) -> None:
+                        N: int = 70, ldd: int | None = None, sim=None) -> None:
     """`fake` (a stand-in for wgmma.lower_native: the real epilogue on known
     accumulators) over M x N = 150 x N in m128n64 regions, against the oracle bit for
     bit, D's padding untouched; `epilogue` may be None. An odd N leaves the second
-    column of the last pair outside (even pitches still: the pipeline's rule)."""
+    column of the last pair outside (even pitches still: the pipeline's rule). `ldd`:
+    D's pitch (default: even, not 16-byte aligned); `sim`: PipelineSim for a fake with
+    shared memory and the copy engine (given the pipeline's shared_bytes)."""
     monkeypatch.setattr(wgmma, "native_pred", _always)
     monkeypatch.setattr(wgmma, "lower_native", fake)
     M, K = 150, 0
     rng = np.random.default_rng(len(epilogue or "") * 7 + len(out))
     dty = "float32" if out == "f32" else "uint16"
-    ldc, ldd = N + 2 + N % 2, N + 4 + N % 2
+    ldc, ldd = N + 2 + N % 2, ldd or N + 4 + N % 2
     cmat = rng.integers(-8, 8, (M, N)).astype(np.float32)
     c = NC.store("f32", cmat, "row", ldc)
     d = np.full((M - 1) * ldd + N + 8, NC.POISON[dty], dty)
@@ -367,7 +408,13 @@ def fake_pipeline_exact(monkeypatch, fake, out, epilogue, persistent, schedule=N
     if epilogue:
         args += [("buf", "bias", bbuf), ("u32", ldbias)] + \
             [("u32", f32_bits(v)) for v in (ALPHA, BETA, LO, HI)]
-    mem = Sim(ptx, "gemm", undefined=f32_bits(float("nan"))).run((tiles, 1), 384, args)
+    nan = f32_bits(float("nan"))
+    run = Sim(ptx, "gemm", undefined=nan) if sim is None else \
+        sim(ptx, "gemm", native_launch("f16", 128, 64, out, schedule or "cooperative")[1],
+            undefined=nan)
+    mem = run.run((tiles, 1), 384, args)
+    if sim is not None:
+        assert run.stores > 0
     got = mem.read("d")
     raw = got.view(np.uint32) if out == "f32" else got
     np.testing.assert_array_equal(O.logical(raw, M, N, "row", ldd), want)

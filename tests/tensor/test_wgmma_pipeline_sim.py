@@ -27,13 +27,16 @@ BN = 64                                      # small tiles: 128x64 (ping-pong ha
 
 
 def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=None,
-         pitch=None, sim=PipelineSim, cluster=None):
+         pitch=None, sim=PipelineSim, cluster=None, ldd=None):
     """(sim, D as computed, D wanted, D's padding untouched); `pitch`: A's and B's row
     pitch in elements (default: K rounded up to 16 bytes, plus 16); `sim`: the simulator
-    class (cluster_sim.ClusterSim for clusters); `cluster`: the call's `cluster:` option."""
+    class (cluster_sim.ClusterSim for clusters); `cluster`: the call's `cluster:` option;
+    `ldd`: D's row pitch (default: even; a multiple of 16 bytes takes the copy engine's
+    store path, where the tile's width holds whole boxes)."""
     rng = np.random.default_rng(M * 3 + N * 5 + K)
     lda = ldb = pitch or -(-K // 8) * 8 + 8  # 16-byte row pitches (the pipeline's rule)
-    ldc, ldd = N + 2 + N % 2, N + 4 + N % 2  # even pitches (the pipeline's rule)
+    ldc = N + 2 + N % 2                      # even pitches (the pipeline's rule)
+    ldd = ldd or N + 4 + N % 2
     a = rng.integers(-3, 4, (M, K)).astype(np.float32)
     b = rng.integers(-3, 4, (N, K)).astype(np.float32)
     c = rng.integers(-8, 8, (M, N)).astype(np.float32)
@@ -44,13 +47,18 @@ def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=No
     A[:, :K], B[:, :K] = enc(a), enc(b)
     C = np.zeros((M, ldc), np.float32)
     C[:, :N] = c
-    D = np.full(M * ldd + 8, np.nan, np.float32)
+    D = np.full(M * ldd + 8, np.nan, np.float32) if out == "f32" else \
+        np.full(M * ldd + 8, 0x7E00, np.uint16)           # NaN either way
     src = gemm_source(fmt, bn=BN, out=out, persistent=persistent, schedule=schedule,
                       cluster=cluster or 1)
     threads, shared = native_launch(fmt, 128, BN, out, schedule)
     args = [("buf", "a", A.ravel()), ("buf", "b", B.ravel()), ("buf", "c", C.ravel()),
             ("buf", "d", D)] + [("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)]
     want = c + a.astype(np.float64) @ b.astype(np.float64).T
+    if out == "f16":                         # every sum is exact: one rounding to D
+        want = want.astype(np.float16).view(np.uint16)
+    elif out == "bf16":
+        want = O.to_bf16_bits(want.astype(np.float32))
     return _launch(src, "gemm", shared, grid, threads, args, M, N, ldd, want, seed, sim)
 
 
@@ -61,7 +69,8 @@ def _launch(src, kernel, shared, grid, threads, args, M, N, ldd, want, seed,
     inside = np.zeros(got.size, bool)
     r, col = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
     inside[r * ldd + col] = True
-    return sim, got[:M * ldd].reshape(M, ldd)[:, :N], want, np.isnan(got[~inside]).all()
+    poisoned = np.isnan(got[~inside]) if got.dtype == np.float32 else got[~inside] == 0x7E00
+    return sim, got[:M * ldd].reshape(M, ldd)[:, :N], want, poisoned.all()
 
 
 @pytest.mark.parametrize("schedule,M,N,K,grid,persistent,seed", [
@@ -82,6 +91,65 @@ def test_pipeline_exact(schedule, M, N, K, grid, persistent, seed):
     nk, tiles = -(-K // 64), 4
     per_chunk = 4 * 2 * (2 if schedule == "pingpong" else 1)   # k16 steps x 64-row blocks
     assert sim.wgmmas == tiles * nk * per_chunk                 # (x halves: ping-pong)
+
+
+# (schedule, M, N, K, grid, D's format, ldd, seed): D's rows 16-byte aligned and N a
+# multiple of 16 bytes, so D leaves through the copy engine (wgmma.store_epilogue)
+STORE_CASES = [
+    ("cooperative", 150, 72, 130, 3, "f32", 76, None),   # row and column tails, 4 tiles on 3
+    ("cooperative", 150, 64, 450, 2, "f32", 64, 1),      # ring wraps, copies landing late
+    ("cooperative", 150, 72, 130, 3, "f16", 80, 2),      # 16-bit D: one box a 64-row block
+    ("cooperative", 150, 128, 130, 1, "bf16", 136, 3),   # 2 tiles on 1: the rotation goes on
+    ("pingpong", 150, 72, 130, 3, "f32", 80, 4),         # block 1 goes on block 0's boxes
+    ("pingpong", 150, 64, 450, 2, "f32", 64, 5),
+    ("pingpong", 150, 72, 0, 3, "f32", 72, None),        # K = 0: D = C
+    ("auto", 150, 72, 130, 3, "f32", 76, 6),
+]
+
+
+@pytest.fixture
+def tma_store(monkeypatch):
+    """wgmma.TMA_STORE on (D through the copy engine; off by default for now)."""
+    from toolchain.compiler.targets.ptx.tensor import wgmma
+    monkeypatch.setattr(wgmma, "TMA_STORE", True)
+
+
+@pytest.mark.parametrize("schedule,M,N,K,grid,out,ldd,seed", STORE_CASES)
+def test_d_through_the_copy_engine_is_exact(tma_store, schedule, M, N, K, grid, out, ldd,
+                                            seed):
+    """The store epilogue: each warp's boxes written through the swizzle, stored by its
+    lane 0, clipped to M and N by the copy engine, a box rewritten only after the store
+    that read it has read it (the emulator checks it), every store waited for before the
+    workgroup ends: exact against the oracle, D's padding untouched."""
+    sim, got, want, untouched = _run(M, N, K, grid, schedule, seed=seed, out=out, ldd=ldd,
+                                     pitch=192 if schedule == "auto" else None)
+    np.testing.assert_array_equal(got, want)
+    assert untouched, "D's padding was written"
+    assert sim.stores > 0
+
+
+@pytest.mark.parametrize("out,N,ldd", [("f32", 70, 76), ("f32", 69, 72), ("f16", 76, 80),
+                                       ("f32", 72, 74)])
+def test_d_the_copy_engine_cannot_store_exactly_goes_from_the_registers(tma_store, out, N,
+                                                                         ldd):
+    """N not a multiple of 16 bytes (the copy engine would write up to the end of the
+    16-byte unit, past N: the emulator does what the H100 did) or a pitch that is not:
+    the register stores, exact, D's padding untouched."""
+    sim, got, want, untouched = _run(150, N, 130, 3, "cooperative", out=out, ldd=ldd)
+    np.testing.assert_array_equal(got, want)
+    assert untouched, "D's padding was written"
+    assert sim.stores == 0
+
+
+def test_a_box_rewritten_too_early_is_caught(tma_store, monkeypatch):
+    """A warp that does not wait until its store has read the box (no wait_group.read)
+    rewrites it under the copy engine: the emulator reports it."""
+    from toolchain.compiler.targets.ptx import ops
+    wait = ops.cp_async_bulk_wait_group
+    monkeypatch.setattr(ops, "cp_async_bulk_wait_group",
+                        lambda n, read=False: wait(n + 2 if read else n, read))
+    with pytest.raises(SimError, match="before the copy engine had read it"):
+        _run(150, 64, 130, 1, "cooperative", ldd=64)
 
 
 @pytest.mark.parametrize("c_first", [True, False])
@@ -179,3 +247,22 @@ def test_an_early_release_is_caught(monkeypatch):
     monkeypatch.setattr(ops, "wgmma_wait_group", lambda n: wait(2 if n == 1 else n))
     with pytest.raises(SimError, match="still reads"):
         _run(150, 70, 450, 3, "pingpong", seed=1)
+
+
+def test_the_ring_alone_stores_d_from_the_registers(tma_store):
+    """A launch that gives ring_bytes (the size before D's boxes, what older host code
+    passes) still runs the pipeline, its barriers right after the ring, with D stored
+    from the registers: exact, no store through the copy engine."""
+    from toolchain.compiler.targets.ptx.tensor import wgmma
+    from toolchain.compiler.ir.tensor import TensorDesc
+    desc = TensorDesc(128, BN, 64, "f16", "f16", "f32", "f32", b_layout="col",
+                      scope="workgroup", schedule="cooperative")
+    assert wgmma.ring_bytes(desc) < wgmma.shared_bytes(desc)
+    M, N, K = 150, 72, 130
+
+    class Ring(PipelineSim):                 # the launch gives the ring only
+        def __init__(self, ptx, kernel, dyn_bytes, **kw):
+            super().__init__(ptx, kernel, wgmma.ring_bytes(desc), **kw)
+    sim, got, want, untouched = _run(M, N, K, 3, "cooperative", ldd=76, seed=7, sim=Ring)
+    np.testing.assert_array_equal(got, want)
+    assert untouched and sim.stores == 0 and sim.wgmmas == 4 * 3 * 8

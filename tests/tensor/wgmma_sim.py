@@ -18,6 +18,15 @@ the compiler:
 - `%smid` = 0, `%dynamic_smem_size` = the launch's bytes, the module's `.global`
   workspace and the `.extern .shared` ring (placed 256 KiB-aligned, so the descriptors'
   14-bit address field, taken modulo 256 KiB, names the right bytes).
+- D's stores (`cp.async.bulk.tensor.2d.global.shared::cta.bulk_group`): the box is read
+  from shared memory (the same swizzle) when the store is issued and written to global
+  memory, clipped to the map's extents, when it completes: at the issuing thread's
+  `cp.async.bulk.wait_group[.read] N` for all but its N newest committed groups; a box
+  whose shared bytes changed between the two was overwritten before the copy engine had
+  read it, and a workgroup that ends with a store not waited for frees shared memory the
+  copy engine may still read (errors both). A row is clipped at a whole 16-byte unit, as
+  the H100 was measured to do (a box of f32 columns from 256 on with N = 257 wrote
+  columns 257-259 too), not at N;
 - with a seed, copies land later, one at a time in a random order, and one landing on
   rows an unretired group reads is an error (a stage released too early).
 A thread that waits on a barrier nobody can complete any more is a deadlock (SimError).
@@ -35,7 +44,7 @@ from tests.support import tensor_oracle as O
 from .ptx_sim import Sim, SimError, _signed
 from .wgmma_desc import accumulators, operand, values
 
-ELEM_BYTES = {0: 1, 6: 2, 10: 2}            # tensormap elemtype codes: u8, f16, bf16
+ELEM_BYTES = {0: 1, 6: 2, 7: 4, 10: 2}      # tensormap elemtype codes: u8, f16, f32, bf16
 WINDOW = 1 << 18                            # the descriptors' address field: 14 bits << 4
 
 
@@ -52,6 +61,7 @@ class PipelineSim(Sim):
             r"^\s*\.global\s.*?\.b8\s+(\w+)\[(\d+)\];", ptx, re.M)}
         self.extern = re.findall(r"^\s*\.extern \.shared .*?\.b8\s+(\w+)\[\];", ptx, re.M)
         self.wgmmas = 0
+        self.stores = 0                         # D boxes stored by the copy engine
 
     def special(self, th, name: str):
         if name == "%smid":
@@ -76,7 +86,9 @@ class PipelineSim(Sim):
         self.pending = []                        # copies issued, not landed
         self.groups: dict[int, list] = {}        # warpgroup -> [open group, older...]
         self.events, self._seen = 0, None
+        self.bulk: dict = {}                     # thread -> [open group, committed...]
         super()._block(ctaid)
+        self._drain_stores()
 
     def _block_shared(self, ctaid) -> dict:
         """The static arrays, the module-scope workspace and the extern ring window."""
@@ -140,7 +152,7 @@ class PipelineSim(Sim):
         return False
 
     def _step(self, th) -> None:
-        own = self._own_op(th, ("mbarrier.", "tensormap.", "cp.async.bulk.tensor", "fence.",
+        own = self._own_op(th, ("mbarrier.", "tensormap.", "cp.async.bulk.", "fence.",
                                 "setmaxnreg", "wgmma."))
         if own is None:
             super()._step(th)
@@ -171,8 +183,20 @@ class PipelineSim(Sim):
             vals = [th.val(o) for o in ops[1:]]
             entry = self.maps.setdefault(at, {})
             entry[field if len(vals) == 1 else (field, vals[0])] = vals[-1]
+        elif op.startswith("cp.async.bulk.tensor.2d.global.shared::cta"):
+            self._store(th, ops)
         elif op.startswith("cp.async.bulk.tensor.2d"):
             self._copy(th, ops)
+        elif op.startswith("cp.async.bulk.commit_group"):
+            open_, *done = self.bulk.get(th, [[]])
+            self.bulk[th] = [[], *done, open_]
+        elif op.startswith("cp.async.bulk.wait_group"):
+            open_, *done = self.bulk.get(th, [[]])
+            land = max(0, len(done) - th.val(ops[0]))      # all but the newest N
+            for group in done[:land]:
+                for box in group:
+                    self._store_lands(box)
+            self.bulk[th] = [open_, *done[land:]]
         else:
             raise SimError(f"unsupported pipeline instruction {op}")
 
@@ -231,27 +255,70 @@ class PipelineSim(Sim):
             raise SimError(f"copy through an unwritten tensor map at {tmap:#x}")
         if m.get("swizzle_mode") != 3 or m.get("rank") != 1:
             raise SimError(f"tensor map {m} is not a rank-2 128-byte-swizzled map")
-        size = ELEM_BYTES[m["elemtype"]]
-        bk, br = m[("box_dim", 0)], m[("box_dim", 1)]
+        r, e, byte, size, at = self._box(m, dst)
         dk, dr = m[("global_dim", 0)], m[("global_dim", 1)]
         stride, src = m[("global_stride", 0)], m["global_address"]
-        if bk * size != 128 or dst % 1024:
-            raise SimError("a box row is one 128-byte swizzle row at a 1024-aligned stage")
         data = np.frombuffer(self.mem.data, np.uint8)
-        r = np.arange(br)[:, None, None]
-        e = np.arange(bk)[None, :, None]
-        byte = np.arange(size)[None, None, :]
         gr, gk = row + r, k + e
         inside = (gk >= 0) & (gk < dk) & (gr >= 0) & (gr < dr)
         src_at = np.where(inside, src + gr * stride + gk * size + byte, 0)
         values = np.where(inside, data[src_at], 0).astype(np.uint8)
-        at = dst + r * 128 + e * size + byte
-        at = at ^ (((at >> 7) & 7) << 4)
+        bk, br = m[("box_dim", 0)], m[("box_dim", 1)]
         copy = (at.ravel(), values.ravel(), bar, bk * br * size, (dst, dst + br * 128))
         if self.rng is None:
             self._land(copy)
         else:
             self.pending.append(copy)
+
+    def _box(self, m: dict, smem: int):
+        """(shared byte addresses, global byte addresses or -1 outside the extents) of the
+        box of tensor map `m` at shared `smem` and the coordinates set by the caller."""
+        size = ELEM_BYTES[m["elemtype"]]
+        bk, br = m[("box_dim", 0)], m[("box_dim", 1)]
+        if bk * size != 128 or smem % 1024:
+            raise SimError("a box row is one 128-byte swizzle row at a 1024-aligned stage or box")
+        r = np.arange(br)[:, None, None]
+        e = np.arange(bk)[None, :, None]
+        byte = np.arange(size)[None, None, :]
+        at = smem + r * 128 + e * size + byte
+        return r, e, byte, size, at ^ (((at >> 7) & 7) << 4)
+
+    def _store(self, th, ops) -> None:
+        """A box of shared memory to global memory in th's open bulk group, read now."""
+        text = str(ops[0])
+        regs = re.findall(r"%\w+", text)
+        tmap, col, row = th.val(regs[0]), _signed(th.val(regs[1]), 32), \
+            _signed(th.val(regs[2]), 32)
+        m = self.maps.get(tmap)
+        if m is None:
+            raise SimError(f"store through an unwritten tensor map at {tmap:#x}")
+        if m.get("swizzle_mode") != 3 or m.get("rank") != 1:
+            raise SimError(f"tensor map {m} is not a rank-2 128-byte-swizzled map")
+        r, e, byte, size, at = self._box(m, th.addr(ops[1]))
+        gr, gc = row + r, col + e
+        cols = -(-m[("global_dim", 0)] * size // 16) * 16 // size     # whole 16-byte units
+        inside = (gc >= 0) & (gc < cols) & (gr >= 0) & \
+            (gr < m[("global_dim", 1)]) & (byte >= 0)
+        dst = m["global_address"] + gr * m[("global_stride", 0)] + gc * size + byte
+        at, dst, inside = np.broadcast_arrays(at, dst, inside)
+        data = np.frombuffer(self.mem.data, np.uint8)
+        box = (at.ravel(), data[at.ravel()].copy(), dst[inside], inside.ravel())
+        self.bulk.setdefault(th, [[]])[0].append(box)
+        self.stores += 1
+
+    def _store_lands(self, box) -> None:
+        at, values, dst, inside = box
+        data = np.frombuffer(self.mem.data, np.uint8)
+        if not np.array_equal(data[at], values):
+            raise SimError("a stored box's shared memory changed before the copy engine "
+                           "had read it (a box rewritten before its wait_group.read)")
+        data[dst] = values[inside]
+
+    def _drain_stores(self) -> None:
+        """The workgroup ended: no store may still be in flight."""
+        if any(box for groups in self.bulk.values() for group in groups for box in group):
+            raise SimError("the workgroup ended with D stores not waited for")
+        self.bulk = {}
 
     def _land(self, copy) -> None:
         at, values, bar, nbytes, (lo, hi) = copy

@@ -21,6 +21,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_ab  # A/B of pipeline knobs (AB_KNOBS)
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_profile  # ncu: ours vs torch.matmul
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_store_cost  # the GEMM without D stores
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_tma_store  # D through the copy engine
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -344,11 +345,11 @@ gemm_ab() {
   # the attention checks, until ROUND_END (default 575 s)
   for knob in ${AB_KNOBS:-PINGPONG_C_FIRST=1}; do
     step "A/B $knob"
+    name=gemm_ab_${knob//=/-}                # no '=' in a file name the device returns
     timeout ${AB_TIMEOUT:-200} python3 bench/gemm.py --out f32,f16 --formats ${AB_FORMATS:-f16} \
-      --no-cluster --fp8 "" --baseline $knob --json "$OUT/gemm_ab_$knob.json" \
-      > "$OUT/gemm_ab_$knob.txt" 2>&1
+      --no-cluster --fp8 "" --baseline $knob --json "$OUT/$name.json" > "$OUT/$name.txt" 2>&1
     # the row, then auto, auto/noC, base, base/noC (TFLOP/s)
-    grep "^row" "$OUT/gemm_ab_$knob.txt" | cut -c6- | awk '{print $1, $2, $4, $5, $(NF-3), $(NF-2)}'
+    grep "^row" "$OUT/$name.txt" | cut -c6- | awk '{print $1, $2, $4, $5, $(NF-3), $(NF-2)}'
   done
   [ -n "${WITH_PROFILE:-}" ] && gemm_profile
   [ -z "${AB_CHECKS:-}" ] && return 0
@@ -389,6 +390,44 @@ gemm_store_cost() {
   timeout ${STORE_COST_TIMEOUT:-150} python3 bench/gemm_epilogue_cost.py \
     --json "$OUT/gemm_epilogue_cost.json" ${STORE_COST_ARGS:-} > "$OUT/gemm_epilogue_cost.txt" 2>&1
   cat "$OUT/gemm_epilogue_cost.txt"
+}
+
+gemm_tma_store() {
+  # D through the copy engine (run it with wgmma.TMA_STORE = True in the tree: the shipped
+  # `auto` is then the store path, `base` the register stores): the A/B, then
+  # the cases around its rule (N a whole number of 16-byte units), every schedule's
+  # checks, the fused epilogues and FP8 on the GPU, compute-sanitizer on the store path
+  AB_KNOBS="TMA_STORE=0" gemm_ab
+  step "D's store rule: N = 257 (registers), 264 and 256 (copy engine)"
+  for c in "129x257x65 --schedule auto --pad 63" "129x264x65 --schedule auto --pad 63" \
+           "300x256x200 --schedule auto --pad 56" "300x520x200 --schedule auto --pad 64" \
+           "300x520x200 --schedule pingpong --pad 56" "129x264x65 --schedule auto --pad 63 --knob TMA_STORE=0"; do
+    for f in "--fmt bf16 --out f32" "--fmt f16 --out f16"; do
+      timeout 60 python3 tools/gpu/gemm_case.py $c $f --grid 3 --dpad 8 2>&1 | tail -3
+    done
+  done
+  step "checks with D through the copy engine"
+  left=$((${ROUND_END:-575} - SECONDS))
+  timeout $left python3 bench/gemm.py --check-pingpong --no-bench --out f32,f16 \
+    > "$OUT/gemm_check_pingpong.txt" 2>&1 &
+  timeout $left python3 bench/gemm.py --check-auto --no-bench --out f32,f16 --formats bf16 \
+    > "$OUT/gemm_check_auto.txt" 2>&1 &
+  timeout $left python3 bench/gemm.py --check-cluster --cluster-schedules auto,pingpong \
+    --no-stress --small --no-bench --out f32,f16 > "$OUT/gemm_check_cluster.txt" 2>&1 &
+  timeout $left python3 bench/gemm.py --check --small --epilogue all --no-bench \
+    --out f32,f16 --formats f16 > "$OUT/gemm_check_epilogue.txt" 2>&1 &
+  timeout $left $PYTEST -rfE tests/gpu/test_gemm_fp8.py > "$OUT/suite_fp8.txt" 2>&1 &
+  for tool in memcheck racecheck; do
+    timeout $left compute-sanitizer --tool $tool python3 tools/gpu/gemm_case.py 300x520x200 \
+      --schedule auto --fmt f16 --out f16 --grid 3 --pad 56 --dpad 8 \
+      > "$OUT/sanitizer_${tool}_store.txt" 2>&1 &
+  done
+  wait
+  for f in gemm_check_pingpong gemm_check_auto gemm_check_cluster gemm_check_epilogue; do
+    echo "$f: $(grep -c '' "$OUT/$f.txt") lines, $(tail -1 "$OUT/$f.txt")"
+  done
+  echo "fp8: $(tail -1 "$OUT/suite_fp8.txt")"
+  for tool in memcheck racecheck; do tail -2 "$OUT/sanitizer_${tool}_store.txt"; done
 }
 
 gemm_cluster_auto() {
@@ -434,7 +473,8 @@ case "$MODE" in
   gemm_ab) gemm_ab ;;
   gemm_profile) gemm_profile ;;
   gemm_store_cost) gemm_store_cost ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost" >&2
+  gemm_tma_store) gemm_tma_store ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store" >&2
      exit 2 ;;
 esac
 

@@ -138,8 +138,8 @@ FORMS: tuple[Form, ...] = (
 FORMS += (
     Form("cp.async.bulk.tensor", "cp.async.bulk.tensor.{1-5}d.global.shared::cta.bulk_group",
          ("[desc, {..}]", "[shared]"), (8, 0), 90),
-    Form("cp.async.bulk.tensor", "cp.async.bulk.{commit_group,wait_group}", ("imm",), (8, 0),
-         90),
+    Form("cp.async.bulk.tensor", "cp.async.bulk.{commit_group,wait_group,wait_group.read}",
+         ("imm",), (8, 0), 90),
 )
 
 FEATURES: dict[str, tuple[Form, ...]] = {}

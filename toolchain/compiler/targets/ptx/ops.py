@@ -614,8 +614,10 @@ def cp_async_bulk_commit_group() -> PtxInstr:
     return _op("cp.async.bulk.commit_group")
 
 
-def cp_async_bulk_wait_group(pending) -> PtxInstr:
-    return _op("cp.async.bulk.wait_group", (), (pending,))
+def cp_async_bulk_wait_group(pending, read: bool = False) -> PtxInstr:
+    """Wait until at most `pending` of this thread's bulk async-groups are in flight;
+    `read`: only until the older groups have read their shared sources."""
+    return _op(f"cp.async.bulk.wait_group{'.read' if read else ''}", (), (pending,))
 
 
 def cvt_pack(to: str, d, hi, lo) -> PtxInstr:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .. import ops
 
-ELEMTYPE = {"u8": 0, "f16": 6, "bf16": 10}   # PTX tensormap.replace .elemtype codes
+ELEMTYPE = {"u8": 0, "f16": 6, "f32": 7, "bf16": 10}   # PTX tensormap.replace .elemtype codes
 SWIZZLE_128B = 3
 RANK_FIELD = 1                         # .rank takes rank - 1
 STRIDE_SHIFT = 0                       # .global_stride takes bytes >> STRIDE_SHIFT

@@ -9,11 +9,13 @@ elements a stage):
 - warpgroups 1.. are consumers (`setmaxnreg.inc` to 232), each owning 64 rows: per stage
   they wait on full, issue BK/16 `wgmma.mma_async m64nBNk16` from shared-memory descriptors,
   commit, wait for the previous group and release that group's stage (empty arrive);
-- the epilogue adds C and stores D straight from the accumulators with per-element M/N
-  predicates (row-major C/D, pairs of columns), EPILOGUE_BATCH pairs of C loaded before
-  their D stores; an f16/bf16 result is rounded once from the f32 sum (C stays f32).
-  A fused epilogue (wgmma_epilogue.py) runs on those registers between the C add and
-  the store, its bias loaded with the batch's C.
+- the epilogue adds C, and each consumer warp writes D into shared boxes of 16 rows x
+  128 bytes that its lane 0 stores with the copy engine (store_epilogue; D a tensor map
+  built next to A's and B's), where _store_pred holds; else it stores D straight from
+  the accumulators with per-element M/N predicates (row-major C/D, pairs of columns),
+  EPILOGUE_BATCH pairs of C loaded before their D stores. An f16/bf16 result is rounded
+  once from the f32 sum (C stays f32). A fused epilogue (wgmma_epilogue.py) runs on
+  those registers between the C add and the store, its bias loaded with the C.
 Out-of-range A/B elements are zero-filled by the copy engine, so M/N/K tails are exact.
 The pipeline is parameterised by A's and B's element format (Elem): F16 here (f16/bf16,
 k16 instructions, BK 64), wgmma_fp8.ELEM for E4M3/E5M2 (u8 tensor maps, k32, 128 elements
@@ -33,7 +35,7 @@ the same way where their regions read the same B columns, decided at run time
 
 The native path runs when the launch fits it (a uniform run-time predicate, else the
 workgroup region is split into exact subgroup regions, wgmma_split.py): exactly
-`threads(desc)` work-items, enough dynamic shared memory (`shared_bytes(desc)`), 16-byte
+`threads(desc)` work-items, enough dynamic shared memory (`ring_bytes(desc)`), 16-byte
 aligned A/B with 16-byte row pitches, 8-byte aligned C/D with even pitches and an even
 column origin, origins below 2^31, M and N non-zero. The entry gets `.maxntid threads`
 and `.minnctapersm 1` so that `setmaxnreg` has the register cap it needs.
@@ -75,6 +77,13 @@ PINGPONG_C_FIRST = False                  # True: ping-pong consumers load C int
 #                                           bench/gemm.py --baseline PINGPONG_C_FIRST=1)
 CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
 #                                           experimental: docs/reference/gemm.md "Status")
+TMA_STORE = False                         # True: D leaves through shared memory and the
+#                                           copy engine (store_epilogue), not st.global;
+#                                           measured faster on the H100, off until the
+#                                           structural tests follow it (gemm.md)
+STORE_ROWS = 16                           # rows of a D store box: one warp's share of a
+#                                           64-row block
+STORE_BUFFERS = 2                         # boxes a warp has in flight or being written
 MAX_STAGES = 6                            # ring depth cap (the cooperative tables' value)
 PINGPONG_MAX_STAGES = 7                   # `schedule: pingpong`'s: its 32 KiB stages are
 #                                           half the MMA time of a cooperative stage, so 7
@@ -158,18 +167,58 @@ def stage_bytes(desc) -> int:
     return (desc.m + box_n(desc)) * ROW_BYTES
 
 
+def d_bytes(desc) -> int:
+    return 4 if desc.result_type == "f32" else 2
+
+
+def store_cols(desc) -> int:
+    """D columns of a store box: one 128-byte swizzle row."""
+    return ROW_BYTES // d_bytes(desc)
+
+
+def tma_store(desc) -> bool:
+    """Whether D leaves through shared memory and the copy engine (store_epilogue): the
+    epilogue's width (the tile's, or a ping-pong half tile's) holds whole boxes."""
+    return TMA_STORE and box_n(desc) % store_cols(desc) == 0
+
+
+def store_buffers(desc) -> int:
+    """Boxes a warp rotates through: STORE_BUFFERS when a tile's boxes per warp are a
+    multiple of it (the rotation restarts in step at every tile, so a buffer's slot is
+    known when the kernel is compiled), else 1."""
+    boxes = desc.n // store_cols(desc)
+    return STORE_BUFFERS if boxes % STORE_BUFFERS == 0 else 1
+
+
+def store_bytes(desc) -> int:
+    """Shared memory of the D store boxes: store_buffers boxes for each consumer warp."""
+    if not tma_store(desc):
+        return 0
+    return 4 * consumers(desc) * store_buffers(desc) * STORE_ROWS * ROW_BYTES
+
+
 def stages(desc) -> int:
     cap = PINGPONG_MAX_STAGES if pingpong(desc) else MAX_STAGES
-    return max(2, min(cap, (SMEM_LIMIT - 2048) // stage_bytes(desc)))
+    return max(2, min(cap, (SMEM_LIMIT - 2048 - store_bytes(desc)) // stage_bytes(desc)))
+
+
+def ring_bytes(desc) -> int:
+    """Dynamic shared memory the native path needs (ring + barriers + alignment slack;
+    ping-pong: its two turn barriers; auto: the larger of its two pipelines'); with less,
+    the split path runs."""
+    if auto(desc):
+        return max(ring_bytes(d) for d in branches(desc))
+    turns = 16 if pingpong(desc) else 0
+    return 1024 + stages(desc) * stage_bytes(desc) + 16 * stages(desc) + turns
 
 
 def shared_bytes(desc) -> int:
-    """Dynamic shared memory the native path needs (ring + barriers + alignment slack;
-    ping-pong: its two turn barriers; auto: the larger of its two pipelines'."""
+    """Dynamic shared memory a launch should give: ring_bytes plus D's store boxes (the
+    ring sized to leave room for them); a launch that gives only ring_bytes runs the
+    pipeline with D stored from the registers."""
     if auto(desc):
         return max(shared_bytes(d) for d in branches(desc))
-    turns = 16 if pingpong(desc) else 0
-    return 1024 + stages(desc) * stage_bytes(desc) + 16 * stages(desc) + turns
+    return ring_bytes(desc) + store_bytes(desc)
 
 
 def supported(desc) -> bool:
@@ -207,7 +256,7 @@ def native_pred(em, g, ntid: str, elem: Elem = F16) -> str:
     need, never = _conjunction(em, ok, elem)
     em.put(I.setp("eq", "u32", ok, ntid, threads(desc)),
            I.mov("u32", t, "%dynamic_smem_size"))
-    need("ge", "u32", t, shared_bytes(desc))
+    need("ge", "u32", t, ring_bytes(desc))
     em.put(I.mov("u32", t, "%smid"))
     need("lt", "u32", t, tma.SLOTS)
     d_align = 7 if desc.result_type == "f32" else 3         # one D pair: 8 or 4 bytes
@@ -334,8 +383,11 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     dyn = mod._fresh(f"{em.fn.name}_{elem.ring}")
     mod.shared_out.append(f".extern .shared .align 1024 .b8 {dyn}[];")
     ws = tma.workspace(em, 2)
+    sok = _store_pred(em, g) if tma_store(desc) else False
+    ws_d = tma.workspace(em, 1) if sok is not False else None
 
-    # shared layout: [pad to 1024] S x A tile, S x B tile, S full barriers, S empty barriers
+    # shared layout: [pad to 1024] S x A tile, S x B tile, the D store boxes (where sok
+    # holds), S full barriers, S empty barriers
     sbase = em.new("r")
     sa = em.new("r") if elem.a_base else sbase
     sb, full, empty = (em.new("r") for _ in range(3))
@@ -346,6 +398,10 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     em.put(I.binary("add", "u32", sb, sbase, S * a_bytes),
            I.binary("add", "u32", full, sbase, S * (a_bytes + b_bytes)),
            I.binary("add", "u32", empty, full, 8 * S))
+    if ws_d:
+        boxes = em.new("r")
+        em.put(I.selp("u32", boxes, store_bytes(desc), 0, sok),
+               I.binary("add", "u32", full, full, boxes), I.binary("add", "u32", empty, empty, boxes))
     nk, wg, p = em.new("r"), em.new("r"), em.new("p")
     em.put(I.binary("add", "u32", nk, g.K, elem.bk - 1),
            I.binary("shr", "u32", nk, nk, elem.bk.bit_length() - 1),
@@ -364,6 +420,8 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
         mb.init(em, f"{empty}+{8 * s}", cnt)
     if pp:
         wgmma_pingpong.init_turns(em, empty, S)
+    if ws_d:
+        d_map(em, g, ws_d, sok)
     em.put(I.fence_mbarrier_init(), I.label(init_done))
     if share:
         _cluster_sync(em)                    # the peer's barriers exist before its copies
@@ -373,6 +431,7 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     consumer, join = label(em, f"{elem.tag}_consumer"), label(em, f"{elem.tag}_join")
     em.put(I.setp("ne", "u32", p, wg, 0), I.bra(consumer, guard=p))
     ring = (nk, sa, sb, full, empty, S, a_bytes, b_bytes)
+    ws_d = (ws_d, sb, S * b_bytes, sok) if ws_d else None  # the boxes: after B's ring
     if pp:
         wgmma_pingpong.producer(em, g, elem, tid, ring, ws, tiles, share)
     else:
@@ -385,9 +444,10 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     _join_sync(em, share)
     em.put(I.setmaxnreg("inc", ENTRY_REGS), I.bra(join, uniform=True), I.label(consumer))
     if pp:
-        wgmma_pingpong.consumer(em, g, elem, tid, wg, ring, fused, tiles, combine, share)
+        wgmma_pingpong.consumer(em, g, elem, tid, wg, ring, fused, tiles, combine, share,
+                                ws_d)
     else:
-        _consumer(em, g, elem, tid, wg, ring, share, fused, tiles, combine)
+        _consumer(em, g, elem, tid, wg, ring, share, fused, tiles, combine, ws_d)
     _join_sync(em, share)
     em.put(I.label(join), I.setp("ne", "u32", p, tid, 0), I.bra(end, guard=p))
     for s in range(S):
@@ -616,8 +676,95 @@ def _advance(em, kb, s, ph, S) -> None:
            I.guarded(I.binary("xor", "b32", ph, ph, 1), w))
 
 
+def _d_slot(em, ws_d: str) -> tuple[str, str]:
+    """(global, generic) address of this multiprocessor's D map slot."""
+    smid, ga, slot = em.new("r"), em.new("rd"), em.new("rd")
+    em.put(I.mov("u32", smid, "%smid"), I.mov("u64", ga, ws_d),
+           I.mad("wide", "u32", ga, smid, tma.MAP_BYTES, ga), I.cvta("global", slot, ga))
+    return ga, slot
+
+
+def _store_pred(em, g) -> str | bool:
+    """Whether D leaves through the copy engine: the launch gives shared_bytes (room for
+    the boxes), and D is a tensor map the copy engine stores through exactly: a 16-byte
+    aligned base and row pitch, and rows of whole 16-byte units (N a multiple of 16
+    bytes: the H100 writes a box's last 16-byte unit of a row whole, up to 12 bytes past
+    N, docs/reference/gemm.md "How D is stored"); else the epilogue stores D from the
+    registers. A uniform predicate, or False when a constant pitch rules it out."""
+    desc = g.desc
+    if isinstance(g.D.ld, int) and g.D.ld * d_bytes(desc) % 16:
+        return False
+    ok, t = em.new("p"), em.new("r")
+    per16 = 16 // d_bytes(desc) - 1
+    em.put(I.mov("u32", t, "%dynamic_smem_size"),
+           I.setp("ge", "u32", ok, t, shared_bytes(desc)),
+           I.cvt("u32", "u64", t, g.D.base), I.binary("and", "b32", t, t, 15),
+           I.setp_and("eq", "u32", ok, t, 0, ok), I.binary("and", "b32", t, g.N, per16),
+           I.setp_and("eq", "u32", ok, t, 0, ok))
+    if not isinstance(g.D.ld, int):
+        em.put(I.binary("and", "b32", t, g.D.ld, per16), I.setp_and("eq", "u32", ok, t, 0, ok))
+    return ok
+
+
+def d_map(em, g, ws_d: str, ok: str) -> None:
+    """Thread 0, before the workgroup's first barrier: build D's tensor map (extents N x
+    M, boxes of store_cols x STORE_ROWS, 128-byte swizzle; the copy engine clips what a
+    box holds beyond M or N) where `ok` (_store_pred) holds, and release it to the
+    tensor-map proxy; each storing lane acquires it (Store.open)."""
+    desc = g.desc
+    ga, _ = _d_slot(em, ws_d)
+    skip, base, pitch = label(em, "wg_dmap"), em.new("rd"), em.new("rd")
+    em.put(I.bra(skip, guard=ok, negated=True), I.cvta("global", base, g.D.base, to=True))
+    if isinstance(g.D.ld, int):
+        em.put(I.mov("u64", pitch, g.D.ld * d_bytes(desc)))
+    else:
+        em.put(I.binary("mul.wide", "u32", pitch, g.D.ld, d_bytes(desc)))
+    tma.build(em, ga, base, desc.result_type, g.N, g.M, pitch, STORE_ROWS, store_cols(desc))
+    em.put(I.fence_proxy_tensormap_release(), I.label(skip))
+
+
+@dataclass
+class Store:
+    """A consumer warp's D store path (store_epilogue): `ok` the uniform predicate that D
+    is a tensor map (_store_pred), `tmap` the map's generic address, `buf` the shared
+    address of the warp's first box, `lead` lane 0 (it issues the warp's stores and owns
+    their bulk async-groups), `nb` the boxes in rotation."""
+    ok: str
+    tmap: str
+    buf: str
+    lead: str
+    nb: int
+
+    @staticmethod
+    def open(em, g, tid: str, ws_d) -> "Store | None":
+        """The warp's Store, its lane 0 having acquired the map; None without the path
+        (`ws_d`: (map workspace, B ring base, B ring bytes, _store_pred), from
+        lower_native)."""
+        if ws_d is None:
+            return None
+        ws, sb, ring_b, ok = ws_d
+        desc = g.desc
+        nb = store_buffers(desc)
+        _, tmap = _d_slot(em, ws)
+        lead, buf, t = em.new("p"), em.new("r"), em.new("r")
+        em.put(I.binary("and", "b32", t, tid, 31), I.setp("eq", "u32", lead, t, 0),
+               I.binary("shr", "u32", t, tid, 5), I.binary("sub", "u32", t, t, 4),
+               I.mad("lo", "u32", buf, t, nb * STORE_ROWS * ROW_BYTES, sb),
+               I.binary("add", "u32", buf, buf, ring_b))
+        both = em.new("p")
+        em.put(I.binary("and", "pred", both, lead, ok),
+               I.guarded(I.fence_proxy_tensormap_acquire(tmap, tma.MAP_BYTES), both))
+        return Store(ok, tmap, buf, lead, nb)
+
+    @staticmethod
+    def close(em, store: "Store | None") -> None:
+        """Lane 0 waits for its last stores, before the workgroup may exit."""
+        if store is not None:
+            em.put(I.guarded(I.cp_async_bulk_wait_group(0), store.lead))
+
+
 def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
-              combine=None) -> None:
+              combine=None, ws_d=None) -> None:
     desc = g.desc
     nk, sa, sb, full, empty, S, a_bytes, b_bytes = ring
     bn = desc.n
@@ -640,6 +787,7 @@ def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
     em.put(I.mov("u32", s, 0), I.mov("u32", ph, 0))      # carried across tiles
     if elem.zero_prev:
         em.put(I.mov("u32", prev, 0))
+    store = Store.open(em, g, tid, ws_d)
     g, close = _tile_loop(em, g, tiles, f"{elem.tag}_cons")
     em.put(*(I.mov("f32", r, "0f00000000") for r in acc))
     em.put(I.mov("u32", kb, 0), I.setp("ne", "u32", have_prev, 0, 0))
@@ -655,8 +803,9 @@ def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
     _advance(em, kb, s, ph, S)
     em.put(I.bra(top, uniform=True), I.label(done), I.wgmma_wait_group(0))
     _release(em, have_prev, leader, prev, empty, share, peer)
-    _epilogue(em, g, wtid, wg, acc, fused, elem, combine)
+    _epilogue(em, g, wtid, wg, acc, fused, elem, combine, store=store)
     close()
+    Store.close(em, store)
     em.put(I.bar_warp_sync(-1), I.setmaxnreg("dec", ENTRY_REGS))
 
 
@@ -772,12 +921,23 @@ def load_c(em, g, wtid, wg, acc) -> None:
 
 
 def _epilogue(em, g, wtid, wg, acc, fused, elem: Elem = F16, combine=None,
-              c_in_acc: bool = False) -> None:
+              c_in_acc: bool = False, store: Store | None = None, first_box: int = 0) -> None:
     """D = C + acc (or `combine(em, acc, C)`; `c_in_acc`: acc already holds C + A·B, from
     load_c) for the in-range elements of this warpgroup's 64 rows (_origin's layout), then
     the fused epilogue (wgmma_epilogue.py) on those registers before D's rounding, in
-    smaller batches (FUSED_BATCH)."""
+    smaller batches (FUSED_BATCH). With a `store` (Store), through store_epilogue where D
+    is a tensor map (`first_box`: the rotation's position at this call), else from the
+    registers."""
     assert not (c_in_acc and combine), "a combined sum takes C in its epilogue"
+    if store is not None:
+        direct, end = label(em, f"{elem.tag}_epi_direct"), label(em, f"{elem.tag}_epi_end")
+        em.put(I.bra(direct, guard=store.ok, negated=True, uniform=True))
+        store_epilogue(em, g, wtid, wg, acc, fused, elem, combine, c_in_acc, store,
+                       first_box)
+        em.put(I.bra(end, uniform=True), I.label(direct))
+        _epilogue(em, g, wtid, wg, acc, fused, elem, combine, c_in_acc)
+        em.put(I.label(end))
+        return
     desc = g.desc
     r0, c0 = _origin(em, g, wtid, wg)
     cbase, dbase = em.new("rd"), em.new("rd")
@@ -802,49 +962,142 @@ def _epilogue(em, g, wtid, wg, acc, fused, elem: Elem = F16, combine=None,
         _row_addr(em, da, row, c0, ldd, dbase, dshift)
         if bias is not None:
             bias.start_half(em, row, c0)
-        pairs = desc.n // 8
-        for j0 in range(0, pairs, batch_size):
-            # all C (and bias) loads of a batch before its D stores: C may alias D, so
-            # ptxas keeps a load after an earlier store, and one pair per round trip
-            # would leave the whole epilogue latency-bound
-            batch = range(j0, min(pairs, j0 + batch_size))
-            cv, bv = {}, {}
-            for j in batch:
-                if c_in_acc:
-                    pb, po = cols(j) if bias is not None and bias.per_pair else (None, None)
-                else:
-                    u, v = cv[j] = em.new("f"), em.new("f")
-                    # defined on every path: a predicated load alone keeps the register's
-                    # old value, which in a tile loop is live across the loop (ptxas
-                    # spilled)
-                    zero = (I.mov("b32", u, 0), I.mov("b32", v, 0))
-                    if not elem.c_after_preds:
-                        em.put(*zero)
-                    pb, po = cols(j)
-                    if elem.c_after_preds:
-                        em.put(*zero)
-                    em.put(I.guarded(I.ld_vec(".global", "f32", I.vec(u, v),
-                                              I.mem(ca, 32 * j)), pb),
-                           I.ld(".global", "f32", u, I.mem(ca, 32 * j), guard=po))
-                if bias is not None and bias.per_pair:
-                    first = em.new("p")
-                    em.put(I.binary("or", "pred", first, pb, po))
-                    bv[j] = bias.load_pair(em, j, first, pb)
-            for j in batch:
-                x, y = acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]
-                if not c_in_acc:
-                    u, v = cv[j]
-                    if combine is None:
-                        em.put(I.binary("add", "f32", x, x, u), I.binary("add", "f32", y, y, v))
-                    else:
-                        combine(em, x, u)
-                        combine(em, y, v)
-                if fused is not None:
-                    bx, by = bias.scaled(em, bv.get(j)) if bias is not None else (None,) * 2
-                    fused.apply(em, x, None if bx is None else (lambda b=bx: b))
-                    fused.apply(em, y, None if by is None else (lambda b=by: b))
-                _store_pair(em, rt, *cols(j), I.mem(da, 8 * j << dshift), x, y)
+        for _, j, x, y in _sums(em, acc, [(half, j) for j in range(desc.n // 8)], batch_size,
+                                {half: ca}, {half: cols}, {half: bias}, fused, elem, combine,
+                                c_in_acc):
+            _store_pair(em, rt, *cols(j), I.mem(da, 8 * j << dshift), x, y)
         em.put(I.label(skip))
+
+
+def store_epilogue(em, g, wtid, wg, acc, fused, elem: Elem, combine, c_in_acc: bool,
+                   store: Store, first_box: int) -> None:
+    """_epilogue's D through shared memory and the copy engine: each warp writes its 16
+    rows (both halves of its lanes) one box of store_cols columns at a time into one of
+    its `store.nb` boxes (128-byte swizzled rows: the 8 rows of a store instruction hit 8
+    different 16-byte bank groups), and lane 0 stores the box with
+    `cp.async.bulk.tensor` in a bulk async-group of its own; the copy engine clips rows
+    past M and columns past N, so the stores carry no predicates. Before a box is written
+    again, lane 0 waits until the group that read it last has read it
+    (`wait_group.read nb - 1`: one group per box, every box in turn). C and the bias are
+    read under the rows' and columns' predicates, no branch, so a box's loads all go
+    before its sums."""
+    desc = g.desc
+    size, cols_box = d_bytes(desc), store_cols(desc)
+    ppb, box_bytes = cols_box // 8, STORE_ROWS * ROW_BYTES
+    r0, c0 = _origin(em, g, wtid, wg)
+    # this lane's byte in a box (for the box's first pair): row l/4 (+8: 1024 bytes for
+    # half 1), its pair at byte 2(l%4)·size of the row, the row's 16-byte chunks
+    # swizzled by the row (chunk ^= row % 8); pair p of the box is P ^ (chunk of p << 4)
+    lane, lr, q, t, P = (em.new("r") for _ in range(5))
+    em.put(I.binary("and", "b32", lane, wtid, 31), I.binary("shr", "u32", lr, lane, 2),
+           I.binary("and", "b32", q, lane, 3),
+           I.binary("shl", "b32", q, q, (2 * size).bit_length() - 1),
+           I.binary("shr", "u32", t, q, 4), I.binary("xor", "b32", t, t, lr),
+           I.binary("shl", "b32", t, t, 4), I.binary("and", "b32", q, q, 15),
+           I.binary("shl", "b32", P, lr, 7), I.binary("add", "u32", P, P, t),
+           I.binary("add", "u32", P, P, q))
+    wrow, inrow = em.new("r"), em.new("p")
+    em.put(I.binary("sub", "u32", wrow, r0, lr), I.setp("lt", "u32", inrow, wrow, g.M))
+    if not c_in_acc:
+        cbase = em.new("rd")
+        em.put(I.cvta("global", cbase, g.C.base, to=True))
+        ldc = _ld_reg(em, g.C)
+    left = _columns_left(em, g, c0)
+    ca, cols, bias = {}, {}, {}
+    for half in (0, 1):
+        row, prow, row_left = em.new("r"), em.new("p"), em.new("r")
+        em.put(I.binary("add", "u32", row, r0, 8 * half), I.setp("lt", "u32", prow, row, g.M),
+               I.selp("u32", row_left, left, 0, prow))
+        cols[half] = _pair_preds(em, row_left)
+        if not c_in_acc:
+            ca[half] = em.new("rd")
+            _row_addr(em, ca[half], row, c0, ldc, cbase, 2)
+        bias[half] = None
+        if fused is not None and fused.bias is not None:
+            bias[half] = NativeBias(em, fused)
+            bias[half].start_half(em, row, c0, prow)
+    batch_size = EPILOGUE_BATCH if fused is None else FUSED_BATCH[fused.desc.bias_mode]
+    for box in range(desc.n // cols_box):
+        k = (first_box + box) % store.nb
+        src, at = em.new("r"), em.new("r")
+        em.put(I.guarded(I.cp_async_bulk_wait_group(store.nb - 1, read=True), store.lead),
+               I.bar_warp_sync(-1), I.binary("add", "u32", src, store.buf, k * box_bytes),
+               I.binary("add", "u32", at, src, P))
+        items = [(h, j) for h in (0, 1) for j in range(box * ppb, box * ppb + ppb)]
+        for h, j, x, y in _sums(em, acc, items, batch_size, ca, cols, bias, fused, elem,
+                                combine, c_in_acc):
+            chunk = (j - box * ppb) * 8 * size // 16
+            a = at
+            if chunk:
+                a = em.new("r")
+                em.put(I.binary("xor", "b32", a, at, chunk << 4))
+            dst = I.mem(a, 1024 * h)
+            if size == 4:
+                em.put(I.st_vec(".shared", "f32", dst, I.vec(x, y)))
+            else:
+                w = em.new("r")
+                em.put(I.cvt_pack(f"{desc.result_type}x2", w, y, x),   # x: column c
+                       I.st(".shared", "b32", dst, w))
+        col, go = em.new("r"), em.new("p")
+        em.put(I.fence_proxy_async_shared(), I.bar_warp_sync(-1),
+               I.binary("add", "u32", col, g.col, box * cols_box),
+               I.setp_and("lt", "u32", go, col, g.N, inrow),
+               I.binary("and", "pred", go, go, store.lead),
+               I.guarded(I.cp_async_bulk_tensor_store(store.tmap, [col, wrow], src), go),
+               I.guarded(I.cp_async_bulk_commit_group(), store.lead))
+
+
+def _sums(em, acc, items, batch_size: int, ca, cols, bias, fused, elem: Elem, combine,
+          c_in_acc: bool):
+    """Yield (half, j, x, y) for each (half, j) of `items` once pair j's accumulators x, y
+    of that half hold D's f32 values: C (at ca[half], under the pair predicates
+    cols[half]) added or combined, then the fused epilogue (bias[half]: a NativeBias
+    started on that half, or None). C and bias loads go in batches of `batch_size` pairs
+    before their sums."""
+    items = list(items)
+    for b0 in range(0, len(items), batch_size):
+        # all C (and bias) loads of a batch before its D stores: C may alias D, so
+        # ptxas keeps a load after an earlier store, and one pair per round trip
+        # would leave the whole epilogue latency-bound
+        batch = items[b0:b0 + batch_size]
+        cv, bv = {}, {}
+        for h, j in batch:
+            bh = bias[h]
+            if c_in_acc:
+                pb, po = cols[h](j) if bh is not None and bh.per_pair else (None, None)
+            else:
+                u, v = cv[h, j] = em.new("f"), em.new("f")
+                # defined on every path: a predicated load alone keeps the register's
+                # old value, which in a tile loop is live across the loop (ptxas
+                # spilled)
+                zero = (I.mov("b32", u, 0), I.mov("b32", v, 0))
+                if not elem.c_after_preds:
+                    em.put(*zero)
+                pb, po = cols[h](j)
+                if elem.c_after_preds:
+                    em.put(*zero)
+                em.put(I.guarded(I.ld_vec(".global", "f32", I.vec(u, v),
+                                          I.mem(ca[h], 32 * j)), pb),
+                       I.ld(".global", "f32", u, I.mem(ca[h], 32 * j), guard=po))
+            if bh is not None and bh.per_pair:
+                first = em.new("p")
+                em.put(I.binary("or", "pred", first, pb, po))
+                bv[h, j] = bh.load_pair(em, j, first, pb)
+        for h, j in batch:
+            x, y = acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]
+            if not c_in_acc:
+                u, v = cv[h, j]
+                if combine is None:
+                    em.put(I.binary("add", "f32", x, x, u), I.binary("add", "f32", y, y, v))
+                else:
+                    combine(em, x, u)
+                    combine(em, y, v)
+            if fused is not None:
+                bh = bias[h]
+                bx, by = bh.scaled(em, bv.get((h, j))) if bh is not None else (None,) * 2
+                fused.apply(em, x, None if bx is None else (lambda b=bx: b))
+                fused.apply(em, y, None if by is None else (lambda b=by: b))
+            yield h, j, x, y
 
 
 def _store_pair(em, rt: str, pb: str, po: str, addr, x: str, y: str) -> None:

@@ -88,11 +88,12 @@ class NativeBias:
     def per_pair(self) -> bool:
         return self.mode in ("column", "matrix")
 
-    def start_half(self, em, row: str, c0: str) -> None:
-        """Base address of this half's first pair (or the row's value, scaled)."""
+    def start_half(self, em, row: str, c0: str, pred: str | None = None) -> None:
+        """Base address of this half's first pair (or the row's value, scaled; `pred`:
+        read only where it holds, the row being in range)."""
         self.row = row
         if self.mode == "row":
-            raw = self._load(em, None, elem_addr(em, self.m, row, 0))
+            raw = self._load(em, pred, elem_addr(em, self.m, row, 0))
             self.value = self._widen(em, raw)
             return
         self.base = elem_addr(em, self.m, row, c0)

@@ -110,9 +110,11 @@ def _skip(em, s: str, ph: str, r: str, q_odd: str, S: int) -> None:
            I.binary("xor", "b32", ph, ph, q_odd))
 
 
-def consumer(em, g, elem, tid, wg, ring, fused, tiles, combine, share=None) -> None:
+def consumer(em, g, elem, tid, wg, ring, fused, tiles, combine, share=None,
+             ws_d=None) -> None:
     """Consumer warpgroup wg - 1: its half of each tile, main loops in turn with the other;
-    paired (`cluster: 2`), each stage is released on both workgroups' empty barriers."""
+    paired (`cluster: 2`), each stage is released on both workgroups' empty barriers;
+    `ws_d`: D's store path (wgmma.Store.open)."""
     desc = g.desc
     nk, sa, sb, full, empty, S, a_bytes, b_bytes = ring
     half = desc.n // 2
@@ -139,6 +141,7 @@ def consumer(em, g, elem, tid, wg, ring, fused, tiles, combine, share=None) -> N
            I.binary("xor", "b32", other, h, 1), I.mad("lo", "u32", other, other, 8, t0),
            I.selp("u32", tp, 1, 0, first))
     c_first = W.PINGPONG_C_FIRST and combine is None and elem.knobs
+    store = W.Store.open(em, g, tid, ws_d)
     g, close = _tile_loop(em, g, tiles, f"{elem.tag}_pp_cons")
     if c_first:                              # C's loads fly while the other has its turn
         load_c(em, g, wtid, h, acc)
@@ -167,9 +170,10 @@ def consumer(em, g, elem, tid, wg, ring, fused, tiles, combine, share=None) -> N
     mb.arrive(em, other)                     # every thread: the K loop is issued
     em.put(I.wgmma_wait_group(0))
     W._release(em, have_prev, leader, prev, empty, share, peer)
-    epilogue(em, g, wtid, h, acc, fused, elem, combine, c_first)
+    epilogue(em, g, wtid, h, acc, fused, elem, combine, c_first, store)
     _skip(em, s, ph, r, q_odd, S)
     close()
+    W.Store.close(em, store)
     em.put(I.bar_warp_sync(-1), I.setmaxnreg("dec", W.ENTRY_REGS))
 
 
@@ -197,9 +201,13 @@ def load_c(em, g, wtid, h: str, acc) -> None:
         W.load_c(em, gh, wtid, rows, acc[blk])
 
 
-def epilogue(em, g, wtid, h: str, acc, fused, elem, combine, c_in_acc=False) -> None:
+def epilogue(em, g, wtid, h: str, acc, fused, elem, combine, c_in_acc=False,
+             store=None) -> None:
     """wgmma._epilogue for half h (a register, 0 or 1) of the tile at g's origin: columns
-    g.col + h·n/2 .. + n/2, rows 64·blk .. + 64 from acc[blk] (the m64n(n/2) layout)."""
+    g.col + h·n/2 .. + n/2, rows 64·blk .. + 64 from acc[blk] (the m64n(n/2) layout);
+    with a `store`, block 1's boxes continue block 0's rotation."""
     gh = _half(em, g, h)
+    boxes = gh.desc.n // W.store_cols(gh.desc)
     for blk, rows in _blocks(em):
-        W._epilogue(em, gh, wtid, rows, acc[blk], fused, elem, combine, c_in_acc)
+        W._epilogue(em, gh, wtid, rows, acc[blk], fused, elem, combine, c_in_acc, store,
+                    blk * boxes)
