@@ -27,12 +27,13 @@ BN = 64                                      # small tiles: 128x64 (ping-pong ha
 
 
 def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=None,
-         pitch=None, sim=PipelineSim, cluster=None, ldd=None):
+         pitch=None, sim=PipelineSim, cluster=None, ldd=None, shared=None):
     """(sim, D as computed, D wanted, D's padding untouched); `pitch`: A's and B's row
     pitch in elements (default: K rounded up to 16 bytes, plus 16); `sim`: the simulator
     class (cluster_sim.ClusterSim for clusters); `cluster`: the call's `cluster:` option;
     `ldd`: D's row pitch (default: even; a multiple of 16 bytes takes the copy engine's
-    store path, where the tile's width holds whole boxes)."""
+    store path, where the tile's width holds whole boxes); `shared`: the launch's dynamic
+    shared bytes (default: wgmma.shared_bytes)."""
     rng = np.random.default_rng(M * 3 + N * 5 + K)
     lda = ldb = pitch or -(-K // 8) * 8 + 8  # 16-byte row pitches (the pipeline's rule)
     ldc = N + 2 + N % 2                      # even pitches (the pipeline's rule)
@@ -51,7 +52,7 @@ def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=No
         np.full(M * ldd + 8, 0x7E00, np.uint16)           # NaN either way
     src = gemm_source(fmt, bn=BN, out=out, persistent=persistent, schedule=schedule,
                       cluster=cluster or 1)
-    threads, shared = native_launch(fmt, 128, BN, out, schedule)
+    threads, need = native_launch(fmt, 128, BN, out, schedule)
     args = [("buf", "a", A.ravel()), ("buf", "b", B.ravel()), ("buf", "c", C.ravel()),
             ("buf", "d", D)] + [("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)]
     want = c + a.astype(np.float64) @ b.astype(np.float64).T
@@ -59,7 +60,8 @@ def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=No
         want = want.astype(np.float16).view(np.uint16)
     elif out == "bf16":
         want = O.to_bf16_bits(want.astype(np.float32))
-    return _launch(src, "gemm", shared, grid, threads, args, M, N, ldd, want, seed, sim)
+    return _launch(src, "gemm", shared or need, grid, threads, args, M, N, ldd, want, seed,
+                   sim)
 
 
 def _launch(src, kernel, shared, grid, threads, args, M, N, ldd, want, seed,
@@ -258,11 +260,7 @@ def test_the_ring_alone_stores_d_from_the_registers(tma_store):
     desc = TensorDesc(128, BN, 64, "f16", "f16", "f32", "f32", b_layout="col",
                       scope="workgroup", schedule="cooperative")
     assert wgmma.ring_bytes(desc) < wgmma.shared_bytes(desc)
-    M, N, K = 150, 72, 130
-
-    class Ring(PipelineSim):                 # the launch gives the ring only
-        def __init__(self, ptx, kernel, dyn_bytes, **kw):
-            super().__init__(ptx, kernel, wgmma.ring_bytes(desc), **kw)
-    sim, got, want, untouched = _run(M, N, K, 3, "cooperative", ldd=76, seed=7, sim=Ring)
+    sim, got, want, untouched = _run(150, 72, 130, 3, "cooperative", ldd=76, seed=7,
+                                     shared=wgmma.ring_bytes(desc))
     np.testing.assert_array_equal(got, want)
     assert untouched and sim.stores == 0 and sim.wgmmas == 4 * 3 * 8

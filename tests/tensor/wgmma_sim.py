@@ -297,8 +297,7 @@ class PipelineSim(Sim):
         r, e, byte, size, at = self._box(m, th.addr(ops[1]))
         gr, gc = row + r, col + e
         cols = -(-m[("global_dim", 0)] * size // 16) * 16 // size     # whole 16-byte units
-        inside = (gc >= 0) & (gc < cols) & (gr >= 0) & \
-            (gr < m[("global_dim", 1)]) & (byte >= 0)
+        inside = (gc >= 0) & (gc < cols) & (gr >= 0) & (gr < m[("global_dim", 1)])
         dst = m["global_address"] + gr * m[("global_stride", 0)] + gc * size + byte
         at, dst, inside = np.broadcast_arrays(at, dst, inside)
         data = np.frombuffer(self.mem.data, np.uint8)

@@ -354,6 +354,15 @@ gemm_ab() {
   [ -n "${WITH_PROFILE:-}" ] && gemm_profile
   [ -z "${AB_CHECKS:-}" ] && return 0
   step "checks of the ping-pong, auto and clustered forms"
+  schedule_checks
+  [ -n "${WITH_ATTENTION:-}" ] && attention_checks
+  wait
+  report_checks gemm_check_pingpong gemm_check_auto gemm_check_cluster
+}
+
+schedule_checks() {
+  # in the background, until ROUND_END (sets $left for the caller's own checks): the
+  # ping-pong, auto and clustered forms' checks of bench/gemm.py
   left=$((${ROUND_END:-575} - SECONDS))
   timeout $left python3 bench/gemm.py --check-pingpong --no-bench --out f32,f16 \
     > "$OUT/gemm_check_pingpong.txt" 2>&1 &
@@ -361,9 +370,11 @@ gemm_ab() {
     > "$OUT/gemm_check_auto.txt" 2>&1 &
   timeout $left python3 bench/gemm.py --check-cluster --cluster-schedules auto,pingpong \
     --no-stress --small --no-bench --out f32,f16 > "$OUT/gemm_check_cluster.txt" 2>&1 &
-  [ -n "${WITH_ATTENTION:-}" ] && attention_checks
-  wait
-  for f in gemm_check_pingpong gemm_check_auto gemm_check_cluster; do
+}
+
+report_checks() {
+  # one line per check log named: its length and its last line (CHECK OK / FAILED)
+  for f in "$@"; do
     echo "$f: $(grep -c '' "$OUT/$f.txt") lines, $(tail -1 "$OUT/$f.txt")"
   done
 }
@@ -407,13 +418,7 @@ gemm_tma_store() {
     done
   done
   step "checks with D through the copy engine"
-  left=$((${ROUND_END:-575} - SECONDS))
-  timeout $left python3 bench/gemm.py --check-pingpong --no-bench --out f32,f16 \
-    > "$OUT/gemm_check_pingpong.txt" 2>&1 &
-  timeout $left python3 bench/gemm.py --check-auto --no-bench --out f32,f16 --formats bf16 \
-    > "$OUT/gemm_check_auto.txt" 2>&1 &
-  timeout $left python3 bench/gemm.py --check-cluster --cluster-schedules auto,pingpong \
-    --no-stress --small --no-bench --out f32,f16 > "$OUT/gemm_check_cluster.txt" 2>&1 &
+  schedule_checks
   timeout $left python3 bench/gemm.py --check --small --epilogue all --no-bench \
     --out f32,f16 --formats f16 > "$OUT/gemm_check_epilogue.txt" 2>&1 &
   timeout $left $PYTEST -rfE tests/gpu/test_gemm_fp8.py > "$OUT/suite_fp8.txt" 2>&1 &
@@ -423,9 +428,7 @@ gemm_tma_store() {
       > "$OUT/sanitizer_${tool}_store.txt" 2>&1 &
   done
   wait
-  for f in gemm_check_pingpong gemm_check_auto gemm_check_cluster gemm_check_epilogue; do
-    echo "$f: $(grep -c '' "$OUT/$f.txt") lines, $(tail -1 "$OUT/$f.txt")"
-  done
+  report_checks gemm_check_pingpong gemm_check_auto gemm_check_cluster gemm_check_epilogue
   echo "fp8: $(tail -1 "$OUT/suite_fp8.txt")"
   for tool in memcheck racecheck; do tail -2 "$OUT/sanitizer_${tool}_store.txt"; done
 }

@@ -879,6 +879,16 @@ def _pair_preds(em, left: str):
     return cols
 
 
+def _half_row(em, g, r0: str, left: str, half: int):
+    """(row, row < M, its pair predicates) of half `half` of this lane's rows (r0: half
+    0's): a row past M has no columns left, so its pairs' predicates are false with no
+    branch around them."""
+    row, prow, row_left = em.new("r"), em.new("p"), em.new("r")
+    em.put(I.binary("add", "u32", row, r0, 8 * half), I.setp("lt", "u32", prow, row, g.M),
+           I.selp("u32", row_left, left, 0, prow))
+    return row, prow, _pair_preds(em, row_left)
+
+
 def _row_addr(em, out: str, row: str, c0: str, ld: str, base: str, shift: int) -> None:
     """out = base + (row * ld + c0) << shift: the address of element (row, c0) of a
     row-major matrix with `1 << shift`-byte elements."""
@@ -908,10 +918,7 @@ def load_c(em, g, wtid, wg, acc) -> None:
     for half in (0, 1):
         mine = [(acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]) for j in range(pairs)]
         em.put(*(I.mov("b32", x, 0) for pair in mine for x in pair))
-        row, prow, row_left = em.new("r"), em.new("p"), em.new("r")
-        em.put(I.binary("add", "u32", row, r0, 8 * half), I.setp("lt", "u32", prow, row, g.M),
-               I.selp("u32", row_left, left, 0, prow))
-        cols = _pair_preds(em, row_left)
+        row, _, cols = _half_row(em, g, r0, left, half)
         ca = em.new("rd")
         _row_addr(em, ca, row, c0, ldc, cbase, 2)
         for j, (x, y) in enumerate(mine):
@@ -1005,10 +1012,7 @@ def store_epilogue(em, g, wtid, wg, acc, fused, elem: Elem, combine, c_in_acc: b
     left = _columns_left(em, g, c0)
     ca, cols, bias = {}, {}, {}
     for half in (0, 1):
-        row, prow, row_left = em.new("r"), em.new("p"), em.new("r")
-        em.put(I.binary("add", "u32", row, r0, 8 * half), I.setp("lt", "u32", prow, row, g.M),
-               I.selp("u32", row_left, left, 0, prow))
-        cols[half] = _pair_preds(em, row_left)
+        row, prow, cols[half] = _half_row(em, g, r0, left, half)
         if not c_in_acc:
             ca[half] = em.new("rd")
             _row_addr(em, ca[half], row, c0, ldc, cbase, 2)
