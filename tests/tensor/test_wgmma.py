@@ -47,7 +47,13 @@ CHECK: wgmma.commit_group.sync.aligned;
 CHECK: wgmma.wait_group.sync.aligned 1;
 CHECK: mbarrier.arrive.shared::cta.b64 _,
 CHECK: wgmma.wait_group.sync.aligned 0;
+CHECK: cp.async.bulk.wait_group.read 1;
+CHECK: st.shared.v2.f32
+CHECK: fence.proxy.async.shared::cta;
+CHECK: cp.async.bulk.tensor.2d.global.shared::cta.bulk_group
+CHECK: cp.async.bulk.commit_group;
 CHECK: st.global.v2.f32
+CHECK: cp.async.bulk.wait_group 0;
 CHECK: setmaxnreg.dec.sync.aligned.u32 168;
 CHECK: mbarrier.inval.shared::cta.b64
 CHECK: wmma.mma.sync.aligned
@@ -82,7 +88,8 @@ def test_native_pipeline_structure(fmt):
     text = compile_ptx(gemm_source(fmt), "sm_90a")
     filecheck(text, NATIVE.replace("{fmt}", fmt))
     assert text.count("wgmma.mma_async") == 4                    # BK 64 = 4 x k16
-    assert text.count("cp.async.bulk.tensor") == 2               # A box, B box per stage
+    assert text.count("cp.async.bulk.tensor.2d.shared") == 2     # A box, B box per stage
+    assert text.count("cp.async.bulk.tensor.2d.global") == 8     # D: 8 boxes of 32 f32
     assert "reqnctapercluster" not in text                       # pairing is opt-in
 
 
@@ -153,12 +160,18 @@ def test_declared_block_shape(ptxas_path, block, native):
 
 def test_epilogue_loads_a_batch_of_c_before_storing_d():
     """C may alias D, so ptxas keeps every C load after the D stores before it: the
-    epilogue loads EPILOGUE_BATCH pairs of C before its first D store, else each pair
-    would wait for its own round trip to memory."""
+    register-store epilogue loads EPILOGUE_BATCH pairs of C before its first D store,
+    else each pair would wait for its own round trip to memory; the store epilogue loads
+    a whole box's C (both halves: 2 x 4 pairs of f32 columns) before its first shared
+    store."""
     text = compile_ptx(gemm_source("f16"), "sm_90a")
-    epilogue = text[text.index("wgmma.wait_group.sync.aligned 0"):]
-    head = epilogue[:epilogue.index("st.global.v2.f32")]
+    at = re.search(r"^\$L__wg_epi_direct\d+:", text, re.M).start()   # the label itself
+    direct = text[at:]
+    head = direct[:direct.index("st.global.v2.f32")]
     assert head.count("ld.global.v2.f32") == wgmma.EPILOGUE_BATCH == 32
+    boxes = text[text.index("wgmma.wait_group.sync.aligned 0"):at]
+    head = boxes[:boxes.index("st.shared.v2.f32")]
+    assert head.count("ld.global.v2.f32") == 2 * 4
 
 
 @pytest.mark.parametrize("fmt", ["f16", "bf16"])

@@ -54,15 +54,20 @@ def test_both_pipelines_behind_one_uniform_branch(src, tag):
     mask = 128 // (1 if tag == "wgf8" else 2) - 1
     assert len(re.findall(r"and\.b32 %r\d+, %r\d+, 127;", head)) >= 2
     assert len(re.findall(rf"and\.b32 %r\d+, %r\d+, {mask};", head)) >= 2
-    # each pipeline its own barriers: ping-pong's 7 + 7 + 2 turns, cooperative's 2 x S
-    S = wgmma.stages(_desc(schedule="cooperative"))
-    assert text.count("mbarrier.inval") == 2 * 7 + 2 + 2 * S
+    # each pipeline its own barriers: ping-pong's P + P + 2 turns, cooperative's 2 x S
+    S, P = (wgmma.stages(_desc(schedule=s)) for s in ("cooperative", "pingpong"))
+    assert text.count("mbarrier.inval") == 2 * P + 2 + 2 * S
     assert text.count("setmaxnreg.inc.sync.aligned.u32 232") == 2
     assert ".maxntid 384, 1, 1" in text and "reqnctapercluster" not in text
-    # the launch must give the larger ring: the native predicate asks for it
-    need = wgmma.shared_bytes(_desc(schedule="auto", fmt="e4m3" if tag == "wgf8" else "f16"))
+    # the launch must give the larger ring: the native predicate asks for it; each
+    # pipeline stores D through the copy engine when the launch also holds its boxes
+    fmt = "e4m3" if tag == "wgf8" else "f16"
+    need = wgmma.ring_bytes(_desc(schedule="auto", fmt=fmt))
     assert re.search(rf"setp\.ge\.and\.u32 %p\d+, %r\d+, {need}, %p\d+;", text) or \
         re.search(rf"setp\.ge\.u32 %p\d+, %r\d+, {need};", text)
+    for schedule in ("pingpong", "cooperative"):
+        boxes = wgmma.shared_bytes(_desc(schedule=schedule, fmt=fmt))
+        assert re.search(rf"setp\.ge\.u32 %p\d+, %r\d+, {boxes};", text), schedule
 
 
 def test_a_constant_misaligned_pitch_keeps_only_the_cooperative_pipeline():

@@ -45,10 +45,11 @@ def test_structure(schedule, readers, b_rows, tag):
     inits = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+(?:\+\d+)?\], (\d+);", text)
     turns = ["128", "128"] if schedule == "pingpong" else []
     assert inits == ["1", str(readers)] * S + turns, inits
-    # B's map: boxes of b_rows rows (A's: 128), every B box one multicast to both
+    # B's map: boxes of b_rows rows (A's: 128; D's, built first: 16), every B box one
+    # multicast to both
     boxes = re.findall(r"tensormap\.replace\.tile\.box_dim\.global\.b1024\.b32 "
                        r"\[%rd\d+\], 1, (\d+);", text)
-    assert boxes == ["128", str(b_rows)], boxes
+    assert boxes == [str(wgmma.STORE_ROWS), "128", str(b_rows)], boxes
     prod = _label_span(text, f"{tag}_tile", f"{tag}_tiles_done")
     assert prod.count(".multicast::cluster") == 1 and prod.count("cp.async.bulk.tensor") == 2
     assert "mbarrier.try_wait.parity.acquire.cluster" in prod

@@ -121,7 +121,13 @@ def test_native_epilogue_on_accumulator_registers():
     bias is loaded with C before the batch's stores, under the columns' predicates;
     no memory pass (no D load) in the pipeline."""
     text = compile_ptx(gemm_source("f16", epilogue="matrix_bias_col"), "sm_90a")
-    native = _native(text)
+    epilogue = _native(text)
+    at = re.search(r"^\$L__wg_epi_direct\d+:", epilogue, re.M).start()
+    boxes, native = epilogue[:at], epilogue[at:]      # the copy engine's way, the registers'
+    # through the copy engine: the same loads and arithmetic, the pair into a box
+    assert boxes.count("ld.global.v2.f32") == boxes.count("st.shared.v2.f32") == 64
+    assert "st.global" not in boxes and "$L__trp_e" not in boxes
+    assert boxes.count("mul.rn.f32") == native.count("mul.rn.f32") > 0
     pair = re.search(
         r"@(%p\d+) ld\.global\.v2\.f32 \{(%f\d+), %f\d+\}, \[%rd\d+\];.*?"
         r"or\.pred (%p\d+), \1, %p\d+;\s+mov\.f32 (%f\d+), 0f00000000;\s+"

@@ -20,7 +20,7 @@ from bench.wgmma_kernels import EPILOGUES, epilogue_oracle
 from tests.support import tensor_oracle as O
 from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.targets.ptx import ops
-from toolchain.compiler.targets.ptx.tensor import wgmma_fp8
+from toolchain.compiler.targets.ptx.tensor import tma, wgmma_fp8
 
 from . import narrow_cases as NC
 from .kernels import compile_ptx
@@ -97,19 +97,23 @@ def test_pipeline_structure_and_ptxas(ptxas_path, a, b, out, scaled, epilogue, p
     mmas = re.findall(rf"wgmma\.mma_async\.sync\.aligned\.m64n{bn}k32\.f32\.{a}\.{b} "
                       r"\{[^}]*\}, %rd\d+, %rd\d+, %p\d+, 1, 1;", text)
     assert len(mmas) == wgmma_fp8.BK // wgmma_fp8.KI            # one ring slot: 128 bytes
-    assert text.count("tensormap.replace.tile.elemtype.global.b1024.b32") == 2
+    assert text.count("tensormap.replace.tile.elemtype.global.b1024.b32") == 3    # A, B, D
     assert re.search(r"tensormap\.replace\.tile\.elemtype\.global\.b1024\.b32 \[%rd\d+\], 0;",
                      text)                                     # u8 maps
+    assert re.search(r"tensormap\.replace\.tile\.elemtype\.global\.b1024\.b32 \[%rd\d+\], "
+                     rf"{tma.ELEMTYPE[out]};", text)           # D's, stored through
     assert re.search(r"box_dim\.global\.b1024\.b32 \[%rd\d+\], 0, 128;", text)
     assert re.search(rf"box_dim\.global\.b1024\.b32 \[%rd\d+\], 1, {bn};", text)
     # the K chunk count: ceil(K / 128)
     assert re.search(r"add\.u32 (%r\d+), %r\d+, 127;\s+shr\.u32 \1, \1, 7;", text)
     start = text.index("wgmma.wait_group.sync.aligned 0")
     epi = text[start:text.index("setmaxnreg.dec.sync.aligned.u32 168", start)]
-    # one combination per accumulator: fma.rn(S, s, C) scaled, else add.rn(S, C)
-    assert epi.count("fma.rn.f32") == (bn // 2 if scaled else 0)
+    # one combination per accumulator: fma.rn(S, s, C) scaled, else add.rn(S, C), in
+    # each of the epilogue's two ways of storing D (the copy engine, the registers)
+    assert "cp.async.bulk.tensor.2d.global" in epi and "st.global" in epi
+    assert epi.count("fma.rn.f32") == 2 * (bn // 2 if scaled else 0)
     if epilogue is None or "bias" not in EPILOGUES[epilogue]:
-        assert epi.count("add.rn.f32") == (0 if scaled else bn // 2)
+        assert epi.count("add.rn.f32") == 2 * (0 if scaled else bn // 2)
     if scaled:                                                # s = a_scale * b_scale
         assert re.search(r"ld\.global\.f32 %f\d+, \[%rd\d+\];", text) or \
             re.search(r"ld\.f32 %f\d+, \[%rd\d+\];", text)

@@ -34,18 +34,20 @@ def test_setup_once_and_ring_state_carried(fmt):
     prod_tile = re.search(r"^(\$L__wg_prod_tile\d+):", text, re.M).group(1)
     cons_tile = re.search(r"^(\$L__wg_cons_tile\d+):", text, re.M).group(1)
     head = text[:text.index(prod_tile + ":")]
-    # set-up once: every barrier init, both maps and their fences before the first tile
+    # set-up once: every barrier init, the three maps (A, B, D) and their fences before
+    # the first tile
     assert text.count("mbarrier.init") == head.count("mbarrier.init") == 2 * desc_stages
-    assert text.count("tensormap.replace.tile.global_address") == 2
-    assert head.count("tensormap.replace.tile.global_address") == 2
+    assert text.count("tensormap.replace.tile.global_address") == 3
+    assert head.count("tensormap.replace.tile.global_address") == 3
     assert "fence.proxy.tensormap::generic.acquire" in head
     assert text.count("setmaxnreg.dec.sync.aligned.u32 40") == 1
     # one loop per role: the producer's copies and the consumers' wgmma inside their own
     prod = _between(text, prod_tile + ":", f"bra.uni {prod_tile};")
     assert prod.count("cp.async.bulk.tensor") == 2 and "wgmma" not in prod
     cons = _between(text, cons_tile + ":", f"bra.uni {cons_tile};")
-    assert cons.count("wgmma.mma_async") == 4 and "cp.async.bulk" not in cons
-    assert "st.global.v2.f32" in cons                      # the epilogue is in the loop
+    assert cons.count("wgmma.mma_async") == 4 and "cp.async.bulk.tensor.2d.shared" not in cons
+    # the epilogue is in the loop: D's 8 boxes through the copy engine, or the registers
+    assert cons.count("cp.async.bulk.tensor.2d.global") == 8 and "st.global.v2.f32" in cons
     # ring state carried: the stage/phase registers are set before the tile loop only
     for body, head_of in ((prod, text[:text.index(prod_tile + ":")]),
                           (cons, text[:text.index(cons_tile + ":")])):

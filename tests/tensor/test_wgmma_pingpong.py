@@ -33,16 +33,30 @@ def _desc(bn: int = 256, schedule: str = "pingpong") -> TensorDesc:
                       scope="workgroup", persistent=8, schedule=schedule)
 
 
-def test_shared_bytes_and_stages():
+def test_shared_bytes_and_stages(monkeypatch):
+    """D's store boxes (2 x 2 KiB per consumer warp: 32 KiB) sit after the ring, which is
+    sized to leave room for them: 6 ping-pong stages for m128n256k64 (7 with
+    wgmma.TMA_STORE off). ring_bytes is the native path's minimum, shared_bytes what a
+    launch should give; the cooperative ring is the documented one."""
+    boxes = 8 * 2 * 2048
     assert wgmma.stage_bytes(_desc()) == (128 + 128) * 128
-    assert wgmma.stages(_desc()) == 7
-    assert wgmma.shared_bytes(_desc()) == 1024 + 7 * 32768 + 16 * 7 + 16
-    assert wgmma.shared_bytes(_desc(64)) == 1024 + 7 * (160 * 128) + 16 * 7 + 16
-    assert max(wgmma.shared_bytes(_desc(bn)) for bn in wgmma.SHAPES_N) <= wgmma.SMEM_LIMIT
+    assert wgmma.stages(_desc()) == 6
+    assert wgmma.ring_bytes(_desc()) == 1024 + 6 * 32768 + 16 * 6 + 16
+    assert wgmma.shared_bytes(_desc()) == wgmma.ring_bytes(_desc()) + boxes
+    assert wgmma.ring_bytes(_desc(64)) == 1024 + 7 * (160 * 128) + 16 * 7 + 16
+    assert wgmma.shared_bytes(_desc(64)) == wgmma.ring_bytes(_desc(64)) + boxes
+    for schedule in ("pingpong", "cooperative"):
+        assert max(wgmma.shared_bytes(_desc(bn, schedule)) for bn in wgmma.SHAPES_N) \
+            <= wgmma.SMEM_LIMIT
     for bn in wgmma.SHAPES_N:          # the cooperative sizes are the documented ones
-        assert wgmma.shared_bytes(_desc(bn, "cooperative")) == \
-            1024 + wgmma.stages(_desc(bn, "cooperative")) * (128 + bn) * 128 + \
-            16 * wgmma.stages(_desc(bn, "cooperative"))
+        coop = _desc(bn, "cooperative")
+        assert wgmma.ring_bytes(coop) == \
+            1024 + wgmma.stages(coop) * (128 + bn) * 128 + 16 * wgmma.stages(coop)
+        assert wgmma.shared_bytes(coop) == wgmma.ring_bytes(coop) + boxes
+    monkeypatch.setattr(wgmma, "TMA_STORE", False)
+    assert wgmma.stages(_desc()) == 7
+    assert wgmma.shared_bytes(_desc()) == wgmma.ring_bytes(_desc()) == \
+        1024 + 7 * 32768 + 16 * 7 + 16
 
 
 @pytest.mark.parametrize("src,tag,k_steps", [
@@ -231,7 +245,9 @@ def test_where_the_pingpong_consumer_loads_c(monkeypatch):
     """By default the ping-pong consumer adds C in its epilogue; with
     wgmma.PINGPONG_C_FIRST (measured slower on the H200, kept for the A/B) it loads C
     (ld.global.v2.f32) between the tile's start and its turn wait and its epilogue reads
-    none. The FP8 consumer (C after the scale) keeps C in its epilogue either way."""
+    none. The FP8 consumer (C after the scale) keeps C in its epilogue either way. The
+    epilogue holds both ways of storing D (through the copy engine, from the registers),
+    each with its own C loads and D stores."""
     def parts(text, tag):
         tile = re.search(rf"^(\$L__{tag}_pp_cons_tile\d+):", text, re.M).group(1)
         loop = re.search(rf"^(\$L__{tag}_pp_cons\d+):", text, re.M).group(1)
@@ -244,13 +260,14 @@ def test_where_the_pingpong_consumer_loads_c(monkeypatch):
     pairs = 2 * 2 * 16                                       # blocks x halves x pairs
     assert not wgmma.PINGPONG_C_FIRST
     before, after = parts(compile_ptx(src, "sm_90a"), "wg")
-    assert "ld.global" not in before and after.count("ld.global.v2.f32") == pairs
+    assert "ld.global" not in before and after.count("ld.global.v2.f32") == 2 * pairs
     monkeypatch.setattr(wgmma, "PINGPONG_C_FIRST", True)
     before, after = parts(compile_ptx(src, "sm_90a"), "wg")
     assert before.count("ld.global.v2.f32") == pairs
-    assert "ld.global" not in after and after.count("st.global.b32") == pairs
+    assert "ld.global" not in after
+    assert after.count("st.global.b32") == after.count("st.shared.b32") == pairs
     before, after = parts(compile_ptx(fp8, "sm_90a"), "wgf8")
-    assert "ld.global" not in before and after.count("ld.global.v2.f32") == pairs
+    assert "ld.global" not in before and after.count("ld.global.v2.f32") == 2 * pairs
 
 
 def test_c_first_keeps_every_wgmma_asynchronous(monkeypatch, ptxas_path):

@@ -77,10 +77,10 @@ PINGPONG_C_FIRST = False                  # True: ping-pong consumers load C int
 #                                           bench/gemm.py --baseline PINGPONG_C_FIRST=1)
 CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
 #                                           experimental: docs/reference/gemm.md "Status")
-TMA_STORE = False                         # True: D leaves through shared memory and the
-#                                           copy engine (store_epilogue), not st.global;
-#                                           measured faster on the H100, off until the
-#                                           structural tests follow it (gemm.md)
+TMA_STORE = True                          # D leaves through shared memory and the copy
+#                                           engine (store_epilogue) where _store_pred
+#                                           holds (False: st.global from the registers
+#                                           everywhere; gemm.md "How D is stored")
 STORE_ROWS = 16                           # rows of a D store box: one warp's share of a
 #                                           64-row block
 STORE_BUFFERS = 2                         # boxes a warp has in flight or being written
