@@ -18,10 +18,11 @@ TFLOP/s counts 2*M*N*K. `torch` is torch.matmul(a, b) in the input dtype (f16/bf
 no C: the ratio's denominator); `torch+C` is torch.add(c, torch.matmul(a, b), out=d), our
 contract (f32 C in, f32 D out) in two torch calls.
 Every configuration is also timed as `persistent` (one `persistent: 8` call over the
-whole of D on min(tiles, 132) workgroups: docs/reference/gemm.md "Persistent tile loop"), and for
-a 16-bit D as `pers/noC`: the persistent kernel on torch.matmul's own contract (D = A*B
-in the 16-bit type, no C: C is one row of zeros read with ldc = 0, so it costs no DRAM
-traffic; checked against A*B alone). `ratio` columns divide by `torch`.
+whole of D on min(tiles, 132) workgroups: docs/reference/gemm.md "Persistent tile loop"), and
+as `pers/noC`: the persistent kernel on torch.matmul's contract (D = A*B in the row's D
+format, no C: C is one row of zeros read with ldc = 0, so it costs no DRAM traffic; checked
+against A*B alone; with an f32 D it writes twice torch's bytes). `ratio` columns divide by
+`torch`.
 `pingpong` and `pp/noC` are the same two persistent contracts with `schedule: pingpong`
 (docs/reference/gemm.md "Ping-pong schedule"), timed in the same interleaved rounds
 (--no-pingpong leaves them out); --check-pingpong checks only that form (PINGPONG_CHECKS:
@@ -50,7 +51,8 @@ causes: 5000x3000x4104 and 5000x3000x4096 (the same tiles, 8208- vs 8192-byte ro
 --epilogue (names of bench/wgmma_kernels.EPILOGUES, or all): --check also checks
 each fused epilogue on EPI_CHECKS (random data against the torch oracle, and pipeline vs
 split path bit for bit on small-integer data), and the timing gains a column for the
-first named epilogue (`+epi`: the same GEMM with it fused).
+first named epilogue (`+epi`: the same GEMM with it fused; with --baseline also `base+epi`,
+that GEMM compiled with the knob).
 --baseline KNOB=INT adds `base` and `base/noC` (`r.base`, `r.bnoC`): `schedule: auto`
 compiled with the pipeline module's KNOB (toolchain/compiler/targets/ptx/tensor/wgmma.py)
 set to INT, timed in the same interleaved rounds as the shipped `auto` (for example
@@ -312,7 +314,7 @@ def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
 
 def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=None,
                 pgemms=None, ppgemms=None, agemms=None, clgemms=None, ppclgemms=None,
-                auclgemms=None, bgemms=None):
+                auclgemms=None, bgemms=None, bepi_gemms=None):
     dtype = torch.float16 if fmt == "f16" else torch.bfloat16
     a = torch.randn(m, k, device="cuda").to(dtype)
     bt = torch.randn(n, k, device="cuda").to(dtype)
@@ -321,8 +323,8 @@ def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=
     ref = (c + a.float() @ bt.float().t()).to(d.dtype).float()
     runs = {"workgroup": gemms[fmt, out].launcher(a, bt, c, d, m, n, k)}
     refs = {}
-    # the persistent contracts per schedule: with C, and (16-bit D) torch.matmul's own,
-    # no C (a zero row read with ldc = 0)
+    # the persistent contracts per schedule: with C, and torch.matmul's own, no C (a zero
+    # row read with ldc = 0), D in the row's format
     for name, noc, pg in (("auto", "autonoc", agemms), ("persistent", "noc", pgemms),
                           ("pingpong", "ppnoc", ppgemms), ("cluster", "clnoc", clgemms),
                           ("ppcluster", "ppclnoc", ppclgemms),
@@ -331,16 +333,16 @@ def bench_shape(torch, dev, gemms, fmt, out, m, n, k, reps, subgroup, epi_gemms=
         if not pg:
             continue
         runs[name] = pg[fmt, out].launcher(a, bt, c, d, m, n, k)
-        if out != "f32":
-            zero = torch.zeros(1, n, device="cuda")
-            runs[noc] = pg[fmt, out].launcher(a, bt, zero, d, m, n, k, ldc=0)
-            refs[noc] = (a.float() @ bt.float().t()).to(d.dtype).float()
-    if epi_gemms:
-        g = epi_gemms[fmt, out]
+        zero = torch.zeros(1, n, device="cuda")
+        runs[noc] = pg[fmt, out].launcher(a, bt, zero, d, m, n, k, ldc=0)
+        refs[noc] = (a.float() @ bt.float().t()).to(d.dtype).float()
+    for name, eg in (("epilogue", epi_gemms), ("baseepi", bepi_gemms)):
+        if not eg:
+            continue
+        g = eg[fmt, out]
         epi = H.Epilogue(torch, g.epilogue, out, m, n)
-        runs["epilogue"] = g.launcher(a, bt, c, d, m, n, k, epi=epi)
-        refs["epilogue"] = epi.apply(torch, c + a.float() @ bt.float().t()) \
-            .to(d.dtype).float()
+        runs[name] = g.launcher(a, bt, c, d, m, n, k, epi=epi)
+        refs[name] = epi.apply(torch, c + a.float() @ bt.float().t()).to(d.dtype).float()
     if subgroup and out == "f32":
         runs["subgroup"] = subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k)
     flop = 2.0 * m * n * k
@@ -548,12 +550,15 @@ def main() -> int:
                         cluster=2) for f, o in pairs}
         if not (args.no_persistent or args.no_cluster) else None
         for sch in ("cooperative", "pingpong", "auto"))
-    bgemms = None
+    bgemms = bepi_gemms = None
     if args.baseline:                        # knob, value: parsed and checked above
         kept = getattr(wgmma, knob)
         setattr(wgmma, knob, type(kept)(int(value)))
         bgemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="auto")
                   for f, o in pairs}
+        if epilogues:
+            bepi_gemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, epilogue=epilogues[0])
+                          for f, o in pairs}
         setattr(wgmma, knob, kept)
     header = (f"{'gemm':<22} {'mettle':>8} {'auto':>8} {'auto/noC':>8} {'persist':>8} "
               f"{'pers/noC':>8} {'pingpong':>8} {'pp/noC':>8} {'cluster':>8} "
@@ -565,7 +570,8 @@ def main() -> int:
               + (f" {'base':>8} {'base/noC':>8} {'r.base':>6} {'r.bnoC':>6}"
                  if bgemms else "")
               + ("  subgroup" if args.subgroup else "")
-              + (f"  +{epilogues[0]}" if epilogues else ""))
+              + (f"  +{epilogues[0]}" if epilogues else "")
+              + ("  base+epi" if bepi_gemms else ""))
 
     def col(r, key, fmt):
         return format(r[key], fmt) if key in r else "-"
@@ -592,7 +598,8 @@ def main() -> int:
                    f" {col(r, 'base_ratio', '.3f'):>6} {col(r, 'basenoc_ratio', '.3f'):>6}"
                    if bgemms else "")
                 + (f"  {r['subgroup_tflops']:.1f}" if args.subgroup else "")
-                + (f"  {r['epilogue_tflops']:.1f}" if epilogues else ""))
+                + (f"  {r['epilogue_tflops']:.1f}" if epilogues else "")
+                + (f"  {r['baseepi_tflops']:.1f}" if bepi_gemms else ""))
     rows = []
     print("row: " + header, flush=True)   # each row as it is measured: a hang keeps them
     for f, o in pairs:
@@ -602,7 +609,7 @@ def main() -> int:
                 time.sleep(args.pause)
             rows.append(bench_shape(torch, dev, gemms, f, o, *shape, args.reps,
                                     args.subgroup, epi_gemms, pgemms, ppgemms, agemms,
-                                    clgemms, ppclgemms, auclgemms, bgemms))
+                                    clgemms, ppclgemms, auclgemms, bgemms, bepi_gemms))
             print("row: " + line(rows[-1]), flush=True)
     fp8_rows = gemm_fp8.bench(torch, fp8, ["bf16"], shapes, args.reps,
                               pingpong=not args.no_pingpong, auto=not args.no_auto) \

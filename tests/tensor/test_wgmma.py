@@ -163,15 +163,19 @@ def test_epilogue_loads_a_batch_of_c_before_storing_d():
     register-store epilogue loads EPILOGUE_BATCH pairs of C before its first D store,
     else each pair would wait for its own round trip to memory; the store epilogue loads
     a whole box's C (both halves: 2 x 4 pairs of f32 columns) before its first shared
-    store."""
+    store and, with STORE_C_AHEAD, the next box's too, then one more box before each
+    box's stores (the last box's stores have none left to load)."""
     text = compile_ptx(gemm_source("f16"), "sm_90a")
     at = re.search(r"^\$L__wg_epi_direct\d+:", text, re.M).start()   # the label itself
     direct = text[at:]
     head = direct[:direct.index("st.global.v2.f32")]
     assert head.count("ld.global.v2.f32") == wgmma.EPILOGUE_BATCH == 32
     boxes = text[text.index("wgmma.wait_group.sync.aligned 0"):at]
-    head = boxes[:boxes.index("st.shared.v2.f32")]
-    assert head.count("ld.global.v2.f32") == 2 * 4
+    ahead = 2 if wgmma.STORE_C_AHEAD else 1
+    # each box ends with its copy; the loads before each box's first shared store
+    parts = boxes.split("cp.async.bulk.tensor.2d.global.shared::cta")[:-1]
+    loads = [p[:p.index("st.shared.v2.f32")].count("ld.global.v2.f32") for p in parts]
+    assert loads == [ahead * 2 * 4] + [2 * 4] * (len(parts) - ahead) + [0] * (ahead - 1)
 
 
 @pytest.mark.parametrize("fmt", ["f16", "bf16"])

@@ -22,6 +22,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_profile  # ncu: ours vs torch.matmul
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_store_cost  # the GEMM without D stores
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_tma_store  # D through the copy engine
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_c_ahead    # C's loads a box ahead
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -345,7 +346,7 @@ gemm_ab() {
   # the attention checks, until ROUND_END (default 575 s)
   for knob in ${AB_KNOBS:-PINGPONG_C_FIRST=1}; do
     step "A/B $knob"
-    name=gemm_ab_${knob//=/-}                # no '=' in a file name the device returns
+    name=gemm_ab_${knob//=/-}${AB_TAG:-}     # no '=' in a file name the device returns
     timeout ${AB_TIMEOUT:-200} python3 bench/gemm.py --out f32,f16 --formats ${AB_FORMATS:-f16} \
       --no-cluster --fp8 "" --baseline $knob --json "$OUT/$name.json" > "$OUT/$name.txt" 2>&1
     # the row, then auto, auto/noC, base, base/noC (TFLOP/s)
@@ -404,11 +405,23 @@ gemm_store_cost() {
 }
 
 gemm_tma_store() {
-  # D through the copy engine (run it with wgmma.TMA_STORE = True in the tree: the shipped
-  # `auto` is then the store path, `base` the register stores): the A/B, then
-  # the cases around its rule (N a whole number of 16-byte units), every schedule's
-  # checks, the fused epilogues and FP8 on the GPU, compute-sanitizer on the store path
+  # D through the copy engine (the shipped `auto` is the store path, `base` the register
+  # stores): the A/B, then store_checks
   AB_KNOBS="TMA_STORE=0" gemm_ab
+  store_checks
+}
+
+gemm_c_ahead() {
+  # the store epilogue's C loads one box ahead: the shipped `auto` against
+  # STORE_C_AHEAD=0 (each box's loads just before its sums), AB_REPEAT times (default 3:
+  # the with-C rows differ by a few percent from run to run), then the store path's checks
+  for i in $(seq ${AB_REPEAT:-3}); do AB_KNOBS="STORE_C_AHEAD=0" AB_TAG=_$i gemm_ab; done
+  store_checks
+}
+
+store_checks() {
+  # the cases around D's store rule (N a whole number of 16-byte units), every schedule's
+  # checks, the fused epilogues and FP8 on the GPU, compute-sanitizer on the store path
   step "D's store rule: N = 257 (registers), 264 and 256 (copy engine)"
   for c in "129x257x65 --schedule auto --pad 63" "129x264x65 --schedule auto --pad 63" \
            "300x256x200 --schedule auto --pad 56" "300x520x200 --schedule auto --pad 64" \
@@ -477,7 +490,8 @@ case "$MODE" in
   gemm_profile) gemm_profile ;;
   gemm_store_cost) gemm_store_cost ;;
   gemm_tma_store) gemm_tma_store ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store" >&2
+  gemm_c_ahead) gemm_c_ahead ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead" >&2
      exit 2 ;;
 esac
 

@@ -84,6 +84,10 @@ TMA_STORE = True                          # D leaves through shared memory and t
 STORE_ROWS = 16                           # rows of a D store box: one warp's share of a
 #                                           64-row block
 STORE_BUFFERS = 2                         # boxes a warp has in flight or being written
+STORE_C_AHEAD = 1                         # 1: the store epilogue loads the next batch's
+#                                           C (and bias; a box without a fused epilogue)
+#                                           before this batch's sums (0: each batch's
+#                                           loads just before its sums, the first form)
 MAX_STAGES = 6                            # ring depth cap (the cooperative tables' value)
 PINGPONG_MAX_STAGES = 7                   # `schedule: pingpong`'s: its 32 KiB stages are
 #                                           half the MMA time of a cooperative stage, so 7
@@ -986,8 +990,9 @@ def store_epilogue(em, g, wtid, wg, acc, fused, elem: Elem, combine, c_in_acc: b
     past M and columns past N, so the stores carry no predicates. Before a box is written
     again, lane 0 waits until the group that read it last has read it
     (`wait_group.read nb - 1`: one group per box, every box in turn). C and the bias are
-    read under the rows' and columns' predicates, no branch, so a box's loads all go
-    before its sums."""
+    read under the rows' and columns' predicates, no branch, a batch of at most a box at
+    a time, the next batch's loads before this batch's sums (STORE_C_AHEAD), so one
+    batch's round trip overlaps the previous batch's work."""
     desc = g.desc
     size, cols_box = d_bytes(desc), store_cols(desc)
     ppb, box_bytes = cols_box // 8, STORE_ROWS * ROW_BYTES
@@ -1021,15 +1026,25 @@ def store_epilogue(em, g, wtid, wg, acc, fused, elem: Elem, combine, c_in_acc: b
             bias[half] = NativeBias(em, fused)
             bias[half].start_half(em, row, c0, prow)
     batch_size = EPILOGUE_BATCH if fused is None else FUSED_BATCH[fused.desc.bias_mode]
-    for box in range(desc.n // cols_box):
+    # at most a box per batch, the next batch's loads before this one's sums
+    # (STORE_C_AHEAD): a round trip per box left the skinny-K epilogue latency-bound,
+    # and batches of several boxes slowed the large-K shapes with C. Two batches are
+    # then live at once, so each is at most half the calibrated batch (no spills).
+    per_box = 2 * ppb
+    nbox = desc.n // cols_box
+    ahead = bool(STORE_C_AHEAD)
+    sums = _sums(em, acc, [(h, j) for box in range(nbox) for h in (0, 1)
+                           for j in range(box * ppb, box * ppb + ppb)],
+                 min(batch_size // 2 if ahead else batch_size, per_box), ca, cols, bias,
+                 fused, elem, combine, c_in_acc, ahead=ahead)
+    for box in range(nbox):
         k = (first_box + box) % store.nb
         src, at = em.new("r"), em.new("r")
         em.put(I.guarded(I.cp_async_bulk_wait_group(store.nb - 1, read=True), store.lead),
                I.bar_warp_sync(-1), I.binary("add", "u32", src, store.buf, k * box_bytes),
                I.binary("add", "u32", at, src, P))
-        items = [(h, j) for h in (0, 1) for j in range(box * ppb, box * ppb + ppb)]
-        for h, j, x, y in _sums(em, acc, items, batch_size, ca, cols, bias, fused, elem,
-                                combine, c_in_acc):
+        for _ in range(per_box):
+            h, j, x, y = next(sums)
             chunk = (j - box * ppb) * 8 * size // 16
             a = at
             if chunk:
@@ -1052,18 +1067,20 @@ def store_epilogue(em, g, wtid, wg, acc, fused, elem: Elem, combine, c_in_acc: b
 
 
 def _sums(em, acc, items, batch_size: int, ca, cols, bias, fused, elem: Elem, combine,
-          c_in_acc: bool):
+          c_in_acc: bool, ahead: bool = False):
     """Yield (half, j, x, y) for each (half, j) of `items` once pair j's accumulators x, y
     of that half hold D's f32 values: C (at ca[half], under the pair predicates
     cols[half]) added or combined, then the fused epilogue (bias[half]: a NativeBias
     started on that half, or None). C and bias loads go in batches of `batch_size` pairs
-    before their sums."""
+    before their sums; `ahead`: the next batch's loads go before this batch's sums too,
+    so one batch's round trip overlaps the previous batch's sums and stores."""
     items = list(items)
-    for b0 in range(0, len(items), batch_size):
+    batches = [items[b0:b0 + batch_size] for b0 in range(0, len(items), batch_size)]
+
+    def load(batch):
         # all C (and bias) loads of a batch before its D stores: C may alias D, so
         # ptxas keeps a load after an earlier store, and one pair per round trip
         # would leave the whole epilogue latency-bound
-        batch = items[b0:b0 + batch_size]
         cv, bv = {}, {}
         for h, j in batch:
             bh = bias[h]
@@ -1087,6 +1104,16 @@ def _sums(em, acc, items, batch_size: int, ca, cols, bias, fused, elem: Elem, co
                 first = em.new("p")
                 em.put(I.binary("or", "pred", first, pb, po))
                 bv[h, j] = bh.load_pair(em, j, first, pb)
+        return cv, bv
+
+    loaded = load(batches[0]) if ahead and batches else None
+    for i, batch in enumerate(batches):
+        if ahead:
+            cv, bv = loaded
+            if i + 1 < len(batches):
+                loaded = load(batches[i + 1])
+        else:
+            cv, bv = load(batch)
         for h, j in batch:
             x, y = acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]
             if not c_in_acc:
