@@ -350,7 +350,8 @@ gemm_ab() {
     timeout ${AB_TIMEOUT:-200} python3 bench/gemm.py --out f32,f16 --formats ${AB_FORMATS:-f16} \
       --no-cluster --fp8 "" --baseline $knob --json "$OUT/$name.json" > "$OUT/$name.txt" 2>&1
     # the row, then auto, auto/noC, base, base/noC (TFLOP/s)
-    grep "^row" "$OUT/$name.txt" | cut -c6- | awk '{print $1, $2, $4, $5, $(NF-3), $(NF-2)}'
+    grep "^row" "$OUT/$name.txt" | cut -c6- | awk 'NR == 1 {print "row auto auto/noC base base/noC"; next}
+      {print $1, $2, $4, $5, $(NF-3), $(NF-2)}'
   done
   [ -n "${WITH_PROFILE:-}" ] && gemm_profile
   [ -z "${AB_CHECKS:-}" ] && return 0
