@@ -27,13 +27,13 @@ BN = 64                                      # small tiles: 128x64 (ping-pong ha
 
 
 def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=None,
-         pitch=None, sim=PipelineSim, cluster=None, ldd=None, shared=None):
+         pitch=None, sim=PipelineSim, cluster=None, ldd=None, shared=None, bn=BN):
     """(sim, D as computed, D wanted, D's padding untouched); `pitch`: A's and B's row
     pitch in elements (default: K rounded up to 16 bytes, plus 16); `sim`: the simulator
     class (cluster_sim.ClusterSim for clusters); `cluster`: the call's `cluster:` option;
     `ldd`: D's row pitch (default: even; a multiple of 16 bytes takes the copy engine's
     store path, where the tile's width holds whole boxes); `shared`: the launch's dynamic
-    shared bytes (default: wgmma.shared_bytes)."""
+    shared bytes (default: wgmma.shared_bytes); `bn`: the tile's width."""
     rng = np.random.default_rng(M * 3 + N * 5 + K)
     lda = ldb = pitch or -(-K // 8) * 8 + 8  # 16-byte row pitches (the pipeline's rule)
     ldc = N + 2 + N % 2                      # even pitches (the pipeline's rule)
@@ -50,9 +50,9 @@ def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=No
     C[:, :N] = c
     D = np.full(M * ldd + 8, np.nan, np.float32) if out == "f32" else \
         np.full(M * ldd + 8, 0x7E00, np.uint16)           # NaN either way
-    src = gemm_source(fmt, bn=BN, out=out, persistent=persistent, schedule=schedule,
+    src = gemm_source(fmt, bn=bn, out=out, persistent=persistent, schedule=schedule,
                       cluster=cluster or 1)
-    threads, need = native_launch(fmt, 128, BN, out, schedule)
+    threads, need = native_launch(fmt, 128, bn, out, schedule)
     args = [("buf", "a", A.ravel()), ("buf", "b", B.ravel()), ("buf", "c", C.ravel()),
             ("buf", "d", D)] + [("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)]
     want = c + a.astype(np.float64) @ b.astype(np.float64).T
@@ -107,11 +107,20 @@ STORE_CASES = [
     ("pingpong", 150, 72, 0, 3, "f32", 72, None),        # K = 0: D = C
     ("auto", 150, 72, 130, 3, "f32", 76, 6),
 ]
+# (schedule, M, N, K, grid, D's format, ldd, seed) on 128-column tiles: two 16-bit boxes
+# or four f32 boxes a block, so C's loads for the next box go before a box's sums
+# (wgmma.STORE_C_AHEAD) and wrap the two buffers within a tile
+WIDE_STORE_CASES = [
+    ("cooperative", 140, 200, 130, 2, "f16", 208, 7),    # the second tile column's tail
+    ("cooperative", 140, 136, 70, 1, "f32", 136, 8),     # 4 tiles on 1 workgroup
+    ("pingpong", 140, 200, 130, 2, "bf16", 200, 9),
+]
 
 
 @pytest.fixture
 def tma_store(monkeypatch):
-    """wgmma.TMA_STORE on (D through the copy engine; off by default for now)."""
+    """wgmma.TMA_STORE on (D through the copy engine, the default), whatever the
+    module's default becomes."""
     from toolchain.compiler.targets.ptx.tensor import wgmma
     monkeypatch.setattr(wgmma, "TMA_STORE", True)
 
@@ -125,6 +134,21 @@ def test_d_through_the_copy_engine_is_exact(tma_store, schedule, M, N, K, grid, 
     workgroup ends: exact against the oracle, D's padding untouched."""
     sim, got, want, untouched = _run(M, N, K, grid, schedule, seed=seed, out=out, ldd=ldd,
                                      pitch=192 if schedule == "auto" else None)
+    np.testing.assert_array_equal(got, want)
+    assert untouched, "D's padding was written"
+    assert sim.stores > 0
+
+
+@pytest.mark.parametrize("schedule,M,N,K,grid,out,ldd,seed", WIDE_STORE_CASES)
+@pytest.mark.parametrize("ahead", [1, 0])
+def test_c_loaded_a_box_ahead_is_exact(tma_store, monkeypatch, ahead, schedule, M, N, K,
+                                       grid, out, ldd, seed):
+    """Several boxes a block, with the next box's C loaded before this box's sums and
+    without: exact, D's padding untouched, both buffers of every warp reused."""
+    from toolchain.compiler.targets.ptx.tensor import wgmma
+    monkeypatch.setattr(wgmma, "STORE_C_AHEAD", ahead)
+    sim, got, want, untouched = _run(M, N, K, grid, schedule, seed=seed, out=out, ldd=ldd,
+                                     bn=128)
     np.testing.assert_array_equal(got, want)
     assert untouched, "D's padding was written"
     assert sim.stores > 0
