@@ -143,3 +143,37 @@ def test_a_bad_word_lists_auto():
     d = exc.value.diagnostics[0]
     assert d.code == "E0340" and "must be one of cooperative, pingpong, auto" in d.message, d
     assert d.span is not None
+
+
+def _store_says(bn: int, out: str, schedule: str) -> str:
+    desc = TensorDesc(128, bn, 64, "f16", "f16", "f32", out, b_layout="col",
+                      scope="workgroup", persistent=8, schedule=schedule)
+    return (f"the launch gives {wgmma.shared_bytes(desc)} bytes of dynamic shared memory, "
+            f"else from the registers (the pipeline itself needs {wgmma.ring_bytes(desc)})")
+
+
+@pytest.mark.parametrize("bn,out,schedule,says,not_says", [
+    (256, "f16", "auto", _store_says(256, "f16", "auto"), "ping-pong branch stores"),
+    (192, "f16", "auto", "; its ping-pong branch stores from the registers", None),
+    (192, "f16", "pingpong", "D stored from the registers (a 96-column epilogue holds no "
+     "whole 128-byte box)", "copy engine"),
+    (256, "f32", "cooperative", _store_says(256, "f32", "cooperative"), None),
+])
+def test_explain_says_how_d_is_stored(tmp_path, bn, out, schedule, says, not_says):
+    """The launch size the store path's run-time test asks for, and the ring's, or why D
+    is stored from the registers."""
+    text = explain(tmp_path, "sm_90a", gemm_source("f16", bn=bn, out=out, persistent=True,
+                                                   schedule=schedule))
+    assert says in text
+    assert not_says is None or not_says not in text
+
+
+def test_explain_says_d_from_the_registers_when_the_switch_is_off(tmp_path, monkeypatch):
+    monkeypatch.setattr(wgmma, "TMA_STORE", False)
+    text = explain(tmp_path, "sm_90a", gemm_source("f16", persistent=True, schedule="auto"))
+    assert "; D stored from the registers" in text and "copy engine" not in text
+
+
+def test_explain_fp8_says_how_d_is_stored(tmp_path):
+    text = explain(tmp_path, "sm_90a", fp8_source(persistent=True, schedule="auto"))
+    assert "D stored through shared memory by the copy engine" in text

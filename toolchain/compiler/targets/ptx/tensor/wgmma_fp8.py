@@ -133,7 +133,7 @@ def lower(em, ins) -> None:
     remark(em, ins, f"tensor_matmul: FP8 {desc.a_type}x{desc.b_type} -> {desc.result_type}"
            f"{', per-tensor scales' if scale else ''}: {form}"
            f"{'; persistent tile loop' if tiles else ''}{schedule_remark(desc, why)}"
-           f"{cluster_remark(desc, why)}")
+           f"{cluster_remark(desc, why)}{wgmma.store_remark(desc) if why is None else ''}")
     if on_mma:
         sub = fp8_split_mma.sub_desc(desc, sub)
     each_tile(em, tiles, "wgf8_split", end, row, col, lambda r, c, then: _split(

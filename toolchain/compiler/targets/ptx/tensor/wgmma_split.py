@@ -166,7 +166,8 @@ def lower_any_matmul(em, ins) -> None:
         else:
             why = "an operand is not in global memory"
     remark(em, ins, (_persistent_remark(desc, why) if tiles else _region_remark(why))
-           + split_remark(em, desc) + schedule_remark(desc, why) + cluster_remark(desc, why))
+           + split_remark(em, desc) + schedule_remark(desc, why) + cluster_remark(desc, why)
+           + (wgmma.store_remark(desc) if why is None else ""))
     each_tile(em, tiles, "wgm_split", end, row, col, lambda r, c, then: _split(
         em, ins, desc, sub, ops, tid, ntid, then, fused, r, c))
     em.put(I.label(end))
