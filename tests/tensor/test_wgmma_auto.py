@@ -177,3 +177,11 @@ def test_explain_says_d_from_the_registers_when_the_switch_is_off(tmp_path, monk
 def test_explain_fp8_says_how_d_is_stored(tmp_path):
     text = explain(tmp_path, "sm_90a", fp8_source(persistent=True, schedule="auto"))
     assert "D stored through shared memory by the copy engine" in text
+
+
+@pytest.mark.parametrize("ahead", [1, 0])
+def test_explain_says_c_is_loaded_ahead_only_when_it_is(tmp_path, monkeypatch, ahead):
+    monkeypatch.setattr(wgmma, "STORE_C_AHEAD", ahead)
+    text = explain(tmp_path, "sm_90a", gemm_source("f16", persistent=True, schedule="auto"))
+    assert "D stored through shared memory by the copy engine" in text
+    assert ("the next box's C loaded before this box's sums" in text) == bool(ahead)

@@ -186,24 +186,6 @@ def tma_store(desc) -> bool:
     return TMA_STORE and box_n(desc) % store_cols(desc) == 0
 
 
-def store_remark(desc) -> str:
-    """The --explain words of how the pipeline stores D (tma_store, _store_pred)."""
-    forms = branches(desc) if auto(desc) else (desc,)
-    by_engine = [d for d in forms if tma_store(d)]
-    if not TMA_STORE:
-        return "; D stored from the registers"
-    if not by_engine:
-        return (f"; D stored from the registers (a {box_n(desc)}-column epilogue holds no "
-                f"whole {ROW_BYTES}-byte box)")
-    rest = "" if len(by_engine) == len(forms) else \
-        "; its ping-pong branch stores from the registers (a half tile holds no whole box)"
-    return (f"; D stored through shared memory by the copy engine, the next box's C loaded "
-            f"before this box's sums, when N, D's base and its row pitch are multiples of "
-            f"16 bytes and the launch gives {shared_bytes(desc)} bytes of dynamic shared "
-            f"memory, else from the registers (the pipeline itself needs "
-            f"{ring_bytes(desc)})" + rest)
-
-
 def store_buffers(desc) -> int:
     """Boxes a warp rotates through: STORE_BUFFERS when a tile's boxes per warp are a
     multiple of it (the rotation restarts in step at every tile, so a buffer's slot is

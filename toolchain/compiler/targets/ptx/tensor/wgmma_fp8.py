@@ -48,7 +48,8 @@ from .wgmma import SHAPES_N, shared_bytes, threads  # noqa: F401 (launch sizes: 
 from .wgmma_epilogue import Fused
 from .wgmma_persistent import Tiles, each_tile, tile_loop as _tile_loop  # noqa: F401 (tests)
 from .wgmma_split import (cluster_remark, entry_cap, linear_ids, native_refusal,
-                          pair_tiles, paired, round_robin, schedule_remark, sub_desc)
+                          pair_tiles, paired, round_robin, schedule_remark,
+                          store_remark, sub_desc)
 from ..lower_memory import SPACE
 
 # FP8's emission orders (wgmma.Elem) keep its PTX as it was when written on its own
@@ -133,7 +134,7 @@ def lower(em, ins) -> None:
     remark(em, ins, f"tensor_matmul: FP8 {desc.a_type}x{desc.b_type} -> {desc.result_type}"
            f"{', per-tensor scales' if scale else ''}: {form}"
            f"{'; persistent tile loop' if tiles else ''}{schedule_remark(desc, why)}"
-           f"{cluster_remark(desc, why)}{wgmma.store_remark(desc) if why is None else ''}")
+           f"{cluster_remark(desc, why)}{store_remark(desc, why)}")
     if on_mma:
         sub = fp8_split_mma.sub_desc(desc, sub)
     each_tile(em, tiles, "wgf8_split", end, row, col, lambda r, c, then: _split(

@@ -167,7 +167,7 @@ def lower_any_matmul(em, ins) -> None:
             why = "an operand is not in global memory"
     remark(em, ins, (_persistent_remark(desc, why) if tiles else _region_remark(why))
            + split_remark(em, desc) + schedule_remark(desc, why) + cluster_remark(desc, why)
-           + (wgmma.store_remark(desc) if why is None else ""))
+           + store_remark(desc, why))
     each_tile(em, tiles, "wgm_split", end, row, col, lambda r, c, then: _split(
         em, ins, desc, sub, ops, tid, ntid, then, fused, r, c))
     em.put(I.label(end))
@@ -227,6 +227,28 @@ def paired(em, g, tid: str, ok: str) -> tuple[str, bool | None, int]:
 def pair_tiles(em, desc, row, col, M, N):
     """The pipeline's (u32) tile loop: pair tiles for `cluster: 2` (wgmma_persistent)."""
     return Tiles(em, desc, row, col, M, N, wide=False, pair=desc.cluster == 2)
+
+
+def store_remark(desc, why: str | None) -> str:
+    """The --explain words of how the pipeline stores D (wgmma.tma_store, _store_pred;
+    nothing without the pipeline)."""
+    if why is not None:
+        return ""
+    if not wgmma.TMA_STORE:
+        return "; D stored from the registers"
+    forms = wgmma.branches(desc) if wgmma.auto(desc) else (desc,)
+    by_engine = [d for d in forms if wgmma.tma_store(d)]
+    if not by_engine:
+        return (f"; D stored from the registers (a {wgmma.box_n(desc)}-column epilogue "
+                f"holds no whole {wgmma.ROW_BYTES}-byte box)")
+    ahead = ", the next box's C loaded before this box's sums," if wgmma.STORE_C_AHEAD \
+        else ""
+    rest = "" if len(by_engine) == len(forms) else \
+        "; its ping-pong branch stores from the registers (a half tile holds no whole box)"
+    return (f"; D stored through shared memory by the copy engine{ahead} when N, D's base "
+            f"and its row pitch are multiples of 16 bytes and the launch gives "
+            f"{wgmma.shared_bytes(desc)} bytes of dynamic shared memory, else from the "
+            f"registers (the pipeline itself needs {wgmma.ring_bytes(desc)})" + rest)
 
 
 def cluster_remark(desc, why: str | None) -> str:
