@@ -19,14 +19,18 @@ FORMATS = {"e4m3": (4, 3, 7), "e5m2": (5, 2, 15)}
 def fp8_source(a: str = "e4m3", b: str = "e4m3", out: str = "bf16", scaled: bool = True,
                epilogue: str | None = None, persistent: bool = False, bm: int = BM,
                bn: int = BN, bk: int = BK, group: int = GROUP,
-               schedule: str | None = None, cluster: int = 1) -> str:
-    """kernel gemm8(a, b, c, d, m, n, k, lda, ldb, ldc, ldd, sa, sb[, epilogue params]):
+               schedule: str | None = None, cluster: int = 1,
+               workspace: bool = False) -> str:
+    """kernel gemm8(a, b, c, d, m, n, k, lda, ldb, ldc, ldd, sa, sb[, epilogue params]
+    [, ws]):
     D = C + sa*sb*(A*B) (A MxK row-major, B column-major, both FP8 bytes; C f32; D `out`);
     without `scaled` the scale pointers are taken but unused. One region per workgroup in
     groups of `group` row tiles, or `persistent`: the whole of D on any grid.
     `schedule`: the call's `schedule:` option (None: the cooperative default);
-    `cluster`: 2 adds `cluster: 2` (persistent only)."""
+    `cluster`: 2 adds `cluster: 2` (persistent only); `workspace`: a last parameter
+    `ws: uint32*` passed as `workspace: ws` (persistent only: stream-K)."""
     dty = "float32" if out == "f32" else "uint16"
+    ws = ", ws: uint32*" if workspace else ""
     scales = (",\n                a_scale_mode: per_tensor, a_scale_type: f32, a_scale: sa,"
               "\n                b_scale_mode: per_tensor, b_scale_type: f32, b_scale: sb"
               if scaled else "")
@@ -34,7 +38,7 @@ def fp8_source(a: str = "e4m3", b: str = "e4m3", out: str = "bf16", scaled: bool
 kernel gemm8(a: uint8*, b: uint8*, c: float32*, d: {dty}*,
              m: uint32, n: uint32, k: uint32,
              lda: uint32, ldb: uint32, ldc: uint32, ldd: uint32,
-             sa: float32*, sb: float32*{epilogue_params(dty, epilogue)}) {{
+             sa: float32*, sb: float32*{epilogue_params(dty, epilogue)}{ws}) {{
 """
     if persistent:
         origin, extra = "0, 0", f", persistent: {group}"
@@ -42,7 +46,7 @@ kernel gemm8(a: uint8*, b: uint8*, c: float32*, d: {dty}*,
     else:
         origin, extra = "row, column", ""
         body = raster(bm, bn, group)
-    extra += schedule_option(schedule, cluster)
+    extra += schedule_option(schedule, cluster) + (", workspace: ws" if workspace else "")
     return head + body + f"""\
   tensor_matmul(a, b, c, d, {origin}, m, n, k,
                 shape: m{bm}n{bn}k{bk}, a_type: {a}, b_type: {b}, accumulator_type: f32,

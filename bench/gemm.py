@@ -274,6 +274,45 @@ def check_auto(torch, dev, fmt, out, small: bool = False) -> int:
     return bad
 
 
+# (M, N, K, grid; 0: one workgroup per multiprocessor) with a `workspace:`: the last
+# round split 4 ways (32 tiles, 9 tiles of 4 K chunks), 3 ways (5000x3000x4104: 84 of 480
+# tiles), 2 ways (12 tiles on 5; 2 K chunks), not at all (one K chunk; K = 0), 4096^3
+STREAMK_CHECKS = ((1000, 1000, 1000, 0), (300, 520, 200, 0), (5000, 3000, 4104, 0),
+                  (300, 1000, 130, 5), (129, 257, 65, 0), (300, 520, 64, 0), (64, 64, 0, 0),
+                  (4096, 4096, 4096, 0))
+
+
+def check_streamk(torch, dev, fmt, out, small: bool = False) -> int:
+    """Stream-K (`workspace:`), cooperative and auto (both branches: pitch_pads), on
+    STREAMK_CHECKS, the split path (256 work-items) and C aliasing D (f32 D); then the
+    workspace's counters all back at zero, two launches of 5000x3000x4104 bitwise equal
+    (the parts are summed in one order whichever finishes last) and (not --small) that
+    shape STRESS times back to back; --small: three cases."""
+    bad = 0
+    for schedule in ("cooperative", "auto"):
+        g = H.Gemm(dev, fmt, out=out, persistent=True, schedule=schedule, workspace=True)
+        cases = schedule_cases(STREAMK_CHECKS, out, [(300, 520, 200, {"alias": True})])
+        if small:
+            cases = cases[:3]
+        for m, n, k, kw in cases:
+            for branch, pad in pitch_pads(k) if schedule == "auto" else (("", 8),):
+                err = H.check(torch, dev, g, fmt, m, n, k, pad=pad, **kw)
+                print(f"check {fmt}->{out} stream-K {schedule} {branch} {m}x{n}x{k} {kw}: "
+                      f"rel err {err:.3g}", flush=True)
+                bad += not err < H.TOLERANCE[out]
+        same = H.deterministic(torch, g, fmt, 5000, 3000, 4104)
+        left = sum(H.counters_left(torch, g, grid) for grid in g.work)
+        print(f"check {fmt}->{out} stream-K {schedule}: two launches bitwise equal: {same}; "
+              f"counters left non-zero: {left}", flush=True)
+        bad += (not same) + (left != 0)
+        if not small:
+            err = H.check(torch, dev, g, fmt, 5000, 3000, 4104, repeat=STRESS)
+            print(f"stress {fmt}->{out} stream-K {schedule} 5000x3000x4104 x{STRESS} back "
+                  f"to back: rel err {err:.3g}", flush=True)
+            bad += not err < H.TOLERANCE[out]
+    return bad
+
+
 # (M, N, K, grid; 0: the default), every grid even (whole clusters): 9 tiles as 6 pair
 # tiles on 2 clusters (rank 1 of the third row tile past M), 4 tiles as 2 pair tiles on 1,
 # 32 tiles as 16 pair tiles on 3 clusters (6, 5, 5), K = 0, 1 tile on 4 clusters (rank 1
@@ -439,6 +478,9 @@ def main() -> int:
     ap.add_argument("--check-cluster", action="store_true",
                     help="check only the `cluster: 2` kernels (--cluster-schedules, every "
                     "--out format)")
+    ap.add_argument("--check-streamk", action="store_true",
+                    help="check only the stream-K kernels (`workspace:`, cooperative and "
+                    "auto, every --out format)")
     ap.add_argument("--no-cluster", action="store_true",
                     help="leave out the `cluster: 2` columns")
     ap.add_argument("--cluster-stress", type=int, default=0,
@@ -454,6 +496,10 @@ def main() -> int:
                     help="KNOB=INT: also time `schedule: auto` compiled with the wgmma "
                          "module's KNOB set to INT (columns base, base/noC), an A/B of a "
                          "pipeline choice in the same interleaved rounds")
+    ap.add_argument("--workspace", action="store_true",
+                    help="give the `schedule: auto` kernels (and --baseline's) a stream-K "
+                         "`workspace:` and one workgroup per multiprocessor; A/B with "
+                         "--baseline STREAM_K=0")
     ap.add_argument("--pingpong-stages", type=int, default=0,
                     help="override wgmma.PINGPONG_MAX_STAGES (the ping-pong ring depth)")
     ap.add_argument("--epilogue-batch", type=int, default=0,
@@ -501,7 +547,7 @@ def main() -> int:
         print("CHECK", "FAILED" if bad else "OK")
         return 1 if bad else 0
     if args.check_persistent or args.check_pingpong or args.check_auto or \
-            args.check_cluster:
+            args.check_cluster or args.check_streamk:
         dev0 = mettle.device(0)
         bad = sum(check_persistent(torch, dev0, f, o) for f, o in configs(outs)) \
             if args.check_persistent else 0
@@ -510,6 +556,8 @@ def main() -> int:
                        for f, o in configs(outs))
         if args.check_auto:
             bad += sum(check_auto(torch, dev0, f, o, args.small) for f, o in configs(outs))
+        if args.check_streamk:
+            bad += sum(check_streamk(torch, dev0, f, o, args.small) for f, o in configs(outs))
         if args.check_cluster:
             bad += sum(check_cluster(torch, dev0, f, o, sch, args.small, not args.no_stress)
                        for f, o in configs(outs) for sch in cl_scheds)
@@ -543,8 +591,8 @@ def main() -> int:
         {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="pingpong")
          for f, o in pairs}
     agemms = None if args.no_persistent or args.no_auto else \
-        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="auto")
-         for f, o in pairs}
+        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="auto",
+                        workspace=args.workspace) for f, o in pairs}
     clgemms, ppclgemms, auclgemms = (
         {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule=sch,
                         cluster=2) for f, o in pairs}
@@ -554,8 +602,8 @@ def main() -> int:
     if args.baseline:                        # knob, value: parsed and checked above
         kept = getattr(wgmma, knob)
         setattr(wgmma, knob, type(kept)(int(value)))
-        bgemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="auto")
-                  for f, o in pairs}
+        bgemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="auto",
+                                 workspace=args.workspace) for f, o in pairs}
         if epilogues:
             bepi_gemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, epilogue=epilogues[0])
                           for f, o in pairs}

@@ -12,7 +12,7 @@ import ctypes
 import os
 
 import mettle
-from wgmma_kernels import BM, BN, EPILOGUES, gemm_source, grid, \
+from wgmma_kernels import BM, BN, EPILOGUES, SMS, gemm_source, grid, \
     native_launch, persistent_grid  # noqa: F401
 
 
@@ -45,16 +45,19 @@ class Gemm:
     the region; its launch then passes an Epilogue's operands too. `persistent`: one
     `persistent: 8` call over the whole of D, launched on persistent_grid workgroups (or
     the launcher's `grid`). `schedule`: the call's `schedule:` option (None: none).
-    `cluster`: 2 adds `cluster: 2` (persistent: clusters of 2, an even grid)."""
+    `cluster`: 2 adds `cluster: 2` (persistent: clusters of 2, an even grid).
+    `workspace`: stream-K through a zeroed workspace of wgmma_streamk.workspace_bytes
+    (persistent, one workgroup per multiprocessor whatever the tile count)."""
 
     def __init__(self, dev, fmt: str, arch: str = "sm_90a", bm: int = BM, bn: int = BN,
                  out: str = "f32", epilogue: str | None = None, persistent: bool = False,
-                 schedule: str | None = None, cluster: int = 1):
-        self.persistent, self.pair = persistent, cluster
+                 schedule: str | None = None, cluster: int = 1, workspace: bool = False):
+        self.persistent, self.pair, self.workspace = persistent, cluster, workspace
         self.module = compile_module(gemm_source(fmt, bm, bn, out=out, epilogue=epilogue,
                                                  persistent=persistent, schedule=schedule,
-                                                 cluster=cluster),
+                                                 cluster=cluster, workspace=workspace),
                                      arch)
+        self.work = {}                        # grid -> its workspace
         self.ptx = self.module.ptx
         self.fn = self.module.gemm
         self.bm, self.bn, self.out, self.epilogue = bm, bn, out, epilogue
@@ -70,6 +73,8 @@ class Gemm:
             return grid(m, n, self.bm, self.bn, self.cluster)
         if self.pair == 2:
             return persistent_grid(m, n, self.bm, self.bn, CLUSTER_SMS, cluster=2)
+        if self.workspace:                    # the last round's parts use every one
+            return SMS
         return persistent_grid(m, n, self.bm, self.bn)
 
     def launcher(self, a, bt, c, d, m, n, k, threads=None, shared=None, epi=None,
@@ -83,10 +88,24 @@ class Gemm:
         if self.epilogue:
             args += epi.args()
         g = grid_x or self.grid(m, n)
+        if self.workspace:
+            args.append(self.workspace_for(g))
         th = self.threads if threads is None else threads
         sh = self.shared if shared is None else shared
         bound = self.fn[g, th]
         return lambda: bound(*args, shared=sh)
+
+
+    def workspace_for(self, grid_x: int):
+        """The zeroed uint32 workspace of a grid_x launch (kept: the kernel leaves it zero)."""
+        if grid_x not in self.work:
+            import torch
+            from types import SimpleNamespace
+            from toolchain.compiler.targets.ptx.tensor.wgmma_streamk import workspace_bytes
+            words = workspace_bytes(SimpleNamespace(m=self.bm, n=self.bn), grid_x) // 4
+            self.work[grid_x] = torch.zeros(words, dtype=torch.int32,
+                                            device="cuda").view(torch.uint32)
+        return self.work[grid_x]
 
 
 def torch_dtype(torch, fmt: str):
@@ -126,6 +145,30 @@ def check(torch, dev, gemm: Gemm, fmt: str, m: int, n: int, k: int, pad: int = 8
     if torch.isnan(d).any() or not torch.isnan(dfull[:, n:]).all():
         return float("inf")
     return ((d.float() - ref).norm() / ref.norm()).item()
+
+
+def deterministic(torch, gemm: Gemm, fmt: str, m: int, n: int, k: int) -> bool:
+    """Two launches on the same operands write the same D, bit for bit."""
+    dtype = torch.float16 if fmt == "f16" else torch.bfloat16
+    a = torch.randn(m, k + 8, device="cuda").to(dtype)[:, :k]
+    bt = torch.randn(n, k + 8, device="cuda").to(dtype)[:, :k]
+    c = torch.randn(m, n, device="cuda")
+    ds = [torch.full((m, n), float("nan"), device="cuda", dtype=torch_dtype(torch, gemm.out))
+          for _ in range(2)]
+    for d in ds:
+        gemm.launcher(a, bt, c, d, m, n, k)()
+    torch.cuda.synchronize()
+    return bool(torch.equal(ds[0].view(torch.int16 if gemm.out != "f32" else torch.int32),
+                            ds[1].view(torch.int16 if gemm.out != "f32" else torch.int32)))
+
+
+def counters_left(torch, gemm: Gemm, grid_x: int) -> int:
+    """The stream-K counters of gemm's grid_x workspace that are not zero (each launch
+    must leave them all zero for the next)."""
+    from toolchain.compiler.targets.ptx.tensor.wgmma_streamk import counter_bytes
+    torch.cuda.synchronize()
+    words = gemm.work[grid_x].view(torch.int32)[:counter_bytes(grid_x) // 4]
+    return int(torch.count_nonzero(words).item())
 
 
 class Epilogue:

@@ -54,7 +54,7 @@ def raster(bm: int, bn: int, group: int) -> str:
 def gemm_source(fmt: str = "f16", bm: int = BM, bn: int = BN, group: int = GROUP,
                 out: str = "f32", epilogue: str | None = None,
                 persistent: bool = False, schedule: str | None = None,
-                cluster: int = 1) -> str:
+                cluster: int = 1, workspace: bool = False) -> str:
     """The whole GEMM: one workgroup per bm x bn region of D = A*B + C, tiles visited in
     groups of `group` row tiles (each column sweep reuses those A rows from L2). `out`:
     D's format (f32, or f16/bf16 rounded once from the f32 sum; C stays f32).
@@ -62,8 +62,11 @@ def gemm_source(fmt: str = "f16", bm: int = BM, bn: int = BN, group: int = GROUP
     the same tile order as `persistent: group` on one call, for any grid (launch about
     one workgroup per multiprocessor: persistent_grid). `schedule`: the call's
     `schedule:` option (None: none, the cooperative default); `cluster`: 2 adds
-    `cluster: 2` (persistent only: launch persistent_grid(..., cluster=2))."""
+    `cluster: 2` (persistent only: launch persistent_grid(..., cluster=2)); `workspace`:
+    a last parameter `ws: uint32*` passed as `workspace: ws` (persistent only: stream-K,
+    wgmma_streamk.workspace_bytes)."""
     sched = schedule_option(schedule, cluster)
+    ws_param, ws_opt = (", ws: uint32*", ", workspace: ws") if workspace else ("", "")
     dty = "float32" if out == "f32" else "uint16"
     types = "output_type: f32" if out == "f32" else \
         f"accumulator_type: f32, result_type: {out}"
@@ -71,10 +74,10 @@ def gemm_source(fmt: str = "f16", bm: int = BM, bn: int = BN, group: int = GROUP
         return f"""\
 kernel gemm(a: uint16*, b: uint16*, c: float32*, d: {dty}*,
             m: uint32, n: uint32, k: uint32,
-            lda: uint32, ldb: uint32, ldc: uint32, ldd: uint32{epilogue_params(dty, epilogue)}) {{
+            lda: uint32, ldb: uint32, ldc: uint32, ldd: uint32{epilogue_params(dty, epilogue)}{ws_param}) {{
   tensor_matmul(a, b, c, d, 0, 0, m, n, k,
                 shape: m{bm}n{bn}k64, input_type: {fmt}, {types},
-                a_layout: row, b_layout: col, scope: workgroup, persistent: {group}{sched},
+                a_layout: row, b_layout: col, scope: workgroup, persistent: {group}{sched}{ws_opt},
                 lda: lda, ldb: ldb, ldc: ldc, ldd: ldd{epilogue_options(epilogue)});
 }}
 """

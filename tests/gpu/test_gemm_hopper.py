@@ -119,6 +119,19 @@ def test_auto_both_branches_tails_alias_and_stress():
     assert out.count(" auto aligned ") == out.count(" auto misaligned ") >= 4 * 3, out
 
 
+def test_stream_k_tails_alias_determinism_and_stress():
+    """Stream-K (`workspace:`; bench/gemm.py --check-streamk), cooperative and auto (both
+    branches): the last round split 4, 3 and 2 ways and not at all (one K chunk, K = 0),
+    5000x3000x4104 and 4096^3, the split path, C aliasing D, f16/bf16 with f32 and
+    16-bit results; every counter left at zero, two launches bitwise equal, and 200
+    launches of 5000x3000x4104 back to back per schedule; --small under a sanitizer."""
+    small = ["--small"] if os.environ.get("METTLE_GPU_SANITIZER") else []
+    out = _run("--check-streamk", "--no-bench", *small, timeout=400)
+    assert "CHECK OK" in out, out
+    assert out.count("two launches bitwise equal: True; counters left non-zero: 0") == 8, out
+    assert out.count(" stream-K cooperative ") >= 4 * 3, out
+
+
 def test_all_tails_and_large():
     """Adds 1000^3, K = 0 (D = C), 4096^3 and 5000x3000x4104."""
     if os.environ.get("METTLE_GPU_SANITIZER"):

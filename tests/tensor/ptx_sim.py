@@ -440,7 +440,31 @@ def _sparse_frags(th, ln, a_words, b_words, ops, A, B, t) -> None:
 
 # ---------------------------------------------------------------- the machine
 _ARITH = {"add", "sub", "mul", "mad", "div", "rem", "shl", "shr", "and", "or", "xor"}
-_COLLECTIVE = ("mma", "bar")
+_COLLECTIVE = ("mma", "bar", "shfl")
+
+
+def warp_shfl(op: str, lanes: list, ops) -> None:
+    """`shfl.sync.idx.b32 d, a, lane, 31, -1` over a whole warp (the only form the
+    tensor lowerings use): every lane reads `lane`'s a."""
+    if not op.startswith("shfl.sync.idx.b32") or len(lanes) != 32:
+        raise SimError(f"unsupported shuffle {op} over {len(lanes)} lanes")
+    by_lane = {th.lane: th for th in lanes}
+    vals = {th.lane: by_lane[th.val(ops[2]) & 31].val(ops[1]) for th in lanes}
+    for th in lanes:
+        th.regs[ops[0]] = vals[th.lane] & M32
+
+
+def atom(th, parts, ops) -> None:
+    """`atom.<sem>.<scope>.global.{add,exch}.u32 d, [a], v`: one thread at a time (the
+    simulator runs threads one by one, so every atomic is)."""
+    kind, ty = parts[-2], parts[-1]
+    if ty != "u32" or kind not in ("add", "exch"):
+        raise SimError(f"unsupported atomic {'.'.join(parts)}")
+    at = th.addr(ops[1])
+    old = th.sim.mem.load(at, 4)
+    v = th.val(ops[2])
+    th.sim.mem.store(at, 4, (old + v) & M32 if kind == "add" else v & M32)
+    th.regs[ops[0]] = old
 MAX_STEPS = 50_000_000
 
 
@@ -484,9 +508,11 @@ class Sim:
         gx, gy, gz = self.grid
         for cz in range(gz):
             for cy in range(gy):
-                for cx in range(gx):
+                for cx in (range(gx)[::-1] if self.reverse_x else range(gx)):
                     self._block((cx, cy, cz))
         return self.mem
+
+    reverse_x = False                           # run x's blocks last to first (stream-K)
 
     def _new_memory(self) -> Memory:
         return Memory()
@@ -527,6 +553,8 @@ class Sim:
                 if op.startswith("mma"):
                     warp_mma(op, group, ops)
                     self.mmas += 1
+                elif op.startswith("shfl"):
+                    warp_shfl(op, group, ops)
                 for t in group:
                     t.wait, t.pc = None, t.pc + 1
                 return True
@@ -608,6 +636,8 @@ class Sim:
                 size = th.val(ops[2])
                 for i in range(size):
                     self.mem.store(th.addr(ops[0]) + i, 1, self.mem.load(th.addr(ops[1]) + i, 1))
+        elif base == "atom":
+            atom(th, parts, ops)
         elif base == "activemask":
             th.regs[ops[0]] = sum(1 << t.lane for t in self._warp(th))
         else:

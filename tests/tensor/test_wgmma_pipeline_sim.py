@@ -10,6 +10,8 @@ ping-pong kernel whose consumers do not skip the other's half tile must deadlock
 and one that releases a stage before its group retires must be caught."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -18,22 +20,27 @@ from bench.fp8_kernels import native_launch as fp8_launch
 from bench.wgmma_kernels import gemm_source, native_launch
 from tests.support import tensor_oracle as O
 from toolchain.compiler.targets.ptx.tensor import wgmma_pingpong
+from toolchain.compiler.targets.ptx.tensor import wgmma_streamk as streamk
 
 from .kernels import compile_ptx
 from .ptx_sim import SimError
 from .wgmma_sim import PipelineSim
 
 BN = 64                                      # small tiles: 128x64 (ping-pong halves 128x32)
+GUARD, GUARD_WORD = 64, 0xDEADBEEF           # words after a stream-K workspace
 
 
 def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=None,
-         pitch=None, sim=PipelineSim, cluster=None, ldd=None, shared=None, bn=BN):
+         pitch=None, sim=PipelineSim, cluster=None, ldd=None, shared=None, bn=BN,
+         workspace=False):
     """(sim, D as computed, D wanted, D's padding untouched); `pitch`: A's and B's row
     pitch in elements (default: K rounded up to 16 bytes, plus 16); `sim`: the simulator
     class (cluster_sim.ClusterSim for clusters); `cluster`: the call's `cluster:` option;
     `ldd`: D's row pitch (default: even; a multiple of 16 bytes takes the copy engine's
     store path, where the tile's width holds whole boxes); `shared`: the launch's dynamic
-    shared bytes (default: wgmma.shared_bytes); `bn`: the tile's width."""
+    shared bytes (default: wgmma.shared_bytes); `bn`: the tile's width; `workspace`: a
+    zeroed stream-K workspace of wgmma_streamk.workspace_bytes, then GUARD words of
+    GUARD_WORD (the kernel's last parameter, read back as sim.mem.read("ws"))."""
     rng = np.random.default_rng(M * 3 + N * 5 + K)
     lda = ldb = pitch or -(-K // 8) * 8 + 8  # 16-byte row pitches (the pipeline's rule)
     ldc = N + 2 + N % 2                      # even pitches (the pipeline's rule)
@@ -51,10 +58,14 @@ def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=No
     D = np.full(M * ldd + 8, np.nan, np.float32) if out == "f32" else \
         np.full(M * ldd + 8, 0x7E00, np.uint16)           # NaN either way
     src = gemm_source(fmt, bn=bn, out=out, persistent=persistent, schedule=schedule,
-                      cluster=cluster or 1)
+                      cluster=cluster or 1, workspace=workspace)
     threads, need = native_launch(fmt, 128, bn, out, schedule)
     args = [("buf", "a", A.ravel()), ("buf", "b", B.ravel()), ("buf", "c", C.ravel()),
             ("buf", "d", D)] + [("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)]
+    if workspace:
+        words = streamk.workspace_bytes(SimpleNamespace(m=128, n=bn), grid) // 4
+        args.append(("buf", "ws", np.concatenate([np.zeros(words, np.uint32),
+                                                  np.full(GUARD, GUARD_WORD, np.uint32)])))
     want = c + a.astype(np.float64) @ b.astype(np.float64).T
     if out == "f16":                         # every sum is exact: one rounding to D
         want = want.astype(np.float16).view(np.uint16)
@@ -288,3 +299,46 @@ def test_the_ring_alone_stores_d_from_the_registers(tma_store):
                                      shared=wgmma.ring_bytes(desc))
     np.testing.assert_array_equal(got, want)
     assert untouched and sim.stores == 0 and sim.wgmmas == 4 * 3 * 8
+
+
+# (schedule, M, N, K, grid, D's format, ldd, reverse, seed): T tiles of 128x64 on W
+# workgroups, the last round's r = T mod W tiles cut into s parts (wgmma_streamk.plan)
+STREAMK_CASES = [
+    ("cooperative", 150, 70, 450, 3, "f32", 72, False, None),  # T 4, r 1: s 3, nk 8
+    ("cooperative", 150, 70, 450, 3, "f32", 72, True, 1),      # part 0 counts last
+    ("cooperative", 150, 64, 130, 4, "f32", 64, True, None),   # T 2 < W: s 2, the grid
+    ("cooperative", 280, 128, 450, 4, "f16", 136, False, 2),   # T 6, r 2: s 2, D by TMA
+    ("auto", 280, 128, 450, 4, "bf16", 136, True, 3),          # auto's cooperative branch
+    ("cooperative", 150, 70, 64, 3, "f32", 72, False, None),   # nk 1: no split
+    ("cooperative", 150, 70, 0, 3, "f32", 72, False, None),    # K = 0: D = C
+]
+
+
+@pytest.mark.parametrize("schedule,M,N,K,grid,out,ldd,reverse,seed", STREAMK_CASES)
+def test_stream_k_parts_meet_in_the_workspace(tma_store, monkeypatch, schedule, M, N, K,
+                                              grid, out, ldd, reverse, seed):
+    """`workspace:`: the last round's tiles split along K, every part's warps storing
+    their partial sums, the last to count summing them in part order and storing D
+    (whichever part that is: the workgroups also run last to first): exact against the
+    oracle, D's padding and the words after the workspace untouched, every counter back
+    at zero for the next launch, and each K chunk of each tile computed once."""
+    monkeypatch.setattr(PipelineSim, "reverse_x", reverse)
+    sim, got, want, untouched = _run(M, N, K, grid, schedule, seed=seed, out=out, ldd=ldd,
+                                     workspace=True,
+                                     pitch=456 if schedule == "auto" else None)
+    np.testing.assert_array_equal(got, want)
+    assert untouched, "D's padding was written"
+    ws = sim.mem.read("ws")
+    assert (ws[-GUARD:] == GUARD_WORD).all(), "written past the workspace"
+    assert not ws[:streamk.counter_bytes(grid) // 4].any(), "a counter was left non-zero"
+    assert sim.wgmmas == -(-M // 128) * -(-N // BN) * -(-K // 64) * 4 * 2
+
+
+def test_stream_k_splits_the_last_round():
+    """The split really happens (partial sums reach the workspace): the cases above
+    would pass unsplit too."""
+    sim, got, want, _ = _run(150, 70, 450, 3, "cooperative", workspace=True)
+    np.testing.assert_array_equal(got, want)
+    ws = sim.mem.read("ws")
+    slots = ws[streamk.counter_bytes(3) // 4:-GUARD].view(np.float32)
+    assert np.count_nonzero(slots) > 0, "no partial sums in the workspace"

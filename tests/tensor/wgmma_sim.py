@@ -41,7 +41,7 @@ import numpy as np
 
 from tests.support import tensor_oracle as O
 
-from .ptx_sim import Sim, SimError, _signed
+from .ptx_sim import Sim, SimError, _signed, warp_shfl
 from .wgmma_desc import accumulators, operand, values
 
 ELEM_BYTES = {0: 1, 6: 2, 7: 4, 10: 2}      # tensormap elemtype codes: u8, f16, f32, bf16
@@ -127,6 +127,8 @@ class PipelineSim(Sim):
                     self._wgmma(group)
                 elif th.wait.startswith("mma"):
                     raise SimError("warp mma in the pipeline")
+                elif th.wait.startswith("shfl"):
+                    warp_shfl(th.wait, group, self.code[th.pc][3])
                 for t in group:
                     t.wait, t.pc = None, t.pc + 1
                 return True

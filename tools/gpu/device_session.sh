@@ -23,6 +23,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_store_cost  # the GEMM without D stores
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_tma_store  # D through the copy engine
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_c_ahead    # C's loads a box ahead
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_streamk    # stream-K: checks, A/B
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -420,6 +421,34 @@ gemm_c_ahead() {
   store_checks
 }
 
+gemm_streamk() {
+  # stream-K (`workspace:`): its checks, compute-sanitizer on two split launches, then the
+  # table's `auto` with a workspace against the same kernel with STREAM_K=0 (the split
+  # off), AB_REPEAT times (default 2), f16 and bf16
+  step "stream-K checks"
+  timeout 300 python3 bench/gemm.py --check-streamk --no-bench --out f32,f16 \
+    > "$OUT/gemm_check_streamk.txt" 2>&1 &
+  for tool in memcheck racecheck; do
+    timeout 300 compute-sanitizer --tool $tool python3 tools/gpu/gemm_case.py 1000x1000x1000 \
+      --schedule cooperative --fmt f16 --out f16 --workspace \
+      > "$OUT/sanitizer_${tool}_streamk.txt" 2>&1 &
+  done
+  wait
+  grep -E "stream-K .*(inf|nan)|bitwise|stress|CHECK" "$OUT/gemm_check_streamk.txt" | head -40
+  report_checks gemm_check_streamk
+  for tool in memcheck racecheck; do
+    echo "$tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|wrong' "$OUT/sanitizer_${tool}_streamk.txt" | tr '\n' ' ')"
+  done
+  for i in $(seq ${AB_REPEAT:-2}); do
+    step "A/B stream-K $i"
+    name=gemm_ab_streamk_$i
+    timeout 200 python3 bench/gemm.py --out f32,f16 --formats ${AB_FORMATS:-f16,bf16} --workspace \
+      --no-cluster --fp8 "" --baseline STREAM_K=0 --json "$OUT/$name.json" > "$OUT/$name.txt" 2>&1
+    grep "^row" "$OUT/$name.txt" | cut -c6- | awk 'NR == 1 {print "row auto auto/noC base base/noC torch"; next}
+      {print $1, $2, $4, $5, $(NF-3), $(NF-2), $16}'
+  done
+}
+
 store_checks() {
   # the cases around D's store rule (N a whole number of 16-byte units), every schedule's
   # checks, the fused epilogues and FP8 on the GPU, compute-sanitizer on the store path
@@ -492,7 +521,8 @@ case "$MODE" in
   gemm_store_cost) gemm_store_cost ;;
   gemm_tma_store) gemm_tma_store ;;
   gemm_c_ahead) gemm_c_ahead ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead" >&2
+  gemm_streamk) gemm_streamk ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk" >&2
      exit 2 ;;
 esac
 

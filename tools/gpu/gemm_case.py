@@ -4,6 +4,7 @@ padding and of wrong values, against torch in fp32.
 
     python3 tools/gpu/gemm_case.py 129x257x65 [--fmt bf16] [--out f32] [--schedule auto]
                                    [--grid 3] [--pad 63] [--dpad 8] [--knob TMA_STORE=0 ...]
+                                   [--workspace]
 
 `pad`: elements past K of A's and B's rows and past N of C's (and D's, unless --dpad).
 
@@ -41,6 +42,7 @@ def main() -> int:
     ap.add_argument("--pad", type=int, default=8)
     ap.add_argument("--dpad", type=int, default=None)
     ap.add_argument("--knob", action="append", default=[])
+    ap.add_argument("--workspace", action="store_true", help="stream-K (`workspace:`)")
     args = ap.parse_args()
     from toolchain.compiler.targets.ptx.tensor import wgmma
     for kv in args.knob:
@@ -51,7 +53,7 @@ def main() -> int:
     import gemm_hopper as H
     m, n, k = (int(x) for x in args.shape.split("x"))
     g = H.Gemm(mettle.device(0), args.fmt, out=args.out, persistent=True,
-               schedule=args.schedule)
+               schedule=args.schedule, workspace=args.workspace)
     dtype = torch.float16 if args.fmt == "f16" else torch.bfloat16
     torch.manual_seed(0)
     pad = args.pad

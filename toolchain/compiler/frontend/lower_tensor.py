@@ -58,7 +58,9 @@ FUSED_OPTIONS = {"bias", "ldbias", *_FUSED_WORDS, *_EPI_SCALARS}
 # and `schedule: cooperative|pingpong` picks how the sm_90a pipeline's two consumer
 # warpgroups share the work (docs/reference/gemm.md "Ping-pong schedule"); `cluster: 2`
 # pairs a persistent loop's workgroups (docs/reference/gemm.md "Clusters of 2")
-MATMUL_ONLY = {"persistent", "schedule", "cluster"}
+# `workspace: w` (a uint32*) lets the cooperative pipeline split the last round's tiles
+# along K (docs/reference/gemm.md "Stream-K")
+MATMUL_ONLY = {"persistent", "schedule", "cluster", "workspace"}
 
 
 def tensor_call(lw, e: A.Call, name: str):
@@ -293,8 +295,31 @@ def _mma(lw, e: A.Call, matmul: bool):
                           f"{what} have no default leading dimension)", e.span,
                           help=f"add `{key}: <stride>` (a constant or a uniform integer)")
     controls = [_control(lw, a) for a in e.args[4:]]
+    if "workspace" in opts:
+        _workspace(lw, e, desc, opts, named)
     epi = _fused(lw, e, desc, fused, named) if fused else None
     return lw.b.tensor_matmul(desc, *ptrs, controls, named, span=e.span, epilogue=epi)
+
+
+def _workspace(lw, e: A.Call, desc: T.TensorDesc, opts: dict, named: dict) -> None:
+    """`workspace: w`: a uint32* the stream-K split meets in; only a persistent
+    workgroup loop of one workgroup per cluster in the cooperative schedule (or auto,
+    whose cooperative branch splits) has a last round to split (E0340)."""
+    expr, at = opts["workspace"]
+    why = None
+    if desc.scope != "workgroup" or not desc.persistent:
+        why = "`workspace:` splits the last round of a persistent tile loop"
+        help_ = "add `scope: workgroup, persistent: 8` or drop `workspace:`"
+    elif desc.cluster != 1:
+        why = "`workspace:` splits tiles one workgroup at a time, not in clusters of 2"
+        help_ = "drop `cluster: 2` or drop `workspace:`"
+    elif desc.schedule == "pingpong":
+        why = "`workspace:` splits the cooperative schedule's tiles, not ping-pong's"
+        help_ = "use `schedule: cooperative` or `schedule: auto`, or drop `workspace:`"
+    if why:
+        raise lw.fail("E0340", why, at, help=help_)
+    named["workspace"] = _pointer(lw, expr, U32, "`workspace:`",
+                                  "the stream-K counters and partial sums")
 
 
 def _fused(lw, e: A.Call, desc: T.TensorDesc, opts: dict, named: dict) -> T.EpilogueDesc:

@@ -499,7 +499,7 @@ class Builder:
         _check(len(controls) == 5 and all(v.type == U32 for v in controls),
                "tensor.matmul needs five u32 controls (row, column, M, N, K)")
         extra = T.MATMUL_EPILOGUE_ROLES if epilogue is not None else ()
-        ops, roles = self._tensor_named(desc, T.MMA_ROLES + extra, named)
+        ops, roles = self._tensor_named(desc, T.MMA_ROLES + T.MATMUL_ROLES + extra, named)
         self._tensor_validate(T.validate_desc(desc, roles))
         if epilogue is not None:
             self._tensor_validate(T.validate_matmul_epilogue(desc, epilogue, roles))

@@ -48,7 +48,8 @@ EPILOGUE_ROLES = ("bias", "alpha", "beta", "clamp_min", "clamp_max", "ldd", "ldb
 # A fused epilogue on tensor.matmul (attrs["epilogue"]): its runtime operands follow the
 # matmul's own roles; D's stride is the matmul's ldd
 MATMUL_EPILOGUE_ROLES = ("bias", "alpha", "beta", "clamp_min", "clamp_max", "ldbias")
-POINTER_ROLES = ("a", "b", "c", "d", "metadata", "a_scale", "b_scale", "bias")
+MATMUL_ROLES = ("workspace",)          # tensor.matmul only: the stream-K workspace
+POINTER_ROLES = ("a", "b", "c", "d", "metadata", "a_scale", "b_scale", "bias", "workspace")
 
 
 def storage_type(fmt: str) -> Type:

@@ -249,8 +249,10 @@ def wgmma_mma_async_rs(n: int, d_type: str, a_type: str, b_type: str, d, a, b_de
 
 
 def ld_vec(space: str, ty: str, values: Vec, addr: Addr,
-           guard: str | None = None) -> PtxInstr:
-    return _op(f"ld{_space(space)}.v{len(values.regs)}.{_t(ty)}", (values,), (addr,), guard)
+           guard: str | None = None, cache: str = "") -> PtxInstr:
+    """`ld<space>[.<cache>].v<n>.<ty>` (`cache`: one of CACHE_HINTS, "" none)."""
+    return _op(_access_name("ld", _space(space), cache, len(values.regs), _t(ty)), (values,),
+               (addr,), guard)
 
 
 def fma(ty: str, d, a, b, c, rounding: str = "rn") -> PtxInstr:
@@ -432,7 +434,7 @@ def _cvt_name(to: str, frm: str, rounding: str) -> str:
     return f"cvt{'.' + rounding if rounding else ''}.{_t(to)}.{_t(frm)}"
 
 
-CACHE_HINTS = frozenset(("", "L1::evict_last", "cs"))
+CACHE_HINTS = frozenset(("", "L1::evict_last", "cs", "cg"))   # cg: L2 only, not L1
 
 
 def _access_name(opcode: str, space: str, cache: str, count: int, ty: str) -> str:

@@ -52,6 +52,9 @@ class Region:
     M: str
     N: str
     K: str
+    W: str | None = None             # tensor_matmul's `workspace:` (u64), or None
+    kc: tuple | None = None          # a tile loop's K chunks [first, end) (None: all)
+    unit: str | None = None          # a tile loop's unit counter (stream-K's fixup)
 
 
 def native_region_pred(em, g: Region, k: int, ok: str | None = None,

@@ -52,6 +52,7 @@ from .. import isa
 from .. import ops as I
 from . import mbarrier as mb
 from . import tma
+from . import wgmma_streamk as streamk
 from .common import label
 from .wgmma_epilogue import NativeBias
 from .wgmma_persistent import Tiles, tile_loop as _tile_loop
@@ -77,6 +78,9 @@ PINGPONG_C_FIRST = False                  # True: ping-pong consumers load C int
 #                                           bench/gemm.py --baseline PINGPONG_C_FIRST=1)
 CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
 #                                           experimental: docs/reference/gemm.md "Status")
+STREAM_K = True                           # a `workspace:` splits the last round of tiles
+#                                           along K (wgmma_streamk; False: ignored, the
+#                                           A/B baseline of bench/gemm.py --workspace)
 TMA_STORE = True                          # D leaves through shared memory and the copy
 #                                           engine (store_epilogue) where _store_pred
 #                                           holds (False: st.global from the registers
@@ -383,6 +387,8 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     if pp:
         from . import wgmma_pingpong
         assert share in (None, True)         # only `cluster: 2` pairs ping-pong
+    elif tiles is not None and g.W is not None and not share and STREAM_K:
+        tiles = tiles.split_k(g.W, g.K, elem.bk)     # stream-K (wgmma_streamk)
     mod = em.module
     dyn = mod._fresh(f"{em.fn.name}_{elem.ring}")
     mod.shared_out.append(f".extern .shared .align 1024 .b8 {dyn}[];")
@@ -578,8 +584,14 @@ def _producer_body(em, g, elem: Elem, ring, share, tiles, done, p, half, slot_a,
     g, close = _tile_loop(em, g, tiles, f"{tag}_prod")
     pair = pair_regs(em) if share else None
     top, region_done = label(em, f"{tag}_prod"), label(em, f"{tag}_prod_region")
-    em.put(I.mov("u32", kb, 0), I.mov("u32", k0, 0), I.label(top),
-           I.setp("ge", "u32", p, kb, nk), I.bra(region_done, guard=p),
+    end = nk
+    if g.kc:                                         # stream-K: this unit's K chunks
+        end = g.kc[1]
+        em.put(I.mov("u32", kb, g.kc[0]),
+               I.binary("shl", "b32", k0, kb, elem.bk.bit_length() - 1))
+    else:
+        em.put(I.mov("u32", kb, 0), I.mov("u32", k0, 0))
+    em.put(I.label(top), I.setp("ge", "u32", p, kb, end), I.bra(region_done, guard=p),
            I.mad("lo", "u32", eb, s, 8, empty))
     mb.wait(em, eb, ph, cluster=share is not None)
     em.put(I.mad("lo", "u32", fb, s, 8, full))
@@ -588,7 +600,7 @@ def _producer_body(em, g, elem: Elem, ring, share, tiles, done, p, half, slot_a,
     tma.load_2d(em, dst_a, slot_a, k0, g.row, fb)
     load_b(em, share, pair, dst_b, slot_b, k0, g.col, fb, half)
     if PREFETCH_C_AHEAD and elem.knobs:
-        _prefetch_c(em, g, kb, nk)
+        _prefetch_c(em, g, kb, end)
     _advance(em, kb, s, ph, S)
     em.put(I.binary("add", "u32", k0, k0, elem.bk), I.bra(top, uniform=True),
            I.label(region_done))
@@ -794,7 +806,12 @@ def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
     store = Store.open(em, g, tid, ws_d)
     g, close = _tile_loop(em, g, tiles, f"{elem.tag}_cons")
     em.put(*(I.mov("f32", r, "0f00000000") for r in acc))
-    em.put(I.mov("u32", kb, 0), I.setp("ne", "u32", have_prev, 0, 0))
+    if g.kc:                   # stream-K: the unit's k1 - k0 chunks end at nk (no
+        em.put(I.binary("sub", "u32", kb, nk, g.kc[1]),  # register more next to the
+               I.binary("add", "u32", kb, kb, g.kc[0]))  # accumulators)
+    else:
+        em.put(I.mov("u32", kb, 0))
+    em.put(I.setp("ne", "u32", have_prev, 0, 0))
     da, db, fb, soff = em.new("rd"), em.new("rd"), em.new("r"), em.new("rd")
     top, done = label(em, f"{elem.tag}_cons"), label(em, f"{elem.tag}_cons_done")
     em.put(I.label(top), I.setp("ge", "u32", p, kb, nk), I.bra(done, guard=p),
@@ -807,7 +824,12 @@ def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
     _advance(em, kb, s, ph, S)
     em.put(I.bra(top, uniform=True), I.label(done), I.wgmma_wait_group(0))
     _release(em, have_prev, leader, prev, empty, share, peer)
+    skip = label(em, f"{elem.tag}_cons_part") if g.unit else None
+    if skip:                                   # stream-K: only a tile's last part goes on
+        streamk.fixup(em, tiles, g, acc, tid, skip)
     _epilogue(em, g, wtid, wg, acc, fused, elem, combine, store=store)
+    if skip:
+        em.put(I.label(skip))
     close()
     Store.close(em, store)
     em.put(I.bar_warp_sync(-1), I.setmaxnreg("dec", ENTRY_REGS))

@@ -49,7 +49,7 @@ from .wgmma_epilogue import Fused
 from .wgmma_persistent import Tiles, each_tile, tile_loop as _tile_loop  # noqa: F401 (tests)
 from .wgmma_split import (cluster_remark, entry_cap, linear_ids, native_refusal,
                           pair_tiles, paired, round_robin, schedule_remark,
-                          store_remark, sub_desc)
+                          store_remark, streamk_remark, sub_desc)
 from ..lower_memory import SPACE
 
 # FP8's emission orders (wgmma.Elem) keep its PTX as it was when written on its own
@@ -115,7 +115,8 @@ def lower(em, ins) -> None:
     if why is None and not all(m.space in ("", ".global") for m in mats):
         why = "an operand is not in global memory"
     if why is None:
-        g = Region(desc, *mats, row, col, M, N, K)
+        g = Region(desc, *mats, row, col, M, N, K,
+                   W=em.reg(ops["workspace"]) if "workspace" in ops else None)
         split = label(em, "wgf8_split")
         ok = native_pred(em, g, ntid)
         narrow = None
@@ -134,7 +135,8 @@ def lower(em, ins) -> None:
     remark(em, ins, f"tensor_matmul: FP8 {desc.a_type}x{desc.b_type} -> {desc.result_type}"
            f"{', per-tensor scales' if scale else ''}: {form}"
            f"{'; persistent tile loop' if tiles else ''}{schedule_remark(desc, why)}"
-           f"{cluster_remark(desc, why)}{store_remark(desc, why)}")
+           f"{cluster_remark(desc, why)}{store_remark(desc, why)}"
+           f"{streamk_remark(desc, why, 'workspace' in ops)}")
     if on_mma:
         sub = fp8_split_mma.sub_desc(desc, sub)
     each_tile(em, tiles, "wgf8_split", end, row, col, lambda r, c, then: _split(

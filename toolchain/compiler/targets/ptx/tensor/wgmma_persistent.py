@@ -12,14 +12,23 @@ cluster always share their B columns. Rank 1's tile of the last pair row may sta
 beyond M: its copies are zero-filled and its epilogue stores nothing (every row is out of
 range), so both workgroups still run the same sequence of tiles and K chunks.
 
+Stream-K (Tiles.split_k, the cooperative pipeline with a `workspace:`): with T tiles
+over W workgroups, the T - r tiles of the whole rounds (r = T mod W) run as above, and
+each of the last round's r tiles is split along K into s parts (s <= 4 chosen at run time,
+wgmma_streamk.plan), so the r·s parts spread over the idle workgroups: unit t >= T - r is
+part i = (t - (T - r)) mod s of tile T - r + (t - (T - r)) / s, K chunks [i·nk/s,
+(i+1)·nk/s).
+
 Tile arithmetic is in u64: tiles_m * tiles_n and G * tiles_n may exceed 32 bits for
 extreme M and N, and a wrapped count would skip or repeat tiles. It runs once per tile.
 """
 from __future__ import annotations
 
+from copy import copy
 from dataclasses import replace
 
 from .. import ops as I
+from . import wgmma_streamk as streamk
 from .common import label
 
 
@@ -40,6 +49,15 @@ class Tiles:
             if pair else desc                # the pair tiles a cluster steps over
         self.row0, self.col0, self.M, self.N = row, col, M, N
         self.t, self.c = ("u64", "rd") if wide else ("u32", "r")
+        self.work = self.K = self.bk = None  # stream-K (split_k): off
+
+    def split_k(self, work: str, K: str, bk: int) -> "Tiles":
+        """This (u32, unpaired) loop with the last round's tiles split along K through
+        the workspace at `work` (K: the region's K, bk: elements per K chunk)."""
+        assert self.c == "r" and not self.pair
+        out = copy(self)
+        out.work, out.K, out.bk = work, K, bk
+        return out
 
     def _count(self, em, origin: str, bound: str, size: int) -> str:
         """ceil((bound - origin) / size), 0 when origin >= bound (no overflow: the
@@ -99,11 +117,40 @@ class Tiles:
         """A fresh tile counter at this workgroup's first tile."""
         return self._grid_ids(em)[0]
 
-    def exit_if_done(self, em, t: str, done: str) -> None:
+    def exit_if_done(self, em, t: str, done: str, plan=None) -> None:
+        """Branch to `done` past the last tile (a split_k loop: past the last part, by
+        its streamk.Plan)."""
+        p = em.new("p")
+        if plan is not None:
+            total = em.new("r")
+            em.put(I.mad("lo", "u32", total, plan.r, plan.s, plan.whole))
+        else:
+            tm, tn = self._counts(em)
+            total = em.new(self.c)
+            em.put(I.binary("mul.lo", self.t, total, tm, tn))
+        em.put(I.setp("ge", self.t, p, t, total), I.bra(done, guard=p, uniform=True))
+
+    def counts(self, em) -> tuple[str, str, str]:
+        """(tiles, workgroups, K chunks) of a split_k loop, u32."""
         tm, tn = self._counts(em)
-        total, p = em.new(self.c), em.new("p")
-        em.put(I.binary("mul.lo", self.t, total, tm, tn), I.setp("ge", self.t, p, t, total),
-               I.bra(done, guard=p, uniform=True))
+        _, w = self._grid_ids(em)
+        total, nk = em.new("r"), em.new("r")
+        em.put(I.binary("mul.lo", "u32", total, tm, tn),
+               I.binary("add", "u32", nk, self.K, self.bk - 1),
+               I.binary("shr", "u32", nk, nk, self.bk.bit_length() - 1))
+        return total, w, nk
+
+    def split_unit(self, em, t: str, plan) -> tuple[str, str, str]:
+        """(tile, first K chunk, end K chunk) of unit t of a split_k loop."""
+        sk, u, q, i = em.new("p"), em.new("r"), em.new("r"), em.new("r")
+        tile, k0, k1 = em.new("r"), em.new("r"), em.new("r")
+        em.put(I.setp("ge", "u32", sk, t, plan.whole), I.binary("sub", "u32", u, t, plan.whole),
+               I.binary("div", "u32", q, u, plan.s), I.binary("rem", "u32", i, u, plan.s),
+               I.binary("add", "u32", tile, q, plan.whole), I.selp("u32", tile, tile, t, sk),
+               I.binary("mul.lo", "u32", k0, i, plan.nk), I.binary("add", "u32", k1, k0, plan.nk),
+               I.binary("div", "u32", k0, k0, plan.s), I.binary("div", "u32", k1, k1, plan.s),
+               I.selp("u32", k0, k0, 0, sk), I.selp("u32", k1, k1, plan.nk, sk))
+        return tile, k0, k1
 
     def advance(self, em, t: str) -> None:
         em.put(I.binary("add", self.t, t, t, self._grid_ids(em)[1]))
@@ -137,15 +184,23 @@ class Tiles:
         return row, col
 
 
-def open_loop(em, tiles: Tiles, name: str):
+def open_loop(em, tiles: Tiles, name: str, unit: list | None = None):
     """Open `for t = first; t < total; t += step` at the current point: returns the tile's
     (row, column) registers and close(), which emits the loop's back edge and exit. The
-    tile counter is a fresh register, so each warp role runs its own copy of the loop."""
+    tile counter is a fresh register, so each warp role runs its own copy of the loop.
+    A split_k loop appends (t, (first K chunk, end K chunk)) to `unit`."""
     t = tiles.start(em)
     top, done = label(em, f"{name}_tile"), label(em, f"{name}_tiles_done")
     em.put(I.label(top))
-    tiles.exit_if_done(em, t, done)
-    row, col = tiles.origin(em, t)
+    if tiles.work is None:
+        tiles.exit_if_done(em, t, done)
+        row, col = tiles.origin(em, t)
+    else:
+        plan = streamk.plan(em, tiles)
+        tiles.exit_if_done(em, t, done, plan)
+        tile, k0, k1 = tiles.split_unit(em, t, plan)
+        unit.append((t, (k0, k1)))
+        row, col = tiles.origin(em, tile)
 
     def close() -> None:
         tiles.advance(em, t)
@@ -158,8 +213,12 @@ def tile_loop(em, g, tiles: Tiles | None, name: str):
     `tiles`, g itself and a no-op close: one region."""
     if tiles is None:
         return g, lambda: None
-    row, col, close = open_loop(em, tiles, name)
-    return replace(g, row=row, col=col), close
+    unit = []
+    row, col, close = open_loop(em, tiles, name, unit)
+    if not unit:
+        return replace(g, row=row, col=col), close
+    (t, kc), = unit
+    return replace(g, row=row, col=col, kc=kc, unit=t), close
 
 
 def each_tile(em, tiles: Tiles | None, name: str, end: str, row: str, col: str,

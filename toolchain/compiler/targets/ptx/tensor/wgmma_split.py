@@ -33,6 +33,7 @@ from .matmul import lower_matmul
 from .replay import Region, replay
 from .resident import remark
 from .wgmma_epilogue import Fused
+from . import wgmma_streamk as streamk
 from .wgmma_persistent import Tiles, each_tile
 
 SUB_M, SUB_N = 32, 64                # under the native path's 168-register cap: no spills
@@ -145,7 +146,8 @@ def lower_any_matmul(em, ins) -> None:
         mats = [mat(em, desc, ops, w) for w in "abcd"]
         if all(m.space in ("", ".global") for m in mats):
             g = Region(desc, *mats, *(em.reg(ops[k]) for k in
-                                      ("row", "column", "m", "n", "k")))
+                                      ("row", "column", "m", "n", "k")),
+                       W=em.reg(ops["workspace"]) if "workspace" in ops else None)
             split = label(em, "wgm_split")
             ok = wgmma.native_pred(em, g, ntid)
             narrow = None
@@ -167,7 +169,7 @@ def lower_any_matmul(em, ins) -> None:
             why = "an operand is not in global memory"
     remark(em, ins, (_persistent_remark(desc, why) if tiles else _region_remark(why))
            + split_remark(em, desc) + schedule_remark(desc, why) + cluster_remark(desc, why)
-           + store_remark(desc, why))
+           + store_remark(desc, why) + streamk_remark(desc, why, "workspace" in ops))
     each_tile(em, tiles, "wgm_split", end, row, col, lambda r, c, then: _split(
         em, ins, desc, sub, ops, tid, ntid, then, fused, r, c))
     em.put(I.label(end))
@@ -227,6 +229,23 @@ def paired(em, g, tid: str, ok: str) -> tuple[str, bool | None, int]:
 def pair_tiles(em, desc, row, col, M, N):
     """The pipeline's (u32) tile loop: pair tiles for `cluster: 2` (wgmma_persistent)."""
     return Tiles(em, desc, row, col, M, N, wide=False, pair=desc.cluster == 2)
+
+
+def streamk_remark(desc, why: str | None, workspace: bool) -> str:
+    """The --explain words of what a `workspace:` does (wgmma_streamk; nothing without
+    one)."""
+    if not workspace:
+        return ""
+    if why is not None or not wgmma.STREAM_K:
+        return "; `workspace:` unused (no pipeline to split)" if why is not None else \
+            "; `workspace:` unused (stream-K switched off)"
+    where = "auto's cooperative branch" if wgmma.auto(desc) else "the cooperative pipeline"
+    return (f"; stream-K: {where} cuts each tile of the last round along K into up to "
+            f"{streamk.MAX_PARTS} parts (at run time: the fewest that make that round "
+            f"shortest), summed in order through the workspace (at least "
+            f"{streamk.COUNTERS_PER_WORKGROUP * 4}·G bytes rounded up to 256, plus "
+            f"{streamk.SLOTS_PER_WORKGROUP * desc.m * desc.n * 4}·G, for G workgroups; "
+            f"zero before the first launch, left zero)")
 
 
 def store_remark(desc, why: str | None) -> str:
