@@ -274,18 +274,20 @@ def check_auto(torch, dev, fmt, out, small: bool = False) -> int:
     return bad
 
 
-# (M, N, K, grid; 0: one workgroup per multiprocessor) with a `workspace:`: the last
-# round split 4 ways (32 tiles, 9 tiles of 4 K chunks), 3 ways (5000x3000x4104: 84 of 480
-# tiles), 2 ways (12 tiles on 5; 2 K chunks), not at all (one K chunk; K = 0), 4096^3
-STREAMK_CHECKS = ((1000, 1000, 1000, 0), (300, 520, 200, 0), (5000, 3000, 4104, 0),
-                  (300, 1000, 130, 5), (129, 257, 65, 0), (300, 520, 64, 0), (64, 64, 0, 0),
-                  (4096, 4096, 4096, 0))
+# (M, N, K, grid; 0: one workgroup per multiprocessor) with a `workspace:`: fewer tiles
+# than workgroups split 4 ways (32 tiles; 9 tiles of 4 K chunks) and 2 ways (2 K chunks),
+# not at all (one K chunk; K = 0); more tiles than workgroups (whole rounds, then a last
+# round split 3 ways and 2 ways under --stream-k 2): 5000x3000x4104, 12 tiles on 5, 4096^3
+STREAMK_CHECKS = ((1000, 1000, 1000, 0), (300, 520, 200, 0), (129, 257, 65, 0),
+                  (300, 520, 64, 0), (64, 64, 0, 0), (5000, 3000, 4104, 0),
+                  (300, 1000, 130, 5), (4096, 4096, 4096, 0))
+STREAMK_SHAPE = (1000, 1000, 8200)    # 32 tiles on 132: every tile split 4 ways
 
 
 def check_streamk(torch, dev, fmt, out, small: bool = False) -> int:
     """Stream-K (`workspace:`), cooperative and auto (both branches: pitch_pads), on
     STREAMK_CHECKS, the split path (256 work-items) and C aliasing D (f32 D); then the
-    workspace's counters all back at zero, two launches of 5000x3000x4104 bitwise equal
+    workspace's counters all back at zero, two launches of STREAMK_SHAPE bitwise equal
     (the parts are summed in one order whichever finishes last) and (not --small) that
     shape STRESS times back to back; --small: three cases."""
     bad = 0
@@ -300,15 +302,15 @@ def check_streamk(torch, dev, fmt, out, small: bool = False) -> int:
                 print(f"check {fmt}->{out} stream-K {schedule} {branch} {m}x{n}x{k} {kw}: "
                       f"rel err {err:.3g}", flush=True)
                 bad += not err < H.TOLERANCE[out]
-        same = H.deterministic(torch, g, fmt, 5000, 3000, 4104)
+        same = H.deterministic(torch, g, fmt, *STREAMK_SHAPE)
         left = sum(H.counters_left(torch, g, grid) for grid in g.work)
         print(f"check {fmt}->{out} stream-K {schedule}: two launches bitwise equal: {same}; "
               f"counters left non-zero: {left}", flush=True)
         bad += (not same) + (left != 0)
         if not small:
-            err = H.check(torch, dev, g, fmt, 5000, 3000, 4104, repeat=STRESS)
-            print(f"stress {fmt}->{out} stream-K {schedule} 5000x3000x4104 x{STRESS} back "
-                  f"to back: rel err {err:.3g}", flush=True)
+            err = H.check(torch, dev, g, fmt, *STREAMK_SHAPE, repeat=STRESS)
+            print(f"stress {fmt}->{out} stream-K {schedule} {'x'.join(map(str, STREAMK_SHAPE))}"
+                  f" x{STRESS} back to back: rel err {err:.3g}", flush=True)
             bad += not err < H.TOLERANCE[out]
     return bad
 
@@ -500,6 +502,9 @@ def main() -> int:
                     help="give the `schedule: auto` kernels (and --baseline's) a stream-K "
                          "`workspace:` and one workgroup per multiprocessor; A/B with "
                          "--baseline STREAM_K=0")
+    ap.add_argument("--stream-k", type=int, default=-1,
+                    help="override wgmma.STREAM_K (what a workspace splits: 1 launches of "
+                         "fewer tiles than workgroups, 2 also the last round, 0 nothing)")
     ap.add_argument("--pingpong-stages", type=int, default=0,
                     help="override wgmma.PINGPONG_MAX_STAGES (the ping-pong ring depth)")
     ap.add_argument("--epilogue-batch", type=int, default=0,
@@ -522,6 +527,8 @@ def main() -> int:
         wgmma.PREFETCH_C_AHEAD = args.prefetch_ahead
     if args.pingpong_stages:
         wgmma.PINGPONG_MAX_STAGES = args.pingpong_stages
+    if args.stream_k >= 0:
+        wgmma.STREAM_K = args.stream_k
     knob, _, value = args.baseline.partition("=")
     if args.baseline and not (knob.isupper() and hasattr(wgmma, knob)
                               and value.lstrip("-").isdigit()):

@@ -121,15 +121,19 @@ def test_auto_both_branches_tails_alias_and_stress():
 
 def test_stream_k_tails_alias_determinism_and_stress():
     """Stream-K (`workspace:`; bench/gemm.py --check-streamk), cooperative and auto (both
-    branches): the last round split 4, 3 and 2 ways and not at all (one K chunk, K = 0),
+    branches), as shipped and with the last round after whole rounds split too
+    (--stream-k 2): tiles split 4, 3 and 2 ways and not at all (one K chunk, K = 0),
     5000x3000x4104 and 4096^3, the split path, C aliasing D, f16/bf16 with f32 and
     16-bit results; every counter left at zero, two launches bitwise equal, and 200
-    launches of 5000x3000x4104 back to back per schedule; --small under a sanitizer."""
+    launches of 1000x1000x8200 (every tile split) back to back per schedule; --small
+    under a sanitizer."""
     small = ["--small"] if os.environ.get("METTLE_GPU_SANITIZER") else []
-    out = _run("--check-streamk", "--no-bench", *small, timeout=400)
-    assert "CHECK OK" in out, out
-    assert out.count("two launches bitwise equal: True; counters left non-zero: 0") == 8, out
-    assert out.count(" stream-K cooperative ") >= 4 * 3, out
+    for mode in ("1", "2"):
+        out = _run("--check-streamk", "--stream-k", mode, "--no-bench", *small, timeout=400)
+        assert "CHECK OK" in out, out
+        assert out.count("two launches bitwise equal: True; counters left non-zero: 0") \
+            == 8, out
+        assert out.count(" stream-K cooperative ") >= 4 * 3, out
 
 
 def test_all_tails_and_large():

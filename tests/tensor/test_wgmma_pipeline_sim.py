@@ -301,31 +301,36 @@ def test_the_ring_alone_stores_d_from_the_registers(tma_store):
     assert untouched and sim.stores == 0 and sim.wgmmas == 4 * 3 * 8
 
 
-# (schedule, M, N, K, grid, D's format, ldd, reverse, seed): T tiles of 128x64 on W
-# workgroups, the last round's r = T mod W tiles cut into s parts (wgmma_streamk.plan)
+# (schedule, M, N, K, grid, D's format, ldd, A/B pitch (None: the default), reverse, seed):
+# T tiles of 128x64 on W workgroups, the last round's r = T mod W tiles cut into s parts
+# (wgmma_streamk.plan)
 STREAMK_CASES = [
-    ("cooperative", 150, 70, 450, 3, "f32", 72, False, None),  # T 4, r 1: s 3, nk 8
-    ("cooperative", 150, 70, 450, 3, "f32", 72, True, 1),      # part 0 counts last
-    ("cooperative", 150, 64, 130, 4, "f32", 64, True, None),   # T 2 < W: s 2, the grid
-    ("cooperative", 280, 128, 450, 4, "f16", 136, False, 2),   # T 6, r 2: s 2, D by TMA
-    ("auto", 280, 128, 450, 4, "bf16", 136, True, 3),          # auto's cooperative branch
-    ("cooperative", 150, 70, 64, 3, "f32", 72, False, None),   # nk 1: no split
-    ("cooperative", 150, 70, 0, 3, "f32", 72, False, None),    # K = 0: D = C
+    ("cooperative", 150, 70, 450, 3, "f32", 72, None, False, None),  # T 4, r 1: s 3, nk 8
+    ("cooperative", 150, 70, 450, 3, "f32", 72, None, True, 1),      # part 0 counts last
+    ("cooperative", 150, 64, 130, 4, "f32", 64, None, True, None),   # T 2 < W: s 2
+    ("cooperative", 280, 128, 450, 4, "f16", 136, None, False, 2),   # T 6, r 2: s 2, TMA D
+    ("auto", 280, 128, 450, 4, "bf16", 136, 456, True, 3),           # misaligned: coop
+    ("auto", 150, 64, 130, 4, "f32", 64, 192, False, 4),    # aligned, T < W: coop splits
+    ("cooperative", 150, 70, 64, 3, "f32", 72, None, False, None),   # nk 1: no split
+    ("cooperative", 150, 70, 0, 3, "f32", 72, None, False, None),    # K = 0: D = C
 ]
 
 
-@pytest.mark.parametrize("schedule,M,N,K,grid,out,ldd,reverse,seed", STREAMK_CASES)
+@pytest.mark.parametrize("schedule,M,N,K,grid,out,ldd,pitch,reverse,seed", STREAMK_CASES)
 def test_stream_k_parts_meet_in_the_workspace(tma_store, monkeypatch, schedule, M, N, K,
-                                              grid, out, ldd, reverse, seed):
+                                              grid, out, ldd, pitch, reverse, seed):
     """`workspace:`: the last round's tiles split along K, every part's warps storing
     their partial sums, the last to count summing them in part order and storing D
     (whichever part that is: the workgroups also run last to first): exact against the
     oracle, D's padding and the words after the workspace untouched, every counter back
-    at zero for the next launch, and each K chunk of each tile computed once."""
+    at zero for the next launch, and each K chunk of each tile computed once by the
+    cooperative pipeline (auto takes it on misaligned rows, and on aligned ones when
+    every tile is in the last round and splits)."""
+    from toolchain.compiler.targets.ptx.tensor import wgmma
+    monkeypatch.setattr(wgmma, "STREAM_K", 2)        # the last round after whole ones too
     monkeypatch.setattr(PipelineSim, "reverse_x", reverse)
     sim, got, want, untouched = _run(M, N, K, grid, schedule, seed=seed, out=out, ldd=ldd,
-                                     workspace=True,
-                                     pitch=456 if schedule == "auto" else None)
+                                     workspace=True, pitch=pitch)
     np.testing.assert_array_equal(got, want)
     assert untouched, "D's padding was written"
     ws = sim.mem.read("ws")
@@ -334,11 +339,30 @@ def test_stream_k_parts_meet_in_the_workspace(tma_store, monkeypatch, schedule, 
     assert sim.wgmmas == -(-M // 128) * -(-N // BN) * -(-K // 64) * 4 * 2
 
 
-def test_stream_k_splits_the_last_round():
-    """The split really happens (partial sums reach the workspace): the cases above
-    would pass unsplit too."""
-    sim, got, want, _ = _run(150, 70, 450, 3, "cooperative", workspace=True)
+def test_auto_keeps_pingpong_when_the_split_does_not_pay():
+    """auto with a workspace on aligned rows and more tiles than one round (T 4 on W 3):
+    ping-pong, whole tiles (twice the cooperative wgmma count per chunk), nothing in the
+    workspace."""
+    sim, got, want, _ = _run(150, 70, 450, 3, "auto", workspace=True, pitch=512)
+    np.testing.assert_array_equal(got, want)
+    assert sim.wgmmas == 2 * 2 * 8 * 4 * 2 * 2
+    assert not sim.mem.read("ws")[:-GUARD].any()
+
+
+@pytest.mark.parametrize("mode,M,grid,split", [
+    (2, 150, 3, True),                         # T 4 on W 3: the last round splits
+    (1, 150, 3, False),                        # ... not by default (whole rounds first)
+    (1, 150, 8, True),                         # T 4 on W 8: one round, split
+    (0, 150, 8, False),                        # STREAM_K off
+])
+def test_stream_k_splits_what_its_mode_says(monkeypatch, mode, M, grid, split):
+    """Whether partial sums reach the workspace (the cases above would pass unsplit too):
+    wgmma.STREAM_K 1 (the default) splits a launch of fewer tiles than workgroups, 2
+    also the last round after whole ones, 0 nothing."""
+    from toolchain.compiler.targets.ptx.tensor import wgmma
+    monkeypatch.setattr(wgmma, "STREAM_K", mode)
+    sim, got, want, _ = _run(M, 70, 450, grid, "cooperative", workspace=True)
     np.testing.assert_array_equal(got, want)
     ws = sim.mem.read("ws")
-    slots = ws[streamk.counter_bytes(3) // 4:-GUARD].view(np.float32)
-    assert np.count_nonzero(slots) > 0, "no partial sums in the workspace"
+    slots = ws[streamk.counter_bytes(grid) // 4:-GUARD].view(np.float32)
+    assert (np.count_nonzero(slots) > 0) == split

@@ -77,8 +77,14 @@ def test_without_a_workspace_nothing_changes():
     assert "atom.acq_rel.gpu" not in plain and "$L__sk_" not in plain
 
 
+def test_explain_names_the_last_round_in_mode_2(tmp_path, monkeypatch):
+    monkeypatch.setattr(wgmma, "STREAM_K", 2)
+    assert "cuts the tiles of the last round along K" in explain(tmp_path, "sm_90a",
+                                                                 _src("cooperative"))
+
+
 def test_switched_off_the_workspace_is_unused(monkeypatch):
-    monkeypatch.setattr(wgmma, "STREAM_K", False)
+    monkeypatch.setattr(wgmma, "STREAM_K", 0)
     text = compile_ptx(_src(), "sm_90a")
     assert "atom.acq_rel.gpu" not in text and "$L__sk_" not in text
 
@@ -99,8 +105,9 @@ def test_no_spills_at_the_entry_cap(ptxas_path, src):
 
 
 @pytest.mark.parametrize("arch,src,says", [
-    ("sm_90a", _src(), "stream-K: auto's cooperative branch cuts each tile of the last "
-     "round along K into up to 4 parts"),
+    ("sm_90a", _src(), "stream-K: auto's cooperative branch cuts the tiles of a launch "
+     "with fewer tiles than workgroups along K into up to 4 parts"),
+    ("sm_90a", _src(), "; auto then takes that branch"),
     ("sm_90a", _src("cooperative"), "stream-K: the cooperative pipeline cuts"),
     ("sm_90a", _src(), "32·G bytes rounded up to 256, plus 262144·G"),
     ("sm_90a", fp8_source(persistent=True, schedule="auto", workspace=True), "stream-K"),

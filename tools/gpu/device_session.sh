@@ -422,20 +422,25 @@ gemm_c_ahead() {
 }
 
 gemm_streamk() {
-  # stream-K (`workspace:`): its checks, compute-sanitizer on two split launches, then the
-  # table's `auto` with a workspace against the same kernel with STREAM_K=0 (the split
-  # off), AB_REPEAT times (default 2), f16 and bf16
+  # stream-K (`workspace:`): its checks as shipped (STREAM_K 1) and with the last round
+  # after whole rounds split too (2), compute-sanitizer on a split launch, then `auto` with
+  # a workspace against the same kernel with STREAM_K=0 (the split off) on SK_SHAPES (few
+  # tiles, long K: the launches it splits, and controls), AB_REPEAT times (default 2)
   step "stream-K checks"
-  timeout 300 python3 bench/gemm.py --check-streamk --no-bench --out f32,f16 \
-    > "$OUT/gemm_check_streamk.txt" 2>&1 &
+  for mode in 1 2; do
+    timeout 300 python3 bench/gemm.py --check-streamk --stream-k $mode --no-bench --out f32,f16 \
+      > "$OUT/gemm_check_streamk_$mode.txt" 2>&1 &
+  done
   for tool in memcheck racecheck; do
     timeout 300 compute-sanitizer --tool $tool python3 tools/gpu/gemm_case.py 1000x1000x1000 \
       --schedule cooperative --fmt f16 --out f16 --workspace \
       > "$OUT/sanitizer_${tool}_streamk.txt" 2>&1 &
   done
   wait
-  grep -E "stream-K .*(inf|nan)|bitwise|stress|CHECK" "$OUT/gemm_check_streamk.txt" | head -40
-  report_checks gemm_check_streamk
+  for mode in 1 2; do
+    grep -E "stream-K .*(inf|nan)|bitwise|stress" "$OUT/gemm_check_streamk_$mode.txt" | head -20
+  done
+  report_checks gemm_check_streamk_1 gemm_check_streamk_2
   for tool in memcheck racecheck; do
     echo "$tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|wrong' "$OUT/sanitizer_${tool}_streamk.txt" | tr '\n' ' ')"
   done
@@ -443,6 +448,7 @@ gemm_streamk() {
     step "A/B stream-K $i"
     name=gemm_ab_streamk_$i
     timeout 200 python3 bench/gemm.py --out f32,f16 --formats ${AB_FORMATS:-f16,bf16} --workspace \
+      --shapes ${SK_SHAPES:-1024x1024x8192,512x1024x16384,1024x2048x8192,2048x1024x4096,2048x2048x8192,4096x4096x4096} \
       --no-cluster --fp8 "" --baseline STREAM_K=0 --json "$OUT/$name.json" > "$OUT/$name.txt" 2>&1
     grep "^row" "$OUT/$name.txt" | cut -c6- | awk 'NR == 1 {print "row auto auto/noC base base/noC torch"; next}
       {print $1, $2, $4, $5, $(NF-3), $(NF-2), $16}'

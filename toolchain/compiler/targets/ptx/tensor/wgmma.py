@@ -78,9 +78,13 @@ PINGPONG_C_FIRST = False                  # True: ping-pong consumers load C int
 #                                           bench/gemm.py --baseline PINGPONG_C_FIRST=1)
 CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
 #                                           experimental: docs/reference/gemm.md "Status")
-STREAM_K = True                           # a `workspace:` splits the last round of tiles
-#                                           along K (wgmma_streamk; False: ignored, the
-#                                           A/B baseline of bench/gemm.py --workspace)
+STREAM_K = 1                              # what a `workspace:` splits along K
+#                                           (wgmma_streamk): 1 the tiles of a launch
+#                                           with fewer tiles than workgroups; 2 also the
+#                                           last round after whole ones (5000x3000x4104
+#                                           measured 3-6% slower: L2-bound, the parts'
+#                                           traffic costs what the round saves); 0 none
+#                                           (bench/gemm.py --workspace's baseline)
 TMA_STORE = True                          # D leaves through shared memory and the copy
 #                                           engine (store_epilogue) where _store_pred
 #                                           holds (False: st.global from the registers
@@ -502,9 +506,14 @@ def _lower_auto(em, g, tid, end, share, fused, tiles, elem: Elem, combine) -> No
     each workgroup of the cluster on its own (`alone`), which measured as fast or faster
     than paired ping-pong on every aligned shape (docs/reference/gemm.md "Clusters of
     2"). The rule reads only A and B, which cluster_pair made the same on both
-    workgroups, so both take the same branch."""
+    workgroups, so both take the same branch. With a `workspace:`, a launch whose tiles
+    all fit in one round and split takes the cooperative pipeline, which splits them
+    (wgmma_streamk.prefer_split)."""
     pp, coop = (replace(g, desc=d) for d in branches(g.desc))
     rule = auto_pred(em, g, elem)
+    if rule is not False and tiles is not None and g.W is not None and STREAM_K \
+            and share is not True:
+        streamk.prefer_split(em, tiles.split_k(g.W, g.K, elem.bk), rule)
     if rule is False:
         lower_native(em, coop, tid, end, share, fused, tiles, elem, combine)
         return

@@ -240,9 +240,12 @@ def streamk_remark(desc, why: str | None, workspace: bool) -> str:
         return "; `workspace:` unused (no pipeline to split)" if why is not None else \
             "; `workspace:` unused (stream-K switched off)"
     where = "auto's cooperative branch" if wgmma.auto(desc) else "the cooperative pipeline"
-    return (f"; stream-K: {where} cuts each tile of the last round along K into up to "
+    which = "the tiles of a launch with fewer tiles than workgroups" \
+        if wgmma.STREAM_K < 2 else "the tiles of the last round"
+    return (f"; stream-K: {where} cuts {which} along K into up to "
             f"{streamk.MAX_PARTS} parts (at run time: the fewest that make that round "
-            f"shortest), summed in order through the workspace (at least "
+            f"shortest{'; auto then takes that branch' if wgmma.auto(desc) else ''}), "
+            f"summed in order through the workspace (at least "
             f"{streamk.COUNTERS_PER_WORKGROUP * 4}·G bytes rounded up to 256, plus "
             f"{streamk.SLOTS_PER_WORKGROUP * desc.m * desc.n * 4}·G, for G workgroups; "
             f"zero before the first launch, left zero)")

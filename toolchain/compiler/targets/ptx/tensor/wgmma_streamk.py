@@ -59,7 +59,9 @@ def plan(em, tiles) -> Plan:
     """s minimises the last round's time ceil(r·s / W) / s (in tiles), the
     smallest such s, with s <= MAX_PARTS, s <= nk (no empty part) and r·s <= 2W (the
     workspace's slots); 1 when the workspace is null or not 16-byte aligned, or W >=
-    65536 (then every product here fits 32 bits)."""
+    65536 (then every product here fits 32 bits), and (wgmma.STREAM_K 1, the default)
+    when whole rounds come first."""
+    from . import wgmma                         # its knob (wgmma imports this module)
     total, w, nk = tiles.counts(em)
     r, whole, s, t = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     ok, p = em.new("p"), em.new("p")
@@ -67,6 +69,8 @@ def plan(em, tiles) -> Plan:
            I.mov("u32", s, 1), I.setp("ne", "u64", ok, tiles.work, 0),
            I.cvt("u32", "u64", t, tiles.work), I.binary("and", "b32", t, t, 15),
            I.setp_and("eq", "u32", ok, t, 0, ok), I.setp_and("lt", "u32", ok, w, 65536, ok))
+    if wgmma.STREAM_K < 2:                      # only a launch of one (partial) round
+        em.put(I.setp_and("eq", "u32", ok, whole, 0, ok))
     cur, new, lim = em.new("r"), em.new("r"), em.new("r")
     em.put(I.binary("shl", "b32", lim, w, 1))
     for c in range(2, MAX_PARTS + 1):
@@ -79,6 +83,17 @@ def plan(em, tiles) -> Plan:
                I.setp_and("le", "u32", p, t, lim, p), I.setp_and("ge", "u32", p, nk, c, p),
                I.selp("u32", s, c, s, p))
     return Plan(whole, r, s, nk, w)
+
+
+def prefer_split(em, tiles, rule: str) -> None:
+    """`schedule: auto` with a workspace: clear `rule` (ping-pong) when every tile is in
+    the last round (fewer tiles than workgroups) and the plan splits them: the split
+    then runs each tile on 2 to 4 multiprocessors, worth more than ping-pong's overlap
+    (which the split does not have: wgmma_pingpong runs whole tiles)."""
+    pl = plan(em, tiles)
+    one = em.new("p")
+    em.put(I.setp("eq", "u32", one, pl.whole, 0), I.setp_and("gt", "u32", one, pl.s, 1, one),
+           I.binary("and", "pred", one, one, rule), I.binary("xor", "pred", rule, rule, one))
 
 
 def fixup(em, tiles, g, acc: list[str], tid: str, skip: str) -> None:
