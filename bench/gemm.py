@@ -275,10 +275,12 @@ def check_auto(torch, dev, fmt, out, small: bool = False) -> int:
 
 
 # (M, N, K, grid; 0: one workgroup per multiprocessor) with a `workspace:`: fewer tiles
-# than workgroups split 4 ways (32 tiles; 9 tiles of 4 K chunks) and 2 ways (2 K chunks),
-# not at all (one K chunk; K = 0); more tiles than workgroups (whole rounds, then a last
-# round split 3 ways and 2 ways under --stream-k 2): 5000x3000x4104, 12 tiles on 5, 4096^3
+# than workgroups split 8 ways (16 tiles), 4 ways (32 tiles; 9 tiles of 4 K chunks) and 2
+# ways (2 K chunks), not at all (one K chunk; K = 0); more tiles than workgroups (whole
+# rounds, then a last round split 3 ways and 2 ways under --stream-k 2): 5000x3000x4104,
+# 12 tiles on 5, 4096^3
 STREAMK_CHECKS = ((1000, 1000, 1000, 0), (300, 520, 200, 0), (129, 257, 65, 0),
+                  (500, 1000, 2100, 0),
                   (300, 520, 64, 0), (64, 64, 0, 0), (5000, 3000, 4104, 0),
                   (300, 1000, 130, 5), (4096, 4096, 4096, 0))
 STREAMK_SHAPE = (1000, 1000, 8200)    # 32 tiles on 132: every tile split 4 ways

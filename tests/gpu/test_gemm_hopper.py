@@ -122,7 +122,7 @@ def test_auto_both_branches_tails_alias_and_stress():
 def test_stream_k_tails_alias_determinism_and_stress():
     """Stream-K (`workspace:`; bench/gemm.py --check-streamk), cooperative and auto (both
     branches), as shipped and with the last round after whole rounds split too
-    (--stream-k 2): tiles split 4, 3 and 2 ways and not at all (one K chunk, K = 0),
+    (--stream-k 2): tiles split 8, 4, 3 and 2 ways and not at all (one K chunk, K = 0),
     5000x3000x4104 and 4096^3, the split path, C aliasing D, f16/bf16 with f32 and
     16-bit results; every counter left at zero, two launches bitwise equal, and 200
     launches of 1000x1000x8200 (every tile split) back to back per schedule; --small

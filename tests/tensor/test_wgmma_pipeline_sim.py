@@ -311,6 +311,7 @@ STREAMK_CASES = [
     ("cooperative", 280, 128, 450, 4, "f16", 136, None, False, 2),   # T 6, r 2: s 2, TMA D
     ("auto", 280, 128, 450, 4, "bf16", 136, 456, True, 3),           # misaligned: coop
     ("auto", 150, 64, 130, 4, "f32", 64, 192, False, 4),    # aligned, T < W: coop splits
+    ("cooperative", 100, 60, 580, 8, "f32", 64, None, True, 5),      # T 1 on 8: s 8, nk 10
     ("cooperative", 150, 70, 64, 3, "f32", 72, None, False, None),   # nk 1: no split
     ("cooperative", 150, 70, 0, 3, "f32", 72, None, False, None),    # K = 0: D = C
 ]

@@ -106,7 +106,7 @@ def test_no_spills_at_the_entry_cap(ptxas_path, src):
 
 @pytest.mark.parametrize("arch,src,says", [
     ("sm_90a", _src(), "stream-K: auto's cooperative branch cuts the tiles of a launch "
-     "with fewer tiles than workgroups along K into up to 4 parts"),
+     "with fewer tiles than workgroups along K into up to 8 parts"),
     ("sm_90a", _src(), "; auto then takes that branch"),
     ("sm_90a", _src("cooperative"), "stream-K: the cooperative pipeline cuts"),
     ("sm_90a", _src(), "32·G bytes rounded up to 256, plus 262144·G"),

@@ -448,7 +448,7 @@ gemm_streamk() {
     step "A/B stream-K $i"
     name=gemm_ab_streamk_$i
     timeout 200 python3 bench/gemm.py --out f32,f16 --formats ${AB_FORMATS:-f16,bf16} --workspace \
-      --shapes ${SK_SHAPES:-1024x1024x8192,512x1024x16384,1024x2048x8192,2048x1024x4096,2048x2048x8192,4096x4096x4096} \
+      --shapes ${SK_SHAPES:-256x1024x16384,512x1024x16384,1024x1024x8192,1024x2048x8192,2048x1024x4096,2048x2048x8192,4096x4096x4096} \
       --no-cluster --fp8 "" --baseline STREAM_K=0 --json "$OUT/$name.json" > "$OUT/$name.txt" 2>&1
     grep "^row" "$OUT/$name.txt" | cut -c6- | awk 'NR == 1 {print "row auto auto/noC base base/noC torch"; next}
       {print $1, $2, $4, $5, $(NF-3), $(NF-2), $16}'

@@ -14,7 +14,7 @@ range), so both workgroups still run the same sequence of tiles and K chunks.
 
 Stream-K (Tiles.split_k, the cooperative pipeline with a `workspace:`): with T tiles
 over W workgroups, the T - r tiles of the whole rounds (r = T mod W) run as above, and
-each of the last round's r tiles is split along K into s parts (s <= 4 chosen at run time,
+each of the last round's r tiles is split along K into s parts (s <= 8 chosen at run time,
 wgmma_streamk.plan), so the r·s parts spread over the idle workgroups: unit t >= T - r is
 part i = (t - (T - r)) mod s of tile T - r + (t - (T - r)) / s, K chunks [i·nk/s,
 (i+1)·nk/s).

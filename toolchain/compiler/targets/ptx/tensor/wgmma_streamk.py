@@ -3,7 +3,7 @@ workgroup tensor_matmul, docs/reference/gemm.md "Stream-K").
 
 T tiles over W workgroups leave a last round of r = T mod W tiles on r workgroups while
 the others idle (480 tiles of 128x256 on 132 multiprocessors: 3.64 rounds take 4). Here
-each of those r tiles is cut along K into s parts (plan()), and the r·s parts join the
+each of those r tiles is cut along K into s parts (plan(): up to 8), and the r·s parts join the
 grid-strided sequence (wgmma_persistent.Tiles.split_k), so the last round takes about
 1/s of a tile's time instead of a whole one.
 
@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from .. import ops as I
 from .common import label
 
-MAX_PARTS = 4                             # the most parts a tile is cut into
+PARTS = (2, 3, 4, 6, 8)                   # the parts a tile may be cut into, beyond 1
+MAX_PARTS = PARTS[-1]
 SLOTS_PER_WORKGROUP = 2                   # r·s <= 2W parts: slots of partial sums
 COUNTERS_PER_WORKGROUP = 8                # one per consumer warp of a tile (r < W tiles)
 WARPS = 8                                 # consumer warps of a cooperative 128-row tile
@@ -57,7 +58,7 @@ class Plan:
 
 def plan(em, tiles) -> Plan:
     """s minimises the last round's time ceil(r·s / W) / s (in tiles), the
-    smallest such s, with s <= MAX_PARTS, s <= nk (no empty part) and r·s <= 2W (the
+    smallest such s of 1 and PARTS, with s <= nk (no empty part) and r·s <= 2W (the
     workspace's slots); 1 when the workspace is null or not 16-byte aligned, or W >=
     65536 (then every product here fits 32 bits), and (wgmma.STREAM_K 1, the default)
     when whole rounds come first."""
@@ -73,7 +74,7 @@ def plan(em, tiles) -> Plan:
         em.put(I.setp_and("eq", "u32", ok, whole, 0, ok))
     cur, new, lim = em.new("r"), em.new("r"), em.new("r")
     em.put(I.binary("shl", "b32", lim, w, 1))
-    for c in range(2, MAX_PARTS + 1):
+    for c in PARTS:
         # ceil(r·x / W) = (r·x + W - 1) / W
         em.put(I.mad("lo", "u32", cur, r, s, w), I.binary("sub", "u32", cur, cur, 1),
                I.binary("div", "u32", cur, cur, w), I.binary("mul.lo", "u32", cur, cur, c),
