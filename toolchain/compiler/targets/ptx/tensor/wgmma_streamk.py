@@ -89,7 +89,7 @@ def plan(em, tiles) -> Plan:
 def prefer_split(em, tiles, rule: str) -> None:
     """`schedule: auto` with a workspace: clear `rule` (ping-pong) when every tile is in
     the last round (fewer tiles than workgroups) and the plan splits them: the split
-    then runs each tile on 2 to 4 multiprocessors, worth more than ping-pong's overlap
+    then runs each tile on 2 to 8 multiprocessors, worth more than ping-pong's overlap
     (which the split does not have: wgmma_pingpong runs whole tiles)."""
     pl = plan(em, tiles)
     one = em.new("p")
