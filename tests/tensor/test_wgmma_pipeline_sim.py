@@ -233,9 +233,11 @@ def test_a_six_stage_pingpong_ring_is_exact(monkeypatch, schedule, pitch):
     assert text.count("mbarrier.inval") == 2 * 6 + 2     # 6 full, 6 empty, 2 turns
 
 
-def run_fp8(M, N, K, grid, schedule, seed, data_seed, sim=PipelineSim, cluster=1):
+def run_fp8(M, N, K, grid, schedule, seed, data_seed, sim=PipelineSim, cluster=1,
+            workspace=False):
     """FP8 (E4M3, k32, 128-byte stages) with per-tensor scales 0.5 and 4, bf16 D, persistent
-    on `grid` workgroups: (sim, D as computed, D wanted)."""
+    on `grid` workgroups (`workspace`: a zeroed stream-K workspace, then GUARD words):
+    (sim, D as computed, D wanted)."""
     rng = np.random.default_rng(data_seed)
     lda = ldb = -(-K // 16) * 16 + 16
     ldc, ldd = N + 2, N + 4
@@ -253,8 +255,12 @@ def run_fp8(M, N, K, grid, schedule, seed, data_seed, sim=PipelineSim, cluster=1
     args = [("buf", "a", A.ravel()), ("buf", "b", B.ravel()), ("buf", "c", C.ravel()),
             ("buf", "d", D)] + [("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)] + \
         [("buf", "sa", np.array([0.5], np.float32)), ("buf", "sb", np.array([4.0], np.float32))]
+    if workspace:
+        words = streamk.workspace_bytes(SimpleNamespace(m=128, n=BN), grid) // 4
+        args.append(("buf", "ws", np.concatenate([np.zeros(words, np.uint32),
+                                                  np.full(GUARD, GUARD_WORD, np.uint32)])))
     src = fp8_source("e4m3", "e4m3", "bf16", persistent=True, bn=BN, schedule=schedule,
-                     cluster=cluster)
+                     cluster=cluster, workspace=workspace)
     run = sim(compile_ptx(src, "sm_90a"), "gemm8", shared, undefined=0, seed=seed)
     got = run.run((grid, 1), threads, args).read("d")
     want = O.to_bf16_bits((av @ bv.T * 2.0 + c).astype(np.float32))
@@ -266,6 +272,19 @@ def test_pipeline_fp8_pingpong_exact():
     sim, got, want = run_fp8(150, 70, 300, 3, "pingpong", 4, 7)
     np.testing.assert_array_equal(got, want)
     assert sim.wgmmas == 4 * 3 * 4 * 2 * 2
+
+
+def test_pipeline_fp8_stream_k_exact():
+    """FP8 with a workspace: 4 tiles on 8 workgroups, each split in 2 (3 K chunks of 128),
+    the parts summed in order before the scales and the bf16 rounding: exact, every
+    counter back at zero, partial sums in the workspace, nothing written past it."""
+    sim, got, want = run_fp8(150, 70, 300, 8, "cooperative", 5, 9, workspace=True)
+    np.testing.assert_array_equal(got, want)
+    assert sim.wgmmas == 4 * 3 * 4 * 2
+    ws = sim.mem.read("ws")
+    assert (ws[-GUARD:] == GUARD_WORD).all()
+    assert not ws[:streamk.counter_bytes(8) // 4].any()
+    assert ws[streamk.counter_bytes(8) // 4:-GUARD].any()
 
 
 def test_a_broken_ping_pong_deadlocks(monkeypatch):
