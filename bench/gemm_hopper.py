@@ -73,7 +73,7 @@ class Gemm:
             return grid(m, n, self.bm, self.bn, self.cluster)
         if self.pair == 2:
             return persistent_grid(m, n, self.bm, self.bn, CLUSTER_SMS, cluster=2)
-        if self.workspace:                    # the last round's parts use every one
+        if self.workspace:                    # the parts need the idle multiprocessors
             return SMS
         return persistent_grid(m, n, self.bm, self.bn)
 
@@ -94,7 +94,6 @@ class Gemm:
         sh = self.shared if shared is None else shared
         bound = self.fn[g, th]
         return lambda: bound(*args, shared=sh)
-
 
     def workspace_for(self, grid_x: int):
         """The zeroed uint32 workspace of a grid_x launch (kept: the kernel leaves it zero)."""

@@ -56,10 +56,11 @@ def test_tensor_mma_refuses_the_option():
 
 @pytest.mark.parametrize("schedule", ["cooperative", "auto"])
 def test_fixup_structure(schedule):
-    """One fixup (the cooperative pipeline; auto's ping-pong branch does not split): 64
-    quads of partial sums stored, a gpu-scope release and a warp's one counted arrival,
-    the last part's sums read back through L2 (64 quads of part 0, 128 pairs of each
-    further part, added rounded to nearest); the counter reset for the next launch."""
+    """One fixup (the cooperative pipeline; auto's ping-pong branch does not split): a
+    thread's 128 partial sums (256 columns) stored as 32 quads, a gpu-scope release and
+    the warp's one counted arrival, the sums read back through L2 (32 quads of part 0,
+    64 pairs of each further part, added rounded to nearest); the counter reset for the
+    next launch."""
     text = compile_ptx(_src(schedule), "sm_90a")
     fix = text[text.index("sk_whole"):re.search(r"\$L__sk_summed\d+:", text).start()]
     assert len(re.findall(r"st\.global\.v4\.f32", fix)) == 32          # 256 columns / 8
