@@ -63,9 +63,7 @@ def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=No
     args = [("buf", "a", A.ravel()), ("buf", "b", B.ravel()), ("buf", "c", C.ravel()),
             ("buf", "d", D)] + [("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)]
     if workspace:
-        words = streamk.workspace_bytes(SimpleNamespace(m=128, n=bn), grid) // 4
-        args.append(("buf", "ws", np.concatenate([np.zeros(words, np.uint32),
-                                                  np.full(GUARD, GUARD_WORD, np.uint32)])))
+        args.append(_workspace_arg(bn, grid))
     want = c + a.astype(np.float64) @ b.astype(np.float64).T
     if out == "f16":                         # every sum is exact: one rounding to D
         want = want.astype(np.float16).view(np.uint16)
@@ -73,6 +71,14 @@ def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=No
         want = O.to_bf16_bits(want.astype(np.float32))
     return _launch(src, "gemm", shared or need, grid, threads, args, M, N, ldd, want, seed,
                    sim)
+
+
+def _workspace_arg(bn: int, grid: int):
+    """The kernel's `ws` argument: a zeroed stream-K workspace for `grid` workgroups of
+    128 x bn tiles (wgmma_streamk.workspace_bytes), then GUARD words of GUARD_WORD."""
+    words = streamk.workspace_bytes(SimpleNamespace(m=128, n=bn), grid) // 4
+    return ("buf", "ws", np.concatenate([np.zeros(words, np.uint32),
+                                         np.full(GUARD, GUARD_WORD, np.uint32)]))
 
 
 def _launch(src, kernel, shared, grid, threads, args, M, N, ldd, want, seed,
@@ -256,9 +262,7 @@ def run_fp8(M, N, K, grid, schedule, seed, data_seed, sim=PipelineSim, cluster=1
             ("buf", "d", D)] + [("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)] + \
         [("buf", "sa", np.array([0.5], np.float32)), ("buf", "sb", np.array([4.0], np.float32))]
     if workspace:
-        words = streamk.workspace_bytes(SimpleNamespace(m=128, n=BN), grid) // 4
-        args.append(("buf", "ws", np.concatenate([np.zeros(words, np.uint32),
-                                                  np.full(GUARD, GUARD_WORD, np.uint32)])))
+        args.append(_workspace_arg(BN, grid))
     src = fp8_source("e4m3", "e4m3", "bf16", persistent=True, bn=BN, schedule=schedule,
                      cluster=cluster, workspace=workspace)
     run = sim(compile_ptx(src, "sm_90a"), "gemm8", shared, undefined=0, seed=seed)

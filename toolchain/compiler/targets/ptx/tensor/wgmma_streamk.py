@@ -148,7 +148,7 @@ def fixup(em, tiles, g, acc: list[str], tid: str, skip: str) -> None:
 
 def _sum_parts(em, pl: Plan, quads, at: str, tile_bytes: int) -> None:
     """acc = part 0 + part 1 + ... + part s-1, in that order (`at`: part 0's slot; the
-    loads bypass L1, which may hold nothing of another multiprocessor's stores)."""
+    loads bypass L1, which is not kept coherent with other multiprocessors' stores)."""
     for j, quad in enumerate(quads):
         em.put(I.ld_vec(".global", "f32", I.vec(*quad), I.mem(at, 512 * j), cache="cg"))
     left, p = em.new("r"), em.new("p")
