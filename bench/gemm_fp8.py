@@ -12,7 +12,9 @@ _scaled_mm's: D = sa*sb*(A*B) rounded once to `out`. `workgroup`: one 128x256 re
 workgroup; `persistent`: `persistent: 8` on min(tiles, 132) workgroups; `pingpong`: the
 same with `schedule: pingpong` (--no-pingpong: left out); `auto`: with `schedule: auto`
 (ping-pong when A's and B's rows start on 128-byte boundaries, else cooperative;
---no-auto: left out). torch:
+--no-auto: left out); `streamk` (--workspace): `auto` with a stream-K `workspace:` on
+one workgroup per multiprocessor (launches of fewer tiles than workgroups split along
+K; --check --forms streamk checks it). torch:
 _scaled_mm(a, b, sa, sb, out_dtype) (cuBLAS; `torch_fast`: use_fast_accum=True, whose
 accumulation is the tensor core's own, like ours). All contenders of a row are timed
 interleaved in the same process (bench/timing.timed_together); TFLOP/s counts 2*M*N*K.
@@ -33,7 +35,8 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import mettle  # noqa: E402
-from bench.fp8_kernels import exact_values, fp8_source, grid, native_launch  # noqa: E402
+from bench.fp8_kernels import BM, BN, exact_values, fp8_source, grid, native_launch  # noqa: E402
+from gemm_hopper import zeroed_workspace  # noqa: E402
 from timing import timed_together  # noqa: E402
 
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (16384, 1024, 4096),
@@ -48,12 +51,14 @@ class Fp8Gemm:
     """A compiled FP8 GEMM bound to torch tensors (carriers viewed as uint8)."""
 
     def __init__(self, a_fmt: str, b_fmt: str, out: str, persistent: bool = False,
-                 schedule: str | None = None):
-        self.out, self.persistent = out, persistent
+                 schedule: str | None = None, workspace: bool = False):
+        self.out, self.persistent, self.workspace = out, persistent, workspace
         self.module = mettle.compile(fp8_source(a_fmt, b_fmt, out, scaled=True,
-                                                persistent=persistent, schedule=schedule),
+                                                persistent=persistent, schedule=schedule,
+                                                workspace=workspace),
                                      arch="sm_90a", cache=False)   # knobs: gemm_hopper
         self.threads, self.shared = native_launch(schedule=schedule or "cooperative")
+        self.work = None                      # the stream-K workspace (SMS workgroups)
 
     def launcher(self, a, bt, c, d, sa, sb, m, n, k, ldc=None, threads=None, shared=None):
         u8 = lambda t: t.view(_torch().uint8)                             # noqa: E731
@@ -61,6 +66,11 @@ class Fp8Gemm:
         args = (u8(a), u8(bt), c, dd, m, n, k, a.stride(0), bt.stride(0),
                 c.stride(0) if ldc is None else ldc, d.stride(0), sa, sb)
         wgs = min(SMS, grid(m, n)) if self.persistent else grid(m, n)
+        if self.workspace:                    # the parts need the idle multiprocessors
+            wgs = SMS
+            if self.work is None:
+                self.work = zeroed_workspace(BM, BN, SMS)
+            args += (self.work,)
         bound = self.module.gemm8[wgs, self.threads if threads is None else threads]
         sh = self.shared if shared is None else shared
         return lambda: bound(*args, shared=sh)
@@ -135,7 +145,8 @@ def tolerance(torch, a, bt, sa, sb, out: str, ref) -> float:
 
 
 FORMS = {"workgroup": (False, None), "persistent": (True, None),
-         "pingpong": (True, "pingpong"), "auto": (True, "auto")}   # -> (persistent, schedule)
+         "pingpong": (True, "pingpong"), "auto": (True, "auto"),
+         "streamk": (True, "auto", True)}    # -> (persistent, schedule[, workspace])
 
 
 def check(torch, formats, outs, shapes=CHECKS, repeat: int = 200, pingpong: bool = False,
@@ -207,12 +218,12 @@ def bench_shape(torch, gemms, a_fmt, out, m, n, k, reps) -> dict:
 
 
 def bench(torch, formats, outs, shapes, reps, pingpong: bool = True,
-          auto: bool = True) -> list[dict]:
+          auto: bool = True, streamk: bool = False) -> list[dict]:
     rows = []
     for a_fmt in formats:
         for out in outs:
             names = ["workgroup", "persistent"] + (["pingpong"] if pingpong else []) + \
-                (["auto"] if auto else [])
+                (["auto"] if auto else []) + (["streamk"] if streamk else [])
             gemms = {name: Fp8Gemm(a_fmt, "e4m3", out, *FORMS[name]) for name in names}
             for shape in shapes:
                 rows.append(bench_shape(torch, gemms, a_fmt, out, *shape, reps))
@@ -221,8 +232,8 @@ def bench(torch, formats, outs, shapes, reps, pingpong: bool = True,
 
 def table(rows) -> str:
     head = (f"{'fp8 gemm':<30} {'mettle':>8} {'persist':>8} {'pingpong':>8} {'auto':>8} "
-            f"{'cuBLAS':>8} {'cuB.fast':>8} {'ratio':>6} {'r.pers':>6} {'r.pp':>6} "
-            f"{'r.auto':>6}")
+            f"{'streamk':>8} {'cuBLAS':>8} {'cuB.fast':>8} {'ratio':>6} {'r.pers':>6} "
+            f"{'r.pp':>6} {'r.auto':>6} {'r.sk':>6}")
     lines = [head]
 
     def col(r, key, fmt):
@@ -232,10 +243,12 @@ def table(rows) -> str:
                      f"{r['workgroup_tflops']:>8.1f} {r['persistent_tflops']:>8.1f} "
                      f"{col(r, 'pingpong_tflops', '.1f'):>8} "
                      f"{col(r, 'auto_tflops', '.1f'):>8} "
+                     f"{col(r, 'streamk_tflops', '.1f'):>8} "
                      f"{r['torch_tflops']:>8.1f} {r['torch_fast_tflops']:>8.1f} "
                      f"{r['workgroup_ratio']:>6.3f} {r['persistent_ratio']:>6.3f} "
                      f"{col(r, 'pingpong_ratio', '.3f'):>6} "
-                     f"{col(r, 'auto_ratio', '.3f'):>6}")
+                     f"{col(r, 'auto_ratio', '.3f'):>6} "
+                     f"{col(r, 'streamk_ratio', '.3f'):>6}")
     return "\n".join(lines)
 
 
@@ -251,9 +264,13 @@ def main() -> int:
     ap.add_argument("--no-pingpong", action="store_true",
                     help="leave out the `schedule: pingpong` form")
     ap.add_argument("--forms", default="",
-                    help="--check only these forms (workgroup,persistent,pingpong,auto)")
+                    help="--check only these forms (workgroup,persistent,pingpong,auto,"
+                    "streamk)")
     ap.add_argument("--no-auto", action="store_true",
                     help="leave out the `schedule: auto` form")
+    ap.add_argument("--workspace", action="store_true",
+                    help="also time `streamk`: `schedule: auto` with a stream-K "
+                    "`workspace:` on one workgroup per multiprocessor")
     args = ap.parse_args()
     torch = _torch()
     torch.zeros(1, device="cuda")               # torch's (primary) context first
@@ -267,7 +284,7 @@ def main() -> int:
     shapes = SHAPES if not args.shapes else \
         [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     rows = bench(torch, formats, outs, shapes, args.reps, pingpong=not args.no_pingpong,
-                 auto=not args.no_auto)
+                 auto=not args.no_auto, streamk=args.workspace)
     print(f"device: {mettle.device(0).name}")
     print(table(rows))
     with open(args.json, "w", encoding="utf-8") as fh:

@@ -98,13 +98,17 @@ class Gemm:
     def workspace_for(self, grid_x: int):
         """The zeroed uint32 workspace of a grid_x launch (kept: the kernel leaves it zero)."""
         if grid_x not in self.work:
-            import torch
-            from types import SimpleNamespace
-            from toolchain.compiler.targets.ptx.tensor.wgmma_streamk import workspace_bytes
-            words = workspace_bytes(SimpleNamespace(m=self.bm, n=self.bn), grid_x) // 4
-            self.work[grid_x] = torch.zeros(words, dtype=torch.int32,
-                                            device="cuda").view(torch.uint32)
+            self.work[grid_x] = zeroed_workspace(self.bm, self.bn, grid_x)
         return self.work[grid_x]
+
+
+def zeroed_workspace(bm: int, bn: int, grid_x: int):
+    """A zeroed uint32 stream-K workspace for a grid_x launch of bm x bn tiles."""
+    import torch
+    from types import SimpleNamespace
+    from toolchain.compiler.targets.ptx.tensor.wgmma_streamk import workspace_bytes
+    words = workspace_bytes(SimpleNamespace(m=bm, n=bn), grid_x) // 4
+    return torch.zeros(words, dtype=torch.int32, device="cuda").view(torch.uint32)
 
 
 def torch_dtype(torch, fmt: str):
