@@ -24,6 +24,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_tma_store  # D through the copy engine
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_c_ahead    # C's loads a box ahead
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_streamk    # stream-K: checks, A/B
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_table      # cuBLAS's kernels, the table
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -436,11 +437,14 @@ gemm_streamk() {
       --schedule cooperative --fmt f16 --out f16 --workspace \
       > "$OUT/sanitizer_${tool}_streamk.txt" 2>&1 &
   done
+  timeout 300 python3 bench/gemm_fp8.py --check --no-bench --forms streamk --out bf16,f32 \
+    > "$OUT/gemm_check_streamk_fp8.txt" 2>&1 &
   wait
   for mode in 1 2; do
     grep -E "stream-K .*(inf|nan)|bitwise|stress" "$OUT/gemm_check_streamk_$mode.txt" | head -20
   done
-  report_checks gemm_check_streamk_1 gemm_check_streamk_2
+  grep -v -E "exact True| ok$" "$OUT/gemm_check_streamk_fp8.txt" | tail -5
+  report_checks gemm_check_streamk_1 gemm_check_streamk_2 gemm_check_streamk_fp8
   for tool in memcheck racecheck; do
     echo "$tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|wrong' "$OUT/sanitizer_${tool}_streamk.txt" | tr '\n' ' ')"
   done
@@ -453,6 +457,22 @@ gemm_streamk() {
     grep "^row" "$OUT/$name.txt" | cut -c6- | awk 'NR == 1 {print "row auto auto/noC base base/noC torch"; next}
       {print $1, $2, $4, $5, $(NF-3), $(NF-2), $16}'
   done
+}
+
+gemm_table() {
+  # the issue's table in one call: the kernels cuBLAS runs per shape (names: tile, cluster),
+  # then bench/gemm.py's whole table (f16/bf16 inputs, f32 and 16-bit D, the FP8 rows
+  # against torch._scaled_mm) and the plain-source K loop, alone on the GPU
+  step "cuBLAS kernels"
+  timeout 100 python3 tools/gpu/cublas_kernels.py > "$OUT/cublas_kernels.txt" 2>&1
+  step "GEMM table"
+  timeout ${TABLE_TIMEOUT:-380} python3 bench/gemm.py --out f32,f16 --fp8 e4m3 \
+    --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
+  step "plain-source K loop"
+  timeout 80 python3 bench/kloop_held.py --json "$OUT/kloop_held.json" > "$OUT/kloop_held.txt" 2>&1
+  cut -c1-150 "$OUT/cublas_kernels.txt"
+  grep "^row" "$OUT/gemm.txt" | cut -c6-
+  tail -8 "$OUT/gemm.txt"; tail -6 "$OUT/kloop_held.txt"
 }
 
 store_checks() {
@@ -528,7 +548,8 @@ case "$MODE" in
   gemm_tma_store) gemm_tma_store ;;
   gemm_c_ahead) gemm_c_ahead ;;
   gemm_streamk) gemm_streamk ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk" >&2
+  gemm_table) gemm_table ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table" >&2
      exit 2 ;;
 esac
 
