@@ -287,31 +287,37 @@ STREAMK_SHAPE = (1000, 1000, 8200)    # 32 tiles on 132: every tile split 4 ways
 
 
 def check_streamk(torch, dev, fmt, out, small: bool = False) -> int:
-    """Stream-K (`workspace:`), cooperative and auto (both branches: pitch_pads), on
-    STREAMK_CHECKS, the split path (256 work-items) and C aliasing D (f32 D); then the
-    workspace's counters all back at zero, two launches of STREAMK_SHAPE bitwise equal
-    (the parts are summed in one order whichever finishes last) and (not --small) that
-    shape STRESS times back to back; --small: three cases."""
+    """Stream-K (`workspace:`), cooperative and auto (both branches: pitch_pads), alone and
+    in clusters of 2 (grids rounded up to whole clusters), on STREAMK_CHECKS, the split
+    path (256 work-items) and C aliasing D (f32 D); then the workspace's counters all back
+    at zero, two launches of STREAMK_SHAPE bitwise equal (the parts are summed in one
+    order whichever finishes last) and (not --small) that shape STRESS times back to back;
+    --small: three cases."""
     bad = 0
-    for schedule in ("cooperative", "auto"):
-        g = H.Gemm(dev, fmt, out=out, persistent=True, schedule=schedule, workspace=True)
+    for schedule, cluster in (("cooperative", 1), ("auto", 1), ("cooperative", 2),
+                              ("auto", 2)):
+        g = H.Gemm(dev, fmt, out=out, persistent=True, schedule=schedule, cluster=cluster,
+                   workspace=True)
+        name = f"stream-K {schedule}" + (" cluster" if cluster == 2 else "")
         cases = schedule_cases(STREAMK_CHECKS, out, [(300, 520, 200, {"alias": True})])
         if small:
             cases = cases[:3]
         for m, n, k, kw in cases:
+            if cluster == 2 and "grid_x" in kw:
+                kw = dict(kw, grid_x=kw["grid_x"] + kw["grid_x"] % 2)
             for branch, pad in pitch_pads(k) if schedule == "auto" else (("", 8),):
                 err = H.check(torch, dev, g, fmt, m, n, k, pad=pad, **kw)
-                print(f"check {fmt}->{out} stream-K {schedule} {branch} {m}x{n}x{k} {kw}: "
+                print(f"check {fmt}->{out} {name} {branch} {m}x{n}x{k} {kw}: "
                       f"rel err {err:.3g}", flush=True)
                 bad += not err < H.TOLERANCE[out]
         same = H.deterministic(torch, g, fmt, *STREAMK_SHAPE)
         left = sum(H.counters_left(torch, g, grid) for grid in g.work)
-        print(f"check {fmt}->{out} stream-K {schedule}: two launches bitwise equal: {same}; "
+        print(f"check {fmt}->{out} {name}: two launches bitwise equal: {same}; "
               f"counters left non-zero: {left}", flush=True)
         bad += (not same) + (left != 0)
         if not small:
             err = H.check(torch, dev, g, fmt, *STREAMK_SHAPE, repeat=STRESS)
-            print(f"stress {fmt}->{out} stream-K {schedule} {'x'.join(map(str, STREAMK_SHAPE))}"
+            print(f"stress {fmt}->{out} {name} {'x'.join(map(str, STREAMK_SHAPE))}"
                   f" x{STRESS} back to back: rel err {err:.3g}", flush=True)
             bad += not err < H.TOLERANCE[out]
     return bad
@@ -501,9 +507,11 @@ def main() -> int:
                          "module's KNOB set to INT (columns base, base/noC), an A/B of a "
                          "pipeline choice in the same interleaved rounds")
     ap.add_argument("--workspace", action="store_true",
-                    help="give the `schedule: auto` kernels (and --baseline's) a stream-K "
-                         "`workspace:` and one workgroup per multiprocessor; A/B with "
-                         "--baseline STREAM_K=0")
+                    help="give the `schedule: auto` kernels, the cooperative and auto "
+                         "`cluster: 2` ones (and --baseline's) a stream-K `workspace:` and "
+                         "one workgroup per multiprocessor; A/B with --baseline STREAM_K=0")
+    ap.add_argument("--baseline-cluster", action="store_true",
+                    help="--baseline's kernel in clusters of 2 (compare with au+cl)")
     ap.add_argument("--stream-k", type=int, default=-1,
                     help="override wgmma.STREAM_K (what a workspace splits: 1 launches of "
                          "fewer tiles than workgroups, 2 also the last round, 0 nothing)")
@@ -604,7 +612,8 @@ def main() -> int:
                         workspace=args.workspace) for f, o in pairs}
     clgemms, ppclgemms, auclgemms = (
         {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule=sch,
-                        cluster=2) for f, o in pairs}
+                        cluster=2, workspace=args.workspace and sch != "pingpong")
+         for f, o in pairs}
         if not (args.no_persistent or args.no_cluster) else None
         for sch in ("cooperative", "pingpong", "auto"))
     bgemms = bepi_gemms = None
@@ -612,7 +621,8 @@ def main() -> int:
         kept = getattr(wgmma, knob)
         setattr(wgmma, knob, type(kept)(int(value)))
         bgemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="auto",
-                                 workspace=args.workspace) for f, o in pairs}
+                                 workspace=args.workspace,
+                                 cluster=2 if args.baseline_cluster else 1) for f, o in pairs}
         if epilogues:
             bepi_gemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, epilogue=epilogues[0])
                           for f, o in pairs}

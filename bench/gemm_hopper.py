@@ -47,7 +47,8 @@ class Gemm:
     the launcher's `grid`). `schedule`: the call's `schedule:` option (None: none).
     `cluster`: 2 adds `cluster: 2` (persistent: clusters of 2, an even grid).
     `workspace`: stream-K through a zeroed workspace of wgmma_streamk.workspace_bytes
-    (persistent, one workgroup per multiprocessor whatever the tile count)."""
+    (persistent, one workgroup per multiprocessor whatever the tile count; paired, every
+    cluster of CLUSTER_SMS)."""
 
     def __init__(self, dev, fmt: str, arch: str = "sm_90a", bm: int = BM, bn: int = BN,
                  out: str = "f32", epilogue: str | None = None, persistent: bool = False,
@@ -71,10 +72,10 @@ class Gemm:
         CLUSTER_SMS), else one workgroup per region."""
         if not self.persistent:
             return grid(m, n, self.bm, self.bn, self.cluster)
+        if self.workspace:                    # the parts need the idle multiprocessors
+            return CLUSTER_SMS if self.pair == 2 else SMS
         if self.pair == 2:
             return persistent_grid(m, n, self.bm, self.bn, CLUSTER_SMS, cluster=2)
-        if self.workspace:                    # the parts need the idle multiprocessors
-            return SMS
         return persistent_grid(m, n, self.bm, self.bn)
 
     def launcher(self, a, bt, c, d, m, n, k, threads=None, shared=None, epi=None,

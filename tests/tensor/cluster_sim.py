@@ -85,8 +85,8 @@ class ClusterSim(PipelineSim):
     # ---- the cluster: both workgroups set up, then run interleaved
     def _block(self, ctaid) -> None:
         self._queued.append(ctaid)
-        if len(self._queued) == SIZE:
-            ctas, self._queued = self._queued, []
+        if len(self._queued) == SIZE:          # by rank (reverse_x queues rank 1 first)
+            ctas, self._queued = sorted(self._queued), []
             self._cluster(ctas)
 
     def _cluster(self, ctaids) -> None:

@@ -172,6 +172,49 @@ def test_paired_auto_takes_one_branch_on_both(pitch, branch):
         assert sim.remote_arrives == 2 * pair_tiles * 3 * 2        # two consumers
 
 
+# (schedule, M, N, K, grid, STREAM_K, D's format, A/B pitch, reverse, split slots, seed):
+# paired stream-K, the units being pair tiles' parts; `split slots`: the workspace slots
+# that must hold partial sums (2·unit + rank; a rank past M sums zeros)
+PAIRED_STREAMK_CASES = [
+    ("cooperative", 150, 64, 580, 8, 1, "f32", None, False, 8, 1),   # 1 pair tile, 4 clusters: s 4
+    ("cooperative", 150, 64, 580, 8, 1, "f32", None, True, 8, 2),    # ... rank 1 last cluster first
+    ("cooperative", 500, 70, 450, 6, 2, "f32", None, True, 6, 3),    # 4 on 3: the last split 3 ways
+    ("auto", 300, 70, 450, 6, 2, "bf16", 456, False, 3, 4),          # misaligned; rank 1 past M
+    ("auto", 150, 64, 130, 8, 1, "f32", 192, False, 6, 5),           # aligned, T < W: coop, s 3 (nk)
+]
+
+
+@pytest.mark.parametrize("schedule,M,N,K,grid,mode,out,pitch,reverse,written,seed",
+                         PAIRED_STREAMK_CASES)
+def test_paired_stream_k_parts_meet_in_the_workspace(monkeypatch, schedule, M, N, K, grid,
+                                                     mode, out, pitch, reverse, written,
+                                                     seed):
+    """`workspace:` with `cluster: 2`: both workgroups of a cluster run each part of a
+    pair tile (B still multicast, each K chunk once per rank), each rank keeps its half
+    tile's partial sums in its own slots and counters, and the last part to count sums
+    them in part order, whichever cluster that is: exact, D's padding and the words after
+    the workspace untouched, every counter back at zero."""
+    from toolchain.compiler.targets.ptx.tensor import wgmma_streamk as streamk
+
+    from .test_wgmma_pipeline_sim import GUARD, GUARD_WORD
+    monkeypatch.setattr(wgmma, "STREAM_K", mode)
+    monkeypatch.setattr(ClusterSim, "reverse_x", reverse)
+    sim, got, want, untouched = _run(M, N, K, grid, schedule, seed=seed, out=out,
+                                     pitch=pitch, sim=ClusterSim, cluster=2, workspace=True)
+    np.testing.assert_array_equal(got, want)
+    assert untouched, "D's padding was written"
+    ws = sim.mem.read("ws")
+    assert (ws[-GUARD:] == GUARD_WORD).all(), "written past the workspace"
+    counters = streamk.counter_bytes(grid) // 4
+    assert not ws[:counters].any(), "a counter was left non-zero"
+    slots = ws[counters:-GUARD].reshape(-1, 128 * BN)
+    assert sum(bool(slot.any()) for slot in slots) == written
+    tm, tn = _tiles(M, N)
+    pair_tiles, nk = -(-tm // 2) * tn, -(-K // 64)
+    assert sim.wgmmas == 2 * pair_tiles * nk * 8            # each chunk once, both ranks
+    assert sim.multicasts == 2 * pair_tiles * nk
+
+
 @pytest.mark.parametrize("schedule", [None, "pingpong"])
 def test_paired_fp8_exact(schedule):
     """FP8 (E4M3, k32, 128-byte stages) with per-tensor scales, bf16 D, `cluster: 2`."""

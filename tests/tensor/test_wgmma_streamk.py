@@ -28,7 +28,6 @@ def _src(schedule: str = "auto", **kw) -> str:
 @pytest.mark.parametrize("edit,message", [
     (("persistent: 8, ", ""), "splits the last round of a persistent tile loop"),
     (("schedule: auto", "schedule: pingpong"), "not ping-pong's"),
-    (("schedule: auto", "schedule: auto, cluster: 2"), "not in clusters of 2"),
 ])
 def test_bad_workspace_option_is_located(edit, message):
     src = _src().replace(*edit)
@@ -73,6 +72,17 @@ def test_fixup_structure(schedule):
     assert text.count("sk_whole") == 2                    # its label and one branch to it
 
 
+def test_paired_fixup_indexes_slots_and_counters_by_rank():
+    """`cluster: 2`: the same fixup, each rank's slots and counters at 2·index + rank
+    (its own half tile's partial sums), the counters sized for both workgroups."""
+    text = compile_ptx(_src("cooperative", cluster=2), "sm_90a")
+    fix = text[text.index("sk_whole"):re.search(r"\$L__sk_summed\d+:", text).start()]
+    assert "%cluster_ctarank" in fix
+    assert len(re.findall(r"st\.global\.v4\.f32", fix)) == 32
+    assert fix.count("atom.acq_rel.gpu.global.add.u32") == 1
+    assert "multicast::cluster" in text                # B's boxes still shared
+
+
 def test_without_a_workspace_nothing_changes():
     plain = compile_ptx(gemm_source("f16", persistent=True, schedule="auto"), "sm_90a")
     assert "atom.acq_rel.gpu" not in plain and "$L__sk_" not in plain
@@ -100,7 +110,11 @@ def test_switched_off_the_workspace_is_unused(monkeypatch):
     fp8_source(out="bf16", persistent=True, schedule="auto", workspace=True),
     fp8_source(out="f32", epilogue="matrix_bias", persistent=True, schedule="auto",
                workspace=True),
-], ids=["f16-f32", "bf16-bf16-coop", "f16-epi", "bf16-matrix", "fp8-bf16", "fp8-f32-matrix"])
+    _src(cluster=2),
+    gemm_source("bf16", out="bf16", persistent=True, cluster=2, workspace=True),
+    fp8_source(out="bf16", persistent=True, schedule="auto", cluster=2, workspace=True),
+], ids=["f16-f32", "bf16-bf16-coop", "f16-epi", "bf16-matrix", "fp8-bf16", "fp8-f32-matrix",
+        "f16-f32-cluster", "bf16-bf16-coop-cluster", "fp8-bf16-cluster"])
 def test_no_spills_at_the_entry_cap(ptxas_path, src):
     assert_entry_cap(ptxas_path, compile_ptx(src, "sm_90a"))
 
@@ -111,6 +125,8 @@ def test_no_spills_at_the_entry_cap(ptxas_path, src):
     ("sm_90a", _src(), "; auto then takes that branch"),
     ("sm_90a", _src("cooperative"), "stream-K: the cooperative pipeline cuts"),
     ("sm_90a", _src(), "32·G bytes rounded up to 256, plus 262144·G"),
+    ("sm_90a", _src(cluster=2), "cuts the pair tiles of a launch with fewer pair tiles "
+     "than clusters along K"),
     ("sm_90a", fp8_source(persistent=True, schedule="auto", workspace=True), "stream-K"),
     ("sm_121a", _src(), "`workspace:` unused (no pipeline to split)"),
 ])

@@ -303,16 +303,13 @@ def _mma(lw, e: A.Call, matmul: bool):
 
 def _workspace(lw, e: A.Call, desc: T.TensorDesc, opts: dict, named: dict) -> None:
     """`workspace: w`: a uint32* the stream-K split meets in; only a persistent
-    workgroup loop of one workgroup per cluster in the cooperative schedule (or auto,
-    whose cooperative branch splits) has a last round to split (E0340)."""
+    workgroup loop in the cooperative schedule (or auto, whose cooperative branch
+    splits), alone or in clusters of 2, has a last round to split (E0340)."""
     expr, at = opts["workspace"]
     why = None
     if desc.scope != "workgroup" or not desc.persistent:
         why = "`workspace:` splits the last round of a persistent tile loop"
         help_ = "add `scope: workgroup, persistent: 8` or drop `workspace:`"
-    elif desc.cluster != 1:
-        why = "`workspace:` splits tiles one workgroup at a time, not in clusters of 2"
-        help_ = "drop `cluster: 2` or drop `workspace:`"
     elif desc.schedule == "pingpong":
         why = "`workspace:` splits the cooperative schedule's tiles, not ping-pong's"
         help_ = "use `schedule: cooperative` or `schedule: auto`, or drop `workspace:`"

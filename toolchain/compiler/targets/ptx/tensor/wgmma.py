@@ -391,7 +391,7 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     if pp:
         from . import wgmma_pingpong
         assert share in (None, True)         # only `cluster: 2` pairs ping-pong
-    elif tiles is not None and g.W is not None and not share and STREAM_K:
+    elif tiles is not None and g.W is not None and STREAM_K:
         tiles = tiles.split_k(g.W, g.K, elem.bk)     # stream-K (wgmma_streamk)
     mod = em.module
     dyn = mod._fresh(f"{em.fn.name}_{elem.ring}")
@@ -511,8 +511,7 @@ def _lower_auto(em, g, tid, end, share, fused, tiles, elem: Elem, combine) -> No
     (wgmma_streamk.prefer_split)."""
     pp, coop = (replace(g, desc=d) for d in branches(g.desc))
     rule = auto_pred(em, g, elem)
-    if rule is not False and tiles is not None and g.W is not None and STREAM_K \
-            and share is not True:
+    if rule is not False and tiles is not None and g.W is not None and STREAM_K:
         streamk.prefer_split(em, tiles.split_k(g.W, g.K, elem.bk), rule)
     if rule is False:
         lower_native(em, coop, tid, end, share, fused, tiles, elem, combine)

@@ -17,7 +17,9 @@ over W workgroups, the T - r tiles of the whole rounds (r = T mod W) run as abov
 each of the last round's r tiles is split along K into s parts (s <= 8 chosen at run time,
 wgmma_streamk.plan), so the r·s parts spread over the idle workgroups: unit t >= T - r is
 part i = (t - (T - r)) mod s of tile T - r + (t - (T - r)) / s, K chunks [i·nk/s,
-(i+1)·nk/s).
+(i+1)·nk/s). Paired (`cluster: 2`), the tiles and the rounds are the pair tiles over
+the clusters: both workgroups of a cluster run each unit's K chunks together (B's boxes
+still multicast), and each keeps its own half tile's partial sums.
 
 Tile arithmetic is in u64: tiles_m * tiles_n and G * tiles_n may exceed 32 bits for
 extreme M and N, and a wrapped count would skip or repeat tiles. It runs once per tile.
@@ -52,9 +54,10 @@ class Tiles:
         self.work = self.K = self.bk = None  # stream-K (split_k): off
 
     def split_k(self, work: str, K: str, bk: int) -> "Tiles":
-        """This (u32, unpaired) loop with the last round's tiles split along K through
-        the workspace at `work` (K: the region's K, bk: elements per K chunk)."""
-        assert self.c == "r" and not self.pair
+        """This (u32) loop with the last round's tiles split along K through the
+        workspace at `work` (K: the region's K, bk: elements per K chunk); paired, the
+        units are pair tiles' parts, which both workgroups of a cluster run together."""
+        assert self.c == "r"
         out = copy(self)
         out.work, out.K, out.bk = work, K, bk
         return out

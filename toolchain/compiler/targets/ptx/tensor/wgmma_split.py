@@ -240,8 +240,9 @@ def streamk_remark(desc, why: str | None, workspace: bool) -> str:
         return "; `workspace:` unused (no pipeline to split)" if why is not None else \
             "; `workspace:` unused (stream-K switched off)"
     where = "auto's cooperative branch" if wgmma.auto(desc) else "the cooperative pipeline"
-    which = "the tiles of a launch with fewer tiles than workgroups" \
-        if wgmma.STREAM_K < 2 else "the tiles of the last round"
+    tiles, units = ("pair tiles", "clusters") if desc.cluster == 2 else ("tiles", "workgroups")
+    which = f"the {tiles} of a launch with fewer {tiles} than {units}" \
+        if wgmma.STREAM_K < 2 else f"the {tiles} of the last round"
     return (f"; stream-K: {where} cuts {which} along K into up to "
             f"{streamk.MAX_PARTS} parts (at run time: the fewest that make that round "
             f"shortest{'; auto then takes that branch' if wgmma.auto(desc) else ''}), "

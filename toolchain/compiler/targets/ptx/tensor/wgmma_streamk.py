@@ -106,6 +106,7 @@ def fixup(em, tiles, g, acc: list[str], tid: str, skip: str) -> None:
     desc = g.desc
     assert desc.m == 128 and len(acc) == desc.n // 2
     tile_bytes, warp_bytes = desc.m * desc.n * 4, desc.m * desc.n * 4 // WARPS
+    ranks = 2 if tiles.pair else 1             # workgroups a unit spans (cluster: 2)
     pl = plan(em, tiles)
     whole = label(em, "sk_whole")
     sk = em.new("p")
@@ -115,10 +116,15 @@ def fixup(em, tiles, g, acc: list[str], tid: str, skip: str) -> None:
     u, q, warp, t = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     work, base, at, ctr = em.new("rd"), em.new("rd"), em.new("rd"), em.new("rd")
     em.put(I.cvta("global", work, tiles.work, to=True),
-           I.binary("sub", "u32", u, g.unit, pl.whole), I.binary("div", "u32", q, u, pl.s),
-           I.binary("shr", "u32", warp, tid, 5), I.binary("sub", "u32", warp, warp, 4),
+           I.binary("sub", "u32", u, g.unit, pl.whole), I.binary("div", "u32", q, u, pl.s))
+    if ranks > 1:
+        # paired: unit u's slot and tile q's counters for rank r are 2u + r and 2q + r
+        rank = em.new("r")
+        em.put(I.mov("u32", rank, "%cluster_ctarank"), I.mad("lo", "u32", u, u, 2, rank),
+               I.mad("lo", "u32", q, q, 2, rank))
+    em.put(I.binary("shr", "u32", warp, tid, 5), I.binary("sub", "u32", warp, warp, 4),
            # the slots follow the counters: 8 u32 per workgroup, rounded up to 256 bytes
-           I.binary("mul.lo", "u32", t, pl.w, COUNTERS_PER_WORKGROUP * 4),
+           I.binary("mul.lo", "u32", t, pl.w, ranks * COUNTERS_PER_WORKGROUP * 4),
            I.binary("add", "u32", t, t, 255), I.binary("and", "b32", t, t, -256),
            I.cvt("u64", "u32", base, t), I.binary("add", "s64", base, base, work),
            I.mad("wide", "u32", base, warp, warp_bytes, base),
@@ -139,16 +145,21 @@ def fixup(em, tiles, g, acc: list[str], tid: str, skip: str) -> None:
            I.guarded(I.st(".global", "u32", I.mem(ctr), 0), last),   # for the next launch
            I.selp("u32", v, 1, 0, last), I.shfl_idx(v, v, 0),
            I.setp("eq", "u32", last, v, 0), I.bra(skip, guard=last, uniform=True),
-           I.fence("acq_rel", "gpu"),
-           I.binary("mul.lo", "u32", t, q, pl.s),             # part 0 of tile q: slot q·s
-           I.mad("wide", "u32", at, t, tile_bytes, base))
-    _sum_parts(em, pl, quads, at, tile_bytes)
+           I.fence("acq_rel", "gpu"))
+    if ranks > 1:                              # part 0 of pair tile q/2: slot 2·(q/2)·s + r
+        em.put(I.binary("sub", "u32", t, q, rank), I.binary("mul.lo", "u32", t, t, pl.s),
+               I.binary("add", "u32", t, t, rank))
+    else:                                      # part 0 of tile q: slot q·s
+        em.put(I.binary("mul.lo", "u32", t, q, pl.s))
+    em.put(I.mad("wide", "u32", at, t, tile_bytes, base))
+    _sum_parts(em, pl, quads, at, ranks * tile_bytes)
     em.put(I.label(whole))
 
 
-def _sum_parts(em, pl: Plan, quads, at: str, tile_bytes: int) -> None:
-    """acc = part 0 + part 1 + ... + part s-1, in that order (`at`: part 0's slot; the
-    loads bypass L1, which is not kept coherent with other multiprocessors' stores)."""
+def _sum_parts(em, pl: Plan, quads, at: str, stride: int) -> None:
+    """acc = part 0 + part 1 + ... + part s-1, in that order (`at`: part 0's slot,
+    `stride`: bytes from one part's slot to the next's; the loads bypass L1, which is not
+    kept coherent with other multiprocessors' stores)."""
     for j, quad in enumerate(quads):
         em.put(I.ld_vec(".global", "f32", I.vec(*quad), I.mem(at, 512 * j), cache="cg"))
     left, p = em.new("r"), em.new("p")
@@ -156,7 +167,7 @@ def _sum_parts(em, pl: Plan, quads, at: str, tile_bytes: int) -> None:
     tmp = [em.new("f") for _ in range(2)]     # pairs: two registers fewer beside acc
     em.put(I.binary("sub", "u32", left, pl.s, 1), I.label(top),
            I.setp("eq", "u32", p, left, 0), I.bra(done, guard=p, uniform=True),
-           I.binary("add", "s64", at, at, tile_bytes))
+           I.binary("add", "s64", at, at, stride))
     for j, quad in enumerate(quads):
         for h in range(2):
             em.put(I.ld_vec(".global", "f32", I.vec(*tmp), I.mem(at, 512 * j + 8 * h),
