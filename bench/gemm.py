@@ -512,6 +512,9 @@ def main() -> int:
                          "one workgroup per multiprocessor; A/B with --baseline STREAM_K=0")
     ap.add_argument("--baseline-cluster", action="store_true",
                     help="--baseline's kernel in clusters of 2 (compare with au+cl)")
+    ap.add_argument("--baseline-bn", type=int, default=0,
+                    help="the baseline kernel (`schedule: auto`, with or without --baseline's "
+                    "knob) with this region width instead of --bn")
     ap.add_argument("--stream-k", type=int, default=-1,
                     help="override wgmma.STREAM_K (what a workspace splits: 1 launches of "
                          "fewer tiles than workgroups, 2 also the last round, 0 nothing)")
@@ -617,16 +620,19 @@ def main() -> int:
         if not (args.no_persistent or args.no_cluster) else None
         for sch in ("cooperative", "pingpong", "auto"))
     bgemms = bepi_gemms = None
-    if args.baseline:                        # knob, value: parsed and checked above
-        kept = getattr(wgmma, knob)
-        setattr(wgmma, knob, type(kept)(int(value)))
-        bgemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="auto",
+    if args.baseline or args.baseline_bn:    # knob, value: parsed and checked above
+        kept = getattr(wgmma, knob) if args.baseline else None
+        if args.baseline:
+            setattr(wgmma, knob, type(kept)(int(value)))
+        bbn = args.baseline_bn or args.bn
+        bgemms = {(f, o): H.Gemm(dev, f, bn=bbn, out=o, persistent=True, schedule="auto",
                                  workspace=args.workspace,
                                  cluster=2 if args.baseline_cluster else 1) for f, o in pairs}
         if epilogues:
-            bepi_gemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, epilogue=epilogues[0])
+            bepi_gemms = {(f, o): H.Gemm(dev, f, bn=bbn, out=o, epilogue=epilogues[0])
                           for f, o in pairs}
-        setattr(wgmma, knob, kept)
+        if args.baseline:
+            setattr(wgmma, knob, kept)
     header = (f"{'gemm':<22} {'mettle':>8} {'auto':>8} {'auto/noC':>8} {'persist':>8} "
               f"{'pers/noC':>8} {'pingpong':>8} {'pp/noC':>8} {'cluster':>8} "
               f"{'cl/noC':>8} {'pp+cl':>8} {'ppcl/noC':>8} {'au+cl':>8} {'aucl/noC':>8} "

@@ -17,6 +17,7 @@ from toolchain.compiler.diagnostics import CompileError
 from toolchain.compiler.targets.ptx.tensor import wgmma
 
 from .kernels import compile_ptx
+from bench.fp8_kernels import fp8_source
 from bench.wgmma_kernels import gemm_source
 
 NATIVE = """
@@ -93,9 +94,22 @@ def test_native_pipeline_structure(fmt):
     assert "reqnctapercluster" not in text                       # pairing is opt-in
 
 
-@pytest.mark.parametrize("fmt,bn", [("f16", 256), ("bf16", 256), ("f16", 128)])
+@pytest.mark.parametrize("fmt,bn", [("f16", 256), ("bf16", 256), ("f16", 128), ("bf16", 240)])
 def test_native_resources_no_spills(ptxas_path, fmt, bn):
     assert_entry_cap(ptxas_path, compile_ptx(gemm_source(fmt, bn=bn), "sm_90a"))
+
+
+@pytest.mark.parametrize("out,schedule,cluster", [("f32", "auto", 1), ("bf16", "auto", 2),
+                                                  ("f16", "pingpong", 1)])
+def test_width_240_persistent_no_spills(ptxas_path, out, schedule, cluster):
+    """m128n240k64 persistent (D from the registers: 240 columns hold no whole number of
+    store boxes) within the entry cap, FP8's too."""
+    src = gemm_source("f16", bn=240, out=out, persistent=True, schedule=schedule,
+                      cluster=cluster)
+    assert "m64n240k16" in compile_ptx(src, "sm_90a") or schedule == "pingpong"
+    assert_entry_cap(ptxas_path, compile_ptx(src, "sm_90a"))
+    assert_entry_cap(ptxas_path, compile_ptx(fp8_source(out="bf16", bn=240, persistent=True,
+                                                        schedule=schedule), "sm_90a"))
 
 
 def test_paired_variant_multicasts_and_assembles(ptxas_path, monkeypatch):

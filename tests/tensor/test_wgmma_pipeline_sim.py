@@ -240,10 +240,10 @@ def test_a_six_stage_pingpong_ring_is_exact(monkeypatch, schedule, pitch):
 
 
 def run_fp8(M, N, K, grid, schedule, seed, data_seed, sim=PipelineSim, cluster=1,
-            workspace=False):
+            workspace=False, bn=BN):
     """FP8 (E4M3, k32, 128-byte stages) with per-tensor scales 0.5 and 4, bf16 D, persistent
-    on `grid` workgroups (`workspace`: a zeroed stream-K workspace, then GUARD words):
-    (sim, D as computed, D wanted)."""
+    on `grid` workgroups of 128 x bn tiles (`workspace`: a zeroed stream-K workspace, then
+    GUARD words): (sim, D as computed, D wanted)."""
     rng = np.random.default_rng(data_seed)
     lda = ldb = -(-K // 16) * 16 + 16
     ldc, ldd = N + 2, N + 4
@@ -257,18 +257,50 @@ def run_fp8(M, N, K, grid, schedule, seed, data_seed, sim=PipelineSim, cluster=1
     C = np.zeros((M, ldc), np.float32)
     C[:, :N] = c
     D = np.full(M * ldd + 8, 0x7E00, np.uint16)
-    threads, shared = fp8_launch(128, BN, schedule=schedule or "cooperative")
+    threads, shared = fp8_launch(128, bn, schedule=schedule or "cooperative")
     args = [("buf", "a", A.ravel()), ("buf", "b", B.ravel()), ("buf", "c", C.ravel()),
             ("buf", "d", D)] + [("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)] + \
         [("buf", "sa", np.array([0.5], np.float32)), ("buf", "sb", np.array([4.0], np.float32))]
     if workspace:
-        args.append(_workspace_arg(BN, grid))
-    src = fp8_source("e4m3", "e4m3", "bf16", persistent=True, bn=BN, schedule=schedule,
+        args.append(_workspace_arg(bn, grid))
+    src = fp8_source("e4m3", "e4m3", "bf16", persistent=True, bn=bn, schedule=schedule,
                      cluster=cluster, workspace=workspace)
     run = sim(compile_ptx(src, "sm_90a"), "gemm8", shared, undefined=0, seed=seed)
     got = run.run((grid, 1), threads, args).read("d")
     want = O.to_bf16_bits((av @ bv.T * 2.0 + c).astype(np.float32))
     return run, got[:M * ldd].reshape(M, ldd)[:, :N], want
+
+
+# (schedule, M, N, K, grid, D's format, cluster, seed): 128 x 240 regions (wgmma n240,
+# ping-pong halves n120; D from the registers: 240 columns are no whole number of store
+# boxes), tails in M and N, the pair in clusters of 2
+WIDTH_240_CASES = [
+    ("cooperative", 150, 250, 130, 3, "f32", None, 1),
+    ("pingpong", 150, 250, 130, 3, "f16", None, 2),
+    ("auto", 300, 250, 130, 4, "bf16", 2, 3),
+]
+
+
+@pytest.mark.parametrize("schedule,M,N,K,grid,out,cluster,seed", WIDTH_240_CASES)
+def test_region_width_240_exact(schedule, M, N, K, grid, out, cluster, seed):
+    """`shape: m128n240k64` (a width that fits N = 3000 in 13 tiles) on the pipeline: exact,
+    D's padding untouched, each K chunk computed once per tile."""
+    from .cluster_sim import ClusterSim
+    sim, got, want, untouched = _run(M, N, K, grid, schedule, out=out, bn=240, seed=seed,
+                                     cluster=cluster, pitch=200 if cluster else None,
+                                     sim=ClusterSim if cluster else PipelineSim)
+    np.testing.assert_array_equal(got, want)
+    assert untouched, "D's padding was written"
+    tiles = -(-M // 128) * -(-N // 240) + (-(-M // 128) % 2 if cluster else 0) * -(-N // 240)
+    halves = 2 if schedule == "pingpong" else 1
+    assert sim.wgmmas == tiles * -(-K // 64) * 8 * halves
+
+
+def test_pipeline_fp8_width_240_exact():
+    """FP8 with 128 x 240 regions (wgmma m64n240k32), auto on misaligned rows (cooperative)."""
+    sim, got, want = run_fp8(150, 250, 300, 3, "auto", 6, 8, bn=240)
+    np.testing.assert_array_equal(got, want)
+    assert sim.wgmmas == 4 * 3 * 4 * 2
 
 
 def test_pipeline_fp8_pingpong_exact():

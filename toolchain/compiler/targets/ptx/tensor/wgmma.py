@@ -62,7 +62,7 @@ PRODUCER_REGS, CONSUMER_REGS = 40, 232
 ENTRY_REGS = 168                          # the .maxntid 384 cap: 65536 / 384, rounded to 8
 # opt-in dynamic shared memory per workgroup on the one generation that has wgmma
 SMEM_LIMIT = isa.SM_LIMITS[isa.FEATURES["wgmma"][0].only[0]][1]
-SHAPES_N = (64, 128, 192, 256)
+SHAPES_N = (64, 128, 192, 240, 256)
 EPILOGUE_BATCH = 32                       # C pairs loaded before their D stores (1: one
 #                                           pair per round trip, the first measured form)
 # C pairs per batch with a fused epilogue, per bias mode: its scalars and a bias read per
