@@ -4,7 +4,7 @@ padding and of wrong values, against torch in fp32.
 
     python3 tools/gpu/gemm_case.py 129x257x65 [--fmt bf16] [--out f32] [--schedule auto]
                                    [--grid 3] [--pad 63] [--dpad 8] [--knob TMA_STORE=0 ...]
-                                   [--workspace]
+                                   [--workspace] [--cluster 2] [--bn 240]
 
 `pad`: elements past K of A's and B's rows and past N of C's (and D's, unless --dpad).
 
@@ -43,6 +43,8 @@ def main() -> int:
     ap.add_argument("--dpad", type=int, default=None)
     ap.add_argument("--knob", action="append", default=[])
     ap.add_argument("--workspace", action="store_true", help="stream-K (`workspace:`)")
+    ap.add_argument("--cluster", type=int, default=1, help="`cluster:` (2: clusters of 2)")
+    ap.add_argument("--bn", type=int, default=256, help="the region's width")
     args = ap.parse_args()
     from toolchain.compiler.targets.ptx.tensor import wgmma
     for kv in args.knob:
@@ -52,8 +54,8 @@ def main() -> int:
     import mettle
     import gemm_hopper as H
     m, n, k = (int(x) for x in args.shape.split("x"))
-    g = H.Gemm(mettle.device(0), args.fmt, out=args.out, persistent=True,
-               schedule=args.schedule, workspace=args.workspace)
+    g = H.Gemm(mettle.device(0), args.fmt, bn=args.bn, out=args.out, persistent=True,
+               schedule=args.schedule, cluster=args.cluster, workspace=args.workspace)
     dtype = torch.float16 if args.fmt == "f16" else torch.bfloat16
     torch.manual_seed(0)
     pad = args.pad
@@ -72,7 +74,8 @@ def main() -> int:
     nan = torch.isnan(got).nonzero().cpu()
     touched = (~torch.isnan(dfull[:, n:].float())).nonzero().cpu()
     wrong = ((got - ref).abs() > 1e-2 * (ref.abs() + 1)).nonzero().cpu()
-    print(f"{args.shape} {args.fmt}->{args.out} {args.schedule} pad {pad}/{dpad} "
+    print(f"{args.shape} {args.fmt}->{args.out} {args.schedule} cluster {args.cluster} "
+          f"bn {args.bn} pad {pad}/{dpad} "
           f"knobs {args.knob}: "
           f"{len(nan)} NaN, {len(touched)} padding written, {len(wrong)} wrong")
     for what, idx, off in (("NaN", nan, 0), ("padding", touched, n), ("wrong", wrong, 0)):
