@@ -25,7 +25,7 @@ from toolchain.compiler.targets.ptx.tensor import wgmma
 
 from .cluster_sim import ClusterSim
 from .ptx_sim import SimError
-from .test_wgmma_pipeline_sim import BN, _run, run_fp8
+from .test_wgmma_pipeline_sim import BN, _run, run_fp8, workspace_slots
 
 
 # ---- the model itself, on hand-written PTX: each workgroup writes its rank + 10 to its
@@ -194,20 +194,13 @@ def test_paired_stream_k_parts_meet_in_the_workspace(monkeypatch, schedule, M, N
     tile's partial sums in its own slots and counters, and the last part to count sums
     them in part order, whichever cluster that is: exact, D's padding and the words after
     the workspace untouched, every counter back at zero."""
-    from toolchain.compiler.targets.ptx.tensor import wgmma_streamk as streamk
-
-    from .test_wgmma_pipeline_sim import GUARD, GUARD_WORD
     monkeypatch.setattr(wgmma, "STREAM_K", mode)
     monkeypatch.setattr(ClusterSim, "reverse_x", reverse)
     sim, got, want, untouched = _run(M, N, K, grid, schedule, seed=seed, out=out,
                                      pitch=pitch, sim=ClusterSim, cluster=2, workspace=True)
     np.testing.assert_array_equal(got, want)
     assert untouched, "D's padding was written"
-    ws = sim.mem.read("ws")
-    assert (ws[-GUARD:] == GUARD_WORD).all(), "written past the workspace"
-    counters = streamk.counter_bytes(grid) // 4
-    assert not ws[:counters].any(), "a counter was left non-zero"
-    slots = ws[counters:-GUARD].reshape(-1, 128 * BN)
+    slots = workspace_slots(sim, grid).reshape(-1, 128 * BN)
     assert sum(bool(slot.any()) for slot in slots) == written
     tm, tn = _tiles(M, N)
     pair_tiles, nk = -(-tm // 2) * tn, -(-K // 64)
