@@ -25,6 +25,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_c_ahead    # C's loads a box ahead
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_streamk    # stream-K: checks, A/B
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_table      # cuBLAS's kernels, the table
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_pending    # paired split, 240: checks, ncu
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -475,6 +476,33 @@ gemm_table() {
   tail -8 "$OUT/gemm.txt"; tail -6 "$OUT/kloop_held.txt"
 }
 
+gemm_pending() {
+  # the checks the paired split and the 240-wide tile have not had on hardware: both under
+  # compute-sanitizer, the FP8 stream-K form, the auto and cluster checks at 240 (tails
+  # in M and N), all at once; then Nsight Compute on the paired kernel at the odd shape
+  step "paired split and 240: sanitizers and checks"
+  for tool in memcheck racecheck; do
+    timeout 280 compute-sanitizer --tool $tool python3 tools/gpu/gemm_case.py 1000x1000x1000 \
+      --schedule cooperative --cluster 2 --fmt f16 --out f16 --workspace \
+      > "$OUT/sanitizer_${tool}_paired_split.txt" 2>&1 &
+    timeout 280 compute-sanitizer --tool $tool python3 tools/gpu/gemm_case.py 700x1000x300 \
+      --schedule auto --cluster 2 --bn 240 --fmt bf16 --out bf16 --pad 63 \
+      > "$OUT/sanitizer_${tool}_bn240.txt" 2>&1 &
+  done
+  timeout 280 python3 bench/gemm_fp8.py --check --no-bench --forms streamk --out bf16,f32 \
+    > "$OUT/gemm_check_streamk_fp8.txt" 2>&1 &
+  timeout 280 python3 bench/gemm.py --check-auto --bn 240 --no-bench --out f32,f16 \
+    > "$OUT/gemm_check_auto_bn240.txt" 2>&1 &
+  timeout 280 python3 bench/gemm.py --check-cluster --bn 240 --no-stress --no-bench --out f32,f16 \
+    > "$OUT/gemm_check_cluster_bn240.txt" 2>&1 &
+  wait
+  report_checks gemm_check_streamk_fp8 gemm_check_auto_bn240 gemm_check_cluster_bn240
+  for f in "$OUT"/sanitizer_*_{paired_split,bn240}.txt; do
+    echo "$(basename "$f"): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|wrong|exact|Error' "$f" | tr '\n' ' ' | cut -c1-300)"
+  done
+  PROFILE_SHAPES=5000x3000x4104 PROFILE_CLUSTER=2 PROFILE_TIMEOUT=${PROFILE_TIMEOUT:-200} gemm_profile
+}
+
 store_checks() {
   # the cases around D's store rule (N a whole number of 16-byte units), every schedule's
   # checks, the fused epilogues and FP8 on the GPU, compute-sanitizer on the store path
@@ -549,7 +577,8 @@ case "$MODE" in
   gemm_c_ahead) gemm_c_ahead ;;
   gemm_streamk) gemm_streamk ;;
   gemm_table) gemm_table ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table" >&2
+  gemm_pending) gemm_pending ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending" >&2
      exit 2 ;;
 esac
 
