@@ -500,7 +500,15 @@ gemm_pending() {
   for f in "$OUT"/sanitizer_*_{paired_split,bn240}.txt; do
     echo "$(basename "$f"): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|wrong|exact|Error' "$f" | tr '\n' ' ' | cut -c1-300)"
   done
-  PROFILE_SHAPES=5000x3000x4104 PROFILE_CLUSTER=2 PROFILE_TIMEOUT=${PROFILE_TIMEOUT:-200} gemm_profile
+  # the tile width on the odd shape: 192 (16 columns of tiles, 4.85 rounds of 0.75 tiles)
+  # against 256 (12 columns, 3.64 rounds), both paired `auto`, in one process
+  step "odd shape: 192-wide against 256-wide tiles"
+  timeout ${BN_TIMEOUT:-170} python3 bench/gemm.py --shapes 5000x3000x4104 --bn ${BN_WIDTH:-192} \
+    --baseline-bn 256 --baseline-cluster --out f32,f16 --fp8 "" --no-pingpong \
+    --json "$OUT/gemm_bn_odd.json" > "$OUT/gemm_bn_odd.txt" 2>&1
+  grep "^row" "$OUT/gemm_bn_odd.txt" | cut -c6- | awk 'NR > 1 {print $1, $2, "au+cl", $14, $15, "base", $(NF-3), $(NF-2), "torch", $16}'
+  tail -3 "$OUT/gemm_bn_odd.txt"
+  PROFILE_SHAPES=5000x3000x4104 PROFILE_CLUSTER=2 PROFILE_TIMEOUT=${PROFILE_TIMEOUT:-150} gemm_profile
 }
 
 store_checks() {
