@@ -26,6 +26,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_streamk    # stream-K: checks, A/B
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_table      # cuBLAS's kernels, the table
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_pending    # paired split, 240: checks, ncu
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_split_profile  # ncu: the last round split or not
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -511,6 +512,21 @@ gemm_pending() {
   PROFILE_SHAPES=5000x3000x4104 PROFILE_CLUSTER=2 PROFILE_TIMEOUT=${PROFILE_TIMEOUT:-150} gemm_profile
 }
 
+gemm_split_profile() {
+  # Nsight Compute (clocks locked: no power effects) on one launch of paired `auto` with a
+  # workspace at the odd shape, per STREAM_K (0: no split code, 1: the shipped rule, which
+  # leaves this launch whole, 2: the last round split), with the warp stall reasons
+  for knob in ${SPLIT_KNOBS:-0 1 2}; do
+    step "ncu 5000x3000x4104 paired auto STREAM_K=$knob"
+    f="$OUT/ncu_split_$knob.txt"
+    timeout 120 ncu -k regex:gemm --section SpeedOfLight --section WarpStateStats \
+      --section SchedulerStats --section MemoryWorkloadAnalysis \
+      python3 tools/gpu/gemm_case.py 5000x3000x4104 --schedule auto --cluster 2 --fmt f16 \
+      --out f16 --pad 0 --workspace --grid 132 --knob STREAM_K=$knob > "$f" 2>&1
+    grep -E "wrong|Duration|SM Busy|L2 Cache Throughput|DRAM Throughput|L2 Hit|Warp Cycles Per Issued|No Eligible|Active Warps Per" "$f"
+  done
+}
+
 store_checks() {
   # the cases around D's store rule (N a whole number of 16-byte units), every schedule's
   # checks, the fused epilogues and FP8 on the GPU, compute-sanitizer on the store path
@@ -586,7 +602,8 @@ case "$MODE" in
   gemm_streamk) gemm_streamk ;;
   gemm_table) gemm_table ;;
   gemm_pending) gemm_pending ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending" >&2
+  gemm_split_profile) gemm_split_profile ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile" >&2
      exit 2 ;;
 esac
 
