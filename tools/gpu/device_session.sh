@@ -27,6 +27,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_table      # cuBLAS's kernels, the table
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_pending    # paired split, 240: checks, ncu
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_split_profile  # ncu: the last round split or not
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_hot        # ncu: where the warps wait, per instruction
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -527,6 +528,25 @@ gemm_split_profile() {
   done
 }
 
+gemm_hot() {
+  # Nsight Compute's per-instruction warp-stall samples of one launch per HOT_CASES entry
+  # (gemm_case.py arguments, `;`-separated), the hottest instructions by tools/gpu/ncu_hot.py,
+  # and the SASS of the kernel
+  i=0
+  IFS=';' read -ra cases <<< "${HOT_CASES:-5000x3000x4104 --schedule auto --cluster 2 --fmt f16 --out f16 --pad 0;4096x4096x4096 --schedule auto --fmt f16 --out f16 --pad 0}"
+  for c in "${cases[@]}"; do
+    i=$((i + 1))
+    step "ncu source counters: $c"
+    timeout 150 ncu -k regex:^gemm -c 1 --section WarpStateStats --section SourceCounters \
+      --section SpeedOfLight -f -o "$OUT/hot_$i" python3 tools/gpu/gemm_case.py $c \
+      > "$OUT/hot_$i.log" 2>&1
+    ncu -i "$OUT/hot_$i.ncu-rep" --page source --csv --print-source sass > "$OUT/hot_$i.csv" 2>&1
+    python3 tools/gpu/ncu_hot.py ${HOT_TOP:-45} < "$OUT/hot_$i.csv" > "$OUT/hot_$i.txt" 2>&1
+    grep -E "wrong|Duration|SM Active|Elapsed" "$OUT/hot_$i.log"; cat "$OUT/hot_$i.txt"
+    rm -f "$OUT/hot_$i.ncu-rep" "$OUT/hot_$i.csv"
+  done
+}
+
 store_checks() {
   # the cases around D's store rule (N a whole number of 16-byte units), every schedule's
   # checks, the fused epilogues and FP8 on the GPU, compute-sanitizer on the store path
@@ -603,7 +623,8 @@ case "$MODE" in
   gemm_table) gemm_table ;;
   gemm_pending) gemm_pending ;;
   gemm_split_profile) gemm_split_profile ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile" >&2
+  gemm_hot) gemm_hot ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile|gemm_hot" >&2
      exit 2 ;;
 esac
 
