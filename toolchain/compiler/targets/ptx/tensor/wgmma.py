@@ -82,8 +82,10 @@ STREAM_K = 1                              # what a `workspace:` splits along K
 #                                           (wgmma_streamk): 1 the tiles of a launch
 #                                           with fewer tiles than workgroups; 2 also the
 #                                           last round after whole ones (5000x3000x4104
-#                                           measured 3-6% slower: L2-bound, the parts'
-#                                           traffic costs what the round saves); 0 none
+#                                           measured 3-13% slower, 9% with the clocks
+#                                           held: each part's ring fill, partial store
+#                                           and data waits cost more than the round
+#                                           saves); 0 none
 #                                           (bench/gemm.py --workspace's baseline)
 TMA_STORE = True                          # D leaves through shared memory and the copy
 #                                           engine (store_epilogue) where _store_pred
