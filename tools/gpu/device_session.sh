@@ -530,8 +530,9 @@ gemm_split_profile() {
 
 gemm_hot() {
   # Nsight Compute's per-instruction warp-stall samples of one launch per HOT_CASES entry
-  # (gemm_case.py arguments, `;`-separated), the hottest instructions by tools/gpu/ncu_hot.py,
-  # and the SASS of the kernel
+  # (gemm_case.py arguments, `;`-separated), the hottest HOT_TOP instructions by
+  # tools/gpu/ncu_hot.py (a large HOT_TOP lists them all, for tools/gpu/sass_blocks.py to
+  # sum per SASS block against the same kernel disassembled on the CPU machine)
   i=0
   IFS=';' read -ra cases <<< "${HOT_CASES:-5000x3000x4104 --schedule auto --cluster 2 --fmt f16 --out f16 --pad 0;4096x4096x4096 --schedule auto --fmt f16 --out f16 --pad 0}"
   for c in "${cases[@]}"; do
