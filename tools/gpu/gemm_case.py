@@ -50,9 +50,9 @@ def main() -> int:
     for kv in args.knob:
         k, _, v = kv.partition("=")
         setattr(wgmma, k, type(getattr(wgmma, k))(int(v)))
-    import torch
+    import torch  # pants: no-infer-dep
     import mettle
-    import gemm_hopper as H
+    import gemm_hopper as H  # pants: no-infer-dep  (bench/ on sys.path above)
     m, n, k = (int(x) for x in args.shape.split("x"))
     g = H.Gemm(mettle.device(0), args.fmt, bn=args.bn, out=args.out, persistent=True,
                schedule=args.schedule, cluster=args.cluster, workspace=args.workspace)
