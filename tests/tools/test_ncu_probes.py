@@ -27,9 +27,8 @@ SASS = """\
 
 def hot_list(monkeypatch, capsys, argv: list[str]) -> str:
     """ncu_hot.py's output for CSV on its standard input."""
-    monkeypatch.setattr(sys, "argv", ["ncu_hot.py", *argv])
     monkeypatch.setattr(sys, "stdin", io.StringIO(CSV))
-    assert ncu_hot.main() == 0
+    assert ncu_hot.main(argv) == 0
     return capsys.readouterr().out
 
 

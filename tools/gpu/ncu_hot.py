@@ -21,8 +21,8 @@ def number(text: str) -> float:
         return 0.0
 
 
-def main() -> int:
-    top = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+def main(argv: list[str]) -> int:
+    top = int(argv[0]) if argv else 40
     rows = list(csv.reader(sys.stdin))
     at = next((i for i, r in enumerate(rows) if any("Sampling" in c for c in r)), None)
     if at is None:
@@ -46,4 +46,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
