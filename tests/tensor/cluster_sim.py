@@ -262,7 +262,8 @@ class ClusterSim(PipelineSim):
                     self._copy(th, [Addr(str(self._mapa(dst, rank))), ops[1],
                                     Addr(str(self._mapa(bar, rank)))])
             return
-        if op.startswith("cp.async.bulk.tensor.2d.global.shared::cta"):
+        if op.startswith(("cp.async.bulk.tensor.2d.global.shared::cta",
+                          "cp.async.bulk.tensor.3d.global.shared::cta")):
             rank, _, _ = self._owner(th.addr(ops[1]))
             if rank != th.cta:
                 raise SimError("a store from the other workgroup's shared memory")

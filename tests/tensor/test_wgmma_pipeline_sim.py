@@ -250,13 +250,13 @@ def test_a_six_stage_pingpong_ring_is_exact(monkeypatch, schedule, pitch):
 
 
 def run_fp8(M, N, K, grid, schedule, seed, data_seed, sim=PipelineSim, cluster=1,
-            workspace=False, bn=BN):
+            workspace=False, bn=BN, ldd=None):
     """FP8 (E4M3, k32, 128-byte stages) with per-tensor scales 0.5 and 4, bf16 D, persistent
     on `grid` workgroups of 128 x bn tiles (`workspace`: a zeroed stream-K workspace, then
-    GUARD words): (sim, D as computed, D wanted)."""
+    GUARD words; `ldd`: D's pitch, default N + 4): (sim, D as computed, D wanted)."""
     rng = np.random.default_rng(data_seed)
     lda = ldb = -(-K // 16) * 16 + 16
-    ldc, ldd = N + 2, N + 4
+    ldc, ldd = N + 2, ldd or N + 4
     ab, av = exact_values(rng, (M, K), "e4m3")
     bb, bv = exact_values(rng, (N, K), "e4m3")
     A = np.zeros((M, lda), np.uint8)
@@ -307,6 +307,46 @@ def test_region_width_240_exact(schedule, M, N, K, grid, out, cluster, seed):
     tiles = rows * -(-N // 240)
     halves = 2 if schedule == "pingpong" else 1
     assert sim.wgmmas == tiles * -(-K // 64) * 8 * halves
+
+
+# (schedule, M, N, K, grid, D's format, cluster, seed): 128 x 240 regions whose D goes
+# through the copy engine (N and D's pitch multiples of 16 bytes): the tiles wholly inside
+# N store their last box through the rank-3 map that clips it at 240 columns (ping-pong:
+# at the 120 of a half), the last column of tiles (16 columns) through the rank-2 map that
+# clips at N; D's columns between tiles are written once, by their own tile
+CLIPPED_CASES = [
+    ("cooperative", 150, 496, 130, 3, "f32", None, 1),
+    ("pingpong", 150, 496, 130, 3, "f16", None, 2),
+    ("pingpong", 140, 488, 70, 2, "f32", None, 3),   # a half wholly past N
+    ("auto", 300, 496, 130, 4, "bf16", 2, 4),
+]
+
+
+@pytest.mark.parametrize("schedule,M,N,K,grid,out,cluster,seed", CLIPPED_CASES)
+def test_width_240_d_through_the_copy_engine_is_exact(tma_store, schedule, M, N, K, grid,
+                                                      out, cluster, seed):
+    from .cluster_sim import ClusterSim
+    ldd = N + 8
+    sim, got, want, untouched = _run(M, N, K, grid, schedule, out=out, bn=240, seed=seed,
+                                     cluster=cluster, pitch=200 if cluster else None,
+                                     ldd=ldd, sim=ClusterSim if cluster else PipelineSim)
+    np.testing.assert_array_equal(got, want)
+    assert untouched, "D's padding was written"
+    # one store per box of 16 rows that starts below M and N, none from the registers
+    width = 120 if schedule == "pingpong" else 240     # auto: misaligned rows, cooperative
+    cols = 128 // (4 if out == "f32" else 2)
+    starts = [c + b for c in range(0, N, width) for b in range(0, width, cols) if c + b < N]
+    whole = [x for x in starts if x - x % width + width <= N]
+    assert sim.stores == len(range(0, M, 16)) * len(starts)
+    assert sim.stores_by_rank == {3: len(range(0, M, 16)) * len(whole),
+                                  2: len(range(0, M, 16)) * (len(starts) - len(whole))}
+
+
+def test_pipeline_fp8_width_240_d_through_the_copy_engine_exact():
+    """FP8 at 128 x 240 with a bf16 D the copy engine stores (clipped last boxes)."""
+    sim, got, want = run_fp8(150, 496, 300, 3, "auto", 6, 8, bn=240, ldd=504)
+    np.testing.assert_array_equal(got, want)
+    assert sim.stores > 0
 
 
 def test_pipeline_fp8_width_240_exact():

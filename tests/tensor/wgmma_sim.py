@@ -62,6 +62,7 @@ class PipelineSim(Sim):
         self.extern = re.findall(r"^\s*\.extern \.shared .*?\.b8\s+(\w+)\[\];", ptx, re.M)
         self.wgmmas = 0
         self.stores = 0                         # D boxes stored by the copy engine
+        self.stores_by_rank = {}                # ... by the rank of their tensor map
 
     def special(self, th, name: str):
         if name == "%smid":
@@ -185,7 +186,8 @@ class PipelineSim(Sim):
             vals = [th.val(o) for o in ops[1:]]
             entry = self.maps.setdefault(at, {})
             entry[field if len(vals) == 1 else (field, vals[0])] = vals[-1]
-        elif op.startswith("cp.async.bulk.tensor.2d.global.shared::cta"):
+        elif op.startswith(("cp.async.bulk.tensor.2d.global.shared::cta",
+                            "cp.async.bulk.tensor.3d.global.shared::cta")):
             self._store(th, ops)
         elif op.startswith("cp.async.bulk.tensor.2d"):
             self._copy(th, ops)
@@ -272,11 +274,11 @@ class PipelineSim(Sim):
         else:
             self.pending.append(copy)
 
-    def _box(self, m: dict, smem: int):
-        """(shared byte addresses, global byte addresses or -1 outside the extents) of the
-        box of tensor map `m` at shared `smem` and the coordinates set by the caller."""
+    def _box(self, m: dict, smem: int, rows_dim: int = 1):
+        """(row, element and byte index arrays, element size, shared byte addresses) of
+        the box of tensor map `m` at shared `smem`, its rows along dimension `rows_dim`."""
         size = ELEM_BYTES[m["elemtype"]]
-        bk, br = m[("box_dim", 0)], m[("box_dim", 1)]
+        bk, br = m[("box_dim", 0)], m[("box_dim", rows_dim)]
         if bk * size != 128 or smem % 1024:
             raise SimError("a box row is one 128-byte swizzle row at a 1024-aligned stage or box")
         r = np.arange(br)[:, None, None]
@@ -289,23 +291,33 @@ class PipelineSim(Sim):
         """A box of shared memory to global memory in th's open bulk group, read now."""
         text = str(ops[0])
         regs = re.findall(r"%\w+", text)
-        tmap, col, row = th.val(regs[0]), _signed(th.val(regs[1]), 32), \
-            _signed(th.val(regs[2]), 32)
+        tmap, *coords = (_signed(th.val(r), 32) if i else th.val(r)
+                         for i, r in enumerate(regs))
         m = self.maps.get(tmap)
         if m is None:
             raise SimError(f"store through an unwritten tensor map at {tmap:#x}")
-        if m.get("swizzle_mode") != 3 or m.get("rank") != 1:
-            raise SimError(f"tensor map {m} is not a rank-2 128-byte-swizzled map")
-        r, e, byte, size, at = self._box(m, th.addr(ops[1]))
+        rank = len(coords)
+        if m.get("swizzle_mode") != 3 or m.get("rank") != rank - 1 or \
+                any(m.get(("box_dim", d), 1) != 1 for d in range(1, rank - 1)):
+            raise SimError(f"tensor map {m} is not a rank-{rank} 128-byte-swizzled map "
+                           "with one row of boxes of every middle dimension")
+        # rank 3 (clipped tiles): dimension 1 is the tile, its box size 1, so the box's
+        # shared layout is the rank-2 one, rows along the last dimension
+        col, *mid, row = coords
+        r, e, byte, size, at = self._box(m, th.addr(ops[1]), rows_dim=rank - 1)
         gr, gc = row + r, col + e
         cols = -(-m[("global_dim", 0)] * size // 16) * 16 // size     # whole 16-byte units
-        inside = (gc >= 0) & (gc < cols) & (gr >= 0) & (gr < m[("global_dim", 1)])
-        dst = m["global_address"] + gr * m[("global_stride", 0)] + gc * size + byte
+        inside = (gc >= 0) & (gc < cols) & (gr >= 0) & (gr < m[("global_dim", rank - 1)])
+        dst = m["global_address"] + gr * m[("global_stride", rank - 2)] + gc * size + byte
+        for d, t in enumerate(mid, 1):
+            inside = inside & (0 <= t < m[("global_dim", d)])
+            dst = dst + t * m[("global_stride", d - 1)]
         at, dst, inside = np.broadcast_arrays(at, dst, inside)
         data = np.frombuffer(self.mem.data, np.uint8)
         box = (at.ravel(), data[at.ravel()].copy(), dst[inside], inside.ravel())
         self.bulk.setdefault(th, [[]])[0].append(box)
         self.stores += 1
+        self.stores_by_rank[rank] = self.stores_by_rank.get(rank, 0) + 1
 
     def _store_lands(self, box) -> None:
         at, values, dst, inside = box

@@ -26,6 +26,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_streamk    # stream-K: checks, A/B
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_table      # cuBLAS's kernels, the table
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_pending    # paired split, 240: checks, ncu
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_clipped    # 240 with clipped boxes
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_split_profile  # ncu: the last round split or not
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_hot        # ncu: where the warps wait, per instruction
 #
@@ -513,6 +514,40 @@ gemm_pending() {
   PROFILE_SHAPES=5000x3000x4104 PROFILE_CLUSTER=2 PROFILE_TIMEOUT=${PROFILE_TIMEOUT:-150} gemm_profile
 }
 
+gemm_clipped() {
+  # the 240-wide tile with D through the copy engine (its last box clipped at the tile's
+  # width by a rank-3 map): the hardware checks of both auto branches, in clusters of 2
+  # and FP8, memcheck on both branches, then the odd shape timed at 240 against 256 and
+  # against 240 with D from the registers (CLIPPED_STORE=0), each in one process
+  step "240 with clipped boxes: checks and memcheck"
+  timeout 280 python3 bench/gemm.py --check-auto --bn 240 --no-bench --out f32,f16 \
+    > "$OUT/gemm_check_auto_clipped.txt" 2>&1 &
+  timeout 280 python3 bench/gemm.py --check-cluster --bn 240 --no-stress --no-bench \
+    --out f32,f16 > "$OUT/gemm_check_cluster_clipped.txt" 2>&1 &
+  for pad in 8 64; do                        # D's pitch +8: misaligned rows, +64: aligned
+    timeout 280 compute-sanitizer --tool memcheck python3 tools/gpu/gemm_case.py \
+      700x1000x300 --schedule auto --bn 240 --fmt bf16 --out bf16 --pad $pad \
+      > "$OUT/sanitizer_memcheck_clipped_$pad.txt" 2>&1 &
+  done
+  wait
+  report_checks gemm_check_auto_clipped gemm_check_cluster_clipped
+  for f in "$OUT"/sanitizer_memcheck_clipped_*.txt; do
+    echo "$(basename "$f"): $(grep -E 'ERROR SUMMARY|wrong|exact|Error' "$f" | tr '\n' ' ' | cut -c1-300)"
+  done
+  step "odd shape: 240 (clipped boxes) against 256, paired auto"
+  timeout ${BN_TIMEOUT:-170} python3 bench/gemm.py --shapes ${CLIP_SHAPES:-5000x3000x4104} \
+    --bn 240 --baseline-bn 256 --baseline-cluster --out f32,f16 --fp8 "" --no-pingpong \
+    --json "$OUT/gemm_clipped_vs_256.json" > "$OUT/gemm_clipped_vs_256.txt" 2>&1
+  grep "^row" "$OUT/gemm_clipped_vs_256.txt" | cut -c6- | awk 'NR > 1 {print $1, $2, "au+cl", $14, $15, "base", $(NF-3), $(NF-2), "torch", $16}'
+  tail -3 "$OUT/gemm_clipped_vs_256.txt"
+  step "odd shape: 240 clipped boxes against 240 from the registers, paired auto"
+  timeout ${BN_TIMEOUT:-170} python3 bench/gemm.py --shapes ${CLIP_SHAPES:-5000x3000x4104} \
+    --bn 240 --baseline CLIPPED_STORE=0 --baseline-cluster --out f32,f16 --fp8 "" \
+    --no-pingpong --json "$OUT/gemm_clipped_vs_regs.json" > "$OUT/gemm_clipped_vs_regs.txt" 2>&1
+  grep "^row" "$OUT/gemm_clipped_vs_regs.txt" | cut -c6- | awk 'NR > 1 {print $1, $2, "au+cl", $14, $15, "base", $(NF-3), $(NF-2), "torch", $16}'
+  tail -3 "$OUT/gemm_clipped_vs_regs.txt"
+}
+
 gemm_split_profile() {
   # Nsight Compute (clocks locked: no power effects) on one launch of paired `auto` with a
   # workspace at the odd shape, per STREAM_K (0: no split code, 1: the shipped rule, which
@@ -619,13 +654,14 @@ case "$MODE" in
   gemm_profile) gemm_profile ;;
   gemm_store_cost) gemm_store_cost ;;
   gemm_tma_store) gemm_tma_store ;;
+  gemm_clipped) gemm_clipped ;;
   gemm_c_ahead) gemm_c_ahead ;;
   gemm_streamk) gemm_streamk ;;
   gemm_table) gemm_table ;;
   gemm_pending) gemm_pending ;;
   gemm_split_profile) gemm_split_profile ;;
   gemm_hot) gemm_hot ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile|gemm_hot" >&2
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile|gemm_hot|gemm_clipped" >&2
      exit 2 ;;
 esac
 

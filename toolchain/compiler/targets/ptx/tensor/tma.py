@@ -36,14 +36,19 @@ def workspace(em, maps: int) -> str:
     return name
 
 
-def build(em, slot: str, base: str, fmt: str, kdim: str, rows_dim: str, ld_bytes: str,
-          box_rows: int, box_k: int) -> None:
-    """Write one tensor map at global address `slot` (%rd) for the K-contiguous matrix at
-    global address `base` (%rd): extents kdim x rows_dim (u32), row pitch ld_bytes (%rd)."""
+def _clear(em, slot: str) -> None:
+    """Zero the 128 bytes of the map at global address `slot`: fields never replaced."""
     z = em.new("r")
     em.put(ops.mov("u32", z, 0))
     for off in range(0, MAP_BYTES, 16):
         em.put(ops.st_vec(".global", "b32", ops.mem(slot, off), ops.vec(z, z, z, z)))
+
+
+def build(em, slot: str, base: str, fmt: str, kdim: str, rows_dim: str, ld_bytes: str,
+          box_rows: int, box_k: int) -> None:
+    """Write one tensor map at global address `slot` (%rd) for the K-contiguous matrix at
+    global address `base` (%rd): extents kdim x rows_dim (u32), row pitch ld_bytes (%rd)."""
+    _clear(em, slot)
     rep = ops.tensormap_replace
     em.put(rep("global_address", slot, base), rep("rank", slot, RANK_FIELD),
            rep("box_dim", slot, 0, box_k), rep("box_dim", slot, 1, box_rows),
@@ -56,6 +61,30 @@ def build(em, slot: str, base: str, fmt: str, kdim: str, rows_dim: str, ld_bytes
            rep("element_stride", slot, 1, 1), rep("elemtype", slot, ELEMTYPE.get(fmt, fmt)),
            rep("interleave_layout", slot, 0), rep("swizzle_mode", slot, SWIZZLE_128B),
            rep("fill_mode", slot, 0))
+
+
+def build_tiled_rows(em, slot: str, base: str, fmt: str, width: int, tiles: str, rows: str,
+                     tile_bytes: int, ld_bytes: str, box_rows: int, box_cols: int) -> None:
+    """Write a rank-3 map of a row-major matrix seen as tiles of `width` columns: dimension
+    0 the `width` columns of a tile (contiguous), 1 the tile (`tile_bytes` apart, `tiles`
+    of them), 2 the row (`ld_bytes` apart, `rows`); boxes of box_cols x 1 x box_rows. A box
+    that reaches past a tile's `width` columns is clipped there by the copy engine, which
+    is what lets a tile whose width holds no whole number of boxes store its last box
+    without touching its neighbour's columns. The box's shared layout is the rank-2
+    one's (a dimension of box size 1 adds nothing)."""
+    _clear(em, slot)
+    rep = ops.tensormap_replace
+    em.put(rep("global_address", slot, base), rep("rank", slot, RANK_FIELD + 1),
+           rep("box_dim", slot, 0, box_cols), rep("box_dim", slot, 1, 1),
+           rep("box_dim", slot, 2, box_rows), rep("global_dim", slot, 0, width),
+           rep("global_dim", slot, 1, tiles), rep("global_dim", slot, 2, rows))
+    assert not STRIDE_SHIFT and tile_bytes % 16 == 0
+    stride = em.new("rd")
+    em.put(ops.mov("u64", stride, tile_bytes),
+           rep("global_stride", slot, 0, stride), rep("global_stride", slot, 1, ld_bytes),
+           *(rep("element_stride", slot, i, 1) for i in range(3)),
+           rep("elemtype", slot, ELEMTYPE.get(fmt, fmt)), rep("interleave_layout", slot, 0),
+           rep("swizzle_mode", slot, SWIZZLE_128B), rep("fill_mode", slot, 0))
 
 
 def publish(em, slots: list[str]) -> None:

@@ -91,6 +91,11 @@ TMA_STORE = True                          # D leaves through shared memory and t
 #                                           engine (store_epilogue) where _store_pred
 #                                           holds (False: st.global from the registers
 #                                           everywhere; gemm.md "How D is stored")
+CLIPPED_STORE = True                      # an epilogue width of no whole number of
+#                                           boxes (240, ping-pong halves of 120 or 96)
+#                                           stores through the copy engine too, its
+#                                           last box clipped at the tile's width by a
+#                                           rank-3 map (False: from the registers)
 STORE_ROWS = 16                           # rows of a D store box: one warp's share of a
 #                                           64-row block
 STORE_BUFFERS = 2                         # boxes a warp has in flight or being written
@@ -190,17 +195,27 @@ def store_cols(desc) -> int:
     return ROW_BYTES // d_bytes(desc)
 
 
+def whole_boxes(desc) -> bool:
+    """Whether the epilogue's width (the tile's, or a ping-pong half tile's) holds a whole
+    number of store boxes; else its last box is clipped at the width (clipped_map)."""
+    return box_n(desc) % store_cols(desc) == 0
+
+
 def tma_store(desc) -> bool:
-    """Whether D leaves through shared memory and the copy engine (store_epilogue): the
-    epilogue's width (the tile's, or a ping-pong half tile's) holds whole boxes."""
-    return TMA_STORE and box_n(desc) % store_cols(desc) == 0
+    """Whether D leaves through shared memory and the copy engine (store_epilogue)."""
+    return TMA_STORE and (CLIPPED_STORE or whole_boxes(desc))
+
+
+def epilogue_boxes(width: int, desc) -> int:
+    """Store boxes of an epilogue `width` columns wide (the last one clipped)."""
+    return -(-width // store_cols(desc))
 
 
 def store_buffers(desc) -> int:
     """Boxes a warp rotates through: STORE_BUFFERS when a tile's boxes per warp are a
     multiple of it (the rotation restarts in step at every tile, so a buffer's slot is
     known when the kernel is compiled), else 1."""
-    boxes = desc.n // store_cols(desc)
+    boxes = epilogue_boxes(box_n(desc), desc) * (2 if pingpong(desc) else 1)
     return STORE_BUFFERS if boxes % STORE_BUFFERS == 0 else 1
 
 
@@ -702,11 +717,20 @@ def _advance(em, kb, s, ph, S) -> None:
            I.guarded(I.binary("xor", "b32", ph, ph, 1), w))
 
 
-def _d_slot(em, ws_d: str) -> tuple[str, str]:
-    """(global, generic) address of this multiprocessor's D map slot."""
+def d_maps(desc) -> int:
+    """D's tensor maps a multiprocessor holds: the rank-2 one, and clipped_map's where the
+    epilogue's width holds no whole number of boxes."""
+    return 1 if whole_boxes(desc) else 2
+
+
+def _d_slot(em, ws_d: str, desc, i: int = 0) -> tuple[str, str]:
+    """(global, generic) address of this multiprocessor's D map slot i (d_maps of them)."""
     smid, ga, slot = em.new("r"), em.new("rd"), em.new("rd")
     em.put(I.mov("u32", smid, "%smid"), I.mov("u64", ga, ws_d),
-           I.mad("wide", "u32", ga, smid, tma.MAP_BYTES, ga), I.cvta("global", slot, ga))
+           I.mad("wide", "u32", ga, smid, d_maps(desc) * tma.MAP_BYTES, ga))
+    if i:
+        em.put(I.binary("add", "s64", ga, ga, i * tma.MAP_BYTES))
+    em.put(I.cvta("global", slot, ga))
     return ga, slot
 
 
@@ -729,6 +753,9 @@ def _store_pred(em, g) -> str | bool:
            I.setp_and("eq", "u32", ok, t, 0, ok))
     if not isinstance(g.D.ld, int):
         em.put(I.binary("and", "b32", t, g.D.ld, per16), I.setp_and("eq", "u32", ok, t, 0, ok))
+    if not whole_boxes(desc):                # clipped_map's base: D at the origin column
+        col = _imm(em, g.col) if isinstance(g.col, int) else g.col
+        em.put(I.binary("and", "b32", t, col, per16), I.setp_and("eq", "u32", ok, t, 0, ok))
     return ok
 
 
@@ -738,7 +765,7 @@ def d_map(em, g, ws_d: str, ok: str) -> None:
     box holds beyond M or N) where `ok` (_store_pred) holds, and release it to the
     tensor-map proxy; each storing lane acquires it (Store.open)."""
     desc = g.desc
-    ga, _ = _d_slot(em, ws_d)
+    ga, _ = _d_slot(em, ws_d, desc)
     skip, base, pitch = label(em, "wg_dmap"), em.new("rd"), em.new("rd")
     em.put(I.bra(skip, guard=ok, negated=True), I.cvta("global", base, g.D.base, to=True))
     if isinstance(g.D.ld, int):
@@ -746,7 +773,27 @@ def d_map(em, g, ws_d: str, ok: str) -> None:
     else:
         em.put(I.binary("mul.wide", "u32", pitch, g.D.ld, d_bytes(desc)))
     tma.build(em, ga, base, desc.result_type, g.N, g.M, pitch, STORE_ROWS, store_cols(desc))
+    if not whole_boxes(desc):
+        clipped_map(em, g, ws_d, base, pitch)
     em.put(I.fence_proxy_tensormap_release(), I.label(skip))
+
+
+def clipped_map(em, g, ws_d: str, base: str, pitch: str) -> None:
+    """D's second map where the epilogue's width w (box_n) holds no whole number of boxes:
+    D from the origin column on, seen as tiles of w columns (tma.build_tiled_rows), so
+    that the last box of an epilogue that lies wholly inside N is clipped at its w
+    columns instead of writing its neighbour's. An epilogue that reaches past N (the last
+    column of tiles) stores through the rank-2 map, which clips at N."""
+    desc = g.desc
+    w, size = box_n(desc), d_bytes(desc)
+    ga, _ = _d_slot(em, ws_d, desc, 1)
+    b3, off, left, tiles = em.new("rd"), em.new("rd"), em.new("r"), em.new("r")
+    col = _imm(em, g.col) if isinstance(g.col, int) else g.col
+    em.put(I.binary("mul.wide", "u32", off, col, size), I.binary("add", "s64", b3, base, off),
+           I.binary("sub", "u32", left, g.N, col),   # origin below N (the pipeline's rule)
+           I.binary("div", "u32", tiles, left, w))
+    tma.build_tiled_rows(em, ga, b3, desc.result_type, w, tiles, g.M, w * size, pitch,
+                         STORE_ROWS, store_cols(desc))
 
 
 @dataclass
@@ -754,12 +801,16 @@ class Store:
     """A consumer warp's D store path (store_epilogue): `ok` the uniform predicate that D
     is a tensor map (_store_pred), `tmap` the map's generic address, `buf` the shared
     address of the warp's first box, `lead` lane 0 (it issues the warp's stores and owns
-    their bulk async-groups), `nb` the boxes in rotation."""
+    their bulk async-groups), `nb` the boxes in rotation; where the epilogue's width holds
+    no whole number of boxes, `clipped` clipped_map's generic address and `col0` the
+    origin column its tiles count from (else None)."""
     ok: str
     tmap: str
     buf: str
     lead: str
     nb: int
+    clipped: str | None = None
+    col0: str | int | None = None
 
     @staticmethod
     def open(em, g, tid: str, ws_d) -> "Store | None":
@@ -771,7 +822,7 @@ class Store:
         ws, sb, ring_b, ok = ws_d
         desc = g.desc
         nb = store_buffers(desc)
-        _, tmap = _d_slot(em, ws)
+        _, tmap = _d_slot(em, ws, desc)
         lead, buf, t = em.new("p"), em.new("r"), em.new("r")
         em.put(I.binary("and", "b32", t, tid, 31), I.setp("eq", "u32", lead, t, 0),
                I.binary("shr", "u32", t, tid, 5), I.binary("sub", "u32", t, t, 4),
@@ -780,7 +831,11 @@ class Store:
         both = em.new("p")
         em.put(I.binary("and", "pred", both, lead, ok),
                I.guarded(I.fence_proxy_tensormap_acquire(tmap, tma.MAP_BYTES), both))
-        return Store(ok, tmap, buf, lead, nb)
+        if whole_boxes(desc):
+            return Store(ok, tmap, buf, lead, nb)
+        _, clipped = _d_slot(em, ws, desc, 1)
+        em.put(I.guarded(I.fence_proxy_tensormap_acquire(clipped, tma.MAP_BYTES), both))
+        return Store(ok, tmap, buf, lead, nb, clipped, g.col)
 
     @staticmethod
     def close(em, store: "Store | None") -> None:
@@ -1063,19 +1118,20 @@ def store_epilogue(em, g, wtid, wg, acc, fused, elem: Elem, combine, c_in_acc: b
     # and batches of several boxes slowed the large-K shapes with C. Two batches are
     # then live at once, so each is at most half the calibrated batch (no spills).
     per_box = 2 * ppb
-    nbox = desc.n // cols_box
+    nbox = epilogue_boxes(desc.n, desc)
+    pairs = [range(box * ppb, min(box * ppb + ppb, desc.n // 8)) for box in range(nbox)]
     ahead = bool(STORE_C_AHEAD)
-    sums = _sums(em, acc, [(h, j) for box in range(nbox) for h in (0, 1)
-                           for j in range(box * ppb, box * ppb + ppb)],
+    sums = _sums(em, acc, [(h, j) for box in range(nbox) for h in (0, 1) for j in pairs[box]],
                  min(batch_size // 2 if ahead else batch_size, per_box), ca, cols, bias,
                  fused, elem, combine, c_in_acc, ahead=ahead)
+    inside = _inside_tile(em, g, store)
     for box in range(nbox):
         k = (first_box + box) % store.nb
         src, at = em.new("r"), em.new("r")
         em.put(I.guarded(I.cp_async_bulk_wait_group(store.nb - 1, read=True), store.lead),
                I.bar_warp_sync(-1), I.binary("add", "u32", src, store.buf, k * box_bytes),
                I.binary("add", "u32", at, src, P))
-        for _ in range(per_box):
+        for _ in range(2 * len(pairs[box])):
             h, j, x, y = next(sums)
             chunk = (j - box * ppb) * 8 * size // 16
             a = at
@@ -1093,9 +1149,31 @@ def store_epilogue(em, g, wtid, wg, acc, fused, elem: Elem, combine, c_in_acc: b
         em.put(I.fence_proxy_async_shared(), I.bar_warp_sync(-1),
                I.binary("add", "u32", col, g.col, box * cols_box),
                I.setp_and("lt", "u32", go, col, g.N, inrow),
-               I.binary("and", "pred", go, go, store.lead),
-               I.guarded(I.cp_async_bulk_tensor_store(store.tmap, [col, wrow], src), go),
-               I.guarded(I.cp_async_bulk_commit_group(), store.lead))
+               I.binary("and", "pred", go, go, store.lead))
+        if inside is None:
+            em.put(I.guarded(I.cp_async_bulk_tensor_store(store.tmap, [col, wrow], src), go))
+        else:                                # wholly inside N: clipped at the width
+            whole, tile = inside
+            go3, x = em.new("p"), em.new("r")
+            em.put(I.binary("and", "pred", go3, go, whole),
+                   I.binary("xor", "pred", go, go, go3), I.mov("u32", x, box * cols_box),
+                   I.guarded(I.cp_async_bulk_tensor_store(store.clipped, [x, tile, wrow],
+                                                          src), go3),
+                   I.guarded(I.cp_async_bulk_tensor_store(store.tmap, [col, wrow], src), go))
+        em.put(I.guarded(I.cp_async_bulk_commit_group(), store.lead))
+
+
+def _inside_tile(em, g, store: Store):
+    """With clipped_map: (the epilogue's columns all lie below N, its tile's index in the
+    map), both uniform; None without it."""
+    if store.clipped is None:
+        return None
+    w = g.desc.n
+    whole, end, tile = em.new("p"), em.new("r"), em.new("r")
+    em.put(I.binary("add", "u32", end, g.col, w), I.setp("le", "u32", whole, end, g.N),
+           I.binary("sub", "u32", tile, g.col, store.col0),
+           I.binary("div", "u32", tile, tile, w))
+    return whole, tile
 
 
 def _sums(em, acc, items, batch_size: int, ca, cols, bias, fused, elem: Elem, combine,

@@ -207,7 +207,7 @@ def epilogue(em, g, wtid, h: str, acc, fused, elem, combine, c_in_acc=False,
     g.col + h·n/2 .. + n/2, rows 64·blk .. + 64 from acc[blk] (the m64n(n/2) layout);
     with a `store`, block 1's boxes continue block 0's rotation."""
     gh = _half(em, g, h)
-    boxes = gh.desc.n // W.store_cols(gh.desc)
+    boxes = W.epilogue_boxes(gh.desc.n, gh.desc)
     for blk, rows in _blocks(em):
         W._epilogue(em, gh, wtid, rows, acc[blk], fused, elem, combine, c_in_acc, store,
                     blk * boxes)

@@ -268,6 +268,11 @@ def store_remark(desc, why: str | None) -> str:
         else ""
     rest = "" if len(by_engine) == len(forms) else \
         "; its ping-pong branch stores from the registers (a half tile holds no whole box)"
+    widths = sorted({wgmma.box_n(d) for d in by_engine if not wgmma.whole_boxes(d)})
+    if widths:
+        rest += (f"; the last box of a {' or '.join(map(str, widths))}-column epilogue is "
+                 f"clipped at that width by a second, rank-3 map of D (past N, by the "
+                 f"first)")
     return (f"; D stored through shared memory by the copy engine{ahead} when N, D's base "
             f"and its row pitch are multiples of 16 bytes and the launch gives "
             f"{wgmma.shared_bytes(desc)} bytes of dynamic shared memory, else from the "
