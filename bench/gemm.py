@@ -58,6 +58,8 @@ compiled with the pipeline module's KNOB (toolchain/compiler/targets/ptx/tensor/
 set to INT, timed in the same interleaved rounds as the shipped `auto` (for example
 --baseline PINGPONG_C_FIRST=1: the ping-pong consumer loads C into its accumulators before its
 turn instead of adding it in the epilogue).
+--knob KNOB=INT (repeatable) compiles every kernel of the run with that setting (for example
+--knob CLIPPED_STORE=1 before it is the default).
 --once MxNxK [--once-schedule S] [--once-cluster 2]: one launch of ours (the one-region
 kernel, or the persistent one with schedule S on torch.matmul's contract) and one of
 torch.matmul, for Nsight Compute (tools/gpu/device_session.sh gemm_profile).
@@ -506,6 +508,9 @@ def main() -> int:
                     help="KNOB=INT: also time `schedule: auto` compiled with the wgmma "
                          "module's KNOB set to INT (columns base, base/noC), an A/B of a "
                          "pipeline choice in the same interleaved rounds")
+    ap.add_argument("--knob", action="append", default=[],
+                    help="KNOB=INT: compile every kernel with the wgmma module's KNOB set to "
+                         "INT (repeatable; --baseline's knob is set on top for its kernel)")
     ap.add_argument("--workspace", action="store_true",
                     help="give the `schedule: auto` kernels, the cooperative and auto "
                          "`cluster: 2` ones (and --baseline's) a stream-K `workspace:` and "
@@ -542,11 +547,16 @@ def main() -> int:
         wgmma.PINGPONG_MAX_STAGES = args.pingpong_stages
     if args.stream_k >= 0:
         wgmma.STREAM_K = args.stream_k
-    knob, _, value = args.baseline.partition("=")
-    if args.baseline and not (knob.isupper() and hasattr(wgmma, knob)
-                              and value.lstrip("-").isdigit()):
-        ap.error(f"--baseline {args.baseline!r}: expected KNOB=INT, KNOB one of the "
-                 "upper-case settings of toolchain/compiler/targets/ptx/tensor/wgmma.py")
+    def parse_knob(option: str, text: str) -> tuple[str, str]:
+        knob, _, value = text.partition("=")
+        if not (knob.isupper() and hasattr(wgmma, knob) and value.lstrip("-").isdigit()):
+            ap.error(f"{option} {text!r}: expected KNOB=INT, KNOB one of the upper-case "
+                     "settings of toolchain/compiler/targets/ptx/tensor/wgmma.py")
+        return knob, value
+    for text in args.knob:
+        name, v = parse_knob("--knob", text)
+        setattr(wgmma, name, type(getattr(wgmma, name))(int(v)))
+    knob, value = parse_knob("--baseline", args.baseline) if args.baseline else ("", "")
     if args.cluster_sms:
         H.CLUSTER_SMS = args.cluster_sms
     outs = args.out.split(",")

@@ -520,13 +520,14 @@ gemm_clipped() {
   # and FP8, memcheck on both branches, then the odd shape timed at 240 against 256 and
   # against 240 with D from the registers (CLIPPED_STORE=0), each in one process
   step "240 with clipped boxes: checks and memcheck"
-  timeout 220 python3 bench/gemm.py --check-auto --bn 240 --no-bench --out f32,f16 \
+  timeout 220 python3 bench/gemm.py --knob CLIPPED_STORE=1 --check-auto --bn 240 --no-bench --out f32,f16 \
     > "$OUT/gemm_check_auto_clipped.txt" 2>&1 &
-  timeout 220 python3 bench/gemm.py --check-cluster --bn 240 --no-stress --no-bench \
+  timeout 220 python3 bench/gemm.py --knob CLIPPED_STORE=1 --check-cluster --bn 240 --no-stress --no-bench \
     --out f32,f16 > "$OUT/gemm_check_cluster_clipped.txt" 2>&1 &
-  for pad in 8 64; do                        # D's pitch +8: misaligned rows, +64: aligned
+  for pad in 8 20; do                        # A/B rows 308: misaligned, 320: aligned
     timeout 220 compute-sanitizer --tool memcheck python3 tools/gpu/gemm_case.py \
-      700x1000x300 --schedule auto --bn 240 --fmt bf16 --out bf16 --pad $pad \
+      700x1000x300 --schedule auto --bn 240 --fmt bf16 --out bf16 --pad $pad --dpad 8 \
+      --knob CLIPPED_STORE=1 \
       > "$OUT/sanitizer_memcheck_clipped_$pad.txt" 2>&1 &
   done
   wait
@@ -536,14 +537,14 @@ gemm_clipped() {
   done
   step "odd shape: 240 (clipped boxes) against 256, paired auto"
   timeout ${BN_TIMEOUT:-170} python3 bench/gemm.py --shapes ${CLIP_SHAPES:-5000x3000x4104} \
-    --bn 240 --baseline-bn 256 --baseline-cluster --out f32,f16 --fp8 "" --no-pingpong \
+    --knob CLIPPED_STORE=1 --bn 240 --baseline-bn 256 --baseline-cluster --out f32,f16 --fp8 "" --no-pingpong \
     --json "$OUT/gemm_clipped_vs_256.json" > "$OUT/gemm_clipped_vs_256.txt" 2>&1
   grep "^row" "$OUT/gemm_clipped_vs_256.txt" | cut -c6- | awk 'NR > 1 {print $1, $2, "au+cl", $14, $15, "base", $(NF-3), $(NF-2), "torch", $16}'
   tail -3 "$OUT/gemm_clipped_vs_256.txt"
   if [ "$SECONDS" -gt "${CLIP_AB_AFTER:-330}" ]; then return; fi   # the call's time is short
   step "odd shape: 240 clipped boxes against 240 from the registers, paired auto"
   timeout ${BN_TIMEOUT:-170} python3 bench/gemm.py --shapes ${CLIP_SHAPES:-5000x3000x4104} \
-    --bn 240 --baseline CLIPPED_STORE=0 --baseline-cluster --out f32,f16 --fp8 "" \
+    --knob CLIPPED_STORE=1 --bn 240 --baseline CLIPPED_STORE=0 --baseline-cluster --out f32,f16 --fp8 "" \
     --no-pingpong --json "$OUT/gemm_clipped_vs_regs.json" > "$OUT/gemm_clipped_vs_regs.txt" 2>&1
   grep "^row" "$OUT/gemm_clipped_vs_regs.txt" | cut -c6- | awk 'NR > 1 {print $1, $2, "au+cl", $14, $15, "base", $(NF-3), $(NF-2), "torch", $16}'
   tail -3 "$OUT/gemm_clipped_vs_regs.txt"
