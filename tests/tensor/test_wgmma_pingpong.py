@@ -52,16 +52,14 @@ def test_shared_bytes_and_stages(monkeypatch):
         coop = _desc(bn, "cooperative")
         assert wgmma.ring_bytes(coop) == \
             1024 + wgmma.stages(coop) * (128 + bn) * 128 + 16 * wgmma.stages(coop)
-        # a width of no whole number of boxes (240) stores D from the registers: no boxes
-        assert wgmma.tma_store(coop) == (bn != 240)
-        assert wgmma.shared_bytes(coop) == wgmma.ring_bytes(coop) + \
-            (boxes if wgmma.tma_store(coop) else 0)
-    monkeypatch.setattr(wgmma, "CLIPPED_STORE", True)    # ... or clips its last box
+        # a width of no whole number of boxes (240) clips its last box (clipped_map)
+        assert wgmma.tma_store(coop)
+        assert wgmma.shared_bytes(coop) == wgmma.ring_bytes(coop) + boxes
+    monkeypatch.setattr(wgmma, "CLIPPED_STORE", False)   # the earlier form: registers
     coop = _desc(240, "cooperative")
-    assert wgmma.tma_store(coop)
-    assert wgmma.shared_bytes(coop) == wgmma.ring_bytes(coop) + boxes
-    assert (wgmma.stages(_desc(240)), wgmma.shared_bytes(_desc(240))) == (6, 224368)
-    monkeypatch.setattr(wgmma, "CLIPPED_STORE", False)
+    assert not wgmma.tma_store(coop)
+    assert wgmma.shared_bytes(coop) == wgmma.ring_bytes(coop)
+    assert wgmma.tma_store(_desc(256, "cooperative"))
     monkeypatch.setattr(wgmma, "TMA_STORE", False)
     assert wgmma.stages(_desc()) == 7
     assert wgmma.shared_bytes(_desc()) == wgmma.ring_bytes(_desc()) == \

@@ -91,13 +91,13 @@ TMA_STORE = True                          # D leaves through shared memory and t
 #                                           engine (store_epilogue) where _store_pred
 #                                           holds (False: st.global from the registers
 #                                           everywhere; gemm.md "How D is stored")
-CLIPPED_STORE = False                     # True: an epilogue width of no whole number
-#                                           of boxes (240, ping-pong halves of 120 or
-#                                           96) stores through the copy engine too, its
+CLIPPED_STORE = True                      # an epilogue width of no whole number of
+#                                           boxes (240, ping-pong halves of 120, 96 or
+#                                           32) stores through the copy engine too, its
 #                                           last box clipped at the tile's width by a
-#                                           rank-3 map (clipped_map); exact on the CPU
-#                                           emulator, not yet run on a GPU, so off
-#                                           (False: such widths store from the registers)
+#                                           rank-3 map (clipped_map; False: from the
+#                                           registers, 1-10% slower on an H100,
+#                                           docs/reference/gemm.md "How D is stored")
 STORE_ROWS = 16                           # rows of a D store box: one warp's share of a
 #                                           64-row block
 STORE_BUFFERS = 2                         # boxes a warp has in flight or being written
