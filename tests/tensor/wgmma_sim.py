@@ -18,7 +18,8 @@ the compiler:
 - `%smid` = 0, `%dynamic_smem_size` = the launch's bytes, the module's `.global`
   workspace and the `.extern .shared` ring (placed 256 KiB-aligned, so the descriptors'
   14-bit address field, taken modulo 256 KiB, names the right bytes).
-- D's stores (`cp.async.bulk.tensor.2d.global.shared::cta.bulk_group`): the box is read
+- D's stores (`cp.async.bulk.tensor.{2d,3d}.global.shared::cta.bulk_group`; rank 3: the
+  middle dimension's box is 1, so the box's shared layout is rank 2's): the box is read
   from shared memory (the same swizzle) when the store is issued and written to global
   memory, clipped to the map's extents, when it completes: at the issuing thread's
   `cp.async.bulk.wait_group[.read] N` for all but its N newest committed groups; a box

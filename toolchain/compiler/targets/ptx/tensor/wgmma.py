@@ -792,8 +792,8 @@ def clipped_map(em, g, ws_d: str, base: str, pitch: str) -> None:
     b3, off, left, tiles = em.new("rd"), em.new("rd"), em.new("r"), em.new("r")
     col = _imm(em, g.col) if isinstance(g.col, int) else g.col
     em.put(I.binary("mul.wide", "u32", off, col, size), I.binary("add", "s64", b3, base, off),
-           I.binary("sub", "u32", left, g.N, col),   # origin below N (the pipeline's rule)
-           I.binary("div", "u32", tiles, left, w))
+           I.binary("sub", "u32", left, g.N, col),   # an origin past N stores nothing, and
+           I.binary("div", "u32", tiles, left, w))    # fewer than w columns: never used
     tma.build_tiled_rows(em, ga, b3, desc.result_type, w, tiles, g.M, w * size, pitch,
                          STORE_ROWS, store_cols(desc))
 
