@@ -82,6 +82,7 @@ import gemm_fp8  # noqa: E402
 import gemm_hopper as H  # noqa: E402
 import mettle  # noqa: E402
 from tensor_sources import matmul_source  # noqa: E402
+from wgmma_kernels import parse_knob  # noqa: E402
 from timing import timed_together  # noqa: E402
 
 # The device-built tensor-map probe's parameters (hand-written PTX: no compiler signature).
@@ -547,16 +548,14 @@ def main() -> int:
         wgmma.PINGPONG_MAX_STAGES = args.pingpong_stages
     if args.stream_k >= 0:
         wgmma.STREAM_K = args.stream_k
-    def parse_knob(option: str, text: str) -> tuple[str, str]:
-        knob, _, value = text.partition("=")
-        if not (knob.isupper() and hasattr(wgmma, knob) and value.lstrip("-").isdigit()):
-            ap.error(f"{option} {text!r}: expected KNOB=INT, KNOB one of the upper-case "
-                     "settings of toolchain/compiler/targets/ptx/tensor/wgmma.py")
-        return knob, value
+    def knob_option(option: str, text: str):
+        try:
+            return parse_knob(wgmma, text)
+        except ValueError as e:
+            ap.error(f"{option} {e}")
     for text in args.knob:
-        name, v = parse_knob("--knob", text)
-        setattr(wgmma, name, type(getattr(wgmma, name))(int(v)))
-    knob, value = parse_knob("--baseline", args.baseline) if args.baseline else ("", "")
+        setattr(wgmma, *knob_option("--knob", text))
+    knob, value = knob_option("--baseline", args.baseline) if args.baseline else ("", None)
     if args.cluster_sms:
         H.CLUSTER_SMS = args.cluster_sms
     outs = args.out.split(",")
@@ -633,7 +632,7 @@ def main() -> int:
     if args.baseline or args.baseline_bn:    # knob, value: parsed and checked above
         kept = getattr(wgmma, knob) if args.baseline else None
         if args.baseline:
-            setattr(wgmma, knob, type(kept)(int(value)))
+            setattr(wgmma, knob, value)
         bbn = args.baseline_bn or args.bn
         bgemms = {(f, o): H.Gemm(dev, f, bn=bbn, out=o, persistent=True, schedule="auto",
                                  workspace=args.workspace,

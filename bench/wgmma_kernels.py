@@ -93,6 +93,18 @@ kernel gemm(a: uint16*, b: uint16*, c: float32*, d: {dty}*,
 """
 
 
+def parse_knob(wgmma, text: str) -> tuple[str, int | bool]:
+    """`KNOB=INT` as (KNOB, the value in the knob's own type) for the pipeline module
+    `wgmma` (toolchain/compiler/targets/ptx/tensor/wgmma.py): what bench/gemm.py's --knob
+    and --baseline and tools/gpu/gemm_case.py's --knob set before compiling. ValueError
+    unless KNOB is one of its upper-case settings and INT an integer."""
+    name, _, value = text.partition("=")
+    if not (name.isupper() and hasattr(wgmma, name) and value.lstrip("-").isdigit()):
+        raise ValueError(f"{text!r}: expected KNOB=INT, KNOB one of the upper-case settings "
+                         "of toolchain/compiler/targets/ptx/tensor/wgmma.py")
+    return name, type(getattr(wgmma, name))(int(value))
+
+
 def schedule_option(schedule: str | None, cluster: int = 1) -> str:
     """`, schedule: <schedule>` (and `, cluster: 2` for cluster 2) for a tensor_matmul's
     options ("" for None and 1)."""

@@ -516,9 +516,10 @@ gemm_pending() {
 
 gemm_clipped() {
   # the 240-wide tile with D through the copy engine (its last box clipped at the tile's
-  # width by a rank-3 map): the hardware checks of both auto branches, in clusters of 2
-  # and FP8, memcheck on both branches, then the odd shape timed at 240 against 256 and
-  # against 240 with D from the registers (CLIPPED_STORE=0), each in one process
+  # width by a rank-3 map; the knob is named so that the A/B stays one if the default
+  # changes): the hardware checks of both auto branches and in clusters of 2, memcheck
+  # on both branches, then the odd shape timed at 240 against 256 and against 240 with D
+  # from the registers (CLIPPED_STORE=0), each in one process
   step "240 with clipped boxes: checks and memcheck"
   timeout 220 python3 bench/gemm.py --knob CLIPPED_STORE=1 --check-auto --bn 240 --no-bench --out f32,f16 \
     > "$OUT/gemm_check_auto_clipped.txt" 2>&1 &

@@ -47,9 +47,12 @@ def main() -> int:
     ap.add_argument("--bn", type=int, default=256, help="the region's width")
     args = ap.parse_args()
     from toolchain.compiler.targets.ptx.tensor import wgmma
+    from wgmma_kernels import parse_knob  # pants: no-infer-dep  (bench/ on sys.path above)
     for kv in args.knob:
-        k, _, v = kv.partition("=")
-        setattr(wgmma, k, type(getattr(wgmma, k))(int(v)))
+        try:
+            setattr(wgmma, *parse_knob(wgmma, kv))
+        except ValueError as e:
+            ap.error(f"--knob {e}")
     import torch  # pants: no-infer-dep
     import mettle
     import gemm_hopper as H  # pants: no-infer-dep  (bench/ on sys.path above)

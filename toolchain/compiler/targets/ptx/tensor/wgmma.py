@@ -688,7 +688,7 @@ def _prefetch_c(em, g, kb, nk) -> None:
            I.binary("min", "u32", cols, cols, desc.n), I.binary("sub", "u32", rows, g.M, g.row),
            I.setp("gt", "s32", p, rows, 0), I.bra(skip, guard=p, negated=True),
            I.binary("min", "u32", rows, rows, desc.m))
-    ld = g.C.ld if isinstance(g.C.ld, str) else _imm(em, g.C.ld)
+    ld = _reg(em, g.C.ld)
     em.put(I.mad("wide", "u32", addr, g.row, ld, 0))
     w = em.new("rd")
     em.put(I.cvt("u64", "u32", w, g.col), I.binary("add", "s64", addr, addr, w),
@@ -756,8 +756,7 @@ def _store_pred(em, g) -> str | bool:
     if not isinstance(g.D.ld, int):
         em.put(I.binary("and", "b32", t, g.D.ld, per16), I.setp_and("eq", "u32", ok, t, 0, ok))
     if not whole_boxes(desc):                # clipped_map's base: D at the origin column
-        col = _imm(em, g.col) if isinstance(g.col, int) else g.col
-        em.put(I.binary("and", "b32", t, col, per16), I.setp_and("eq", "u32", ok, t, 0, ok))
+        em.put(I.binary("and", "b32", t, _reg(em, g.col), per16), I.setp_and("eq", "u32", ok, t, 0, ok))
     return ok
 
 
@@ -790,7 +789,7 @@ def clipped_map(em, g, ws_d: str, base: str, pitch: str) -> None:
     w, size = box_n(desc), d_bytes(desc)
     ga, _ = _d_slot(em, ws_d, desc, 1)
     b3, off, left, tiles = em.new("rd"), em.new("rd"), em.new("r"), em.new("r")
-    col = _imm(em, g.col) if isinstance(g.col, int) else g.col
+    col = _reg(em, g.col)
     em.put(I.binary("mul.wide", "u32", off, col, size), I.binary("add", "s64", b3, base, off),
            I.binary("sub", "u32", left, g.N, col),   # an origin past N stores nothing, and
            I.binary("div", "u32", tiles, left, w))    # fewer than w columns: never used
@@ -992,7 +991,7 @@ def _row_addr(em, out: str, row: str, c0: str, ld: str, base: str, shift: int) -
 
 
 def _ld_reg(em, m) -> str:
-    return m.ld if isinstance(m.ld, str) else _imm(em, m.ld)
+    return _reg(em, m.ld)
 
 
 def load_c(em, g, wtid, wg, acc) -> None:
@@ -1254,6 +1253,11 @@ def _store_pair(em, rt: str, pb: str, po: str, addr, x: str, y: str) -> None:
     em.put(I.cvt_pack(f"{rt}x2", w, y, x),                  # x in the low half: column c
            I.guarded(I.st(".global", "b32", addr, w), pb), I.cvt(rt, "f32", h, x, "rn"),
            I.guarded(I.st(".global", "b16", addr, h), po))
+
+
+def _reg(em, v: str | int) -> str:
+    """`v` as a register: itself, or a constant moved into a fresh one."""
+    return v if isinstance(v, str) else _imm(em, v)
 
 
 def _imm(em, v: int) -> str:
