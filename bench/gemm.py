@@ -521,6 +521,11 @@ def main() -> int:
     ap.add_argument("--baseline-bn", type=int, default=0,
                     help="the baseline kernel (`schedule: auto`, with or without --baseline's "
                     "knob) with this region width instead of --bn")
+    ap.add_argument("--group", type=int, default=0,
+                    help="row tiles per L2 group of the persistent kernels' tile order "
+                         "(`persistent: G`; default 8)")
+    ap.add_argument("--baseline-group", type=int, default=0,
+                    help="the baseline kernel's `persistent: G` instead of --group's")
     ap.add_argument("--stream-k", type=int, default=-1,
                     help="override wgmma.STREAM_K (what a workspace splits: 1 launches of "
                          "fewer tiles than workgroups, 2 also the last round, 0 nothing)")
@@ -609,33 +614,37 @@ def main() -> int:
         return once(torch, dev, args.bn, *(int(x) for x in args.once.split("x")),
                     schedule=args.once_schedule, cluster=args.once_cluster)
     pairs = configs(outs)
+    group = args.group or H.GROUP
     gemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o) for f, o in pairs}
     shapes = SHAPES if not args.shapes else ISOLATE if args.shapes == "isolate" else \
         [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     epi_gemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, epilogue=epilogues[0])
                  for f, o in pairs} if epilogues else None
     pgemms = None if args.no_persistent else \
-        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True) for f, o in pairs}
-    ppgemms = None if args.no_persistent or args.no_pingpong else \
-        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="pingpong")
+        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, group=group)
          for f, o in pairs}
+    ppgemms = None if args.no_persistent or args.no_pingpong else \
+        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, group=group,
+                        schedule="pingpong") for f, o in pairs}
     agemms = None if args.no_persistent or args.no_auto else \
-        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule="auto",
-                        workspace=args.workspace) for f, o in pairs}
+        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, group=group,
+                        schedule="auto", workspace=args.workspace) for f, o in pairs}
     clgemms, ppclgemms, auclgemms = (
-        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, schedule=sch,
-                        cluster=2, workspace=args.workspace and sch != "pingpong")
+        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, group=group,
+                        schedule=sch, cluster=2,
+                        workspace=args.workspace and sch != "pingpong")
          for f, o in pairs}
         if not (args.no_persistent or args.no_cluster) else None
         for sch in ("cooperative", "pingpong", "auto"))
     bgemms = bepi_gemms = None
-    if args.baseline or args.baseline_bn:    # knob, value: parsed and checked above
+    if args.baseline or args.baseline_bn or args.baseline_group:   # knob, value: parsed above
         kept = getattr(wgmma, knob) if args.baseline else None
         if args.baseline:
             setattr(wgmma, knob, value)
         bbn = args.baseline_bn or args.bn
+        bgroup = args.baseline_group or group
         bgemms = {(f, o): H.Gemm(dev, f, bn=bbn, out=o, persistent=True, schedule="auto",
-                                 workspace=args.workspace,
+                                 workspace=args.workspace, group=bgroup,
                                  cluster=2 if args.baseline_cluster else 1) for f, o in pairs}
         if epilogues:
             bepi_gemms = {(f, o): H.Gemm(dev, f, bn=bbn, out=o, epilogue=epilogues[0])

@@ -12,7 +12,7 @@ import ctypes
 import os
 
 import mettle
-from wgmma_kernels import BM, BN, EPILOGUES, SMS, gemm_source, grid, \
+from wgmma_kernels import BM, BN, EPILOGUES, GROUP, SMS, gemm_source, grid, \
     native_launch, persistent_grid  # noqa: F401
 
 
@@ -43,8 +43,9 @@ class Gemm:
     B column-major with ldb = K), c (M x N row-major f32) and d (M x N row-major, `out`:
     f32, f16 or bf16; leading dimension ldd). `epilogue`: a name of EPILOGUES fused onto
     the region; its launch then passes an Epilogue's operands too. `persistent`: one
-    `persistent: 8` call over the whole of D, launched on persistent_grid workgroups (or
-    the launcher's `grid`). `schedule`: the call's `schedule:` option (None: none).
+    `persistent: group` call over the whole of D (`group`: row tiles per L2 group of the
+    tile order, GROUP by default), launched on persistent_grid workgroups (or the
+    launcher's `grid`). `schedule`: the call's `schedule:` option (None: none).
     `cluster`: 2 adds `cluster: 2` (persistent: clusters of 2, an even grid).
     `workspace`: stream-K through a zeroed workspace of wgmma_streamk.workspace_bytes
     (persistent, one workgroup per multiprocessor whatever the tile count; paired, every
@@ -52,9 +53,11 @@ class Gemm:
 
     def __init__(self, dev, fmt: str, arch: str = "sm_90a", bm: int = BM, bn: int = BN,
                  out: str = "f32", epilogue: str | None = None, persistent: bool = False,
-                 schedule: str | None = None, cluster: int = 1, workspace: bool = False):
+                 schedule: str | None = None, cluster: int = 1, workspace: bool = False,
+                 group: int = GROUP):
         self.persistent, self.pair, self.workspace = persistent, cluster, workspace
-        self.module = compile_module(gemm_source(fmt, bm, bn, out=out, epilogue=epilogue,
+        self.module = compile_module(gemm_source(fmt, bm, bn, group, out=out,
+                                                 epilogue=epilogue,
                                                  persistent=persistent, schedule=schedule,
                                                  cluster=cluster, workspace=workspace),
                                      arch)

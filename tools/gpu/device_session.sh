@@ -29,6 +29,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_clipped    # 240 with clipped boxes
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_split_profile  # ncu: the last round split or not
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_hot        # ncu: where the warps wait, per instruction
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_odd        # 240: checks, against 256, group sizes
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -566,6 +567,21 @@ gemm_split_profile() {
   done
 }
 
+gemm_odd() {
+  # the odd shape's best form on this card: the clipped 240-wide checks (both auto
+  # branches, in clusters of 2, memcheck on rows misaligned and aligned), 240 against 256
+  # (paired auto, one process), then the tile order's group size at 240 (`persistent: G`,
+  # GROUPS against the default 8, one process each)
+  CLIP_AB_AFTER=0 gemm_clipped
+  for g in ${GROUPS:-4 16}; do
+    step "odd shape: persistent: 8 against persistent: $g, paired auto at 240"
+    timeout ${GROUP_TIMEOUT:-120} python3 bench/gemm.py --shapes 5000x3000x4104 --bn 240 \
+      --baseline-group $g --baseline-cluster --out f32,f16 --fp8 "" --no-pingpong \
+      --json "$OUT/gemm_group$g.json" > "$OUT/gemm_group$g.txt" 2>&1
+    grep "^row" "$OUT/gemm_group$g.txt" | cut -c6- | awk 'NR > 1 {print $1, $2, "au+cl", $14, $15, "base", $(NF-3), $(NF-2), "torch", $16}'
+  done
+}
+
 gemm_hot() {
   # Nsight Compute's per-instruction warp-stall samples of one launch per HOT_CASES entry
   # (gemm_case.py arguments, `;`-separated), the hottest HOT_TOP instructions by
@@ -664,7 +680,8 @@ case "$MODE" in
   gemm_pending) gemm_pending ;;
   gemm_split_profile) gemm_split_profile ;;
   gemm_hot) gemm_hot ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile|gemm_hot|gemm_clipped" >&2
+  gemm_odd) gemm_odd ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile|gemm_hot|gemm_clipped|gemm_odd" >&2
      exit 2 ;;
 esac
 
