@@ -92,7 +92,7 @@ def tile_lowering(desc: T.TensorDesc, profile, span):
         return native.run
     if desc.scaled:                                    # exact replay alone
         kind = scaled.check(desc, profile, span, native=False)
-        k, block, stype = scaled.KINDS[kind][0], scaled.KINDS[kind][2], scaled.KINDS[kind][3]
+        block, stype = scaled.KINDS[kind][2], scaled.KINDS[kind][3]
 
         def run_scaled_replay(em, ops):
             replay_tile(em, desc, *(mat(em, desc, ops, w) for w in "abcd"), span,

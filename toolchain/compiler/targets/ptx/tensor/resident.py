@@ -31,7 +31,7 @@ from .frag import lane_ids
 from .mma_sync import SUB_M, SUB_N, load_c, store_d
 from .narrow import claims, native_tile
 from .staging import Stage, form, pipeline_why_not, prepare, run_update, settle, staged_subgroups, why_not
-from .wmma import load_frag, run_grid_on, store_frag, sub_addrs
+from .wmma import load_frag, store_frag, sub_addrs
 
 
 def default_budget(profile) -> int:

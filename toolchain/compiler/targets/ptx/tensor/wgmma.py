@@ -834,8 +834,9 @@ class Store:
                I.guarded(I.fence_proxy_tensormap_acquire(tmap, tma.MAP_BYTES), both))
         if whole_boxes(desc):
             return Store(ok, tmap, buf, lead, nb)
-        _, clipped = _d_slot(em, ws, desc, 1)
-        em.put(I.guarded(I.fence_proxy_tensormap_acquire(clipped, tma.MAP_BYTES), both))
+        clipped = em.new("rd")                 # slot 1: the next map (one window)
+        em.put(I.binary("add", "s64", clipped, tmap, tma.MAP_BYTES),
+               I.guarded(I.fence_proxy_tensormap_acquire(clipped, tma.MAP_BYTES), both))
         return Store(ok, tmap, buf, lead, nb, clipped, g.col)
 
     @staticmethod
