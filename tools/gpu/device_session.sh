@@ -571,7 +571,7 @@ gemm_odd() {
   # the odd shape's best form on this card: the clipped 240-wide checks (both auto
   # branches, in clusters of 2, memcheck on rows misaligned and aligned), 240 against 256
   # (paired auto, one process), then the tile order's group size at 240 (`persistent: G`,
-  # GROUPS against the default 8, one process each)
+  # GROUPS against the default 8, one process each) and at 4096^3 (SQUARE_GROUPS)
   CLIP_AB_AFTER=0 gemm_clipped
   for g in ${GROUPS:-4 16}; do
     step "odd shape: persistent: 8 against persistent: $g, paired auto at 240"
@@ -579,6 +579,13 @@ gemm_odd() {
       --baseline-group $g --baseline-cluster --out f32,f16 --fp8 "" --no-pingpong \
       --json "$OUT/gemm_group$g.json" > "$OUT/gemm_group$g.txt" 2>&1
     grep "^row" "$OUT/gemm_group$g.txt" | cut -c6- | awk 'NR > 1 {print $1, $2, "au+cl", $14, $15, "base", $(NF-3), $(NF-2), "torch", $16}'
+  done
+  for g in ${SQUARE_GROUPS:-16}; do          # 4096^3: unpaired auto (ping-pong), 512 tiles
+    step "4096^3: persistent: 8 against persistent: $g, auto"
+    timeout ${GROUP_TIMEOUT:-120} python3 bench/gemm.py --shapes 4096x4096x4096 \
+      --baseline-group $g --out f32,f16 --fp8 "" --no-pingpong --no-cluster \
+      --json "$OUT/gemm_group${g}_4096.json" > "$OUT/gemm_group${g}_4096.txt" 2>&1
+    grep "^row" "$OUT/gemm_group${g}_4096.txt" | cut -c6- | awk 'NR > 1 {print $1, $2, "auto", $4, $5, "base", $(NF-3), $(NF-2), "torch", $16}'
   done
 }
 
