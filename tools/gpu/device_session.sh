@@ -571,9 +571,9 @@ gemm_odd() {
   # the odd shape's best form on this card: the clipped 240-wide checks (both auto
   # branches, in clusters of 2, memcheck on rows misaligned and aligned), 240 against 256
   # (paired auto, one process), then the tile order's group size at 240 (`persistent: G`,
-  # GROUPS against the default 8, one process each) and at 4096^3 (SQUARE_GROUPS)
+  # GROUP_SIZES against the default 8, one process each) and at 4096^3 (SQUARE_GROUPS)
   CLIP_AB_AFTER=0 gemm_clipped
-  for g in ${GROUPS:-4 16}; do
+  for g in ${GROUP_SIZES:-4 16}; do           # (not GROUPS: bash sets that one)
     step "odd shape: persistent: 8 against persistent: $g, paired auto at 240"
     timeout ${GROUP_TIMEOUT:-120} python3 bench/gemm.py --shapes 5000x3000x4104 --bn 240 \
       --baseline-group $g --baseline-cluster --out f32,f16 --fp8 "" --no-pingpong \
