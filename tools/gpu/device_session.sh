@@ -390,15 +390,15 @@ report_checks() {
 
 gemm_profile() {
   # Nsight Compute's speed-of-light, compute and memory sections for one launch of ours
-  # (persistent, PROFILE_SCHEDULE, clusters of PROFILE_CLUSTER, f16 D, no C) and of
-  # torch.matmul, per PROFILE_SHAPES
+  # (persistent, PROFILE_SCHEDULE, clusters of PROFILE_CLUSTER, PROFILE_BN columns, f16 D,
+  # no C) and of torch.matmul, per PROFILE_SHAPES
   for shape in ${PROFILE_SHAPES:-4096x4096x4096 8192x8192x1024}; do
-    step "ncu $shape ${PROFILE_SCHEDULE:-auto} cluster ${PROFILE_CLUSTER:-1}"
+    step "ncu $shape ${PROFILE_SCHEDULE:-auto} cluster ${PROFILE_CLUSTER:-1} bn ${PROFILE_BN:-256}"
     timeout ${PROFILE_TIMEOUT:-150} ncu --target-processes all -k "regex:gemm|nvjet|sm90|cutlass" \
       --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
       --section LaunchStats --section Occupancy ${PROFILE_SECTIONS:-} \
       python3 bench/gemm.py --once $shape --once-schedule ${PROFILE_SCHEDULE:-auto} \
-      --once-cluster ${PROFILE_CLUSTER:-1} > "$OUT/ncu_${shape}_${PROFILE_SCHEDULE:-auto}${PROFILE_CLUSTER:-1}.txt" 2>&1
+      --once-cluster ${PROFILE_CLUSTER:-1} --bn ${PROFILE_BN:-256} > "$OUT/ncu_${shape}_${PROFILE_SCHEDULE:-auto}${PROFILE_CLUSTER:-1}.txt" 2>&1
     grep -E "^  [a-zA-Z_].*\(|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Executed Ipc A|Issue Slots Busy|SM Busy|Registers Per|Achieved Occupancy|Max Bandwidth|L1/TEX Hit|L2 Hit|Warp Cycles Per|Avg. Active Threads" \
       "$OUT/ncu_${shape}_${PROFILE_SCHEDULE:-auto}${PROFILE_CLUSTER:-1}.txt" | head -60
   done
