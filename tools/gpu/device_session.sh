@@ -30,6 +30,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_split_profile  # ncu: the last round split or not
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_hot        # ncu: where the warps wait, per instruction
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_odd        # 240: checks, against 256, group sizes
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_next       # H200: 240 checks + table; ncu 240/256
 #
 # Runs from the source tree with the machine's python3 (numpy, torch, triton, cupy,
 # cuda-bindings); no Pants there. Writes every log and JSON under $OUT and prints a short
@@ -398,9 +399,9 @@ gemm_profile() {
       --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
       --section LaunchStats --section Occupancy ${PROFILE_SECTIONS:-} \
       python3 bench/gemm.py --once $shape --once-schedule ${PROFILE_SCHEDULE:-auto} \
-      --once-cluster ${PROFILE_CLUSTER:-1} --bn ${PROFILE_BN:-256} > "$OUT/ncu_${shape}_${PROFILE_SCHEDULE:-auto}${PROFILE_CLUSTER:-1}.txt" 2>&1
+      --once-cluster ${PROFILE_CLUSTER:-1} --bn ${PROFILE_BN:-256} > "$OUT/ncu_${shape}_${PROFILE_SCHEDULE:-auto}${PROFILE_CLUSTER:-1}_${PROFILE_BN:-256}.txt" 2>&1
     grep -E "^  [a-zA-Z_].*\(|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Executed Ipc A|Issue Slots Busy|SM Busy|Registers Per|Achieved Occupancy|Max Bandwidth|L1/TEX Hit|L2 Hit|Warp Cycles Per|Avg. Active Threads" \
-      "$OUT/ncu_${shape}_${PROFILE_SCHEDULE:-auto}${PROFILE_CLUSTER:-1}.txt" | head -60
+      "$OUT/ncu_${shape}_${PROFILE_SCHEDULE:-auto}${PROFILE_CLUSTER:-1}_${PROFILE_BN:-256}.txt" | head -60
   done
 }
 
@@ -589,6 +590,19 @@ gemm_odd() {
   done
 }
 
+gemm_next() {
+  # on an H200: the clipped 240-wide checks and 240 against 256 (gemm_odd without the
+  # group sizes), then the issue's table (gemm_table); on any card: Nsight Compute on
+  # paired auto at 240 and 256 on the odd shape, each beside torch.matmul's kernel
+  if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    GROUP_SIZES=" " SQUARE_GROUPS=" " gemm_odd
+    gemm_table
+  fi
+  for bn in 240 256; do
+    PROFILE_SHAPES=5000x3000x4104 PROFILE_CLUSTER=2 PROFILE_BN=$bn gemm_profile
+  done
+}
+
 gemm_hot() {
   # Nsight Compute's per-instruction warp-stall samples of one launch per HOT_CASES entry
   # (gemm_case.py arguments, `;`-separated), the hottest HOT_TOP instructions by
@@ -688,7 +702,8 @@ case "$MODE" in
   gemm_split_profile) gemm_split_profile ;;
   gemm_hot) gemm_hot ;;
   gemm_odd) gemm_odd ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile|gemm_hot|gemm_clipped|gemm_odd" >&2
+  gemm_next) gemm_next ;;
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile|gemm_hot|gemm_clipped|gemm_odd|gemm_next" >&2
      exit 2 ;;
 esac
 
