@@ -121,7 +121,8 @@ def test_auto_both_branches_tails_alias_and_stress():
 
 def test_stream_k_tails_alias_determinism_and_stress():
     """Stream-K (`workspace:`; bench/gemm.py --check-streamk), cooperative and auto (both
-    branches), as shipped and with the last round after whole rounds split too
+    branches), each alone and in clusters of 2 (four kernels a format, sixteen in all), as
+    shipped and with the last round after whole rounds split too
     (--stream-k 2): tiles split 8, 4, 3 and 2 ways and not at all (one K chunk, K = 0),
     5000x3000x4104 and 4096^3, the split path, C aliasing D, f16/bf16 with f32 and
     16-bit results; every counter left at zero, two launches bitwise equal, and 200
@@ -132,8 +133,9 @@ def test_stream_k_tails_alias_determinism_and_stress():
         out = _run("--check-streamk", "--stream-k", mode, "--no-bench", *small, timeout=400)
         assert "CHECK OK" in out, out
         assert out.count("two launches bitwise equal: True; counters left non-zero: 0") \
-            == 8, out
+            == 16, out
         assert out.count(" stream-K cooperative ") >= 4 * 3, out
+        assert out.count(" stream-K cooperative cluster ") >= 4 * 3, out
 
 
 def test_all_tails_and_large():
