@@ -382,6 +382,15 @@ schedule_checks() {
     --no-stress --small --no-bench --out f32,f16 > "$OUT/gemm_check_cluster.txt" 2>&1 &
 }
 
+ab_rows() {
+  # an A/B's rows from bench/gemm.py's table in FILE: the contender (column "$2": au+cl, the
+  # paired auto kernel, or auto) with and without C, the baseline likewise, torch.matmul
+  local with=14 without=15
+  [ "$2" = auto ] && with=4 without=5
+  grep "^row" "$1" | cut -c6- | awk -v w=$with -v wo=$without -v name="$2" \
+    'NR > 1 {print $1, $2, name, $w, $wo, "base", $(NF-3), $(NF-2), "torch", $16}'
+}
+
 report_checks() {
   # one line per check log named: its length and its last line (CHECK OK / FAILED)
   for f in "$@"; do
@@ -511,7 +520,7 @@ gemm_pending() {
   timeout ${BN_TIMEOUT:-170} python3 bench/gemm.py --shapes 5000x3000x4104 --bn ${BN_WIDTH:-192} \
     --baseline-bn 256 --baseline-cluster --out f32,f16 --fp8 "" --no-pingpong \
     --json "$OUT/gemm_bn_odd.json" > "$OUT/gemm_bn_odd.txt" 2>&1
-  grep "^row" "$OUT/gemm_bn_odd.txt" | cut -c6- | awk 'NR > 1 {print $1, $2, "au+cl", $14, $15, "base", $(NF-3), $(NF-2), "torch", $16}'
+  ab_rows "$OUT/gemm_bn_odd.txt" au+cl
   tail -3 "$OUT/gemm_bn_odd.txt"
   PROFILE_SHAPES=5000x3000x4104 PROFILE_CLUSTER=2 PROFILE_TIMEOUT=${PROFILE_TIMEOUT:-150} gemm_profile
 }
@@ -542,14 +551,14 @@ gemm_clipped() {
   timeout ${BN_TIMEOUT:-170} python3 bench/gemm.py --shapes ${CLIP_SHAPES:-5000x3000x4104} \
     --knob CLIPPED_STORE=1 --bn 240 --baseline-bn 256 --baseline-cluster --out f32,f16 --fp8 "" --no-pingpong \
     --json "$OUT/gemm_clipped_vs_256.json" > "$OUT/gemm_clipped_vs_256.txt" 2>&1
-  grep "^row" "$OUT/gemm_clipped_vs_256.txt" | cut -c6- | awk 'NR > 1 {print $1, $2, "au+cl", $14, $15, "base", $(NF-3), $(NF-2), "torch", $16}'
+  ab_rows "$OUT/gemm_clipped_vs_256.txt" au+cl
   tail -3 "$OUT/gemm_clipped_vs_256.txt"
   if [ "$SECONDS" -gt "${CLIP_AB_AFTER:-330}" ]; then return; fi   # the call's time is short
   step "odd shape: 240 clipped boxes against 240 from the registers, paired auto"
   timeout ${BN_TIMEOUT:-170} python3 bench/gemm.py --shapes ${CLIP_SHAPES:-5000x3000x4104} \
     --knob CLIPPED_STORE=1 --bn 240 --baseline CLIPPED_STORE=0 --baseline-cluster --out f32,f16 --fp8 "" \
     --no-pingpong --json "$OUT/gemm_clipped_vs_regs.json" > "$OUT/gemm_clipped_vs_regs.txt" 2>&1
-  grep "^row" "$OUT/gemm_clipped_vs_regs.txt" | cut -c6- | awk 'NR > 1 {print $1, $2, "au+cl", $14, $15, "base", $(NF-3), $(NF-2), "torch", $16}'
+  ab_rows "$OUT/gemm_clipped_vs_regs.txt" au+cl
   tail -3 "$OUT/gemm_clipped_vs_regs.txt"
 }
 
@@ -579,14 +588,14 @@ gemm_odd() {
     timeout ${GROUP_TIMEOUT:-120} python3 bench/gemm.py --shapes 5000x3000x4104 --bn 240 \
       --baseline-group $g --baseline-cluster --out f32,f16 --fp8 "" --no-pingpong \
       --json "$OUT/gemm_group$g.json" > "$OUT/gemm_group$g.txt" 2>&1
-    grep "^row" "$OUT/gemm_group$g.txt" | cut -c6- | awk 'NR > 1 {print $1, $2, "au+cl", $14, $15, "base", $(NF-3), $(NF-2), "torch", $16}'
+    ab_rows "$OUT/gemm_group$g.txt" au+cl
   done
   for g in ${SQUARE_GROUPS:-16}; do          # 4096^3: unpaired auto (ping-pong), 512 tiles
     step "4096^3: persistent: 8 against persistent: $g, auto"
     timeout ${GROUP_TIMEOUT:-120} python3 bench/gemm.py --shapes 4096x4096x4096 \
       --baseline-group $g --out f32,f16 --fp8 "" --no-pingpong --no-cluster \
       --json "$OUT/gemm_group${g}_4096.json" > "$OUT/gemm_group${g}_4096.txt" 2>&1
-    grep "^row" "$OUT/gemm_group${g}_4096.txt" | cut -c6- | awk 'NR > 1 {print $1, $2, "auto", $4, $5, "base", $(NF-3), $(NF-2), "torch", $16}'
+    ab_rows "$OUT/gemm_group${g}_4096.txt" auto
   done
 }
 

@@ -756,7 +756,8 @@ def _store_pred(em, g) -> str | bool:
     if not isinstance(g.D.ld, int):
         em.put(I.binary("and", "b32", t, g.D.ld, per16), I.setp_and("eq", "u32", ok, t, 0, ok))
     if not whole_boxes(desc):                # clipped_map's base: D at the origin column
-        em.put(I.binary("and", "b32", t, _reg(em, g.col), per16), I.setp_and("eq", "u32", ok, t, 0, ok))
+        em.put(I.binary("and", "b32", t, _reg(em, g.col), per16),
+               I.setp_and("eq", "u32", ok, t, 0, ok))
     return ok
 
 
