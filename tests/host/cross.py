@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tools import wine as wine_processes
+
 from .support import REPO, compile_cmd
 
 TARGETS = ("x86_64-linux", "aarch64-linux", "x86_64-windows")
@@ -83,6 +85,7 @@ def run_on(target: str, exe: Path, args=(), env_extra=None, cwd=None,
     env.update(env_extra or {})
     if target == "x86_64-windows":
         env.setdefault("WINEDEBUG", "-all")
+        wine_processes.ready(wine())
     return subprocess.run(command(target, exe, args), capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=timeout)
 

@@ -17,6 +17,8 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
+from tools import wine
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -28,6 +30,10 @@ class HostTarget:
     exe_suffix: str = ""
 
     def run_command(self, exe: str) -> list[str]:
+        """The command that runs `exe` here; under Wine, with its system processes started
+        first so that they stay out of the program's output (tools/wine.py)."""
+        if self.run_prefix[:1] == ("wine",):
+            wine.ready(self.run_prefix[0])
         return [*self.run_prefix, exe]
 
 
