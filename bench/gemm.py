@@ -7,12 +7,12 @@
 The default kernel is the workgroup-scope region (tests/gpu/gemm_hopper.gemm_source: one
 workgroup per 128x256 region of D = A*B + C, f16 or bf16 A row-major and B column-major,
 f32 accumulate, C f32, D f32 or --out f16: D in the input's 16-bit type, rounded once),
-lowered on sm_90a to the TMA + mbarrier + wgmma pipeline
-(docs/reference/gemm.md). --subgroup adds the older one-warp-per-64x64-region kernel. Kernels are
-compiled and launched through the Python runtime (`mettle`: typed launches on torch's
-tensors, in torch's primary context and on its current stream); every configuration is checked against torch in fp32 (random data, D
-poisoned with NaN) before it is timed with CUDA events in the same process as torch:
-every contender of a row (ours, torch, torch+C) gets one batch per round, 5 rounds
+lowered on sm_90a to the TMA + mbarrier + wgmma pipeline (docs/reference/gemm.md).
+--subgroup adds the older one-warp-per-64x64-region kernel. Kernels are compiled and
+launched through the Python runtime (`mettle`: typed launches on torch's tensors, in torch's
+primary context and on its current stream); every configuration is checked against torch in
+fp32 (random data, D poisoned with NaN) before it is timed with CUDA events in the same
+process as torch: every contender of a row (ours, torch, torch+C) gets one batch per round, 5 rounds
 interleaved, medians reported, so a clock change during the row reaches all of them.
 TFLOP/s counts 2*M*N*K. `torch` is torch.matmul(a, b) in the input dtype (f16/bf16 out,
 no C: the ratio's denominator); `torch+C` is torch.add(c, torch.matmul(a, b), out=d), our

@@ -2,7 +2,8 @@
 
 A plain-source kernel that gives each subgroup its own tile numbers the subgroups itself:
 `block.x * C + thread.x / 32` (or `thread.x >> 5`) covers the tiles exactly when the
-launch's workgroup has C subgroups along x. That index is the only thing the compiler can know about an undeclared block, and it is a hint, never a promise:
+launch's workgroup has C subgroups along x. That index is the only thing the compiler can
+know about an undeclared block, and it is a hint, never a promise:
 staging.py sizes its shared-memory areas for C subgroups and still tests every launch at
 run time (a subgroup past the areas loads directly), so a wrong hint costs speed, not bits.
 """

@@ -30,7 +30,8 @@ from .common import Mat, mat, operands
 from .frag import lane_ids
 from .mma_sync import SUB_M, SUB_N, load_c, store_d
 from .narrow import claims, native_tile
-from .staging import Stage, form, pipeline_why_not, prepare, run_update, settle, staged_subgroups, why_not
+from .staging import (Stage, form, pipeline_why_not, prepare, run_update, settle,
+                      staged_subgroups, why_not)
 from .wmma import load_frag, store_frag, sub_addrs
 
 

@@ -434,7 +434,8 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     if ws_d:
         boxes = em.new("r")
         em.put(I.selp("u32", boxes, store_bytes(desc), 0, sok),
-               I.binary("add", "u32", full, full, boxes), I.binary("add", "u32", empty, empty, boxes))
+               I.binary("add", "u32", full, full, boxes),
+               I.binary("add", "u32", empty, empty, boxes))
     nk, wg, p = em.new("r"), em.new("r"), em.new("p")
     em.put(I.binary("add", "u32", nk, g.K, elem.bk - 1),
            I.binary("shr", "u32", nk, nk, elem.bk.bit_length() - 1),

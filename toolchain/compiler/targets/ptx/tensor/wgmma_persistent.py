@@ -1,8 +1,8 @@
-"""The tile sequence of a persistent workgroup tensor.matmul (`persistent: G`, docs/reference/gemm.md
-"Persistent tile loop"): the area from the origin (row, column) to (M, N) is cut into
-desc.m x desc.n tiles, numbered in groups of G row tiles (within a group, down the rows
-first, then across the columns: the group's A rows stay in L2 while it sweeps B), and
-workgroup w of W (linear ids over the whole grid) computes tiles w, w + W, w + 2W, ...
+"""The tile sequence of a persistent workgroup tensor.matmul (`persistent: G`,
+docs/reference/gemm.md "Persistent tile loop"): the area from the origin (row, column) to
+(M, N) is cut into desc.m x desc.n tiles, numbered in groups of G row tiles (within a group,
+down the rows first, then across the columns: the group's A rows stay in L2 while it sweeps
+B), and workgroup w of W (linear ids over the whole grid) computes tiles w, w + W, w + 2W, ...
 
 Clusters of 2 (`cluster: 2`, Tiles(pair=True)): the tiles are numbered as if they were
 2·desc.m rows tall (pair tiles, in groups of ceil(G / 2) of them: the same rows of A per

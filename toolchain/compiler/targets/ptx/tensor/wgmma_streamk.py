@@ -19,9 +19,10 @@ The workspace (workspace_bytes): 8 u32 counters per workgroup of the grid, round
 256 bytes, then 2 tile slots of f32 partial sums per workgroup (plan() keeps r·s at most
 2W). In clusters of 2 the units are parts of pair tiles over the clusters (W/2 of them),
 and rank r of a cluster keeps its half tile in slot 2u + r and counts in the counters of
-2q + r, so the same bytes suffice. It must be zero when first used and is left zero; launches that may run at the same
-time need their own. A null or misaligned workspace, or a grid of 65536 or more
-workgroups, turns the split off (s = 1): the tiles then run whole, as without it.
+2q + r, so the same bytes suffice. It must be zero when first used and is left zero;
+launches that may run at the same time need their own. A null or misaligned workspace, or a
+grid of 65536 or more workgroups, turns the split off (s = 1): the tiles then run whole, as
+without it.
 """
 from __future__ import annotations
 
