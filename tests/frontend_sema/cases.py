@@ -19,6 +19,15 @@ NEG = [
      "  return x + 1;\n}", "E0104"),
     ("pointer_condition", False, "fn main() -> int32 {\n  var p: int32* = 0;\n"
      "  if (p) { return 1; }\n  return 0;\n}", "E0016"),
+    # a literal where a struct or a tagged enum is wanted (an internal error before)
+    ("literal_to_struct", False, "struct P { a: int64; }\nfn main() -> int32 {\n"
+     "  var p: P = 0;\n  return 0;\n}", "E0201"),
+    ("literal_assigned_to_enum", False, "enum M { Just(int64), Nothing }\n"
+     "fn main() -> int32 {\n  var m: M = Nothing;\n  m = 7;\n  return 0;\n}", "E0201"),
+    ("literal_argument_enum", False, "enum M { Just(int64), Nothing }\nfn take(m: M) {}\n"
+     "fn main() -> int32 {\n  take(3);\n  return 0;\n}", "E0201"),
+    ("literal_returned_as_enum", False, "enum M { Just(int64), Nothing }\n"
+     "fn f() -> M {\n  return 1.5;\n}\nfn main() -> int32 { return 0; }", "E0201"),
     ("int_to_ptr", False, "fn main() -> int32 {\n  var a: int64 = 5;\n"
      "  var p: int32* = a;\n  return 0;\n}", "E0203"),
     ("missing_return", False, "fn f(a: int32) -> int32 {\n  if (a > 0) { return 1; }\n}\n"

@@ -25,6 +25,8 @@ WHERE = {
     "tensor_mma_missing_type": (2, 3), "dispatch_in_kernel": (2, 3),
     "dispatch_arg_count": (3, 3), "dispatch_zero_grid": (3, 14),
     "dispatch_block_mismatch": (3, 20), "dispatch_stream_twice": (3, 65),
+    "literal_to_struct": (3, 14), "literal_assigned_to_enum": (4, 7),
+    "literal_argument_enum": (4, 8), "literal_returned_as_enum": (3, 10),
 }
 
 

@@ -137,3 +137,26 @@ def test_const_flag_builds_variants_and_refuses_bad_values(tmp_path):
     with pytest.raises(CompileError) as info:
         lower(value)
     assert info.value.diagnostics[0].code == "E0355"
+
+
+# A tile declaration that fails leaves its name declared (no undefined-name cascade), but
+# with no value: each later statement that reads or assigns it stops silently, in the
+# register form (tensor_matmul below) and in the replay form alike.
+POISONED_USES = [
+    ("matmul", ["var b: tile<f16, 32, 16> = tile_fill(1.0);",
+                "var c: tile<f32, 32, 16> = tensor_matmul(a, b);"]),
+    ("negate", ["var c: tile<f16, 32, 16> = -a;"]),
+    ("assign", ["a = tile_fill(1.0);", "tile_store(x, a, 0, 0, n, 16);"]),
+    ("max", ["var m: tile<f32, 32, 1> = tile_fill(0.0);",
+             "var c: tile<f32, 32, 1> = tile_max(tile_row_max(a), -3.0e38);"]),
+]
+
+
+@pytest.mark.parametrize("target", [None, "spirv"])
+@pytest.mark.parametrize("name,uses", POISONED_USES, ids=[n for n, _ in POISONED_USES])
+def test_a_failed_tile_declaration_reports_once(name, uses, target):
+    decl = "var a: tile<f16, 32, 16> = tile_load(y, 0, 0, n);"      # an argument short
+    with pytest.raises(CompileError) as info:
+        lower(body(decl, *uses), target)
+    assert [(d.code, d.span.line) for d in info.value.diagnostics] == [("E0354", 2)], \
+        [(d.code, d.message) for d in info.value.diagnostics]

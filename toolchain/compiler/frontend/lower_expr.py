@@ -159,8 +159,9 @@ class ExprMixin:
                             "initializer or the right side of an assignment", e.span)
         # One `untyped` test serves both paths (it walks the whole operand tree, and value()
         # would repeat it): with want None, literal(e, None) is exactly what value() returns.
+        # A literal takes a scalar `want` itself; coerce judges any other (a struct: E0201).
         if self.untyped(e):
-            return self.literal(e, want)
+            return self.coerce(self.literal(e, want), want, e.span, keep_space)
         return self.coerce(self.value(e, want, untyped=False), want, e.span, keep_space)
 
     def value(self, e: A.Expr, hint: Type | None, discard: bool = False,

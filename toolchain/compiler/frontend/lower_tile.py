@@ -149,9 +149,18 @@ class TileMixin(TileFragMixin, TileMmaMixin, TileReplayMixin):
             del items[reported:]                # the declaration reported it already
             return
         p = self._hoisted(self.b.gpu_alloc("private", tt.elem, max(tt.count, 1), d.name))
-        self.scope.names[d.name] = VarSym(d.name, tt, "tile", p, d.span)
+        self.scope.names[d.name] = VarSym(d.name, tt, "tile", p, d.span, poisoned=True)
+
+    def _poisoned(self, sym: VarSym) -> None:
+        """A tile declared by tile_recover has no value of the kernel's tile form (its
+        storage is a stand-in array): a statement that reads or assigns it stops there,
+        silently, since its declaration's error is already reported."""
+        if sym.poisoned:
+            from .lower_stmt import Abort
+            raise Abort()
 
     def tile_assign(self, sym: VarSym, value: A.Expr, span) -> None:
+        self._poisoned(sym)
         if isinstance(sym.storage, FragVar):
             return self._frag_assign(sym, value, span)
         v = self.tile_value(value, sym.type)
@@ -171,6 +180,7 @@ class TileMixin(TileFragMixin, TileMmaMixin, TileReplayMixin):
         if isinstance(e, A.Name):
             sym = self.lookup(e.name)
             if isinstance(sym, VarSym) and sym.kind == "tile":
+                self._poisoned(sym)
                 self.check_init(sym, e.span)
                 if isinstance(sym.storage, FragVar):
                     return self._frag_read(sym)

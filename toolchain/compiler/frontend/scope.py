@@ -28,6 +28,7 @@ class VarSym:
     storage_class: str = "none"     # "workgroup" | "private" for gpu vars
     is_const: bool = False
     reported_uninit: bool = False
+    poisoned: bool = False          # declared by error recovery: a use ends its statement
 
 
 @dataclass(eq=False)
