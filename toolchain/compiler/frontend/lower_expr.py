@@ -18,14 +18,13 @@ import struct
 
 from . import ast as A
 from ..ir import Global, Local
-from ..ir.module import Const, Instr, Param
-from ..ir.types import (BOOL, F64, I32, I64, U8, U64, VOID, ArrayType, FnPtrType, PtrType,
-                        StructType, Type, ptr)
+from ..ir.module import Const, Instr
+from ..ir.types import BOOL, F64, I64, U8, ArrayType, FnPtrType, PtrType, StructType, Type, ptr
 from .consteval import NOT_CONST, ConstDivZero, const_value
 from .closures import closure_sig
 from .globals_init import init_items
 from .scope import FnSym, TypeSym, VarSym
-from .typesys import STRING, arith_result, describe, literal_type, same_ignoring_space
+from .typesys import STRING, describe, literal_type, same_ignoring_space
 
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "rem", "&": "and",
