@@ -202,3 +202,17 @@ def test_local_aggregate_elements_may_name_local_integer_consts():
     code, line, col, msg = first("fn main() -> int32 {\n  var k: int32 = 3;\n"
                                  "  var a: int32[2] = [k, 1];\n  return a[0];\n}")
     assert (code, line, col) == ("E0013", 3, 22) and "compile-time constant" in msg
+
+
+def test_a_bare_generic_call_is_undefined_with_a_help_and_bad_arguments_report_once():
+    with pytest.raises(CompileError) as info:
+        compile_to_ir("g.mettle", gpu=False, source_text=(
+            "fn id<T>(x: T) -> T { return x; }\nfn main() -> int32 {\n  return id(1);\n}"))
+    (d,) = info.value.diagnostics
+    assert (d.code, d.message) == ("E0101", "undefined function `id`")
+    assert d.help == "`id` is generic: a call spells its type arguments, `id<...>(...)`"
+    with pytest.raises(CompileError) as info:
+        compile_to_ir("g.mettle", gpu=False, source_text=(
+            "fn id<T>(x: T) -> T { return x; }\nfn main() -> int32 {\n"
+            "  return id<int32, int8>(1);\n}"))
+    assert [d.code for d in info.value.diagnostics] == ["E0018"]     # no undefined `id`

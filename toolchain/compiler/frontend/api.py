@@ -84,6 +84,7 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
     for _, unit, _, _ in units:     # kernel(block = NAME): after --const, before checking
         resolve_kernel_blocks(unit, later_bag)
     homes = {id(i): n for n, (_, unit, _, _) in enumerate(units) for i in unit}
+    generic_fns = frozenset(i.name for i in items if isinstance(i, FnDecl) and i.type_params)
     items, methods, origin = expand_later_tier(items, later_bag, homes)
     units = place_in_modules(units, items, origin)     # made items join their source's module
     generic: set[tuple[str, int]] = set()
@@ -93,6 +94,7 @@ def compile_to_ir(entry_path: str, *, include_dirs=(), stdlib_dir=None, gpu: boo
         lowerer = ProgramLowerer(name, gpu, bag, generic, ssa, methods, checks)
         lowerer.set_modules(units)
         lowerer.device_target = device_target     # "ptx"/"spirv": which code refuses what
+        lowerer.generic_fns = generic_fns
         lowerer.tile_mma = tile_mma                 # tile matmul on warp MMA (tile_mma.py)
         lowerer.tile_wgmma = tile_wgmma             # ... on wgmma (tile_plan.py)
         lowerer.tile_wgmma_a = tile_wgmma_a         # ... A tiles kept in workgroup memory

@@ -51,7 +51,7 @@ from ..ir import Builder, IRTypeError, Module
 from ..ir.types import (I64, VOID, ArrayType, FnPtrType, PtrType, StructType, Type, ptr)
 from .consteval import NOT_CONST, ConstDivZero, const_value
 from .scope import FnSym, ModuleAlias, Scope, TypeSym, VarSym
-from .typesys import BUILTIN_TYPES, STRING, StructTable, describe, literal_type
+from .typesys import BUILTIN_TYPES, STRING, StructTable, describe
 from .globals_init import lower_global
 from .static_assert import check_static_assert
 from .lower_later import AMBIGUOUS, type_key
@@ -94,6 +94,7 @@ class ProgramLowerer:
         self._facts: dict[int, tuple[object, BodyFacts]] = {}
         self.method_entries = list(methods)     # later.py: struct methods, impl functions
         self.method_names = {m.name for m in self.method_entries}
+        self.generic_fns: frozenset[str] = frozenset()      # templates (a bare call: a help)
         self.methods: dict[object, dict[str, str]] = {}   # type_key -> name -> function
         self.tagged: dict[str, TaggedEnum] = {}             # IR struct name -> tagged enum
         self.variant_owners: dict[str, list[str]] = {}      # variant -> tagged enum IR names

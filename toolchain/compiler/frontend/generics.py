@@ -100,9 +100,11 @@ class Monomorphizer:
             if isinstance(n, A.Call) and n.type_args and isinstance(n.callee, A.Name):
                 for a in n.type_args:
                     self.rewrite(a, home)
+                errors = self.bag.error_count
                 n.callee.name = self.instance(self.fn_tpl, n.callee.name, n.type_args,
                                               n.span, "function", home)
                 n.type_args = []
+                n.reported = self.bag.error_count > errors      # lowering says no more
             if isinstance(n, A.Node):
                 for name in _fields(type(n)):
                     v = getattr(n, name)

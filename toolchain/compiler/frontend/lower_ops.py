@@ -11,9 +11,7 @@ exactly (lower_expr._FOLDABLE), like constant arithmetic.
 from __future__ import annotations
 
 from . import ast as A
-from ..ir.module import Const
-from ..ir.types import (BOOL, F64, I32, I64, U8, U64, VOID, ArrayType, FnPtrType, PtrType,
-                        StructType, ptr)
+from ..ir.types import BOOL, F64, I32, I64, U8, U64, VOID, FnPtrType, PtrType, ptr
 from .consteval import NOT_CONST, ConstDivZero, const_value
 from .lower_expr import _ARITH, _CMP
 from .closures import closure_sig
@@ -388,9 +386,14 @@ class OpsMixin:
                 if enum is not None:                                # `Number(42)`
                     self._no_named(e)
                     return self.construct(enum, callee.name, e.args, e.span)
+                if sym is None and getattr(e, "reported", False):
+                    from .lower_stmt import Abort   # its type arguments' error is reported
+                    raise Abort()
                 if sym is None:
-                    raise self.fail(*self.ctx.unknown(callee.name, "function"),
-                                    callee.span)
+                    name = callee.name
+                    help = (f"`{name}` is generic: a call spells its type arguments, "
+                            f"`{name}<...>(...)`" if name in self.ctx.generic_fns else None)
+                    raise self.fail(*self.ctx.unknown(name, "function"), callee.span, help)
             if isinstance(sym, FnSym):
                 return self.direct_call(e, sym, discard)
         fp = self.value(callee, None)
