@@ -138,6 +138,7 @@ class Call(Expr):
     args: list[Expr]
     named_args: list[NamedArg] = field(default_factory=list)
     type_args: list[TypeExpr] = field(default_factory=list)  # generics: later tier, empty
+    refused: bool = False     # generics.py refused its type arguments (reported already)
 
 
 @dataclass(eq=False)

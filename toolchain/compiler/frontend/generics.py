@@ -104,7 +104,7 @@ class Monomorphizer:
                 n.callee.name = self.instance(self.fn_tpl, n.callee.name, n.type_args,
                                               n.span, "function", home)
                 n.type_args = []
-                n.reported = self.bag.error_count > errors      # lowering says no more
+                n.refused = self.bag.error_count > errors
             if isinstance(n, A.Node):
                 for name in _fields(type(n)):
                     v = getattr(n, name)

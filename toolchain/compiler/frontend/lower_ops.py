@@ -386,7 +386,7 @@ class OpsMixin:
                 if enum is not None:                                # `Number(42)`
                     self._no_named(e)
                     return self.construct(enum, callee.name, e.args, e.span)
-                if sym is None and getattr(e, "reported", False):
+                if sym is None and e.refused:
                     from .lower_stmt import Abort   # its type arguments' error is reported
                     raise Abort()
                 if sym is None:
