@@ -27,7 +27,8 @@ def fake_cuda_lib(tmp_path_factory) -> Path:
 def fake_log(tmp_path, monkeypatch) -> CallLog:
     path = tmp_path / "cuda-calls.log"
     monkeypatch.setenv("METTLE_FAKE_CUDA_LOG", str(path))
-    for name in ("METTLE_FAKE_CUDA_CELLS", "METTLE_FAKE_CUDA_FAIL", "METTLE_FAKE_CUDA_DEVICES"):
+    for name in ("METTLE_FAKE_CUDA_CELLS", "METTLE_FAKE_CUDA_FAIL", "METTLE_FAKE_CUDA_DEVICES",
+                 "METTLE_FAKE_CUDA_JIT_CACHE", "METTLE_FAKE_CUDA_LOCAL_BYTES"):
         monkeypatch.delenv(name, raising=False)
     return CallLog(path)
 

@@ -319,6 +319,30 @@ def test_loaded_kernel_facts(vadd, fake_driver):
         == "64"
 
 
+def _fresh(source: str):
+    """The source loaded into a fresh runtime (a new module, as a new process would)."""
+    runtime_cuda.reset()
+    return mettle.compile(source, arch="sm_90a")
+
+
+@pytest.mark.parametrize("local", [0, 24])
+def test_spills_survive_a_jit_cache_hit(fake_driver, monkeypatch, local):
+    # The driver's JIT cache answers a PTX text compiled before with an empty info log, so
+    # the log alone cannot say; the figures must not depend on whether the cache hit.
+    monkeypatch.setenv("METTLE_FAKE_CUDA_JIT_CACHE", "1")
+    monkeypatch.setenv("METTLE_FAKE_CUDA_LOCAL_BYTES", str(local))
+    want = {"stack": local, "spill_stores": local, "spill_loads": local}
+    first = _fresh(VADD).vadd
+    assert first.spills == want
+    again = _fresh(VADD).vadd
+    assert again.module.backend().module.info_log == ""       # the cache hit
+    loads = len(fake_driver.calls("cuModuleLoadDataEx"))
+    assert again.spills == want and again.spills == want
+    # no local memory: no stack and no spills, with no second compile; else one compile
+    # of a text the cache has not seen
+    assert len(fake_driver.calls("cuModuleLoadDataEx")) == loads + (local > 0)
+
+
 def test_events_and_bench(vadd, fake_driver):
     a = mettle.zeros(4)
     start, end = mettle.Event().record(), mettle.Event()

@@ -10,7 +10,8 @@ import pytest
 from toolchain.providers.cuda.fake import build
 from toolchain.runtime import cuda as runtime_cuda
 
-ENV = ("METTLE_FAKE_CUDA_CELLS", "METTLE_FAKE_CUDA_FAIL", "METTLE_FAKE_CUDA_DEVICES")
+ENV = ("METTLE_FAKE_CUDA_CELLS", "METTLE_FAKE_CUDA_FAIL", "METTLE_FAKE_CUDA_DEVICES",
+       "METTLE_FAKE_CUDA_JIT_CACHE", "METTLE_FAKE_CUDA_LOCAL_BYTES")
 # Not libcuda.so.1: once a library with that soname is loaded, every later
 # dlopen("libcuda.so.1") in the process (a GPU test's probe) would get the fake.
 IN_PROCESS_NAME = "libmettle-fake-cuda.so"

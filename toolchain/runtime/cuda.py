@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import re
 import threading
 from ctypes import byref, c_int, c_void_p
@@ -279,10 +280,30 @@ class LoadedModule:
 
     def __init__(self, ptx: bytes, device_ordinal: int):
         self.device = device(device_ordinal)
+        self.ptx = ptx
         self.module = self.device.driver.load_ptx(ptx, verbose=True)
+        self._facts_log: str | None = None
 
     def function(self, symbol: str) -> driver.Function:
         return self.module.function(symbol)
+
+    def spills(self, symbol: str) -> dict | None:
+        """{stack, spill_stores, spill_loads} bytes of `symbol`. The load's verbose log has
+        them unless the driver took the module from its JIT cache (then the log is empty).
+        Stack and spills both live in local memory, so a kernel with no local memory has
+        neither; otherwise the PTX is JIT-compiled once more, made unique so that the
+        cache cannot answer, for its log."""
+        found = spills_from_log(self.module.info_log, symbol)
+        if found is not None:
+            return found
+        if self.function(symbol).attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) == 0:
+            return {"stack": 0, "spill_stores": 0, "spill_loads": 0}
+        if self._facts_log is None:
+            unique = self.ptx + b"\n// facts %s\n" % os.urandom(8).hex().encode()
+            fresh = self.device.driver.load_ptx(unique, verbose=True)
+            self._facts_log = fresh.info_log
+            fresh.unload()
+        return spills_from_log(self._facts_log, symbol)
 
     def plan(self, sig: KernelSignature) -> "LaunchPlan":
         try:

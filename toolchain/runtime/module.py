@@ -155,11 +155,11 @@ class Kernel:
 
     @property
     def spills(self) -> dict | None:
-        """{stack, spill_stores, spill_loads} in bytes, from the JIT's verbose log (None when
-        the driver did not report this kernel)."""
-        from .cuda import spills_from_log
+        """{stack, spill_stores, spill_loads} in bytes, from the JIT's verbose log (a module
+        the driver's JIT cache answered is compiled once more for it; None only when the
+        driver's log does not report this kernel)."""
         self._function()
-        return spills_from_log(self.module.backend().module.info_log, self.signature.symbol)
+        return self.module.backend().spills(self.signature.symbol)
 
     def occupancy(self, block, shared: int = 0) -> int:
         """Resident blocks per SM at this block size and dynamic shared memory (at least

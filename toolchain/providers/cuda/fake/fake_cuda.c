@@ -31,6 +31,10 @@
  *
  * Env METTLE_FAKE_CUDA_FAIL="cuInit=100,cuModuleLoadDataEx=218" makes the named functions
  * return that code instead (logged as "<function> failed=<code>"), to test error paths.
+ * Env METTLE_FAKE_CUDA_JIT_CACHE (set) models the driver's JIT cache: a PTX text loaded
+ * before in the process gets an empty info log, as a cache hit does. Env
+ * METTLE_FAKE_CUDA_LOCAL_BYTES=N makes every function use N bytes of local memory
+ * (cuFuncGetAttribute), reported in the log as N bytes of stack and of spill stores/loads.
  * Not thread-safe; tests are single-threaded.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup */
@@ -277,13 +281,33 @@ static void write_error_log(unsigned n, const int *options, void **values, const
     if (buffer && size) snprintf(buffer, size, "%s", msg);
 }
 
+static int local_bytes(void) {
+    const char *env = getenv("METTLE_FAKE_CUDA_LOCAL_BYTES");
+    return env ? atoi(env) : 0;
+}
+
+/* Whether METTLE_FAKE_CUDA_JIT_CACHE is set and this PTX text was loaded before (FNV-1a
+ * hashes of up to 256 texts). */
+static int jit_cache_hit(const char *ptx) {
+    static uint64_t seen[256];
+    static unsigned count;
+    if (!getenv("METTLE_FAKE_CUDA_JIT_CACHE")) return 0;
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = ptx; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    for (unsigned i = 0; i < count; i++)
+        if (seen[i] == h) return 1;
+    if (count < 256) seen[count++] = h;
+    return 0;
+}
+
 /* With CU_JIT_LOG_VERBOSE (12) set, ptxas-style lines for every .entry in the info log
- * (CU_JIT_INFO_LOG_BUFFER 3, size 4): 16 registers, no spills, as cuFuncGetAttribute says. */
+ * (CU_JIT_INFO_LOG_BUFFER 3, size 4): 16 registers and the local bytes, as
+ * cuFuncGetAttribute says; nothing for a JIT cache hit. */
 static void write_info_log(unsigned n, const int *options, void **values,
                            const struct fake_module *m) {
     char *buffer = NULL;
     size_t size = 0, used = 0;
-    int verbose = 0;
+    int verbose = 0, local = local_bytes();
     for (unsigned i = 0; i < n; i++) {
         if (options[i] == 3) buffer = values[i];
         if (options[i] == 4) size = (size_t)(uintptr_t)values[i];
@@ -291,7 +315,7 @@ static void write_info_log(unsigned n, const int *options, void **values,
     }
     if (!buffer || !size) return;
     buffer[0] = '\0';
-    if (!verbose || !m || !m->ptx) return;
+    if (!verbose || !m || !m->ptx || jit_cache_hit(m->ptx)) return;
     for (const char *p = strstr(m->ptx, ".entry"); p; p = strstr(p + 6, ".entry")) {
         const char *q = p + 6;
         while (*q == ' ' || *q == '\t') q++;
@@ -299,8 +323,8 @@ static void write_info_log(unsigned n, const int *options, void **values,
         while (q[len] && q[len] != '(' && q[len] != ' ' && q[len] != '\n') len++;
         int wrote = snprintf(buffer + used, size - used,
                              "ptxas info    : Function properties for %.*s\n"
-                             "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
-                             "ptxas info    : Used 16 registers\n", len, q);
+                             "    %d bytes stack frame, %d bytes spill stores, %d bytes spill loads\n"
+                             "ptxas info    : Used 16 registers\n", len, q, local, local, local);
         if (wrote < 0 || (size_t)wrote >= size - used) break;
         used += (size_t)wrote;
     }
@@ -348,7 +372,8 @@ CUresult cuModuleUnload(CUhandle hmod) {
 
 CUresult cuFuncGetAttribute(int *value, int attrib, CUhandle hfunc) {
     FAIL_IF_ASKED("cuFuncGetAttribute");
-    *value = attrib == 4 ? 16 : 0; /* CU_FUNC_ATTRIBUTE_NUM_REGS */
+    /* CU_FUNC_ATTRIBUTE_NUM_REGS, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES */
+    *value = attrib == 4 ? 16 : attrib == 3 ? local_bytes() : 0;
     fake_log("cuFuncGetAttribute value=%d attrib=%d hfunc=0x%llx", *value, attrib, HEX(hfunc));
     return CUDA_SUCCESS;
 }
