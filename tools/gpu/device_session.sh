@@ -7,6 +7,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh final    # main (quick) + verify in one call
 #   OUT=/tmp/out bash tools/gpu/device_session.sh check    # the same, correctness first
 #   OUT=/tmp/out bash tools/gpu/device_session.sh correct  # suite + verify only (6 parts)
+#   OUT=/tmp/out bash tools/gpu/device_session.sh suite    # the suite alone, both modes
 #   OUT=/tmp/out bash tools/gpu/device_session.sh bench    # benchmarks + GEMM only
 #   OUT=/tmp/out bash tools/gpu/device_session.sh new      # the newest forms' tests + benches
 #   OUT=/tmp/out bash tools/gpu/device_session.sh all_new  # whole suite (plain) + newest + benches
@@ -684,6 +685,9 @@ case "$MODE" in
   check) suite & verify_tests & wait; verify_gemm; QUICK=1 benchmarks ;;
   # correctness alone (the call's whole time): more, longer parts
   correct) PARTS=6 SUITE_TIMEOUT=450; suite & verify_tests & wait ;;
+  # the hardware suite alone, both modes (a whole call: beside verify_tests its parts
+  # outran 450 s on an H100's 16 cores)
+  suite) PARTS=6 SUITE_TIMEOUT=${SUITE_TIMEOUT:-540}; suite ;;
   # the benchmarks alone (after a `correct` call)
   bench) QUICK=1 benchmarks; verify_gemm ;;
   new) new_forms ;;
@@ -712,7 +716,7 @@ case "$MODE" in
   gemm_hot) gemm_hot ;;
   gemm_odd) gemm_odd ;;
   gemm_next) gemm_next ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile|gemm_hot|gemm_clipped|gemm_odd|gemm_next" >&2
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|suite|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile|gemm_hot|gemm_clipped|gemm_odd|gemm_next" >&2
      exit 2 ;;
 esac
 
