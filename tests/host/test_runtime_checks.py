@@ -111,6 +111,36 @@ def test_each_kind_same_message_on_every_target(tmp_path, target):
             r.stderr.endswith(": " + what + "\n"), (kind, r)
 
 
+NULL_CALLS = """import "std/io"
+struct H { f: fn(int32) -> int32; }
+fn twice(x: int32) -> int32 { return 2 * x; }
+fn pick(k: int32) -> fn(int32) -> int32 { if (k > 5) { return &twice; } return 0; }
+fn main(argc: int32, argv: cstring*) -> int32 {
+    var c: Fn(int32) -> int32 = 0;
+    var t: fn(int32) -> int32 = pick(argc);
+    var h: H; h.f = pick(argc);
+    println_int(7);
+    if (argc == 1) { println_int(c(3)); }
+    if (argc == 2) { println_int(t(3)); }
+    if (argc == 3) { println_int(h.f(3)); }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", [(), ("-O",)], ids=["plain", "O"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_calls_through_null_function_values(tmp_path, target, opt):
+    # a closure, a thin function pointer and a function-pointer field, each null: the
+    # callee's location, not a segmentation fault
+    skip_unless_runnable(target)
+    exe, _ = compile_in(tmp_path, NULL_CALLS, *opt, target=target)
+    for argv, line in (((), 10), (("a",), 11), (("a", "b"), 12)):
+        r = run_on(target, exe, argv, cwd=tmp_path)
+        assert (r.returncode, r.stdout.replace("\r", ""), r.stderr.replace("\r", "")) == \
+            (EXIT, "7\n", f"app.mettle:{line}:34: call through a null function value\n"), r
+
+
 def test_passing_checks_change_nothing(tmp_path):
     src = """import "std/io";
 struct P { x: int32; v: int32[3]; }

@@ -121,8 +121,9 @@ class ClosureMixin:
     # ---------------------------------------------------------------- calls, adaptation
     def closure_call(self, e: A.Call, c, code: FnPtrType, discard: bool):
         self._no_named(e)
-        fp = self.b.load(self.b.fieldptr(c, 0))
         args = self._args(e, list(code.params[1:]), None)
+        self.check_callee(c, e.callee.span)         # after the arguments, as a thin call
+        fp = self.b.load(self.b.fieldptr(c, 0))
         call = self.b.call_indirect(fp, [self.b.bitcast(c, ptr(U8))] + args)
         return self._void_check(call, e, discard)
 

@@ -3,7 +3,8 @@
 A non-release host build checks, before the access or the operation:
 - an index into a fixed-size array or a string: 0 <= index < length (`check.index`);
 - the pointer of `*p`, `p[i]`, `p.f`, `p->f` (and `&` of those): not null (`check.null`);
-- the divisor of an integer `/` or `%`: not zero (`check.nonzero`).
+- the divisor of an integer `/` or `%`: not zero (`check.nonzero`);
+- the function value of an indirect call: not null (`check.null`, what=call).
 Each is one target-neutral IR instruction carrying its source location ("file:line:col");
 ir/checks.py expands it after -O, which removes the redundant ones (opt/check_hoist.py).
 Kernels and device helpers get none, and neither does a `--release` build. Checks that hold
@@ -15,7 +16,7 @@ from __future__ import annotations
 import os
 
 from ..ir import Global
-from ..ir.module import Const, Instr
+from ..ir.module import Const, Function, Instr
 from ..ir.types import I64
 
 # Pointers that are never null: the address of a variable or of a constant.
@@ -46,13 +47,17 @@ class ChecksMixin:
             self.b.check("check.index", [index, self.b.convert(count, I64)],
                          self.check_site(span), span=span)
 
-    def check_null(self, p, span) -> None:
-        if not self.checking or isinstance(p, Global) or \
+    def check_null(self, p, span, **what) -> None:
+        if not self.checking or isinstance(p, (Global, Function)) or \
                 (isinstance(p, Instr) and p.op in _NONNULL_OPS):
             return
         if isinstance(p, Const) and p.value != 0:
             return
-        self.b.check("check.null", [p], self.check_site(span), span=span)
+        self.b.check("check.null", [p], self.check_site(span), span=span, **what)
+
+    def check_callee(self, f, span) -> None:
+        """Before a call through a function value (a thin pointer or a closure): not null."""
+        self.check_null(f, span, what="call")
 
     def check_divisor(self, divisor, op: str, span) -> None:
         if not self.checking or (isinstance(divisor, Const) and divisor.value != 0):

@@ -99,6 +99,7 @@ class LaterMixin:
                             e.callee.span)
         self._no_named(e)
         args = self._args(e, list(fp.type.params), None)
+        self.check_callee(fp, e.callee.span)
         return self._void_check(self.b.call_indirect(fp, args), e, discard)
 
     # ---------------------------------------------------------------- @test builtins

@@ -404,6 +404,7 @@ class OpsMixin:
         if not isinstance(fp.type, FnPtrType):
             raise self.fail("E0107", f"{describe(fp.type)} is not callable", callee.span)
         args = self._args(e, list(fp.type.params), None)
+        self.check_callee(fp, callee.span)
         return self._void_check(self.b.call_indirect(fp, args, span=e.span), e, discard)
 
     def _no_named(self, e: A.Call) -> None:

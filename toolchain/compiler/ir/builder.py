@@ -322,7 +322,8 @@ class Builder:
             _check(all(v.type == I64 for v in operands[:3 if op == "check.range" else 2]),
                    f"{op} needs i64 operands")
         elif op == "check.null":
-            _check(operands[0].type.is_ptr, "check.null needs a pointer")
+            _check(operands[0].type.is_ptr or isinstance(operands[0].type, FnPtrType),
+                   "check.null needs a pointer")
         else:
             _check(operands[0].type.is_int, "check.nonzero needs an integer")
         if attrs.get("guarded"):

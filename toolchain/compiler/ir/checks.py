@@ -32,13 +32,16 @@ MESSAGES = {
     "check.index": "index out of bounds: index %lld, length %lld",
     "check.range": "index out of bounds: index %lld, length %lld",
     "check.null": "null pointer dereference",
+    ("check.null", "call"): "call through a null function value",
     ("check.nonzero", "div"): "division by zero",
     ("check.nonzero", "rem"): "remainder by zero",
 }
 
 
 def message_format(ins: Instr) -> str:
-    key = (ins.op, ins.attrs.get("what", "div")) if ins.op == "check.nonzero" else ins.op
+    what = ins.attrs.get("what")
+    key = (ins.op, what or "div") if ins.op == "check.nonzero" else \
+        (ins.op, what) if what else ins.op
     return ins.attrs["site"].replace("%", "%%") + ": " + MESSAGES[key] + "\n"
 
 

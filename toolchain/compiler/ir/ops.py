@@ -185,7 +185,8 @@ def _rows() -> list[OpInfo]:
           doc="index check of first..end-1 at once: fails unless 0 <= first and "
           "end <= length (i64); reports the first failing index"),
         R("check.null", "ptr [guard]", effects=True, where="host",
-          doc="fails if ptr is null"),
+          doc="fails if ptr (a pointer or function pointer) is null; attrs.what: call "
+          "for the callee of an indirect call"),
         R("check.nonzero", "divisor [guard]", effects=True, where="host",
           doc="fails if the integer divisor is 0; attrs.what div|rem"),
         # host: the neutral launch operation behind `dispatch`

@@ -23,7 +23,7 @@ hoist is an `--explain` remark.
 from __future__ import annotations
 
 from ..ir.cfg import ensure_preheader
-from ..ir.module import Const, Instr
+from ..ir.module import Const, Function, Global, Instr
 from ..ir.ops import CHECK_OPS
 from ..ir.types import BOOL, I64
 from .edit import make_instr, speculation_safe
@@ -69,6 +69,8 @@ def _never_fails(ins: Instr) -> str | None:
         p = ops[0]
         if isinstance(p, Instr) and p.op in _NONNULL:
             return "the pointer is the address of a variable"
+        if isinstance(p, (Function, Global)):
+            return f"the pointer is the address of @{p.name}"
     return None
 
 
