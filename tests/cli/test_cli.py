@@ -105,13 +105,18 @@ def test_failed_compile_is_located_writes_nothing_and_never_traces(tmp_path):
     assert (tmp_path / "k.ptx").read_text() == "stale"
 
 
-def test_json_error_format(tmp_path):
+@pytest.mark.parametrize("spelling", [("--error-format=json",), ("--error-format", "json")],
+                         ids=["equals", "space"])
+def test_json_error_format(tmp_path, spelling):
     src = copy_source(tmp_path, BROKEN)
-    proc = mettle("--emit-ptx", "--error-format=json", src.name, cwd=tmp_path)
+    proc = mettle("--emit-ptx", *spelling, src.name, cwd=tmp_path)
     assert proc.returncode == 1
     diags = json.loads(proc.stderr)["diagnostics"]
     assert diags[0] == {"severity": "error", "code": "E0101", "file": "k.mettle", "line": 2,
                         "column": 10, "message": "undefined name `missing`"}
+    usage = mettle("--emit-ptx", "--bogus", *spelling, src.name, cwd=tmp_path)
+    assert usage.returncode == 2
+    assert json.loads(usage.stderr)["diagnostics"][0]["code"] == "E0090"
 
 
 def test_at_most_one_hundred_errors_are_reported(tmp_path):

@@ -315,7 +315,7 @@ def _check(args: list[str]) -> int:
     mode.add_argument("--host", dest="gpu", action="store_const", const=False,
                       help="check as host code")
     p.add_argument("--deny-warnings", action="store_true", help="warnings fail the check")
-    fmt = "json" if "--error-format=json" in args else "text"
+    fmt = _requested_format(args)
     try:
         ns = p.parse_args(args)
     except _UsageError as e:
@@ -372,7 +372,7 @@ def _test(argv: list[str]) -> int:
     from . import test_report as tr
     from .driver import compile_file
     from .frontend.testing import ASSERT_FAILED_STATUS, CHECK_FAILED_STATUS
-    fmt = "json" if "--error-format=json" in argv else "text"
+    fmt = _requested_format(argv)
     filt = next((a.split("=", 1)[1] for a in argv if a.startswith("--filter=")), "")
     argv = [a for a in argv if not a.startswith("--filter=")]
     try:
@@ -469,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = _subcommand(argv)
     if sub is not None:
         return sub
-    fmt = "json" if "--error-format=json" in argv else "text"
+    fmt = _requested_format(argv)
     try:
         argv = _spell_dump_after(argv)
         ns = fast_parse(argv) or build_parser().parse_args(argv)
@@ -479,12 +479,21 @@ def main(argv: list[str] | None = None) -> int:
         if not source:
             raise _UsageError("no input file")
         opts = _options(ns)
-        return _compile(source, opts, fmt, argv, ns.emit_signature)
+        return _compile(source, opts, ns.error_format, argv, ns.emit_signature)
     except _UsageError as e:
         _report([Diagnostic("E0090", f"usage: {e}")], fmt)
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _requested_format(argv: list[str]) -> str:
+    """The diagnostics format the arguments ask for, read before they are parsed (a usage
+    error must be reported in it too): `--error-format=json` or `--error-format json`."""
+    for i, a in enumerate(argv):
+        if a == "--error-format=json" or (a == "--error-format" and argv[i + 1:i + 2] == ["json"]):
+            return "json"
+    return "text"
 
 
 def _print_target(ns, fmt: str, argv: list[str] = ()) -> int:
