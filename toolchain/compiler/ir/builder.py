@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from . import ops as O
 from .module import Block, Const, Function, Global, Instr, KernelDecl, Local, Module, Param
 from .ssa_builder import SSABuilder
-from .types import (BOOL, I64, U32, VOID, ArrayType, FloatType, FnPtrType, IntType, PtrType,
+from .types import (BOOL, I64, U32, VOID, ArrayType, FloatType, FnPtrType, IntType,
                      StructType, Type, ptr)
 
 

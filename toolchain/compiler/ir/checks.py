@@ -21,7 +21,7 @@ from __future__ import annotations
 from .builder import Builder
 from .module import Block, Const, Function, Global, Instr, Module
 from .ops import CHECK_OPS
-from .types import BOOL, I32, I64, U8, U64, VOID, ArrayType, ptr
+from .types import I32, I64, U8, U64, VOID, ArrayType, ptr
 
 CHECK_EXIT_CODE = 1          # the reference compiler's status for a failed check
 FAIL_FN = ".rt.check_fail"
