@@ -28,6 +28,12 @@ NEG = [
      "fn main() -> int32 {\n  take(3);\n  return 0;\n}", "E0201"),
     ("literal_returned_as_enum", False, "enum M { Just(int64), Nothing }\n"
      "fn f() -> M {\n  return 1.5;\n}\nfn main() -> int32 { return 0; }", "E0201"),
+    # uint8* converts to data pointers only: a closure stored from it crashed when called
+    ("untyped_pointer_to_closure", False, "fn main() -> int32 {\n"
+     "  var f: Fn(int32) -> int32 = new uint8;\n  return f(1);\n}", "E0201"),
+    ("closure_to_untyped_pointer", False, "fn main() -> int32 {\n"
+     "  var f: Fn(int32) -> int32 = fn(x: int32) -> int32 { return x; };\n"
+     "  var p: uint8* = f;\n  return 0;\n}", "E0201"),
     ("int_to_ptr", False, "fn main() -> int32 {\n  var a: int64 = 5;\n"
      "  var p: int32* = a;\n  return 0;\n}", "E0203"),
     ("missing_return", False, "fn f(a: int32) -> int32 {\n  if (a > 0) { return 1; }\n}\n"

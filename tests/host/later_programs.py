@@ -27,6 +27,17 @@ fn counter(start: int64) -> Fn() -> int64 {
     var n: int64 = start;
     return fn() -> int64 { n = n + 1; return n; };
 }
+fn adder<T>(k: T) -> Fn(T) -> T { return fn(x: T) -> T { return x + k; }; }
+fn first_of<T>(xs: T*, n: int64, d: T) -> T {
+    for (var i: int64 = 0; i < n; i = i + 1) {
+        defer println_int(i);
+        if (i == 1) { return xs[i]; }
+    }
+    return d;
+}
+fn flatten<T>(m: Maybe<Maybe<T>>) -> Maybe<T> {
+    return match (m) { case Just(inner): inner, default: Nothing };
+}
 """
 
 
@@ -47,6 +58,7 @@ class Program:
     def __init__(self, rng: random.Random):
         self.rng = rng
         self.vars: list[tuple[str, str]] = []
+        self.arrays = 0
 
     def type(self, depth: int = 0) -> str:
         r, k = self.rng, self.rng.random()
@@ -99,7 +111,7 @@ class Program:
 
     def statement(self, depth: int = 0) -> str:
         r = self.rng
-        k = r.randrange(11)
+        k = r.randrange(14)
         if k == 0 or not self.vars:
             t = self.type()
             e = self.expr(self.near(t))
@@ -131,6 +143,17 @@ class Program:
             return f"println_int(code_of<{u}>({self.expr(u)}));"
         if k == 9 and t.endswith("*") and t != "uint8*":
             return f"if ({name}) {{ *{name} = {self.expr(t[:-1])}; }}"
+        if k == 11 and t in ("int32", "int64", "float64"):
+            return f"println_int((int64)apply<{self.near(t)}>(adder<{t}>({self.expr(t)}), {name}));"
+        if k == 12 and value and t.startswith("Maybe<"):
+            return (f"println_int((int64)unwrap_or<{t[6:-1]}>(flatten<{self.near(t[6:-1])}>"
+                    f"(Just({name})), {self.expr(t[6:-1])}));")
+        if k == 13 and t in PRIMS:
+            self.arrays += 1
+            xs = f"xs{self.arrays}"
+            return (f"var {xs}: {t}[3] = [{self.expr(t)}, {self.expr(t)}, {self.expr(t)}]; "
+                    f"println_int((int64)first_of<{self.near(t)}>(&{xs}[0], "
+                    f"{r.choice(['0', '2', '3'])}, {self.expr(t)}));")
         if k == 10:
             return (f"var {self.declare('Fn() -> int64')}: Fn() -> int64 = "
                     f"counter({self.expr('int64')});")

@@ -242,7 +242,9 @@ class ExprMixin:
                                 "(only literal 0 is a null pointer)", span)
             raise self._mismatch(t, s, span)
         if not same_ignoring_space(s.pointee, t.pointee):
-            if U8 not in (s.pointee, t.pointee):
+            # uint8* is the untyped pointer (void*), but a closure is no data pointer
+            if U8 not in (s.pointee, t.pointee) or closure_sig(s) is not None or \
+                    closure_sig(t) is not None:
                 raise self._mismatch(t, s, span)
         if s.pointee != t.pointee:
             v = self.b.bitcast(v, ptr(t.pointee, s.space))
