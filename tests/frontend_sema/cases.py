@@ -34,6 +34,8 @@ NEG = [
     ("closure_to_untyped_pointer", False, "fn main() -> int32 {\n"
      "  var f: Fn(int32) -> int32 = fn(x: int32) -> int32 { return x; };\n"
      "  var p: uint8* = f;\n  return 0;\n}", "E0201"),
+    ("address_of_generic", False, "fn id<T>(x: T) -> T { return x; }\nfn main() -> int32 {\n"
+     "  var f: fn(int32) -> int32 = &id<int32>;\n  return 0;\n}", "E0002"),
     ("int_to_ptr", False, "fn main() -> int32 {\n  var a: int64 = 5;\n"
      "  var p: int32* = a;\n  return 0;\n}", "E0203"),
     ("missing_return", False, "fn f(a: int32) -> int32 {\n  if (a > 0) { return 1; }\n}\n"

@@ -306,6 +306,8 @@ class ExprParser:
             return self.parse_postfix()
         self.refuse_increment(self.i)
         self.i += 1
+        if t.kind == "&":
+            self.refuse_generic_address(t)
         self.enter()
         operand = self.parse_cast()
         self.depth -= 1
@@ -315,6 +317,33 @@ class ExprParser:
         if t.kind == "&":
             return A.AddrOf(operand, span=span)
         return A.Unary(t.kind, operand, span=span)
+
+    def refuse_generic_address(self, amp: Token) -> None:
+        """`&id<int32>`: the address of a generic function cannot be taken (LANGUAGE-later
+        4.1). Said plainly when the tokens after the name parse as type arguments that
+        cannot be a comparison: a type keyword first, or nothing but an expression's end
+        after the `>`. Anything else is left to the expression parser."""
+        if self.tok.kind != IDENT or self.peek(1).kind != "<":
+            return
+        saved = (self.i, self.depth, self.brackets, self.split_gt)
+        first = self.peek(2)
+        self.i += 1
+        try:
+            self.parse_type_args()
+            after = self.tok
+        except CompileError:
+            after = None
+        span = self.span_from(amp)
+        self.i, self.depth, self.brackets, self.split_gt = saved
+        if after is None or after.kind == "(":
+            return
+        if first.text in TYPE_KEYWORDS or first.text in BUILTIN_TYPE_NAMES or \
+                after.kind in (";", ")", ",", "]", "}"):
+            name = self.tok.text
+            raise error("E0002", f"the address of a generic function cannot be taken "
+                        f"(`&{name}<...>`)", span,
+                        help=f"wrap the instance in a lambda, `fn(x: T) -> R {{ return "
+                             f"{name}<...>(x); }}`, or declare a non-generic function")
 
     # postfix = primary { "(" call_args ")" | "[" expr "]" | "." IDENT | "->" IDENT }
     def parse_postfix(self) -> A.Expr:
