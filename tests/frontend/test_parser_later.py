@@ -43,6 +43,19 @@ def test_nested_type_arguments_split_shift_tokens():
     assert isinstance(c, A.Binary) and c.op == ">>" and isinstance(c.left, A.Call)
 
 
+@pytest.mark.parametrize("spelling, outer, inner", [
+    ("Box<Box<int64>>*", A.PointerType, A.NamedType),        # a pointer to the outer type
+    ("Box<Box<int64>>[2]", A.ArrayType, A.NamedType),
+    ("Box<Box<int64>*>", A.NamedType, A.PointerType),        # the argument is a pointer
+    ("Box<Box<Box<int8>>>*", A.PointerType, A.NamedType)])
+def test_a_modifier_after_a_split_shift_belongs_to_the_outer_type(spelling, outer, inner):
+    # `>>` closes two lists: the `*` after it once went to the inner type argument
+    t = body(f"var p: {spelling};")[0].type
+    assert isinstance(t, outer)
+    box = t if outer is A.NamedType else t.elem
+    assert box.name == "Box" and isinstance(box.args[0], inner)
+
+
 def test_declarations():
     m = parse_source(
         "trait Shape { fn area(self: Self) -> float64; }\ntrait Marker;\n"

@@ -120,7 +120,7 @@ class ExprParser:
     def parse_type(self) -> A.TypeExpr:
         start = self.tok
         ty = self.parse_base_type()
-        while True:
+        while not self.split_gt:        # after `>>`, a `*` or `[N]` is the outer type's
             t = self.tok
             if t.kind == "*":
                 self.i += 1
@@ -136,6 +136,7 @@ class ExprParser:
                 ty = A.ArrayType(ty, n.value, span=self.span_from(start))
             else:
                 return ty
+        return ty
 
     def parse_base_type(self) -> A.TypeExpr:
         t = self.tok
