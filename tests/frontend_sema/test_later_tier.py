@@ -216,3 +216,18 @@ def test_a_bare_generic_call_is_undefined_with_a_help_and_bad_arguments_report_o
             "fn id<T>(x: T) -> T { return x; }\nfn main() -> int32 {\n"
             "  return id<int32, int8>(1);\n}"))
     assert [d.code for d in info.value.diagnostics] == ["E0018"]     # no undefined `id`
+
+
+def test_diagnostics_spell_generic_instances_as_written():
+    # not the mangled names the monomorphizer gives the instances (Box__Maybe__int32)
+    with pytest.raises(CompileError) as info:
+        compile_to_ir("g.mettle", gpu=False, source_text=(
+            "enum Maybe<T> { Just(T), Nothing }\nstruct Box<T> { v: T; }\n"
+            "struct Pair<A, B> { a: A; b: B; }\nfn main() -> int32 {\n"
+            "  var x: Box<Maybe<int32>>;\n  var y: Box<int64> = x;\n"
+            "  var p: Pair<Box<int8>*, fn(int32) -> int32>;\n  var q: int32 = p;\n"
+            "  x.nope();\n  return 0;\n}"))
+    assert [d.message for d in info.value.diagnostics] == [
+        "type mismatch: expected Box<int64>, found Box<Maybe<int32>>",
+        "type mismatch: expected int32, found Pair<Box<int8>*, fn(int32) -> int32>",
+        "Box<Maybe<int32>> has no field `nope`"]

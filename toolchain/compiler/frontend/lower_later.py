@@ -88,14 +88,14 @@ class LaterMixin:
         try:
             i = st.field_index(name)
         except KeyError:
-            raise self.fail("E0019", f"undefined method `{st.name}.{name}` (no method or "
+            raise self.fail("E0019", f"undefined method `{describe(st)}.{name}` (no method or "
                             "function-pointer field of that name)", e.callee.span)
         fp = self.b.load(self.b.fieldptr(p, i))
         code = closure_sig(fp.type)
         if code is not None:
             return self.closure_call(e, fp, code, discard)
         if not isinstance(fp.type, FnPtrType):
-            raise self.fail("E0107", f"field `{name}` of {st.name} is not callable",
+            raise self.fail("E0107", f"field `{name}` of {describe(st)} is not callable",
                             e.callee.span)
         self._no_named(e)
         args = self._args(e, list(fp.type.params), None)

@@ -34,6 +34,10 @@ BUILTIN_TYPES: dict[str, Type] = {
 }
 _NAMES = {v: k for k, v in BUILTIN_TYPES.items() if k != "cstring"}
 
+# The source spelling of each generic instance's mangled name (`Box__int64` -> `Box<int64>`),
+# filled by the monomorphizer (generics.py): diagnostics show what the user wrote.
+INSTANCE_SPELLING: dict[str, str] = {}
+
 
 def describe(t: Type) -> str:
     """The Mettle spelling of a type, for diagnostics."""
@@ -48,7 +52,7 @@ def describe(t: Type) -> str:
     if isinstance(t, ArrayType):
         return f"{describe(t.elem)}[{t.count}]"
     if isinstance(t, StructType):
-        return t.name
+        return INSTANCE_SPELLING.get(t.name, t.name)
     if isinstance(t, FnPtrType):
         ret = "" if t.ret == VOID else f" -> {describe(t.ret)}"
         return f"fn({', '.join(map(describe, t.params))}){ret}"
