@@ -116,6 +116,21 @@ def test_compile_error_exits_1_before_running(tmp_path):
     assert r.returncode == 1 and "error[E0101]" in r.stderr and "running" not in r.stdout
 
 
+def test_a_test_with_the_wrong_signature_reports_only_that(tmp_path):
+    # the runner used to call it anyway and add errors located in its own generated text
+    src = tmp_path / "sig.mettle"
+    src.write_text("@test fn no_result() { }\n@test fn takes(x: int64) -> int64 { return x; }\n"
+                   "@test fn fine() -> int64 { return 0; }\n")
+    r = mettle_test(tmp_path, str(src))
+    assert r.returncode == 1 and "running" not in r.stdout
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error[")]
+    assert errors == [
+        "error[E0022]: @test function `no_result` must return int64 (0 means pass)",
+        "error[E0022]: @test function `takes` takes 1 parameter(s); tests must take none"], \
+        r.stderr
+    assert "<mettle test runner>" not in r.stderr
+
+
 def test_normal_builds_type_check_tests_but_drop_them():
     module, _ = compile_to_ir("t.mettle", gpu=False, source_text=(
         "@test fn test_a() -> int64 { assert_eq(1 + 1, 2); return 0; }\n"
