@@ -49,6 +49,22 @@ def test_no_cascade_after_failed_declaration():
     assert [d.code for d in ei.value.diagnostics] == ["E0004"]
 
 
+@pytest.mark.parametrize("body", [
+    "  match (e) {\n    case A(x): { return x; }\n    case A(y): { return y; }\n"
+    "    default: { return 0; }\n  }",
+    "  if (nope) { return 1; } else { return 2; }",
+    "  switch (nope) { case 1: return 1; default: return 2; }"],
+    ids=["match", "if", "switch"])
+def test_no_missing_return_after_a_failed_statement_that_returns(body):
+    # the failed statement may have been the return path: E0011 would be a cascade
+    src = f"enum E {{ A(int64), B }}\nfn f(e: E) -> int64 {{\n{body}\n}}\n" \
+          "fn main() -> int32 { return 0; }"
+    with pytest.raises(CompileError) as ei:
+        compile_to_ir("r.mettle", gpu=False, source_text=src)
+    codes = [d.code for d in ei.value.diagnostics]
+    assert len(codes) == 1 and codes[0] in ("E0020", "E0101"), codes
+
+
 def test_errors_are_collected_across_functions():
     src = ("fn a() -> int32 { return x; }\nfn b() -> int32 { return y; }\n"
            "fn main() -> int32 { return 0; }")

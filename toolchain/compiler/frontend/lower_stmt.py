@@ -27,6 +27,23 @@ class Abort(Exception):
     import of lower_fn (which imports this module); lower_fn re-exports it."""
 
 
+def _returns_inside(s: A.Stmt) -> bool:
+    """Whether a `return` is nested in statement `s` (a failed `match`, `if` or loop may
+    have been the function's return path)."""
+    stack: list = [s]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, A.Return):
+            return True
+        if isinstance(n, A.Lambda):
+            continue                        # a lambda's return is its own
+        if isinstance(n, (list, tuple)):
+            stack.extend(n)
+        elif isinstance(n, A.Node):
+            stack.extend(v for v in vars(n).values() if isinstance(v, (A.Node, list, tuple)))
+    return False
+
+
 class StmtMixin:
     # ---------------------------------------------------------------- blocks
     def lower_block_stmts(self, stmts: list[A.Stmt], scope: Scope) -> None:
@@ -57,8 +74,8 @@ class StmtMixin:
     def _recover(self, s: A.Stmt) -> None:
         """After an error: keep a failed `return` terminating and a failed `var` declared,
         so one mistake does not cascade into missing-return / undefined-name errors."""
-        if isinstance(s, A.Return):
-            self.assigned = None
+        if isinstance(s, A.Return) or _returns_inside(s):
+            self.assigned = None            # it may have returned: no missing-return error
         elif isinstance(s, A.VarDecl) and isinstance(s.type, A.TileTypeExpr):
             self.tile_recover(s)
         elif isinstance(s, A.VarDecl) and s.storage == "none" and s.type is not None and \
