@@ -65,6 +65,22 @@ def test_no_missing_return_after_a_failed_statement_that_returns(body):
     assert len(codes) == 1 and codes[0] in ("E0020", "E0101"), codes
 
 
+def test_a_closure_is_opaque():
+    # Fn values are pointers to a record underneath; none of the pointer operations may
+    # reach it (h[0] and *h read the record, h.code(1) called its code without the
+    # environment, h + 1 and h < g compiled)
+    lines = ["var a: int64 = h[0];", "var b: int64 = *h;", "var c: Fn(int64) -> int64 = h + 1;",
+             "var d: int64 = h.code;", "var e: int64 = h->code(1);", "var f: bool = h < h;",
+             "var k: int64 = h - h;", "var m: bool = h == h || h != 0;"]
+    src = ("fn main() -> int32 {\n  var h: Fn(int64) -> int64 = fn(x: int64) -> int64 "
+           "{ return x; };\n" + "".join(f"  {x}\n" for x in lines) + "  return 0;\n}")
+    with pytest.raises(CompileError) as ei:
+        compile_to_ir("o.mettle", gpu=False, source_text=src)
+    assert [(d.code, d.span.line) for d in ei.value.diagnostics] == [
+        ("E0206", 3), ("E0207", 4), ("E0202", 5), ("E0205", 6), ("E0205", 7), ("E0202", 8),
+        ("E0202", 9)]                                   # == and != stay allowed
+
+
 def test_errors_are_collected_across_functions():
     src = ("fn a() -> int32 { return x; }\nfn b() -> int32 { return y; }\n"
            "fn main() -> int32 { return 0; }")

@@ -354,7 +354,7 @@ class ExprMixin:
             return self.b.fieldptr(sp, i)
         if isinstance(e, A.Deref):
             p = self.value(e.operand, None)
-            if not isinstance(p.type, PtrType):
+            if not isinstance(p.type, PtrType) or closure_sig(p.type) is not None:
                 raise self.fail("E0207", f"cannot dereference {describe(p.type)}", e.span)
             self.check_null(p, e.span)
             return p
@@ -383,7 +383,7 @@ class ExprMixin:
             s = self.spill(v)
             length = self.b.load(self.b.fieldptr(s, 1)) if self.checking else None
             return self.b.load(self.b.fieldptr(s, 0)), length
-        if isinstance(v.type, PtrType):
+        if isinstance(v.type, PtrType) and closure_sig(v.type) is None:
             return v, None
         raise self.fail("E0206", f"{describe(v.type)} cannot be indexed", base.span)
 
@@ -401,7 +401,8 @@ class ExprMixin:
             elif k == "val" and isinstance(v.type, PtrType):
                 self.check_null(v, span)        # `.` on a pointer value dereferences too
         t = v.type
-        if not (isinstance(t, PtrType) and isinstance(t.pointee, StructType)):
+        if not (isinstance(t, PtrType) and isinstance(t.pointee, StructType)) or \
+                closure_sig(t) is not None:         # a closure's record is not a struct
             what = "`->` needs a pointer to a struct" if arrow else "`.` needs a struct"
             raise self.fail("E0205", f"{what}, found {describe(t)}", span)
         full = self.ctx.structs.full(t.pointee)

@@ -140,6 +140,8 @@ class OpsMixin:
 
     def pointer_arith(self, e: A.Binary, l, r):
         lp, rp = isinstance(l.type, PtrType), isinstance(r.type, PtrType)
+        if closure_sig(l.type) is not None or closure_sig(r.type) is not None:
+            lp = rp = False                     # a closure is no data pointer: refused below
         if lp and rp and e.op == "-":
             return self.b.sub(self.b.ptrtoint(l, I64), self.b.ptrtoint(r, I64))
         if lp and not rp and (r.type.is_int or r.type.is_bool):
@@ -159,6 +161,10 @@ class OpsMixin:
         l, r = self.operands(e, None)
         lp = isinstance(l.type, (PtrType, FnPtrType))
         rp = isinstance(r.type, (PtrType, FnPtrType))
+        if e.op not in ("==", "!=") and any(closure_sig(t) is not None
+                                            for t in (l.type, r.type)):
+            raise self.fail("E0202", f"`{e.op}` does not order closures: they compare with "
+                            "== and != only", e.span)
         if lp or rp:
             if not lp:
                 l = self.coerce(l, r.type, e.left.span)
