@@ -34,6 +34,9 @@ NEG = [
     ("closure_to_untyped_pointer", False, "fn main() -> int32 {\n"
      "  var f: Fn(int32) -> int32 = fn(x: int32) -> int32 { return x; };\n"
      "  var p: uint8* = f;\n  return 0;\n}", "E0201"),
+    # a tagged enum's {tag, payload} record is internal (m.tag read it)
+    ("tagged_enum_field", False, "enum M { Just(int64), Nothing }\nfn main() -> int32 {\n"
+     "  var m: M = Just(3);\n  return (int32)m.tag;\n}", "E0205"),
     ("address_of_generic", False, "fn id<T>(x: T) -> T { return x; }\nfn main() -> int32 {\n"
      "  var f: fn(int32) -> int32 = &id<int32>;\n  return 0;\n}", "E0002"),
     ("int_to_ptr", False, "fn main() -> int32 {\n  var a: int64 = 5;\n"

@@ -13,7 +13,7 @@ WHERE = {
     "const_div_zero": (3, 14), "undefined_name": (2, 10), "host_block_undefined": (2, 18),
     "use_before_assign": (3, 10), "pointer_condition": (3, 7), "int_to_ptr": (3, 19),
     "untyped_pointer_to_closure": (2, 31), "closure_to_untyped_pointer": (3, 19),
-    "address_of_generic": (3, 31),
+    "address_of_generic": (3, 31), "tagged_enum_field": (4, 17),
     "missing_return": (1, 4), "wrong_arg_count": (3, 10), "no_such_field": (4, 10),
     "break_outside": (2, 3), "switch_enum_not_exhaustive": (3, 3), "case_not_const": (3, 21),
     "assign_const": (3, 3), "unknown_type": (2, 10), "kernel_returns": (1, 23),

@@ -347,6 +347,9 @@ class ExprMixin:
         if isinstance(e, (A.Member, A.Arrow)):
             sp = self.struct_ptr(e.base, isinstance(e, A.Arrow), e.span)
             st = sp.type.pointee
+            if self.tagged_of(st) is not None:      # its {tag, payload} record is internal
+                raise self.fail("E0205", f"{describe(st)} is a tagged enum and has no fields; "
+                                "`match` reads its variants", e.span)
             try:
                 i = st.field_index(e.name)
             except KeyError:
