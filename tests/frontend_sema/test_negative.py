@@ -94,3 +94,18 @@ def test_unreachable_warning():
     src = "fn main() -> int32 {\n  return 0;\n  var x: int32 = 1;\n}"
     _, warnings = compile_to_ir("w.mettle", gpu=False, source_text=src)
     assert [(w.code, w.span.line, w.severity) for w in warnings] == [("W0001", 3, "warning")]
+
+
+@pytest.mark.parametrize("src, help", [
+    ("fn main() -> int32 {\n  var count: int32 = 1;\n  return coutn;\n}",
+     "did you mean `count`?"),
+    ("fn println_int(n: int64) {}\nfn println_f64(v: float64) {}\n"
+     "fn println_f32(v: float32) {}\nfn main() -> int32 {\n  println_float(1.5);\n"
+     "  return 0;\n}", "did you mean `println_int`, `println_f64` or `println_f32`?"),
+    ("fn main() -> int32 {\n  var count: int32 = 1;\n  return zzz;\n}", None)],
+    ids=["local", "function", "nothing-close"])
+def test_an_undefined_name_suggests_the_closest_visible_ones(src, help):
+    with pytest.raises(CompileError) as ei:
+        compile_to_ir("n.mettle", gpu=False, source_text=src)
+    (d,) = ei.value.diagnostics
+    assert d.code == "E0101" and d.help == help

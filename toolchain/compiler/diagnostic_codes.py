@@ -123,7 +123,8 @@ This is a formatter bug; please report it with the file."""),
 A name, function or module is not defined where it is used: a typo, a missing `import`, a
 name that the imported module does not export, or an import path that is not found (the
 message lists where the compiler looked: the stdlib root, mettle.deps roots, the importing
-file's directory, -I directories and the current directory)."""),
+file's directory, -I directories and the current directory). When visible names are close
+to the unknown one, a help line suggests up to three (`did you mean `count`?`)."""),
     "E0102": ("unknown type or unreadable source", """
 A type name is not defined, an array size is not positive, a struct contains itself by
 value, a type form is not supported, or a source file cannot be read or is not UTF-8."""),

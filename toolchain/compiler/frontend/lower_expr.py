@@ -278,7 +278,8 @@ class ExprMixin:
             if enum is not None:
                 return self.construct(enum, e.name, [], e.span)
             code, message = self.ctx.unknown(e.name, "name")
-            raise self.fail(code, message, e.span, help=self.host_kernel_hint(e.name))
+            help = self.host_kernel_hint(e.name) or self.near_miss(e.name)
+            raise self.fail(code, message, e.span, help=help)
         if isinstance(sym, TypeSym):
             raise self.fail("E0201", f"type `{e.name}` used as a value", e.span)
         if isinstance(sym, FnSym):
@@ -333,7 +334,8 @@ class ExprMixin:
                     sym.kind != "gpu":
                 return sym.storage
             if sym is None:
-                raise self.fail(*self.ctx.unknown(e.name, "name"), e.span)
+                raise self.fail(*self.ctx.unknown(e.name, "name"), e.span,
+                                self.near_miss(e.name))
             raise self.fail("E0109", f"`{e.name}` has no address here", e.span)
         if isinstance(e, A.Index):
             base, count = self.index_base(e.base)
@@ -416,7 +418,8 @@ class ExprMixin:
         sym = self.lookup(target.name) if isinstance(target, A.Name) else None
         if isinstance(target, A.Name):
             if sym is None:
-                raise self.fail(*self.ctx.unknown(target.name, "name"), target.span)
+                raise self.fail(*self.ctx.unknown(target.name, "name"), target.span,
+                                self.near_miss(target.name))
             if not isinstance(sym, VarSym) or sym.is_const or sym.kind == "const":
                 raise self.fail("E0106", f"cannot assign to `{target.name}`", target.span)
             if sym.kind == "gpu":

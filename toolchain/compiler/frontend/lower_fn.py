@@ -70,6 +70,24 @@ class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, C
     def error(self, code: str, msg: str, span, help: str | None = None) -> None:
         self.ctx.bag.error(code, msg, span, help)
 
+    def near_miss(self, name: str, functions: bool = False) -> str | None:
+        """`did you mean ...?` for an unknown name: the closest visible one (a function, for
+        a call), if any is close (difflib's ratio 0.75 or more); internal names never."""
+        from difflib import get_close_matches
+        from .scope import FnSym
+        seen: set[str] = set()
+        s = self.scope
+        while s is not None:
+            seen.update(n for n, sym in s.names.items()
+                        if n[:1].isalpha() and "." not in n and not n.startswith("mtlc_")
+                        and (not functions or isinstance(sym, FnSym)))
+            s = s.parent
+        close = [f"`{c}`" for c in get_close_matches(name, sorted(seen), n=3, cutoff=0.75)]
+        if not close:
+            return None
+        return "did you mean " + (close[0] if len(close) == 1 else
+                                  ", ".join(close[:-1]) + " or " + close[-1]) + "?"
+
     def fail(self, code: str, msg: str, span, help: str | None = None) -> Abort:
         self.error(code, msg, span, help)
         return Abort()

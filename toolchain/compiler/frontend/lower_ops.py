@@ -398,7 +398,8 @@ class OpsMixin:
                 if sym is None:
                     name = callee.name
                     help = (f"`{name}` is generic: a call spells its type arguments, "
-                            f"`{name}<...>(...)`" if name in self.ctx.generic_fns else None)
+                            f"`{name}<...>(...)`" if name in self.ctx.generic_fns else
+                            self.near_miss(name, functions=True))
                     raise self.fail(*self.ctx.unknown(name, "function"), callee.span, help)
             if isinstance(sym, FnSym):
                 return self.direct_call(e, sym, discard)
