@@ -114,3 +114,16 @@ def test_a_function_value_in_device_code_is_refused_where_named(tmp_path, emit, 
         build(tmp_path, FN_VALUE, emit, optimize)
     d = ei.value.diagnostics[0]
     assert (d.code, d.span.line, d.span.col) == (code, 3, 33) and "twice" in d.message
+
+
+def test_a_device_error_in_a_helper_names_the_path_from_the_kernel(tmp_path):
+    # the error sits in a function the user did not write (std/io's println): the note
+    # leads back to the kernel through the user's calls
+    src = ('import "std/io"\nfn helper(x: float32) -> float32 { println("hi"); return x; }\n'
+           "kernel k(p: float32*) {\n  p[thread.x] = helper(p[thread.x]);\n}\n")
+    with pytest.raises(CompileError) as info:
+        build(tmp_path, src, "ptx", False)
+    (d,) = info.value.diagnostics
+    assert d.code == "E0404" and d.span.file.endswith("io.linux.mettle")
+    assert d.notes == [f"reached from kernel `k` -> `helper` (called at {tmp_path}/k.mettle:4:"
+                       f"17) -> `println` (called at {tmp_path}/k.mettle:2:36)"]

@@ -33,17 +33,29 @@ def _callees(fn: Function):
             yield ins, ins.operands[0]
 
 
-def _check_body(fn: Function, bag: DiagnosticBag) -> None:
+def _chain(calls: list[tuple[str, object]]) -> list[str]:
+    """A note naming the path from the kernel to the function with the error, when that
+    function is not the kernel itself (a helper, perhaps the standard library's)."""
+    if len(calls) < 2:
+        return []
+    steps = [f"`{calls[0][0]}`"] + [f"`{name}` (called at {span})" if span else f"`{name}`"
+                                    for name, span in calls[1:]]
+    return ["reached from kernel " + " -> ".join(steps)]
+
+
+def _check_body(fn: Function, bag: DiagnosticBag, calls) -> None:
+    def error(code, msg, span, help=None):
+        bag.add(Diagnostic(code, msg, span, "error", help, _chain(calls)))
     for ins in fn.instructions():
         where = O.OPS[ins.op].where
         if ins.op == "gpu.launch":
-            bag.error("E0406", f"`dispatch` cannot be used in device code (in `{fn.name}`)",
-                      ins.span)
+            error("E0406", f"`dispatch` cannot be used in device code (in `{fn.name}`)",
+                  ins.span)
         elif ins.op == "call_indirect":
-            bag.error("E0403", f"indirect call in device code (in `{fn.name}`)", ins.span,
-                      help="GPU code may only call functions by name")
+            error("E0403", f"indirect call in device code (in `{fn.name}`)", ins.span,
+                  help="GPU code may only call functions by name")
         elif where == "host":
-            bag.error("E0407", f"host-only operation {ins.op} in device code", ins.span)
+            error("E0407", f"host-only operation {ins.op} in device code", ins.span)
 
 
 def device_program(m: Module) -> DeviceProgram:
@@ -65,17 +77,20 @@ def _call_graph(m: Module) -> DeviceProgram:
     order: list[Function] = []
     state: dict[str, str] = {}        # name -> "active" | "done"
 
-    def visit(fn: Function, stack: list[str]) -> None:
+    def visit(fn: Function, stack: list[str], calls: list[tuple[str, object]]) -> None:
+        # calls: (function, the span of the call that reached it) from the kernel down
         state[fn.name] = "active"
-        _check_body(fn, bag)
+        _check_body(fn, bag, calls)
         for ins, callee in _callees(fn):
             if callee.is_kernel:
                 bag.error("E0405", f"kernel `{callee.name}` cannot be called as a function",
                           ins.span, help="launch kernels from the host with `dispatch`")
             elif callee.is_extern:
-                bag.error("E0404", f"device code cannot call extern function "
-                          f"`{callee.name}`", ins.span,
-                          help="only the GPU intrinsics may be declared extern in kernels")
+                bag.add(Diagnostic(
+                    "E0404", f"device code cannot call extern function `{callee.name}`",
+                    ins.span, "error",
+                    "only the GPU intrinsics may be declared extern in kernels",
+                    _chain(calls)))
             elif state.get(callee.name) == "active":
                 # reported at the call that closes the cycle (the caller's declaration when
                 # a frontend gave the call no location)
@@ -85,13 +100,13 @@ def _call_graph(m: Module) -> DeviceProgram:
                           help="GPU code has no call stack for recursion; rewrite the "
                           "recursion as a loop")
             elif callee.name not in state:
-                visit(callee, stack + [callee.name])
+                visit(callee, stack + [callee.name], calls + [(callee.name, ins.span)])
         state[fn.name] = "done"
         if not fn.is_kernel:
             order.append(fn)
 
     for k in kernels:
         if k.name not in state:
-            visit(k, [k.name])
+            visit(k, [k.name], [(k.name, None)])
     bag.raise_if_errors()
     return DeviceProgram(kernels, order)
