@@ -109,3 +109,15 @@ def test_an_undefined_name_suggests_the_closest_visible_ones(src, help):
         compile_to_ir("n.mettle", gpu=False, source_text=src)
     (d,) = ei.value.diagnostics
     assert d.code == "E0101" and d.help == help
+
+
+def test_an_unknown_type_is_reported_once_with_a_suggestion_and_no_cascade():
+    # the declaration's type was reported twice (recovery resolved it again), and the
+    # initializer was then checked against the int64 stand-in (E0004)
+    src = ("struct Point { x: int64; }\nfn main() -> int32 {\n  var f: float = 1.5;\n"
+           "  var p: Piont;\n  var c: char = 0;\n  return 0;\n}")
+    with pytest.raises(CompileError) as ei:
+        compile_to_ir("t.mettle", gpu=False, source_text=src)
+    assert [(d.code, d.span.line, d.help) for d in ei.value.diagnostics] == [
+        ("E0102", 3, "did you mean `float32`?"), ("E0102", 4, "did you mean `Point`?"),
+        ("E0102", 5, "did you mean `uint8` or `int8`?")]

@@ -127,7 +127,8 @@ file's directory, -I directories and the current directory). When visible names 
 to the unknown one, a help line suggests up to three (`did you mean `count`?`)."""),
     "E0102": ("unknown type or unreadable source", """
 A type name is not defined, an array size is not positive, a struct contains itself by
-value, a type form is not supported, or a source file cannot be read or is not UTF-8."""),
+value, a type form is not supported, or a source file cannot be read or is not UTF-8. An unknown type name gets a suggestion: Mettle's spelling of a C or Rust name (`int` is
+`int32`, `double` is `float64`, `usize` is `uint64`), or the closest declared types."""),
     "E0103": ("duplicate definition", """
 A name is defined twice in one scope: two top-level declarations, two parameters or two
 struct fields with one name. Rename one of them. Public names of all modules share one

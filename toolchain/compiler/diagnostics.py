@@ -71,12 +71,20 @@ class DiagnosticBag:
 
     def __init__(self) -> None:
         self.items: list[Diagnostic] = []
+        self._seen: set = set()
 
     @property
     def error_count(self) -> int:
         return sum(1 for d in self.items if d.severity == "error")
 
     def add(self, diag: Diagnostic) -> None:
+        # The same message at the same place once: error recovery may meet a construct
+        # twice (a declaration's type, resolved again to declare the name).
+        key = (diag.code, diag.message, diag.severity, diag.span and
+               (diag.span.file, diag.span.line, diag.span.col))
+        if key in self._seen:
+            return
+        self._seen.add(key)
         self.items.append(diag)
         if self.error_count >= MAX_ERRORS:
             raise CompileError(self.items)

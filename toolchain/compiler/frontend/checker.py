@@ -62,6 +62,18 @@ from .testing import TestPlan, check_test_signature, is_test
 INDEX_NAMES = ("thread", "block", "block_dim", "grid_dim")
 
 
+# C and Rust type names and the Mettle types they mean (unknown-type suggestions)
+FOREIGN_TYPES = {
+    "int": ["int32"], "long": ["int64"], "short": ["int16"], "char": ["uint8", "int8"],
+    "unsigned": ["uint32"], "float": ["float32"], "double": ["float64"],
+    "size_t": ["uint64"], "usize": ["uint64"], "isize": ["int64"],
+    "i8": ["int8"], "i16": ["int16"], "i32": ["int32"], "i64": ["int64"],
+    "u8": ["uint8"], "u16": ["uint16"], "u32": ["uint32"], "u64": ["uint64"],
+    "f32": ["float32"], "f64": ["float64"], "str": ["string"], "String": ["string"],
+    "boolean": ["bool"],
+}
+
+
 class ProgramLowerer:
     """Lowers a list of top-level items (all modules, already merged) to one IR module."""
 
@@ -113,6 +125,24 @@ class ProgramLowerer:
         return hit[1]
 
     # ------------------------------------------------------------------ types
+    def _type_near_miss(self, name: str) -> str | None:
+        """`did you mean ...?` for an unknown type: Mettle's spelling of a C or Rust type
+        name, else the closest visible type names."""
+        from difflib import get_close_matches
+        close = FOREIGN_TYPES.get(name)
+        if close is None:
+            names = set(BUILTIN_TYPES)
+            s = self.globals
+            while s is not None:
+                names.update(n for n, sym in s.names.items() if isinstance(sym, TypeSym))
+                s = s.parent
+            close = get_close_matches(name, sorted(names), n=3, cutoff=0.75)
+        if not close:
+            return None
+        close = [f"`{c}`" for c in close]
+        return "did you mean " + (close[0] if len(close) == 1 else
+                                  ", ".join(close[:-1]) + " or " + close[-1]) + "?"
+
     def resolve_type(self, t: A.TypeExpr | None, placeholder_ok: bool = False) -> Type:
         if t is None:
             return VOID
@@ -127,9 +157,11 @@ class ProgramLowerer:
             if isinstance(sym, TypeSym):
                 return sym.type
             code, msg = self.unknown(t.name, "type")
+            help = None
             if code == "E0101":         # not private elsewhere: E0102, as before modules
                 code, msg = "E0102", f"unknown type `{t.name}`"
-            self.bag.error(code, msg, t.span)
+                help = self._type_near_miss(t.name)
+            self.bag.error(code, msg, t.span, help)
             return I64
         if isinstance(t, A.PointerType):
             return ptr(self.resolve_type(t.elem, True))

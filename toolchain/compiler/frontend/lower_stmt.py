@@ -119,7 +119,10 @@ class StmtMixin:
             return
         if d.is_extern or d.type is None:
             raise self.fail("E0003", f"`var {d.name}` needs a type", d.span)
+        errors = self.ctx.bag.error_count
         t = self.ctx.resolve_type(d.type)
+        if self.ctx.bag.error_count > errors:
+            raise Abort()           # an unknown type: declared by recovery, init unchecked
         enum = self.ctx.enum_of_type(d.type)
         if t == VOID:
             raise self.fail("E0201", "a variable cannot have type void", d.type.span)
