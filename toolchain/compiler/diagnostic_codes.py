@@ -124,10 +124,11 @@ A name, function or module is not defined where it is used: a typo, a missing `i
 name that the imported module does not export, or an import path that is not found (the
 message lists where the compiler looked: the stdlib root, mettle.deps roots, the importing
 file's directory, -I directories and the current directory). When visible names are close
-to the unknown one, a help line suggests up to three (`did you mean `count`?`)."""),
+to the unknown one, a help line suggests up to three ("did you mean `count`?")."""),
     "E0102": ("unknown type or unreadable source", """
 A type name is not defined, an array size is not positive, a struct contains itself by
-value, a type form is not supported, or a source file cannot be read or is not UTF-8. An unknown type name gets a suggestion: Mettle's spelling of a C or Rust name (`int` is
+value, a type form is not supported, or a source file cannot be read or is not UTF-8. An
+unknown type name gets a suggestion: Mettle's spelling of a C or Rust name (`int` is
 `int32`, `double` is `float64`, `usize` is `uint64`), or the closest declared types."""),
     "E0103": ("duplicate definition", """
 A name is defined twice in one scope: two top-level declarations, two parameters or two
