@@ -66,26 +66,43 @@ def error(code: str, message: str, span: Span | None = None,
     return CompileError(Diagnostic(code, message, span, "error", help))
 
 
+def did_you_mean(names) -> str | None:
+    """The help line naming suggestions: "did you mean `a`, `b` or `c`?" (None for none)."""
+    shown = [f"`{n}`" for n in names]
+    if not shown:
+        return None
+    return "did you mean " + (shown[0] if len(shown) == 1 else
+                              ", ".join(shown[:-1]) + " or " + shown[-1]) + "?"
+
+
+def closest(name: str, candidates) -> list[str]:
+    """Up to three candidates close to `name` (difflib's ratio 0.75 or more), best first."""
+    from difflib import get_close_matches
+    return get_close_matches(name, sorted(candidates), n=3, cutoff=0.75)
+
+
 class DiagnosticBag:
     """Collects diagnostics during a phase; stops the phase at MAX_ERRORS errors."""
 
     def __init__(self) -> None:
         self.items: list[Diagnostic] = []
         self._seen: set = set()
+        self.error_count = 0        # items with severity "error" (add and rollback keep it)
 
-    @property
-    def error_count(self) -> int:
-        return sum(1 for d in self.items if d.severity == "error")
+    @staticmethod
+    def _key(diag: Diagnostic) -> tuple:
+        return (diag.code, diag.message, diag.severity, diag.span and
+                (diag.span.file, diag.span.line, diag.span.col))
 
     def add(self, diag: Diagnostic) -> None:
         # The same message at the same place once: error recovery may meet a construct
         # twice (a declaration's type, resolved again to declare the name).
-        key = (diag.code, diag.message, diag.severity, diag.span and
-               (diag.span.file, diag.span.line, diag.span.col))
+        key = self._key(diag)
         if key in self._seen:
             return
         self._seen.add(key)
         self.items.append(diag)
+        self.error_count += diag.severity == "error"
         if self.error_count >= MAX_ERRORS:
             raise CompileError(self.items)
 
@@ -96,6 +113,17 @@ class DiagnosticBag:
     def warning(self, code: str, message: str, span: Span | None = None,
                 help: str | None = None) -> None:
         self.add(Diagnostic(code, message, span, "warning", help))
+
+    def mark(self) -> int:
+        """A point to roll back to: what a speculative attempt reports after it can be
+        withdrawn (rollback), and then reported again for real."""
+        return len(self.items)
+
+    def rollback(self, mark: int) -> None:
+        for d in self.items[mark:]:
+            self._seen.discard(self._key(d))
+            self.error_count -= d.severity == "error"
+        del self.items[mark:]
 
     def extend(self, diags: list[Diagnostic]) -> None:
         for d in diags:

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from . import ast as A
 from ...records import field_names
-from ..diagnostics import DiagnosticBag, Span as _Span
+from ..diagnostics import DiagnosticBag, Span as _Span, closest, did_you_mean
 from ..ir import Builder, IRTypeError, Module
 from ..ir.types import (I64, VOID, ArrayType, FnPtrType, PtrType, StructType, Type, ptr)
 from .consteval import NOT_CONST, ConstDivZero, const_value
@@ -128,7 +128,6 @@ class ProgramLowerer:
     def _type_near_miss(self, name: str) -> str | None:
         """`did you mean ...?` for an unknown type: Mettle's spelling of a C or Rust type
         name, else the closest visible type names."""
-        from difflib import get_close_matches
         close = FOREIGN_TYPES.get(name)
         if close is None:
             names = set(BUILTIN_TYPES)
@@ -136,12 +135,8 @@ class ProgramLowerer:
             while s is not None:
                 names.update(n for n, sym in s.names.items() if isinstance(sym, TypeSym))
                 s = s.parent
-            close = get_close_matches(name, sorted(names), n=3, cutoff=0.75)
-        if not close:
-            return None
-        close = [f"`{c}`" for c in close]
-        return "did you mean " + (close[0] if len(close) == 1 else
-                                  ", ".join(close[:-1]) + " or " + close[-1]) + "?"
+            close = closest(name, names)
+        return did_you_mean(close)
 
     def resolve_type(self, t: A.TypeExpr | None, placeholder_ok: bool = False) -> Type:
         if t is None:

@@ -46,6 +46,12 @@ def closure_sig(t):
     return None
 
 
+def data_pointer(t) -> bool:
+    """Whether `t` is a pointer to data: a closure is a pointer to its record underneath,
+    but opaque (no indexing, `*`, `.`, arithmetic, nor conversion through `uint8*`)."""
+    return isinstance(t, PtrType) and closure_sig(t) is None
+
+
 def free_names(body) -> set[str]:
     out: set[str] = set()
     stack = [body]

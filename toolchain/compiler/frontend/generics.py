@@ -30,23 +30,6 @@ MAX_INSTANCES = 2000        # a runaway recursion (f<T> using f<T*>) stops here,
 MAX_TYPE_DEPTH = 40         # ... and so does a type argument nested this deeply
 
 
-def shown(t: A.TypeExpr) -> str:
-    """A type argument as the user spelled it; an instance already mangled by an inner
-    substitution (`Box__int64`) shows as its spelling (`Box<int64>`)."""
-    if isinstance(t, A.NamedType) and not t.args and not t.qualifier:
-        return INSTANCE_SPELLING.get(t.name, t.name)
-    if isinstance(t, A.NamedType):
-        return f"{t.name}<{', '.join(map(shown, t.args))}>"
-    if isinstance(t, A.PointerType):
-        return shown(t.elem) + "*"
-    if isinstance(t, A.ArrayType):
-        return f"{shown(t.elem)}[{t.size}]"
-    if isinstance(t, A.FnPtrType):
-        ret = shown(t.ret) if t.ret is not None else "void"
-        return f"{'Fn' if t.is_closure else 'fn'}({', '.join(map(shown, t.params))}) -> {ret}"
-    return spell(t)
-
-
 def _depth(t) -> int:
     if isinstance(t, (A.PointerType, A.ArrayType)):
         return 1 + _depth(t.elem)
@@ -143,7 +126,8 @@ class Monomorphizer:
                            f"argument(s) but got {len(args)}", span)
             return name
         mangled = name + "".join("__" + mangle_part(a) for a in args)
-        INSTANCE_SPELLING.setdefault(mangled, f"{name}<{', '.join(map(shown, args))}>")
+        INSTANCE_SPELLING.setdefault(
+            mangled, f"{name}<{', '.join(spell(a, shown=True) for a in args)}>")
         key = (mangled, tpl.internal_name or "")
         if key in self.instances:
             return mangled

@@ -21,7 +21,7 @@ from ..ir import Global, Local
 from ..ir.module import Const, Instr
 from ..ir.types import BOOL, F64, I64, U8, ArrayType, FnPtrType, PtrType, StructType, Type, ptr
 from .consteval import NOT_CONST, ConstDivZero, const_value
-from .closures import closure_sig
+from .closures import closure_sig, data_pointer
 from .globals_init import init_items
 from .scope import FnSym, TypeSym, VarSym
 from .typesys import STRING, describe, literal_type, same_ignoring_space
@@ -242,9 +242,8 @@ class ExprMixin:
                                 "(only literal 0 is a null pointer)", span)
             raise self._mismatch(t, s, span)
         if not same_ignoring_space(s.pointee, t.pointee):
-            # uint8* is the untyped pointer (void*), but a closure is no data pointer
-            if U8 not in (s.pointee, t.pointee) or closure_sig(s) is not None or \
-                    closure_sig(t) is not None:
+            # uint8* is the untyped pointer (void*), of data pointers only
+            if U8 not in (s.pointee, t.pointee) or not (data_pointer(s) and data_pointer(t)):
                 raise self._mismatch(t, s, span)
         if s.pointee != t.pointee:
             v = self.b.bitcast(v, ptr(t.pointee, s.space))
@@ -359,7 +358,7 @@ class ExprMixin:
             return self.b.fieldptr(sp, i)
         if isinstance(e, A.Deref):
             p = self.value(e.operand, None)
-            if not isinstance(p.type, PtrType) or closure_sig(p.type) is not None:
+            if not data_pointer(p.type):
                 raise self.fail("E0207", f"cannot dereference {describe(p.type)}", e.span)
             self.check_null(p, e.span)
             return p
@@ -388,7 +387,7 @@ class ExprMixin:
             s = self.spill(v)
             length = self.b.load(self.b.fieldptr(s, 1)) if self.checking else None
             return self.b.load(self.b.fieldptr(s, 0)), length
-        if isinstance(v.type, PtrType) and closure_sig(v.type) is None:
+        if data_pointer(v.type):
             return v, None
         raise self.fail("E0206", f"{describe(v.type)} cannot be indexed", base.span)
 
@@ -406,8 +405,7 @@ class ExprMixin:
             elif k == "val" and isinstance(v.type, PtrType):
                 self.check_null(v, span)        # `.` on a pointer value dereferences too
         t = v.type
-        if not (isinstance(t, PtrType) and isinstance(t.pointee, StructType)) or \
-                closure_sig(t) is not None:         # a closure's record is not a struct
+        if not (data_pointer(t) and isinstance(t.pointee, StructType)):
             what = "`->` needs a pointer to a struct" if arrow else "`.` needs a struct"
             raise self.fail("E0205", f"{what}, found {describe(t)}", span)
         full = self.ctx.structs.full(t.pointee)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from ...records import dataclass
 
 from . import ast as A
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, closest, did_you_mean
 from ..ir import IRTypeError
 from ..ir.cfg import remove_unreachable
 from ..ir.module import Block
@@ -73,7 +73,6 @@ class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, C
     def near_miss(self, name: str, functions: bool = False) -> str | None:
         """`did you mean ...?` for an unknown name: the closest visible one (a function, for
         a call), if any is close (difflib's ratio 0.75 or more); internal names never."""
-        from difflib import get_close_matches
         from .scope import FnSym
         seen: set[str] = set()
         s = self.scope
@@ -82,11 +81,7 @@ class FunctionLowerer(StmtMixin, OpsMixin, ExprMixin, GpuMixin, DispatchMixin, C
                         if n[:1].isalpha() and "." not in n and not n.startswith("mtlc_")
                         and (not functions or isinstance(sym, FnSym)))
             s = s.parent
-        close = [f"`{c}`" for c in get_close_matches(name, sorted(seen), n=3, cutoff=0.75)]
-        if not close:
-            return None
-        return "did you mean " + (close[0] if len(close) == 1 else
-                                  ", ".join(close[:-1]) + " or " + close[-1]) + "?"
+        return did_you_mean(closest(name, seen))
 
     def fail(self, code: str, msg: str, span, help: str | None = None) -> Abort:
         self.error(code, msg, span, help)

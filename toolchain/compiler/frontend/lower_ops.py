@@ -14,7 +14,7 @@ from . import ast as A
 from ..ir.types import BOOL, F64, I32, I64, U8, U64, VOID, FnPtrType, PtrType, ptr
 from .consteval import NOT_CONST, ConstDivZero, const_value
 from .lower_expr import _ARITH, _CMP
-from .closures import closure_sig
+from .closures import closure_sig, data_pointer
 from .lower_later import NOT_A_METHOD
 from .scope import FnSym, TypeSym, VarSym
 from .testing import is_test
@@ -139,9 +139,7 @@ class OpsMixin:
         return b.load(out)
 
     def pointer_arith(self, e: A.Binary, l, r):
-        lp, rp = isinstance(l.type, PtrType), isinstance(r.type, PtrType)
-        if closure_sig(l.type) is not None or closure_sig(r.type) is not None:
-            lp = rp = False                     # a closure is no data pointer: refused below
+        lp, rp = data_pointer(l.type), data_pointer(r.type)
         if lp and rp and e.op == "-":
             return self.b.sub(self.b.ptrtoint(l, I64), self.b.ptrtoint(r, I64))
         if lp and not rp and (r.type.is_int or r.type.is_bool):

@@ -141,12 +141,11 @@ class TileMixin(TileFragMixin, TileMmaMixin, TileReplayMixin):
         if d.name in self.scope.names or self.b.terminated:
             return
         from .lower_stmt import Abort
-        items = self.ctx.bag.items
-        reported = len(items)
+        reported = self.ctx.bag.mark()
         try:
             tt = self.tile_type(d.type)
         except Abort:
-            del items[reported:]                # the declaration reported it already
+            self.ctx.bag.rollback(reported)     # the declaration reported it already
             return
         p = self._hoisted(self.b.gpu_alloc("private", tt.elem, max(tt.count, 1), d.name))
         self.scope.names[d.name] = VarSym(d.name, tt, "tile", p, d.span, poisoned=True)

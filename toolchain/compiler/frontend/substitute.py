@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import ast as A
 from ...records import field_names
 from ..diagnostics import Span
+from .typesys import INSTANCE_SPELLING
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
@@ -49,20 +50,25 @@ def clone(node, subst: dict[str, A.TypeExpr] | None = None):
     return node
 
 
-def spell(t: A.TypeExpr | None) -> str:
-    """The canonical spelling of a type expression: `Pair<int32,float64*>`, `int8[4]`."""
+def spell(t: A.TypeExpr | None, shown: bool = False) -> str:
+    """The canonical spelling of a type expression: `Pair<int32,float64*>`, `int8[4]`.
+    `shown`: as diagnostics show it, `Pair<int32, float64*>`, with an instance that an
+    inner substitution already renamed (`Box__int64`) shown as written (`Box<int64>`)."""
     if t is None:
         return "void"
+    sep, arrow = (", ", " -> ") if shown else (",", "->")
     if isinstance(t, A.NamedType):
+        if shown and not t.args and not t.qualifier:
+            return INSTANCE_SPELLING.get(t.name, t.name)
         base = f"{t.qualifier}.{t.name}" if t.qualifier else t.name
-        return base + (f"<{','.join(spell(a) for a in t.args)}>" if t.args else "")
+        return base + (f"<{sep.join(spell(a, shown) for a in t.args)}>" if t.args else "")
     if isinstance(t, A.PointerType):
-        return spell(t.elem) + "*"
+        return spell(t.elem, shown) + "*"
     if isinstance(t, A.ArrayType):
-        return f"{spell(t.elem)}[{t.size}]"
+        return f"{spell(t.elem, shown)}[{t.size}]"
     if isinstance(t, A.FnPtrType):
         kw = "Fn" if t.is_closure else "fn"
-        return f"{kw}({','.join(spell(p) for p in t.params)})->{spell(t.ret)}"
+        return f"{kw}({sep.join(spell(p, shown) for p in t.params)}){arrow}{spell(t.ret, shown)}"
     return "?"
 
 

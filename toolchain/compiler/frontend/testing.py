@@ -80,8 +80,11 @@ def runnable_tests(modules: list[A.Module]) -> list[A.FnDecl]:
 def well_formed(d: A.FnDecl) -> bool:
     """Whether a test has the signature the runner calls (else E0022 alone says so: the
     runner does not call it, so no error of the runner's own text follows)."""
-    return not d.params and isinstance(d.ret, A.NamedType) and d.ret.name == "int64" and \
-        not d.ret.args
+    return not d.params and _returns_int64(d)
+
+
+def _returns_int64(d: A.FnDecl) -> bool:
+    return isinstance(d.ret, A.NamedType) and d.ret.name == "int64" and not d.ret.args
 
 
 def runner_items(tests: list[A.FnDecl]) -> list[A.Stmt]:
@@ -96,6 +99,6 @@ def check_test_signature(d: A.FnDecl, bag) -> None:
     if d.params:
         bag.error("E0022", f"@test function `{d.name}` takes {len(d.params)} parameter(s); "
                   "tests must take none", d.span)
-    if not (isinstance(d.ret, A.NamedType) and d.ret.name == "int64" and not d.ret.args):
+    if not _returns_int64(d):
         bag.error("E0022", f"@test function `{d.name}` must return int64 (0 means pass)",
                   d.ret.span if d.ret is not None else d.span)

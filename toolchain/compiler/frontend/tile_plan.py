@@ -437,10 +437,9 @@ def _blocks(stmt):
 def _quiet_type(lw, t):
     """The tile type of a declaration, or None, reporting nothing (the lowering reports)."""
     from .lower_stmt import Abort
-    items = lw.ctx.bag.items
-    before = len(items)
+    before = lw.ctx.bag.mark()
     try:
         return lw.tile_type(t)
     except Abort:
-        del items[before:]
+        lw.ctx.bag.rollback(before)
         return None

@@ -43,19 +43,23 @@ def _chain(calls: list[tuple[str, object]]) -> list[str]:
     return ["reached from kernel " + " -> ".join(steps)]
 
 
+def _error(bag: DiagnosticBag, calls, code: str, msg: str, span, help=None) -> None:
+    """An error in the function `calls` leads to, noting that path from the kernel."""
+    bag.add(Diagnostic(code, msg, span, "error", help, _chain(calls)))
+
+
 def _check_body(fn: Function, bag: DiagnosticBag, calls) -> None:
-    def error(code, msg, span, help=None):
-        bag.add(Diagnostic(code, msg, span, "error", help, _chain(calls)))
     for ins in fn.instructions():
         where = O.OPS[ins.op].where
         if ins.op == "gpu.launch":
-            error("E0406", f"`dispatch` cannot be used in device code (in `{fn.name}`)",
-                  ins.span)
+            _error(bag, calls, "E0406", f"`dispatch` cannot be used in device code (in "
+                   f"`{fn.name}`)", ins.span)
         elif ins.op == "call_indirect":
-            error("E0403", f"indirect call in device code (in `{fn.name}`)", ins.span,
-                  help="GPU code may only call functions by name")
+            _error(bag, calls, "E0403", f"indirect call in device code (in `{fn.name}`)",
+                   ins.span, help="GPU code may only call functions by name")
         elif where == "host":
-            error("E0407", f"host-only operation {ins.op} in device code", ins.span)
+            _error(bag, calls, "E0407", f"host-only operation {ins.op} in device code",
+                   ins.span)
 
 
 def device_program(m: Module) -> DeviceProgram:
@@ -86,11 +90,9 @@ def _call_graph(m: Module) -> DeviceProgram:
                 bag.error("E0405", f"kernel `{callee.name}` cannot be called as a function",
                           ins.span, help="launch kernels from the host with `dispatch`")
             elif callee.is_extern:
-                bag.add(Diagnostic(
-                    "E0404", f"device code cannot call extern function `{callee.name}`",
-                    ins.span, "error",
-                    "only the GPU intrinsics may be declared extern in kernels",
-                    _chain(calls)))
+                _error(bag, calls, "E0404", f"device code cannot call extern function "
+                       f"`{callee.name}`", ins.span,
+                       help="only the GPU intrinsics may be declared extern in kernels")
             elif state.get(callee.name) == "active":
                 # reported at the call that closes the cycle (the caller's declaration when
                 # a frontend gave the call no location)

@@ -39,9 +39,8 @@ MESSAGES = {
 
 
 def message_format(ins: Instr) -> str:
-    what = ins.attrs.get("what")
-    key = (ins.op, what or "div") if ins.op == "check.nonzero" else \
-        (ins.op, what) if what else ins.op
+    what = ins.attrs.get("what", "div" if ins.op == "check.nonzero" else None)
+    key = (ins.op, what) if what else ins.op
     return ins.attrs["site"].replace("%", "%%") + ": " + MESSAGES[key] + "\n"
 
 
