@@ -137,7 +137,7 @@ def check_epilogues(torch, dev, outs, names, shapes) -> int:
     bad = 0
     for fmt, out in configs(outs):
         for name in names:
-            g = H.Gemm(dev, fmt, out=out, epilogue=name)
+            g = check_gemm(dev, fmt, out=out, epilogue=name)
             for m, n, k in shapes:
                 err, same = H.check_epilogue(torch, g, fmt, m, n, k)
                 print(f"check {fmt}->{out} +{name} {m}x{n}x{k}: rel err {err:.3g}, "
@@ -151,7 +151,7 @@ def check(torch, outs, epilogues=()) -> int:
     bad = check_epilogues(torch, dev, outs, epilogues, EPI_CHECKS[:4] if len(CHECKS) <= 3
                           else EPI_CHECKS) if epilogues else 0
     for fmt, out in configs(outs):
-        g = H.Gemm(dev, fmt, out=out)
+        g = check_gemm(dev, fmt, out=out)
         tol, what = H.TOLERANCE[out], f"{fmt}->{out}"
         for m, n, k in CHECKS:
             err = H.check(torch, dev, g, fmt, m, n, k)
@@ -175,7 +175,7 @@ PERSISTENT_CHECKS = ((300, 520, 200, 4), (129, 257, 65, 3), (1000, 1000, 1000, 5
 def check_persistent(torch, dev, fmt, out) -> int:
     """The persistent kernel on tails, on the pipeline and the split path (256
     work-items), plus 4096^3 on the default grid."""
-    g = H.Gemm(dev, fmt, out=out, persistent=True)
+    g = check_gemm(dev, fmt, out=out, persistent=True)
     cases = [(m, n, k, {"grid_x": gx}) for m, n, k, gx in PERSISTENT_CHECKS] + \
         [(300, 520, 200, {"grid_x": 4, "threads": 256}), (4096, 4096, 4096, {})]
     if len(CHECKS) <= 3:                                   # --small
@@ -207,6 +207,12 @@ def stress(torch, dev, g, fmt, out, what, repeat) -> int:
 
 
 STRESS = 200        # back-to-back launches: a race inside a launch shows as a hang
+CHECK_BN = H.BN      # the checks' tile width (--bn)
+
+
+def check_gemm(dev, fmt, **kw):
+    """A kernel of the checks, at the --bn width."""
+    return H.Gemm(dev, fmt, bn=CHECK_BN, **kw)
 
 
 def schedule_cases(checks, out: str, aliases) -> list:
@@ -231,7 +237,7 @@ def check_pingpong(torch, dev, fmt, out, small: bool = False) -> int:
     """`schedule: pingpong` (persistent) on PINGPONG_CHECKS, the split path (256
     work-items), C aliasing D (f32 D), then 4096^3 STRESS times back to back; --small:
     four cases, no stress."""
-    g = H.Gemm(dev, fmt, out=out, persistent=True, schedule="pingpong")
+    g = check_gemm(dev, fmt, out=out, persistent=True, schedule="pingpong")
     cases = schedule_cases(PINGPONG_CHECKS, out, [(300, 520, 200, {"grid_x": 3, "alias": True}),
                                                   (1000, 1000, 1000, {"alias": True})])
     if small:
@@ -257,7 +263,7 @@ def check_auto(torch, dev, fmt, out, small: bool = False) -> int:
     row pitches (pitch_pads: both pipelines of the kernel), the split path (256
     work-items), C aliasing D (f32 D), then 4096^3 AUTO_STRESS times back to back on each
     branch; --small: three cases, no stress."""
-    g, tol, bad = H.Gemm(dev, fmt, out=out, persistent=True, schedule="auto"), \
+    g, tol, bad = check_gemm(dev, fmt, out=out, persistent=True, schedule="auto"), \
         H.TOLERANCE[out], 0
     cases = schedule_cases(PINGPONG_CHECKS, out, [(300, 520, 200, {"grid_x": 3, "alias": True})])
     if small:
@@ -299,7 +305,7 @@ def check_streamk(torch, dev, fmt, out, small: bool = False) -> int:
     bad = 0
     for schedule, cluster in (("cooperative", 1), ("auto", 1), ("cooperative", 2),
                               ("auto", 2)):
-        g = H.Gemm(dev, fmt, out=out, persistent=True, schedule=schedule, cluster=cluster,
+        g = check_gemm(dev, fmt, out=out, persistent=True, schedule=schedule, cluster=cluster,
                    workspace=True)
         name = f"stream-K {schedule}" + (" cluster" if cluster == 2 else "")
         cases = schedule_cases(STREAMK_CHECKS, out, [(300, 520, 200, {"alias": True})])
@@ -353,7 +359,7 @@ def check_cluster(torch, dev, fmt, out, schedule, small: bool = False,
 
 
 def cluster_gemm(dev, fmt, out, schedule):
-    return H.Gemm(dev, fmt, out=out, persistent=True, schedule=schedule, cluster=2)
+    return check_gemm(dev, fmt, out=out, persistent=True, schedule=schedule, cluster=2)
 
 
 def subgroup_launcher(dev, fmt, a, bt, c, d, m, n, k):
@@ -574,6 +580,10 @@ def main() -> int:
         global CHECKS
         CHECKS = CHECKS[:3]
     cl_scheds = [x for x in args.cluster_schedules.split(",") if x]
+    global CHECK_BN
+    CHECK_BN = args.bn
+    if args.bn != H.BN:
+        print(f"# kernels of the checks: {H.BM}x{args.bn} tiles", flush=True)
     if args.cluster_stress:
         dev0 = mettle.device(0)
         bad = sum(stress(torch, dev0, cluster_gemm(dev0, f, o, sch), f, o, f"cluster {sch}",

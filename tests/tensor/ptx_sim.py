@@ -192,6 +192,8 @@ def _arith(op: str, parts: list[str], th: Thread, ops: list[str]) -> None:
         r = vals[0] | vals[1]
     elif op == "xor":
         r = vals[0] ^ vals[1]
+    elif op in ("min", "max"):                 # signed or unsigned by the type, as read
+        r = (min if op == "min" else max)(vals[0], vals[1])
     else:
         raise SimError(f"unknown arithmetic {op}")
     th.regs[ops[0]] = r & mask
@@ -439,7 +441,8 @@ def _sparse_frags(th, ln, a_words, b_words, ops, A, B, t) -> None:
 
 
 # ---------------------------------------------------------------- the machine
-_ARITH = {"add", "sub", "mul", "mad", "div", "rem", "shl", "shr", "and", "or", "xor"}
+_ARITH = {"add", "sub", "mul", "mad", "div", "rem", "shl", "shr", "and", "or", "xor", "min",
+          "max"}
 _COLLECTIVE = ("mma", "bar", "shfl")
 
 
@@ -488,6 +491,8 @@ class Sim:
             return th.lane
         if name == "%lanemask_lt":
             return (1 << th.lane) - 1
+        if name in ("%dynamic_smem_size", "%smid"):   # no dynamic shared memory; one
+            return 0                                    # multiprocessor
         m = re.fullmatch(r"%(tid|ntid|ctaid|nctaid)\.([xyz])", name)
         if not m:
             return None

@@ -213,3 +213,12 @@ def test_sub_regions():
     assert (fp8_split_mma.sub_desc(wg, wg).m, fp8_split_mma.sub_desc(wg, wg).n) == (32, 32)
     assert (fp8_split_mma.sub_desc(small, small).m,
             fp8_split_mma.sub_desc(small, small).n) == (16, 16)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_width_232_regions_exact(arch):
+    """FP8 128 x 232 regions split as 240 columns with N cut at each region's own last
+    column (wgmma_split.cut_width): exact on the warp MMA."""
+    sim = run_case(arch, out="f32", persistent=True, M=150, N=470, K=72, bm=128, bn=232,
+                   block=128)
+    assert sim.mmas > 0

@@ -211,3 +211,15 @@ def test_sixteen_wide_sub_regions():
     nine of them over two warps."""
     sim = run_case("sm_80", "bf16", "f32", M=50, N=60, K=40, pad_a=1, bm=48, bn=48)
     assert sim.mmas > 0
+
+
+@pytest.mark.parametrize("out,epilogue,persistent", [("f32", None, True),
+                                                     ("bf16", "col_bias_relu", False)])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_width_232_regions_exact(arch, out, epilogue, persistent):
+    """128 x 232 regions (`m128n232k64`: no whole 16 columns) split as 240 columns with N
+    cut at each region's own last column: exact, tiles meeting at column 232 and the last
+    one stopping at N, D's padding untouched."""
+    sim = run_case(arch, out=out, epilogue=epilogue, persistent=persistent, M=150, N=470,
+                   K=72, bm=128, bn=232, block=128)
+    assert sim.mmas > 0

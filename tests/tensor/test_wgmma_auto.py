@@ -30,7 +30,11 @@ def _desc(bn: int = 256, schedule: str = "auto", fmt: str = "f16") -> TensorDesc
 
 @pytest.mark.parametrize("bn", wgmma.SHAPES_N)
 def test_shared_bytes_are_the_larger_ring(bn):
-    both = [wgmma.shared_bytes(_desc(bn, s)) for s in ("pingpong", "cooperative")]
+    """auto's launch gives the larger of its pipelines' needs; a width of no ping-pong
+    halves (232) holds the cooperative pipeline alone, and needs only its bytes."""
+    forms = ("pingpong", "cooperative") if bn % 16 == 0 else ("cooperative",)
+    assert wgmma.halves(_desc(bn)) == (bn % 16 == 0)
+    both = [wgmma.shared_bytes(_desc(bn, s)) for s in forms]
     assert wgmma.shared_bytes(_desc(bn)) == max(both) <= wgmma.SMEM_LIMIT
     assert wgmma.threads(_desc(bn)) == 384
 
@@ -200,3 +204,35 @@ def test_explain_says_c_is_loaded_ahead_only_when_it_is(tmp_path, monkeypatch, a
     text = explain(tmp_path, "sm_90a", gemm_source("f16", persistent=True, schedule="auto"))
     assert "D stored through shared memory by the copy engine" in text
     assert ("the next box's C loaded before this box's sums" in text) == bool(ahead)
+
+
+@pytest.mark.parametrize("out,schedule,cluster", [("f32", "auto", 2), ("bf16", "auto", 1),
+                                                  ("f16", "cooperative", 2)])
+def test_width_232_is_cooperative_and_fits(ptxas_path, out, schedule, cluster):
+    """m128n232k64 (13 tiles across N = 3000, 8 columns narrower than 240): one wgmma
+    width, no ping-pong half (116 is no wgmma width), so auto holds the cooperative
+    pipeline alone; paired, the B box arrives as 120 and 112 rows, each a rank's map; within
+    the entry cap, FP8's too."""
+    text = compile_ptx(gemm_source("f16", bn=232, out=out, persistent=True,
+                                   schedule=schedule, cluster=cluster), "sm_90a")
+    assert "m64n232k16" in text and "m64n116k16" not in text
+    assert text.count("wgmma.fence") == 1                     # one consumer: no ping-pong
+    if cluster == 2:
+        assert re.search(r"selp\.u32 %r\d+, 112, 120, %p\d+", text)    # rank 1: 112 rows
+    assert_entry_cap(ptxas_path, text)
+    fp8 = compile_ptx(fp8_source(out="bf16", bn=232, persistent=True, schedule=schedule),
+                      "sm_90a")
+    assert "m64n232k32" in fp8
+    assert_entry_cap(ptxas_path, fp8)
+
+
+def test_width_232_pingpong_says_why_it_splits(tmp_path):
+    """`schedule: pingpong` at 232 has no pipeline: --explain says why, and the kernel is
+    the split regions alone (exact on every profile)."""
+    src = gemm_source("f16", bn=232, persistent=True, schedule="pingpong")
+    text = explain(tmp_path, "sm_90a", src)
+    assert "half tiles of a 232-column tile would be 116 columns, no wgmma width" in text
+    assert "wgmma.mma_async" not in compile_ptx(src, "sm_90a")
+    says = explain(tmp_path, "sm_90a", gemm_source("f16", bn=232, persistent=True,
+                                                   schedule="auto"))
+    assert "automatic schedule: the cooperative pipeline alone" in says

@@ -46,7 +46,8 @@ def test_shared_bytes_and_stages(monkeypatch):
     assert wgmma.ring_bytes(_desc(64)) == 1024 + 7 * (160 * 128) + 16 * 7 + 16
     assert wgmma.shared_bytes(_desc(64)) == wgmma.ring_bytes(_desc(64)) + boxes
     for schedule in ("pingpong", "cooperative"):
-        assert max(wgmma.shared_bytes(_desc(bn, schedule)) for bn in wgmma.SHAPES_N) \
+        assert max(wgmma.shared_bytes(_desc(bn, schedule)) for bn in wgmma.SHAPES_N
+                   if schedule == "cooperative" or wgmma.halves(_desc(bn))) \
             <= wgmma.SMEM_LIMIT
     for bn in wgmma.SHAPES_N:          # the cooperative sizes are the documented ones
         coop = _desc(bn, "cooperative")
@@ -304,7 +305,8 @@ def test_documented_table_is_the_compilers():
     doc = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "gemm.md").read_text()
     table = _between(doc, "| shape | stages | dynamic shared bytes (`pingpong`) |", "\n\n")
     rows = re.findall(r"\| `m128n(\d+)k64` \| (\d+) \| (\d+) \|", table)
-    assert len(rows) == len(wgmma.SHAPES_N)
+    # every width but 232, whose half tiles (116 columns) are no wgmma width
+    assert [int(n) for n, _, _ in rows] == [n for n in wgmma.SHAPES_N if n % 16 == 0]
     for n, stages, nbytes in rows:
         d = _desc(int(n))
         assert (wgmma.stages(d), wgmma.shared_bytes(d)) == (int(stages), int(nbytes)), n

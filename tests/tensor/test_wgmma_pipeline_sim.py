@@ -288,30 +288,39 @@ def run_fp8(M, N, K, grid, schedule, seed, data_seed, sim=PipelineSim, cluster=1
     return run, got[:M * ldd].reshape(M, ldd)[:, :N], want
 
 
-# (schedule, M, N, K, grid, D's format, cluster, seed): 128 x 240 regions (wgmma n240,
-# ping-pong halves n120; D from the registers: 240 columns are no whole number of store
-# boxes), tails in M and N, the pair in clusters of 2
-WIDTH_240_CASES = [
-    ("cooperative", 150, 250, 130, 3, "f32", None, 1),
-    ("pingpong", 150, 250, 130, 3, "f16", None, 2),
-    ("auto", 300, 250, 130, 4, "bf16", 2, 3),
+# (width, schedule, M, N, K, grid, D's format, cluster, A's and B's pitch, seed): 128 x
+# 240 regions (wgmma n240, ping-pong halves n120; D from the registers: N = 250 makes
+# D's rows no multiple of 16 bytes) and 128 x 232 ones (n232: no ping-pong halves, so
+# auto is the cooperative pipeline alone even on aligned rows; paired, each workgroup
+# multicasts a 120-row box, at rows 0 and 112, overlapping by 8), tails in M and N, the
+# pair in clusters of 2
+WIDTH_CASES = [
+    (240, "cooperative", 150, 250, 130, 3, "f32", None, None, 1),
+    (240, "pingpong", 150, 250, 130, 3, "f16", None, None, 2),
+    (240, "auto", 300, 250, 130, 4, "bf16", 2, 200, 3),
+    (232, "cooperative", 150, 250, 130, 3, "f32", None, None, 4),
+    (232, "auto", 300, 250, 130, 4, "bf16", 2, 200, 5),
+    (232, "auto", 300, 490, 200, 4, "f16", 2, 256, 6),     # aligned rows
+    (232, "cooperative", 260, 470, 70, 6, "f32", 2, None, 7),
 ]
 
 
-@pytest.mark.parametrize("schedule,M,N,K,grid,out,cluster,seed", WIDTH_240_CASES)
-def test_region_width_240_exact(schedule, M, N, K, grid, out, cluster, seed):
-    """`shape: m128n240k64` (a width that fits N = 3000 in 13 tiles) on the pipeline: exact,
-    D's padding untouched, each K chunk computed once per tile."""
+@pytest.mark.parametrize("bn,schedule,M,N,K,grid,out,cluster,pitch,seed", WIDTH_CASES)
+def test_region_widths_240_and_232_exact(bn, schedule, M, N, K, grid, out, cluster, pitch,
+                                         seed):
+    """`shape: m128n240k64` and `m128n232k64` (widths that fit N = 3000 in 13 tiles) on the
+    pipeline: exact, D's padding untouched, each K chunk computed once per tile (in one
+    pipeline: auto at 232 has no ping-pong branch)."""
     from .cluster_sim import ClusterSim
-    sim, got, want, untouched = _run(M, N, K, grid, schedule, out=out, bn=240, seed=seed,
-                                     cluster=cluster, pitch=200 if cluster else None,
+    sim, got, want, untouched = _run(M, N, K, grid, schedule, out=out, bn=bn, seed=seed,
+                                     cluster=cluster, pitch=pitch,
                                      sim=ClusterSim if cluster else PipelineSim)
     np.testing.assert_array_equal(got, want)
     assert untouched, "D's padding was written"
     rows = -(-M // 128)
     if cluster:                              # whole pair rows: rank 1 past M computes too
         rows += rows % 2
-    tiles = rows * -(-N // 240)
+    tiles = rows * -(-N // bn)
     halves = 2 if schedule == "pingpong" else 1
     assert sim.wgmmas == tiles * -(-K // 64) * 8 * halves
 
@@ -321,26 +330,29 @@ def test_region_width_240_exact(schedule, M, N, K, grid, out, cluster, seed):
 # N store their last box through the rank-3 map that clips it at 240 columns (ping-pong:
 # at the 120 of a half), the last column of tiles (16 columns) through the rank-2 map that
 # clips at N; D's columns between tiles are written once, by their own tile
+# (and 128 x 232 regions: f32 D's boxes of 32 columns clip at 8, 16-bit D's of 64 at 40)
 CLIPPED_CASES = [
-    ("cooperative", 150, 496, 130, 3, "f32", None, 1),
-    ("pingpong", 150, 496, 130, 3, "f16", None, 2),
-    ("pingpong", 140, 488, 70, 2, "f32", None, 3),   # a half wholly past N
-    ("auto", 300, 496, 130, 4, "bf16", 2, 4),
+    (240, "cooperative", 150, 496, 130, 3, "f32", None, 1),
+    (240, "pingpong", 150, 496, 130, 3, "f16", None, 2),
+    (240, "pingpong", 140, 488, 70, 2, "f32", None, 3),   # a half wholly past N
+    (240, "auto", 300, 496, 130, 4, "bf16", 2, 4),
+    (232, "cooperative", 150, 480, 130, 3, "f32", None, 5),
+    (232, "auto", 300, 480, 130, 4, "bf16", 2, 6),
 ]
 
 
-@pytest.mark.parametrize("schedule,M,N,K,grid,out,cluster,seed", CLIPPED_CASES)
-def test_width_240_d_through_the_copy_engine_is_exact(clipped_store, schedule, M, N, K, grid,
-                                                      out, cluster, seed):
+@pytest.mark.parametrize("bn,schedule,M,N,K,grid,out,cluster,seed", CLIPPED_CASES)
+def test_width_240_d_through_the_copy_engine_is_exact(clipped_store, bn, schedule, M, N, K,
+                                                      grid, out, cluster, seed):
     from .cluster_sim import ClusterSim
     ldd = N + 8
-    sim, got, want, untouched = _run(M, N, K, grid, schedule, out=out, bn=240, seed=seed,
+    sim, got, want, untouched = _run(M, N, K, grid, schedule, out=out, bn=bn, seed=seed,
                                      cluster=cluster, pitch=200 if cluster else None,
                                      ldd=ldd, sim=ClusterSim if cluster else PipelineSim)
     np.testing.assert_array_equal(got, want)
     assert untouched, "D's padding was written"
     # one store per box of 16 rows that starts below M and N, none from the registers
-    width = 120 if schedule == "pingpong" else 240     # auto: misaligned rows, cooperative
+    width = bn // 2 if schedule == "pingpong" else bn   # auto: misaligned rows, cooperative
     cols = 128 // (4 if out == "f32" else 2)
     starts = [c + b for c in range(0, N, width) for b in range(0, width, cols) if c + b < N]
     whole = [x for x in starts if x - x % width + width <= N]
@@ -476,3 +488,4 @@ def test_stream_k_splits_what_its_mode_says(monkeypatch, mode, M, grid, split):
     np.testing.assert_array_equal(got, want)
     slots = workspace_slots(sim, grid).view(np.float32)
     assert (np.count_nonzero(slots) > 0) == split
+

@@ -28,6 +28,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_table      # cuBLAS's kernels, the table
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_pending    # paired split, 240: checks, ncu
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_clipped    # 240 with clipped boxes
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_232        # 232: checks, vs 240/256
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_split_profile  # ncu: the last round split or not
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_hot        # ncu: where the warps wait, per instruction
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_odd        # 240: checks, against 256, group sizes
@@ -526,6 +527,42 @@ gemm_pending() {
   PROFILE_SHAPES=5000x3000x4104 PROFILE_CLUSTER=2 PROFILE_TIMEOUT=${PROFILE_TIMEOUT:-150} gemm_profile
 }
 
+gemm_232() {
+  # the 232-wide tile (13 tiles across N = 3000, cooperative only, paired B halves of 120
+  # and 112 rows): the hardware checks of auto and of clusters of 2, memcheck and
+  # racecheck on a paired launch with tails, then the odd shape timed against 240 and
+  # 256, each A/B in one process
+  # (and 240's checks: until now --check-* ignored --bn and checked 256-wide kernels)
+  step "232 and 240: checks and sanitizers"
+  for bn in 232 240; do
+    scheds=cooperative,auto; [ $bn = 240 ] && scheds=cooperative,pingpong,auto
+    timeout 230 python3 bench/gemm.py --check-auto --bn $bn --no-bench --out f32,f16 \
+      > "$OUT/gemm_check_auto_bn$bn.txt" 2>&1 &
+    timeout 230 python3 bench/gemm.py --check-cluster --bn $bn --no-stress --no-bench \
+      --cluster-schedules $scheds --out f32,f16 > "$OUT/gemm_check_cluster_bn$bn.txt" 2>&1 &
+  done
+  for tool in memcheck racecheck; do
+    timeout 220 compute-sanitizer --tool $tool python3 tools/gpu/gemm_case.py 700x1000x300 \
+      --schedule auto --cluster 2 --bn 232 --fmt bf16 --out bf16 --pad 63 \
+      > "$OUT/sanitizer_${tool}_bn232.txt" 2>&1 &
+  done
+  wait
+  report_checks gemm_check_auto_bn232 gemm_check_cluster_bn232 gemm_check_auto_bn240 \
+    gemm_check_cluster_bn240
+  for f in "$OUT"/sanitizer_*_bn232.txt; do
+    echo "$(basename "$f"): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|wrong|exact|Error' "$f" | tr '\n' ' ' | cut -c1-300)"
+  done
+  for base in ${BN232_BASES:-240 256}; do
+    if [ "$SECONDS" -gt "${BN232_AB_AFTER:-420}" ]; then return; fi   # the call's time is short
+    step "odd shape: 232 against $base, paired auto"
+    timeout ${BN_TIMEOUT:-150} python3 bench/gemm.py --shapes 5000x3000x4104 --bn 232 \
+      --baseline-bn $base --baseline-cluster --out f32,f16 --fp8 "" --no-pingpong \
+      --json "$OUT/gemm_bn232_vs_$base.json" > "$OUT/gemm_bn232_vs_$base.txt" 2>&1
+    ab_rows "$OUT/gemm_bn232_vs_$base.txt" au+cl
+    tail -3 "$OUT/gemm_bn232_vs_$base.txt"
+  done
+}
+
 gemm_clipped() {
   # the 240-wide tile with D through the copy engine (its last box clipped at the tile's
   # width by a rank-3 map; the knob is named so that the A/B stays one if the default
@@ -708,6 +745,7 @@ case "$MODE" in
   gemm_store_cost) gemm_store_cost ;;
   gemm_tma_store) gemm_tma_store ;;
   gemm_clipped) gemm_clipped ;;
+  gemm_232) gemm_232 ;;
   gemm_c_ahead) gemm_c_ahead ;;
   gemm_streamk) gemm_streamk ;;
   gemm_table) gemm_table ;;

@@ -62,7 +62,9 @@ PRODUCER_REGS, CONSUMER_REGS = 40, 232
 ENTRY_REGS = 168                          # the .maxntid 384 cap: 65536 / 384, rounded to 8
 # opt-in dynamic shared memory per workgroup on the one generation that has wgmma
 SMEM_LIMIT = isa.SM_LIMITS[isa.FEATURES["wgmma"][0].only[0]][1]
-SHAPES_N = (64, 128, 192, 240, 256)
+SHAPES_N = (64, 128, 192, 232, 240, 256)
+# 232: the narrowest width that fits N = 3000 in 13 tiles (docs/reference/gemm.md "Choosing
+# the tile"); its ping-pong halves (116) are no wgmma width, so it has no ping-pong form
 EPILOGUE_BATCH = 32                       # C pairs loaded before their D stores (1: one
 #                                           pair per round trip, the first measured form)
 # C pairs per batch with a fused epilogue, per bias mode: its scalars and a bias read per
@@ -169,14 +171,30 @@ def auto(desc) -> bool:
 def unpaired(desc) -> bool:
     """Whether a one-region workgroup never joins the experimental CLUSTER = 2 pairing:
     ping-pong does not, and auto's kernel has one cluster shape for both of its
-    pipelines, so its cooperative one does not either (`cluster: 2` pairs persistent
-    regions of every schedule)."""
-    return desc.schedule in ("pingpong", "auto")
+    pipelines, so its cooperative one does not either, and a width of uneven B halves
+    (b_halves: 232) pairs only where the pairing is known when compiling (`cluster: 2`
+    pairs persistent regions of every schedule and width)."""
+    return desc.schedule in ("pingpong", "auto") or not halves(desc)
 
 
 def branches(desc):
     """auto's two pipelines: (the ping-pong descriptor, the cooperative one)."""
     return replace(desc, schedule="pingpong"), replace(desc, schedule="cooperative")
+
+
+def halves(desc) -> bool:
+    """Whether the tile splits into two ping-pong halves of a wgmma width (a multiple of
+    8 columns); `schedule: auto` on a width that does not (232) is the cooperative
+    pipeline alone."""
+    return desc.n % 16 == 0
+
+
+def forms(desc):
+    """The pipelines a kernel holds for desc: auto's branches (only the cooperative one
+    for a width of no ping-pong halves), else desc itself."""
+    if not auto(desc):
+        return (desc,)
+    return branches(desc) if halves(desc) else branches(desc)[1:]
 
 
 def box_n(desc) -> int:
@@ -238,7 +256,7 @@ def ring_bytes(desc) -> int:
     ping-pong: its two turn barriers; auto: the larger of its two pipelines'); with less,
     the split path runs."""
     if auto(desc):
-        return max(ring_bytes(d) for d in branches(desc))
+        return max(ring_bytes(d) for d in forms(desc))
     turns = 16 if pingpong(desc) else 0
     return 1024 + stages(desc) * stage_bytes(desc) + 16 * stages(desc) + turns
 
@@ -248,7 +266,7 @@ def shared_bytes(desc) -> int:
     ring sized to leave room for them); a launch that gives only ring_bytes runs the
     pipeline with D stored from the registers."""
     if auto(desc):
-        return max(shared_bytes(d) for d in branches(desc))
+        return max(shared_bytes(d) for d in forms(desc))
     return ring_bytes(desc) + store_bytes(desc)
 
 
@@ -259,6 +277,15 @@ def supported(desc) -> bool:
             and desc.m == 128 and desc.n in SHAPES_N and desc.k == BK
             and desc.stored_layout("a") == "row" and desc.stored_layout("b") == "col"
             and desc.c_layout == desc.d_layout == "row")
+
+
+def schedule_refusal(desc) -> str | None:
+    """Why desc's schedule has no pipeline at its width (None: it has)."""
+    if pingpong(desc) and not halves(desc):
+        return (f"the ping-pong schedule's half tiles of a {desc.n}-column tile would be "
+                f"{desc.n // 2} columns, no wgmma width (a multiple of 8); the cooperative "
+                "schedule and `auto` take this width")
+    return None
 
 
 # GmmaDescriptor layout_type_ (bits 62..63) per swizzle row width in bytes
@@ -530,7 +557,7 @@ def _lower_auto(em, g, tid, end, share, fused, tiles, elem: Elem, combine) -> No
     all fit in one round and split takes the cooperative pipeline, which splits them
     (wgmma_streamk.prefer_split)."""
     pp, coop = (replace(g, desc=d) for d in branches(g.desc))
-    rule = auto_pred(em, g, elem)
+    rule = auto_pred(em, g, elem) if halves(g.desc) else False
     if rule is not False and tiles is not None and g.W is not None and STREAM_K:
         streamk.prefer_split(em, tiles.split_k(g.W, g.K, elem.bk), rule)
     if rule is False:
@@ -568,12 +595,30 @@ def _producer(em, g, elem: Elem, tid, ring, ws, share, tiles=None) -> None:
     done, p = label(em, f"{tag}_prod_done"), em.new("p")
     em.put(I.setmaxnreg("dec", PRODUCER_REGS), I.setp("ne", "u32", p, tid, 0),
            I.bra(done, guard=p))
-    half = desc.n // 2 if share else desc.n  # paired: B arrives as two half boxes
-    slot_a, slot_b = _maps(em, g, elem, ws, half)
+    half = rows = desc.n
+    if share:                                # paired: B arrives as two boxes (b_halves)
+        half, second = b_halves(desc)
+        rows = half
+        if second != half:                   # this rank's box: rank 0 the first rows
+            assert share is True, "uneven halves pair persistent regions only (unpaired)"
+            rank, one, rows = em.new("r"), em.new("p"), em.new("r")
+            em.put(I.mov("u32", rank, "%cluster_ctarank"), I.setp("ne", "u32", one, rank, 0),
+                   I.selp("u32", rows, second, half, one))
+    slot_a, slot_b = _maps(em, g, elem, ws, rows)
     _producer_body(em, g, elem, ring, share, tiles, done, p, half, slot_a, slot_b)
 
 
-def _maps(em, g, elem: Elem, ws, b_rows: int) -> tuple[str, str]:
+def b_halves(desc) -> tuple[int, int]:
+    """(B rows rank 0 copies, rows rank 1 copies from there on) of a `cluster: 2` pair's
+    box: half each, or where half is no multiple of 8 rows (232: 116) the first rounded
+    up to 8 (120 and 112), so that both boxes start on a 1024-byte swizzle atom, as the
+    copy engine's 128-byte swizzling requires."""
+    n = desc.n
+    first = -(-n // 16) * 8
+    return first, n - first
+
+
+def _maps(em, g, elem: Elem, ws, b_rows: int | str) -> tuple[str, str]:
     """Build this multiprocessor's A and B tensor maps (boxes of desc.m and `b_rows`
     rows); returns their generic addresses, published for this thread's copies."""
     desc = g.desc

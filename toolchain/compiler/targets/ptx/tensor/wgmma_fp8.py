@@ -47,8 +47,8 @@ from .resident import remark
 from .wgmma import SHAPES_N, shared_bytes, threads  # noqa: F401 (launch sizes: bench)
 from .wgmma_epilogue import Fused
 from .wgmma_persistent import Tiles, each_tile, tile_loop as _tile_loop  # noqa: F401 (tests)
-from .wgmma_split import (cluster_remark, entry_cap, linear_ids, native_refusal,
-                          pair_tiles, paired, round_robin, schedule_remark,
+from .wgmma_split import (cluster_remark, cut_width, entry_cap, linear_ids, native_refusal,
+                          pair_tiles, paired, round_robin, schedule_remark, split_width,
                           store_remark, streamk_remark, sub_desc)
 from ..lower_memory import SPACE
 
@@ -101,7 +101,7 @@ def lower(em, ins) -> None:
     """The whole FP8 workgroup region (wgmma_split.lower_any_matmul hands it over)."""
     desc, ops = ins.attrs["desc"], operands(ins)
     check(desc, ins.span)
-    sub = sub_desc(desc, ins.span)           # the replay regions
+    sub = sub_desc(split_width(desc, ops), ins.span)   # the replay regions
     em.profile.need("warp.sync", "exact cooperative tensor replay", ins.span)
     fused = Fused(em, ins) if "epilogue" in ins.attrs else None
     scale = _scale(em, ops)
@@ -138,9 +138,11 @@ def lower(em, ins) -> None:
            f"{cluster_remark(desc, why)}{store_remark(desc, why)}"
            f"{streamk_remark(desc, why, 'workspace' in ops)}")
     if on_mma:
-        sub = fp8_split_mma.sub_desc(desc, sub)
-    each_tile(em, tiles, "wgf8_split", end, row, col, lambda r, c, then: _split(
-        em, desc, sub, ops, tid, ntid, then, scale, fused, r, c, on_mma))
+        sub = fp8_split_mma.sub_desc(split_width(desc, ops), sub)
+    def region(r: str, c: str, then: str) -> None:
+        wide, cut = cut_width(em, desc, ops, c)
+        _split(em, wide, sub, cut, tid, ntid, then, scale, fused, r, c, on_mma)
+    each_tile(em, tiles, "wgf8_split", end, row, col, region)
     em.put(I.label(end))
 
 

@@ -11,7 +11,8 @@ The workgroup computes one desc.m x desc.n region with gpu.md's exact region sem
   A row-major, B column-major, a region WMMA cannot take (a leading dimension that is not
   a multiple of 16 bytes, misaligned bases, edges, K < 16, f16/bf16 results) runs on the
   warp MMA instead (split_mma16.py: the same function, only the f32 sum order differs).
-A region that is not a multiple of 16 in M and N is refused (E0505) on every profile.
+A region that is not a multiple of 16 in M and N is refused (E0505) on every profile,
+but for the pipeline's width 232, split as 240 columns with N cut at its own (cut_width).
 An f16/bf16 result of f16/bf16 inputs with an f32 accumulator (C f32, D rounded once) has
 no subgroup WMMA form: its split regions are the warp MMA's where split_mma16 is
 available, else the exact cooperative replay (replay.py, f32 accumulation, one rounding).
@@ -22,7 +23,9 @@ sub-region (and subgroup-scope region) once D is stored.
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 
+from ....ir import tensor as T
 from ....ir.module import Param
 from ....ir.types import U32
 from .. import ops as I
@@ -68,7 +71,8 @@ def sub_desc(desc, span):
     largest 16-multiple that divides it); a region not a multiple of 16 is refused."""
     if desc.m % 16 or desc.n % 16:
         raise refuse(desc, "workgroup regions are split into 16-multiple subgroup regions; "
-                     "M and N must be multiples of 16", span)
+                     "M and N must be multiples of 16 (N may also be "
+                     f"{', '.join(str(n) for n in wgmma.SHAPES_N if n % 16)})", span)
     return replace(desc, scope="subgroup", m=_sub(desc.m, SUB_M), n=_sub(desc.n, SUB_N),
                    persistent=0)
 
@@ -104,6 +108,8 @@ def native_refusal(em, desc, supported=None, no_form: str = "no wgmma form for t
         return f"{p.target} has no wgmma/TMA (sm_90a, PTX 8.3+)"
     if not (supported or wgmma.supported)(desc):
         return no_form
+    if wgmma.schedule_refusal(desc):
+        return wgmma.schedule_refusal(desc)
     if shape is not None and shape[0] * shape[1] * shape[2] != wgmma.threads(desc):
         return f"the kernel declares a block other than {wgmma.threads(desc)} work-items"
     if _uses_dynamic_shared(em.fn):
@@ -135,7 +141,7 @@ def lower_any_matmul(em, ins) -> None:
     if wgmma_fp8.claims(desc):               # (imported here: it imports this module)
         wgmma_fp8.lower(em, ins)
         return
-    sub = sub_desc(desc, ins.span)
+    sub = sub_desc(split_width(desc, ops), ins.span)
     tid, ntid = linear_ids(em)
     end = label(em, "wgm_end")
     row, col = em.reg(ops["row"]), em.reg(ops["column"])
@@ -170,9 +176,46 @@ def lower_any_matmul(em, ins) -> None:
     remark(em, ins, (_persistent_remark(desc, why) if tiles else _region_remark(why))
            + split_remark(em, desc) + schedule_remark(desc, why) + cluster_remark(desc, why)
            + store_remark(desc, why) + streamk_remark(desc, why, "workspace" in ops))
-    each_tile(em, tiles, "wgm_split", end, row, col, lambda r, c, then: _split(
+    each_tile(em, tiles, "wgm_split", end, row, col, lambda r, c, then: _split_region(
         em, ins, desc, sub, ops, tid, ntid, then, fused, r, c))
     em.put(I.label(end))
+
+
+def split_width(desc, ops: dict):
+    """The descriptor the split path computes a region with: desc, or for a pipeline
+    width of no whole 16 columns (232) the region rounded up to them (another width
+    that is no multiple of 16 is refused: sub_desc), a leading dimension neither
+    in desc nor among the operands fixed at desc's default (which follows the width)."""
+    if desc.n % 16 == 0 or desc.n not in wgmma.SHAPES_N:
+        return desc
+    lds = {f"ld{w}": T.default_ld(desc, w) for w in "abcd"
+           if getattr(desc, f"ld{w}") is None and f"ld{w}" not in ops}
+    return replace(desc, n=-(-desc.n // 16) * 16, **lds)
+
+
+def cut_width(em, desc, ops: dict, col: str) -> tuple[object, dict]:
+    """(descriptor, operands) the split path computes the region at column `col` with:
+    desc and ops, or split_width's region with N cut at the region's own last column,
+    min(N, col + n). Split regions predicate every column past N, so the rounded region
+    writes exactly desc's columns."""
+    wide = split_width(desc, ops)
+    if wide is desc:
+        return desc, ops
+    n, x = em.new("r"), em.new("r")           # col + min(max(N, col) - col, n): no wrap
+    em.put(I.binary("max", "u32", x, em.reg(ops["n"]), col), I.binary("sub", "u32", n, x, col),
+           I.binary("min", "u32", n, n, desc.n), I.binary("add", "u32", n, n, col))
+    return wide, {**ops, "n": _reg_param(em, n, "n")}
+
+
+def _split_region(em, ins, desc, sub, ops, tid, ntid, end, fused, row: str,
+                  col: str) -> None:
+    """_split of the region at (row, col), through cut_width."""
+    wide, cut = cut_width(em, desc, ops, col)
+    if wide is not desc:
+        ins = SimpleNamespace(attrs={**ins.attrs, "desc": wide}, span=ins.span,
+                              operands=[cut["n"] if r == "n" else v
+                                        for r, v in zip(ins.attrs["roles"], ins.operands)])
+    _split(em, ins, wide, sub, cut, tid, ntid, end, fused, row, col)
 
 
 def _region_remark(why: str | None) -> str:
@@ -205,6 +248,9 @@ def schedule_remark(desc, why: str | None) -> str:
         return ""
     if why is not None:
         return f"; `schedule: {desc.schedule}` has no effect without the pipeline"
+    if wgmma.auto(desc) and not wgmma.halves(desc):
+        return (f"; automatic schedule: the cooperative pipeline alone (the half tiles "
+                f"of a {desc.n}-column tile, {desc.n // 2} columns, are no wgmma width)")
     if wgmma.auto(desc):
         return (f"; automatic schedule: the ping-pong pipeline (each consumer warpgroup "
                 f"computes its own {desc.m}x{desc.n // 2} half of every tile) when A's and "
@@ -259,7 +305,7 @@ def store_remark(desc, why: str | None) -> str:
         return ""
     if not wgmma.TMA_STORE:
         return "; D stored from the registers"
-    forms = wgmma.branches(desc) if wgmma.auto(desc) else (desc,)
+    forms = wgmma.forms(desc)
     by_engine = [d for d in forms if wgmma.tma_store(d)]
     if not by_engine:
         return (f"; D stored from the registers (a {wgmma.box_n(desc)}-column epilogue "
