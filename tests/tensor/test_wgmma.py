@@ -100,13 +100,18 @@ def test_native_resources_no_spills(ptxas_path, fmt, bn):
 
 
 @pytest.mark.parametrize("out,schedule,cluster", [("f32", "auto", 1), ("bf16", "auto", 2),
-                                                  ("f16", "pingpong", 1)])
+                                                  ("f16", "pingpong", 1),
+                                                  ("f16", "pingpong", 2)])
 def test_width_240_persistent_no_spills(ptxas_path, out, schedule, cluster):
     """m128n240k64 persistent (D from the registers: 240 columns hold no whole number of
-    store boxes) within the entry cap, FP8's too."""
+    store boxes) within the entry cap, FP8's too. Paired ping-pong copies each half
+    tile's 120 B rows as boxes of 64 and 56 rows (each on a 1024-byte swizzle atom), a
+    map per rank."""
     text = compile_ptx(gemm_source("f16", bn=240, out=out, persistent=True,
                                    schedule=schedule, cluster=cluster), "sm_90a")
     assert ("m64n120k16" if schedule == "pingpong" else "m64n240k16") in text  # halves
+    uneven = re.search(r"selp\.u32 %r\d+, 56, 64, %p\d+", text)
+    assert bool(uneven) == (schedule == "pingpong" and cluster == 2)
     assert_entry_cap(ptxas_path, text)
     assert_entry_cap(ptxas_path, compile_ptx(fp8_source(out="bf16", bn=240, persistent=True,
                                                         schedule=schedule), "sm_90a"))

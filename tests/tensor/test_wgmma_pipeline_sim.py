@@ -298,6 +298,7 @@ WIDTH_CASES = [
     (240, "cooperative", 150, 250, 130, 3, "f32", None, None, 1),
     (240, "pingpong", 150, 250, 130, 3, "f16", None, None, 2),
     (240, "auto", 300, 250, 130, 4, "bf16", 2, 200, 3),
+    (240, "pingpong", 300, 250, 130, 4, "f16", 2, None, 8),  # B quarters of 64 and 56
     (232, "cooperative", 150, 250, 130, 3, "f32", None, None, 4),
     (232, "auto", 300, 250, 130, 4, "bf16", 2, 200, 5),
     (232, "auto", 300, 490, 200, 4, "f16", 2, 256, 6),     # aligned rows

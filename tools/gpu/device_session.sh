@@ -29,6 +29,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_pending    # paired split, 240: checks, ncu
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_clipped    # 240 with clipped boxes
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_232        # 232: checks, vs 240/256
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_pp240      # paired ping-pong 240, table
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_split_profile  # ncu: the last round split or not
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_hot        # ncu: where the warps wait, per instruction
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_odd        # 240: checks, against 256, group sizes
@@ -483,7 +484,9 @@ gemm_table() {
   step "cuBLAS kernels"
   timeout 100 python3 tools/gpu/cublas_kernels.py > "$OUT/cublas_kernels.txt" 2>&1
   step "GEMM table"
-  timeout ${TABLE_TIMEOUT:-380} python3 bench/gemm.py --out f32,f16 --fp8 e4m3 \
+  # (TABLE_ARGS: more columns, e.g. "--baseline-bn 232 --baseline-cluster": the paired
+  # 232-wide auto on every shape as the base columns)
+  timeout ${TABLE_TIMEOUT:-380} python3 bench/gemm.py --out f32,f16 --fp8 e4m3 ${TABLE_ARGS:-} \
     --json "$OUT/gemm.json" > "$OUT/gemm.txt" 2>&1
   step "plain-source K loop"
   timeout 80 python3 bench/kloop_held.py --json "$OUT/kloop_held.json" > "$OUT/kloop_held.txt" 2>&1
@@ -561,6 +564,26 @@ gemm_232() {
     ab_rows "$OUT/gemm_bn232_vs_$base.txt" au+cl
     tail -3 "$OUT/gemm_bn232_vs_$base.txt"
   done
+}
+
+gemm_pp240() {
+  # paired ping-pong at 240, whose half tiles' B boxes are now 64 and 56 rows (each on a
+  # swizzle atom): its cluster checks, memcheck and racecheck with tails; then the table
+  # with the paired 232-wide auto as the base columns
+  step "paired ping-pong at 240: checks and sanitizers"
+  timeout 200 python3 bench/gemm.py --check-cluster --bn 240 --no-bench \
+    --cluster-schedules pingpong --out f32,f16 > "$OUT/gemm_check_cluster_pp240.txt" 2>&1 &
+  for tool in memcheck racecheck; do
+    timeout 200 compute-sanitizer --tool $tool python3 tools/gpu/gemm_case.py 700x1000x300 \
+      --schedule pingpong --cluster 2 --bn 240 --fmt f16 --out f32 --pad 64 \
+      > "$OUT/sanitizer_${tool}_pp240.txt" 2>&1 &
+  done
+  wait
+  report_checks gemm_check_cluster_pp240
+  for f in "$OUT"/sanitizer_*_pp240.txt; do
+    echo "$(basename "$f"): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|wrong|exact|Error' "$f" | tr '\n' ' ' | cut -c1-300)"
+  done
+  TABLE_ARGS="--baseline-bn 232 --baseline-cluster" gemm_table
 }
 
 gemm_clipped() {
@@ -746,6 +769,7 @@ case "$MODE" in
   gemm_tma_store) gemm_tma_store ;;
   gemm_clipped) gemm_clipped ;;
   gemm_232) gemm_232 ;;
+  gemm_pp240) gemm_pp240 ;;
   gemm_c_ahead) gemm_c_ahead ;;
   gemm_streamk) gemm_streamk ;;
   gemm_table) gemm_table ;;

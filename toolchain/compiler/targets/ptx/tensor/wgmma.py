@@ -597,25 +597,33 @@ def _producer(em, g, elem: Elem, tid, ring, ws, share, tiles=None) -> None:
            I.bra(done, guard=p))
     half = rows = desc.n
     if share:                                # paired: B arrives as two boxes (b_halves)
-        half, second = b_halves(desc)
-        rows = half
-        if second != half:                   # this rank's box: rank 0 the first rows
-            assert share is True, "uneven halves pair persistent regions only (unpaired)"
-            rank, one, rows = em.new("r"), em.new("p"), em.new("r")
-            em.put(I.mov("u32", rank, "%cluster_ctarank"), I.setp("ne", "u32", one, rank, 0),
-                   I.selp("u32", rows, second, half, one))
+        half, rows = paired_b_box(em, desc, share)
     slot_a, slot_b = _maps(em, g, elem, ws, rows)
     _producer_body(em, g, elem, ring, share, tiles, done, p, half, slot_a, slot_b)
 
 
 def b_halves(desc) -> tuple[int, int]:
     """(B rows rank 0 copies, rows rank 1 copies from there on) of a `cluster: 2` pair's
-    box: half each, or where half is no multiple of 8 rows (232: 116) the first rounded
-    up to 8 (120 and 112), so that both boxes start on a 1024-byte swizzle atom, as the
+    B box (the tile's, or a ping-pong half tile's): half each, or where half is no
+    multiple of 8 rows (232: 116; ping-pong at 240: 60) the first rounded up to 8 (120
+    and 112; 64 and 56), so that both boxes start on a 1024-byte swizzle atom, as the
     copy engine's 128-byte swizzling requires."""
-    n = desc.n
+    n = box_n(desc)
     first = -(-n // 16) * 8
     return first, n - first
+
+
+def paired_b_box(em, desc, share) -> tuple[int, int | str]:
+    """(the row rank 1's box starts at, this workgroup's box rows: a register where the
+    ranks' boxes differ) of a paired producer's B map (b_halves)."""
+    half, second = b_halves(desc)
+    if second == half:
+        return half, half
+    assert share is True, "uneven halves pair persistent regions only (unpaired)"
+    rank, one, rows = em.new("r"), em.new("p"), em.new("r")   # rank 0 the first rows
+    em.put(I.mov("u32", rank, "%cluster_ctarank"), I.setp("ne", "u32", one, rank, 0),
+           I.selp("u32", rows, second, half, one))
+    return half, rows
 
 
 def _maps(em, g, elem: Elem, ws, b_rows: int | str) -> tuple[str, str]:

@@ -62,16 +62,19 @@ def inval_turns(em, empty: str, S: int) -> None:
 
 def producer(em, g, elem, tid, ring, ws, tiles, share=None) -> None:
     """One thread: per tile, half 0's K chunks, then half 1's (B columns n/2 further).
-    Paired (`cluster: 2`, share True): each half tile's B box arrives as two quarter
-    boxes, this workgroup's multicast to both (wgmma.load_b)."""
+    Paired (`cluster: 2`, share True): each half tile's B box arrives as two boxes
+    (wgmma.b_halves: quarters, or 64 and 56 rows at 240), this workgroup's multicast to
+    both (wgmma.load_b)."""
     desc = g.desc
     nk, sa, sb, full, empty, S, a_bytes, b_bytes = ring
     half, tag = desc.n // 2, elem.tag
     done, p = label(em, f"{tag}_pp_prod_done"), em.new("p")
     em.put(I.setmaxnreg("dec", W.PRODUCER_REGS), I.setp("ne", "u32", p, tid, 0),
            I.bra(done, guard=p))
-    b_rows = half // 2 if share else half
-    slot_a, slot_b = W._maps(em, g, elem, ws, b_rows)
+    b_rows = rows = half
+    if share:                                # two boxes a half tile (wgmma.b_halves)
+        b_rows, rows = W.paired_b_box(em, desc, share)
+    slot_a, slot_b = W._maps(em, g, elem, ws, rows)
     kb, s, ph, k0 = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     dst_a, dst_b, fb, eb = em.new("r"), em.new("r"), em.new("r"), em.new("r")
     col_h, h = em.new("r"), em.new("r")
