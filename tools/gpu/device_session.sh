@@ -575,7 +575,7 @@ gemm_pp240() {
     --cluster-schedules pingpong --out f32,f16 > "$OUT/gemm_check_cluster_pp240.txt" 2>&1 &
   for tool in memcheck racecheck; do
     timeout 200 compute-sanitizer --tool $tool python3 tools/gpu/gemm_case.py 700x1000x300 \
-      --schedule pingpong --cluster 2 --bn 240 --fmt f16 --out f32 --pad 64 \
+      --schedule pingpong --cluster 2 --bn 240 --fmt f16 --out f32 --pad 20 \
       > "$OUT/sanitizer_${tool}_pp240.txt" 2>&1 &
   done
   wait
