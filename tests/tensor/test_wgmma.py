@@ -282,3 +282,22 @@ def test_producer_takes_registers_back_only_after_the_join(persistent):
     cons_dec = text.index("setmaxnreg.dec.sync.aligned.u32 168;")
     assert text[cons_dec:].split("\n", 2)[1].strip() == "bar.sync 0;"
     assert text.count(inc) == 1 and text.count("setmaxnreg.inc.sync.aligned.u32 232;") == 1
+
+
+@pytest.mark.parametrize("bn,schedule,out,cluster", [
+    (256, "auto", "f32", 1), (240, "auto", "f32", 2), (240, "pingpong", "f16", 1),
+    (232, "auto", "bf16", 2), (192, "auto", "f16", 1), (64, "pingpong", "f16", 1)])
+def test_map_workspaces_hold_every_multiprocessor(bn, schedule, out, cluster):
+    """Every tensor-map workspace holds tma.SLOTS multiprocessors' maps at the stride the
+    kernel indexes it by %smid (a D workspace sized for one map while a clipped epilogue
+    keeps two wrote past its end from the 129th multiprocessor on: compute-sanitizer
+    memcheck on an H100, paired ping-pong at 240)."""
+    from toolchain.compiler.targets.ptx.tensor import tma
+    text = compile_ptx(gemm_source("f16", bn=bn, out=out, persistent=True,
+                                   schedule=schedule, cluster=cluster), "sm_90a")
+    sizes = dict(re.findall(r"\.global \.align \d+ \.b8 (\w+_tmaps\w*)\[(\d+)\];", text))
+    uses = re.findall(r"mov\.u64\s+(%rd\d+), (\w+_tmaps\w*);\s*mad\.wide\.u32\s+\1, "
+                      r"%r\d+, (\d+), \1;", text)
+    assert uses and {sym for _, sym, _ in uses} == set(sizes)
+    for _, sym, stride in uses:
+        assert tma.SLOTS * int(stride) <= int(sizes[sym]), (sym, stride, sizes[sym])

@@ -444,7 +444,7 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     mod.shared_out.append(f".extern .shared .align 1024 .b8 {dyn}[];")
     ws = tma.workspace(em, 2)
     sok = _store_pred(em, g) if tma_store(desc) else False
-    ws_d = tma.workspace(em, 1) if sok is not False else None
+    ws_d = tma.workspace(em, d_maps(desc)) if sok is not False else None
 
     # shared layout: [pad to 1024] S x A tile, S x B tile, the D store boxes (where sok
     # holds), S full barriers, S empty barriers
