@@ -30,6 +30,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_clipped    # 240 with clipped boxes
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_232        # 232: checks, vs 240/256
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_pp240      # paired ping-pong 240, table
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_memcheck_wide  # memcheck, every SM
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_split_profile  # ncu: the last round split or not
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_hot        # ncu: where the warps wait, per instruction
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_odd        # 240: checks, against 256, group sizes
@@ -586,6 +587,24 @@ gemm_pp240() {
   TABLE_ARGS="--baseline-bn 232 --baseline-cluster" gemm_table
 }
 
+gemm_memcheck_wide() {
+  # compute-sanitizer memcheck on launches that fill every multiprocessor (272 tiles of
+  # 240, 2000x4000x300), per width and schedule whose epilogue keeps a second D map: the
+  # maps of %smid 128 and up once wrote past their workspace
+  step "memcheck on every multiprocessor"
+  for c in "pingpong 2 240 f32 20" "auto 1 240 f32 20" "auto 2 232 bf16 63" "auto 1 192 f16 20" \
+           "cooperative 1 256 f32 20"; do
+    set -- $c
+    timeout 300 compute-sanitizer --tool memcheck python3 tools/gpu/gemm_case.py 2000x4000x300 \
+      --schedule $1 --cluster $2 --bn $3 --fmt f16 --out $4 --pad $5 \
+      > "$OUT/memcheck_wide_$1_$2_$3.txt" 2>&1 &
+  done
+  wait
+  for f in "$OUT"/memcheck_wide_*.txt; do
+    echo "$(basename "$f"): $(grep -E 'ERROR SUMMARY|wrong|exact|Error' "$f" | sort | uniq -c | tr '\n' ' ' | cut -c1-300)"
+  done
+}
+
 gemm_clipped() {
   # the 240-wide tile with D through the copy engine (its last box clipped at the tile's
   # width by a rank-3 map; the knob is named so that the A/B stays one if the default
@@ -770,6 +789,7 @@ case "$MODE" in
   gemm_clipped) gemm_clipped ;;
   gemm_232) gemm_232 ;;
   gemm_pp240) gemm_pp240 ;;
+  gemm_memcheck_wide) gemm_memcheck_wide ;;
   gemm_c_ahead) gemm_c_ahead ;;
   gemm_streamk) gemm_streamk ;;
   gemm_table) gemm_table ;;
