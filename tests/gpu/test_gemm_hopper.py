@@ -119,6 +119,24 @@ def test_auto_both_branches_tails_alias_and_stress():
     assert out.count(" auto aligned ") == out.count(" auto misaligned ") >= 4 * 3, out
 
 
+@pytest.mark.parametrize("bn,schedules", [(232, "cooperative,auto"),
+                                           (240, "cooperative,pingpong,auto")])
+def test_narrow_widths_auto_and_paired(bn, schedules):
+    """The widths that fit N = 3000 in 13 tiles (docs/reference/gemm.md "Choosing the
+    tile"): `auto`'s checks at that width (232: the cooperative pipeline alone) and the
+    `cluster: 2` checks of every schedule the width has (paired B boxes of 120 and 112
+    rows at 232, ping-pong quarters of 64 and 56 at 240), tails, the split path (232:
+    computed as 240 columns cut at the region's own), C aliasing D and 5000x3000x4104;
+    --small under a sanitizer."""
+    small = ["--small"] if os.environ.get("METTLE_GPU_SANITIZER") else []
+    out = _run("--check-auto", "--check-cluster", "--bn", str(bn), "--no-stress",
+               "--cluster-schedules", schedules, "--no-bench", *small, timeout=400)
+    assert f"kernels of the checks: 128x{bn} tiles" in out, out
+    assert "CHECK OK" in out, out
+    for schedule in schedules.split(","):
+        assert f" cluster {schedule} " in out, out
+
+
 def test_stream_k_tails_alias_determinism_and_stress():
     """Stream-K (`workspace:`; bench/gemm.py --check-streamk), cooperative and auto (both
     branches), each alone and in clusters of 2 (four kernels a format, sixteen in all), as

@@ -599,7 +599,9 @@ gemm_memcheck_wide() {
       --schedule $1 --cluster $2 --bn $3 --fmt f16 --out $4 --pad $5 \
       > "$OUT/memcheck_wide_$1_$2_$3.txt" 2>&1 &
   done
+  $PYTEST tests/gpu/test_gemm_hopper.py -k narrow_widths > "$OUT/test_narrow_widths.txt" 2>&1 &
   wait
+  tail -3 "$OUT/test_narrow_widths.txt"
   for f in "$OUT"/memcheck_wide_*.txt; do
     echo "$(basename "$f"): $(grep -E 'ERROR SUMMARY|wrong|exact|Error' "$f" | sort | uniq -c | tr '\n' ' ' | cut -c1-300)"
   done
