@@ -592,14 +592,15 @@ gemm_memcheck_wide() {
   # 240, 2000x4000x300), per width and schedule whose epilogue keeps a second D map: the
   # maps of %smid 128 and up once wrote past their workspace
   step "memcheck on every multiprocessor"
-  for c in "pingpong 2 240 f32 20" "auto 1 240 f32 20" "auto 2 232 bf16 63" "auto 1 192 f16 20" \
-           "cooperative 1 256 f32 20"; do
-    set -- $c
-    timeout 300 compute-sanitizer --tool memcheck python3 tools/gpu/gemm_case.py 2000x4000x300 \
+  local cases=${WIDE_CASES:-"pingpong:2:240:f32:20 auto:1:240:f32:20 auto:2:232:bf16:63 auto:1:192:f16:20 cooperative:1:256:f32:20"}
+  for c in $cases; do
+    set -- ${c//:/ }
+    timeout ${WIDE_TIMEOUT:-300} compute-sanitizer --tool memcheck python3 tools/gpu/gemm_case.py 2000x4000x300 \
       --schedule $1 --cluster $2 --bn $3 --fmt f16 --out $4 --pad $5 \
       > "$OUT/memcheck_wide_$1_$2_$3.txt" 2>&1 &
   done
-  $PYTEST tests/gpu/test_gemm_hopper.py -k narrow_widths > "$OUT/test_narrow_widths.txt" 2>&1 &
+  timeout ${WIDE_TIMEOUT:-300} $PYTEST tests/gpu/test_gemm_hopper.py -k narrow_widths \
+    > "$OUT/test_narrow_widths.txt" 2>&1 &
   wait
   tail -3 "$OUT/test_narrow_widths.txt"
   for f in "$OUT"/memcheck_wide_*.txt; do
