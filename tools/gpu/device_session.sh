@@ -395,6 +395,23 @@ ab_rows() {
     'NR > 1 {print $1, $2, name, $w, $wo, "base", $(NF-3), $(NF-2), "torch", $16}'
 }
 
+sanitize_case() {
+  # memcheck and racecheck of one tools/gpu/gemm_case.py launch in the background:
+  # $1 the logs' suffix, $2 the time limit (s), the rest gemm_case.py's arguments
+  local name=$1 limit=$2; shift 2
+  for tool in memcheck racecheck; do
+    timeout $limit compute-sanitizer --tool $tool python3 tools/gpu/gemm_case.py "$@" \
+      > "$OUT/sanitizer_${tool}_$name.txt" 2>&1 &
+  done
+}
+
+report_sanitizers() {
+  # one line per sanitizer log of suffix $1: its summary, the case's verdict
+  for f in "$OUT"/sanitizer_*_$1.txt; do
+    echo "$(basename "$f"): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|wrong|exact|Error' "$f" | tr '\n' ' ' | cut -c1-300)"
+  done
+}
+
 report_checks() {
   # one line per check log named: its length and its last line (CHECK OK / FAILED)
   for f in "$@"; do
@@ -545,17 +562,12 @@ gemm_232() {
     timeout 230 python3 bench/gemm.py --check-cluster --bn $bn --no-stress --no-bench \
       --cluster-schedules $scheds --out f32,f16 > "$OUT/gemm_check_cluster_bn$bn.txt" 2>&1 &
   done
-  for tool in memcheck racecheck; do
-    timeout 220 compute-sanitizer --tool $tool python3 tools/gpu/gemm_case.py 700x1000x300 \
-      --schedule auto --cluster 2 --bn 232 --fmt bf16 --out bf16 --pad 63 \
-      > "$OUT/sanitizer_${tool}_bn232.txt" 2>&1 &
-  done
+  sanitize_case bn232 220 700x1000x300 --schedule auto --cluster 2 --bn 232 --fmt bf16 \
+    --out bf16 --pad 63
   wait
   report_checks gemm_check_auto_bn232 gemm_check_cluster_bn232 gemm_check_auto_bn240 \
     gemm_check_cluster_bn240
-  for f in "$OUT"/sanitizer_*_bn232.txt; do
-    echo "$(basename "$f"): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|wrong|exact|Error' "$f" | tr '\n' ' ' | cut -c1-300)"
-  done
+  report_sanitizers bn232
   for base in ${BN232_BASES:-240 256}; do
     if [ "$SECONDS" -gt "${BN232_AB_AFTER:-420}" ]; then return; fi   # the call's time is short
     step "odd shape: 232 against $base, paired auto"
@@ -574,16 +586,11 @@ gemm_pp240() {
   step "paired ping-pong at 240: checks and sanitizers"
   timeout 200 python3 bench/gemm.py --check-cluster --bn 240 --no-bench \
     --cluster-schedules pingpong --out f32,f16 > "$OUT/gemm_check_cluster_pp240.txt" 2>&1 &
-  for tool in memcheck racecheck; do
-    timeout 200 compute-sanitizer --tool $tool python3 tools/gpu/gemm_case.py 700x1000x300 \
-      --schedule pingpong --cluster 2 --bn 240 --fmt f16 --out f32 --pad 20 \
-      > "$OUT/sanitizer_${tool}_pp240.txt" 2>&1 &
-  done
+  sanitize_case pp240 200 700x1000x300 --schedule pingpong --cluster 2 --bn 240 --fmt f16 \
+    --out f32 --pad 20
   wait
   report_checks gemm_check_cluster_pp240
-  for f in "$OUT"/sanitizer_*_pp240.txt; do
-    echo "$(basename "$f"): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|wrong|exact|Error' "$f" | tr '\n' ' ' | cut -c1-300)"
-  done
+  report_sanitizers pp240
   TABLE_ARGS="--baseline-bn 232 --baseline-cluster" gemm_table
 }
 
