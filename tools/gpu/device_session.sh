@@ -78,8 +78,10 @@ suite() {
   # PARTS parts per mode, dealt largest file first so the parts take about as long;
   # SUITE_TIMEOUT per part (a part beside the sanitizer runs of verify_tests once took
   # longer than 290 s)
-  files=$(wc -l tests/gpu/test_*.py examples/*/test_*.py 2>/dev/null | grep -v " total$" |
-        grep -v gemm_hopper | sort -rn | awk '{print $2}')
+  # (SUITE_FILES: these test files only, e.g. the parts a cut run left unfinished)
+  files=${SUITE_FILES:+$(echo $SUITE_FILES | tr ' ' '\n')}
+  files=${files:-$(wc -l tests/gpu/test_*.py examples/*/test_*.py 2>/dev/null |
+        grep -v " total$" | grep -v gemm_hopper | sort -rn | awk '{print $2}')}
   parts=${PARTS:-4}
   for mode in plain-nocontract O-nocontract; do
   for part in $(seq 0 $((parts - 1))); do
@@ -776,7 +778,7 @@ case "$MODE" in
   correct) PARTS=6 SUITE_TIMEOUT=450; suite & verify_tests & wait ;;
   # the hardware suite alone, both modes (a whole call: beside verify_tests its parts
   # outran 450 s on an H100's 16 cores)
-  suite) PARTS=6 SUITE_TIMEOUT=${SUITE_TIMEOUT:-540}; suite ;;
+  suite) PARTS=${PARTS:-6} SUITE_TIMEOUT=${SUITE_TIMEOUT:-540}; suite ;;
   # the benchmarks alone (after a `correct` call)
   bench) QUICK=1 benchmarks; verify_gemm ;;
   new) new_forms ;;
