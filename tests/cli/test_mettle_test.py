@@ -69,6 +69,19 @@ def test_a_release_runner_has_no_checks_so_a_null_read_crashes(tmp_path):
     assert "null pointer dereference" not in r.stderr
 
 
+def test_unbounded_recursion_is_a_stack_overflow_not_a_bare_signal(tmp_path):
+    src = tmp_path / "app.mettle"
+    src.write_text("fn down(n: int64) -> int64 {\n"
+                   "    if (n < 0) { return 0; }\n"
+                   "    return down(n + 1) - down(n + 2);\n}\n"
+                   "@test fn test_deep() -> int64 { return down(1); }\n")
+    r = mettle_test(tmp_path, str(src))
+    assert "test test_deep ... FAILED (crashed: stack overflow)\n" in r.stdout, r.stderr
+    assert "stack overflow: the call stack passed its limit" in r.stderr
+    r = mettle_test(tmp_path, str(src), "--release")
+    assert "test test_deep ... FAILED (crashed: SIGSEGV)\n" in r.stdout, r.stderr
+
+
 def test_a_test_exiting_1_is_not_a_failed_check(tmp_path):
     src = tmp_path / "app.mettle"
     src.write_text('extern fn exit(status: int32);\n'

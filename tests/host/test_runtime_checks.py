@@ -344,3 +344,59 @@ def test_O_fails_like_the_plain_build_on_random_loops(tmp_path, seed):
         r = trap(tmp_path, src, *flags)
         got.add((r.returncode, r.stdout, r.stderr))
     assert len(got) == 1, (src, got)
+
+
+# Unbounded recursion (ir/stack_guard.py): the checked build says so instead of dying of
+# SIGSEGV with no message; the release build and other faults keep the plain signal.
+RECURSE = """fn down(n: int64) -> int64 {
+    var pad: int64[8];
+    pad[n % 8] = n;
+    if (n < 0) { return 0; }
+    return down(n + 1) - down(n + 2) + pad[n % 8];
+}
+fn main() -> int32 { return (int32)down(1); }
+"""
+STACK_MESSAGE = "stack overflow: the call stack passed its limit (unbounded recursion?)\n"
+SIGSEGV = -11
+
+
+@pytest.mark.parametrize("opt", [(), ("-O",)], ids=["plain", "O"])
+@pytest.mark.parametrize("target", ("x86_64-linux", "aarch64-linux"))
+def test_stack_overflow_says_so(tmp_path, target, opt):
+    skip_unless_runnable(target)
+    r = trap(tmp_path, RECURSE, *opt, target=target)
+    assert (r.returncode, r.stdout, r.stderr) == (EXIT, "", STACK_MESSAGE), r
+
+
+def test_other_faults_and_release_builds_keep_the_signal(tmp_path):
+    r = trap(tmp_path, RECURSE, "--release", name="rel")
+    assert (r.returncode, r.stderr) == (SIGSEGV, ""), r
+    wild = """fn main(argc: int32, argv: cstring*) -> int32 {
+    var p: int32* = (int32*)(int64)(16 * argc);
+    return *p;
+}
+"""
+    r = trap(tmp_path, wild, name="wild")         # not null, not the stack: no message
+    assert (r.returncode, r.stderr) == (SIGSEGV, ""), r
+    deep = """fn depth(n: int32) -> int32 {
+    var pad: int32[4];
+    pad[n % 4] = n;
+    if (n == 0) { return 0; }
+    return 1 + depth(n - 1) + pad[n % 4] - n;
+}
+fn main() -> int32 { return depth(20000) - 20000; }
+"""
+    assert trap(tmp_path, deep, name="deep").returncode == 0      # the guard costs nothing
+
+
+def test_windows_release_and_libraries_get_no_guard(tmp_path):
+    assert _guarded(tmp_path, RECURSE)
+    assert not _guarded(tmp_path, RECURSE, "--release")
+    assert not _guarded(tmp_path, RECURSE, "--target=x86_64-windows")
+    assert not _guarded(tmp_path, "fn helper(n: int32) -> int32 { return n + 1; }\n")
+
+
+def _guarded(tmp_path, source, *flags) -> bool:
+    """Whether the object calls sigaltstack (the guard is added after --dump-ir's point)."""
+    obj, _ = compile_in(tmp_path, source, *flags, emit=("--emit-obj",), name="g")
+    return b"sigaltstack" in obj.read_bytes()

@@ -243,8 +243,12 @@ def _generate(module, opts: Options, path: str | None = None
     if opts.emit in ("obj", "exe"):
         from .ir.checks import CHECK_EXIT_CODE, expand_checks   # checks -> compare, branch
         from .frontend.testing import CHECK_FAILED_STATUS
+        status = CHECK_FAILED_STATUS if opts.test_mode else CHECK_EXIT_CODE
+        if not opts.release and host_os(opts) == "linux":
+            from .ir.stack_guard import install_stack_guard   # a message, not a bare SIGSEGV
+            install_stack_guard(module, status)
         expand_checks(module, write_name="_write" if host_os(opts) == "windows" else "write",
-                      exit_code=CHECK_FAILED_STATUS if opts.test_mode else CHECK_EXIT_CODE)
+                      exit_code=status)
     data, objects = for_options(opts).generate(module, opts)
     if opts.emit == "exe":
         from ..linker import link_executable

@@ -7,7 +7,7 @@ crash or a hang fails that test alone. The report on stdout has the reference fo
     running N tests (native build)
     test NAME ... ok | FAILED | FAILED (returned N; a test must return 0)
                  | FAILED (crashed: SIGNAL) | FAILED (did not finish within S seconds - infinite loop?)
-                 | FAILED (crashed: runtime guard trap - WHAT)
+                 | FAILED (crashed: runtime guard trap - WHAT) | FAILED (crashed: stack overflow)
     (blank line)
     P passed[, F failed] (FILE)
 
@@ -25,6 +25,7 @@ import signal
 import subprocess
 
 from .diagnostics import Diagnostic
+from .ir.stack_guard import MESSAGE as STACK_MESSAGE
 
 TIMEOUT_S = 20
 _CHECK_LINE = re.compile(rb":\d+:\d+: (.+)$")     # file:line:col: what (ir/checks.py)
@@ -50,6 +51,9 @@ def run_one(exe: str, index: int, status_failed: int, status_check: int):
     if failed is not None and p.returncode == status_failed:
         return "FAILED", None, text, failed, None
     lines = p.stderr.rstrip(b"\n").split(b"\n")
+    if p.returncode == status_check and lines[-1] == STACK_MESSAGE.rstrip(b"\n"):
+        return ("FAILED", "crashed: stack overflow", text, None,     # ir/stack_guard.py
+                lines[-1].decode("utf-8", "replace"))
     trap = _CHECK_LINE.search(lines[-1]) if p.returncode == status_check else None
     if trap is not None:
         what = trap.group(1).decode("utf-8", "replace")
