@@ -6,6 +6,9 @@ C: a zero row read with ldc = 0).
 
     python3 bench/gemm_epilogue_cost.py [--shapes 4096x4096x4096,8192x8192x1024]
                                         [--schedules cooperative,pingpong] [--json F]
+                                        [--out f16,f32] [--bn 232] [--cluster 2]
+
+(`--out f32`: an f32 D, still without C, for the rows whose D is twice the bytes.)
 
 The gap between the two columns is the most any change to how D is stored can win; the
 store-free kernel writes nothing anyone can read, so it is timed, never checked.
@@ -58,6 +61,9 @@ def main() -> int:
     ap.add_argument("--schedules", default="cooperative,pingpong")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--json", default="gemm_epilogue_cost.json")
+    ap.add_argument("--out", default="f16", help="D formats (f16, f32), each its own row")
+    ap.add_argument("--bn", type=int, default=None, help="the region's width")
+    ap.add_argument("--cluster", type=int, default=1, help="`cluster:` (2: clusters of 2)")
     args = ap.parse_args()
     try:
         import torch
@@ -76,15 +82,18 @@ def main() -> int:
     torch.zeros(1, device="cuda")
     dev = mettle.device(0)
     rows = []
-    for shape in args.shapes.split(","):
+    width = {"bn": args.bn} if args.bn else {}
+    for shape, out in ((s, o) for s in args.shapes.split(",") for o in args.out.split(",")):
         m, n, k = (int(x) for x in shape.split("x"))
         a = torch.randn(m, k, device="cuda").half()
         bt = torch.randn(n, k, device="cuda").half()
         zero = torch.zeros(1, n, device="cuda")
-        d = torch.empty(m, n, device="cuda", dtype=torch.float16)
+        d = torch.empty(m, n, device="cuda",
+                        dtype=torch.float32 if out == "f32" else torch.float16)
         runs = {}
         for sched in args.schedules.split(","):
-            g = H.Gemm(dev, "f16", out="f16", persistent=True, schedule=sched)
+            g = H.Gemm(dev, "f16", out=out, persistent=True, schedule=sched,
+                       cluster=args.cluster, **width)
             runs[sched] = g.launcher(a, bt, zero, d, m, n, k, ldc=0)
             g.module = with_ptx(g.module, without_stores(g.module.ptx), f"{sched} no stores")
             g.fn = g.module.gemm
@@ -93,7 +102,8 @@ def main() -> int:
         runs["torch"] = lambda: torch.matmul(a, b)
         ms = timed_together(torch, runs, args.reps)
         flop = 2.0 * m * n * k
-        row = {"shape": shape, **{f"{name}_tflops": round(flop / t / 1e9, 1)
+        row = {"shape": shape, "out": out, "bn": g.bn, "cluster": args.cluster,
+               **{f"{name}_tflops": round(flop / t / 1e9, 1)
                                   for name, t in ms.items()}}
         rows.append(row)
         print(row, flush=True)

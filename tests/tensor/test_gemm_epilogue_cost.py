@@ -35,3 +35,18 @@ def test_d_stores_are_switched_off_and_the_wgmma_stay(ptxas_path, monkeypatch, s
     assert "st.global.v4.b32" in before                  # the tensor maps still written
     assert edited.count("wgmma.mma_async") == text.count("wgmma.mma_async")
     assert "Used 168 registers" in _usage(ptxas_path, edited, "sm_90a")
+
+
+def test_clipped_paired_f32_stores_are_switched_off_too(ptxas_path):
+    """The paired 232-wide `auto` kernel with an f32 D (the odd shape's form): its rank-2
+    and clipped rank-3 copy-engine stores, in both pipelines, are all guarded."""
+    text = compile_ptx(gemm_source("f16", bn=232, out="f32", persistent=True,
+                                   schedule="auto", cluster=2), "sm_90a")
+    edited = without_stores(text)
+    after = edited[edited.index("wgmma.mma_async"):]
+    bulk = re.findall(r"^\s*(\S+)\s+cp\.async\.bulk\.tensor\.(\d)d\.global\.shared", after,
+                      re.M)
+    assert {rank for _, rank in bulk} == {"2", "3"}
+    assert {guard for guard, _ in bulk} == {"@%p_store"}
+    assert edited.count("wgmma.mma_async") == text.count("wgmma.mma_async")
+    assert "Used 168 registers" in _usage(ptxas_path, edited, "sm_90a")

@@ -33,6 +33,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_memcheck_wide  # memcheck, every SM
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_split_profile  # ncu: the last round split or not
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_hot        # ncu: where the warps wait, per instruction
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_f32_epilogue  # f32 D's store cost at 232; ncu
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_odd        # 240: checks, against 256, group sizes
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_next       # H200: 240 checks + table; ncu 240/256
 #
@@ -724,6 +725,24 @@ gemm_hot() {
   done
 }
 
+gemm_f32_epilogue() {
+  # what an f32 D's epilogue costs the paired 232-wide auto (the odd shape's f32 rows trail
+  # its 16-bit ones): bench/gemm_epilogue_cost.py with and without D's stores, f32 and f16
+  # D, alone on the GPU; then the Hopper GEMM tests beside Nsight Compute's warp stalls of
+  # both D formats on the odd shape
+  step "D stores' cost: paired 232 auto, f32 and f16 D"
+  timeout ${COST_TIMEOUT:-220} python3 bench/gemm_epilogue_cost.py --shapes 5000x3000x4104,4096x4096x4096 \
+    --schedules auto --bn 232 --cluster 2 --out f32,f16 --json "$OUT/gemm_epilogue_cost.json" \
+    > "$OUT/gemm_epilogue_cost.txt" 2>&1
+  cat "$OUT/gemm_epilogue_cost.txt"
+  step "Hopper GEMM tests; ncu warp stalls"
+  timeout 280 $PYTEST -rfE tests/gpu/test_gemm_hopper.py > "$OUT/suite_hopper.txt" 2>&1 &
+  HOT_TOP=30 HOT_CASES="5000x3000x4104 --schedule auto --cluster 2 --bn 232 --fmt f16 --out f32 --pad 0;5000x3000x4104 --schedule auto --cluster 2 --bn 232 --fmt f16 --out f16 --pad 0" \
+    gemm_hot > "$OUT/hot.txt" 2>&1
+  wait
+  cat "$OUT/hot.txt"
+}
+
 store_checks() {
   # the cases around D's store rule (N a whole number of 16-byte units), every schedule's
   # checks, the fused epilogues and FP8 on the GPU, compute-sanitizer on the store path
@@ -808,6 +827,7 @@ case "$MODE" in
   gemm_pending) gemm_pending ;;
   gemm_split_profile) gemm_split_profile ;;
   gemm_hot) gemm_hot ;;
+  gemm_f32_epilogue) gemm_f32_epilogue ;;
   gemm_odd) gemm_odd ;;
   gemm_next) gemm_next ;;
   *) echo "usage: device_session.sh main|extra|verify|final|check|correct|suite|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile|gemm_hot|gemm_clipped|gemm_odd|gemm_next" >&2
