@@ -121,3 +121,43 @@ def test_an_unknown_type_is_reported_once_with_a_suggestion_and_no_cascade():
     assert [(d.code, d.span.line, d.help) for d in ei.value.diagnostics] == [
         ("E0102", 3, "did you mean `float32`?"), ("E0102", 4, "did you mean `Point`?"),
         ("E0102", 5, "did you mean `uint8` or `int8`?")]
+
+
+# `void` is a return type only (LANGUAGE.md section 2): every other place it was accepted
+# silently (a `void*`, a `sizeof(void)` of 0, parameters, fields and elements of no size).
+VOID_PLACES = {
+    "pointer": ("fn main() -> int32 { var p: void* = 0; return 0; }", 29,
+                "`void*` is not a type: void is a return type only"),
+    "sizeof": ("fn main() -> int32 { return (int32)sizeof(void); }", 43,
+               "`sizeof`'s operand cannot have type void"),
+    "parameter": ("fn f(x: void) { }\nfn main() -> int32 { return 0; }", 9,
+                  "a parameter cannot have type void"),
+    "field": ("struct S { v: void; }\nfn main() -> int32 { return 0; }", 15,
+              "a field cannot have type void"),
+    "element": ("fn main() -> int32 { var a: void[3]; return 0; }", 29,
+                "an array element cannot have type void"),
+    "global": ("var g: void;\nfn main() -> int32 { return 0; }", 8,
+               "a global cannot have type void"),
+    "function value parameter": ("fn main() -> int32 { var h: fn(void) -> int32; return 0; }",
+                                 32, "a parameter cannot have type void"),
+    "variable": ("fn main() -> int32 { var x: void; return 0; }", 29,
+                 "a variable cannot have type void"),
+}
+
+
+@pytest.mark.parametrize("place", VOID_PLACES)
+def test_void_is_a_return_type_only(place):
+    src, col, message = VOID_PLACES[place]
+    with pytest.raises(CompileError) as ei:
+        compile_to_ir("v.mettle", gpu=False, source_text=src)
+    first = ei.value.diagnostics[0]
+    assert (first.code, first.span.line, first.span.col, first.message) == \
+        ("E0201", 1, col, message), [(d.code, str(d.span), d.message)
+                                     for d in ei.value.diagnostics]
+
+
+def test_void_returns_stay_legal():
+    compile_to_ir("r.mettle", gpu=False, source_text=(
+        "fn f() -> void { }\nfn g() { }\n"
+        "fn main() -> int32 { var h: fn() -> void = f; var k: Fn() -> void = g; h(); k();"
+        " return 0; }"))

@@ -48,7 +48,8 @@ from . import ast as A
 from ...records import field_names
 from ..diagnostics import DiagnosticBag, Span as _Span, closest, did_you_mean
 from ..ir import Builder, IRTypeError, Module
-from ..ir.types import (I64, VOID, ArrayType, FnPtrType, PtrType, StructType, Type, ptr)
+from ..ir.types import (I64, U8, VOID, ArrayType, FnPtrType, PtrType, StructType, Type,
+                        ptr)
 from .consteval import NOT_CONST, ConstDivZero, const_value
 from .scope import FnSym, ModuleAlias, Scope, TypeSym, VarSym
 from .typesys import BUILTIN_TYPES, STRING, StructTable, describe
@@ -58,6 +59,8 @@ from .lower_later import AMBIGUOUS, type_key
 from .tagged import TaggedEnum, complete_tagged
 from .closures import closure_type
 from .testing import TestPlan, check_test_signature, is_test
+
+VOID_POINTER_HELP = "an untyped pointer is `uint8*` (or `cstring`), which converts to and from any other data pointer"
 
 INDEX_NAMES = ("thread", "block", "block_dim", "grid_dim")
 
@@ -159,14 +162,19 @@ class ProgramLowerer:
             self.bag.error(code, msg, t.span, help)
             return I64
         if isinstance(t, A.PointerType):
-            return ptr(self.resolve_type(t.elem, True))
+            elem = self.resolve_type(t.elem, True)
+            if elem == VOID:                # C's void*: the language spells it uint8*
+                self.bag.error("E0201", "`void*` is not a type: void is a return type only",
+                               t.span, help=VOID_POINTER_HELP)
+                elem = U8
+            return ptr(elem)
         if isinstance(t, A.ArrayType):
-            elem = self.resolve_type(t.elem)
+            elem = self.value_type(t.elem, "an array element")
             if t.size <= 0:
                 self.bag.error("E0102", "array size must be positive", t.span)
             return ArrayType(elem, max(t.size, 1))
         if isinstance(t, A.FnPtrType):
-            params = tuple(self.resolve_type(p) for p in t.params)
+            params = tuple(self.value_type(p, "a parameter") for p in t.params)
             if t.is_closure:
                 return closure_type(self.module, params, self.resolve_type(t.ret))
             return FnPtrType(params, self.resolve_type(t.ret))
@@ -189,9 +197,19 @@ class ProgramLowerer:
     def lookup_const(self, name: str):
         return (self.const_scope or self.globals).lookup(name)
 
+    def value_type(self, t: A.TypeExpr, what: str) -> Type:
+        """resolve_type where a value is stored: `void` is a return type only (LANGUAGE.md
+        section 2), so a parameter, field, element, global or sizeof of it is an error."""
+        r = self.resolve_type(t)
+        if r == VOID:
+            self.bag.error("E0201", f"{what} cannot have type void", t.span,
+                           help="void is a return type only")
+            return I64
+        return r
+
     def sizeof_const(self, t: A.TypeExpr) -> int:
         """`sizeof(T)` for the constant folder (consteval.py asks its lookup's owner)."""
-        return self.resolve_type(t).size
+        return self.value_type(t, "`sizeof`'s operand").size
 
     def const_eval(self, e: A.Expr, lookup=None):
         try:
@@ -319,7 +337,7 @@ class ProgramLowerer:
             if isinstance(f.type, A.NamedType) and f.type.name in active:
                 self.bag.error("E0102", f"struct `{s.name}` contains itself", f.span)
                 continue
-            ft = self.resolve_type(f.type)
+            ft = self.value_type(f.type, "a field")
             if isinstance(ft, StructType) and not ft.fields:
                 decl = self._struct_decls.get(ft.name)
                 ft = self._complete_any(decl, active) if decl else ft
@@ -389,7 +407,7 @@ class ProgramLowerer:
         return bodies
 
     def _fn_sym(self, d: A.FnDecl) -> FnSym:
-        params = [self.resolve_type(p.type) for p in d.params]
+        params = [self.value_type(p.type, "a parameter") for p in d.params]
         ret = self.resolve_type(d.ret)
         sym = FnSym(d.name, d, params, ret, is_kernel=d.is_kernel, is_extern=d.is_extern,
                     ret_enum=self.enum_of_type(d.ret))

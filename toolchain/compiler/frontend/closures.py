@@ -75,7 +75,7 @@ class ClosureMixin:
             raise self.fail("E0505", "lambdas and closures cannot be used in device code "
                             "(no indirect calls there)", e.span)
         ctx = self.ctx
-        params = [ctx.resolve_type(p.type) for p in e.params]
+        params = [ctx.value_type(p.type, "a parameter") for p in e.params]
         ret = ctx.resolve_type(e.ret)
         own = {p.name for p in e.params}
         captures, consts = [], {}

@@ -33,7 +33,7 @@ def lower_global(ctx, d: A.VarDecl) -> None:
         ctx.define(d.name, VarSym(d.name, I64, "format", d.init.name, d.span, is_const=True),
                    d.span)         # `const ELEM = f16;` names a tile format (E0355 as a value)
         return
-    t = ctx.resolve_type(d.type) if d.type is not None else None
+    t = ctx.value_type(d.type, "a global") if d.type is not None else None
     enum = ctx.enum_of_type(d.type)
     if d.is_extern:
         g = ctx.b.global_var(name, t, linkage="import", link_name=d.link_name)

@@ -341,7 +341,7 @@ class OpsMixin:
         return self.make_const(sym.storage, sym.type, e.span)
 
     def expr_SizeOf(self, e: A.SizeOf, hint):
-        t = self.ctx.resolve_type(e.type)
+        t = self.ctx.value_type(e.type, "`sizeof`'s operand")
         return self.b.const(I64, t.size)    # int64 whatever the context (a narrow hint wrapped it)
 
     def expr_StrLit(self, e: A.StrLit, hint):
