@@ -111,3 +111,20 @@ def test_statements_and_expressions():
 def test_later_tier_syntax_errors(src, want):
     code, line, col, msg = first_error(src)
     assert (code, line, col) == want[:3] and want[3] in msg, (code, line, col, msg)
+
+
+def test_parenthesized_function_types_take_the_modifiers():
+    arr = body("var t: (Fn(int32) -> int32)[3];")[0].type
+    assert isinstance(arr, A.ArrayType) and arr.size == 3
+    assert isinstance(arr.elem, A.FnPtrType) and arr.elem.is_closure
+    p = body("var p: (fn(int32) -> int32)*;")[0].type
+    assert isinstance(p, A.PointerType) and isinstance(p.elem, A.FnPtrType)
+    ret = body("var r: Fn(int32) -> int32[3];")[0].type      # without: the result's array
+    assert isinstance(ret, A.FnPtrType) and isinstance(ret.ret, A.ArrayType)
+    from toolchain.compiler.frontend.substitute import spell
+    assert spell(arr, shown=True) == "(Fn(int32) -> int32)[3]"
+    assert spell(p) == "(fn(int32)->int32)*"
+    # a call's type arguments are tried without them: still two comparisons
+    assert isinstance(expr("a < (b) > (c)"), A.Binary)
+    assert first_error("fn f() { var t: (int32; }") == \
+        ("E0002", 1, 23, "expected ')' closing the parenthesized type, found ';'")

@@ -161,3 +161,12 @@ def test_void_returns_stay_legal():
         "fn f() -> void { }\nfn g() { }\n"
         "fn main() -> int32 { var h: fn() -> void = f; var k: Fn() -> void = g; h(); k();"
         " return 0; }"))
+
+
+def test_function_types_as_elements_are_shown_in_parentheses():
+    src = ("fn main() -> int32 {\n  var fs: (Fn(int32) -> int32)[3];\n"
+           "  var x: int32 = fs;\n  return 0;\n}")
+    with pytest.raises(CompileError) as ei:
+        compile_to_ir("p.mettle", gpu=False, source_text=src)
+    assert ei.value.diagnostics[0].message == \
+        "type mismatch: expected int32, found (Fn(int32) -> int32)[3]"

@@ -41,6 +41,7 @@ class ExprParser:
         self.depth = 0
         self.brackets = 0  # > 0 inside () [] {} of an expression: newlines do not matter
         self.split_gt = False   # an inner type-argument list consumed `>>` (both closes)
+        self.speculative = False  # trying a call's type arguments: no parenthesized types
         self.embeds: list[A.ImportStr] = []     # `import_str` nodes, for embed.py
 
     # ------------------------------------------------------------ token helpers
@@ -117,6 +118,7 @@ class ExprParser:
     # ------------------------------------------------------------ types
     # type = base_type { "*" | "[" INT "]" }
     # base_type = TYPE_KEYWORD | IDENT ["." IDENT] | ("fn" | "Fn") "(" [types] ")" ["->" type]
+    #           | "(" type ")"      (a function type's pointer or array: `(fn() -> int32)[4]`)
     def parse_type(self) -> A.TypeExpr:
         start = self.tok
         ty = self.parse_base_type()
@@ -145,6 +147,11 @@ class ExprParser:
             return A.NamedType(t.kind, span=t.span)
         if t.kind == "fn" or (t.kind == IDENT and t.text == "Fn" and self.peek().kind == "("):
             return self.parse_fn_type()
+        if t.kind == "(" and not self.speculative:
+            self.i += 1
+            inner = self.parse_type()
+            self.expect(")", "')' closing the parenthesized type")
+            return inner
         if t.kind != IDENT:
             raise self.err(f"expected a type, found {describe(t)}", t)
         if t.text == "tile" and self.peek().kind == "<":
@@ -202,12 +209,15 @@ class ExprParser:
         """After a name, `<types>(` is a generic call's type arguments; anything else
         leaves the cursor alone (it is the less-than operator). No diagnostics remain."""
         saved = (self.i, self.depth, self.brackets, self.split_gt)
+        self.speculative = True         # `a < (b) > (c)` stays two comparisons
         try:
             args = self.parse_type_args()
             if self.tok.kind == "(" and not self.split_gt:
                 return args
         except CompileError:
             pass
+        finally:
+            self.speculative = False
         self.i, self.depth, self.brackets, self.split_gt = saved
         return None
 

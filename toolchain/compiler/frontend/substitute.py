@@ -63,13 +63,20 @@ def spell(t: A.TypeExpr | None, shown: bool = False) -> str:
         base = f"{t.qualifier}.{t.name}" if t.qualifier else t.name
         return base + (f"<{sep.join(spell(a, shown) for a in t.args)}>" if t.args else "")
     if isinstance(t, A.PointerType):
-        return spell(t.elem, shown) + "*"
+        return _operand(t.elem, shown) + "*"
     if isinstance(t, A.ArrayType):
-        return f"{spell(t.elem, shown)}[{t.size}]"
+        return f"{_operand(t.elem, shown)}[{t.size}]"
     if isinstance(t, A.FnPtrType):
         kw = "Fn" if t.is_closure else "fn"
         return f"{kw}({sep.join(spell(p, shown) for p in t.params)}){arrow}{spell(t.ret, shown)}"
     return "?"
+
+
+def _operand(t: A.TypeExpr, shown: bool) -> str:
+    """A pointer's or array's element: a function type in parentheses (its `-> R` would
+    otherwise take the `*` or `[N]`)."""
+    s = spell(t, shown)
+    return f"({s})" if isinstance(t, A.FnPtrType) else s
 
 
 def mangle_part(t: A.TypeExpr) -> str:

@@ -48,15 +48,24 @@ def describe(t: Type) -> str:
         if isinstance(pt, StructType) and pt.name.startswith("Fn.") and pt.fields:
             code = pt.fields[0][1]          # a closure type (closures.py)
             return f"Fn({', '.join(map(describe, code.params[1:]))}) -> {describe(code.ret)}"
-        return describe(pt) + "*"
+        return _operand(pt) + "*"
     if isinstance(t, ArrayType):
-        return f"{describe(t.elem)}[{t.count}]"
+        return f"{_operand(t.elem)}[{t.count}]"
     if isinstance(t, StructType):
         return INSTANCE_SPELLING.get(t.name, t.name)
     if isinstance(t, FnPtrType):
         ret = "" if t.ret == VOID else f" -> {describe(t.ret)}"
         return f"fn({', '.join(map(describe, t.params))}){ret}"
     return str(t)
+
+
+def _operand(t: Type) -> str:
+    """describe() of a pointer's or array's element: a function type (a thin pointer, or a
+    closure) in parentheses, as the source spells it."""
+    s = describe(t)
+    closure = isinstance(t, PtrType) and isinstance(t.pointee, StructType) and \
+        t.pointee.name.startswith("Fn.") and bool(t.pointee.fields)
+    return f"({s})" if isinstance(t, FnPtrType) or closure else s
 
 
 def is_numeric(t: Type) -> bool:
