@@ -301,3 +301,23 @@ def test_map_workspaces_hold_every_multiprocessor(bn, schedule, out, cluster):
     assert uses and {sym for _, sym, _ in uses} == set(sizes)
     for _, sym, stride in uses:
         assert tma.SLOTS * int(stride) <= int(sizes[sym]), (sym, stride, sizes[sym])
+
+
+@pytest.mark.parametrize("bn,schedule,tma_store", [
+    (232, "auto", False), (232, "auto", True), (256, "auto", True),
+    (240, "cooperative", False), (256, "pingpong", True)])
+def test_paired_launches_fit_beside_the_static_pair_symbol(ptxas_path, monkeypatch, bn,
+                                                           schedule, tma_store):
+    """The launch's dynamic shared bytes plus what ptxas reserves statically for a
+    `cluster: 2` kernel stay within the multiprocessor's limit: with D from the registers
+    the 232-wide ring had taken 5 stages, 231504 bytes, and the driver refused the launch
+    (cuFuncSetAttribute: 231504 + 1024 > 232448, on an H100)."""
+    from toolchain.compiler.ir.tensor import TensorDesc
+    monkeypatch.setattr(wgmma, "TMA_STORE", tma_store)
+    text = compile_ptx(gemm_source("f16", bn=bn, out="f32", persistent=True,
+                                   schedule=schedule, cluster=2), "sm_90a")
+    static = re.search(r"(\d+) bytes smem", _usage(ptxas_path, text, "sm_90a"))
+    assert static is not None and int(static.group(1)) <= wgmma.PAIR_STATIC_BYTES
+    desc = TensorDesc(128, bn, 64, "f16", "f16", "f32", "f32", b_layout="col",
+                      scope="workgroup", persistent=8, schedule=schedule)
+    assert wgmma.shared_bytes(desc) + int(static.group(1)) <= wgmma.SMEM_LIMIT

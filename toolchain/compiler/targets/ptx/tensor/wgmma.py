@@ -107,6 +107,9 @@ STORE_C_AHEAD = 1                         # 1: the store epilogue loads the next
 #                                           C (and bias; a box without a fused epilogue)
 #                                           before this batch's sums (0: each batch's
 #                                           loads just before its sums, the first form)
+PAIR_STATIC_BYTES = 1024                  # what ptxas reserves for a `cluster: 2` kernel's
+#                                           48-byte static pair symbol (launch: dynamic +
+#                                           static <= SMEM_LIMIT; every kernel keeps room)
 MAX_STAGES = 6                            # ring depth cap (the cooperative tables' value)
 PINGPONG_MAX_STAGES = 7                   # `schedule: pingpong`'s: its 32 KiB stages are
 #                                           half the MMA time of a cooperative stage, so 7
@@ -247,8 +250,12 @@ def store_bytes(desc) -> int:
 
 
 def stages(desc) -> int:
+    """The deepest ring whose ring_bytes, D's store boxes and a paired kernel's static
+    shared memory (PAIR_STATIC_BYTES) fit in SMEM_LIMIT, up to the schedule's cap."""
     cap = PINGPONG_MAX_STAGES if pingpong(desc) else MAX_STAGES
-    return max(2, min(cap, (SMEM_LIMIT - 2048 - store_bytes(desc)) // stage_bytes(desc)))
+    turns = 16 if pingpong(desc) else 0
+    room = SMEM_LIMIT - PAIR_STATIC_BYTES - 1024 - turns - store_bytes(desc)
+    return max(2, min(cap, room // (stage_bytes(desc) + 16)))
 
 
 def ring_bytes(desc) -> int:
