@@ -60,7 +60,8 @@ from .tagged import TaggedEnum, complete_tagged
 from .closures import closure_type
 from .testing import TestPlan, check_test_signature, is_test
 
-VOID_POINTER_HELP = "an untyped pointer is `uint8*` (or `cstring`), which converts to and from any other data pointer"
+VOID_POINTER_HELP = ("an untyped pointer is `uint8*` (or `cstring`), which converts to and from "
+                     "any other data pointer")
 
 INDEX_NAMES = ("thread", "block", "block_dim", "grid_dim")
 

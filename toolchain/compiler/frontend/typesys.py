@@ -45,7 +45,7 @@ def describe(t: Type) -> str:
         return _NAMES[t]
     if isinstance(t, PtrType):
         pt = t.pointee
-        if isinstance(pt, StructType) and pt.name.startswith("Fn.") and pt.fields:
+        if _is_closure(t):
             code = pt.fields[0][1]          # a closure type (closures.py)
             return f"Fn({', '.join(map(describe, code.params[1:]))}) -> {describe(code.ret)}"
         return _operand(pt) + "*"
@@ -59,13 +59,17 @@ def describe(t: Type) -> str:
     return str(t)
 
 
+def _is_closure(t: Type) -> bool:
+    """A closure value: a pointer to its `Fn.` record (closures.py)."""
+    return isinstance(t, PtrType) and isinstance(t.pointee, StructType) and \
+        t.pointee.name.startswith("Fn.") and bool(t.pointee.fields)
+
+
 def _operand(t: Type) -> str:
     """describe() of a pointer's or array's element: a function type (a thin pointer, or a
     closure) in parentheses, as the source spells it."""
     s = describe(t)
-    closure = isinstance(t, PtrType) and isinstance(t.pointee, StructType) and \
-        t.pointee.name.startswith("Fn.") and bool(t.pointee.fields)
-    return f"({s})" if isinstance(t, FnPtrType) or closure else s
+    return f"({s})" if isinstance(t, FnPtrType) or _is_closure(t) else s
 
 
 def is_numeric(t: Type) -> bool:
