@@ -38,6 +38,19 @@ MESSAGES = {
 }
 
 
+def runtime_extern(b: Builder, name: str, params, ret, link: str) -> Function:
+    """The C library function `link`, declared once in the module under `name`."""
+    fn = b.module.functions.get(name)
+    return fn if fn is not None else b.extern_function(name, params, ret, link)
+
+
+def write_fn(b: Builder, write_name: str = "write") -> Function:
+    """POSIX `write` (`_write` in the UCRT), shared by the failure routines that report on
+    file descriptor 2 (this module's, and ir/stack_guard.py's)."""
+    return runtime_extern(b, ".rt.check_write", [("fd", I32), ("buf", ptr(U8)), ("n", I64)],
+                          I64, write_name)
+
+
 def message_format(ins: Instr) -> str:
     what = ins.attrs.get("what", "div" if ins.op == "check.nonzero" else None)
     key = (ins.op, what) if what else ins.op
@@ -153,19 +166,15 @@ class _Expander:
             self.formats[text] = g
         return g
 
-    def _extern(self, name: str, params, ret, link: str) -> Function:
-        fn = self.module.functions.get(name)
-        return fn if fn is not None else self.b.extern_function(name, params, ret, link)
-
     def _failure_routine(self, write_name: str) -> Function:
         """fn(fmt, a, b): snprintf the message, write it to fd 2, exit(self.exit_code)."""
         b = self.b
         u8p = ptr(U8)
-        snprintf = self._extern(".rt.snprintf", [("buf", u8p), ("size", I64), ("fmt", u8p),
-                                                 ("a", I64), ("b", I64)], I32, "snprintf")
-        write = self._extern(".rt.check_write", [("fd", I32), ("buf", u8p), ("n", I64)], I64,
-                             write_name)
-        exit_ = self._extern(".rt.exit", [("status", I32)], VOID, "exit")
+        snprintf = runtime_extern(b, ".rt.snprintf", [("buf", u8p), ("size", I64),
+                                                      ("fmt", u8p), ("a", I64), ("b", I64)],
+                                  I32, "snprintf")
+        write = write_fn(b, write_name)
+        exit_ = runtime_extern(b, ".rt.exit", [("status", I32)], VOID, "exit")
         fn = b.function(FAIL_FN, [("fmt", u8p), ("a", I64), ("b", I64)], VOID)
         b.position_at_end(b.append_block(fn, "entry"))
         buf = b.addrspacecast(b.elemptr(b.alloca(ArrayType(U8, _BUF), "msg")), "generic")

@@ -27,6 +27,7 @@ status 0xC00000FD itself.
 from __future__ import annotations
 
 from .builder import Builder
+from .checks import runtime_extern, write_fn
 from .module import Const, Function, Instr, Module
 from .types import I32, I64, U8, U64, VOID, ArrayType, ptr
 
@@ -56,12 +57,12 @@ def install_stack_guard(module: Module, exit_code: int) -> bool:
     sa = b.global_var(".rt.sigaction", ArrayType(U8, SIGACTION_BYTES),
                       [(0, handler.type, handler), (SA_FLAGS_AT, I32, _i32(SA_FLAGS))])
     limit = b.global_var(".rt.stack_rlimit", ArrayType(U64, 2))
-    getrlimit = _extern(b, ".rt.getrlimit", [("resource", I32), ("rlim", ptr(U64))], I32,
-                        "getrlimit")
-    sigaltstack = _extern(b, ".rt.sigaltstack", [("ss", u8p), ("old", u8p)], I32,
-                          "sigaltstack")
-    sigaction = _extern(b, ".rt.sigaction_fn", [("sig", I32), ("act", u8p), ("old", u8p)],
-                        I32, "sigaction")
+    getrlimit = runtime_extern(b, ".rt.getrlimit", [("resource", I32), ("rlim", ptr(U64))],
+                               I32, "getrlimit")
+    sigaltstack = runtime_extern(b, ".rt.sigaltstack", [("ss", u8p), ("old", u8p)], I32,
+                                 "sigaltstack")
+    sigaction = runtime_extern(b, ".rt.sigaction_fn", [("sig", I32), ("act", u8p),
+                                                       ("old", u8p)], I32, "sigaction")
 
     fn = b.function(".rt.stack_guard", [], VOID)
     b.position_at_end(b.append_block(fn, "entry"))
@@ -90,12 +91,11 @@ def install_stack_guard(module: Module, exit_code: int) -> bool:
 
 
 def _handler(b: Builder, lo, hi, exit_code: int) -> Function:
-    u8p = ptr(U8)
-    write = _extern(b, ".rt.check_write", [("fd", I32), ("buf", u8p), ("n", I64)], I64,
-                    "write")
-    exit_ = _extern(b, ".rt._exit", [("status", I32)], VOID, "_exit")
+    write = write_fn(b)
+    exit_ = runtime_extern(b, ".rt._exit", [("status", I32)], VOID, "_exit")
     msg = b.global_var(".rt.stack_msg", ArrayType(U8, len(MESSAGE) + 1), MESSAGE + b"\0",
                        constant=True)
+    u8p = ptr(U8)
     fn = b.function(".rt.stack_overflow", [("sig", I32), ("info", u8p), ("context", u8p)],
                     VOID)
     entry, above, overflow, other = (b.append_block(fn, n) for n in
@@ -114,11 +114,6 @@ def _handler(b: Builder, lo, hi, exit_code: int) -> Function:
     b.ret()
     b.block = None
     return fn
-
-
-def _extern(b: Builder, name: str, params, ret, link: str) -> Function:
-    fn = b.module.functions.get(name)
-    return fn if fn is not None else b.extern_function(name, params, ret, link)
 
 
 def _i32(v: int) -> int:
