@@ -249,13 +249,23 @@ def store_bytes(desc) -> int:
     return 4 * consumers(desc) * store_buffers(desc) * STORE_ROWS * ROW_BYTES
 
 
+def _ring_fixed(desc) -> int:
+    """A ring's bytes besides its stages: the 1024-byte alignment slack, and ping-pong's
+    two turn barriers."""
+    return 1024 + (16 if pingpong(desc) else 0)
+
+
+def _ring_stage(desc) -> int:
+    """A stage's bytes in the ring: its A and B tiles, and its full and empty barriers."""
+    return stage_bytes(desc) + 16
+
+
 def stages(desc) -> int:
     """The deepest ring whose ring_bytes, D's store boxes and a paired kernel's static
     shared memory (PAIR_STATIC_BYTES) fit in SMEM_LIMIT, up to the schedule's cap."""
     cap = PINGPONG_MAX_STAGES if pingpong(desc) else MAX_STAGES
-    turns = 16 if pingpong(desc) else 0
-    room = SMEM_LIMIT - PAIR_STATIC_BYTES - 1024 - turns - store_bytes(desc)
-    return max(2, min(cap, room // (stage_bytes(desc) + 16)))
+    room = SMEM_LIMIT - PAIR_STATIC_BYTES - _ring_fixed(desc) - store_bytes(desc)
+    return max(2, min(cap, room // _ring_stage(desc)))
 
 
 def ring_bytes(desc) -> int:
@@ -264,8 +274,7 @@ def ring_bytes(desc) -> int:
     the split path runs."""
     if auto(desc):
         return max(ring_bytes(d) for d in forms(desc))
-    turns = 16 if pingpong(desc) else 0
-    return 1024 + stages(desc) * stage_bytes(desc) + 16 * stages(desc) + turns
+    return _ring_fixed(desc) + stages(desc) * _ring_stage(desc)
 
 
 def shared_bytes(desc) -> int:
