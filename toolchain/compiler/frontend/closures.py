@@ -25,7 +25,7 @@ from . import ast as A
 from ..ir.types import I64, U8, VOID, FnPtrType, PtrType, StructType, ptr
 from .scope import VarSym
 from .substitute import _fields
-from .typesys import describe
+from .typesys import closure_sig, describe
 
 
 def closure_type(module, params: tuple, ret) -> PtrType:
@@ -35,15 +35,6 @@ def closure_type(module, params: tuple, ret) -> PtrType:
     header = StructType(name, (("code", code),))
     module.structs.setdefault(name, header)
     return ptr(header)
-
-
-def closure_sig(t):
-    """The code pointer type of a closure type, else None."""
-    if isinstance(t, PtrType) and isinstance(t.pointee, StructType) and \
-            t.pointee.name.startswith("Fn.") and len(t.pointee.fields) == 1:
-        code = t.pointee.fields[0][1]
-        return code if isinstance(code, FnPtrType) else None
-    return None
 
 
 def data_pointer(t) -> bool:

@@ -44,11 +44,10 @@ def describe(t: Type) -> str:
     if t in _NAMES:
         return _NAMES[t]
     if isinstance(t, PtrType):
-        pt = t.pointee
-        if _is_closure(t):
-            code = pt.fields[0][1]          # a closure type (closures.py)
+        code = closure_sig(t)
+        if code is not None:
             return f"Fn({', '.join(map(describe, code.params[1:]))}) -> {describe(code.ret)}"
-        return _operand(pt) + "*"
+        return _operand(t.pointee) + "*"
     if isinstance(t, ArrayType):
         return f"{_operand(t.elem)}[{t.count}]"
     if isinstance(t, StructType):
@@ -59,17 +58,21 @@ def describe(t: Type) -> str:
     return str(t)
 
 
-def _is_closure(t: Type) -> bool:
-    """A closure value: a pointer to its `Fn.` record (closures.py)."""
-    return isinstance(t, PtrType) and isinstance(t.pointee, StructType) and \
-        t.pointee.name.startswith("Fn.") and bool(t.pointee.fields)
+def closure_sig(t):
+    """The code pointer type of a closure type (a pointer to its `Fn.` record header,
+    closures.py), else None."""
+    if isinstance(t, PtrType) and isinstance(t.pointee, StructType) and \
+            t.pointee.name.startswith("Fn.") and len(t.pointee.fields) == 1:
+        code = t.pointee.fields[0][1]
+        return code if isinstance(code, FnPtrType) else None
+    return None
 
 
 def _operand(t: Type) -> str:
     """describe() of a pointer's or array's element: a function type (a thin pointer, or a
     closure) in parentheses, as the source spells it."""
     s = describe(t)
-    return f"({s})" if isinstance(t, FnPtrType) or _is_closure(t) else s
+    return f"({s})" if isinstance(t, FnPtrType) or closure_sig(t) is not None else s
 
 
 def is_numeric(t: Type) -> bool:
