@@ -830,7 +830,7 @@ case "$MODE" in
   gemm_f32_epilogue) gemm_f32_epilogue ;;
   gemm_odd) gemm_odd ;;
   gemm_next) gemm_next ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|suite|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile|gemm_hot|gemm_clipped|gemm_odd|gemm_next" >&2
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|suite|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile|gemm_hot|gemm_f32_epilogue|gemm_clipped|gemm_232|gemm_pp240|gemm_memcheck_wide|gemm_odd|gemm_next" >&2
      exit 2 ;;
 esac
 
