@@ -490,3 +490,43 @@ def test_stream_k_splits_what_its_mode_says(monkeypatch, mode, M, grid, split):
     slots = workspace_slots(sim, grid).view(np.float32)
     assert (np.count_nonzero(slots) > 0) == split
 
+
+
+# (width, schedule, M, N, K, grid, D's format, cluster, A's and B's pitch, seed) with
+# 64-byte stages (wgmma.STAGE_ROW = 64: 64-byte swizzled maps and descriptors, two k16
+# steps a stage, twice the stages): the measured cooperative form, ping-pong, a paired
+# 232 kernel (B halves of 120 and 112 rows at 512-byte swizzle repeats), late copies
+STAGE_ROW_CASES = [
+    (64, "cooperative", 150, 70, 450, 3, "f32", None, None, 1),
+    (64, "pingpong", 150, 70, 450, 2, "f16", None, None, 2),
+    (232, "auto", 300, 490, 200, 4, "f32", 2, 200, 3),
+    (232, "cooperative", 260, 470, 130, 6, "bf16", 2, None, 4),
+]
+
+
+@pytest.mark.parametrize("bn,schedule,M,N,K,grid,out,cluster,pitch,seed", STAGE_ROW_CASES)
+def test_sixty_four_byte_stages_are_exact(monkeypatch, bn, schedule, M, N, K, grid, out,
+                                          cluster, pitch, seed):
+    from toolchain.compiler.targets.ptx.tensor import wgmma
+    from .cluster_sim import ClusterSim
+    monkeypatch.setattr(wgmma, "STAGE_ROW", 64)
+    sim, got, want, untouched = _run(M, N, K, grid, schedule, out=out, bn=bn, seed=seed,
+                                     cluster=cluster, pitch=pitch,
+                                     sim=ClusterSim if cluster else PipelineSim)
+    np.testing.assert_array_equal(got, want)
+    assert untouched, "D's padding was written"
+    rows = -(-M // 128)
+    if cluster:
+        rows += rows % 2
+    tiles = rows * -(-N // bn)
+    halves = 2 if schedule == "pingpong" else 1
+    assert sim.wgmmas == tiles * -(-K // 32) * 2 * 2 * halves   # k16 steps x blocks
+
+
+def test_sixty_four_byte_fp8_stages_are_exact(monkeypatch):
+    """FP8 (k32) with 64-byte stages: two k32 steps a stage."""
+    from toolchain.compiler.targets.ptx.tensor import wgmma
+    monkeypatch.setattr(wgmma, "STAGE_ROW", 64)
+    sim, got, want = run_fp8(150, 70, 300, 3, "cooperative", 4, 7)
+    np.testing.assert_array_equal(got, want)
+    assert sim.wgmmas == 4 * 5 * 2 * 2

@@ -8,7 +8,8 @@ the compiler:
 - tensor maps: `tensormap.replace` fields kept per map address; `cp.async.bulk.tensor.2d`
   copies the box at signed coordinates (k, row), zero-filling what lies outside the
   extents, into shared memory with the 128-byte swizzle as a function of the address
-  (bits 4-6 ^= bits 7-9), then completes the box's bytes on the barrier at once;
+  (bits 4-6 ^= bits 7-9; a 64-byte swizzled map, whose box rows are 64 bytes: bits 4-5
+  ^= bits 7-8), then completes the box's bytes on the barrier at once;
 - `wgmma.mma_async m64nNkK` as a warpgroup collective (all 128 threads at the
   instruction): A (64 rows) and B (N rows) read K-major through their descriptors
   (decoded by wgmma_desc.py: the same swizzle), D = A·B (+ D) in float64 rounded to f32,
@@ -43,9 +44,10 @@ import numpy as np
 from tests.support import tensor_oracle as O
 
 from .ptx_sim import Sim, SimError, _signed, warp_shfl
-from .wgmma_desc import accumulators, operand, values
+from .wgmma_desc import SWIZZLE_WIDTH, accumulators, fields, operand, values
 
 ELEM_BYTES = {0: 1, 6: 2, 7: 4, 10: 2}      # tensormap elemtype codes: u8, f16, f32, bf16
+COPY_SWIZZLE = {3: 128, 2: 64}              # tensormap swizzle_mode codes: row bytes
 WINDOW = 1 << 18                            # the descriptors' address field: 14 bits << 4
 
 
@@ -258,9 +260,10 @@ class PipelineSim(Sim):
         m = self.maps.get(tmap)
         if m is None:
             raise SimError(f"copy through an unwritten tensor map at {tmap:#x}")
-        if m.get("swizzle_mode") != 3 or m.get("rank") != 1:
-            raise SimError(f"tensor map {m} is not a rank-2 128-byte-swizzled map")
+        if m.get("swizzle_mode") not in COPY_SWIZZLE or m.get("rank") != 1:
+            raise SimError(f"tensor map {m} is not a rank-2 128- or 64-byte-swizzled map")
         r, e, byte, size, at = self._box(m, dst)
+        row_bytes = COPY_SWIZZLE[m["swizzle_mode"]]
         dk, dr = m[("global_dim", 0)], m[("global_dim", 1)]
         stride, src = m[("global_stride", 0)], m["global_address"]
         data = np.frombuffer(self.mem.data, np.uint8)
@@ -269,7 +272,7 @@ class PipelineSim(Sim):
         src_at = np.where(inside, src + gr * stride + gk * size + byte, 0)
         values = np.where(inside, data[src_at], 0).astype(np.uint8)
         bk, br = m[("box_dim", 0)], m[("box_dim", 1)]
-        copy = (at.ravel(), values.ravel(), bar, bk * br * size, (dst, dst + br * 128))
+        copy = (at.ravel(), values.ravel(), bar, bk * br * size, (dst, dst + br * row_bytes))
         if self.rng is None:
             self._land(copy)
         else:
@@ -277,16 +280,20 @@ class PipelineSim(Sim):
 
     def _box(self, m: dict, smem: int, rows_dim: int = 1):
         """(row, element and byte index arrays, element size, shared byte addresses) of
-        the box of tensor map `m` at shared `smem`, its rows along dimension `rows_dim`."""
+        the box of tensor map `m` at shared `smem`, its rows along dimension `rows_dim`:
+        a box row is one swizzle row (128 or 64 bytes), the box at the swizzle's repeat
+        (8 rows)."""
         size = ELEM_BYTES[m["elemtype"]]
         bk, br = m[("box_dim", 0)], m[("box_dim", rows_dim)]
-        if bk * size != 128 or smem % 1024:
-            raise SimError("a box row is one 128-byte swizzle row at a 1024-aligned stage or box")
+        row = COPY_SWIZZLE[m["swizzle_mode"]]
+        if bk * size != row or smem % (8 * row):
+            raise SimError(f"a box row is one {row}-byte swizzle row at a {8 * row}-aligned "
+                           "stage or box")
         r = np.arange(br)[:, None, None]
         e = np.arange(bk)[None, :, None]
         byte = np.arange(size)[None, None, :]
-        at = smem + r * 128 + e * size + byte
-        return r, e, byte, size, at ^ (((at >> 7) & 7) << 4)
+        at = smem + r * row + e * size + byte
+        return r, e, byte, size, at ^ (((at >> 7) & (row // 16 - 1)) << 4)
 
     def _store(self, th, ops) -> None:
         """A box of shared memory to global memory in th's open bulk group, read now."""
@@ -371,8 +378,9 @@ class PipelineSim(Sim):
         B = self._operand(db, n, k, fb)
         open_ = self.groups.setdefault(head.lin // 128, [[]])[0]
         for d, rows in ((da, 64), (db, n)):      # the rows it reads, until retired
-            lo = (self.window + ((d & 0x3FFF) << 4)) & ~127
-            open_.append((lo, lo + rows * 128))
+            row = 16 * SWIZZLE_WIDTH[fields(d)["layout"]]
+            lo = (self.window + ((d & 0x3FFF) << 4)) & -row
+            open_.append((lo, lo + rows * row))
         prod = A @ B.T
         keep = head.val(ops[3]) != 0
         for t in group:

@@ -29,6 +29,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_pending    # paired split, 240: checks, ncu
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_clipped    # 240 with clipped boxes
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_232        # 232: checks, vs 240/256
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_stage_row  # 64-byte stages: checks, A/B
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_pp240      # paired ping-pong 240, table
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_memcheck_wide  # memcheck, every SM
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_split_profile  # ncu: the last round split or not
@@ -551,6 +552,37 @@ gemm_pending() {
   PROFILE_SHAPES=5000x3000x4104 PROFILE_CLUSTER=2 PROFILE_TIMEOUT=${PROFILE_TIMEOUT:-150} gemm_profile
 }
 
+gemm_stage_row() {
+  # 64-byte stages (wgmma.STAGE_ROW=64: twice the stages of half the bytes) on hardware:
+  # the checks of auto and of clusters of 2 at 232 with the knob, memcheck and racecheck on
+  # a paired launch with tails, then A/B against the shipped 128-byte stages at the paired
+  # 232 width (au+cl against base, one process), and at 256 (auto against base) if time is
+  # left
+  step "STAGE_ROW=64: checks and sanitizers at 232"
+  timeout 200 python3 bench/gemm.py --knob STAGE_ROW=64 --check-auto --bn 232 --no-bench \
+    --out f32,f16 > "$OUT/gemm_check_auto_sr64.txt" 2>&1 &
+  timeout 200 python3 bench/gemm.py --knob STAGE_ROW=64 --check-cluster --bn 232 --no-stress \
+    --no-bench --cluster-schedules cooperative,auto --out f32,f16 \
+    > "$OUT/gemm_check_cluster_sr64.txt" 2>&1 &
+  sanitize_case sr64 200 700x1000x300 --schedule auto --cluster 2 --bn 232 --fmt bf16 \
+    --out bf16 --pad 63 --knob STAGE_ROW=64
+  wait
+  report_checks gemm_check_auto_sr64 gemm_check_cluster_sr64
+  report_sanitizers sr64
+  step "A/B at paired 232: base = STAGE_ROW=64"
+  timeout ${AB_TIMEOUT:-200} python3 bench/gemm.py --bn 232 --no-pingpong --formats f16 \
+    --out f32,f16 --fp8 "" --baseline STAGE_ROW=64 --baseline-bn 232 --baseline-cluster \
+    --shapes ${SR_SHAPES:-5000x3000x4104,4096x4096x4104,4096x4096x4096,8192x8192x8192} \
+    --json "$OUT/gemm_sr64_232.json" > "$OUT/gemm_sr64_232.txt" 2>&1
+  ab_rows "$OUT/gemm_sr64_232.txt" au+cl
+  [ "$SECONDS" -gt "${SR_256_AFTER:-430}" ] && return 0
+  step "A/B at 256 auto: base = STAGE_ROW=64"
+  timeout 150 python3 bench/gemm.py --no-cluster --formats f16 --out f32,f16 --fp8 "" \
+    --baseline STAGE_ROW=64 --shapes 4096x4096x4096,8192x8192x8192 \
+    --json "$OUT/gemm_sr64_256.json" > "$OUT/gemm_sr64_256.txt" 2>&1
+  ab_rows "$OUT/gemm_sr64_256.txt" auto
+}
+
 gemm_232() {
   # the 232-wide tile (13 tiles across N = 3000, cooperative only, paired B halves of 120
   # and 112 rows): the hardware checks of auto and of clusters of 2, memcheck and
@@ -819,6 +851,7 @@ case "$MODE" in
   gemm_tma_store) gemm_tma_store ;;
   gemm_clipped) gemm_clipped ;;
   gemm_232) gemm_232 ;;
+  gemm_stage_row) gemm_stage_row ;;
   gemm_pp240) gemm_pp240 ;;
   gemm_memcheck_wide) gemm_memcheck_wide ;;
   gemm_c_ahead) gemm_c_ahead ;;
@@ -830,7 +863,7 @@ case "$MODE" in
   gemm_f32_epilogue) gemm_f32_epilogue ;;
   gemm_odd) gemm_odd ;;
   gemm_next) gemm_next ;;
-  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|suite|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile|gemm_hot|gemm_f32_epilogue|gemm_clipped|gemm_232|gemm_pp240|gemm_memcheck_wide|gemm_odd|gemm_next" >&2
+  *) echo "usage: device_session.sh main|extra|verify|final|check|correct|suite|bench|new|all_new|attention|attention_tests|attention_bench|pending|pending_bench|pending_rest|tune_attention|attention_round|attention_checks|gemm_cluster_auto|gemm_ab|gemm_profile|gemm_store_cost|gemm_tma_store|gemm_c_ahead|gemm_streamk|gemm_table|gemm_pending|gemm_split_profile|gemm_hot|gemm_f32_epilogue|gemm_clipped|gemm_232|gemm_stage_row|gemm_pp240|gemm_memcheck_wide|gemm_odd|gemm_next" >&2
      exit 2 ;;
 esac
 

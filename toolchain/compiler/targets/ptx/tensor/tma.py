@@ -21,7 +21,7 @@ from __future__ import annotations
 from .. import ops
 
 ELEMTYPE = {"u8": 0, "f16": 6, "f32": 7, "bf16": 10}   # PTX tensormap.replace .elemtype codes
-SWIZZLE_128B = 3
+SWIZZLE = {128: 3, 64: 2, 32: 1}        # .swizzle_mode codes per swizzle row bytes
 RANK_FIELD = 1                         # .rank takes rank - 1
 STRIDE_SHIFT = 0                       # .global_stride takes bytes >> STRIDE_SHIFT
 SLOTS = 256                            # %smid values served (checked at run time)
@@ -45,9 +45,10 @@ def _clear(em, slot: str) -> None:
 
 
 def build(em, slot: str, base: str, fmt: str, kdim: str, rows_dim: str, ld_bytes: str,
-          box_rows: int, box_k: int) -> None:
+          box_rows: int, box_k: int, swizzle: int = 128) -> None:
     """Write one tensor map at global address `slot` (%rd) for the K-contiguous matrix at
-    global address `base` (%rd): extents kdim x rows_dim (u32), row pitch ld_bytes (%rd)."""
+    global address `base` (%rd): extents kdim x rows_dim (u32), row pitch ld_bytes (%rd),
+    `swizzle`-byte swizzle rows (a box row of K is that many bytes)."""
     _clear(em, slot)
     rep = ops.tensormap_replace
     em.put(rep("global_address", slot, base), rep("rank", slot, RANK_FIELD),
@@ -59,7 +60,7 @@ def build(em, slot: str, base: str, fmt: str, kdim: str, rows_dim: str, ld_bytes
         ld_bytes = shifted
     em.put(rep("global_stride", slot, 0, ld_bytes), rep("element_stride", slot, 0, 1),
            rep("element_stride", slot, 1, 1), rep("elemtype", slot, ELEMTYPE.get(fmt, fmt)),
-           rep("interleave_layout", slot, 0), rep("swizzle_mode", slot, SWIZZLE_128B),
+           rep("interleave_layout", slot, 0), rep("swizzle_mode", slot, SWIZZLE[swizzle]),
            rep("fill_mode", slot, 0))
 
 
@@ -84,7 +85,7 @@ def build_tiled_rows(em, slot: str, base: str, fmt: str, width: int, tiles: str,
            rep("global_stride", slot, 0, stride), rep("global_stride", slot, 1, ld_bytes),
            *(rep("element_stride", slot, i, 1) for i in range(3)),
            rep("elemtype", slot, ELEMTYPE.get(fmt, fmt)), rep("interleave_layout", slot, 0),
-           rep("swizzle_mode", slot, SWIZZLE_128B), rep("fill_mode", slot, 0))
+           rep("swizzle_mode", slot, SWIZZLE[128]), rep("fill_mode", slot, 0))
 
 
 def publish(em, slots: list[str]) -> None:

@@ -19,7 +19,7 @@ elements a stage):
 Out-of-range A/B elements are zero-filled by the copy engine, so M/N/K tails are exact.
 The pipeline is parameterised by A's and B's element format (Elem): F16 here (f16/bf16,
 k16 instructions, BK 64), wgmma_fp8.ELEM for E4M3/E5M2 (u8 tensor maps, k32, 128 elements
-a stage). A stage is one 128-byte swizzle row of K either way, so the ring, descriptors,
+a stage). A stage is one swizzle row of K either way (STAGE_ROW bytes), so the ring, descriptors,
 barriers and accumulator mapping are shared; `combine` is the hook of the final sum
 (FP8: the per-tensor scale with C).
 
@@ -57,7 +57,16 @@ from .common import label
 from .wgmma_epilogue import NativeBias
 from .wgmma_persistent import Tiles, tile_loop as _tile_loop
 
-ROW_BYTES = 128                           # K bytes per stage: one 128-byte swizzle row
+ROW_BYTES = 128                           # one 128-byte swizzle row: of a D store box,
+#                                           and of a stage at STAGE_ROW's default
+STAGE_ROW = 128                           # K bytes of A and B per stage: one swizzle row
+#                                           (128 or 64; 64: the 64-byte swizzle, stages
+#                                           half as large and twice as many in the ring,
+#                                           MAX_STAGES counting 128-byte ones; measured
+#                                           9-35% slower on an H100 but for aligned rows
+#                                           at 232 (equal): bench/gemm.py --baseline
+#                                           STAGE_ROW=64, docs/internals/measurements.md
+#                                           "64-byte stages")
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
 ENTRY_REGS = 168                          # the .maxntid 384 cap: 65536 / 384, rounded to 8
 # opt-in dynamic shared memory per workgroup on the one generation that has wgmma
@@ -72,14 +81,15 @@ EPILOGUE_BATCH = 32                       # C pairs loaded before their D stores
 FUSED_BATCH = {"none": 16, "row": 16, "column": 16, "matrix": 8}
 PREFETCH_C_AHEAD = 0                      # K chunks before the end at which the producer
 #                                           asks L2 for C (0: never; 8 measured no gain,
-#                                           docs/reference/gemm.md "Status")
+#                                           docs/internals/measurements.md "L2 prefetch of C")
 PINGPONG_C_FIRST = False                  # True: ping-pong consumers load C into their
 #                                           accumulators before waiting for their turn
 #                                           (load_c), not in the epilogue; 2-5% slower
 #                                           with C on the H200 (docs/reference/gemm.md;
 #                                           bench/gemm.py --baseline PINGPONG_C_FIRST=1)
 CLUSTER = 1                               # workgroups per cluster along x (2: B multicast,
-#                                           experimental: docs/reference/gemm.md "Status")
+#                                           experimental: docs/internals/measurements.md
+#                                           "Clusters of 2")
 STREAM_K = 1                              # what a `workspace:` splits along K
 #                                           (wgmma_streamk): 1 the tiles of a launch
 #                                           with fewer tiles than workgroups; 2 also the
@@ -120,7 +130,7 @@ PINGPONG_MAX_STAGES = 7                   # `schedule: pingpong`'s: its 32 KiB s
 @dataclass(frozen=True)
 class Elem:
     """The element format of A and B, the one thing the pipeline's steps depend on:
-    `size` bytes an element (a stage holds ROW_BYTES of K: bk elements, 16-byte row pitches
+    `size` bytes an element (a stage holds STAGE_ROW bytes of K: bk elements, 16-byte row pitches
     are multiples of 16 // size elements), the tensor-map element type (None: A's own),
     the stem of the pipeline's labels and of its ring symbol, and whether the experimental
     knobs (PREFETCH_C_AHEAD) apply.
@@ -144,11 +154,12 @@ class Elem:
 
     @property
     def bk(self) -> int:
-        return ROW_BYTES // self.size
+        return STAGE_ROW // self.size
 
 
 F16 = Elem(2, "wg", "wgmma_ring")         # f16 and bf16
-BK = F16.bk                               # K elements per stage of the 16-bit path
+BK = ROW_BYTES // F16.size                # K elements of the 16-bit path's instruction
+#                                           block (tensor_matmul's k64)
 
 
 def consumers(desc) -> int:
@@ -206,7 +217,7 @@ def box_n(desc) -> int:
 
 
 def stage_bytes(desc) -> int:
-    return (desc.m + box_n(desc)) * ROW_BYTES
+    return (desc.m + box_n(desc)) * STAGE_ROW
 
 
 def d_bytes(desc) -> int:
@@ -262,8 +273,9 @@ def _ring_stage(desc) -> int:
 
 def stages(desc) -> int:
     """The deepest ring whose ring_bytes, D's store boxes and a paired kernel's static
-    shared memory (PAIR_STATIC_BYTES) fit in SMEM_LIMIT, up to the schedule's cap."""
-    cap = PINGPONG_MAX_STAGES if pingpong(desc) else MAX_STAGES
+    shared memory (PAIR_STATIC_BYTES) fit in SMEM_LIMIT, up to the schedule's cap (in
+    stages of ROW_BYTES: a finer STAGE_ROW holds as many bytes of K in more stages)."""
+    cap = (PINGPONG_MAX_STAGES if pingpong(desc) else MAX_STAGES) * ROW_BYTES // STAGE_ROW
     room = SMEM_LIMIT - PAIR_STATIC_BYTES - _ring_fixed(desc) - store_bytes(desc)
     return max(2, min(cap, room // _ring_stage(desc)))
 
@@ -307,6 +319,12 @@ def schedule_refusal(desc) -> str | None:
 # GmmaDescriptor layout_type_ (bits 62..63) per swizzle row width in bytes
 # (cute/arch/mma_sm90_desc.hpp: SWIZZLE_128B = 1, SWIZZLE_64B = 2, SWIZZLE_32B = 3)
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+
+
+def ring_desc(em, smem: str) -> str:
+    """desc_base for a K-major operand of the ring: STAGE_ROW-byte swizzle rows, 8 rows
+    to a swizzle atom (SBO)."""
+    return desc_base(em, smem, sbo=8 * STAGE_ROW, swizzle=STAGE_ROW)
 
 
 def desc_base(em, smem: str, sbo: int = 1024, lbo: int = 16, swizzle: int = 128) -> str:
@@ -448,7 +466,7 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
         _lower_auto(em, g, tid, end, share, fused, tiles, elem, combine)
         return
     S, nc, bn, bm = stages(desc), consumers(desc), box_n(desc), desc.m
-    a_bytes, b_bytes = bm * ROW_BYTES, bn * ROW_BYTES
+    a_bytes, b_bytes = bm * STAGE_ROW, bn * STAGE_ROW
     pp = pingpong(desc)
     if pp:
         from . import wgmma_pingpong
@@ -517,7 +535,7 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     # when the consumers have given theirs up. Its idle warps used to re-increase at
     # once, and could win the pool from the consumers' own increase at the start, which
     # then never succeeded: every warp waited for ever (an intermittent hang of
-    # back-to-back launches, docs/reference/gemm.md "Status").
+    # back-to-back launches, docs/internals/measurements.md "The register pool").
     _join_sync(em, share)
     em.put(I.setmaxnreg("inc", ENTRY_REGS), I.bra(join, uniform=True), I.label(consumer))
     if pp:
@@ -665,7 +683,7 @@ def _maps(em, g, elem: Elem, ws, b_rows: int | str) -> tuple[str, str]:
         else:
             em.put(I.binary("mul.wide", "u32", pitch, m.ld, elem.size))
         tma.build(em, slot, gaddr, elem.tmap_type or desc.a_type, g.K, rows, pitch, box,
-                  elem.bk)
+                  elem.bk, swizzle=STAGE_ROW)
     tma.publish(em, [slot_a, slot_b])
     return slot_a, slot_b
 
@@ -729,14 +747,14 @@ def load_b(em, share, pair, dst_b: str, slot_b: str, k0: str, col: str, fb: str,
     if share is not True:
         own, alone = label(em, "wg_mc"), label(em, "wg_mc_end")
         em.put(I.bra(own, guard=share, negated=True))
-    em.put(I.mad("lo", "u32", dst_h, rank, half * ROW_BYTES, dst_b),
+    em.put(I.mad("lo", "u32", dst_h, rank, half * STAGE_ROW, dst_b),
            I.mad("lo", "u32", col_h, rank, half, col))
     tma.load_2d_multicast(em, dst_h, slot_b, k0, col_h, fb, mask)
     if alone is None:
         return
     em.put(I.bra(alone, uniform=True), I.label(own))
     tma.load_2d(em, dst_b, slot_b, k0, col, fb)
-    em.put(I.binary("add", "u32", dst_h, dst_b, half * ROW_BYTES),
+    em.put(I.binary("add", "u32", dst_h, dst_b, half * STAGE_ROW),
            I.binary("add", "u32", col_h, col, half))
     tma.load_2d(em, dst_h, slot_b, k0, col_h, fb)
     em.put(I.label(alone))
@@ -934,8 +952,8 @@ def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
     # descriptor bases: this warpgroup's 64 A rows of stage 0, and B of stage 0
     a_row = em.new("r")
     em.put(I.binary("sub", "u32", a_row, wg, 1),
-           I.mad("lo", "u32", a_row, a_row, 64 * ROW_BYTES, sa))
-    da0, db0 = desc_base(em, a_row), desc_base(em, sb)
+           I.mad("lo", "u32", a_row, a_row, 64 * STAGE_ROW, sa))
+    da0, db0 = ring_desc(em, a_row), ring_desc(em, sb)
     kb, s, ph = em.new("r"), em.new("r"), em.new("r")
     prev, have_prev = em.new("r"), em.new("p")
     em.put(I.mov("u32", s, 0), I.mov("u32", ph, 0))      # carried across tiles

@@ -55,7 +55,7 @@ from ..lower_memory import SPACE
 # FP8's emission orders (wgmma.Elem) keep its PTX as it was when written on its own
 ELEM = wgmma.Elem(1, "wgf8", "wgf8_ring", tmap_type="u8", knobs=False, and_pred=True,
                   a_base=False, maps_in_order=True, zero_prev=True, c_after_preds=True)
-BK = ELEM.bk                              # K elements (bytes) per ring slot: one swizzle row
+BK = wgmma.ROW_BYTES // ELEM.size         # K elements (bytes) of tensor_matmul's k128 block
 KI = I.WGMMA_K["e4m3"]                    # K per wgmma instruction
 OUTS = ("f32", "f16", "bf16")
 

@@ -131,7 +131,7 @@ def consumer(em, g, elem, tid, wg, ring, fused, tiles, combine, share=None,
     peer = em.new("r") if share else None
     if share:
         em.put(I.mov("u32", peer, "%cluster_ctarank"), I.binary("xor", "b32", peer, peer, 1))
-    da0, db0 = W.desc_base(em, sa), W.desc_base(em, sb)
+    da0, db0 = W.ring_desc(em, sa), W.ring_desc(em, sb)
     # the ring position: consumer 1 starts after consumer 0's first half tile
     kb, s, ph, r, q_odd = (em.new("r") for _ in range(5))
     prev, have_prev = em.new("r"), em.new("p")
@@ -160,8 +160,8 @@ def consumer(em, g, elem, tid, wg, ring, fused, tiles, combine, share=None,
            I.mad("lo", "u32", fb, s, 8, full))
     for _ in W.k_steps(em, elem, desc, fb, ph, s, (da0, db0), (da, db), soff, a_bytes,
                        b_bytes):
-        # rows 64-127 of the stage's A: 64 rows of 128 bytes further (>> 4)
-        em.put(I.binary("add", "s64", da1, da, 64 * W.ROW_BYTES >> 4))
+        # rows 64-127 of the stage's A: 64 rows of STAGE_ROW bytes further (>> 4)
+        em.put(I.binary("add", "s64", da1, da, 64 * W.STAGE_ROW >> 4))
         em.put(I.wgmma_mma_async(half, "f32", desc.a_type, desc.b_type, acc[0], da, db, one),
                I.wgmma_mma_async(half, "f32", desc.a_type, desc.b_type, acc[1], da1, db,
                                  one))
