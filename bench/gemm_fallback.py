@@ -1,5 +1,5 @@
 """GEMM shapes off the sm_90a pipelines' TMA rules (a script, and the hardware check of the
-FP8 split regions on the warp MMA: docs/reference/gemm-fp8.md "Everywhere else").
+FP8 split regions on the warp MMA: docs/reference/gemm-fp8.md "Where it runs").
 
     python3 bench/gemm_fallback.py [--check] [--case NAME] [--list] [--no-bench]
                                    [--reps 5] [--json gemm_fallback.json]

@@ -1,5 +1,5 @@
 """Hardware tests of the FP8 workgroup region's split regions on the warp MMA
-(targets/ptx/tensor/fp8_split_mma.py, docs/reference/gemm-fp8.md "Everywhere else") on the
+(targets/ptx/tensor/fp8_split_mma.py, docs/reference/gemm-fp8.md "Where it runs") on the
 H200: each case of bench/gemm_fallback.py --check in its own process (a fault or hang stays
 there): small exact FP8 values bit for bit against the float oracle and against the exact
 replay (16 work-items: a partial warp), on the pipeline's launch with leading dimensions
