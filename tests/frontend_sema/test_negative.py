@@ -170,3 +170,39 @@ def test_function_types_as_elements_are_shown_in_parentheses():
         compile_to_ir("p.mettle", gpu=False, source_text=src)
     assert ei.value.diagnostics[0].message == \
         "type mismatch: expected int32, found (Fn(int32) -> int32)[3]"
+
+
+# (where the constant stands, the constant) -> (col, code, message): only the integer 0 is
+# a null pointer; a bool or a float constant is no integer, and no cast makes it a pointer
+POINTER_CONSTANTS = {
+    ("local", "false"): (38, "E0201", "type mismatch: expected int32*, found bool"),
+    ("local", "0.0"): (38, "E0201", "type mismatch: expected int32*, found float64"),
+    ("local", "3.5"): (38, "E0201", "type mismatch: expected int32*, found float64"),
+    ("local", "7"): (38, "E0203", "integer to int32* needs a cast"),
+    ("local", "1 > 2"): (38, "E0201", "type mismatch: expected int32*, found bool"),
+    ("local", "!1"): (38, "E0201", "type mismatch: expected int32*, found bool"),
+    ("global", "false"): (17, "E0201", "type mismatch: expected int32*, found bool"),
+    ("global", "2.5"): (17, "E0201", "type mismatch: expected int32*, found float64"),
+    ("global", "7"): (17, "E0203", "integer to int32* needs a cast"),
+}
+
+
+@pytest.mark.parametrize("where,value", POINTER_CONSTANTS)
+def test_only_the_integer_zero_is_a_null_pointer_constant(where, value):
+    col, code, message = POINTER_CONSTANTS[where, value]
+    src = (f"var g: int32* = {value};\nfn main() -> int32 {{ return 0; }}" if where == "global"
+           else f"fn main() -> int32 {{ var p: int32* = {value}; return 0; }}")
+    with pytest.raises(CompileError) as ei:
+        compile_to_ir("n.mettle", gpu=False, source_text=src)
+    first = ei.value.diagnostics[0]
+    assert (first.code, first.span.line, first.span.col, first.message) == \
+        (code, 1, col, message), [(d.code, str(d.span), d.message)
+                                  for d in ei.value.diagnostics]
+
+
+@pytest.mark.parametrize("where", ["local", "global"])
+def test_the_integer_zero_stays_a_null_pointer(where):
+    src = ("var g: int32* = 0;\nfn main() -> int32 { return 0; }" if where == "global"
+           else "fn main() -> int32 { var p: fn(int32) -> int32 = 0; var q: int32* = 0;"
+           " return 0; }")
+    compile_to_ir("z.mettle", gpu=False, source_text=src)

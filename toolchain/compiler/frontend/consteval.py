@@ -68,7 +68,7 @@ def const_value(e: A.Expr, lookup):
         if e.op == "~":
             return ~v if isinstance(v, int) and not isinstance(v, bool) else NOT_CONST
         if e.op == "!":
-            return int(not v)
+            return not v
         return NOT_CONST
     if isinstance(e, A.Binary):
         return _binary(e, lookup)
@@ -110,16 +110,16 @@ def _binary(e: A.Binary, lookup):
         return a
     if e.op in ("&&", "||"):
         if e.op == "&&" and not a:
-            return 0
+            return False
         if e.op == "||" and a:
-            return 1
+            return True
         b = const_value(e.right, lookup)
-        return NOT_CONST if b is NOT_CONST else int(bool(b))
+        return NOT_CONST if b is NOT_CONST else bool(b)
     b = const_value(e.right, lookup)
     if b is NOT_CONST:
         return b
     if e.op in _CMP_OPS:
-        return int(_CMP_OPS[e.op](a, b))
+        return _CMP_OPS[e.op](a, b)
     is_float = isinstance(a, float) or isinstance(b, float)
     if e.op in ("/", "%"):
         if b == 0 and not is_float:

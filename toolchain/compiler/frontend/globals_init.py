@@ -103,9 +103,25 @@ def _pointer_item(ctx, t: Type, e: A.Expr, off: int) -> list:
             return [(off, t, sym.storage)]
         if isinstance(sym, FnSym) and isinstance(sym.fn, Function):
             return [(off, t, sym.fn)]
-    if ctx.const_eval(e) == 0:
-        return []
-    return _bad(ctx, e, t)
+    v = ctx.const_eval(e)
+    if v is NOT_CONST:
+        return _bad(ctx, e, t)
+    why = pointer_constant_error(v, t)
+    if why is not None:
+        ctx.bag.error(*why, e.span)
+    return []
+
+
+def pointer_constant_error(v, t: Type) -> tuple[str, str] | None:
+    """(code, message) of why the constant v cannot initialize the pointer t, or None: it
+    can, being the integer 0 (the null pointer). A bool or float constant is no integer,
+    so no cast would make it one."""
+    if isinstance(v, (bool, float)):
+        return "E0201", (f"type mismatch: expected {describe(t)}, found "
+                         f"{'bool' if isinstance(v, bool) else 'float64'}")
+    if v == 0:
+        return None
+    return "E0203", f"integer to {describe(t)} needs a cast"
 
 
 def _array_items(ctx, t: ArrayType, e: A.Expr, off: int) -> list:

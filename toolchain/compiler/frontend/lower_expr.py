@@ -22,7 +22,7 @@ from ..ir.module import Const, Instr
 from ..ir.types import BOOL, F64, I64, U8, ArrayType, FnPtrType, PtrType, StructType, Type, ptr
 from .consteval import NOT_CONST, ConstDivZero, const_value
 from .closures import closure_sig, data_pointer
-from .globals_init import init_items
+from .globals_init import init_items, pointer_constant_error
 from .scope import FnSym, TypeSym, VarSym
 from .typesys import STRING, describe, literal_type, same_ignoring_space
 
@@ -125,9 +125,10 @@ class ExprMixin:
 
     def make_const(self, v, t: Type | None, span):
         if isinstance(t, (PtrType, FnPtrType)):
-            if v == 0 and not isinstance(v, float):
-                return self.b.const(t, 0)
-            raise self.fail("E0203", f"integer to {describe(t)} needs a cast", span)
+            why = pointer_constant_error(v, t)
+            if why is not None:
+                raise self.fail(*why, span)
+            return self.b.const(t, 0)
         if t is not None and t.is_int:
             if isinstance(v, float):
                 raise self.fail("E0004", f"float to {describe(t)} needs a cast", span)
