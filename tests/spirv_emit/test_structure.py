@@ -4,7 +4,6 @@ exact barrier/atomic Scope and semantics operands, the hidden dynamic-arena para
 determinism and speed. Every module emitted here also passes spirv-val."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -181,8 +180,9 @@ def test_output_is_deterministic():
         assert emit_spirv(make()) == emit_spirv(make())
 
 
-def test_typical_200_line_kernel_file_is_fast():
-    """gpu.md promises a few ms per 200-line kernel file (the emitter alone is timed)."""
+def test_typical_200_line_kernel_file_emits_valid_spirv():
+    """bench/kernels/typical200.mettle, the file whose emission bench/front_end_speed.py
+    times against gpu.md's few milliseconds, emits SPIR-V that validates."""
     api = pytest.importorskip("toolchain.compiler.frontend.api")
     path = REPO / "bench" / "kernels" / "typical200.mettle"
     if not path.exists():
@@ -190,20 +190,6 @@ def test_typical_200_line_kernel_file_is_fast():
     module, _ = api.compile_to_ir(str(path), gpu=True)
     spv = emit_spirv(module)
     validate(spv)
-    best = min(_timed(module) for _ in range(5))
-    # Measured: best 40 ms on 2 shared cores at load average ~3 (14.5 ms of it the shared
-    # device verifiers, ~1,600 instructions through the generic encoder at 6-10 us each);
-    # the bound guards against regressions without flaking on a loaded machine.
-    assert best < 0.25, f"emit_spirv took {best * 1e3:.1f} ms"
-
-
-def _timed(module) -> float:
-    t = time.perf_counter()
-    emit_spirv(module)
-    return time.perf_counter() - t
-
-
-
 
 
 def test_builtins_loaded_in_helpers_join_the_kernel_interface():
