@@ -190,3 +190,20 @@ def test_private_generic_templates_of_two_modules_never_collide(tmp_path):
                "fn main() -> int32 { return m1_value(10) + m2_value(10) + twice<int32>(1); }\n")
     assert r.returncode == 0, r.stderr
     assert run(tmp_path / "prog").returncode == 20 + 30 + 101
+
+
+def test_a_standard_module_is_named_as_imported_not_by_where_the_stdlib_lives(tmp_path):
+    """A collision with, or a private name of, a standard module names it `std/<file>`:
+    the installed stdlib's absolute path means nothing to the user (and differs between a
+    checkout, a pip install and a PEX)."""
+    err = _refused(tmp_path, 'import "std/alloc";\nexport fn mem_alloc() -> int32 '
+                   '{ return 0; }\nfn main() -> int32 { return mem_alloc(); }\n',
+                   "E0103", 1, 1)
+    assert "`mem_alloc` is public in both 'std/alloc.mettle' and '" in err, err
+    err = _refused(tmp_path, 'import "std/alloc" as al;\nfn main() -> int32 '
+                   '{ return (int32)al.class_size(1); }\n', "E0110", 2, 36)
+    assert "is private to module 'std/alloc.mettle'" in err, err
+    err = _refused(tmp_path, 'import "std/alloc" as al;\nfn main() -> int32 '
+                   '{ return al.nosuch; }\n', "E0101", 2, 29)
+    assert "module 'std/alloc.mettle' (imported as `al`)" in err, err
+    assert str(REPO / "std") not in err

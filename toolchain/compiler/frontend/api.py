@@ -51,7 +51,7 @@ def _load_items(entry_path: str, include_dirs, stdlib_dir, source_text, target_o
 
 def _aliases(mod) -> list:
     from .scope import ModuleAlias
-    return [ModuleAlias(b.alias, b.module.path, frozenset(b.module.public),
+    return [ModuleAlias(b.alias, b.module.shown, frozenset(b.module.public),
                         frozenset(b.module.hidden)) for b in mod.imports if b.alias]
 
 

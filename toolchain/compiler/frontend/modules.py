@@ -89,6 +89,12 @@ class LoadedModule:
     hidden: dict[str, str] = field(default_factory=dict)
     uses_export: bool = False
     imports: list[ImportBinding] = field(default_factory=list)
+    label: str = ""                 # how messages name it, where not by path: a standard
+    #                                 module as `std/<file>`, wherever the stdlib lives
+
+    @property
+    def shown(self) -> str:
+        return self.label or self.path
 
 
 @dataclass
@@ -205,6 +211,13 @@ class _Loader:
         self.active: list[str] = []
         self.order: list[LoadedModule] = []
 
+    def std_label(self, real: str) -> str:
+        """`std/<file>` for a file of the stdlib root, else ""."""
+        root = os.path.realpath(self.std_root)
+        rel = os.path.relpath(real, root)
+        return "" if rel.startswith(os.pardir) or os.path.isabs(rel) else \
+            "std/" + rel.replace(os.sep, "/")
+
     def load(self, path: str, display: str, span: Span | None, is_entry: bool):
         real = os.path.realpath(path)
         if real in self.loaded:
@@ -218,7 +231,7 @@ class _Loader:
             self.bag.extend(e.diagnostics)
             return None
         key = sha1(real.encode("utf-8")).hexdigest()[:8]
-        mod = LoadedModule(display, tree, key)
+        mod = LoadedModule(display, tree, key, label=self.std_label(real))
         _apply_visibility(mod, is_entry)
         self.loaded[real] = mod
         self.active.append(real)
@@ -256,7 +269,7 @@ class _Loader:
             for n in imp.names:
                 if n.name in target.hidden:
                     self.bag.error("E0110", f"`{n.name}` is private to module "
-                                   f"'{target.path}'; only its exported names can be "
+                                   f"'{target.shown}'; only its exported names can be "
                                    "imported", n.span)
                 elif n.name not in target.public:
                     self.bag.error("E0105", f"'{n.name}' is not a public name of "
@@ -279,8 +292,8 @@ def _check_public_collisions(order: list[LoadedModule], bag: DiagnosticBag) -> N
             if prev is mod:
                 continue
             span = first_import.get(id(mod)) or first_import.get(id(prev))
-            bag.error("E0103", f"`{name}` is public in both '{prev.path}' and "
-                      f"'{mod.path}'; the import brings two definitions into one scope",
+            bag.error("E0103", f"`{name}` is public in both '{prev.shown}' and "
+                      f"'{mod.shown}'; the import brings two definitions into one scope",
                       span, help="export one of them under another name, or stop "
                                  "exporting one")
 

@@ -56,7 +56,7 @@ class TypeSym:
 class ModuleAlias:
     """`import "path" as name;`: `name.x` reaches module `path`'s public name `x`."""
     name: str
-    path: str
+    path: str                       # as messages name the module (LoadedModule.shown)
     public: frozenset
     hidden: frozenset
 
