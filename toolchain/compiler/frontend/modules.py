@@ -213,8 +213,10 @@ class _Loader:
 
     def std_label(self, real: str) -> str:
         """`std/<file>` for a file of the stdlib root, else ""."""
-        root = os.path.realpath(self.std_root)
-        rel = os.path.relpath(real, root)
+        try:
+            rel = os.path.relpath(real, os.path.realpath(self.std_root))
+        except ValueError:                   # Windows: another drive
+            return ""
         return "" if rel.startswith(os.pardir) or os.path.isabs(rel) else \
             "std/" + rel.replace(os.sep, "/")
 
