@@ -312,6 +312,12 @@ def test_region_widths_240_and_232_exact(bn, schedule, M, N, K, grid, out, clust
     """`shape: m128n240k64` and `m128n232k64` (widths that fit N = 3000 in 13 tiles) on the
     pipeline: exact, D's padding untouched, each K chunk computed once per tile (in one
     pipeline: auto at 232 has no ping-pong branch)."""
+    _exact_once_per_chunk(bn, schedule, M, N, K, grid, out, cluster, pitch, seed, bk=64)
+
+
+def _exact_once_per_chunk(bn, schedule, M, N, K, grid, out, cluster, pitch, seed, bk):
+    """The pipeline at width bn is exact, leaves D's padding untouched, and issues each
+    bk-element K chunk's k16 steps once per tile and 64-row block (ping-pong: per half)."""
     from .cluster_sim import ClusterSim
     sim, got, want, untouched = _run(M, N, K, grid, schedule, out=out, bn=bn, seed=seed,
                                      cluster=cluster, pitch=pitch,
@@ -323,7 +329,7 @@ def test_region_widths_240_and_232_exact(bn, schedule, M, N, K, grid, out, clust
         rows += rows % 2
     tiles = rows * -(-N // bn)
     halves = 2 if schedule == "pingpong" else 1
-    assert sim.wgmmas == tiles * -(-K // 64) * 8 * halves
+    assert sim.wgmmas == tiles * -(-K // bk) * (bk // 16) * 2 * halves
 
 
 # (schedule, M, N, K, grid, D's format, cluster, seed): 128 x 240 regions whose D goes
@@ -491,7 +497,6 @@ def test_stream_k_splits_what_its_mode_says(monkeypatch, mode, M, grid, split):
     assert (np.count_nonzero(slots) > 0) == split
 
 
-
 # (width, schedule, M, N, K, grid, D's format, cluster, A's and B's pitch, seed) with
 # 64-byte stages (wgmma.STAGE_ROW = 64: 64-byte swizzled maps and descriptors, two k16
 # steps a stage, twice the stages): the measured cooperative form, ping-pong, a paired
@@ -508,19 +513,8 @@ STAGE_ROW_CASES = [
 def test_sixty_four_byte_stages_are_exact(monkeypatch, bn, schedule, M, N, K, grid, out,
                                           cluster, pitch, seed):
     from toolchain.compiler.targets.ptx.tensor import wgmma
-    from .cluster_sim import ClusterSim
     monkeypatch.setattr(wgmma, "STAGE_ROW", 64)
-    sim, got, want, untouched = _run(M, N, K, grid, schedule, out=out, bn=bn, seed=seed,
-                                     cluster=cluster, pitch=pitch,
-                                     sim=ClusterSim if cluster else PipelineSim)
-    np.testing.assert_array_equal(got, want)
-    assert untouched, "D's padding was written"
-    rows = -(-M // 128)
-    if cluster:
-        rows += rows % 2
-    tiles = rows * -(-N // bn)
-    halves = 2 if schedule == "pingpong" else 1
-    assert sim.wgmmas == tiles * -(-K // 32) * 2 * 2 * halves   # k16 steps x blocks
+    _exact_once_per_chunk(bn, schedule, M, N, K, grid, out, cluster, pitch, seed, bk=32)
 
 
 def test_sixty_four_byte_fp8_stages_are_exact(monkeypatch):
