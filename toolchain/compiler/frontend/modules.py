@@ -206,6 +206,7 @@ class _Loader:
     def __init__(self, include_dirs, std_root: str, cwd: str, target_os: str):
         self.include_dirs = list(include_dirs)
         self.std_root, self.cwd, self.target_os = std_root, cwd, target_os
+        self.std_real = os.path.realpath(std_root)    # std_label's base, resolved once
         self.bag = DiagnosticBag()
         self.loaded: dict[str, LoadedModule] = {}        # by real path
         self.active: list[str] = []
@@ -214,7 +215,7 @@ class _Loader:
     def std_label(self, real: str) -> str:
         """`std/<file>` for a file of the stdlib root, else ""."""
         try:
-            rel = os.path.relpath(real, os.path.realpath(self.std_root))
+            rel = os.path.relpath(real, self.std_real)
         except ValueError:                   # Windows: another drive
             return ""
         return "" if rel.startswith(os.pardir) or os.path.isabs(rel) else \
