@@ -11,6 +11,7 @@ exactly (lower_expr._FOLDABLE), like constant arithmetic.
 from __future__ import annotations
 
 from . import ast as A
+from ..ir.checks import runtime_extern
 from ..ir.types import BOOL, F64, I32, I64, U8, U64, VOID, FnPtrType, PtrType, ptr
 from .consteval import NOT_CONST, ConstDivZero, const_value
 from .lower_expr import _ARITH, _CMP
@@ -107,11 +108,7 @@ class OpsMixin:
 
     def _runtime_extern(self, link: str, params, ret):
         """A libc function the lowering itself calls, declared once under a hidden name."""
-        name = f".rt.{link}"
-        fn = self.b.module.functions.get(name)
-        if fn is None:
-            fn = self.b.extern_function(name, params, ret, link_name=link)
-        return fn
+        return runtime_extern(self.b, f".rt.{link}", params, ret, link)
 
     def string_concat(self, e: A.Binary, l, r):
         """`s1 + s2`: a new NUL-terminated heap string (LANGUAGE §4, §12.2); never freed."""
