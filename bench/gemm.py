@@ -208,11 +208,12 @@ def stress(torch, dev, g, fmt, out, what, repeat) -> int:
 
 STRESS = 200        # back-to-back launches: a race inside a launch shows as a hang
 CHECK_BN = H.BN      # the checks' tile width (--bn)
+CHECK_BM = H.BM      # and height (--bm)
 
 
 def check_gemm(dev, fmt, **kw):
-    """A kernel of the checks, at the --bn width."""
-    return H.Gemm(dev, fmt, bn=CHECK_BN, **kw)
+    """A kernel of the checks, at the --bm x --bn tile."""
+    return H.Gemm(dev, fmt, bm=CHECK_BM, bn=CHECK_BN, **kw)
 
 
 def schedule_cases(checks, out: str, aliases) -> list:
@@ -474,6 +475,8 @@ def main() -> int:
     ap.add_argument("--prefetch-ahead", type=int, default=-1,
                     help="override wgmma.PREFETCH_C_AHEAD (0: no L2 prefetch of C)")
     ap.add_argument("--bn", type=int, default=H.BN, help="region width (64..256)")
+    ap.add_argument("--bm", type=int, default=H.BM,
+                    help="region height (128, or 256: tall tiles, cooperative and unpaired)")
     ap.add_argument("--epilogue", default="",
                     help="fused epilogues to check and time (names or all)")
     ap.add_argument("--formats", default="f16,bf16",
@@ -530,6 +533,8 @@ def main() -> int:
     ap.add_argument("--group", type=int, default=0,
                     help="row tiles per L2 group of the persistent kernels' tile order "
                          "(`persistent: G`; default 8)")
+    ap.add_argument("--baseline-bm", type=int, default=0,
+                    help="the baseline kernel's region height instead of --bm")
     ap.add_argument("--baseline-group", type=int, default=0,
                     help="the baseline kernel's `persistent: G` instead of --group's")
     ap.add_argument("--stream-k", type=int, default=-1,
@@ -580,10 +585,10 @@ def main() -> int:
         global CHECKS
         CHECKS = CHECKS[:3]
     cl_scheds = [x for x in args.cluster_schedules.split(",") if x]
-    global CHECK_BN
-    CHECK_BN = args.bn
-    if args.bn != H.BN:
-        print(f"# kernels of the checks: {H.BM}x{args.bn} tiles", flush=True)
+    global CHECK_BN, CHECK_BM
+    CHECK_BN, CHECK_BM = args.bn, args.bm
+    if (args.bm, args.bn) != (H.BM, H.BN):
+        print(f"# kernels of the checks: {args.bm}x{args.bn} tiles", flush=True)
     if args.cluster_stress:
         dev0 = mettle.device(0)
         bad = sum(stress(torch, dev0, cluster_gemm(dev0, f, o, sch), f, o, f"cluster {sch}",
@@ -625,39 +630,41 @@ def main() -> int:
                     schedule=args.once_schedule, cluster=args.once_cluster)
     pairs = configs(outs)
     group = args.group or H.GROUP
-    gemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o) for f, o in pairs}
+    gemms = {(f, o): H.Gemm(dev, f, bm=args.bm, bn=args.bn, out=o) for f, o in pairs}
     shapes = SHAPES if not args.shapes else ISOLATE if args.shapes == "isolate" else \
         [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
-    epi_gemms = {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, epilogue=epilogues[0])
+    epi_gemms = {(f, o): H.Gemm(dev, f, bm=args.bm, bn=args.bn, out=o, epilogue=epilogues[0])
                  for f, o in pairs} if epilogues else None
     pgemms = None if args.no_persistent else \
-        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, group=group)
+        {(f, o): H.Gemm(dev, f, bm=args.bm, bn=args.bn, out=o, persistent=True, group=group)
          for f, o in pairs}
     ppgemms = None if args.no_persistent or args.no_pingpong else \
-        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, group=group,
+        {(f, o): H.Gemm(dev, f, bm=args.bm, bn=args.bn, out=o, persistent=True, group=group,
                         schedule="pingpong") for f, o in pairs}
     agemms = None if args.no_persistent or args.no_auto else \
-        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, group=group,
+        {(f, o): H.Gemm(dev, f, bm=args.bm, bn=args.bn, out=o, persistent=True, group=group,
                         schedule="auto", workspace=args.workspace) for f, o in pairs}
     clgemms, ppclgemms, auclgemms = (
-        {(f, o): H.Gemm(dev, f, bn=args.bn, out=o, persistent=True, group=group,
+        {(f, o): H.Gemm(dev, f, bm=args.bm, bn=args.bn, out=o, persistent=True, group=group,
                         schedule=sch, cluster=2,
                         workspace=args.workspace and sch != "pingpong")
          for f, o in pairs}
         if not (args.no_persistent or args.no_cluster) else None
         for sch in ("cooperative", "pingpong", "auto"))
     bgemms = bepi_gemms = None
-    if args.baseline or args.baseline_bn or args.baseline_group:   # knob, value: parsed above
+    if args.baseline or args.baseline_bn or args.baseline_bm or args.baseline_group:
         kept = getattr(wgmma, knob) if args.baseline else None
         if args.baseline:
             setattr(wgmma, knob, value)
-        bbn = args.baseline_bn or args.bn
+        bbn, bbm = args.baseline_bn or args.bn, args.baseline_bm or args.bm
         bgroup = args.baseline_group or group
-        bgemms = {(f, o): H.Gemm(dev, f, bn=bbn, out=o, persistent=True, schedule="auto",
+        bgemms = {(f, o): H.Gemm(dev, f, bm=bbm, bn=bbn, out=o, persistent=True,
+                                 schedule="auto",
                                  workspace=args.workspace, group=bgroup,
                                  cluster=2 if args.baseline_cluster else 1) for f, o in pairs}
         if epilogues:
-            bepi_gemms = {(f, o): H.Gemm(dev, f, bn=bbn, out=o, epilogue=epilogues[0])
+            bepi_gemms = {(f, o): H.Gemm(dev, f, bm=bbm, bn=bbn, out=o,
+                                         epilogue=epilogues[0])
                           for f, o in pairs}
         if args.baseline:
             setattr(wgmma, knob, kept)

@@ -137,6 +137,21 @@ def test_narrow_widths_auto_and_paired(bn, schedules):
         assert f" cluster {schedule} " in out, out
 
 
+@pytest.mark.parametrize("bn", [160, 64])
+def test_tall_tiles_tails_persistent_and_stress(bn):
+    """256-row tiles (docs/reference/gemm.md "Tall tiles": two 64-row blocks per consumer
+    against one B stage): every check shape (tails, 5000x3000x4104, 4096^3), the split
+    paths (256 work-items, no shared memory), the persistent checks' tails and grids and
+    200 launches of 4096^3 back to back, f16/bf16 with f32 and 16-bit results; --small
+    under a sanitizer."""
+    small = ["--small"] if os.environ.get("METTLE_GPU_SANITIZER") else []
+    out = _run("--check", "--bm", "256", "--bn", str(bn), "--no-bench", *small,
+               timeout=400)
+    assert f"kernels of the checks: 256x{bn} tiles" in out, out
+    assert "CHECK OK" in out, out
+    assert out.count(" persistent ") >= 4 * 3, out
+
+
 def test_stream_k_tails_alias_determinism_and_stress():
     """Stream-K (`workspace:`; bench/gemm.py --check-streamk), cooperative and auto (both
     branches), each alone and in clusters of 2 (four kernels a format, sixteen in all), as

@@ -32,13 +32,13 @@ GUARD, GUARD_WORD = 64, 0xDEADBEEF           # words after a stream-K workspace
 
 def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=None,
          pitch=None, sim=PipelineSim, cluster=None, ldd=None, shared=None, bn=BN,
-         workspace=False):
+         workspace=False, bm=128):
     """(sim, D as computed, D wanted, D's padding untouched); `pitch`: A's and B's row
     pitch in elements (default: K rounded up to 16 bytes, plus 16); `sim`: the simulator
     class (cluster_sim.ClusterSim for clusters); `cluster`: the call's `cluster:` option;
     `ldd`: D's row pitch (default: even; a multiple of 16 bytes takes the copy engine's
     store path, where the tile's width holds whole boxes); `shared`: the launch's dynamic
-    shared bytes (default: wgmma.shared_bytes); `bn`: the tile's width; `workspace`: a
+    shared bytes (default: wgmma.shared_bytes); `bn`, `bm`: the tile's width and height; `workspace`: a
     zeroed stream-K workspace of wgmma_streamk.workspace_bytes, then GUARD words of
     GUARD_WORD (the kernel's last parameter, read back as sim.mem.read("ws"))."""
     rng = np.random.default_rng(M * 3 + N * 5 + K)
@@ -57,9 +57,9 @@ def _run(M, N, K, grid, schedule, persistent=True, fmt="f16", out="f32", seed=No
     C[:, :N] = c
     D = np.full(M * ldd + 8, np.nan, np.float32) if out == "f32" else \
         np.full(M * ldd + 8, 0x7E00, np.uint16)           # NaN either way
-    src = gemm_source(fmt, bn=bn, out=out, persistent=persistent, schedule=schedule,
+    src = gemm_source(fmt, bm=bm, bn=bn, out=out, persistent=persistent, schedule=schedule,
                       cluster=cluster or 1, workspace=workspace)
-    threads, need = native_launch(fmt, 128, bn, out, schedule)
+    threads, need = native_launch(fmt, bm, bn, out, schedule)
     args = [("buf", "a", A.ravel()), ("buf", "b", B.ravel()), ("buf", "c", C.ravel()),
             ("buf", "d", D)] + [("u32", v) for v in (M, N, K, lda, ldb, ldc, ldd)]
     if workspace:
@@ -524,3 +524,30 @@ def test_sixty_four_byte_fp8_stages_are_exact(monkeypatch):
     sim, got, want = run_fp8(150, 70, 300, 3, "cooperative", 4, 7)
     np.testing.assert_array_equal(got, want)
     assert sim.wgmmas == 4 * 5 * 2 * 2
+
+
+# (M, N, K, grid, persistent, tile width, D's format, ldd, seed) of 256-row tiles
+# (wgmma.tall): two 64-row blocks per consumer against one B stage; ldd a multiple of 16
+# bytes takes the copy engine's store path (each block's boxes after the other's), else
+# D leaves the registers
+TALL_CASES = [
+    (300, 70, 130, 2, True, 64, "f32", None, None),  # row tails past 256 and in wg 2's block 1
+    (300, 70, 450, 1, True, 64, "f32", None, 1),     # 4 tiles on 1: ring wraps, copies late
+    (520, 72, 130, 3, True, 64, "f32", 76, 2),       # 3 row tiles, a column tail; the rotation
+    (300, 64, 200, 2, True, 64, "f16", 64, 3),       # 16-bit D through the copy engine
+    (200, 128, 70, 2, False, 128, "bf16", 136, 4),   # one region per workgroup: the second's
+    (300, 70, 0, 2, True, 64, "f32", 72, None),      # K = 0: D = C     (rows are past M)
+]
+
+
+@pytest.mark.parametrize("M,N,K,grid,persistent,bn,out,ldd,seed", TALL_CASES)
+def test_tall_tiles_exact(tma_store, M, N, K, grid, persistent, bn, out, ldd, seed):
+    """A 256-row tile: each consumer's two 64-row blocks read the right rows of A's 256-row
+    stage, and its epilogue writes them to rows 128·(wg-1) + 64·block; every element once."""
+    fmt = "bf16" if out == "bf16" else "f16"
+    sim, got, want, untouched = _run(M, N, K, grid, "cooperative", persistent, fmt=fmt,
+                                     out=out, seed=seed, ldd=ldd, bm=256, bn=bn)
+    np.testing.assert_array_equal(got, want)
+    assert untouched, "D's padding was written"
+    regions = -(-M // 256) * -(-N // bn) if persistent else grid
+    assert sim.wgmmas == regions * -(-K // 64) * 4 * 2 * 2   # k16 steps x blocks x consumers

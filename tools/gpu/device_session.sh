@@ -30,6 +30,7 @@
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_clipped    # 240 with clipped boxes
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_232        # 232: checks, vs 240/256
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_stage_row  # 64-byte stages: checks, A/B
+#   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_tall      # 256x160 tiles: checks, A/B
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_pp240      # paired ping-pong 240, table
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_memcheck_wide  # memcheck, every SM
 #   OUT=/tmp/out bash tools/gpu/device_session.sh gemm_split_profile  # ncu: the last round split or not
@@ -583,6 +584,28 @@ gemm_stage_row() {
   ab_rows "$OUT/gemm_sr64_256.txt" auto
 }
 
+gemm_tall() {
+  # 256-row tiles (wgmma.tall: two 64-row blocks per consumer, one B stage feeding both):
+  # the hardware checks at 256x160 (every check shape, the split paths, persistent tails,
+  # 200 launches back to back), memcheck and racecheck on a launch with tails, then A/B
+  # against the shipped paired 232 auto kernel in one process (TALL_SHAPES)
+  step "256x160: checks and sanitizers"
+  timeout 240 python3 bench/gemm.py --check --bm 256 --bn 160 --no-bench --out f32,f16 \
+    > "$OUT/gemm_check_tall.txt" 2>&1 &
+  sanitize_case tall 200 700x1000x300 --schedule cooperative --bm 256 --bn 160 --fmt bf16 \
+    --out bf16 --pad 63
+  wait
+  report_checks gemm_check_tall
+  report_sanitizers tall
+  step "A/B: 256x160 (auto, persist) against paired 232 auto (base)"
+  timeout ${AB_TIMEOUT:-240} python3 bench/gemm.py --bm 256 --bn 160 --no-pingpong \
+    --no-cluster --formats ${TALL_FORMATS:-f16,bf16} --out f32,f16 --fp8 "" \
+    --baseline-bm 128 --baseline-bn 232 --baseline-cluster \
+    --shapes ${TALL_SHAPES:-5000x3000x4104,4096x4096x4096,8192x8192x8192} \
+    --json "$OUT/gemm_tall.json" > "$OUT/gemm_tall.txt" 2>&1
+  ab_rows "$OUT/gemm_tall.txt" auto
+}
+
 gemm_232() {
   # the 232-wide tile (13 tiles across N = 3000, cooperative only, paired B halves of 120
   # and 112 rows): the hardware checks of auto and of clusters of 2, memcheck and
@@ -851,6 +874,7 @@ case "$MODE" in
   gemm_tma_store) gemm_tma_store ;;
   gemm_clipped) gemm_clipped ;;
   gemm_232) gemm_232 ;;
+  gemm_tall) gemm_tall ;;
   gemm_stage_row) gemm_stage_row ;;
   gemm_pp240) gemm_pp240 ;;
   gemm_memcheck_wide) gemm_memcheck_wide ;;

@@ -4,7 +4,7 @@ padding and of wrong values, against torch in fp32.
 
     python3 tools/gpu/gemm_case.py 129x257x65 [--fmt bf16] [--out f32] [--schedule auto]
                                    [--grid 3] [--pad 63] [--dpad 8] [--knob TMA_STORE=0 ...]
-                                   [--workspace] [--cluster 2] [--bn 240]
+                                   [--workspace] [--cluster 2] [--bn 240] [--bm 256]
 
 `pad`: elements past K of A's and B's rows and past N of C's (and D's, unless --dpad).
 
@@ -45,6 +45,7 @@ def main() -> int:
     ap.add_argument("--workspace", action="store_true", help="stream-K (`workspace:`)")
     ap.add_argument("--cluster", type=int, default=1, help="`cluster:` (2: clusters of 2)")
     ap.add_argument("--bn", type=int, default=256, help="the region's width")
+    ap.add_argument("--bm", type=int, default=128, help="the region's height (256: tall)")
     args = ap.parse_args()
     from toolchain.compiler.targets.ptx.tensor import wgmma
     from wgmma_kernels import parse_knob  # pants: no-infer-dep  (bench/ on sys.path above)
@@ -57,7 +58,7 @@ def main() -> int:
     import mettle
     import gemm_hopper as H  # pants: no-infer-dep  (bench/ on sys.path above)
     m, n, k = (int(x) for x in args.shape.split("x"))
-    g = H.Gemm(mettle.device(0), args.fmt, bn=args.bn, out=args.out, persistent=True,
+    g = H.Gemm(mettle.device(0), args.fmt, bm=args.bm, bn=args.bn, out=args.out, persistent=True,
                schedule=args.schedule, cluster=args.cluster, workspace=args.workspace)
     dtype = torch.float16 if args.fmt == "f16" else torch.bfloat16
     torch.manual_seed(0)
@@ -78,7 +79,7 @@ def main() -> int:
     touched = (~torch.isnan(dfull[:, n:].float())).nonzero().cpu()
     wrong = ((got - ref).abs() > 1e-2 * (ref.abs() + 1)).nonzero().cpu()
     print(f"{args.shape} {args.fmt}->{args.out} {args.schedule} cluster {args.cluster} "
-          f"bn {args.bn} pad {pad}/{dpad} "
+          f"{args.bm}x{args.bn} pad {pad}/{dpad} "
           f"knobs {args.knob}: "
           f"{len(nan)} NaN, {len(touched)} padding written, {len(wrong)} wrong")
     for what, idx, off in (("NaN", nan, 0), ("padding", touched, n), ("wrong", wrong, 0)):

@@ -40,6 +40,11 @@ aligned A/B with 16-byte row pitches, 8-byte aligned C/D with even pitches and a
 column origin, origins below 2^31, M and N non-zero. The entry gets `.maxntid threads`
 and `.minnctapersm 1` so that `setmaxnreg` has the register cap it needs.
 
+A tall tile (`shape: m256nNk64`, the cooperative schedule, unpaired) keeps the two
+consumer warpgroups: each computes 128 rows as two 64-row blocks against the same B stage
+(blocks(desc)), n f32 accumulators a thread, so a stage of 256 A rows and n B rows feeds
+twice the wgmma work of a 128-row one per byte of B (docs/reference/gemm.md "Tall tiles").
+
 `schedule: pingpong` runs wgmma_pingpong.py's consumers and producer on the same ring;
 `schedule: auto` emits both pipelines behind one uniform run-time branch (auto_pred:
 128-byte aligned A/B rows take the ping-pong one), each with its own barriers and maps.
@@ -72,6 +77,10 @@ ENTRY_REGS = 168                          # the .maxntid 384 cap: 65536 / 384, r
 # opt-in dynamic shared memory per workgroup on the one generation that has wgmma
 SMEM_LIMIT = isa.SM_LIMITS[isa.FEATURES["wgmma"][0].only[0]][1]
 SHAPES_N = (64, 128, 192, 232, 240, 256)
+TALL_SHAPES_N = (64, 128, 160)            # widths of a 256-row tile: n accumulators a
+#                                           thread, within the consumers' 232 registers
+MIN_STAGES = 4                            # a second D store box per warp (store_buffers)
+#                                           only where the ring keeps this many stages
 # 232: the narrowest width that fits N = 3000 in 13 tiles (docs/reference/gemm.md "Choosing
 # the tile"); its ping-pong halves (116) are no wgmma width, so it has no ping-pong form
 EPILOGUE_BATCH = 32                       # C pairs loaded before their D stores (1: one
@@ -163,7 +172,19 @@ BK = ROW_BYTES // F16.size                # K elements of the 16-bit path's inst
 
 
 def consumers(desc) -> int:
-    return desc.m // 64
+    """Consumer warpgroups: two, each with desc.m / 2 rows of the tile."""
+    return 2
+
+
+def blocks(desc) -> int:
+    """64-row wgmma blocks a cooperative consumer computes per K step (2 for a tall
+    tile: rows 0-63 and 64-127 of its half of the stage's A)."""
+    return desc.m // 128
+
+
+def tall(desc) -> bool:
+    """A 256-row tile (module docstring)."""
+    return desc.m == 256
 
 
 def threads(desc) -> int:
@@ -188,7 +209,7 @@ def unpaired(desc) -> bool:
     pipelines, so its cooperative one does not either, and a width of uneven B halves
     (b_halves: 232) pairs only where the pairing is known when compiling (`cluster: 2`
     pairs persistent regions of every schedule and width)."""
-    return desc.schedule in ("pingpong", "auto") or not halves(desc)
+    return desc.schedule in ("pingpong", "auto") or not halves(desc) or tall(desc)
 
 
 def branches(desc):
@@ -205,10 +226,10 @@ def halves(desc) -> bool:
 
 def forms(desc):
     """The pipelines a kernel holds for desc: auto's branches (only the cooperative one
-    for a width of no ping-pong halves), else desc itself."""
+    for a width of no ping-pong halves, and for a tall tile), else desc itself."""
     if not auto(desc):
         return (desc,)
-    return branches(desc) if halves(desc) else branches(desc)[1:]
+    return branches(desc) if halves(desc) and not tall(desc) else branches(desc)[1:]
 
 
 def box_n(desc) -> int:
@@ -249,15 +270,22 @@ def store_buffers(desc) -> int:
     """Boxes a warp rotates through: STORE_BUFFERS when a tile's boxes per warp are a
     multiple of it (the rotation restarts in step at every tile, so a buffer's slot is
     known when the kernel is compiled), else 1."""
-    boxes = epilogue_boxes(box_n(desc), desc) * (2 if pingpong(desc) else 1)
-    return STORE_BUFFERS if boxes % STORE_BUFFERS == 0 else 1
+    boxes = epilogue_boxes(box_n(desc), desc) * (2 if pingpong(desc) else blocks(desc))
+    if boxes % STORE_BUFFERS or _stages(desc, STORE_BUFFERS) < MIN_STAGES <= _stages(desc, 1):
+        return 1
+    return STORE_BUFFERS
 
 
 def store_bytes(desc) -> int:
     """Shared memory of the D store boxes: store_buffers boxes for each consumer warp."""
+    return _store_bytes(desc, store_buffers(desc))
+
+
+def _store_bytes(desc, nb: int) -> int:
+    """store_bytes with nb boxes a warp."""
     if not tma_store(desc):
         return 0
-    return 4 * consumers(desc) * store_buffers(desc) * STORE_ROWS * ROW_BYTES
+    return 4 * consumers(desc) * nb * STORE_ROWS * ROW_BYTES
 
 
 def _ring_fixed(desc) -> int:
@@ -275,8 +303,13 @@ def stages(desc) -> int:
     """The deepest ring whose ring_bytes, D's store boxes and a paired kernel's static
     shared memory (PAIR_STATIC_BYTES) fit in SMEM_LIMIT, up to the schedule's cap (in
     stages of ROW_BYTES: a finer STAGE_ROW holds as many bytes of K in more stages)."""
+    return _stages(desc, store_buffers(desc))
+
+
+def _stages(desc, nb: int) -> int:
+    """stages with nb D store boxes a warp."""
     cap = (PINGPONG_MAX_STAGES if pingpong(desc) else MAX_STAGES) * ROW_BYTES // STAGE_ROW
-    room = SMEM_LIMIT - PAIR_STATIC_BYTES - _ring_fixed(desc) - store_bytes(desc)
+    room = SMEM_LIMIT - PAIR_STATIC_BYTES - _ring_fixed(desc) - _store_bytes(desc, nb)
     return max(2, min(cap, room // _ring_stage(desc)))
 
 
@@ -302,13 +335,19 @@ def supported(desc) -> bool:
     """Whether wgmma can run this descriptor natively (otherwise split regions only)."""
     return (desc.a_type == desc.b_type and desc.a_type in ("f16", "bf16")
             and desc.accumulator_type == "f32" and desc.result_type in ("f32", "f16", "bf16")
-            and desc.m == 128 and desc.n in SHAPES_N and desc.k == BK
+            and (desc.n in SHAPES_N if desc.m == 128 else
+                 desc.m == 256 and desc.n in TALL_SHAPES_N)
+            and desc.k == BK
             and desc.stored_layout("a") == "row" and desc.stored_layout("b") == "col"
             and desc.c_layout == desc.d_layout == "row")
 
 
 def schedule_refusal(desc) -> str | None:
     """Why desc's schedule has no pipeline at its width (None: it has)."""
+    if tall(desc) and (pingpong(desc) or desc.cluster != 1):
+        return ("a 256-row tile runs the cooperative schedule unpaired (each consumer "
+                "warpgroup already holds 128 rows); `schedule: pingpong` and `cluster: 2` "
+                "take 128-row tiles")
     if pingpong(desc) and not halves(desc):
         return (f"the ping-pong schedule's half tiles of a {desc.n}-column tile would be "
                 f"{desc.n // 2} columns, no wgmma width (a multiple of 8); the cooperative "
@@ -471,7 +510,7 @@ def lower_native(em, g, tid: str, end: str, share: str | None = None, fused=None
     if pp:
         from . import wgmma_pingpong
         assert share in (None, True)         # only `cluster: 2` pairs ping-pong
-    elif tiles is not None and g.W is not None and STREAM_K:
+    elif tiles is not None and g.W is not None and STREAM_K and not tall(desc):
         tiles = tiles.split_k(g.W, g.K, elem.bk)     # stream-K (wgmma_streamk)
     mod = em.module
     dyn = mod._fresh(f"{em.fn.name}_{elem.ring}")
@@ -591,7 +630,7 @@ def _lower_auto(em, g, tid, end, share, fused, tiles, elem: Elem, combine) -> No
     all fit in one round and split takes the cooperative pipeline, which splits them
     (wgmma_streamk.prefer_split)."""
     pp, coop = (replace(g, desc=d) for d in branches(g.desc))
-    rule = auto_pred(em, g, elem) if halves(g.desc) else False
+    rule = auto_pred(em, g, elem) if halves(g.desc) and not tall(g.desc) else False
     if rule is not False and tiles is not None and g.W is not None and STREAM_K:
         streamk.prefer_split(em, tiles.split_k(g.W, g.K, elem.bk), rule)
     if rule is False:
@@ -939,9 +978,9 @@ def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
               combine=None, ws_d=None) -> None:
     desc = g.desc
     nk, sa, sb, full, empty, S, a_bytes, b_bytes = ring
-    bn = desc.n
+    bn, nb = desc.n, blocks(desc)
     em.put(I.setmaxnreg("inc", CONSUMER_REGS))
-    acc = [em.new("f") for _ in range(bn // 2)]
+    accs = [[em.new("f") for _ in range(bn // 2)] for _ in range(nb)]   # 64 rows each
     one, p, leader = em.new("p"), em.new("p"), em.new("p")
     em.put(I.setp("eq", "u32", one, 0, 0))
     wtid = em.new("r")
@@ -949,10 +988,10 @@ def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
     peer = em.new("r") if share else None
     if share:
         em.put(I.mov("u32", peer, "%cluster_ctarank"), I.binary("xor", "b32", peer, peer, 1))
-    # descriptor bases: this warpgroup's 64 A rows of stage 0, and B of stage 0
+    # descriptor bases: this warpgroup's 64·nb A rows of stage 0, and B of stage 0
     a_row = em.new("r")
     em.put(I.binary("sub", "u32", a_row, wg, 1),
-           I.mad("lo", "u32", a_row, a_row, 64 * STAGE_ROW, sa))
+           I.mad("lo", "u32", a_row, a_row, 64 * nb * STAGE_ROW, sa))
     da0, db0 = ring_desc(em, a_row), ring_desc(em, sb)
     kb, s, ph = em.new("r"), em.new("r"), em.new("r")
     prev, have_prev = em.new("r"), em.new("p")
@@ -961,7 +1000,7 @@ def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
         em.put(I.mov("u32", prev, 0))
     store = Store.open(em, g, tid, ws_d)
     g, close = _tile_loop(em, g, tiles, f"{elem.tag}_cons")
-    em.put(*(I.mov("f32", r, "0f00000000") for r in acc))
+    em.put(*(I.mov("f32", r, "0f00000000") for acc in accs for r in acc))
     if g.kc:                   # stream-K: the unit's k1 - k0 chunks end at nk (no
         em.put(I.binary("sub", "u32", kb, nk, g.kc[1]),  # register more next to the
                I.binary("add", "u32", kb, kb, g.kc[0]))  # accumulators)
@@ -969,11 +1008,15 @@ def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
         em.put(I.mov("u32", kb, 0))
     em.put(I.setp("ne", "u32", have_prev, 0, 0))
     da, db, fb, soff = em.new("rd"), em.new("rd"), em.new("r"), em.new("rd")
+    das = [da] + [em.new("rd") for _ in range(1, nb)]
     top, done = label(em, f"{elem.tag}_cons"), label(em, f"{elem.tag}_cons_done")
     em.put(I.label(top), I.setp("ge", "u32", p, kb, nk), I.bra(done, guard=p),
            I.mad("lo", "u32", fb, s, 8, full))
     for _ in k_steps(em, elem, desc, fb, ph, s, (da0, db0), (da, db), soff, a_bytes, b_bytes):
-        em.put(I.wgmma_mma_async(bn, "f32", desc.a_type, desc.b_type, acc, da, db, one))
+        for blk in range(1, nb):             # block blk: 64·blk rows further (>> 4)
+            em.put(I.binary("add", "s64", das[blk], da, 64 * blk * STAGE_ROW >> 4))
+        em.put(*(I.wgmma_mma_async(bn, "f32", desc.a_type, desc.b_type, acc, a, db, one)
+                 for acc, a in zip(accs, das)))
     em.put(I.wgmma_commit_group(), I.wgmma_wait_group(1))  # the previous stage is read
     _release(em, have_prev, leader, prev, empty, share, peer)
     em.put(I.mov("u32", prev, s), I.setp("eq", "u32", have_prev, 0, 0))
@@ -982,8 +1025,17 @@ def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
     _release(em, have_prev, leader, prev, empty, share, peer)
     skip = label(em, f"{elem.tag}_cons_part") if g.unit else None
     if skip:                                   # stream-K: only a tile's last part goes on
-        streamk.fixup(em, tiles, g, acc, tid, skip)
-    _epilogue(em, g, wtid, wg, acc, fused, elem, combine, store=store)
+        assert nb == 1, "stream-K splits 128-row tiles only"
+        streamk.fixup(em, tiles, g, accs[0], tid, skip)
+    if nb == 1:
+        _epilogue(em, g, wtid, wg, accs[0], fused, elem, combine, store=store)
+    else:
+        boxes = epilogue_boxes(desc.n, desc)
+        for blk, acc in enumerate(accs):     # as _epilogue's 64-row block number + 1
+            rows = em.new("r")
+            em.put(I.mad("lo", "u32", rows, wg, nb, blk + 1 - nb))
+            _epilogue(em, g, wtid, rows, acc, fused, elem, combine, store=store,
+                      first_box=blk * boxes)
     if skip:
         em.put(I.label(skip))
     close()
@@ -1138,7 +1190,7 @@ def _epilogue(em, g, wtid, wg, acc, fused, elem: Elem = F16, combine=None,
     rt = desc.result_type
     dshift = 2 if rt == "f32" else 1                       # log2 bytes of a D element
     bias = NativeBias(em, fused) if fused is not None and fused.bias is not None else None
-    batch_size = EPILOGUE_BATCH if fused is None else FUSED_BATCH[fused.desc.bias_mode]
+    batch_size = epilogue_batch(desc, fused)
     cols = _pair_preds(em, _columns_left(em, g, c0))
     for half in (0, 1):
         row, prow = em.new("r"), em.new("p")
@@ -1203,7 +1255,7 @@ def store_epilogue(em, g, wtid, wg, acc, fused, elem: Elem, combine, c_in_acc: b
         if fused is not None and fused.bias is not None:
             bias[half] = NativeBias(em, fused)
             bias[half].start_half(em, row, c0, prow)
-    batch_size = EPILOGUE_BATCH if fused is None else FUSED_BATCH[fused.desc.bias_mode]
+    batch_size = epilogue_batch(desc, fused)
     # at most a box per batch, the next batch's loads before this one's sums
     # (STORE_C_AHEAD): a round trip per box left the skinny-K epilogue latency-bound,
     # and batches of several boxes slowed the large-K shapes with C. Two batches are
@@ -1252,6 +1304,19 @@ def store_epilogue(em, g, wtid, wg, acc, fused, elem: Elem, combine, c_in_acc: b
                                                           src), go3),
                    I.guarded(I.cp_async_bulk_tensor_store(store.tmap, [col, wrow], src), go))
         em.put(I.guarded(I.cp_async_bulk_commit_group(), store.lead))
+
+
+def epilogue_batch(desc, fused) -> int:
+    """C pairs an epilogue batch loads before their D stores: EPILOGUE_BATCH, or
+    FUSED_BATCH's for a fused epilogue; a tall tile's are smaller, since the other
+    block's accumulators stay live through each block's epilogue (a half, a quarter
+    with a bias matrix: the least that ptxas 13.0 fits in 168 registers without spills,
+    but for a column-major bias matrix with a 16-bit D, docs/reference/gemm.md "Tall
+    tiles")."""
+    if fused is None:
+        return EPILOGUE_BATCH // blocks(desc)
+    mode = fused.desc.bias_mode
+    return max(1, FUSED_BATCH[mode] // blocks(desc) ** (2 if mode == "matrix" else 1))
 
 
 def _inside_tile(em, g, store: Store):

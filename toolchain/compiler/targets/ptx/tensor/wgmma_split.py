@@ -99,7 +99,8 @@ def _uses_dynamic_shared(fn) -> bool:
 
 
 def native_refusal(em, desc, supported=None, no_form: str = "no wgmma form for this "
-                   "descriptor (docs/reference/gemm.md: f16/bf16, m128, k64)") -> str | None:
+                   "descriptor (docs/reference/gemm.md: f16/bf16, m128 or m256, k64)"
+                   ) -> str | None:
     """Why the sm_90a pipeline cannot be compiled for this region (None: it can);
     `supported`: whether the pipeline has a form for desc (wgmma.supported), `no_form` the
     reason when it has not."""
@@ -285,6 +286,8 @@ def streamk_remark(desc, why: str | None, workspace: bool) -> str:
     if why is not None or not wgmma.STREAM_K:
         return "; `workspace:` unused (no pipeline to split)" if why is not None else \
             "; `workspace:` unused (stream-K switched off)"
+    if wgmma.tall(desc):
+        return "; `workspace:` unused (stream-K splits 128-row tiles only)"
     where = "auto's cooperative branch" if wgmma.auto(desc) else "the cooperative pipeline"
     tiles, units = ("pair tiles", "clusters") if desc.cluster == 2 else ("tiles", "workgroups")
     which = f"the {tiles} of a launch with fewer {tiles} than {units}" \
