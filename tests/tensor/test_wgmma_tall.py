@@ -56,7 +56,7 @@ def test_ring_and_store_boxes(n, out, stages, boxes):
 
 
 def test_widths_beyond_the_registers_split():
-    """n accumulators a thread: 192 and wider would spill at ptxas's 168 registers."""
+    """n accumulators a thread: from 192 up ptxas spills in the consumers' 232 registers."""
     assert not wgmma.supported(_desc(192)) and not wgmma.supported(_desc(256))
     assert not wgmma.supported(_desc(160, m=128))          # 160 is a tall width only
 

@@ -1310,7 +1310,7 @@ def epilogue_batch(desc, fused) -> int:
     """C pairs an epilogue batch loads before their D stores: EPILOGUE_BATCH, or
     FUSED_BATCH's for a fused epilogue; a tall tile's are smaller, since the other
     block's accumulators stay live through each block's epilogue (a half, a quarter
-    with a bias matrix: the least that ptxas 13.0 fits in 168 registers without spills,
+    with a bias matrix: what ptxas 13.0 fits in the consumers' registers without spills,
     but for a column-major bias matrix with a 16-bit D, docs/reference/gemm.md "Tall
     tiles")."""
     if fused is None:
