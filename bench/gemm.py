@@ -58,6 +58,8 @@ compiled with the pipeline module's KNOB (toolchain/compiler/targets/ptx/tensor/
 set to INT, timed in the same interleaved rounds as the shipped `auto` (for example
 --baseline PINGPONG_C_FIRST=1: the ping-pong consumer loads C into its accumulators before its
 turn instead of adding it in the epilogue).
+--bm 256 (with --bn 64, 128 or 160) checks and times 256-row tiles (docs/reference/gemm.md
+"Tall tiles"); --baseline-bm sets the baseline kernel's height.
 --knob KNOB=INT (repeatable) compiles every kernel of the run with that setting (for example
 --knob CLIPPED_STORE=1 before it is the default).
 --once MxNxK [--once-schedule S] [--once-cluster 2]: one launch of ours (the one-region
