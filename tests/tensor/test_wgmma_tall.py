@@ -112,5 +112,6 @@ def test_a_workspace_is_left_unused(tmp_path):
     """Stream-K splits 128-row tiles only: a tall tile's `workspace:` is unused, and the
     explanation says so."""
     src = gemm_source("f16", bm=256, bn=160, persistent=True, workspace=True)
-    assert "`workspace:` unused (stream-K splits 128-row tiles only)" in _explain(tmp_path, src)
-    assert "persistent pipeline" in _explain(tmp_path, src)
+    explain = _explain(tmp_path, src)
+    assert "`workspace:` unused (stream-K splits 128-row tiles only)" in explain
+    assert "persistent pipeline" in explain

@@ -1027,15 +1027,14 @@ def _consumer(em, g, elem: Elem, tid, wg, ring, share, fused, tiles=None,
     if skip:                                   # stream-K: only a tile's last part goes on
         assert nb == 1, "stream-K splits 128-row tiles only"
         streamk.fixup(em, tiles, g, accs[0], tid, skip)
-    if nb == 1:
-        _epilogue(em, g, wtid, wg, accs[0], fused, elem, combine, store=store)
-    else:
-        boxes = epilogue_boxes(desc.n, desc)
-        for blk, acc in enumerate(accs):     # as _epilogue's 64-row block number + 1
+    boxes = epilogue_boxes(desc.n, desc)
+    for blk, acc in enumerate(accs):         # _epilogue's 64-row block number + 1: wg,
+        rows = wg                            # or a tall tile's nb·(wg - 1) + blk + 1
+        if nb > 1:
             rows = em.new("r")
             em.put(I.mad("lo", "u32", rows, wg, nb, blk + 1 - nb))
-            _epilogue(em, g, wtid, rows, acc, fused, elem, combine, store=store,
-                      first_box=blk * boxes)
+        _epilogue(em, g, wtid, rows, acc, fused, elem, combine, store=store,
+                  first_box=blk * boxes)
     if skip:
         em.put(I.label(skip))
     close()
